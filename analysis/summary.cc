@@ -1,0 +1,52 @@
+#include "analysis/summary.h"
+
+#include <algorithm>
+
+namespace microscope::analysis {
+
+Summary Summarize(const capture::Capture& c) {
+  Summary s;
+  const capture::Settings& st = c.settings;
+  s.mode = st.mode;
+  s.command = st.command;
+  s.target_pid = st.target_pid;
+  s.frequency = st.frequency;
+  s.duration_ns = st.end_time > st.start_time ? st.end_time - st.start_time : 0;
+  s.lost_records = st.lost_records;
+  s.lost_samples = st.lost_samples;
+  s.throttles = st.throttles;
+  s.kernel_frames = st.kernel_frames;
+  s.notes = st.notes;
+  std::vector<uint64_t> per_thread(c.threads.size());
+  std::vector<uint64_t> per_process(c.processes.size());
+  for (size_t i = 0; i < c.samples.size(); ++i) {
+    ++s.samples;
+    s.sampled_ns += c.samples.weight[i];
+    ++s.stack_ends[size_t(c.samples.end[i])];
+    ++per_thread[c.samples.thread[i]];
+    ++per_process[c.threads[c.samples.thread[i]].process];
+  }
+  for (size_t i = 0; i < c.processes.size(); ++i) {
+    const capture::Process& p = c.processes[i];
+    s.processes.push_back({p.pid, p.parent_pid, c.str(p.command), p.exit_status, per_process[i]});
+  }
+  std::sort(s.processes.begin(), s.processes.end(),
+            [](const ProcessSummary& a, const ProcessSummary& b) { return a.pid < b.pid; });
+  for (size_t i = 0; i < c.threads.size(); ++i) {
+    const capture::Thread& t = c.threads[i];
+    s.threads.push_back({t.tid, c.processes[t.process].pid, c.str(t.name), per_thread[i]});
+  }
+  std::sort(s.threads.begin(), s.threads.end(),
+            [](const ThreadSummary& a, const ThreadSummary& b) {
+              if (a.samples != b.samples) return a.samples > b.samples;
+              return a.tid < b.tid;
+            });
+  for (const capture::Problem& p : c.problems) {
+    s.problems.push_back({c.str(p.kind), p.count, c.str(p.example)});
+  }
+  std::sort(s.problems.begin(), s.problems.end(),
+            [](const ProblemSummary& a, const ProblemSummary& b) { return a.kind < b.kind; });
+  return s;
+}
+
+}  // namespace microscope::analysis

@@ -1,0 +1,56 @@
+// The facts a report header shows about a capture: what ran, for how long,
+// how much was sampled, what was lost, how stacks ended, what went wrong.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capture/capture.h"
+
+namespace microscope::analysis {
+
+struct ProcessSummary {
+  int32_t pid;
+  int32_t parent_pid;
+  std::string command;
+  int32_t exit_status;
+  uint64_t samples;
+};
+
+struct ThreadSummary {
+  int32_t tid;
+  int32_t pid;
+  std::string name;
+  uint64_t samples;
+};
+
+struct ProblemSummary {
+  std::string kind;
+  uint64_t count;
+  std::string example;
+};
+
+struct Summary {
+  std::string mode;
+  std::vector<std::string> command;
+  int32_t target_pid = 0;
+  uint32_t frequency = 0;
+  uint64_t duration_ns = 0;
+  uint64_t samples = 0;
+  uint64_t sampled_ns = 0;
+  uint64_t lost_records = 0;
+  uint64_t lost_samples = 0;
+  uint64_t throttles = 0;
+  bool kernel_frames = false;
+  std::array<uint64_t, capture::kStackEndCount> stack_ends{};
+  std::vector<ProcessSummary> processes;  // by pid
+  std::vector<ThreadSummary> threads;     // by samples desc, then tid
+  std::vector<ProblemSummary> problems;   // by kind
+  std::vector<std::string> notes;
+};
+
+Summary Summarize(const capture::Capture& capture);
+
+}  // namespace microscope::analysis

@@ -1,0 +1,134 @@
+#include "capture/container.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+namespace microscope::capture {
+namespace {
+
+std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+struct ZstdCCtxDeleter {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> bytes) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Error(Errno("cannot create")).WithContext(tmp);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status s = Status::Error(Errno("write failed")).WithContext(tmp);
+      close(fd);
+      unlink(tmp.c_str());
+      return s;
+    }
+    done += size_t(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    Status s = Status::Error(Errno("cannot flush")).WithContext(tmp);
+    unlink(tmp.c_str());
+    return s;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = Status::Error(Errno("cannot rename temporary file into place")).WithContext(path);
+    unlink(tmp.c_str());
+    return s;
+  }
+  return OkStatus();
+}
+
+Status WriteContainer(const std::string& path, std::span<const uint8_t> payload) {
+  std::unique_ptr<ZSTD_CCtx, ZstdCCtxDeleter> cctx(ZSTD_createCCtx());
+  if (!cctx) return Status::Error("zstd: out of memory").WithContext(path);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, 6);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  std::vector<uint8_t> file(sizeof(FileHeader) + ZSTD_compressBound(payload.size()));
+  size_t stored = ZSTD_compress2(cctx.get(), file.data() + sizeof(FileHeader),
+                                 file.size() - sizeof(FileHeader), payload.data(), payload.size());
+  if (ZSTD_isError(stored)) {
+    return Status::Error(std::string("zstd: ") + ZSTD_getErrorName(stored)).WithContext(path);
+  }
+  FileHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  header.major = kFormatMajor;
+  header.minor = kFormatMinor;
+  header.payload_size = payload.size();
+  header.stored_size = stored;
+  std::memcpy(file.data(), &header, sizeof(header));
+  file.resize(sizeof(FileHeader) + stored);
+  return WriteFileAtomically(path, file);
+}
+
+Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file) {
+  FileHeader header;
+  if (file.size() < sizeof(header)) {
+    return Status::Error("truncated: " + std::to_string(file.size()) +
+                         " bytes, shorter than the 32-byte header");
+  }
+  std::memcpy(&header, file.data(), sizeof(header));
+  if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) {
+    return Status::Error("not a microscope capture (wrong magic at offset 0)");
+  }
+  if (header.major > kFormatMajor) {
+    return Status::Error("format version " + std::to_string(header.major) + "." +
+                         std::to_string(header.minor) + " is newer than this microscope reads (" +
+                         std::to_string(kFormatMajor) + ".x); upgrade microscope");
+  }
+  if (header.major == 0) return Status::Error("format version 0 is not valid (offset 8)");
+  if (header.payload_size > kMaxPayloadBytes) {
+    return Status::Error("header claims a payload of " + std::to_string(header.payload_size) +
+                         " bytes (offset 16), more than the " +
+                         std::to_string(kMaxPayloadBytes) + "-byte limit");
+  }
+  uint64_t available = file.size() - sizeof(header);
+  if (header.stored_size != available) {
+    return Status::Error("truncated or padded: header says " + std::to_string(header.stored_size) +
+                         " compressed bytes after offset 32, file has " +
+                         std::to_string(available));
+  }
+  std::vector<uint8_t> payload(header.payload_size);
+  size_t n = ZSTD_decompress(payload.data(), payload.size(), file.data() + sizeof(header),
+                             available);
+  if (ZSTD_isError(n)) {
+    return Status::Error(std::string("compressed payload is corrupt (after offset 32): ") +
+                         ZSTD_getErrorName(n));
+  }
+  if (n != header.payload_size) {
+    return Status::Error("payload is " + std::to_string(n) + " bytes, header says " +
+                         std::to_string(header.payload_size));
+  }
+  return payload;
+}
+
+Result<std::vector<uint8_t>> ReadContainer(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Error(Errno("cannot open"));
+  std::vector<uint8_t> bytes;
+  uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = Status::Error(Errno("read failed"));
+      close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    bytes.insert(bytes.end(), buf, buf + n);
+  }
+  close(fd);
+  return DecodeContainer(bytes);
+}
+
+}  // namespace microscope::capture

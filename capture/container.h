@@ -1,0 +1,46 @@
+// The .mscap file: a fixed 32-byte header, then one zstd frame holding the
+// FlatBuffers payload (schema.fbs). Little-endian, as is every host we record.
+//
+//   0       8       10      12      16              24              32
+//   | magic | major | minor | flags | payload bytes | stored bytes  | zstd frame...
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capture/result.h"
+
+namespace microscope::capture {
+
+inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
+inline constexpr uint16_t kFormatMajor = 1;
+inline constexpr uint16_t kFormatMinor = 0;
+// A reader refuses payloads claiming more than this: a corrupt size must not
+// make us allocate the machine's memory.
+inline constexpr uint64_t kMaxPayloadBytes = 16ull << 30;
+
+struct FileHeader {
+  char magic[8];
+  uint16_t major;
+  uint16_t minor;
+  uint32_t flags;  // reserved, 0
+  uint64_t payload_size;
+  uint64_t stored_size;
+};
+static_assert(sizeof(FileHeader) == 32, "the on-disk header is 32 bytes");
+
+// Compresses `payload` and writes header + frame to `path` atomically:
+// a temporary file in the same directory, fsync, rename.
+Status WriteContainer(const std::string& path, std::span<const uint8_t> payload);
+
+// Reads and checks the header, decompresses the payload.
+Result<std::vector<uint8_t>> ReadContainer(const std::string& path);
+Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file);
+
+// Writes `bytes` to `path` through a temporary name and rename.
+Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> bytes);
+
+}  // namespace microscope::capture

@@ -1,0 +1,239 @@
+#include "capture/reader.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "capture/container.h"
+#include "capture/schema_generated.h"
+
+namespace microscope::capture {
+namespace {
+
+namespace fbs = ::microscope::fb;
+
+template <typename T>
+std::vector<T> Column(const flatbuffers::Vector<T>* v) {
+  if (v == nullptr) return {};
+  return std::vector<T>(v->begin(), v->end());
+}
+
+std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+std::vector<std::string> Strings(
+    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
+  std::vector<std::string> out;
+  if (v == nullptr) return out;
+  out.reserve(v->size());
+  for (const auto* s : *v) out.push_back(Str(s));
+  return out;
+}
+
+Settings ToSettings(const fbs::Settings* s) {
+  Settings out;
+  if (s == nullptr) return out;
+  out.mode = Str(s->mode());
+  out.command = Strings(s->command());
+  out.target_pid = s->target_pid();
+  out.frequency = s->frequency();
+  out.call_graph = Str(s->call_graph());
+  out.stack_copy = s->stack_copy();
+  out.kernel_frames = s->kernel_frames();
+  out.host = Str(s->host());
+  out.kernel_release = Str(s->kernel_release());
+  out.clock = Str(s->clock());
+  out.recorder = Str(s->recorder());
+  out.start_time = s->start_time();
+  out.end_time = s->end_time();
+  out.lost_records = s->lost_records();
+  out.lost_samples = s->lost_samples();
+  out.throttles = s->throttles();
+  out.unthrottles = s->unthrottles();
+  out.notes = Strings(s->notes());
+  return out;
+}
+
+std::string Where(const char* table, size_t row, const char* field) {
+  return std::string(table) + "[" + std::to_string(row) + "]." + field;
+}
+
+// Checks that `id` indexes a table of `count` rows (or is kNone when allowed).
+Status CheckRef(uint32_t id, size_t count, bool allow_none, const char* table, size_t row,
+                const char* field, const char* target) {
+  if (id == kNone && allow_none) return OkStatus();
+  if (id < count) return OkStatus();
+  return Status::Error(Where(table, row, field) + " = " + std::to_string(id) +
+                       " is out of range (" + std::to_string(count) + " " + target + ")");
+}
+
+}  // namespace
+
+const char* StackEndName(StackEnd end) {
+  switch (end) {
+    case StackEnd::kFramePointerEnd: return "frame-pointer-end";
+    case StackEnd::kKernelOnly: return "kernel-only";
+    case StackEnd::kMaxDepth: return "max-depth";
+    case StackEnd::kEmpty: return "empty";
+  }
+  return "unknown";
+}
+
+Status ValidateCapture(const Capture& c) {
+  const size_t ns = c.strings.size();
+  for (size_t i = 0; i < c.modules.size(); ++i) {
+    const Module& m = c.modules[i];
+    RETURN_IF_ERROR(CheckRef(m.path, ns, false, "modules", i, "path", "strings"));
+    if (uint8_t(m.kind) > uint8_t(ModuleKind::kAnonymous)) {
+      return Status::Error(Where("modules", i, "kind") + " has unknown value " +
+                           std::to_string(int(m.kind)));
+    }
+    if (m.build_id.size() > 64) {
+      return Status::Error(Where("modules", i, "build_id") + " is " +
+                           std::to_string(m.build_id.size()) + " bytes (at most 64)");
+    }
+  }
+  for (size_t i = 0; i < c.mappings.size(); ++i) {
+    const Mapping& m = c.mappings[i];
+    RETURN_IF_ERROR(
+        CheckRef(m.process, c.processes.size(), false, "mappings", i, "process", "processes"));
+    RETURN_IF_ERROR(CheckRef(m.module, c.modules.size(), false, "mappings", i, "module", "modules"));
+    if (m.start >= m.end) {
+      return Status::Error(Where("mappings", i, "start") + " is not below its end");
+    }
+  }
+  for (size_t i = 0; i < c.processes.size(); ++i) {
+    RETURN_IF_ERROR(CheckRef(c.processes[i].command, ns, true, "processes", i, "command", "strings"));
+  }
+  for (size_t i = 0; i < c.threads.size(); ++i) {
+    const Thread& t = c.threads[i];
+    RETURN_IF_ERROR(
+        CheckRef(t.process, c.processes.size(), false, "threads", i, "process", "processes"));
+    RETURN_IF_ERROR(CheckRef(t.name, ns, true, "threads", i, "name", "strings"));
+  }
+  for (size_t i = 0; i < c.functions.size(); ++i) {
+    const Function& f = c.functions[i];
+    RETURN_IF_ERROR(CheckRef(f.name, ns, false, "functions", i, "name", "strings"));
+    RETURN_IF_ERROR(CheckRef(f.module, c.modules.size(), true, "functions", i, "module", "modules"));
+  }
+  for (size_t i = 0; i < c.frames.size(); ++i) {
+    const Frame& f = c.frames[i];
+    if (uint8_t(f.kind) > uint8_t(FrameKind::kUnmapped)) {
+      return Status::Error(Where("frames", i, "kind") + " has unknown value " +
+                           std::to_string(int(f.kind)));
+    }
+    RETURN_IF_ERROR(CheckRef(f.module, c.modules.size(), true, "frames", i, "module", "modules"));
+    RETURN_IF_ERROR(
+        CheckRef(f.function, c.functions.size(), true, "frames", i, "function", "functions"));
+  }
+  if (c.stacks.parent.size() != c.stacks.frame.size()) {
+    return Status::Error("stacks: parent has " + std::to_string(c.stacks.parent.size()) +
+                         " rows but frame has " + std::to_string(c.stacks.frame.size()));
+  }
+  for (size_t i = 0; i < c.stacks.size(); ++i) {
+    uint32_t p = c.stacks.parent[i];
+    if (p != kNone && p >= i) {
+      return Status::Error(Where("stacks", i, "parent") + " = " + std::to_string(p) +
+                           " is not an earlier node (a cycle or forward reference)");
+    }
+    RETURN_IF_ERROR(
+        CheckRef(c.stacks.frame[i], c.frames.size(), false, "stacks", i, "frame", "frames"));
+  }
+  const Samples& s = c.samples;
+  const size_t n = s.time.size();
+  if (s.thread.size() != n || s.stack.size() != n || s.weight.size() != n || s.end.size() != n) {
+    return Status::Error("samples: columns differ in length (time " + std::to_string(n) +
+                         ", thread " + std::to_string(s.thread.size()) + ", stack " +
+                         std::to_string(s.stack.size()) + ", weight " +
+                         std::to_string(s.weight.size()) + ", end " +
+                         std::to_string(s.end.size()) + ")");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    RETURN_IF_ERROR(CheckRef(s.thread[i], c.threads.size(), false, "samples", i, "thread", "threads"));
+    RETURN_IF_ERROR(CheckRef(s.stack[i], c.stacks.size(), true, "samples", i, "stack", "stacks"));
+    if (uint8_t(s.end[i]) >= kStackEndCount) {
+      return Status::Error(Where("samples", i, "end") + " has unknown value " +
+                           std::to_string(int(s.end[i])));
+    }
+    if (i > 0 && s.time[i] < s.time[i - 1]) {
+      return Status::Error(Where("samples", i, "time") + " goes back in time");
+    }
+  }
+  for (size_t i = 0; i < c.problems.size(); ++i) {
+    RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
+    RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));
+  }
+  return OkStatus();
+}
+
+Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
+  flatbuffers::Verifier verifier(payload.data(), payload.size(),
+                                 /*max_depth=*/64, /*max_tables=*/1u << 30);
+  if (!fbs::CaptureBufferHasIdentifier(payload.data()) || !fbs::VerifyCaptureBuffer(verifier)) {
+    return Status::Error("payload fails FlatBuffers verification (corrupt table layout)");
+  }
+  const fbs::Capture* root = fbs::GetCapture(payload.data());
+  Capture c;
+  c.strings = Strings(root->strings());
+  if (root->modules()) {
+    for (const fbs::Module* m : *root->modules()) {
+      Module out;
+      out.path = m->path();
+      if (m->build_id()) out.build_id.assign(m->build_id()->begin(), m->build_id()->end());
+      out.size = m->size();
+      out.kind = ModuleKind(m->kind());
+      c.modules.push_back(std::move(out));
+    }
+  }
+  if (root->mappings()) {
+    for (const fbs::Mapping* m : *root->mappings()) {
+      c.mappings.push_back({m->process(), m->module_(), m->start(), m->end(), m->file_offset(),
+                            m->time_start(), m->time_end()});
+    }
+  }
+  if (root->processes()) {
+    for (const fbs::Process* p : *root->processes()) {
+      c.processes.push_back(
+          {p->pid(), p->parent_pid(), p->command(), p->exit_status(), p->start_time(), p->end_time()});
+    }
+  }
+  if (root->threads()) {
+    for (const fbs::Thread* t : *root->threads()) {
+      c.threads.push_back({t->tid(), t->process(), t->name(), t->start_time(), t->end_time()});
+    }
+  }
+  if (root->functions()) {
+    for (const fbs::Function* f : *root->functions()) c.functions.push_back({f->name(), f->module_()});
+  }
+  if (root->frames()) {
+    for (const fbs::Frame* f : *root->frames()) {
+      c.frames.push_back({FrameKind(f->kind()), f->module_(), f->address(), f->function()});
+    }
+  }
+  if (root->stacks()) {
+    c.stacks.parent = Column(root->stacks()->parent());
+    c.stacks.frame = Column(root->stacks()->frame());
+  }
+  if (const fbs::Samples* s = root->samples()) {
+    c.samples.time = Column(s->time());
+    c.samples.thread = Column(s->thread());
+    c.samples.stack = Column(s->stack());
+    c.samples.weight = Column(s->weight());
+    if (s->end()) {
+      c.samples.end.reserve(s->end()->size());
+      for (uint8_t e : *s->end()) c.samples.end.push_back(StackEnd(e));
+    }
+  }
+  if (root->problems()) {
+    for (const fbs::Problem* p : *root->problems()) {
+      c.problems.push_back({p->kind(), p->count(), p->example()});
+    }
+  }
+  c.settings = ToSettings(root->settings());
+  RETURN_IF_ERROR(ValidateCapture(c));
+  return c;
+}
+
+Result<Capture> ReadCapture(const std::string& path) {
+  ASSIGN_OR_RETURN(std::vector<uint8_t> payload, ReadContainer(path));
+  return ParseCapturePayload(payload);
+}
+
+}  // namespace microscope::capture

@@ -1,0 +1,22 @@
+// Reads a .mscap file into a Capture, verifying the FlatBuffers buffer and
+// then every count, index, range and cross-reference (ValidateCapture).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "capture/capture.h"
+#include "capture/result.h"
+
+namespace microscope::capture {
+
+// Errors read "what, where" (the caller prefixes the file name).
+Result<Capture> ReadCapture(const std::string& path);
+Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload);
+
+// Checks every cross-reference of an in-memory capture. Importers and the
+// reader call it; the recorder's output passes it by construction.
+Status ValidateCapture(const Capture& capture);
+
+}  // namespace microscope::capture

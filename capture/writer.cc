@@ -1,0 +1,119 @@
+#include "capture/writer.h"
+
+#include "capture/container.h"
+#include "capture/schema_generated.h"
+
+namespace microscope::capture {
+namespace {
+
+namespace fbs = ::microscope::fb;
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
+  auto mode = b.CreateString(s.mode);
+  auto command = b.CreateVectorOfStrings(s.command);
+  auto call_graph = b.CreateString(s.call_graph);
+  auto host = b.CreateString(s.host);
+  auto kernel = b.CreateString(s.kernel_release);
+  auto clock = b.CreateString(s.clock);
+  auto recorder = b.CreateString(s.recorder);
+  auto notes = b.CreateVectorOfStrings(s.notes);
+  fbs::SettingsBuilder sb(b);
+  sb.add_mode(mode);
+  sb.add_command(command);
+  sb.add_target_pid(s.target_pid);
+  sb.add_frequency(s.frequency);
+  sb.add_call_graph(call_graph);
+  sb.add_stack_copy(s.stack_copy);
+  sb.add_kernel_frames(s.kernel_frames);
+  sb.add_host(host);
+  sb.add_kernel_release(kernel);
+  sb.add_clock(clock);
+  sb.add_recorder(recorder);
+  sb.add_start_time(s.start_time);
+  sb.add_end_time(s.end_time);
+  sb.add_lost_records(s.lost_records);
+  sb.add_lost_samples(s.lost_samples);
+  sb.add_throttles(s.throttles);
+  sb.add_unthrottles(s.unthrottles);
+  sb.add_notes(notes);
+  return sb.Finish();
+}
+
+template <typename Out, typename In, typename F>
+std::vector<Out> MapRows(const std::vector<In>& rows, F f) {
+  std::vector<Out> out;
+  out.reserve(rows.size());
+  for (const In& r : rows) out.push_back(f(r));
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> SerializeCapture(const Capture& c) {
+  FlatBufferBuilder b(1 << 20);
+  auto strings = b.CreateVectorOfStrings(c.strings);
+
+  std::vector<Offset<fbs::Module>> modules;
+  modules.reserve(c.modules.size());
+  for (const Module& m : c.modules) {
+    auto id = b.CreateVector(m.build_id);
+    modules.push_back(fbs::CreateModule(b, m.path, id, m.size, fbs::ModuleKind(m.kind)));
+  }
+  auto modules_v = b.CreateVector(modules);
+
+  auto mappings = b.CreateVectorOfStructs(MapRows<fbs::Mapping>(c.mappings, [](const Mapping& m) {
+    return fbs::Mapping(m.process, m.module, m.start, m.end, m.file_offset, m.time_start,
+                        m.time_end);
+  }));
+  auto processes =
+      b.CreateVectorOfStructs(MapRows<fbs::Process>(c.processes, [](const Process& p) {
+        return fbs::Process(p.pid, p.parent_pid, p.command, p.exit_status, p.start_time,
+                            p.end_time);
+      }));
+  auto threads = b.CreateVectorOfStructs(MapRows<fbs::Thread>(c.threads, [](const Thread& t) {
+    return fbs::Thread(t.tid, t.process, t.name, t.start_time, t.end_time);
+  }));
+  auto functions =
+      b.CreateVectorOfStructs(MapRows<fbs::Function>(c.functions, [](const Function& f) {
+        return fbs::Function(f.name, f.module);
+      }));
+  auto frames = b.CreateVectorOfStructs(MapRows<fbs::Frame>(c.frames, [](const Frame& f) {
+    return fbs::Frame(fbs::FrameKind(f.kind), f.module, f.address, f.function);
+  }));
+  auto stacks = fbs::CreateStacks(b, b.CreateVector(c.stacks.parent),
+                                  b.CreateVector(c.stacks.frame));
+  auto ends = b.CreateVector(reinterpret_cast<const uint8_t*>(c.samples.end.data()),
+                             c.samples.end.size());
+  auto samples = fbs::CreateSamples(b, b.CreateVector(c.samples.time),
+                                    b.CreateVector(c.samples.thread),
+                                    b.CreateVector(c.samples.stack),
+                                    b.CreateVector(c.samples.weight), ends);
+  auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(c.problems, [](const Problem& p) {
+    return fbs::Problem(p.kind, p.count, p.example);
+  }));
+  auto settings = BuildSettings(b, c.settings);
+
+  fbs::CaptureBuilder cb(b);
+  cb.add_strings(strings);
+  cb.add_modules(modules_v);
+  cb.add_mappings(mappings);
+  cb.add_processes(processes);
+  cb.add_threads(threads);
+  cb.add_functions(functions);
+  cb.add_frames(frames);
+  cb.add_stacks(stacks);
+  cb.add_samples(samples);
+  cb.add_problems(problems);
+  cb.add_settings(settings);
+  b.Finish(cb.Finish(), fbs::CaptureIdentifier());
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+Status WriteCapture(const Capture& capture, const std::string& path) {
+  std::vector<uint8_t> payload = SerializeCapture(capture);
+  return WriteContainer(path, payload);
+}
+
+}  // namespace microscope::capture

@@ -1,0 +1,29 @@
+#include <cstdio>
+#include <vector>
+
+#include "src/cli/commands.h"
+
+namespace microscope::cli {
+
+void PrintError(const std::string& message) {
+  fprintf(stderr, "microscope: error: %s\n", message.c_str());
+}
+
+}  // namespace microscope::cli
+
+int main(int argc, char** argv) {
+  using namespace microscope::cli;
+  CLI::App app{"microscope: a sampling profiler for Linux"};
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, Runner>> commands;
+  Runner record = AddRecordCommand(app);
+  Runner report = AddReportCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (app.got_subcommand("record")) return record();
+  if (app.got_subcommand("report")) return report();
+  return 2;
+}

@@ -1,0 +1,79 @@
+#include <cstdlib>
+#include <memory>
+
+#include "src/cli/commands.h"
+#include "src/record/session.h"
+
+namespace microscope::cli {
+namespace {
+
+// "30s", "500ms", "2m", "1.5" (seconds).
+bool ParseDuration(const std::string& text, uint64_t* ns) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || v <= 0) return false;
+  std::string unit(end);
+  double scale;
+  if (unit.empty() || unit == "s") {
+    scale = 1e9;
+  } else if (unit == "ms") {
+    scale = 1e6;
+  } else if (unit == "us") {
+    scale = 1e3;
+  } else if (unit == "m") {
+    scale = 60e9;
+  } else if (unit == "h") {
+    scale = 3600e9;
+  } else {
+    return false;
+  }
+  *ns = uint64_t(v * scale);
+  return *ns > 0;
+}
+
+}  // namespace
+
+Runner AddRecordCommand(CLI::App& app) {
+  auto options = std::make_shared<record::RecordOptions>();
+  auto duration = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "record",
+      "Sample a program's CPU time with call stacks into a capture file.\n"
+      "  microscope record [-o FILE] [-F HZ] [--duration TIME] -- PROG ARGS...\n"
+      "  microscope record --pid PID [--duration TIME]\n"
+      "Launch mode follows every thread and child process; it ends when PROG exits\n"
+      "(exit status: PROG's), at --duration (PROG then gets SIGTERM), or at Ctrl-C.\n"
+      "Attach mode ends at Ctrl-C, --duration, or the target's exit; the target runs on.");
+  cmd->add_option("-o,--output", options->output, "capture file to write")
+      ->capture_default_str();
+  cmd->add_option("-F,--frequency", options->frequency, "samples per second per thread")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100000u));
+  cmd->add_option("-p,--pid", options->pid, "attach to this running process")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-d,--duration", *duration, "stop after TIME (e.g. 10s, 500ms, 2m)");
+  cmd->add_flag("-q,--quiet", options->quiet, "no status line or summary on stderr");
+  cmd->add_option("command", options->command, "program and arguments to launch (after --)");
+  return [options, duration]() -> int {
+    if (!duration->empty() && !ParseDuration(*duration, &options->duration_ns)) {
+      PrintError("--duration: cannot read '" + *duration + "' (use e.g. 10s, 500ms, 2m)");
+      return 2;
+    }
+    if (options->pid == 0 && options->command.empty()) {
+      PrintError("record: give a program to launch (-- PROG ARGS) or --pid PID");
+      return 2;
+    }
+    if (options->pid != 0 && !options->command.empty()) {
+      PrintError("record: give either a program to launch or --pid, not both");
+      return 2;
+    }
+    Result<int> status = record::RunRecord(*options);
+    if (!status.ok()) {
+      PrintError(status.status().message());
+      return 1;
+    }
+    return *status;
+  };
+}
+
+}  // namespace microscope::cli

@@ -1,0 +1,217 @@
+#include "src/record/collector.h"
+
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace microscope::record {
+namespace {
+
+long PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group, unsigned long flags) {
+  return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+std::vector<int> PossibleCpus() {
+  std::vector<int> cpus;
+  long n = sysconf(_SC_NPROCESSORS_CONF);
+  for (int i = 0; i < n; ++i) cpus.push_back(i);
+  return cpus;
+}
+
+constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+                                 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
+                                 PERF_SAMPLE_CALLCHAIN;
+
+}  // namespace
+
+std::string PermissionAdvice() {
+  std::string paranoid = "?";
+  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
+  if (in) in >> paranoid;
+  return "kernel.perf_event_paranoid is " + paranoid +
+         "; run microscope as root or give it CAP_PERFMON (setcap cap_perfmon,cap_sys_ptrace+ep), "
+         "or allow user profiling with: sysctl kernel.perf_event_paranoid=1";
+}
+
+Collector::Collector(const CollectorOptions& options)
+    : options_(options), kernel_frames_(options.kernel_frames) {
+  layout_.sample_type = kSampleType;
+  layout_.sample_id_all = true;
+}
+
+Collector::~Collector() {
+  for (Ring& r : rings_) {
+    if (r.base != nullptr) munmap(r.base, r.map_size);
+  }
+}
+
+Result<std::unique_ptr<Collector>> Collector::Create(const CollectorOptions& options) {
+  if (options.ring_pages == 0 || (options.ring_pages & (options.ring_pages - 1)) != 0) {
+    return Status::Error("ring pages must be a power of two");
+  }
+  std::unique_ptr<Collector> c(new Collector(options));
+  c->cpus_ = PossibleCpus();
+  c->rings_.resize(c->cpus_.size());
+  for (size_t i = 0; i < c->cpus_.size(); ++i) {
+    c->rings_[i].cpu = c->cpus_[i];
+    c->rings_[i].fd = -1;
+  }
+  c->arenas_.resize(c->cpus_.size());
+  return c;
+}
+
+Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
+  perf_event_attr attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  attr.freq = 1;
+  attr.sample_freq = options_.frequency;
+  attr.sample_type = layout_.sample_type;
+  attr.disabled = 1;
+  attr.enable_on_exec = enable_on_exec ? 1 : 0;
+  attr.inherit = 1;
+  attr.mmap = 1;  // mmap2 needs mmap set too (RECIPES.md)
+  attr.mmap2 = 1;
+  attr.comm = 1;
+  attr.comm_exec = 1;
+  attr.task = 1;
+  attr.sample_id_all = 1;
+  attr.build_id = 1;
+  attr.use_clockid = 1;
+  attr.clockid = CLOCK_MONOTONIC;
+  attr.exclude_hv = 1;
+  attr.exclude_kernel = kernel_frames_ ? 0 : 1;
+  attr.exclude_callchain_kernel = kernel_frames_ ? 0 : 1;
+  attr.watermark = 1;
+  attr.wakeup_watermark = uint32_t(options_.ring_pages * getpagesize() / 4);
+  for (;;) {
+    long fd = PerfEventOpen(&attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0) return int(fd);
+    int err = errno;
+    if ((err == EACCES || err == EPERM) && !attr.exclude_kernel) {
+      // Not allowed to see the kernel: record user space only, and say so.
+      attr.exclude_kernel = 1;
+      attr.exclude_callchain_kernel = 1;
+      kernel_frames_ = false;
+      continue;
+    }
+    if (err == EACCES || err == EPERM) {
+      return Status::Error("not permitted to profile pid " + std::to_string(tid) +
+                           " (perf_event_open: " + std::strerror(err) + "); " +
+                           PermissionAdvice());
+    }
+    if (err == ESRCH) return Status::Error("no such process: " + std::to_string(tid));
+    return Status::Error("perf_event_open on pid " + std::to_string(tid) + " cpu " +
+                         std::to_string(cpu) + ": " + std::strerror(err));
+  }
+}
+
+Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
+  for (size_t i = 0; i < cpus_.size(); ++i) {
+    Result<int> fd = OpenEvent(tid, cpus_[i], enable_on_exec);
+    if (!fd.ok()) {
+      // A task that exited between listing and opening is not an error.
+      if (fd.status().message().starts_with("no such process") && !events_.empty()) {
+        return OkStatus();
+      }
+      return fd.status();
+    }
+    events_.emplace_back(*fd);
+    Ring& ring = rings_[i];
+    if (ring.fd < 0) {
+      size_t page = size_t(getpagesize());
+      ring.data_size = size_t(options_.ring_pages) * page;
+      ring.map_size = ring.data_size + page;
+      void* base = mmap(nullptr, ring.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+      if (base == MAP_FAILED) {
+        return Status::Error(std::string("mmap of the perf ring failed: ") + std::strerror(errno) +
+                             " (raise ulimit -l or kernel.perf_event_mlock_kb)");
+      }
+      ring.base = base;
+      ring.fd = *fd;
+    } else if (ioctl(*fd, PERF_EVENT_IOC_SET_OUTPUT, ring.fd) != 0) {
+      return Status::Error(std::string("PERF_EVENT_IOC_SET_OUTPUT: ") + std::strerror(errno));
+    }
+  }
+  return OkStatus();
+}
+
+Status Collector::Enable() {
+  for (const ScopedFd& fd : events_) {
+    if (ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+      return Status::Error(std::string("PERF_EVENT_IOC_ENABLE: ") + std::strerror(errno));
+    }
+  }
+  return OkStatus();
+}
+
+Status Collector::Disable() {
+  for (const ScopedFd& fd : events_) ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0);
+  return OkStatus();
+}
+
+void Collector::Wait(int timeout_ms) {
+  std::vector<pollfd> fds;
+  for (const Ring& r : rings_) {
+    if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
+  }
+  poll(fds.data(), fds.size(), timeout_ms);
+}
+
+void Collector::Drain() {
+  for (size_t i = 0; i < rings_.size(); ++i) {
+    if (rings_[i].base != nullptr) DrainRing(i);
+  }
+}
+
+uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t head,
+                         std::vector<uint8_t>* arena, RingCopyStats* stats) {
+  const size_t size = data.size();
+  while (tail < head) {
+    RecordHeader h;
+    size_t pos = size_t(tail % size);
+    // Headers are 8-byte aligned and the data area is a multiple of 8, so a
+    // header never wraps; the body may.
+    std::memcpy(&h, data.data() + pos, sizeof(h));
+    if (h.size < sizeof(h) || h.size % 8 != 0 || h.size > head - tail) {
+      ++stats->errors;  // a corrupt ring: drop what is left rather than misparse it
+      return head;
+    }
+    size_t first = std::min<size_t>(h.size, size - pos);
+    size_t old = arena->size();
+    arena->resize(old + h.size);
+    std::memcpy(arena->data() + old, data.data() + pos, first);
+    if (first < h.size) std::memcpy(arena->data() + old + first, data.data(), h.size - first);
+    if (h.type == kRecordSample) {
+      ++stats->samples;
+    } else if (h.type == kRecordLost && h.size >= 24) {
+      uint64_t lost;
+      std::memcpy(&lost, arena->data() + old + 16, 8);
+      stats->lost += lost;
+    }
+    tail += h.size;
+  }
+  return tail;
+}
+
+void Collector::DrainRing(size_t index) {
+  Ring& ring = rings_[index];
+  auto* meta = static_cast<perf_event_mmap_page*>(ring.base);
+  const uint8_t* data = static_cast<const uint8_t*>(ring.base) + getpagesize();
+  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  tail = CopyRingRecords(std::span(data, ring.data_size), tail, head, &arenas_[index], &stats_);
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+}  // namespace microscope::record

@@ -1,0 +1,233 @@
+#include "src/record/decode.h"
+
+#include <linux/perf_event.h>
+
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "src/util/byte_reader.h"
+
+namespace microscope::record {
+namespace {
+
+Status Truncated(const char* field, size_t offset) {
+  return Status::Error(std::string("record truncated reading ") + field + " at offset " +
+                       std::to_string(offset));
+}
+
+#define READ_OR_FAIL(reader, out, field) \
+  if (!(reader).Read(out)) return Truncated(field, (reader).offset())
+
+// The sample_id_all trailer: fields in this fixed order when requested.
+Status ReadTrailer(ByteReader& r, const SampleLayout& l, Event* e) {
+  const uint64_t t = l.sample_type;
+  if (t & PERF_SAMPLE_TID) {
+    READ_OR_FAIL(r, &e->pid, "sample_id.pid");
+    READ_OR_FAIL(r, &e->tid, "sample_id.tid");
+  }
+  if (t & PERF_SAMPLE_TIME) READ_OR_FAIL(r, &e->time, "sample_id.time");
+  if (t & PERF_SAMPLE_ID) READ_OR_FAIL(r, &e->id, "sample_id.id");
+  if (t & PERF_SAMPLE_STREAM_ID) {
+    uint64_t stream;
+    READ_OR_FAIL(r, &stream, "sample_id.stream_id");
+  }
+  if (t & PERF_SAMPLE_CPU) {
+    uint32_t res;
+    READ_OR_FAIL(r, &e->cpu, "sample_id.cpu");
+    READ_OR_FAIL(r, &res, "sample_id.res");
+  }
+  if (t & PERF_SAMPLE_IDENTIFIER) READ_OR_FAIL(r, &e->id, "sample_id.identifier");
+  return OkStatus();
+}
+
+// Fields of PERF_RECORD_SAMPLE in the kernel's output order
+// (kernel/events/core.c perf_output_sample).
+Status ReadSample(ByteReader& r, const SampleLayout& l, Event* e) {
+  const uint64_t t = l.sample_type;
+  constexpr uint64_t kSupported = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+                                  PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |
+                                  PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
+                                  PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |
+                                  PERF_SAMPLE_STACK_USER;
+  if (t & ~kSupported) return Status::Error("sample_type has fields this decoder does not know");
+  if (t & PERF_SAMPLE_IDENTIFIER) READ_OR_FAIL(r, &e->id, "sample.identifier");
+  if (t & PERF_SAMPLE_IP) READ_OR_FAIL(r, &e->ip, "sample.ip");
+  if (t & PERF_SAMPLE_TID) {
+    READ_OR_FAIL(r, &e->pid, "sample.pid");
+    READ_OR_FAIL(r, &e->tid, "sample.tid");
+  }
+  if (t & PERF_SAMPLE_TIME) READ_OR_FAIL(r, &e->time, "sample.time");
+  if (t & PERF_SAMPLE_ADDR) READ_OR_FAIL(r, &e->addr, "sample.addr");
+  if (t & PERF_SAMPLE_ID) READ_OR_FAIL(r, &e->id, "sample.id");
+  if (t & PERF_SAMPLE_STREAM_ID) {
+    uint64_t stream;
+    READ_OR_FAIL(r, &stream, "sample.stream_id");
+  }
+  if (t & PERF_SAMPLE_CPU) {
+    uint32_t res;
+    READ_OR_FAIL(r, &e->cpu, "sample.cpu");
+    READ_OR_FAIL(r, &res, "sample.res");
+  }
+  if (t & PERF_SAMPLE_PERIOD) READ_OR_FAIL(r, &e->period, "sample.period");
+  if (t & PERF_SAMPLE_CALLCHAIN) {
+    uint64_t nr;
+    READ_OR_FAIL(r, &nr, "sample.callchain.nr");
+    if (nr > r.remaining() / 8) {
+      return Status::Error("callchain of " + std::to_string(nr) + " entries overruns the record at offset " +
+                           std::to_string(r.offset()));
+    }
+    if (!r.View(nr * 8, &e->callchain)) return Truncated("sample.callchain", r.offset());
+  }
+  if (t & PERF_SAMPLE_REGS_USER) {
+    READ_OR_FAIL(r, &e->regs_abi, "sample.regs_user.abi");
+    if (e->regs_abi != 0) {
+      size_t n = size_t(std::popcount(l.regs_user_mask)) * 8;
+      if (!r.View(n, &e->regs)) return Truncated("sample.regs_user", r.offset());
+    }
+  }
+  if (t & PERF_SAMPLE_STACK_USER) {
+    uint64_t size;
+    READ_OR_FAIL(r, &size, "sample.stack_user.size");
+    if (size > 0) {
+      std::span<const uint8_t> data;
+      if (size > r.remaining()) return Truncated("sample.stack_user.data", r.offset());
+      r.View(size, &data);
+      uint64_t dyn_size;
+      READ_OR_FAIL(r, &dyn_size, "sample.stack_user.dyn_size");
+      if (dyn_size > size) {
+        return Status::Error("stack_user dyn_size " + std::to_string(dyn_size) +
+                             " exceeds its size " + std::to_string(size));
+      }
+      e->stack = data.first(dyn_size);
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+uint64_t Event::CallchainAt(size_t i) const {
+  uint64_t v;
+  std::memcpy(&v, callchain.data() + i * 8, 8);
+  return v;
+}
+
+Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& layout) {
+  Event e;
+  RecordHeader h;
+  if (record.size() < sizeof(h)) return Status::Error("record shorter than its 8-byte header");
+  std::memcpy(&h, record.data(), sizeof(h));
+  if (h.size < sizeof(h) || h.size % 8 != 0 || h.size > record.size()) {
+    return Status::Error("record header size " + std::to_string(h.size) +
+                         " is invalid (below 8, not a multiple of 8, or beyond the " +
+                         std::to_string(record.size()) + " bytes available)");
+  }
+  e.raw_type = h.type;
+  e.misc = h.misc;
+  ByteReader r(record.subspan(sizeof(h), h.size - sizeof(h)));
+  switch (h.type) {
+    case kRecordSample:
+      e.type = EventType::kSample;
+      RETURN_IF_ERROR(ReadSample(r, layout, &e));
+      return e;
+    case kRecordMmap2: {
+      e.type = EventType::kMmap2;
+      READ_OR_FAIL(r, &e.pid, "mmap2.pid");
+      READ_OR_FAIL(r, &e.tid, "mmap2.tid");
+      READ_OR_FAIL(r, &e.addr, "mmap2.addr");
+      READ_OR_FAIL(r, &e.len, "mmap2.len");
+      READ_OR_FAIL(r, &e.pgoff, "mmap2.pgoff");
+      if (h.misc & kMiscMmapBuildId) {
+        uint8_t size;
+        uint8_t reserved[3];
+        READ_OR_FAIL(r, &size, "mmap2.build_id_size");
+        READ_OR_FAIL(r, &reserved, "mmap2.reserved");
+        std::span<const uint8_t> id;
+        if (!r.View(20, &id)) return Truncated("mmap2.build_id", r.offset());
+        if (size > 20) {
+          return Status::Error("mmap2 build_id_size " + std::to_string(size) + " exceeds 20");
+        }
+        e.build_id = id.first(size);
+      } else {
+        if (!r.Skip(24)) return Truncated("mmap2.maj/min/ino/ino_generation", r.offset());
+      }
+      READ_OR_FAIL(r, &e.prot, "mmap2.prot");
+      READ_OR_FAIL(r, &e.flags, "mmap2.flags");
+      // The filename is NUL-terminated and padded to 8 bytes; the trailer follows.
+      std::span<const uint8_t> rest(record.data() + sizeof(h) + r.offset(), r.remaining());
+      const void* nul = std::memchr(rest.data(), 0, rest.size());
+      if (nul == nullptr) return Status::Error("mmap2 filename is not NUL-terminated");
+      size_t name_len = static_cast<const uint8_t*>(nul) - rest.data();
+      size_t padded = (name_len + 1 + 7) & ~size_t(7);
+      if (padded > rest.size()) return Truncated("mmap2.filename", r.offset());
+      e.filename = std::string_view(reinterpret_cast<const char*>(rest.data()), name_len);
+      r.Skip(padded);
+      if (e.len == 0 || e.addr + e.len < e.addr) {
+        return Status::Error("mmap2 range is empty or wraps the address space");
+      }
+      break;
+    }
+    case kRecordComm: {
+      e.type = EventType::kComm;
+      e.exec = (h.misc & kMiscCommExec) != 0;
+      READ_OR_FAIL(r, &e.pid, "comm.pid");
+      READ_OR_FAIL(r, &e.tid, "comm.tid");
+      std::span<const uint8_t> rest(record.data() + sizeof(h) + r.offset(), r.remaining());
+      const void* nul = std::memchr(rest.data(), 0, rest.size());
+      if (nul == nullptr) return Status::Error("comm name is not NUL-terminated");
+      size_t name_len = static_cast<const uint8_t*>(nul) - rest.data();
+      size_t padded = (name_len + 1 + 7) & ~size_t(7);
+      if (padded > rest.size()) return Truncated("comm.name", r.offset());
+      e.comm = std::string_view(reinterpret_cast<const char*>(rest.data()), name_len);
+      r.Skip(padded);
+      break;
+    }
+    case kRecordFork:
+    case kRecordExit: {
+      e.type = h.type == kRecordFork ? EventType::kFork : EventType::kExit;
+      READ_OR_FAIL(r, &e.pid, "task.pid");
+      READ_OR_FAIL(r, &e.ppid, "task.ppid");
+      READ_OR_FAIL(r, &e.tid, "task.tid");
+      READ_OR_FAIL(r, &e.ptid, "task.ptid");
+      READ_OR_FAIL(r, &e.time, "task.time");
+      // The trailer repeats pid/tid/time; keep the record's own values.
+      Event trailer;
+      RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
+      e.cpu = trailer.cpu;
+      e.id = trailer.id;
+      return e;
+    }
+    case kRecordLost:
+      e.type = EventType::kLost;
+      READ_OR_FAIL(r, &e.id, "lost.id");
+      READ_OR_FAIL(r, &e.lost, "lost.lost");
+      break;
+    case kRecordLostSamples:
+      e.type = EventType::kLostSamples;
+      READ_OR_FAIL(r, &e.lost, "lost_samples.lost");
+      break;
+    case kRecordThrottle:
+    case kRecordUnthrottle: {
+      e.type = h.type == kRecordThrottle ? EventType::kThrottle : EventType::kUnthrottle;
+      uint64_t time, stream;
+      READ_OR_FAIL(r, &time, "throttle.time");
+      READ_OR_FAIL(r, &e.id, "throttle.id");
+      READ_OR_FAIL(r, &stream, "throttle.stream_id");
+      e.time = time;
+      Event trailer;
+      RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
+      e.pid = trailer.pid;
+      e.tid = trailer.tid;
+      e.cpu = trailer.cpu;
+      return e;
+    }
+    default:
+      e.type = EventType::kOther;
+      return e;
+  }
+  if (layout.sample_id_all) RETURN_IF_ERROR(ReadTrailer(r, layout, &e));
+  return e;
+}
+
+}  // namespace microscope::record

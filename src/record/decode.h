@@ -1,0 +1,98 @@
+// Decodes one perf ring record (untrusted bytes) into a typed event.
+// Checks size, alignment and every field against the record's length; the
+// layout of samples and of the sample_id_all trailer follows the sample_type
+// the collector asked for (SampleLayout). Views point into the record bytes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "capture/result.h"
+
+namespace microscope::record {
+
+// Which optional sample fields were requested (perf_event_attr).
+struct SampleLayout {
+  uint64_t sample_type = 0;
+  uint64_t regs_user_mask = 0;
+  bool sample_id_all = true;
+};
+
+enum class EventType : uint8_t {
+  kSample,
+  kMmap2,
+  kComm,
+  kFork,
+  kExit,
+  kLost,
+  kLostSamples,
+  kThrottle,
+  kUnthrottle,
+  kOther,  // a record type we do not use (counted, skipped)
+};
+
+struct Event {
+  EventType type = EventType::kOther;
+  uint32_t raw_type = 0;
+  uint16_t misc = 0;
+  // From the sample or the sample_id_all trailer.
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t time = 0;
+  uint32_t cpu = 0;
+  uint64_t id = 0;
+  // kSample
+  uint64_t ip = 0;
+  uint64_t period = 0;
+  std::span<const uint8_t> callchain;  // nr u64 words, unaligned-safe view
+  uint64_t regs_abi = 0;
+  std::span<const uint8_t> regs;       // u64 per bit of regs_user_mask
+  std::span<const uint8_t> stack;      // dyn_size bytes of copied user stack
+  // kMmap2
+  uint64_t addr = 0;
+  uint64_t len = 0;
+  uint64_t pgoff = 0;
+  uint32_t prot = 0;
+  uint32_t flags = 0;
+  std::span<const uint8_t> build_id;  // empty unless the kernel supplied one
+  std::string_view filename;
+  // kComm: name; kFork/kExit: ppid/ptid
+  std::string_view comm;
+  bool exec = false;
+  uint32_t ppid = 0;
+  uint32_t ptid = 0;
+  // kLost / kLostSamples
+  uint64_t lost = 0;
+
+  size_t CallchainSize() const { return callchain.size() / 8; }
+  uint64_t CallchainAt(size_t i) const;
+};
+
+// perf_event.h record types and flags we rely on (kept here so the decoder
+// and its tests do not depend on the installed uapi header's version).
+inline constexpr uint32_t kRecordMmap = 1;
+inline constexpr uint32_t kRecordLost = 2;
+inline constexpr uint32_t kRecordComm = 3;
+inline constexpr uint32_t kRecordExit = 4;
+inline constexpr uint32_t kRecordThrottle = 5;
+inline constexpr uint32_t kRecordUnthrottle = 6;
+inline constexpr uint32_t kRecordFork = 7;
+inline constexpr uint32_t kRecordSample = 9;
+inline constexpr uint32_t kRecordMmap2 = 10;
+inline constexpr uint32_t kRecordLostSamples = 13;
+inline constexpr uint16_t kMiscCommExec = 1 << 13;
+inline constexpr uint16_t kMiscMmapBuildId = 1 << 14;
+inline constexpr uint16_t kMiscCpumodeMask = 7;
+
+struct RecordHeader {
+  uint32_t type;
+  uint16_t misc;
+  uint16_t size;
+};
+static_assert(sizeof(RecordHeader) == 8, "perf_event_header is 8 bytes");
+
+// Decodes `record` (header included). Errors name the field and offset.
+Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& layout);
+
+}  // namespace microscope::record

@@ -1,0 +1,452 @@
+#include "src/record/processor.h"
+
+#include <sys/auxv.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <elf.h>
+
+#include "src/symbols/elf_image.h"
+#include "src/symbols/kallsyms.h"
+
+namespace microscope::record {
+namespace {
+
+using capture::FrameId;
+using capture::FrameKind;
+using capture::kNone;
+using capture::ModuleId;
+using capture::ModuleKind;
+using capture::StackEnd;
+
+constexpr uint64_t kContextKernel = uint64_t(-128);
+constexpr uint64_t kContextUser = uint64_t(-512);
+constexpr uint64_t kContextMax = uint64_t(-4095);
+
+ModuleKind KindOfPath(std::string_view path) {
+  if (path == "[vdso]") return ModuleKind::kVdso;
+  if (path.empty() || path.starts_with("//anon") || path.starts_with("[") ||
+      path.starts_with("/memfd:") || path.starts_with("anon_inode:")) {
+    return ModuleKind::kAnonymous;
+  }
+  return ModuleKind::kFile;
+}
+
+// The running kernel's vDSO as mapped into this process: the same image the
+// kernel maps into every 64-bit process, so the target's vDSO frames can be
+// named from it without reading target memory.
+std::span<const uint8_t> OwnVdso() {
+  auto base = reinterpret_cast<const uint8_t*>(getauxval(AT_SYSINFO_EHDR));
+  if (base == nullptr) return {};
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, base, sizeof(eh));
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return {};
+  uint64_t size = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize;
+  return {base, size};
+}
+
+std::string HexAddress(uint64_t address) {
+  char buf[24];
+  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(address));
+  return buf;
+}
+
+}  // namespace
+
+Processor::Processor(Options options) : options_(options), strings_(&capture_.strings) {}
+
+Processor::ProcessState& Processor::EnsureProcess(uint32_t pid, uint64_t time) {
+  auto it = processes_.find(pid);
+  if (it != processes_.end()) return it->second;
+  capture::Process row;
+  row.pid = int32_t(pid);
+  row.start_time = time;
+  capture_.processes.push_back(row);
+  ProcessState& state = processes_[pid];
+  state.row = capture::ProcessId(capture_.processes.size() - 1);
+  return state;
+}
+
+capture::ThreadId Processor::EnsureThread(uint32_t pid, uint32_t tid, uint64_t time) {
+  auto it = threads_.find(tid);
+  if (it != threads_.end()) return it->second;
+  ProcessState& p = EnsureProcess(pid, time);
+  capture::Thread row;
+  row.tid = int32_t(tid);
+  row.process = p.row;
+  row.name = capture_.processes[p.row].command;
+  row.start_time = time;
+  capture_.threads.push_back(row);
+  capture::ThreadId id = capture::ThreadId(capture_.threads.size() - 1);
+  threads_[tid] = id;
+  return id;
+}
+
+void Processor::AddProcess(uint32_t pid, uint32_t ppid, std::string_view command, uint64_t time) {
+  ProcessState& p = EnsureProcess(pid, time);
+  capture_.processes[p.row].parent_pid = int32_t(ppid);
+  capture_.processes[p.row].command = strings_.Intern(command);
+}
+
+void Processor::AddThread(uint32_t pid, uint32_t tid, std::string_view name, uint64_t time) {
+  capture::ThreadId t = EnsureThread(pid, tid, time);
+  capture_.threads[t].name = strings_.Intern(name);
+}
+
+void Processor::AddMapping(uint32_t pid, uint64_t start, uint64_t end, uint64_t pgoff,
+                           std::string_view path, std::span<const uint8_t> build_id,
+                           uint64_t time) {
+  Event e;
+  e.type = EventType::kMmap2;
+  e.pid = pid;
+  e.tid = pid;
+  e.addr = start;
+  e.len = end - start;
+  e.pgoff = pgoff;
+  e.prot = PROT_EXEC;
+  e.filename = path;
+  e.build_id = build_id;
+  e.time = time;
+  OnMmap2(e);
+}
+
+void Processor::CountProblem(std::string_view kind, std::string_view example) {
+  auto it = problems_.find(kind);
+  if (it == problems_.end()) it = problems_.emplace(std::string(kind), ProblemCount{}).first;
+  if (it->second.count++ == 0) it->second.example = std::string(example);
+}
+
+void Processor::SetExitStatus(uint32_t pid, int status) {
+  auto it = processes_.find(pid);
+  if (it != processes_.end()) capture_.processes[it->second.row].exit_status = status;
+}
+
+capture::ModuleId Processor::InternModule(std::string_view path,
+                                          std::span<const uint8_t> build_id) {
+  // One module per build ID (the same file under two paths is one image);
+  // without a build ID, one per path.
+  std::string key = build_id.empty() ? "p:" + std::string(path)
+                                     : "b:" + symbols::HexString(build_id);
+  auto it = modules_.find(key);
+  if (it != modules_.end()) return it->second;
+  capture::Module m;
+  m.path = strings_.Intern(path);
+  m.build_id.assign(build_id.begin(), build_id.end());
+  m.kind = KindOfPath(path);
+  capture_.modules.push_back(std::move(m));
+  ModuleId id = ModuleId(capture_.modules.size() - 1);
+  modules_.emplace(std::move(key), id);
+  return id;
+}
+
+void Processor::EndMappings(ProcessState& p, uint64_t start, uint64_t end, uint64_t time) {
+  // Every live mapping overlapping [start, end) ends now; the parts outside
+  // the range live on as new rows (a partial remap or munmap+mmap).
+  auto it = p.live.upper_bound(start);
+  if (it != p.live.begin()) --it;
+  while (it != p.live.end() && it->first < end) {
+    uint32_t row = it->second;
+    capture::Mapping old = capture_.mappings[row];
+    if (old.end <= start) {
+      ++it;
+      continue;
+    }
+    it = p.live.erase(it);
+    capture_.mappings[row].time_end = time;
+    if (old.start < start) {
+      capture::Mapping left = old;
+      left.end = start;
+      left.time_start = time;
+      left.time_end = 0;
+      capture_.mappings.push_back(left);
+      p.live[left.start] = uint32_t(capture_.mappings.size() - 1);
+    }
+    if (old.end > end) {
+      capture::Mapping right = old;
+      right.file_offset = old.file_offset + (end - old.start);
+      right.start = end;
+      right.time_start = time;
+      right.time_end = 0;
+      capture_.mappings.push_back(right);
+      it = p.live.emplace(right.start, uint32_t(capture_.mappings.size() - 1)).first;
+      ++it;
+    }
+  }
+}
+
+void Processor::EndAllMappings(ProcessState& p, uint64_t time) {
+  for (auto& [start, row] : p.live) capture_.mappings[row].time_end = time;
+  p.live.clear();
+}
+
+void Processor::OnMmap2(const Event& e) {
+  if ((e.prot & PROT_EXEC) == 0) return;
+  ProcessState& p = EnsureProcess(e.pid, e.time);
+  ModuleId module = InternModule(e.filename, e.build_id);
+  uint64_t end = e.addr + e.len;
+  auto same = p.live.find(e.addr);
+  if (same != p.live.end()) {
+    const capture::Mapping& m = capture_.mappings[same->second];
+    // The kernel reports one mmap to each event of the task: keep one row.
+    if (m.end == end && m.file_offset == e.pgoff && m.module == module) return;
+  }
+  EndMappings(p, e.addr, end, e.time);
+  capture::Mapping m;
+  m.process = p.row;
+  m.module = module;
+  m.start = e.addr;
+  m.end = end;
+  m.file_offset = e.pgoff;
+  m.time_start = e.time;
+  capture_.mappings.push_back(m);
+  p.live[e.addr] = uint32_t(capture_.mappings.size() - 1);
+}
+
+void Processor::OnComm(const Event& e) {
+  capture::StringId name = strings_.Intern(e.comm);
+  capture::ThreadId t = EnsureThread(e.pid, e.tid, e.time);
+  capture_.threads[t].name = name;
+  if (e.exec) {
+    ProcessState& p = EnsureProcess(e.pid, e.time);
+    EndAllMappings(p, e.time);  // exec replaces the whole address space
+    capture_.processes[p.row].command = name;
+  }
+}
+
+void Processor::OnFork(const Event& e) {
+  if (threads_.count(e.tid)) return;  // already known (duplicate delivery)
+  capture::StringId parent_name = kNone;
+  auto parent_thread = threads_.find(e.ptid);
+  if (parent_thread != threads_.end()) parent_name = capture_.threads[parent_thread->second].name;
+  if (e.pid != e.ppid && !processes_.count(e.pid)) {
+    ProcessState& child = EnsureProcess(e.pid, e.time);
+    capture_.processes[child.row].parent_pid = int32_t(e.ppid);
+    auto parent = processes_.find(e.ppid);
+    if (parent != processes_.end()) {
+      capture_.processes[child.row].command = capture_.processes[parent->second.row].command;
+      // fork copies the address space: the child starts with the parent's mappings.
+      std::vector<uint32_t> rows;
+      for (auto& [start, row] : parent->second.live) rows.push_back(row);
+      for (uint32_t row : rows) {
+        capture::Mapping m = capture_.mappings[row];
+        m.process = child.row;
+        m.time_start = e.time;
+        m.time_end = 0;
+        capture_.mappings.push_back(m);
+        child.live[m.start] = uint32_t(capture_.mappings.size() - 1);
+      }
+    }
+  }
+  capture::ThreadId t = EnsureThread(e.pid, e.tid, e.time);
+  if (parent_name != kNone) capture_.threads[t].name = parent_name;
+}
+
+void Processor::OnExit(const Event& e) {
+  auto t = threads_.find(e.tid);
+  if (t == threads_.end()) return;  // already ended (duplicate delivery)
+  capture_.threads[t->second].end_time = e.time;
+  threads_.erase(t);
+  if (e.tid == e.pid) {
+    auto p = processes_.find(e.pid);
+    if (p != processes_.end()) {
+      capture_.processes[p->second.row].end_time = e.time;
+      EndAllMappings(p->second, e.time);
+      // Keep the state: a late sample of an exited process still binds to nothing.
+    }
+  }
+}
+
+FrameId Processor::InternFrame(FrameKind kind, ModuleId module, uint64_t address) {
+  FrameKey key{address, module, uint8_t(kind)};
+  auto it = frames_.find(key);
+  if (it != frames_.end()) return it->second;
+  capture_.frames.push_back({kind, module, address, kNone});
+  FrameId id = FrameId(capture_.frames.size() - 1);
+  frames_.emplace(key, id);
+  return id;
+}
+
+FrameId Processor::UserFrame(ProcessState& p, uint64_t address) {
+  auto it = p.live.upper_bound(address);
+  if (it != p.live.begin()) {
+    const capture::Mapping& m = capture_.mappings[std::prev(it)->second];
+    if (address < m.end) {
+      // File-backed code is identified by file offset, so the same code
+      // loaded at different addresses is one frame; anonymous code (JIT)
+      // has no file and keeps its virtual address.
+      const capture::Module& mod = capture_.modules[m.module];
+      uint64_t normalized =
+          mod.kind == ModuleKind::kAnonymous ? address : address - m.start + m.file_offset;
+      return InternFrame(FrameKind::kNative, m.module, normalized);
+    }
+  }
+  CountProblem("user address outside any known mapping",
+               "pid " + std::to_string(capture_.processes[p.row].pid) + " address " +
+                   HexAddress(address));
+  return InternFrame(FrameKind::kUnmapped, kNone, address);
+}
+
+FrameId Processor::KernelFrame(uint64_t address) {
+  if (kernel_module_ == kNone) {
+    kernel_module_ = InternModule("[kernel.kallsyms]", symbols::KernelBuildId());
+    capture_.modules[kernel_module_].kind = ModuleKind::kKernel;
+  }
+  return InternFrame(FrameKind::kKernel, kernel_module_, address);
+}
+
+void Processor::OnSample(const Event& e) {
+  capture::ThreadId thread = EnsureThread(e.pid, e.tid, e.time);
+  ProcessState& proc = EnsureProcess(e.pid, e.time);
+  scratch_.clear();
+  uint64_t context = 0;
+  bool first_in_context = true;
+  bool saw_user = false;
+  size_t ips = 0;
+  const size_t n = e.CallchainSize();
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t w = e.CallchainAt(i);
+    if (w >= kContextMax) {
+      context = w;
+      first_in_context = true;
+      continue;
+    }
+    ++ips;
+    // Caller frames hold return addresses; step back into the call
+    // instruction so the frame names the caller's line, not the next one.
+    uint64_t address = first_in_context ? w : w - 1;
+    first_in_context = false;
+    if (context == kContextKernel) {
+      scratch_.push_back(KernelFrame(address));
+    } else if (context == kContextUser) {
+      saw_user = true;
+      scratch_.push_back(UserFrame(proc, address));
+    }
+  }
+  StackEnd end = StackEnd::kFramePointerEnd;
+  if (scratch_.empty()) {
+    end = StackEnd::kEmpty;
+  } else if (ips >= options_.max_stack) {
+    end = StackEnd::kMaxDepth;
+  } else if (!saw_user) {
+    end = StackEnd::kKernelOnly;
+  }
+  capture::StackId node = kNone;
+  for (size_t i = scratch_.size(); i-- > 0;) {
+    uint64_t key = (uint64_t(node) << 32) | scratch_[i];
+    auto [it, inserted] = stack_nodes_.try_emplace(key, capture::StackId(capture_.stacks.size()));
+    if (inserted) {
+      capture_.stacks.parent.push_back(node);
+      capture_.stacks.frame.push_back(scratch_[i]);
+    }
+    node = it->second;
+  }
+  capture::Samples& s = capture_.samples;
+  s.time.push_back(e.time);
+  s.thread.push_back(thread);
+  s.stack.push_back(node);
+  s.weight.push_back(e.period);
+  s.end.push_back(end);
+}
+
+void Processor::Process(const Event& e) {
+  switch (e.type) {
+    case EventType::kSample: OnSample(e); break;
+    case EventType::kMmap2: OnMmap2(e); break;
+    case EventType::kComm: OnComm(e); break;
+    case EventType::kFork: OnFork(e); break;
+    case EventType::kExit: OnExit(e); break;
+    case EventType::kLost: capture_.settings.lost_records += e.lost; break;
+    case EventType::kLostSamples: capture_.settings.lost_samples += e.lost; break;
+    case EventType::kThrottle: ++capture_.settings.throttles; break;
+    case EventType::kUnthrottle: ++capture_.settings.unthrottles; break;
+    case EventType::kOther: break;
+  }
+}
+
+void Processor::Symbolize() {
+  std::vector<std::vector<FrameId>> by_module(capture_.modules.size());
+  for (FrameId f = 0; f < capture_.frames.size(); ++f) {
+    if (capture_.frames[f].module != kNone) by_module[capture_.frames[f].module].push_back(f);
+  }
+  std::map<std::pair<ModuleId, std::string>, capture::FunctionId> functions;
+  auto name_frames = [&](ModuleId module, const std::vector<FrameId>& frames, auto&& lookup) {
+    for (FrameId f : frames) {
+      std::string_view name = lookup(capture_.frames[f].address);
+      if (name.empty()) continue;
+      auto key = std::make_pair(module, std::string(name));
+      auto it = functions.find(key);
+      if (it == functions.end()) {
+        capture_.functions.push_back({strings_.Intern(name), module});
+        it = functions.emplace(key, capture::FunctionId(capture_.functions.size() - 1)).first;
+      }
+      capture_.frames[f].function = it->second;
+    }
+  };
+  std::optional<symbols::SymbolTable> kallsyms;
+  std::map<std::string, std::unique_ptr<symbols::ElfImage>> cache;  // by build ID
+  for (ModuleId m = 0; m < capture_.modules.size(); ++m) {
+    if (by_module[m].empty()) continue;
+    capture::Module& mod = capture_.modules[m];
+    const std::string path = capture_.strings[mod.path];
+    if (mod.kind == ModuleKind::kKernel) {
+      auto table = symbols::LoadKallsyms();
+      if (!table.ok()) {
+        CountProblem("kernel symbols unavailable", table.status().message());
+        continue;
+      }
+      kallsyms = std::move(*table);
+      name_frames(m, by_module[m], [&](uint64_t a) { return kallsyms->Lookup(a); });
+      continue;
+    }
+    if (mod.kind == ModuleKind::kAnonymous) continue;
+    Result<std::unique_ptr<symbols::ElfImage>> loaded =
+        mod.kind == ModuleKind::kVdso ? symbols::LoadElfImageFromMemory(OwnVdso())
+                                      : symbols::LoadElfImage(path);
+    if (!loaded.ok()) {
+      CountProblem("module file unreadable, frames unnamed", path + ": " + loaded.status().message());
+      continue;
+    }
+    std::unique_ptr<symbols::ElfImage> image = std::move(loaded).value();
+    if (!mod.build_id.empty() && !image->build_id.empty() && image->build_id != mod.build_id) {
+      CountProblem("build ID mismatch, frames unnamed",
+                   path + ": recorded " + symbols::HexString(mod.build_id) + ", file has " +
+                       symbols::HexString(image->build_id));
+      continue;
+    }
+    if (mod.build_id.empty()) mod.build_id = image->build_id;
+    mod.size = image->file_size;
+    std::string key = mod.build_id.empty() ? "p:" + path : symbols::HexString(mod.build_id);
+    auto [slot, inserted] = cache.try_emplace(key, std::move(image));
+    const symbols::ElfImage& img = *slot->second;
+    if (img.symbols.size() == 0) {
+      CountProblem("module has no symbol table, frames unnamed", path);
+      continue;
+    }
+    name_frames(m, by_module[m], [&](uint64_t offset) -> std::string_view {
+      uint64_t vaddr;
+      if (!img.OffsetToVaddr(offset, &vaddr)) return {};
+      return img.symbols.Lookup(vaddr);
+    });
+  }
+}
+
+capture::Capture Processor::Finish(uint64_t end_time) {
+  for (auto& t : capture_.threads) {
+    if (t.end_time == 0) t.end_time = end_time;
+  }
+  for (auto& p : capture_.processes) {
+    if (p.end_time == 0) p.end_time = end_time;
+  }
+  for (auto& m : capture_.mappings) {
+    if (m.time_end == 0) m.time_end = end_time;
+  }
+  if (options_.symbolize) Symbolize();
+  for (const auto& [kind, pc] : problems_) {
+    capture_.problems.push_back(
+        {strings_.Intern(kind), pc.count, pc.example.empty() ? kNone : strings_.Intern(pc.example)});
+  }
+  return std::move(capture_);
+}
+
+}  // namespace microscope::record

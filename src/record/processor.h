@@ -1,0 +1,96 @@
+// Turns decoded kernel records, in time order, into a Capture: processes,
+// threads and mappings as of each event's time; each sample's addresses bound
+// to the mapping in force then, normalized to module + file offset, and
+// interned into frames and a prefix tree of stacks. Finish() symbolizes the
+// frames from ELF symbol tables (one table per build ID) and kallsyms.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "capture/capture.h"
+#include "capture/string_table.h"
+#include "src/record/decode.h"
+
+namespace microscope::record {
+
+class Processor {
+ public:
+  struct Options {
+    uint32_t max_stack = 127;  // /proc/sys/kernel/perf_event_max_stack
+    bool symbolize = true;
+  };
+  explicit Processor(Options options);
+
+  // State that existed before recording began (attach, or the launched child).
+  void AddProcess(uint32_t pid, uint32_t ppid, std::string_view command, uint64_t time);
+  void AddThread(uint32_t pid, uint32_t tid, std::string_view name, uint64_t time);
+  void AddMapping(uint32_t pid, uint64_t start, uint64_t end, uint64_t pgoff,
+                  std::string_view path, std::span<const uint8_t> build_id, uint64_t time);
+
+  void Process(const Event& e);
+  void CountProblem(std::string_view kind, std::string_view example);
+  void SetExitStatus(uint32_t pid, int status);
+
+  // Closes open rows at `end_time`, symbolizes, and returns the capture.
+  capture::Capture Finish(uint64_t end_time);
+
+  capture::Settings& settings() { return capture_.settings; }
+  uint64_t sample_count() const { return capture_.samples.size(); }
+
+ private:
+  struct ProcessState {
+    capture::ProcessId row;
+    std::map<uint64_t, uint32_t> live;  // mapping start -> mapping row
+  };
+  struct FrameKey {
+    uint64_t address;
+    uint32_t module;
+    uint8_t kind;
+    bool operator==(const FrameKey&) const = default;
+  };
+  struct FrameKeyHash {
+    size_t operator()(const FrameKey& k) const {
+      return std::hash<uint64_t>()(k.address * 0x9E3779B97F4A7C15ull ^ (uint64_t(k.module) << 8) ^
+                                   k.kind);
+    }
+  };
+
+  ProcessState& EnsureProcess(uint32_t pid, uint64_t time);
+  capture::ThreadId EnsureThread(uint32_t pid, uint32_t tid, uint64_t time);
+  capture::ModuleId InternModule(std::string_view path, std::span<const uint8_t> build_id);
+  void EndMappings(ProcessState& p, uint64_t start, uint64_t end, uint64_t time);
+  void EndAllMappings(ProcessState& p, uint64_t time);
+  capture::FrameId InternFrame(capture::FrameKind kind, capture::ModuleId module, uint64_t address);
+  capture::FrameId UserFrame(ProcessState& p, uint64_t address);
+  capture::FrameId KernelFrame(uint64_t address);
+  void OnSample(const Event& e);
+  void OnMmap2(const Event& e);
+  void OnComm(const Event& e);
+  void OnFork(const Event& e);
+  void OnExit(const Event& e);
+  void Symbolize();
+
+  Options options_;
+  capture::Capture capture_;
+  capture::StringTable strings_;
+  std::unordered_map<uint32_t, ProcessState> processes_;
+  std::unordered_map<uint32_t, capture::ThreadId> threads_;
+  std::unordered_map<std::string, capture::ModuleId> modules_;
+  std::unordered_map<FrameKey, capture::FrameId, FrameKeyHash> frames_;
+  std::unordered_map<uint64_t, capture::StackId> stack_nodes_;
+  capture::ModuleId kernel_module_ = capture::kNone;
+  std::vector<capture::FrameId> scratch_;
+  struct ProblemCount {
+    uint64_t count = 0;
+    std::string example;
+  };
+  std::map<std::string, ProblemCount, std::less<>> problems_;
+};
+
+}  // namespace microscope::record

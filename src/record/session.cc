@@ -1,0 +1,380 @@
+#include "src/record/session.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "capture/writer.h"
+#include "src/record/collector.h"
+#include "src/symbols/elf_image.h"
+
+namespace microscope::record {
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+
+void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+uint64_t MonotonicNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::vector<pid_t> ListTasks(pid_t pid) {
+  std::vector<pid_t> tids;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return tids;
+  while (dirent* ent = readdir(d)) {
+    if (ent->d_name[0] >= '0' && ent->d_name[0] <= '9') tids.push_back(pid_t(atoi(ent->d_name)));
+  }
+  closedir(d);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+// State letter and parent pid from /proc/PID/stat ("pid (comm) S ppid ...").
+bool ReadStat(pid_t pid, char* state, pid_t* ppid) {
+  std::string stat = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 4 > stat.size()) return false;
+  *state = stat[close + 2];
+  *ppid = pid_t(atoi(stat.c_str() + close + 4));
+  return true;
+}
+
+bool ProcessGone(pid_t pid) {
+  char state;
+  pid_t ppid;
+  if (!ReadStat(pid, &state, &ppid)) return true;
+  return state == 'Z' || state == 'X';
+}
+
+// Seeds the processor with a running process's threads and executable
+// mappings, as perf synthesizes them, at `time` (before the events start).
+void SeedFromProc(pid_t pid, uint64_t time, Processor* processor) {
+  std::string proc = "/proc/" + std::to_string(pid);
+  char state;
+  pid_t ppid = 0;
+  ReadStat(pid, &state, &ppid);
+  std::string comm = Trim(ReadSmallFile(proc + "/comm"));
+  processor->AddProcess(uint32_t(pid), uint32_t(ppid), comm, time);
+  for (pid_t tid : ListTasks(pid)) {
+    std::string name = Trim(ReadSmallFile(proc + "/task/" + std::to_string(tid) + "/comm"));
+    processor->AddThread(uint32_t(pid), uint32_t(tid), name, time);
+  }
+  std::ifstream maps(proc + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    // "start-end perms offset dev inode   path"
+    unsigned long long start, end, offset;
+    char perms[8] = {};
+    int path_at = 0;
+    if (sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset,
+               &path_at) < 4) {
+      continue;
+    }
+    if (perms[2] != 'x') continue;
+    std::string path = path_at > 0 ? line.substr(size_t(path_at)) : "";
+    std::vector<uint8_t> build_id;
+    if (!path.empty() && path[0] == '/') {
+      // map_files reaches the mapped file even when deleted or in another
+      // mount namespace.
+      char link[64];
+      snprintf(link, sizeof(link), "/map_files/%llx-%llx", start, end);
+      auto id = symbols::ReadBuildId(proc + link);
+      if (!id.ok()) id = symbols::ReadBuildId(path);
+      if (id.ok()) build_id = *id;
+    }
+    processor->AddMapping(uint32_t(pid), start, end, offset, path, build_id, time);
+  }
+}
+
+void FillHostSettings(capture::Settings* s) {
+  utsname u;
+  if (uname(&u) == 0) {
+    s->host = u.nodename;
+    s->kernel_release = u.release;
+  }
+  s->clock = "CLOCK_MONOTONIC";
+  s->recorder = "microscope 0.1";
+  s->call_graph = "fp";
+  s->stack_copy = 0;
+}
+
+uint32_t MaxStack() {
+  std::string v = Trim(ReadSmallFile("/proc/sys/kernel/perf_event_max_stack"));
+  int n = atoi(v.c_str());
+  return n > 0 ? uint32_t(n) : 127;
+}
+
+void RaiseFdLimit() {
+  rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+// The launched child: waits at the gate, then execs. Exec failure is
+// reported through `err_fd` (close-on-exec, so success closes it silently).
+[[noreturn]] void RunChild(int gate_fd, int err_fd, const std::vector<std::string>& command) {
+  char c;
+  ssize_t n;
+  do {
+    n = read(gate_fd, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) _exit(127);  // the recorder went away: do not run unprofiled
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  execvp(argv[0], argv.data());
+  int err = errno;
+  ssize_t ignored = write(err_fd, &err, sizeof(err));
+  (void)ignored;
+  _exit(127);
+}
+
+int ShellStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+class StatusLine {
+ public:
+  explicit StatusLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
+  void Update(uint64_t elapsed_ns, const Collector& c) {
+    if (!enabled_) return;
+    uint64_t now = MonotonicNow();
+    if (now - last_ < 250'000'000ull) return;
+    last_ = now;
+    fprintf(stderr, "\r\033[Kmicroscope: recording %.1f s, %llu samples, %llu lost",
+            double(elapsed_ns) / 1e9, static_cast<unsigned long long>(c.samples()),
+            static_cast<unsigned long long>(c.lost()));
+    fflush(stderr);
+    shown_ = true;
+  }
+  void Clear() {
+    if (shown_) fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  uint64_t last_ = 0;
+};
+
+}  // namespace
+
+void ProcessArenas(const std::vector<std::vector<uint8_t>>& arenas, const SampleLayout& layout,
+                   Processor* processor) {
+  std::vector<Event> events;
+  for (const std::vector<uint8_t>& arena : arenas) {
+    size_t off = 0;
+    while (off + sizeof(RecordHeader) <= arena.size()) {
+      RecordHeader h;
+      std::memcpy(&h, arena.data() + off, sizeof(h));
+      if (h.size < sizeof(h) || off + h.size > arena.size()) break;  // collector checked
+      Result<Event> e = DecodeRecord(std::span(arena).subspan(off, h.size), layout);
+      if (e.ok()) {
+        if (e->type != EventType::kOther) events.push_back(*e);
+      } else {
+        processor->CountProblem("malformed kernel record skipped",
+                                "type " + std::to_string(h.type) + ": " + e.status().message());
+      }
+      off += h.size;
+    }
+  }
+  // Each ring is in time order; merge the CPUs' rings by time.
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.time < b.time; });
+  for (const Event& e : events) processor->Process(e);
+}
+
+Result<int> RunRecord(const RecordOptions& options) {
+  RaiseFdLimit();
+  CollectorOptions copts;
+  copts.frequency = options.frequency;
+  ASSIGN_OR_RETURN(std::unique_ptr<Collector> collector, Collector::Create(copts));
+  Processor::Options popts;
+  popts.max_stack = MaxStack();
+  Processor processor(popts);
+  capture::Settings& settings = processor.settings();
+  FillHostSettings(&settings);
+  settings.frequency = options.frequency;
+
+  const bool launch = options.pid == 0;
+  pid_t target = options.pid;
+  int gate[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  uint64_t start = MonotonicNow();
+
+  if (launch) {
+    settings.mode = "launch";
+    settings.command = options.command;
+    if (pipe2(gate, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+      return Status::Error(std::string("pipe: ") + std::strerror(errno));
+    }
+    target = fork();
+    if (target < 0) return Status::Error(std::string("fork: ") + std::strerror(errno));
+    if (target == 0) {
+      close(gate[1]);
+      close(err_pipe[0]);
+      RunChild(gate[0], err_pipe[1], options.command);
+    }
+    close(gate[0]);
+    close(err_pipe[1]);
+    Status opened = collector->AddTask(target, /*enable_on_exec=*/true);
+    if (!opened.ok()) {
+      close(gate[1]);  // cancels the child: it exits without running the program
+      waitpid(target, nullptr, 0);
+      return opened;
+    }
+    std::string base = options.command[0].substr(options.command[0].rfind('/') + 1);
+    start = MonotonicNow();
+    processor.AddProcess(uint32_t(target), uint32_t(getpid()), base.substr(0, 15), start);
+    processor.AddThread(uint32_t(target), uint32_t(target), base.substr(0, 15), start);
+  } else {
+    settings.mode = "attach";
+    if (kill(target, 0) != 0 && errno == ESRCH) {
+      return Status::Error("no process with pid " + std::to_string(target));
+    }
+    // Open events on every thread; threads started meanwhile inherit from
+    // their creator's event once it is open, so list again until stable.
+    std::set<pid_t> opened;
+    for (int round = 0; round < 100; ++round) {
+      bool added = false;
+      for (pid_t tid : ListTasks(target)) {
+        if (opened.insert(tid).second) {
+          RETURN_IF_ERROR(collector->AddTask(tid, /*enable_on_exec=*/false));
+          added = true;
+        }
+      }
+      if (!added) break;
+    }
+    if (opened.empty()) return Status::Error("no process with pid " + std::to_string(target));
+    std::string cmdline = ReadSmallFile("/proc/" + std::to_string(target) + "/cmdline");
+    for (size_t at = 0; at < cmdline.size();) {
+      size_t nul = cmdline.find('\0', at);
+      if (nul == std::string::npos) nul = cmdline.size();
+      settings.command.push_back(cmdline.substr(at, nul - at));
+      at = nul + 1;
+    }
+    start = MonotonicNow();
+    RETURN_IF_ERROR(collector->Enable());
+    SeedFromProc(target, start, &processor);
+  }
+  settings.target_pid = target;
+  settings.start_time = start;
+
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+
+  int wait_status = 0;
+  bool exited = false;
+  if (launch) {
+    char go = 1;
+    if (write(gate[1], &go, 1) != 1) return Status::Error("cannot release the launched program");
+    close(gate[1]);
+    int err = 0;
+    ssize_t n = read(err_pipe[0], &err, sizeof(err));
+    close(err_pipe[0]);
+    if (n == sizeof(err)) {
+      waitpid(target, nullptr, 0);
+      return Status::Error("cannot run " + options.command[0] + ": " + std::strerror(err));
+    }
+  }
+
+  StatusLine status(!options.quiet);
+  bool by_duration = false;
+  for (;;) {
+    collector->Wait(50);
+    collector->Drain();
+    uint64_t now = MonotonicNow();
+    status.Update(now - start, *collector);
+    if (launch) {
+      pid_t r = waitpid(target, &wait_status, WNOHANG);
+      if (r == target) {
+        exited = true;
+        break;
+      }
+    } else if (ProcessGone(target)) {
+      break;
+    }
+    if (g_stop_signal != 0) break;
+    if (options.duration_ns != 0 && now - start >= options.duration_ns) {
+      by_duration = true;
+      break;
+    }
+  }
+  uint64_t end = MonotonicNow();
+  (void)collector->Disable();
+  collector->Drain();
+  status.Clear();
+
+  settings.end_time = end;
+  settings.kernel_frames = collector->kernel_frames();
+  if (!collector->kernel_frames()) {
+    settings.notes.push_back("kernel frames off: not permitted (" + PermissionAdvice() + ")");
+  }
+  if (collector->ring_errors() > 0) {
+    processor.CountProblem("corrupt ring data dropped",
+                           std::to_string(collector->ring_errors()) + " times");
+  }
+  ProcessArenas(collector->arenas(), collector->layout(), &processor);
+  if (exited) processor.SetExitStatus(uint32_t(target), ShellStatus(wait_status));
+  capture::Capture cap = processor.Finish(end);
+  const uint64_t sample_count = cap.samples.size();
+  const uint64_t lost = cap.settings.lost_records + cap.settings.lost_samples;
+  collector.reset();  // release fds and rings before the (possibly slow) write
+  Status written = capture::WriteCapture(cap, options.output);
+  if (!written.ok()) return written;
+  if (!options.quiet) {
+    fprintf(stderr, "microscope: wrote %s: %llu samples, %zu threads, %zu processes, %llu lost\n",
+            options.output.c_str(), static_cast<unsigned long long>(sample_count),
+            cap.threads.size(), cap.processes.size(), static_cast<unsigned long long>(lost));
+  }
+  if (!launch) return 0;
+  if (!exited) {
+    // --duration ends the program as `timeout` would; after Ctrl-C the
+    // program got the same SIGINT from the terminal and ends as it chooses.
+    if (by_duration) kill(target, SIGTERM);
+    while (waitpid(target, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  return ShellStatus(wait_status);
+}
+
+}  // namespace microscope::record

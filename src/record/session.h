@@ -1,0 +1,35 @@
+// A recording session: launch a program (or attach to a PID), run the
+// collector until the target exits, the duration passes or the user
+// interrupts, then process and write the capture.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capture/result.h"
+#include "src/record/decode.h"
+#include "src/record/processor.h"
+
+namespace microscope::record {
+
+struct RecordOptions {
+  std::string output = "microscope.mscap";
+  uint32_t frequency = 999;
+  uint64_t duration_ns = 0;  // 0: until the target exits or Ctrl-C
+  bool quiet = false;
+  std::vector<std::string> command;  // launch mode
+  int pid = 0;                       // attach mode when non-zero
+};
+
+// Records and writes the capture. Returns the exit status `record` should
+// end with: the launched program's, or 0 for an attach.
+Result<int> RunRecord(const RecordOptions& options);
+
+// Decodes every record of every arena and feeds them to `processor` in time
+// order. Malformed records become counted problems.
+void ProcessArenas(const std::vector<std::vector<uint8_t>>& arenas, const SampleLayout& layout,
+                   Processor* processor);
+
+}  // namespace microscope::record

@@ -1,0 +1,172 @@
+#include "src/symbols/elf_image.h"
+
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "src/util/scoped_fd.h"
+
+namespace microscope::symbols {
+namespace {
+
+struct ElfDeleter {
+  void operator()(Elf* e) const { elf_end(e); }
+};
+using ElfPtr = std::unique_ptr<Elf, ElfDeleter>;
+
+void InitLibelf() {
+  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
+  (void)ok;
+}
+
+Status ElfError(const char* what) {
+  return Status::Error(std::string(what) + ": " + elf_errmsg(-1));
+}
+
+std::vector<uint8_t> BuildIdOf(Elf* elf) {
+  const void* id = nullptr;
+  ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+  if (n <= 0 || id == nullptr) return {};
+  const uint8_t* p = static_cast<const uint8_t*>(id);
+  return std::vector<uint8_t>(p, p + n);
+}
+
+// Adds STT_FUNC / STT_GNU_IFUNC symbols from the first section of `type`.
+// Global symbols are added before local and weak ones so that, at an address
+// with aliases, the table keeps the exported name.
+bool AddSymbols(Elf* elf, uint32_t type, SymbolTable* table) {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || shdr.sh_entsize == 0) return false;
+    size_t count = shdr.sh_size / shdr.sh_entsize;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < count; ++i) {
+        GElf_Sym sym;
+        if (gelf_getsym(data, int(i), &sym) == nullptr) break;
+        int t = GELF_ST_TYPE(sym.st_info);
+        if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+            sym.st_value == 0) {
+          continue;
+        }
+        bool global = GELF_ST_BIND(sym.st_info) == STB_GLOBAL;
+        if (global != (pass == 0)) continue;
+        const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        if (name == nullptr || *name == '\0') continue;
+        table->Add(sym.st_value, sym.st_size, name);
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
+  if (elf_kind(elf) != ELF_K_ELF) return Status::Error("not an ELF file");
+  GElf_Ehdr ehdr;
+  if (gelf_getehdr(elf, &ehdr) == nullptr) return ElfError("bad ELF header");
+  auto image = std::make_unique<ElfImage>();
+  image->is_dyn = ehdr.e_type == ET_DYN;
+  image->build_id = BuildIdOf(elf);
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0) return ElfError("bad program headers");
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf, int(i), &phdr) == nullptr) return ElfError("bad program header");
+    if (phdr.p_type == PT_LOAD) {
+      image->loads.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz});
+    }
+  }
+  if (AddSymbols(elf, SHT_SYMTAB, &image->symbols)) {
+    image->symbol_source = ".symtab";
+  } else if (AddSymbols(elf, SHT_DYNSYM, &image->symbols)) {
+    image->symbol_source = ".dynsym";
+  }
+  return image;
+}
+
+// Opens `path` and returns an Elf handle that reads through `fd`.
+Result<ElfPtr> OpenElf(const std::string& path, ScopedFd* fd) {
+  InitLibelf();
+  *fd = ScopedFd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd->valid()) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
+  ElfPtr elf(elf_begin(fd->get(), ELF_C_READ_MMAP, nullptr));
+  if (!elf) return ElfError("not readable as ELF");
+  return elf;
+}
+
+}  // namespace
+
+std::string HexString(std::span<const uint8_t> bytes) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+bool ElfImage::OffsetToVaddr(uint64_t offset, uint64_t* vaddr) const {
+  for (const LoadSegment& s : loads) {
+    // Offsets inside a segment's page-aligned start also map (the text
+    // segment of a PIE often starts mid-page).
+    uint64_t begin = s.offset & ~uint64_t(0xfff);
+    if (offset >= begin && offset < s.offset + s.filesz) {
+      *vaddr = offset - s.offset + s.vaddr;
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<std::vector<uint8_t>> ReadBuildId(const std::string& path) {
+  ScopedFd fd;
+  ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
+  return BuildIdOf(elf.get());
+}
+
+Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path) {
+  ScopedFd fd;
+  ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
+  ASSIGN_OR_RETURN(std::unique_ptr<ElfImage> image, ReadImage(elf.get()));
+  struct stat st;
+  if (fstat(fd.get(), &st) == 0) image->file_size = uint64_t(st.st_size);
+  if (image->symbol_source != ".symtab" && image->build_id.size() > 1) {
+    std::string hex = HexString(image->build_id);
+    std::string debug = "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) +
+                        ".debug";
+    ScopedFd dfd;
+    auto delf = OpenElf(debug, &dfd);
+    if (delf.ok() && BuildIdOf(delf->get()) == image->build_id) {
+      SymbolTable table;
+      if (AddSymbols(delf->get(), SHT_SYMTAB, &table)) {
+        image->symbols = std::move(table);
+        image->symbol_source = debug;
+      }
+    }
+  }
+  image->symbols.Finish();
+  return image;
+}
+
+Result<std::unique_ptr<ElfImage>> LoadElfImageFromMemory(std::span<const uint8_t> bytes) {
+  InitLibelf();
+  ElfPtr elf(elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(bytes.data())), bytes.size()));
+  if (!elf) return ElfError("not readable as ELF");
+  ASSIGN_OR_RETURN(std::unique_ptr<ElfImage> image, ReadImage(elf.get()));
+  image->file_size = bytes.size();
+  image->symbols.Finish();
+  return image;
+}
+
+}  // namespace microscope::symbols

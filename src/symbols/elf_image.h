@@ -1,0 +1,49 @@
+// What the recorder needs from one ELF file: its build ID, its PT_LOAD
+// segments (to turn file offsets into link-time addresses), and its function
+// symbols. Read with elfutils' libelf; every failure is a Status naming the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capture/result.h"
+#include "src/symbols/symbol_table.h"
+
+namespace microscope::symbols {
+
+struct LoadSegment {
+  uint64_t offset;
+  uint64_t vaddr;
+  uint64_t filesz;
+  uint64_t memsz;
+};
+
+struct ElfImage {
+  std::vector<uint8_t> build_id;
+  bool is_dyn = false;  // ET_DYN (PIE, shared object) vs ET_EXEC
+  uint64_t file_size = 0;
+  std::vector<LoadSegment> loads;
+  SymbolTable symbols;
+  std::string symbol_source;  // ".symtab", ".dynsym", or a debug file's path
+
+  // Link-time address of a file offset, or false when no PT_LOAD covers it.
+  bool OffsetToVaddr(uint64_t offset, uint64_t* vaddr) const;
+};
+
+// Reads only the build ID (cheap: no symbol table).
+Result<std::vector<uint8_t>> ReadBuildId(const std::string& path);
+
+// Reads build ID, segments and symbols from a file on disk. When the file has
+// no .symtab, a debug file under /usr/lib/debug/.build-id with the same
+// build ID is used for symbols if present.
+Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path);
+
+// The same from an image in memory (the vDSO).
+Result<std::unique_ptr<ElfImage>> LoadElfImageFromMemory(std::span<const uint8_t> bytes);
+
+std::string HexString(std::span<const uint8_t> bytes);
+
+}  // namespace microscope::symbols

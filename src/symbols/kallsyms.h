@@ -1,0 +1,22 @@
+// Kernel function symbols from /proc/kallsyms and the kernel's build ID
+// from /sys/kernel/notes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capture/result.h"
+#include "src/symbols/symbol_table.h"
+
+namespace microscope::symbols {
+
+// Parses kallsyms text ("ADDR TYPE NAME [MODULE]" lines). Addresses of zero
+// (hidden by kptr_restrict) make it an error: the table would name nothing.
+Result<SymbolTable> ParseKallsyms(const std::string& text);
+Result<SymbolTable> LoadKallsyms(const std::string& path = "/proc/kallsyms");
+
+// The running kernel's GNU build ID, or empty if unreadable.
+std::vector<uint8_t> KernelBuildId();
+
+}  // namespace microscope::symbols

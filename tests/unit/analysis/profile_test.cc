@@ -1,0 +1,70 @@
+#include <doctest.h>
+
+#include "analysis/profile.h"
+#include "analysis/summary.h"
+#include "tests/unit/capture/test_capture.h"
+
+using namespace microscope;
+using namespace microscope::analysis;
+
+TEST_CASE("Flat: self and total per function, ordered") {
+  capture::Capture c = testing::MakeTestCapture();
+  FunctionKeys keys(c);
+  Flat flat = ComputeFlat(c, keys);
+  CHECK(flat.all.samples == 10);
+  CHECK(flat.all.time_ns == 10000);
+  REQUIRE(flat.rows.size() == 4);
+  CHECK(keys.Name(flat.rows[0].key) == "hot");
+  CHECK(flat.rows[0].self.samples == 7);
+  CHECK(keys.Name(flat.rows[1].key) == "cold");
+  CHECK(flat.rows[1].self.samples == 3);
+  CHECK(keys.Name(flat.rows[2].key) == "run");  // total 10 beats main's by name order
+  CHECK(flat.rows[2].total.samples == 10);
+  CHECK(flat.rows[2].self.samples == 0);
+}
+
+TEST_CASE("Flat: recursion counts a function's total once per sample") {
+  capture::Capture c = testing::MakeTestCapture();
+  // main > run > run(again) > hot
+  c.stacks.parent.push_back(1);
+  c.stacks.frame.push_back(1);
+  c.stacks.parent.push_back(5);
+  c.stacks.frame.push_back(2);
+  c.samples.stack[0] = 6;
+  FunctionKeys keys(c);
+  Flat flat = ComputeFlat(c, keys);
+  for (const auto& r : flat.rows) {
+    if (keys.Name(r.key) == "run") CHECK(r.total.samples == 10);
+  }
+}
+
+TEST_CASE("Tree: callers first, merged by function, children by total") {
+  capture::Capture c = testing::MakeTestCapture();
+  FunctionKeys keys(c);
+  CallTree t = ComputeTree(c, keys);
+  REQUIRE(t.roots.size() == 1);
+  const TreeNode& main = t.nodes[t.roots[0]];
+  CHECK(keys.Name(main.key) == "main");
+  CHECK(main.total.samples == 10);
+  REQUIRE(main.children.size() == 1);
+  const TreeNode& run = t.nodes[main.children[0]];
+  REQUIRE(run.children.size() == 3);
+  CHECK(keys.Name(t.nodes[run.children[0]].key) == "hot");
+  CHECK(t.nodes[run.children[0]].total.samples == 7);
+  CHECK(keys.Name(t.nodes[run.children[1]].key) == "cold");
+  CHECK(t.nodes[run.children[2]].total.samples == 0);
+  CHECK(keys.Name(t.nodes[run.children[2]].key) == "app+0x50");  // unnamed: module+offset
+}
+
+TEST_CASE("Summary: header facts") {
+  capture::Capture c = testing::MakeTestCapture();
+  Summary s = Summarize(c);
+  CHECK(s.samples == 10);
+  CHECK(s.duration_ns == 990);
+  REQUIRE(s.threads.size() == 1);
+  CHECK(s.threads[0].name == "app");
+  CHECK(s.threads[0].samples == 10);
+  REQUIRE(s.problems.size() == 1);
+  CHECK(s.problems[0].count == 2);
+  CHECK(s.stack_ends[0] == 10);
+}

@@ -1,0 +1,119 @@
+#include <doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "capture/container.h"
+#include "capture/reader.h"
+#include "capture/writer.h"
+#include "tests/unit/capture/test_capture.h"
+
+using namespace microscope;
+using namespace microscope::capture;
+
+TEST_CASE("Capture: write then read gives the same tables") {
+  Capture c = testing::MakeTestCapture();
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("roundtrip." + std::to_string(getpid()) + ".mscap"))
+                         .string();
+  REQUIRE(WriteCapture(c, path).ok());
+  auto r = ReadCapture(path);
+  std::filesystem::remove(path);
+  REQUIRE(r.ok());
+  const Capture& d = *r;
+  CHECK(d.strings == c.strings);
+  REQUIRE(d.modules.size() == 1);
+  CHECK(d.modules[0].build_id == c.modules[0].build_id);
+  CHECK(d.modules[0].size == 4096);
+  CHECK(d.mappings[0].start == 0x1000);
+  CHECK(d.mappings[0].end == 0x2000);
+  CHECK(d.processes[0].pid == 100);
+  CHECK(d.threads[0].name == 5);
+  CHECK(d.frames.size() == 5);
+  CHECK(d.frames[4].function == kNone);
+  CHECK(d.stacks.parent == c.stacks.parent);
+  CHECK(d.stacks.frame == c.stacks.frame);
+  CHECK(d.samples.time == c.samples.time);
+  CHECK(d.samples.stack == c.samples.stack);
+  CHECK(d.samples.weight == c.samples.weight);
+  CHECK(d.samples.end == c.samples.end);
+  CHECK(d.problems[0].count == 2);
+  CHECK(d.settings.command == c.settings.command);
+  CHECK(d.settings.notes == c.settings.notes);
+  CHECK(d.settings.frequency == 999);
+}
+
+namespace {
+std::string ErrorOf(const Capture& c) {
+  auto r = ParseCapturePayload(SerializeCapture(c));
+  return r.ok() ? "" : r.status().message();
+}
+}  // namespace
+
+TEST_CASE("Capture: every bad cross-reference is refused, naming the row") {
+  Capture c = testing::MakeTestCapture();
+  CHECK(ErrorOf(c).empty());
+  SUBCASE("stack cycle") {
+    c.stacks.parent[1] = 3;  // 1 -> 3 -> 1
+    CHECK(ErrorOf(c).find("stacks[1].parent = 3 is not an earlier node") != std::string::npos);
+  }
+  SUBCASE("stack self loop") {
+    c.stacks.parent[2] = 2;
+    CHECK(ErrorOf(c).find("stacks[2].parent") != std::string::npos);
+  }
+  SUBCASE("sample stack out of range") {
+    c.samples.stack[4] = 99;
+    CHECK(ErrorOf(c) == "samples[4].stack = 99 is out of range (5 stacks)");
+  }
+  SUBCASE("sample thread out of range") {
+    c.samples.thread[0] = 1;
+    CHECK(ErrorOf(c) == "samples[0].thread = 1 is out of range (1 threads)");
+  }
+  SUBCASE("columns of different lengths") {
+    c.samples.weight.pop_back();
+    CHECK(ErrorOf(c).find("columns differ in length") != std::string::npos);
+  }
+  SUBCASE("frame function out of range") {
+    c.frames[2].function = 17;
+    CHECK(ErrorOf(c) == "frames[2].function = 17 is out of range (4 functions)");
+  }
+  SUBCASE("string out of range") {
+    c.functions[1].name = 1000;
+    CHECK(ErrorOf(c) == "functions[1].name = 1000 is out of range (8 strings)");
+  }
+  SUBCASE("mapping module out of range") {
+    c.mappings[0].module = 3;
+    CHECK(ErrorOf(c) == "mappings[0].module = 3 is out of range (1 modules)");
+  }
+  SUBCASE("empty mapping") {
+    c.mappings[0].end = c.mappings[0].start;
+    CHECK(ErrorOf(c).find("mappings[0].start") != std::string::npos);
+  }
+  SUBCASE("unknown stack end") {
+    c.samples.end[3] = StackEnd(9);
+    CHECK(ErrorOf(c) == "samples[3].end has unknown value 9");
+  }
+  SUBCASE("time going backwards") {
+    c.samples.time[5] = 1;
+    CHECK(ErrorOf(c) == "samples[5].time goes back in time");
+  }
+}
+
+TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
+  std::vector<uint8_t> good = SerializeCapture(testing::MakeTestCapture());
+  std::mt19937 rng(1234);
+  int refused = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<uint8_t> bad = good;
+    int flips = 1 + int(rng() % 4);
+    for (int i = 0; i < flips; ++i) bad[rng() % bad.size()] ^= uint8_t(1 + rng() % 255);
+    if (rng() % 8 == 0) bad.resize(rng() % bad.size());
+    auto r = ParseCapturePayload(bad);
+    if (!r.ok()) {
+      ++refused;
+      CHECK_FALSE(r.status().message().empty());
+    }
+  }
+  CHECK(refused > 0);
+}

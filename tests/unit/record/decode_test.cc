@@ -1,0 +1,150 @@
+#include <doctest.h>
+
+#include "src/record/collector.h"
+#include "src/record/decode.h"
+#include "tests/unit/record/record_builder.h"
+
+using namespace microscope;
+using namespace microscope::record;
+using namespace microscope::testing;
+
+TEST_CASE("Decode: a sample with a kernel and user call chain") {
+  auto bytes = SampleRecord(10, 11, 5000, {uint64_t(-128), 0xffffffff81000010, uint64_t(-512),
+                                           0x401000, 0x402000});
+  auto e = DecodeRecord(bytes, CollectorLayout());
+  REQUIRE(e.ok());
+  CHECK(e->type == EventType::kSample);
+  CHECK(e->pid == 10);
+  CHECK(e->tid == 11);
+  CHECK(e->time == 5000);
+  CHECK(e->period == 1000000);
+  REQUIRE(e->CallchainSize() == 5);
+  CHECK(e->CallchainAt(1) == 0xffffffff81000010);
+  CHECK(e->CallchainAt(4) == 0x402000);
+}
+
+TEST_CASE("Decode: MMAP2 with and without a build ID, COMM, FORK, EXIT") {
+  auto m = DecodeRecord(Mmap2Record(3, 0x400000, 0x1000, 0x2000, "/usr/bin/x", 77, {1, 2, 3}),
+                        CollectorLayout());
+  REQUIRE(m.ok());
+  CHECK(m->type == EventType::kMmap2);
+  CHECK(m->addr == 0x400000);
+  CHECK(m->pgoff == 0x2000);
+  CHECK(m->filename == "/usr/bin/x");
+  CHECK(m->build_id.size() == 3);
+  CHECK(m->time == 77);
+  auto m2 = DecodeRecord(Mmap2Record(3, 0x400000, 0x1000, 0, "/lib/y.so", 78), CollectorLayout());
+  REQUIRE(m2.ok());
+  CHECK(m2->build_id.empty());
+  CHECK(m2->filename == "/lib/y.so");
+
+  auto c = DecodeRecord(CommRecord(3, 4, "worker", true, 90), CollectorLayout());
+  REQUIRE(c.ok());
+  CHECK(c->comm == "worker");
+  CHECK(c->exec);
+  CHECK(c->time == 90);
+
+  auto f = DecodeRecord(TaskRecord(kRecordFork, 5, 3, 5, 3, 100), CollectorLayout());
+  REQUIRE(f.ok());
+  CHECK(f->type == EventType::kFork);
+  CHECK(f->ppid == 3);
+  auto x = DecodeRecord(TaskRecord(kRecordExit, 5, 3, 5, 3, 200), CollectorLayout());
+  REQUIRE(x.ok());
+  CHECK(x->type == EventType::kExit);
+  CHECK(x->time == 200);
+}
+
+TEST_CASE("Decode: truncated and inconsistent records are errors, not crashes") {
+  auto good = SampleRecord(1, 1, 1, {uint64_t(-512), 0x1000, 0x2000});
+  SUBCASE("header size beyond the bytes") {
+    auto r = DecodeRecord(std::span(good).first(good.size() - 8), CollectorLayout());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("header size") != std::string::npos);
+  }
+  SUBCASE("header size not a multiple of 8") {
+    auto bad = good;
+    uint16_t size = uint16_t(bad.size() - 4);
+    std::memcpy(bad.data() + 6, &size, 2);
+    CHECK_FALSE(DecodeRecord(bad, CollectorLayout()).ok());
+  }
+  SUBCASE("callchain count overruns the record") {
+    auto bad = good;
+    uint64_t nr = 1000;
+    std::memcpy(bad.data() + 8 + 48, &nr, 8);
+    auto r = DecodeRecord(bad, CollectorLayout());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("overruns") != std::string::npos);
+  }
+  SUBCASE("shrunk record cuts a field") {
+    auto bad = good;
+    bad.resize(40);
+    uint16_t size = 40;
+    std::memcpy(bad.data() + 6, &size, 2);
+    auto r = DecodeRecord(bad, CollectorLayout());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("truncated") != std::string::npos);
+  }
+  SUBCASE("mmap2 filename without NUL") {
+    auto m = Mmap2Record(3, 0x400000, 0x1000, 0, "/lib/abcdefg", 1);
+    // Overwrite the filename and its padding (and the trailer) with non-NUL bytes.
+    for (size_t i = 8 + 56; i < m.size(); ++i) m[i] = 'a';
+    CHECK_FALSE(DecodeRecord(m, CollectorLayout()).ok());
+  }
+  SUBCASE("unknown record type is skipped as other") {
+    RecordBuilder b(99);
+    b.Put<uint64_t>(0);
+    auto r = DecodeRecord(b.Finish(), CollectorLayout());
+    REQUIRE(r.ok());
+    CHECK(r->type == EventType::kOther);
+  }
+  SUBCASE("every truncation of every record kind fails cleanly") {
+    std::vector<std::vector<uint8_t>> records = {
+        good, Mmap2Record(3, 0x400000, 0x1000, 0, "/lib/y.so", 1, {9, 9}),
+        CommRecord(3, 4, "w", false, 1), TaskRecord(kRecordFork, 5, 3, 5, 3, 1)};
+    for (auto rec : records) {
+      for (size_t n = 8; n < rec.size(); n += 8) {
+        auto cut = rec;
+        cut.resize(n);
+        uint16_t size = uint16_t(n);
+        std::memcpy(cut.data() + 6, &size, 2);
+        CHECK_FALSE(DecodeRecord(cut, CollectorLayout()).ok());
+      }
+    }
+  }
+}
+
+TEST_CASE("Ring copy: records wrapping the end of the data area are joined") {
+  std::vector<uint8_t> ring(256, 0);
+  auto a = SampleRecord(1, 1, 10, {uint64_t(-512), 0x1000});
+  auto b = SampleRecord(1, 1, 20, {uint64_t(-512), 0x1000, 0x2000, 0x3000});
+  // Place `a` ending near the end and `b` wrapping around.
+  uint64_t tail = 256 - a.size() - 16;
+  uint64_t pos = tail;
+  for (auto* rec : {&a, &b}) {
+    for (uint8_t byte : *rec) ring[pos++ % 256] = byte;
+  }
+  std::vector<uint8_t> arena;
+  RingCopyStats stats;
+  uint64_t new_tail = CopyRingRecords(ring, tail, pos, &arena, &stats);
+  CHECK(new_tail == pos);
+  CHECK(stats.samples == 2);
+  CHECK(stats.errors == 0);
+  REQUIRE(arena.size() == a.size() + b.size());
+  auto eb = DecodeRecord(std::span(arena).subspan(a.size()), CollectorLayout());
+  REQUIRE(eb.ok());
+  CHECK(eb->time == 20);
+  CHECK(eb->CallchainAt(3) == 0x3000);
+}
+
+TEST_CASE("Ring copy: a corrupt header drops the rest of the read and is counted") {
+  std::vector<uint8_t> ring(256, 0);
+  auto a = SampleRecord(1, 1, 10, {uint64_t(-512), 0x1000});
+  std::memcpy(ring.data(), a.data(), a.size());
+  uint16_t bad_size = 4;
+  std::memcpy(ring.data() + a.size() + 6, &bad_size, 2);
+  std::vector<uint8_t> arena;
+  RingCopyStats stats;
+  CHECK(CopyRingRecords(ring, 0, a.size() + 64, &arena, &stats) == a.size() + 64);
+  CHECK(stats.samples == 1);
+  CHECK(stats.errors == 1);
+}

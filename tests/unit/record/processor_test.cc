@@ -1,0 +1,160 @@
+#include <doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "src/record/processor.h"
+#include "src/record/session.h"
+#include "src/symbols/elf_image.h"
+#include "tests/unit/record/record_builder.h"
+
+using namespace microscope;
+using namespace microscope::record;
+using namespace microscope::testing;
+using capture::kNone;
+
+namespace {
+
+constexpr uint64_t kUser = uint64_t(-512);
+
+capture::Capture Run(const std::vector<std::vector<uint8_t>>& records, bool symbolize = false) {
+  std::vector<uint8_t> arena;
+  for (const auto& r : records) arena.insert(arena.end(), r.begin(), r.end());
+  Processor::Options o;
+  o.symbolize = symbolize;
+  Processor p(o);
+  ProcessArenas({arena}, CollectorLayout(), &p);
+  return p.Finish(1000000);
+}
+
+// The frames of sample i, leaf first.
+std::vector<capture::Frame> FramesOf(const capture::Capture& c, size_t i) {
+  std::vector<capture::Frame> out;
+  for (uint32_t n = c.samples.stack[i]; n != kNone; n = c.stacks.parent[n]) {
+    out.push_back(c.frames[c.stacks.frame[n]]);
+  }
+  return out;
+}
+
+std::string ModulePath(const capture::Capture& c, const capture::Frame& f) {
+  return f.module == kNone ? "" : c.str(c.modules[f.module].path);
+}
+
+}  // namespace
+
+TEST_CASE("Processor: addresses bind to the mapping in force at the sample's time") {
+  auto c = Run({
+      Mmap2Record(10, 0x400000, 0x10000, 0x1000, "/bin/old", 10),
+      SampleRecord(10, 10, 20, {kUser, 0x400100}),
+      // Replaced by a new mapping over the same range.
+      Mmap2Record(10, 0x400000, 0x10000, 0, "/lib/new.so", 30),
+      SampleRecord(10, 10, 40, {kUser, 0x400100}),
+      // exec drops the whole address space.
+      CommRecord(10, 10, "newprog", true, 50),
+      SampleRecord(10, 10, 60, {kUser, 0x400100}),
+  });
+  REQUIRE(c.samples.size() == 3);
+  auto f0 = FramesOf(c, 0);
+  CHECK(ModulePath(c, f0[0]) == "/bin/old");
+  CHECK(f0[0].address == 0x1100);  // file offset: 0x100 into a mapping at offset 0x1000
+  auto f1 = FramesOf(c, 1);
+  CHECK(ModulePath(c, f1[0]) == "/lib/new.so");
+  CHECK(f1[0].address == 0x100);
+  auto f2 = FramesOf(c, 2);
+  CHECK(f2[0].kind == capture::FrameKind::kUnmapped);
+  CHECK(c.str(c.processes[0].command) == "newprog");
+  REQUIRE(c.problems.size() == 1);
+  CHECK(c.str(c.problems[0].kind) == "user address outside any known mapping");
+}
+
+TEST_CASE("Processor: a partial remap keeps the untouched parts of a mapping") {
+  auto c = Run({
+      Mmap2Record(10, 0x400000, 0x3000, 0, "/bin/a", 10),
+      Mmap2Record(10, 0x401000, 0x1000, 0, "/bin/b", 20),
+      SampleRecord(10, 10, 30, {kUser, 0x400010, 0x401010, 0x402010}),
+  });
+  auto f = FramesOf(c, 0);
+  REQUIRE(f.size() == 3);
+  CHECK(ModulePath(c, f[0]) == "/bin/a");
+  CHECK(f[0].address == 0x10);
+  CHECK(ModulePath(c, f[1]) == "/bin/b");
+  CHECK(f[1].address == 0x100f);  // caller frame: return address - 1
+  CHECK(ModulePath(c, f[2]) == "/bin/a");
+  CHECK(f[2].address == 0x200f);  // the right-hand piece keeps its file offset
+}
+
+TEST_CASE("Processor: fork copies mappings; threads get names; events arrive out of order") {
+  auto c = Run({
+      // Records from two CPUs' rings interleave out of time order: the
+      // processor must sort them.
+      SampleRecord(11, 11, 50, {kUser, 0x400100}),
+      Mmap2Record(10, 0x400000, 0x10000, 0, "/bin/parent", 10),
+      CommRecord(10, 10, "parent", false, 11),
+      TaskRecord(kRecordFork, 11, 10, 11, 10, 20),
+      TaskRecord(kRecordFork, 10, 10, 12, 10, 25),
+      CommRecord(10, 12, "helper", false, 26),
+      SampleRecord(10, 12, 60, {kUser, 0x400200}),
+      TaskRecord(kRecordExit, 10, 10, 12, 10, 70),
+      TaskRecord(kRecordExit, 10, 10, 12, 10, 70),  // duplicate delivery
+  });
+  REQUIRE(c.samples.size() == 2);
+  REQUIRE(c.processes.size() == 2);
+  CHECK(c.processes[1].pid == 11);
+  CHECK(c.processes[1].parent_pid == 10);
+  auto f = FramesOf(c, 0);
+  CHECK(ModulePath(c, f[0]) == "/bin/parent");  // the child binds through the copied mapping
+  const auto& t = c.threads[c.samples.thread[1]];
+  CHECK(t.tid == 12);
+  CHECK(c.str(t.name) == "helper");
+  CHECK(t.end_time == 70);
+}
+
+TEST_CASE("Processor: stacks share prefixes; end reasons are typed") {
+  auto c = Run({
+      Mmap2Record(10, 0x400000, 0x10000, 0, "/bin/a", 1),
+      SampleRecord(10, 10, 2, {kUser, 0x400010, 0x400020, 0x400030}),
+      SampleRecord(10, 10, 3, {kUser, 0x400040, 0x400020, 0x400030}),
+      SampleRecord(10, 10, 4, {uint64_t(-128), 0xffffffff81000000}),
+      SampleRecord(10, 10, 5, {}),
+  });
+  CHECK(c.stacks.size() == 4 + 1);  // 030, 030>020, >010, >040, and one kernel frame
+  CHECK(c.samples.end[0] == capture::StackEnd::kFramePointerEnd);
+  CHECK(c.samples.end[2] == capture::StackEnd::kKernelOnly);
+  CHECK(c.samples.end[3] == capture::StackEnd::kEmpty);
+  CHECK(c.samples.stack[3] == kNone);
+}
+
+TEST_CASE("Processor: frames are named from the module's symbol table, checked by build ID") {
+  const char* split = std::getenv("FIXTURE_SPLIT");
+  REQUIRE_MESSAGE(split != nullptr, "FIXTURE_SPLIT names the split fixture");
+  auto image = symbols::LoadElfImage(split);
+  REQUIRE(image.ok());
+  // Address of hot() from nm, the peer that reads the same symbol table.
+  std::string cmd = std::string("nm ") + split + " | awk '$3==\"hot\"{print $1}'";
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[64] = {};
+  REQUIRE(fgets(buf, sizeof(buf), p) != nullptr);
+  pclose(p);
+  uint64_t hot = std::strtoull(buf, nullptr, 16);
+  // Map the file at 0x555500000000 with the whole file at offset 0.
+  const uint64_t base = 0x555500000000;
+  uint64_t offset = 0;
+  for (const auto& s : (*image)->loads) {
+    if (hot >= s.vaddr && hot < s.vaddr + s.filesz) offset = hot - s.vaddr + s.offset;
+  }
+  REQUIRE(offset != 0);
+  auto good = Run({Mmap2Record(10, base, 0x100000, 0, split, 1, (*image)->build_id),
+                   SampleRecord(10, 10, 2, {kUser, base + offset + 2})},
+                  /*symbolize=*/true);
+  auto f = FramesOf(good, 0);
+  REQUIRE(f[0].function != kNone);
+  CHECK(good.str(good.functions[f[0].function].name) == "hot");
+  CHECK(good.problems.empty());
+
+  auto decoy = Run({Mmap2Record(10, base, 0x100000, 0, split, 1, {1, 2, 3, 4}),
+                    SampleRecord(10, 10, 2, {kUser, base + offset + 2})},
+                   /*symbolize=*/true);
+  CHECK(FramesOf(decoy, 0)[0].function == kNone);
+  REQUIRE(decoy.problems.size() == 1);
+  CHECK(decoy.str(decoy.problems[0].kind) == "build ID mismatch, frames unnamed");
+}
