@@ -36,11 +36,10 @@ Summary Summarize(const capture::Capture& c) {
     const capture::Thread& t = c.threads[i];
     s.threads.push_back({t.tid, c.processes[t.process].pid, c.str(t.name), per_thread[i]});
   }
-  std::sort(s.threads.begin(), s.threads.end(),
-            [](const ThreadSummary& a, const ThreadSummary& b) {
-              if (a.samples != b.samples) return a.samples > b.samples;
-              return a.tid < b.tid;
-            });
+  std::sort(s.threads.begin(), s.threads.end(), [](const ThreadSummary& a, const ThreadSummary& b) {
+    if (a.samples != b.samples) return a.samples > b.samples;
+    return a.tid < b.tid;
+  });
   for (const capture::Problem& p : c.problems) {
     s.problems.push_back({c.str(p.kind), p.count, c.str(p.example)});
   }

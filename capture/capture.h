@@ -83,7 +83,7 @@ struct Stacks {
 struct Samples {
   std::vector<uint64_t> time;
   std::vector<ThreadId> thread;
-  std::vector<StackId> stack;  // kNone for a sample without frames
+  std::vector<StackId> stack;    // kNone for a sample without frames
   std::vector<uint64_t> weight;  // nanoseconds of CPU time the sample stands for
   std::vector<StackEnd> end;
   size_t size() const { return time.size(); }

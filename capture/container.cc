@@ -11,7 +11,9 @@
 namespace microscope::capture {
 namespace {
 
-std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+std::string Errno(const char* what) {
+  return std::string(what) + ": " + std::strerror(errno);
+}
 
 struct ZstdCCtxDeleter {
   void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
@@ -88,8 +90,8 @@ Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file) {
   if (header.major == 0) return Status::Error("format version 0 is not valid (offset 8)");
   if (header.payload_size > kMaxPayloadBytes) {
     return Status::Error("header claims a payload of " + std::to_string(header.payload_size) +
-                         " bytes (offset 16), more than the " +
-                         std::to_string(kMaxPayloadBytes) + "-byte limit");
+                         " bytes (offset 16), more than the " + std::to_string(kMaxPayloadBytes) +
+                         "-byte limit");
   }
   uint64_t available = file.size() - sizeof(header);
   if (header.stored_size != available) {
@@ -98,8 +100,8 @@ Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file) {
                          std::to_string(available));
   }
   std::vector<uint8_t> payload(header.payload_size);
-  size_t n = ZSTD_decompress(payload.data(), payload.size(), file.data() + sizeof(header),
-                             available);
+  size_t n =
+      ZSTD_decompress(payload.data(), payload.size(), file.data() + sizeof(header), available);
   if (ZSTD_isError(n)) {
     return Status::Error(std::string("compressed payload is corrupt (after offset 32): ") +
                          ZSTD_getErrorName(n));

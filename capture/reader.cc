@@ -16,7 +16,9 @@ std::vector<T> Column(const flatbuffers::Vector<T>* v) {
   return std::vector<T>(v->begin(), v->end());
 }
 
-std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+std::string Str(const flatbuffers::String* s) {
+  return s ? s->str() : std::string();
+}
 
 std::vector<std::string> Strings(
     const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
@@ -68,10 +70,14 @@ Status CheckRef(uint32_t id, size_t count, bool allow_none, const char* table, s
 
 const char* StackEndName(StackEnd end) {
   switch (end) {
-    case StackEnd::kFramePointerEnd: return "frame-pointer-end";
-    case StackEnd::kKernelOnly: return "kernel-only";
-    case StackEnd::kMaxDepth: return "max-depth";
-    case StackEnd::kEmpty: return "empty";
+    case StackEnd::kFramePointerEnd:
+      return "frame-pointer-end";
+    case StackEnd::kKernelOnly:
+      return "kernel-only";
+    case StackEnd::kMaxDepth:
+      return "max-depth";
+    case StackEnd::kEmpty:
+      return "empty";
   }
   return "unknown";
 }
@@ -94,13 +100,15 @@ Status ValidateCapture(const Capture& c) {
     const Mapping& m = c.mappings[i];
     RETURN_IF_ERROR(
         CheckRef(m.process, c.processes.size(), false, "mappings", i, "process", "processes"));
-    RETURN_IF_ERROR(CheckRef(m.module, c.modules.size(), false, "mappings", i, "module", "modules"));
+    RETURN_IF_ERROR(
+        CheckRef(m.module, c.modules.size(), false, "mappings", i, "module", "modules"));
     if (m.start >= m.end) {
       return Status::Error(Where("mappings", i, "start") + " is not below its end");
     }
   }
   for (size_t i = 0; i < c.processes.size(); ++i) {
-    RETURN_IF_ERROR(CheckRef(c.processes[i].command, ns, true, "processes", i, "command", "strings"));
+    RETURN_IF_ERROR(
+        CheckRef(c.processes[i].command, ns, true, "processes", i, "command", "strings"));
   }
   for (size_t i = 0; i < c.threads.size(); ++i) {
     const Thread& t = c.threads[i];
@@ -111,7 +119,8 @@ Status ValidateCapture(const Capture& c) {
   for (size_t i = 0; i < c.functions.size(); ++i) {
     const Function& f = c.functions[i];
     RETURN_IF_ERROR(CheckRef(f.name, ns, false, "functions", i, "name", "strings"));
-    RETURN_IF_ERROR(CheckRef(f.module, c.modules.size(), true, "functions", i, "module", "modules"));
+    RETURN_IF_ERROR(
+        CheckRef(f.module, c.modules.size(), true, "functions", i, "module", "modules"));
   }
   for (size_t i = 0; i < c.frames.size(); ++i) {
     const Frame& f = c.frames[i];
@@ -142,11 +151,12 @@ Status ValidateCapture(const Capture& c) {
     return Status::Error("samples: columns differ in length (time " + std::to_string(n) +
                          ", thread " + std::to_string(s.thread.size()) + ", stack " +
                          std::to_string(s.stack.size()) + ", weight " +
-                         std::to_string(s.weight.size()) + ", end " +
-                         std::to_string(s.end.size()) + ")");
+                         std::to_string(s.weight.size()) + ", end " + std::to_string(s.end.size()) +
+                         ")");
   }
   for (size_t i = 0; i < n; ++i) {
-    RETURN_IF_ERROR(CheckRef(s.thread[i], c.threads.size(), false, "samples", i, "thread", "threads"));
+    RETURN_IF_ERROR(
+        CheckRef(s.thread[i], c.threads.size(), false, "samples", i, "thread", "threads"));
     RETURN_IF_ERROR(CheckRef(s.stack[i], c.stacks.size(), true, "samples", i, "stack", "stacks"));
     if (uint8_t(s.end[i]) >= kStackEndCount) {
       return Status::Error(Where("samples", i, "end") + " has unknown value " +
@@ -190,8 +200,8 @@ Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
   }
   if (root->processes()) {
     for (const fbs::Process* p : *root->processes()) {
-      c.processes.push_back(
-          {p->pid(), p->parent_pid(), p->command(), p->exit_status(), p->start_time(), p->end_time()});
+      c.processes.push_back({p->pid(), p->parent_pid(), p->command(), p->exit_status(),
+                             p->start_time(), p->end_time()});
     }
   }
   if (root->threads()) {
@@ -200,7 +210,8 @@ Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
     }
   }
   if (root->functions()) {
-    for (const fbs::Function* f : *root->functions()) c.functions.push_back({f->name(), f->module_()});
+    for (const fbs::Function* f : *root->functions())
+      c.functions.push_back({f->name(), f->module_()});
   }
   if (root->frames()) {
     for (const fbs::Frame* f : *root->frames()) {

@@ -29,7 +29,9 @@ class [[nodiscard]] Status {
   std::optional<std::string> message_;
 };
 
-inline Status OkStatus() { return Status(); }
+inline Status OkStatus() {
+  return Status();
+}
 
 template <typename T>
 class [[nodiscard]] Result {
@@ -68,4 +70,5 @@ class [[nodiscard]] Result {
   if (!tmp.ok()) return tmp.status();         \
   lhs = std::move(tmp).value()
 
-#define ASSIGN_OR_RETURN(lhs, expr) ASSIGN_OR_RETURN_IMPL(MS_CONCAT(ms_result_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  ASSIGN_OR_RETURN_IMPL(MS_CONCAT(ms_result_, __LINE__), lhs, expr)

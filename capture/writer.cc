@@ -67,32 +67,26 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
     return fbs::Mapping(m.process, m.module, m.start, m.end, m.file_offset, m.time_start,
                         m.time_end);
   }));
-  auto processes =
-      b.CreateVectorOfStructs(MapRows<fbs::Process>(c.processes, [](const Process& p) {
-        return fbs::Process(p.pid, p.parent_pid, p.command, p.exit_status, p.start_time,
-                            p.end_time);
-      }));
+  auto processes = b.CreateVectorOfStructs(MapRows<fbs::Process>(c.processes, [](const Process& p) {
+    return fbs::Process(p.pid, p.parent_pid, p.command, p.exit_status, p.start_time, p.end_time);
+  }));
   auto threads = b.CreateVectorOfStructs(MapRows<fbs::Thread>(c.threads, [](const Thread& t) {
     return fbs::Thread(t.tid, t.process, t.name, t.start_time, t.end_time);
   }));
-  auto functions =
-      b.CreateVectorOfStructs(MapRows<fbs::Function>(c.functions, [](const Function& f) {
-        return fbs::Function(f.name, f.module);
-      }));
+  auto functions = b.CreateVectorOfStructs(MapRows<fbs::Function>(
+      c.functions, [](const Function& f) { return fbs::Function(f.name, f.module); }));
   auto frames = b.CreateVectorOfStructs(MapRows<fbs::Frame>(c.frames, [](const Frame& f) {
     return fbs::Frame(fbs::FrameKind(f.kind), f.module, f.address, f.function);
   }));
-  auto stacks = fbs::CreateStacks(b, b.CreateVector(c.stacks.parent),
-                                  b.CreateVector(c.stacks.frame));
-  auto ends = b.CreateVector(reinterpret_cast<const uint8_t*>(c.samples.end.data()),
-                             c.samples.end.size());
-  auto samples = fbs::CreateSamples(b, b.CreateVector(c.samples.time),
-                                    b.CreateVector(c.samples.thread),
-                                    b.CreateVector(c.samples.stack),
-                                    b.CreateVector(c.samples.weight), ends);
-  auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(c.problems, [](const Problem& p) {
-    return fbs::Problem(p.kind, p.count, p.example);
-  }));
+  auto stacks =
+      fbs::CreateStacks(b, b.CreateVector(c.stacks.parent), b.CreateVector(c.stacks.frame));
+  auto ends =
+      b.CreateVector(reinterpret_cast<const uint8_t*>(c.samples.end.data()), c.samples.end.size());
+  auto samples =
+      fbs::CreateSamples(b, b.CreateVector(c.samples.time), b.CreateVector(c.samples.thread),
+                         b.CreateVector(c.samples.stack), b.CreateVector(c.samples.weight), ends);
+  auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
+      c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
   auto settings = BuildSettings(b, c.settings);
 
   fbs::CaptureBuilder cb(b);

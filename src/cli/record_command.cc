@@ -44,8 +44,7 @@ Runner AddRecordCommand(CLI::App& app) {
       "Launch mode follows every thread and child process; it ends when PROG exits\n"
       "(exit status: PROG's), at --duration (PROG then gets SIGTERM), or at Ctrl-C.\n"
       "Attach mode ends at Ctrl-C, --duration, or the target's exit; the target runs on.");
-  cmd->add_option("-o,--output", options->output, "capture file to write")
-      ->capture_default_str();
+  cmd->add_option("-o,--output", options->output, "capture file to write")->capture_default_str();
   cmd->add_option("-F,--frequency", options->frequency, "samples per second per thread")
       ->capture_default_str()
       ->check(CLI::Range(1u, 100000u));

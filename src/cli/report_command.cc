@@ -26,7 +26,9 @@ struct ReportOptions {
   size_t top = 20;
 };
 
-double Percent(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : 100.0 * part / whole; }
+double Percent(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * part / whole;
+}
 
 std::string Seconds(uint64_t ns) {
   char buf[32];
@@ -220,7 +222,8 @@ int RunReport(const ReportOptions& o) {
 
 Runner AddReportCommand(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
-  CLI::App* cmd = app.add_subcommand("report", "Summarize a capture: header, hottest functions, call tree.");
+  CLI::App* cmd =
+      app.add_subcommand("report", "Summarize a capture: header, hottest functions, call tree.");
   cmd->add_option("file", o->file, "capture file")->required();
   cmd->add_flag("--tree", o->tree, "print the call tree, callers first");
   cmd->add_option("--min-percent", o->min_percent, "prune tree nodes below this share of samples")

@@ -107,8 +107,7 @@ Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
     }
     if (err == EACCES || err == EPERM) {
       return Status::Error("not permitted to profile pid " + std::to_string(tid) +
-                           " (perf_event_open: " + std::strerror(err) + "); " +
-                           PermissionAdvice());
+                           " (perf_event_open: " + std::strerror(err) + "); " + PermissionAdvice());
     }
     if (err == ESRCH) return Status::Error("no such process: " + std::to_string(tid));
     return Status::Error("perf_event_open on pid " + std::to_string(tid) + " cpu " +

@@ -45,11 +45,10 @@ Status ReadTrailer(ByteReader& r, const SampleLayout& l, Event* e) {
 // (kernel/events/core.c perf_output_sample).
 Status ReadSample(ByteReader& r, const SampleLayout& l, Event* e) {
   const uint64_t t = l.sample_type;
-  constexpr uint64_t kSupported = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-                                  PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |
-                                  PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
-                                  PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |
-                                  PERF_SAMPLE_STACK_USER;
+  constexpr uint64_t kSupported =
+      PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+      PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU |
+      PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
   if (t & ~kSupported) return Status::Error("sample_type has fields this decoder does not know");
   if (t & PERF_SAMPLE_IDENTIFIER) READ_OR_FAIL(r, &e->id, "sample.identifier");
   if (t & PERF_SAMPLE_IP) READ_OR_FAIL(r, &e->ip, "sample.ip");
@@ -74,8 +73,8 @@ Status ReadSample(ByteReader& r, const SampleLayout& l, Event* e) {
     uint64_t nr;
     READ_OR_FAIL(r, &nr, "sample.callchain.nr");
     if (nr > r.remaining() / 8) {
-      return Status::Error("callchain of " + std::to_string(nr) + " entries overruns the record at offset " +
-                           std::to_string(r.offset()));
+      return Status::Error("callchain of " + std::to_string(nr) +
+                           " entries overruns the record at offset " + std::to_string(r.offset()));
     }
     if (!r.View(nr * 8, &e->callchain)) return Truncated("sample.callchain", r.offset());
   }

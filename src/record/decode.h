@@ -47,8 +47,8 @@ struct Event {
   uint64_t period = 0;
   std::span<const uint8_t> callchain;  // nr u64 words, unaligned-safe view
   uint64_t regs_abi = 0;
-  std::span<const uint8_t> regs;       // u64 per bit of regs_user_mask
-  std::span<const uint8_t> stack;      // dyn_size bytes of copied user stack
+  std::span<const uint8_t> regs;   // u64 per bit of regs_user_mask
+  std::span<const uint8_t> stack;  // dyn_size bytes of copied user stack
   // kMmap2
   uint64_t addr = 0;
   uint64_t len = 0;

@@ -3,9 +3,9 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 
+#include <elf.h>
 #include <algorithm>
 #include <cstring>
-#include <elf.h>
 
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
@@ -126,8 +126,8 @@ capture::ModuleId Processor::InternModule(std::string_view path,
                                           std::span<const uint8_t> build_id) {
   // One module per build ID (the same file under two paths is one image);
   // without a build ID, one per path.
-  std::string key = build_id.empty() ? "p:" + std::string(path)
-                                     : "b:" + symbols::HexString(build_id);
+  std::string key =
+      build_id.empty() ? "p:" + std::string(path) : "b:" + symbols::HexString(build_id);
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;
   capture::Module m;
@@ -281,9 +281,9 @@ FrameId Processor::UserFrame(ProcessState& p, uint64_t address) {
       return InternFrame(FrameKind::kNative, m.module, normalized);
     }
   }
-  CountProblem("user address outside any known mapping",
-               "pid " + std::to_string(capture_.processes[p.row].pid) + " address " +
-                   HexAddress(address));
+  CountProblem(
+      "user address outside any known mapping",
+      "pid " + std::to_string(capture_.processes[p.row].pid) + " address " + HexAddress(address));
   return InternFrame(FrameKind::kUnmapped, kNone, address);
 }
 
@@ -351,16 +351,35 @@ void Processor::OnSample(const Event& e) {
 
 void Processor::Process(const Event& e) {
   switch (e.type) {
-    case EventType::kSample: OnSample(e); break;
-    case EventType::kMmap2: OnMmap2(e); break;
-    case EventType::kComm: OnComm(e); break;
-    case EventType::kFork: OnFork(e); break;
-    case EventType::kExit: OnExit(e); break;
-    case EventType::kLost: capture_.settings.lost_records += e.lost; break;
-    case EventType::kLostSamples: capture_.settings.lost_samples += e.lost; break;
-    case EventType::kThrottle: ++capture_.settings.throttles; break;
-    case EventType::kUnthrottle: ++capture_.settings.unthrottles; break;
-    case EventType::kOther: break;
+    case EventType::kSample:
+      OnSample(e);
+      break;
+    case EventType::kMmap2:
+      OnMmap2(e);
+      break;
+    case EventType::kComm:
+      OnComm(e);
+      break;
+    case EventType::kFork:
+      OnFork(e);
+      break;
+    case EventType::kExit:
+      OnExit(e);
+      break;
+    case EventType::kLost:
+      capture_.settings.lost_records += e.lost;
+      break;
+    case EventType::kLostSamples:
+      capture_.settings.lost_samples += e.lost;
+      break;
+    case EventType::kThrottle:
+      ++capture_.settings.throttles;
+      break;
+    case EventType::kUnthrottle:
+      ++capture_.settings.unthrottles;
+      break;
+    case EventType::kOther:
+      break;
   }
 }
 
@@ -404,7 +423,8 @@ void Processor::Symbolize() {
         mod.kind == ModuleKind::kVdso ? symbols::LoadElfImageFromMemory(OwnVdso())
                                       : symbols::LoadElfImage(path);
     if (!loaded.ok()) {
-      CountProblem("module file unreadable, frames unnamed", path + ": " + loaded.status().message());
+      CountProblem("module file unreadable, frames unnamed",
+                   path + ": " + loaded.status().message());
       continue;
     }
     std::unique_ptr<symbols::ElfImage> image = std::move(loaded).value();
@@ -443,8 +463,8 @@ capture::Capture Processor::Finish(uint64_t end_time) {
   }
   if (options_.symbolize) Symbolize();
   for (const auto& [kind, pc] : problems_) {
-    capture_.problems.push_back(
-        {strings_.Intern(kind), pc.count, pc.example.empty() ? kNone : strings_.Intern(pc.example)});
+    capture_.problems.push_back({strings_.Intern(kind), pc.count,
+                                 pc.example.empty() ? kNone : strings_.Intern(pc.example)});
   }
   return std::move(capture_);
 }

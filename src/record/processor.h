@@ -30,8 +30,8 @@ class Processor {
   // State that existed before recording began (attach, or the launched child).
   void AddProcess(uint32_t pid, uint32_t ppid, std::string_view command, uint64_t time);
   void AddThread(uint32_t pid, uint32_t tid, std::string_view name, uint64_t time);
-  void AddMapping(uint32_t pid, uint64_t start, uint64_t end, uint64_t pgoff,
-                  std::string_view path, std::span<const uint8_t> build_id, uint64_t time);
+  void AddMapping(uint32_t pid, uint64_t start, uint64_t end, uint64_t pgoff, std::string_view path,
+                  std::span<const uint8_t> build_id, uint64_t time);
 
   void Process(const Event& e);
   void CountProblem(std::string_view kind, std::string_view example);

@@ -25,7 +25,9 @@ namespace {
 
 volatile sig_atomic_t g_stop_signal = 0;
 
-void OnStopSignal(int sig) { g_stop_signal = sig; }
+void OnStopSignal(int sig) {
+  g_stop_signal = sig;
+}
 
 uint64_t MonotonicNow() {
   timespec ts;

@@ -143,8 +143,8 @@ Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path) {
   if (fstat(fd.get(), &st) == 0) image->file_size = uint64_t(st.st_size);
   if (image->symbol_source != ".symtab" && image->build_id.size() > 1) {
     std::string hex = HexString(image->build_id);
-    std::string debug = "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) +
-                        ".debug";
+    std::string debug =
+        "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
     ScopedFd dfd;
     auto delf = OpenElf(debug, &dfd);
     if (delf.ok() && BuildIdOf(delf->get()) == image->build_id) {

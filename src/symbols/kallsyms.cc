@@ -57,8 +57,8 @@ std::vector<uint8_t> KernelBuildId() {
     size_t desc_off = name_off + ((size_t(namesz) + 3) & ~size_t(3));
     size_t next = desc_off + ((size_t(descsz) + 3) & ~size_t(3));
     if (next > notes.size() || next <= off) break;
-    if (type == NT_GNU_BUILD_ID && namesz == 4 && std::memcmp(notes.data() + name_off, "GNU", 4) == 0 &&
-        descsz <= 64) {
+    if (type == NT_GNU_BUILD_ID && namesz == 4 &&
+        std::memcmp(notes.data() + name_off, "GNU", 4) == 0 && descsz <= 64) {
       const uint8_t* p = reinterpret_cast<const uint8_t*>(notes.data() + desc_off);
       return std::vector<uint8_t>(p, p + descsz);
     }

@@ -11,12 +11,14 @@ using namespace microscope::capture;
 
 namespace {
 std::string TempPath(const char* name) {
-  return (std::filesystem::temp_directory_path() / (std::string(name) + "." + std::to_string(getpid())))
+  return (std::filesystem::temp_directory_path() /
+          (std::string(name) + "." + std::to_string(getpid())))
       .string();
 }
 std::vector<uint8_t> Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
 }
 }  // namespace
 

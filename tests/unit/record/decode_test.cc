@@ -9,8 +9,8 @@ using namespace microscope::record;
 using namespace microscope::testing;
 
 TEST_CASE("Decode: a sample with a kernel and user call chain") {
-  auto bytes = SampleRecord(10, 11, 5000, {uint64_t(-128), 0xffffffff81000010, uint64_t(-512),
-                                           0x401000, 0x402000});
+  auto bytes = SampleRecord(
+      10, 11, 5000, {uint64_t(-128), 0xffffffff81000010, uint64_t(-512), 0x401000, 0x402000});
   auto e = DecodeRecord(bytes, CollectorLayout());
   REQUIRE(e.ok());
   CHECK(e->type == EventType::kSample);

@@ -1,0 +1,103 @@
+"""Shared helpers for the end-to-end tests: run the real microscope binary on
+the real fixtures and read its JSON report. A test that needs perf_event
+skips (exit 77) outside CI when perf_event is not usable, and fails in CI."""
+import atexit
+import json
+import shutil
+import os
+import subprocess
+import sys
+import tempfile
+
+MICROSCOPE = os.environ.get("MICROSCOPE", "microscope")
+FIXTURES = os.environ.get("FIXTURES", ".")
+SKIP = 77
+
+
+def fixture(name):
+    return os.path.join(FIXTURES, name)
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+    print("ok: " + message)
+
+
+def require_perf():
+    """Exit 77 (skip) when perf_event cannot be used here, unless CI=true."""
+    reason = None
+    if os.geteuid() != 0:
+        reason = "not root"
+    else:
+        try:
+            with open("/proc/sys/kernel/perf_event_paranoid") as f:
+                f.read()
+        except OSError:
+            reason = "no perf_event support (/proc/sys/kernel/perf_event_paranoid missing)"
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        fail("perf_event test cannot run in CI: " + reason)
+    print("SKIP: " + reason)
+    sys.exit(SKIP)
+
+
+def tmpdir():
+    d = tempfile.mkdtemp(prefix="microscope-e2e-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def run(args, **kw):
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", 120)
+    return subprocess.run(args, **kw)
+
+
+def record(out, command, extra=(), expect_rc=0):
+    p = run([MICROSCOPE, "record", "-q", "-o", out, *extra, "--", *command])
+    if expect_rc is not None and p.returncode != expect_rc:
+        fail("record %s exited %d (want %d): %s" % (command, p.returncode, expect_rc, p.stderr))
+    return p
+
+
+def report(path, *extra):
+    p = run([MICROSCOPE, "report", "--json", *extra, path])
+    if p.returncode != 0:
+        fail("report %s exited %d: %s" % (path, p.returncode, p.stderr))
+    return json.loads(p.stdout)
+
+
+def functions(rep):
+    """function name -> (self samples, total samples), from the flat table."""
+    return {f["function"]: (f["self"]["samples"], f["total"]["samples"]) for f in rep["functions"]}
+
+
+def tree_paths(rep):
+    """Every root-to-node path of function names in the call tree, with its
+    total samples: {("main", "run", "hot"): 123, ...}."""
+    out = {}
+
+    def walk(node, prefix):
+        path = prefix + (node["function"],)
+        out[path] = out.get(path, 0) + node["total"]["samples"]
+        for c in node["children"]:
+            walk(c, path)
+
+    for r in rep.get("tree", []):
+        walk(r, ())
+    return out
+
+
+def samples_under_chain(rep, chain):
+    """Samples of tree nodes whose path ends with `chain` (a contiguous run
+    of callers ending at the last function)."""
+    chain = tuple(chain)
+    return sum(v for p, v in tree_paths(rep).items() if p[-len(chain):] == chain)

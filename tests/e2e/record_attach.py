@@ -1,0 +1,43 @@
+"""Attach to a running process: its existing thread and a thread it starts
+after the attach are sampled; the recording ends at --duration; the target
+keeps running unharmed."""
+import os
+import signal
+import subprocess
+import time
+
+from common import *
+
+require_perf()
+d = tmpdir()
+out = d + "/attach.mscap"
+target = subprocess.Popen([fixture("longrun"), "60"], stdout=subprocess.PIPE, text=True)
+try:
+    check(target.stdout.readline().strip() == "ready", "target started")
+    rec = subprocess.Popen([MICROSCOPE, "record", "-q", "-o", out, "--pid", str(target.pid),
+                            "--duration", "3s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    os.kill(target.pid, signal.SIGUSR1)  # start the "late" thread while attached
+    so, se = rec.communicate(timeout=60)
+    check(rec.returncode == 0, "record --pid exited 0 (%d: %s)" % (rec.returncode, se))
+    time.sleep(0.3)
+    check(target.poll() is None, "target still running after the recording")
+    with open("/proc/%d/stat" % target.pid) as f:
+        state = f.read().rsplit(")", 1)[1].split()[0]
+    check(state in ("R", "S"), "target state is %s (running, not stopped or traced)" % state)
+    rep = report(out, "--tree", "--min-percent", "0")
+    h = rep["header"]
+    check(h["mode"] == "attach" and h["target_pid"] == target.pid, "attach mode, target pid")
+    check(2.5e9 <= h["duration_ns"] <= 6e9, "duration %.2f s for --duration 3s" % (h["duration_ns"] / 1e9))
+    threads = {t["name"]: t["samples"] for t in h["threads"]}
+    check(threads.get("longrun", 0) > 500, "main thread sampled: %s" % threads)
+    check(threads.get("late", 0) > 300, "thread started after attach sampled: %s" % threads)
+    check(samples_under_chain(rep, ["main", "spin_main"]) > 500, "main > spin_main")
+    check(samples_under_chain(rep, ["start_thread", "late_thread", "spin_late"]) > 300,
+          "start_thread > late_thread > spin_late")
+    check(h["command"][0].endswith("longrun"), "command line from /proc: %s" % h["command"])
+    fn = functions(rep)
+    check(fn.get("burn_units", (0, 0))[1] == 0, "burn_units inlined (no stray frame)")
+finally:
+    target.kill()
+    target.wait()

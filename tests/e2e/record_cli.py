@@ -1,0 +1,72 @@
+"""record's command-line contract: errors, Ctrl-C, --duration in launch
+mode, a killed recorder leaves no file, -q is quiet, privileges."""
+import os
+import signal
+import subprocess
+import time
+
+from common import *
+
+require_perf()
+d = tmpdir()
+
+# A program that cannot run: one error line, no capture.
+p = run([MICROSCOPE, "record", "-o", d + "/none.mscap", "--", d + "/no-such-program"])
+check(p.returncode != 0, "missing program: non-zero exit (%d)" % p.returncode)
+check(p.stderr.startswith("microscope: error: cannot run"), "missing program: %r" % p.stderr)
+check(not os.path.exists(d + "/none.mscap"), "missing program: no capture")
+
+# Neither a program nor --pid.
+p = run([MICROSCOPE, "record"])
+check(p.returncode == 2 and "give a program" in p.stderr, "usage error: %r" % p.stderr)
+
+# -q prints nothing; without it, one summary line.
+p = run([MICROSCOPE, "record", "-q", "-o", d + "/q.mscap", "--", fixture("split"), "5"])
+check(p.returncode == 0 and p.stderr == "", "-q is quiet: %r" % p.stderr)
+p = run([MICROSCOPE, "record", "-o", d + "/v.mscap", "--", fixture("split"), "5"])
+check("microscope: wrote " + d + "/v.mscap" in p.stderr, "summary line: %r" % p.stderr)
+
+# --duration in launch mode ends the program (SIGTERM) after writing.
+t0 = time.time()
+p = run([MICROSCOPE, "record", "-q", "-o", d + "/dur.mscap", "--duration", "1s", "--",
+         fixture("longrun"), "60"])
+check(p.returncode == 128 + signal.SIGTERM, "--duration: the program's status 143 (%d)" % p.returncode)
+check(time.time() - t0 < 20, "--duration: ended in %.1f s" % (time.time() - t0))
+h = report(d + "/dur.mscap")["header"]
+check(0.9e9 <= h["duration_ns"] <= 5e9, "--duration 1s: recorded %.2f s" % (h["duration_ns"] / 1e9))
+
+# Ctrl-C: the terminal sends SIGINT to the whole foreground group.
+rec = subprocess.Popen([MICROSCOPE, "record", "-q", "-o", d + "/int.mscap", "--", fixture("longrun"), "60"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+time.sleep(1.5)
+os.killpg(rec.pid, signal.SIGINT)
+so, se = rec.communicate(timeout=60)
+check(rec.returncode == 128 + signal.SIGINT, "Ctrl-C: the program's status 130 (%d, %s)" % (rec.returncode, se))
+rep = report(d + "/int.mscap")
+check(rep["header"]["samples"] > 300, "Ctrl-C: capture written with %d samples" % rep["header"]["samples"])
+
+# A recorder killed outright leaves nothing under the final name.
+rec = subprocess.Popen([MICROSCOPE, "record", "-q", "-o", d + "/killed.mscap", "--", fixture("longrun"), "60"],
+                       stdout=subprocess.DEVNULL, start_new_session=True)
+time.sleep(1.0)
+os.kill(rec.pid, signal.SIGKILL)
+rec.wait()
+os.killpg(rec.pid, signal.SIGKILL)  # the orphaned program
+check(not os.path.exists(d + "/killed.mscap"), "SIGKILLed recorder: no file under the final name")
+
+# Without privileges. As 'nobody' (paranoid 2): another user's process is refused
+# with one line that names the setting; its own program is recorded without
+# kernel frames, and the capture says why.
+nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+os.chmod(d, 0o777)
+p = run(nobody + [MICROSCOPE, "record", "-q", "-o", d + "/denied.mscap", "--pid", "1", "--duration", "1s"])
+line = p.stderr.strip()
+check(p.returncode == 1 and len(line.splitlines()) == 1, "unprivileged attach: one error line (%d)" % p.returncode)
+check("perf_event_paranoid" in line and "CAP_PERFMON" in line, "names perf_event_paranoid and CAP_PERFMON: %r" % line)
+paranoid = int(open("/proc/sys/kernel/perf_event_paranoid").read())
+if paranoid <= 2:
+    p = run(nobody + [MICROSCOPE, "record", "-q", "-o", d + "/user.mscap", "--", fixture("split"), "100"])
+    check(p.returncode == 0, "unprivileged launch records (%d: %s)" % (p.returncode, p.stderr))
+    h = report(d + "/user.mscap")["header"]
+    check(not h["kernel_frames"] and h["samples"] > 50, "user-only recording, %d samples" % h["samples"])
+    check(any("perf_event_paranoid" in n for n in h["notes"]), "capture notes why kernel frames are off")
