@@ -23,10 +23,14 @@ std::vector<uint8_t> MakeArena(size_t samples) {
   append(testing::Mmap2Record(10, 0x7f0000000000, 0x200000, 0, "/lib/libc.so.6", 2, {5, 6, 7, 8}));
   std::mt19937_64 rng(7);
   for (size_t i = 0; i < samples; ++i) {
+    // 300 distinct stacks of depth 20 that share their outer frames, as a
+    // CPU-bound program's do.
+    uint64_t path = rng() % 300;
     std::vector<uint64_t> chain = {uint64_t(-512)};
-    // A few hundred distinct stacks: leaf varies, callers mostly shared.
-    chain.push_back(0x400000 + (rng() % 64) * 16);
-    for (int d = 0; d < 18; ++d) chain.push_back(0x400000 + 0x1000 * (d + 1) + (rng() % 4) * 8);
+    chain.push_back(0x400000 + (path % 64) * 16);
+    for (int d = 0; d < 18; ++d) {
+      chain.push_back(0x400000 + 0x1000 * (d + 1) + ((path >> (d % 8)) & 3) * 8);
+    }
     chain.push_back(0x7f0000001000);
     append(testing::SampleRecord(10, 10 + uint32_t(i % 4), 10 + i * 1000, chain));
   }

@@ -56,7 +56,7 @@ class Collector {
   void Drain();
 
   // Records copied out, ring by ring, back to back (each 8-byte aligned).
-  const std::vector<std::vector<uint8_t>>& arenas() const { return arenas_; }
+  std::vector<std::vector<uint8_t>>& arenas() { return arenas_; }
   SampleLayout layout() const { return layout_; }
   bool kernel_frames() const { return kernel_frames_; }
   uint64_t samples() const { return stats_.samples; }

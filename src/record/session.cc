@@ -196,17 +196,24 @@ class StatusLine {
 
 }  // namespace
 
-void ProcessArenas(const std::vector<std::vector<uint8_t>>& arenas, const SampleLayout& layout,
-                   Processor* processor) {
+void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& layout,
+                uint64_t watermark, Processor* processor) {
   std::vector<Event> events;
-  for (const std::vector<uint8_t>& arena : arenas) {
+  std::vector<size_t> consumed(arenas->size());
+  for (size_t a = 0; a < arenas->size(); ++a) {
+    const std::vector<uint8_t>& arena = (*arenas)[a];
     size_t off = 0;
     while (off + sizeof(RecordHeader) <= arena.size()) {
       RecordHeader h;
       std::memcpy(&h, arena.data() + off, sizeof(h));
-      if (h.size < sizeof(h) || off + h.size > arena.size()) break;  // collector checked
+      if (h.size < sizeof(h) || off + h.size > arena.size()) {
+        off = arena.size();  // cannot happen after CopyRingRecords; never loop on it
+        break;
+      }
       Result<Event> e = DecodeRecord(std::span(arena).subspan(off, h.size), layout);
       if (e.ok()) {
+        // Each ring is in time order: stop at its first record past the watermark.
+        if (e->time > watermark) break;
         if (e->type != EventType::kOther) events.push_back(*e);
       } else {
         processor->CountProblem("malformed kernel record skipped",
@@ -214,11 +221,23 @@ void ProcessArenas(const std::vector<std::vector<uint8_t>>& arenas, const Sample
       }
       off += h.size;
     }
+    consumed[a] = off;
   }
-  // Each ring is in time order; merge the CPUs' rings by time.
-  std::stable_sort(events.begin(), events.end(),
-                   [](const Event& a, const Event& b) { return a.time < b.time; });
-  for (const Event& e : events) processor->Process(e);
+  // Merge the CPUs' rings by time; sort small keys, not the events.
+  std::vector<std::pair<uint64_t, uint32_t>> order(events.size());
+  for (size_t i = 0; i < events.size(); ++i) order[i] = {events[i].time, uint32_t(i)};
+  std::sort(order.begin(), order.end());
+  for (const auto& [time, i] : order) processor->Process(events[i]);
+  for (size_t a = 0; a < arenas->size(); ++a) {
+    auto& arena = (*arenas)[a];
+    arena.erase(arena.begin(), arena.begin() + ptrdiff_t(consumed[a]));
+  }
+}
+
+void ProcessArenas(const std::vector<std::vector<uint8_t>>& arenas, const SampleLayout& layout,
+                   Processor* processor) {
+  std::vector<std::vector<uint8_t>> copy = arenas;
+  PumpArenas(&copy, layout, UINT64_MAX, processor);
 }
 
 Result<int> RunRecord(const RecordOptions& options) {
@@ -321,10 +340,20 @@ Result<int> RunRecord(const RecordOptions& options) {
 
   StatusLine status(!options.quiet);
   bool by_duration = false;
+  uint64_t previous_drain = start;
   for (;;) {
     collector->Wait(50);
-    collector->Drain();
     uint64_t now = MonotonicNow();
+    collector->Drain();
+    // Records stamped before the previous drain began were in the rings then
+    // (the kernel writes a record as it stamps it; 10 ms is the margin), so
+    // they can be processed now without any earlier record still to come.
+    // This keeps memory bounded by a round's records, not the recording's.
+    if (previous_drain > start + 10'000'000) {
+      PumpArenas(&collector->arenas(), collector->layout(), previous_drain - 10'000'000,
+                 &processor);
+    }
+    previous_drain = now;
     status.Update(now - start, *collector);
     if (launch) {
       pid_t r = waitpid(target, &wait_status, WNOHANG);
@@ -355,7 +384,7 @@ Result<int> RunRecord(const RecordOptions& options) {
     processor.CountProblem("corrupt ring data dropped",
                            std::to_string(collector->ring_errors()) + " times");
   }
-  ProcessArenas(collector->arenas(), collector->layout(), &processor);
+  PumpArenas(&collector->arenas(), collector->layout(), UINT64_MAX, &processor);
   if (exited) processor.SetExitStatus(uint32_t(target), ShellStatus(wait_status));
   capture::Capture cap = processor.Finish(end);
   const uint64_t sample_count = cap.samples.size();

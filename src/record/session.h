@@ -27,6 +27,12 @@ struct RecordOptions {
 // end with: the launched program's, or 0 for an attach.
 Result<int> RunRecord(const RecordOptions& options);
 
+// Decodes the records at the front of each arena stamped at or before
+// `watermark`, feeds them to `processor` in time order, and erases them from
+// the arenas. Malformed records become counted problems.
+void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& layout,
+                uint64_t watermark, Processor* processor);
+
 // Decodes every record of every arena and feeds them to `processor` in time
 // order. Malformed records become counted problems.
 void ProcessArenas(const std::vector<std::vector<uint8_t>>& arenas, const SampleLayout& layout,

@@ -155,3 +155,27 @@ TEST_CASE("Processor: frames are named from the module's symbol table, checked b
   REQUIRE(decoy.problems.size() == 1);
   CHECK(decoy.str(decoy.problems[0].kind) == "build ID mismatch, frames unnamed");
 }
+
+TEST_CASE("Pump: only records up to the watermark are processed, the rest wait") {
+  std::vector<std::vector<uint8_t>> arenas(2);
+  auto put = [](std::vector<uint8_t>& a, const std::vector<uint8_t>& r) {
+    a.insert(a.end(), r.begin(), r.end());
+  };
+  put(arenas[0], Mmap2Record(10, 0x400000, 0x1000, 0, "/bin/a", 5));
+  put(arenas[0], SampleRecord(10, 10, 30, {kUser, 0x400010}));
+  put(arenas[1], SampleRecord(10, 10, 20, {kUser, 0x400020}));
+  put(arenas[1], SampleRecord(10, 10, 40, {kUser, 0x400030}));
+  Processor::Options o;
+  o.symbolize = false;
+  Processor p(o);
+  PumpArenas(&arenas, CollectorLayout(), 30, &p);
+  CHECK(p.sample_count() == 2);  // t=20 and t=30
+  CHECK(arenas[0].empty());
+  CHECK_FALSE(arenas[1].empty());  // t=40 waits
+  PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p);
+  CHECK(arenas[1].empty());
+  auto c = p.Finish(100);
+  REQUIRE(c.samples.size() == 3);
+  CHECK(c.samples.time == std::vector<uint64_t>{20, 30, 40});
+  CHECK(FramesOf(c, 0)[0].address == 0x20);  // the mapping at t=5 was processed first
+}
