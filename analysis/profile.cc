@@ -24,7 +24,7 @@ std::string FunctionKeys::ModuleName(KeyId key) const {
   } else {
     m = capture_.frames[key - capture_.functions.size()].module;
   }
-  if (m == kNone) return "";
+  if (m == kNone) return "[unmapped]";
   const std::string& path = capture_.str(capture_.modules[m].path);
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);

@@ -21,7 +21,7 @@ class FunctionKeys {
   explicit FunctionKeys(const capture::Capture& capture);
   KeyId KeyOf(capture::FrameId frame) const { return frame_key_[frame]; }
   std::string Name(KeyId key) const;
-  std::string ModuleName(KeyId key) const;  // base name of the module file
+  std::string ModuleName(KeyId key) const;  // module file's base name, or [unmapped]
   size_t size() const { return capture_.functions.size() + capture_.frames.size(); }
 
  private:

@@ -4,7 +4,10 @@
 #include <sys/mman.h>
 
 #include <elf.h>
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "src/symbols/elf_image.h"
@@ -50,6 +53,17 @@ std::string HexAddress(uint64_t address) {
   char buf[24];
   snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(address));
   return buf;
+}
+
+// C++ names as users read them; other names unchanged.
+std::string Demangle(const std::string& name) {
+  if (!name.starts_with("_Z")) return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string result(out);
+  free(out);
+  return result;
 }
 
 }  // namespace
@@ -396,7 +410,7 @@ void Processor::Symbolize() {
       auto key = std::make_pair(module, std::string(name));
       auto it = functions.find(key);
       if (it == functions.end()) {
-        capture_.functions.push_back({strings_.Intern(name), module});
+        capture_.functions.push_back({strings_.Intern(Demangle(key.second)), module});
         it = functions.emplace(key, capture::FunctionId(capture_.functions.size() - 1)).first;
       }
       capture_.frames[f].function = it->second;
