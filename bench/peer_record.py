@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Side by side: the same CPU-bound fixture (tests/fixtures/split.c) recorded
+by `perf record -g -F 999` and by `microscope record -F 999`, repeated, with
+medians. For each: samples captured vs expected, target slowdown vs an
+unprofiled run, recorder CPU time, file size, and the time to print the top
+functions (`perf report --stdio` vs `microscope report`).
+
+Usage: bench/peer_record.py [--build build] [--rounds 2000] [--repeat 5]
+Run as root (perf needs it for kernel call chains here)."""
+import argparse
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_timed(cmd, **kw):
+    """Runs cmd; returns (stdout, wall seconds, CPU seconds of it and its descendants)."""
+    c0, t0 = children_cpu(), time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    t1, c1 = time.monotonic(), children_cpu()
+    if p.returncode != 0:
+        sys.exit("failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr[-2000:]))
+    return p.stdout, t1 - t0, c1 - c0
+
+
+def fixture_times(stdout):
+    m = re.search(r"wall_s=([0-9.]+) cpu_s=([0-9.]+)", stdout)
+    return float(m.group(1)), float(m.group(2))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rounds", default="2000")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--hz", default="999")
+    a = ap.parse_args()
+    microscope = os.path.join(a.build, "microscope")
+    split = os.path.join(a.build, "tests", "split")
+    perf = shutil.which("perf")
+    if perf is None:
+        sys.exit("perf not found (Debian package linux-perf)")
+    d = tempfile.mkdtemp(prefix="peer-record-")
+    rows = {k: [] for k in ("base_wall", "perf_wall", "ms_wall", "perf_rec_cpu", "ms_rec_cpu",
+                            "perf_samples", "ms_samples", "perf_expected", "ms_expected",
+                            "perf_bytes", "ms_bytes", "perf_report", "ms_report")}
+    for i in range(a.repeat):
+        # Unprofiled, perf, microscope: interleaved in each repetition so
+        # machine noise hits all three alike.
+        out, _, _ = run_timed([split, a.rounds])
+        rows["base_wall"].append(fixture_times(out)[0])
+
+        pdata = os.path.join(d, "perf.data")
+        out, _, cpu = run_timed([perf, "record", "-q", "-g", "-F", a.hz, "-o", pdata, "--", split, a.rounds])
+        wall, tcpu = fixture_times(out)
+        rows["perf_wall"].append(wall)
+        rows["perf_rec_cpu"].append(cpu - tcpu)
+        rows["perf_expected"].append(wall * int(a.hz))
+        rows["perf_bytes"].append(os.path.getsize(pdata))
+        script, _, _ = run_timed([perf, "script", "-i", pdata, "-F", "time"])
+        rows["perf_samples"].append(sum(1 for line in script.splitlines() if line.strip()))
+        _, rt, _ = run_timed([perf, "report", "-i", pdata, "--stdio"])
+        rows["perf_report"].append(rt)
+
+        cap = os.path.join(d, "run.mscap")
+        out, _, cpu = run_timed([microscope, "record", "-q", "-F", a.hz, "-o", cap, "--", split, a.rounds])
+        wall, tcpu = fixture_times(out)
+        rows["ms_wall"].append(wall)
+        rows["ms_rec_cpu"].append(cpu - tcpu)
+        rows["ms_expected"].append(wall * int(a.hz))
+        rows["ms_bytes"].append(os.path.getsize(cap))
+        rep, rt, _ = run_timed([microscope, "report", "--json", cap])
+        rows["ms_samples"].append(int(re.search(r'"samples": (\d+)', rep).group(1)))
+        _, rt, _ = run_timed([microscope, "report", cap])
+        rows["ms_report"].append(rt)
+        print("run %d: base %.3fs perf %.3fs microscope %.3fs" %
+              (i + 1, rows["base_wall"][-1], rows["perf_wall"][-1], rows["ms_wall"][-1]), flush=True)
+    shutil.rmtree(d)
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    print()
+    print("medians of %d runs, split %s rounds at %s Hz" % (a.repeat, a.rounds, a.hz))
+    print("%-34s %14s %14s" % ("", "perf -g", "microscope"))
+    print("%-34s %13.1f%% %13.1f%%" % ("samples captured / expected",
+          100 * med["perf_samples"] / med["perf_expected"], 100 * med["ms_samples"] / med["ms_expected"]))
+    print("%-34s %14d %14d" % ("samples", med["perf_samples"], med["ms_samples"]))
+    print("%-34s %13.1f%% %13.1f%%" % ("target slowdown vs unprofiled",
+          100 * (med["perf_wall"] / med["base_wall"] - 1), 100 * (med["ms_wall"] / med["base_wall"] - 1)))
+    print("%-34s %13.3fs %13.3fs" % ("recorder CPU time", med["perf_rec_cpu"], med["ms_rec_cpu"]))
+    print("%-34s %14d %14d" % ("file bytes", med["perf_bytes"], med["ms_bytes"]))
+    print("%-34s %13.3fs %13.3fs" % ("report time", med["perf_report"], med["ms_report"]))
+    print()
+    print("capture size: microscope / perf.data = 1/%.1f (target: at most 1/4)" % (med["perf_bytes"] / med["ms_bytes"]))
+    print("report: perf report / microscope report = %.1fx (target: at least 5x)" % (med["perf_report"] / med["ms_report"]))
+
+
+if __name__ == "__main__":
+    main()
