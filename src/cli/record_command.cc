@@ -51,6 +51,10 @@ Runner AddRecordCommand(CLI::App& app) {
   cmd->add_option("-p,--pid", options->pid, "attach to this running process")
       ->check(CLI::PositiveNumber);
   cmd->add_option("-d,--duration", *duration, "stop after TIME (e.g. 10s, 500ms, 2m)");
+  cmd->add_option("-m,--mmap-pages", options->mmap_pages,
+                  "ring buffer data pages per CPU, a power of two (more: fewer losses)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 16));
   cmd->add_flag("-q,--quiet", options->quiet, "no status line or summary on stderr");
   cmd->add_option("command", options->command, "program and arguments to launch (after --)");
   return [options, duration]() -> int {

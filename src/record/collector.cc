@@ -55,7 +55,8 @@ Collector::~Collector() {
 
 Result<std::unique_ptr<Collector>> Collector::Create(const CollectorOptions& options) {
   if (options.ring_pages == 0 || (options.ring_pages & (options.ring_pages - 1)) != 0) {
-    return Status::Error("ring pages must be a power of two");
+    return Status::Error("--mmap-pages " + std::to_string(options.ring_pages) +
+                         " is not a power of two");
   }
   std::unique_ptr<Collector> c(new Collector(options));
   c->cpus_ = PossibleCpus();

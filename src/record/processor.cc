@@ -3,8 +3,8 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 
-#include <elf.h>
 #include <cxxabi.h>
+#include <elf.h>
 
 #include <algorithm>
 #include <cstdlib>

@@ -244,6 +244,7 @@ Result<int> RunRecord(const RecordOptions& options) {
   RaiseFdLimit();
   CollectorOptions copts;
   copts.frequency = options.frequency;
+  copts.ring_pages = options.mmap_pages;
   ASSIGN_OR_RETURN(std::unique_ptr<Collector> collector, Collector::Create(copts));
   Processor::Options popts;
   popts.max_stack = MaxStack();

@@ -19,6 +19,7 @@ struct RecordOptions {
   uint32_t frequency = 999;
   uint64_t duration_ns = 0;  // 0: until the target exits or Ctrl-C
   bool quiet = false;
+  uint32_t mmap_pages = 256;         // ring data pages per CPU (power of two)
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };

@@ -26,6 +26,16 @@ check(p.returncode == 0 and p.stderr == "", "-q is quiet: %r" % p.stderr)
 p = run([MICROSCOPE, "record", "-o", d + "/v.mscap", "--", fixture("split"), "5"])
 check("microscope: wrote " + d + "/v.mscap" in p.stderr, "summary line: %r" % p.stderr)
 
+# On a terminal, a live status line (elapsed, samples, lost) on stderr; none with -q.
+# `script` gives the recorder a pseudo-terminal.
+def on_tty(extra):
+    cmd = " ".join([MICROSCOPE, "record", *extra, "-o", d + "/tty.mscap", "--", fixture("split"), "600"])
+    return run(["script", "-qec", cmd, "/dev/null"]).stdout
+shown = on_tty([])
+check("microscope: recording" in shown and "samples" in shown and "lost" in shown,
+      "status line on a terminal: %r" % shown[-160:])
+check("microscope: recording" not in on_tty(["-q"]), "-q: no status line on a terminal")
+
 # --duration in launch mode ends the program (SIGTERM) after writing.
 t0 = time.time()
 p = run([MICROSCOPE, "record", "-q", "-o", d + "/dur.mscap", "--duration", "1s", "--",

@@ -12,7 +12,8 @@ using namespace microscope::capture;
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: capture_corrupt IN OUT stack-cycle|stack-range|thread-range|string-range\n");
+    fprintf(stderr,
+            "usage: capture_corrupt IN OUT stack-cycle|stack-range|thread-range|string-range\n");
     return 2;
   }
   auto c = ReadCapture(argv[1]);

@@ -179,3 +179,20 @@ TEST_CASE("Pump: only records up to the watermark are processed, the rest wait")
   CHECK(c.samples.time == std::vector<uint64_t>{20, 30, 40});
   CHECK(FramesOf(c, 0)[0].address == 0x20);  // the mapping at t=5 was processed first
 }
+
+TEST_CASE("Processor: lost records, lost samples and throttling are counted") {
+  RecordBuilder lost(kRecordLost);
+  lost.Put<uint64_t>(7).Put<uint64_t>(42).Trailer(10, 10, 5);
+  RecordBuilder lost_samples(kRecordLostSamples);
+  lost_samples.Put<uint64_t>(3).Trailer(10, 10, 6);
+  RecordBuilder throttle(kRecordThrottle);
+  throttle.Put<uint64_t>(7).Put<uint64_t>(7).Put<uint64_t>(0).Trailer(10, 10, 7);
+  RecordBuilder unthrottle(kRecordUnthrottle);
+  unthrottle.Put<uint64_t>(8).Put<uint64_t>(7).Put<uint64_t>(0).Trailer(10, 10, 8);
+  auto c = Run({lost.Finish(), lost_samples.Finish(), throttle.Finish(), unthrottle.Finish(),
+                SampleRecord(10, 10, 9, {kUser, 0x1})});
+  CHECK(c.settings.lost_records == 42);
+  CHECK(c.settings.lost_samples == 3);
+  CHECK(c.settings.throttles == 1);
+  CHECK(c.settings.unthrottles == 1);
+}

@@ -1,0 +1,15 @@
+"""Loss is data: with a one-page ring at 40 kHz the recorder cannot keep up;
+the lost records are counted in the capture and shown by report."""
+from common import *
+
+require_perf()
+d = tmpdir()
+out = d + "/loss.mscap"
+p = run([MICROSCOPE, "record", "-q", "-m", "1", "-F", "40000", "-o", out, "--", fixture("threads"), "300"])
+check(p.returncode == 0, "record with a one-page ring exits 0 (%s)" % p.stderr)
+h = report(out)["header"]
+check(h["lost_records"] > 0, "%d lost records counted" % h["lost_records"])
+text = run([MICROSCOPE, "report", out]).stdout
+check("lost        %d records" % h["lost_records"] in text, "report header shows the loss")
+p = run([MICROSCOPE, "record", "-q", "-m", "3", "-o", out, "--", fixture("split"), "1"])
+check(p.returncode == 1 and "--mmap-pages 3 is not a power of two" in p.stderr, "bad -m refused: %r" % p.stderr)
