@@ -52,6 +52,14 @@ void PrintHeader(const Summary& s) {
     printf(";");
   }
   printf("\n");
+  printf("threads     %zu:", s.threads.size());
+  const size_t kShownThreads = 8;
+  for (size_t i = 0; i < s.threads.size() && i < kShownThreads; ++i) {
+    const auto& t = s.threads[i];
+    printf(" %s (tid %d) %llu;", t.name.c_str(), t.tid, static_cast<unsigned long long>(t.samples));
+  }
+  if (s.threads.size() > kShownThreads) printf(" ... (--json lists all)");
+  printf("\n");
   printf("duration    %s\n", Seconds(s.duration_ns).c_str());
   printf("samples     %llu (%s of CPU) at %u Hz, %zu threads\n",
          static_cast<unsigned long long>(s.samples), Seconds(s.sampled_ns).c_str(), s.frequency,

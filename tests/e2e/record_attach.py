@@ -18,6 +18,7 @@ try:
                             "--duration", "3s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)
     os.kill(target.pid, signal.SIGUSR1)  # start the "late" thread while attached
+    os.kill(target.pid, signal.SIGUSR2)  # and a child process
     so, se = rec.communicate(timeout=60)
     check(rec.returncode == 0, "record --pid exited 0 (%d: %s)" % (rec.returncode, se))
     time.sleep(0.3)
@@ -36,8 +37,23 @@ try:
     check(samples_under_chain(rep, ["start_thread", "late_thread", "spin_late"]) > 300,
           "start_thread > late_thread > spin_late")
     check(h["command"][0].endswith("longrun"), "command line from /proc: %s" % h["command"])
+    procs = h["processes"]
+    children = [p for p in procs if p["parent_pid"] == target.pid]
+    check(len(children) == 1 and children[0]["samples"] > 300,
+          "child process started after attach sampled: %s" % procs)
+    check(samples_under_chain(rep, ["main", "spin_child"]) > 300, "child's main > spin_child")
     fn = functions(rep)
     check(fn.get("burn_units", (0, 0))[1] == 0, "burn_units inlined (no stray frame)")
 finally:
     target.kill()
     target.wait()
+
+# Without --duration, the target's exit ends the recording.
+target = subprocess.Popen([fixture("longrun"), "2"], stdout=subprocess.PIPE, text=True)
+target.stdout.readline()
+t0 = time.time()
+p = run([MICROSCOPE, "record", "-q", "-o", out, "--pid", str(target.pid)], timeout=60)
+target.wait()
+check(p.returncode == 0, "record --pid ended by the target's exit, status 0 (%s)" % p.stderr)
+check(time.time() - t0 < 10, "ended %.1f s after attach" % (time.time() - t0))
+check(report(out)["header"]["samples"] > 500, "samples until the exit")

@@ -29,3 +29,10 @@ check(h["stack_ends"]["frame-pointer-end"] >= 0.95 * h["samples"], "stacks end a
 # The program's exit status is record's exit status.
 p = record(d + "/status.mscap", [fixture("split"), "5", "3"], expect_rc=3)
 check(p.returncode == 3, "record exits with the program's status (3)")
+
+# Deterministic output: the same capture gives the same report, byte for byte.
+a = run([MICROSCOPE, "report", "--tree", out]).stdout
+b = run([MICROSCOPE, "report", "--tree", out]).stdout
+check(a == b and "hot [split]" in a, "report output is deterministic")
+check(run([MICROSCOPE, "report", "--json", "--tree", out]).stdout == run([MICROSCOPE, "report", "--json", "--tree", out]).stdout,
+      "JSON output is deterministic")

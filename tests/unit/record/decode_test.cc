@@ -1,5 +1,7 @@
 #include <doctest.h>
 
+#include <random>
+
 #include "src/record/collector.h"
 #include "src/record/decode.h"
 #include "tests/unit/record/record_builder.h"
@@ -147,4 +149,33 @@ TEST_CASE("Ring copy: a corrupt header drops the rest of the read and is counted
   CHECK(CopyRingRecords(ring, 0, a.size() + 64, &arena, &stats) == a.size() + 64);
   CHECK(stats.samples == 1);
   CHECK(stats.errors == 1);
+}
+
+TEST_CASE("Decode: random bytes and random corruptions never crash the decoder") {
+  std::mt19937 rng(99);
+  std::vector<std::vector<uint8_t>> seeds = {
+      SampleRecord(1, 2, 3, {uint64_t(-128), 0xffffffff81000000, uint64_t(-512), 0x1000, 0x2000}),
+      Mmap2Record(3, 0x400000, 0x1000, 0, "/lib/y.so", 1, {9, 9}),
+      Mmap2Record(3, 0x400000, 0x1000, 0, "/lib/zzz.so", 1), CommRecord(3, 4, "worker", true, 1),
+      TaskRecord(kRecordExit, 5, 3, 5, 3, 1)};
+  int decoded = 0;
+  for (int round = 0; round < 50000; ++round) {
+    std::vector<uint8_t> rec = seeds[rng() % seeds.size()];
+    int flips = 1 + int(rng() % 6);
+    for (int i = 0; i < flips; ++i) rec[rng() % rec.size()] = uint8_t(rng());
+    auto e = DecodeRecord(rec, CollectorLayout());
+    if (e.ok()) {
+      ++decoded;
+      // Views must lie inside the record.
+      auto inside = [&](std::span<const uint8_t> v) {
+        return v.empty() ||
+               (v.data() >= rec.data() && v.data() + v.size() <= rec.data() + rec.size());
+      };
+      CHECK(inside(e->callchain));
+      CHECK(inside(e->build_id));
+      CHECK(inside(
+          std::span(reinterpret_cast<const uint8_t*>(e->filename.data()), e->filename.size())));
+    }
+  }
+  CHECK(decoded > 0);
 }
