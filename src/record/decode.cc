@@ -154,14 +154,10 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
       READ_OR_FAIL(r, &e.prot, "mmap2.prot");
       READ_OR_FAIL(r, &e.flags, "mmap2.flags");
       // The filename is NUL-terminated and padded to 8 bytes; the trailer follows.
-      std::span<const uint8_t> rest(record.data() + sizeof(h) + r.offset(), r.remaining());
-      const void* nul = std::memchr(rest.data(), 0, rest.size());
-      if (nul == nullptr) return Status::Error("mmap2 filename is not NUL-terminated");
-      size_t name_len = static_cast<const uint8_t*>(nul) - rest.data();
-      size_t padded = (name_len + 1 + 7) & ~size_t(7);
-      if (padded > rest.size()) return Truncated("mmap2.filename", r.offset());
-      e.filename = std::string_view(reinterpret_cast<const char*>(rest.data()), name_len);
-      r.Skip(padded);
+      if (!r.PaddedString(&e.filename)) {
+        return Status::Error("mmap2 filename is not NUL-terminated within the record at offset " +
+                             std::to_string(r.offset()));
+      }
       if (e.len == 0 || e.addr + e.len < e.addr) {
         return Status::Error("mmap2 range is empty or wraps the address space");
       }
@@ -172,14 +168,10 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
       e.exec = (h.misc & kMiscCommExec) != 0;
       READ_OR_FAIL(r, &e.pid, "comm.pid");
       READ_OR_FAIL(r, &e.tid, "comm.tid");
-      std::span<const uint8_t> rest(record.data() + sizeof(h) + r.offset(), r.remaining());
-      const void* nul = std::memchr(rest.data(), 0, rest.size());
-      if (nul == nullptr) return Status::Error("comm name is not NUL-terminated");
-      size_t name_len = static_cast<const uint8_t*>(nul) - rest.data();
-      size_t padded = (name_len + 1 + 7) & ~size_t(7);
-      if (padded > rest.size()) return Truncated("comm.name", r.offset());
-      e.comm = std::string_view(reinterpret_cast<const char*>(rest.data()), name_len);
-      r.Skip(padded);
+      if (!r.PaddedString(&e.comm)) {
+        return Status::Error("comm name is not NUL-terminated within the record at offset " +
+                             std::to_string(r.offset()));
+      }
       break;
     }
     case kRecordFork:

@@ -39,14 +39,17 @@ class ByteReader {
     return true;
   }
 
-  // A NUL-terminated string padded to `n` bytes; fails if no NUL lies within.
-  bool FixedString(size_t n, std::string_view* out) {
-    if (remaining() < n) return false;
+  // A NUL-terminated string padded with NULs to a multiple of 8 bytes (as
+  // perf lays out MMAP2 filenames and COMM names); fails if no NUL lies within.
+  bool PaddedString(std::string_view* out) {
     const char* p = reinterpret_cast<const char*>(bytes_.data() + offset_);
-    const void* nul = std::memchr(p, 0, n);
+    const void* nul = std::memchr(p, 0, remaining());
     if (nul == nullptr) return false;
-    *out = std::string_view(p, static_cast<const char*>(nul) - p);
-    offset_ += n;
+    size_t len = size_t(static_cast<const char*>(nul) - p);
+    size_t padded = (len + 1 + 7) & ~size_t(7);
+    if (padded > remaining()) return false;
+    *out = std::string_view(p, len);
+    offset_ += padded;
     return true;
   }
 
