@@ -22,8 +22,21 @@ inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 
 enum class ModuleKind : uint8_t { kFile = 0, kKernel = 1, kVdso = 2, kAnonymous = 3 };
 enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kUnmapped = 2 };
-enum class StackEnd : uint8_t { kFramePointerEnd = 0, kKernelOnly = 1, kMaxDepth = 2, kEmpty = 3 };
-inline constexpr uint8_t kStackEndCount = 4;
+// Why a stack stops where it does (schema.fbs documents each value).
+enum class StackEnd : uint8_t {
+  kFramePointerEnd = 0,
+  kKernelOnly = 1,
+  kMaxDepth = 2,
+  kEmpty = 3,
+  kComplete = 4,
+  kNoUnwindInfo = 5,
+  kStackCopyExhausted = 6,
+  kCfaOutsideCopy = 7,
+  kBadReturnAddress = 8,
+  kUnmappedPc = 9,
+  kUnsupportedCfi = 10,
+};
+inline constexpr uint8_t kStackEndCount = 11;
 
 const char* StackEndName(StackEnd end);
 

@@ -17,7 +17,8 @@ namespace microscope::capture {
 
 inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+// 1.1: StackEnd values 4..10 (DWARF unwinding end reasons).
+inline constexpr uint16_t kFormatMinor = 1;
 // A reader refuses payloads claiming more than this: a corrupt size must not
 // make us allocate the machine's memory.
 inline constexpr uint64_t kMaxPayloadBytes = 16ull << 30;

@@ -78,6 +78,20 @@ const char* StackEndName(StackEnd end) {
       return "max-depth";
     case StackEnd::kEmpty:
       return "empty";
+    case StackEnd::kComplete:
+      return "complete";
+    case StackEnd::kNoUnwindInfo:
+      return "no-unwind-info";
+    case StackEnd::kStackCopyExhausted:
+      return "stack-copy-exhausted";
+    case StackEnd::kCfaOutsideCopy:
+      return "cfa-outside-copy";
+    case StackEnd::kBadReturnAddress:
+      return "bad-return-address";
+    case StackEnd::kUnmappedPc:
+      return "unmapped-pc";
+    case StackEnd::kUnsupportedCfi:
+      return "unsupported-cfi";
   }
   return "unknown";
 }

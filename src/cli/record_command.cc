@@ -45,9 +45,25 @@ Runner AddRecordCommand(CLI::App& app) {
       "(exit status: PROG's), at --duration (PROG then gets SIGTERM), or at Ctrl-C.\n"
       "Attach mode ends at Ctrl-C, --duration, or the target's exit; the target runs on.");
   cmd->add_option("-o,--output", options->output, "capture file to write")->capture_default_str();
-  cmd->add_option("-F,--frequency", options->frequency, "samples per second per thread")
+  CLI::Option* freq =
+      cmd->add_option("-F,--frequency", options->frequency, "samples per second per thread")
+          ->check(CLI::Range(1u, 100000u));
+  cmd->add_option("--preset", options->preset,
+                  "rate and stack copy: quick (499 Hz, 8 KiB), default (999 Hz, 16 KiB), "
+                  "deep (3999 Hz, 64 KiB); -F and --stack-copy override")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 100000u));
+      ->check(CLI::IsMember({"quick", "default", "deep"}));
+  auto call_graph = std::make_shared<std::string>("auto");
+  cmd->add_option("-g,--call-graph", *call_graph,
+                  "user stacks: fp (kernel frame-pointer chain), dwarf (CFI unwinding of the "
+                  "copied stack), auto (CFI where a module has it, frame pointers where not)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp", "dwarf", "auto"}));
+  CLI::Option* stack =
+      cmd->add_option(
+             "--stack-copy", options->stack_copy,
+             "bytes of user stack copied per sample for dwarf/auto (multiple of 8, max 65528)")
+          ->check(CLI::Range(8u, 65528u));
   cmd->add_option("-p,--pid", options->pid, "attach to this running process")
       ->check(CLI::PositiveNumber);
   cmd->add_option("-d,--duration", *duration, "stop after TIME (e.g. 10s, 500ms, 2m)");
@@ -57,7 +73,27 @@ Runner AddRecordCommand(CLI::App& app) {
       ->check(CLI::Range(1u, 1u << 16));
   cmd->add_flag("-q,--quiet", options->quiet, "no status line or summary on stderr");
   cmd->add_option("command", options->command, "program and arguments to launch (after --)");
-  return [options, duration]() -> int {
+  return [options, duration, freq, stack, call_graph]() -> int {
+    // The preset fills what the user did not set explicitly.
+    struct Preset {
+      const char* name;
+      uint32_t frequency;
+      uint32_t stack_copy;
+    };
+    static constexpr Preset kPresets[] = {
+        {"quick", 499, 8192}, {"default", 999, 16384}, {"deep", 3999, 65528}};
+    for (const Preset& p : kPresets) {
+      if (options->preset != p.name) continue;
+      if (freq->count() == 0) options->frequency = p.frequency;
+      if (stack->count() == 0) options->stack_copy = p.stack_copy;
+    }
+    if (options->stack_copy % 8 != 0) {
+      PrintError("--stack-copy " + std::to_string(options->stack_copy) + " is not a multiple of 8");
+      return 2;
+    }
+    options->call_graph = *call_graph == "fp"      ? record::Processor::CallGraph::kFramePointer
+                          : *call_graph == "dwarf" ? record::Processor::CallGraph::kDwarf
+                                                   : record::Processor::CallGraph::kAuto;
     if (!duration->empty() && !ParseDuration(*duration, &options->duration_ns)) {
       PrintError("--duration: cannot read '" + *duration + "' (use e.g. 10s, 500ms, 2m)");
       return 2;

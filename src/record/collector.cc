@@ -45,6 +45,10 @@ Collector::Collector(const CollectorOptions& options)
     : options_(options), kernel_frames_(options.kernel_frames) {
   layout_.sample_type = kSampleType;
   layout_.sample_id_all = true;
+  if (options.stack_copy != 0) {
+    layout_.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    layout_.regs_user_mask = kUserRegsMask;
+  }
 }
 
 Collector::~Collector() {
@@ -54,6 +58,10 @@ Collector::~Collector() {
 }
 
 Result<std::unique_ptr<Collector>> Collector::Create(const CollectorOptions& options) {
+  if (options.stack_copy % 8 != 0 || options.stack_copy > 65528) {
+    return Status::Error("--stack-copy " + std::to_string(options.stack_copy) +
+                         " must be a multiple of 8 and at most 65528");
+  }
   if (options.ring_pages == 0 || (options.ring_pages & (options.ring_pages - 1)) != 0) {
     return Status::Error("--mmap-pages " + std::to_string(options.ring_pages) +
                          " is not a power of two");
@@ -93,6 +101,12 @@ Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
   attr.exclude_hv = 1;
   attr.exclude_kernel = kernel_frames_ ? 0 : 1;
   attr.exclude_callchain_kernel = kernel_frames_ ? 0 : 1;
+  if (options_.stack_copy != 0) {
+    // User frames come from our unwinder over the copy; keep the kernel's part.
+    attr.exclude_callchain_user = 1;
+    attr.sample_regs_user = kUserRegsMask;
+    attr.sample_stack_user = options_.stack_copy;
+  }
   attr.watermark = 1;
   attr.wakeup_watermark = uint32_t(options_.ring_pages * getpagesize() / 4);
   for (;;) {
@@ -130,9 +144,17 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
     Ring& ring = rings_[i];
     if (ring.fd < 0) {
       size_t page = size_t(getpagesize());
-      ring.data_size = size_t(options_.ring_pages) * page;
-      ring.map_size = ring.data_size + page;
-      void* base = mmap(nullptr, ring.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+      void* base = MAP_FAILED;
+      for (;;) {
+        ring.data_size = size_t(options_.ring_pages) * page;
+        ring.map_size = ring.data_size + page;
+        base = mmap(nullptr, ring.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+        // Without privileges the locked-memory limit (kernel.perf_event_mlock_kb)
+        // caps rings: halve until one fits, and say so in the capture.
+        if (base != MAP_FAILED || errno != EPERM || options_.ring_pages == 1) break;
+        options_.ring_pages /= 2;
+        ring_shrunk_ = true;
+      }
       if (base == MAP_FAILED) {
         return Status::Error(std::string("mmap of the perf ring failed: ") + std::strerror(errno) +
                              " (raise ulimit -l or kernel.perf_event_mlock_kb)");

@@ -36,7 +36,15 @@ struct CollectorOptions {
   uint32_t frequency = 999;
   bool kernel_frames = true;
   uint32_t ring_pages = 256;  // data pages per CPU ring, a power of two
+  // Non-zero: copy the user registers and this many bytes of user stack
+  // with each sample (for our unwinder) instead of the kernel's user
+  // frame-pointer chain. A multiple of 8, at most 65528.
+  uint32_t stack_copy = 0;
 };
+
+// perf_event's user register mask the collector asks for with a stack copy:
+// AX BX CX DX SI DI BP SP IP and R8..R15 (DS, ES, FS, GS are refused).
+inline constexpr uint64_t kUserRegsMask = 0xff01ffull;
 
 class Collector {
  public:
@@ -63,6 +71,8 @@ class Collector {
   uint64_t lost() const { return stats_.lost; }
   uint64_t ring_errors() const { return stats_.errors; }
   size_t event_count() const { return events_.size(); }
+  uint32_t ring_pages() const { return options_.ring_pages; }
+  bool ring_shrunk() const { return ring_shrunk_; }
 
  private:
   struct Ring {
@@ -84,6 +94,7 @@ class Collector {
   std::vector<Ring> rings_;  // one per CPU, same order as cpus_
   std::vector<std::vector<uint8_t>> arenas_;
   RingCopyStats stats_;
+  bool ring_shrunk_ = false;
 };
 
 // One line that says what to change when perf_event_open is refused.

@@ -309,6 +309,93 @@ FrameId Processor::KernelFrame(uint64_t address) {
   return InternFrame(FrameKind::kKernel, kernel_module_, address);
 }
 
+namespace {
+constexpr uint64_t kUnknownBias = ~0ull;
+}  // namespace
+
+const unwind::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
+  if (module_unwind_.size() <= module) module_unwind_.resize(capture_.modules.size());
+  ModuleUnwind& mu = module_unwind_[module];
+  if (mu.tried) return mu.cfi.get();
+  mu.tried = true;
+  const capture::Module& mod = capture_.modules[module];
+  const std::string& path = capture_.strings[mod.path];
+  if (mod.kind == ModuleKind::kAnonymous || mod.kind == ModuleKind::kKernel) return nullptr;
+  auto loaded = mod.kind == ModuleKind::kVdso ? unwind::LoadModuleCfiFromMemory(OwnVdso())
+                                              : unwind::LoadModuleCfi(path);
+  if (!loaded.ok()) {
+    CountProblem("module unreadable for unwinding", path + ": " + loaded.status().message());
+    return nullptr;
+  }
+  if (!mod.build_id.empty() && !(*loaded)->build_id.empty() &&
+      (*loaded)->build_id != mod.build_id) {
+    CountProblem("build ID mismatch, module not unwound", path);
+    return nullptr;
+  }
+  mu.cfi = std::move(loaded).value();
+  return mu.cfi.get();
+}
+
+bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info) {
+  auto it = proc.live.upper_bound(pc);
+  if (it == proc.live.begin()) return false;
+  uint32_t row = std::prev(it)->second;
+  const capture::Mapping& m = capture_.mappings[row];
+  if (pc >= m.end) return false;
+  const unwind::ModuleCfi* cfi = ModuleUnwindInfo(m.module);
+  info->table = cfi != nullptr ? cfi->table.get() : nullptr;
+  info->bias = 0;
+  if (cfi == nullptr) return true;
+  if (mapping_bias_.size() <= row) mapping_bias_.resize(capture_.mappings.size(), kUnknownBias);
+  uint64_t& bias = mapping_bias_[row];
+  if (bias == kUnknownBias && !cfi->Bias(m.start, m.file_offset, &bias)) {
+    info->table = nullptr;  // a mapping no segment explains: no CFI for it
+    bias = kUnknownBias;
+    return true;
+  }
+  info->bias = bias;
+  return true;
+}
+
+// perf's user register order for the mask the collector requests (AX BX CX
+// DX SI DI BP SP IP, then R8..R15) as DWARF register numbers.
+static constexpr int kPerfToDwarf[17] = {0, 3, 2,  1,  4,  5,  6,  7, unwind::kRegRa,
+                                         8, 9, 10, 11, 12, 13, 14, 15};
+
+capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
+  if (e.regs_abi == 0 || e.regs.size() < sizeof(kPerfToDwarf) / sizeof(int) * 8) {
+    return StackEnd::kKernelOnly;
+  }
+  unwind::Registers regs;
+  for (size_t i = 0; i < 17; ++i) {
+    uint64_t v;
+    std::memcpy(&v, e.regs.data() + i * 8, 8);
+    regs.Set(kPerfToDwarf[i], v);
+  }
+  struct Map : unwind::CodeMap {
+    Processor* self;
+    ProcessState* proc;
+    bool Lookup(uint64_t pc, unwind::CodeInfo* info) override {
+      return self->LookupCode(*proc, pc, info);
+    }
+  } map;
+  map.self = this;
+  map.proc = &proc;
+  unwind_frames_.resize(options_.max_user_frames);
+  unwind::StackImage stack{regs.value[unwind::kRegRsp], e.stack};
+  unwind::Policy policy =
+      options_.call_graph == CallGraph::kAuto ? unwind::Policy::kAuto : unwind::Policy::kDwarf;
+  unwind::UnwindResult r = unwind::Unwind(regs, stack, map, policy, unwind_frames_);
+  for (size_t i = 0; i < r.frames; ++i) {
+    const unwind::Frame& f = unwind_frames_[i];
+    scratch_.push_back(UserFrame(proc, f.exact ? f.pc : f.pc - 1));
+  }
+  if (r.end == StackEnd::kUnmappedPc) {
+    scratch_.push_back(UserFrame(proc, regs.value[unwind::kRegRa]));  // still show where it was
+  }
+  return r.end;
+}
+
 void Processor::OnSample(const Event& e) {
   capture::ThreadId thread = EnsureThread(e.pid, e.tid, e.time);
   ProcessState& proc = EnsureProcess(e.pid, e.time);
@@ -338,7 +425,10 @@ void Processor::OnSample(const Event& e) {
     }
   }
   StackEnd end = StackEnd::kFramePointerEnd;
-  if (scratch_.empty()) {
+  if (options_.call_graph != CallGraph::kFramePointer) {
+    end = UnwindUser(e, proc);  // the kernel chain above holds kernel frames only
+    if (scratch_.empty()) end = StackEnd::kEmpty;
+  } else if (scratch_.empty()) {
     end = StackEnd::kEmpty;
   } else if (ips >= options_.max_stack) {
     end = StackEnd::kMaxDepth;

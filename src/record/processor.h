@@ -16,14 +16,23 @@
 #include "capture/capture.h"
 #include "capture/string_table.h"
 #include "src/record/decode.h"
+#include "src/unwind/module_cfi.h"
+#include "src/unwind/unwinder.h"
 
 namespace microscope::record {
 
 class Processor {
  public:
+  // How user frames are found: the kernel's frame-pointer chain, or our
+  // unwinder over the copied registers and stack (CFI only, or CFI where a
+  // module has it and frame pointers where it has none).
+  enum class CallGraph : uint8_t { kFramePointer, kDwarf, kAuto };
+
   struct Options {
     uint32_t max_stack = 127;  // /proc/sys/kernel/perf_event_max_stack
     bool symbolize = true;
+    CallGraph call_graph = CallGraph::kFramePointer;
+    size_t max_user_frames = 1024;
   };
   explicit Processor(Options options);
 
@@ -70,6 +79,9 @@ class Processor {
   capture::FrameId UserFrame(ProcessState& p, uint64_t address);
   capture::FrameId KernelFrame(uint64_t address);
   void OnSample(const Event& e);
+  capture::StackEnd UnwindUser(const Event& e, ProcessState& proc);
+  bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
+  const unwind::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
   void OnMmap2(const Event& e);
   void OnComm(const Event& e);
   void OnFork(const Event& e);
@@ -86,6 +98,15 @@ class Processor {
   std::unordered_map<uint64_t, capture::StackId> stack_nodes_;
   capture::ModuleId kernel_module_ = capture::kNone;
   std::vector<capture::FrameId> scratch_;
+  // Unwind state: per module its CFI (loaded on first use, shared by every
+  // process mapping it: modules are one per build ID), per mapping its bias.
+  struct ModuleUnwind {
+    bool tried = false;
+    std::unique_ptr<unwind::ModuleCfi> cfi;
+  };
+  std::vector<ModuleUnwind> module_unwind_;
+  std::vector<uint64_t> mapping_bias_;
+  std::vector<unwind::Frame> unwind_frames_;
   struct ProblemCount {
     uint64_t count = 0;
     std::string example;

@@ -125,8 +125,6 @@ void FillHostSettings(capture::Settings* s) {
   }
   s->clock = "CLOCK_MONOTONIC";
   s->recorder = "microscope 0.1";
-  s->call_graph = "fp";
-  s->stack_copy = 0;
 }
 
 uint32_t MaxStack() {
@@ -244,14 +242,39 @@ Result<int> RunRecord(const RecordOptions& options) {
   RaiseFdLimit();
   CollectorOptions copts;
   copts.frequency = options.frequency;
-  copts.ring_pages = options.mmap_pages;
+  const bool copy_stack = options.call_graph != Processor::CallGraph::kFramePointer;
+  copts.stack_copy = copy_stack ? options.stack_copy : 0;
+  // A stack copy makes each sample ~stack_copy bytes in the ring: size the
+  // ring for about a quarter second of samples per CPU.
+  copts.ring_pages = options.mmap_pages != 0 ? options.mmap_pages : copy_stack ? 2048 : 256;
   ASSIGN_OR_RETURN(std::unique_ptr<Collector> collector, Collector::Create(copts));
   Processor::Options popts;
   popts.max_stack = MaxStack();
+  popts.call_graph = options.call_graph;
   Processor processor(popts);
   capture::Settings& settings = processor.settings();
   FillHostSettings(&settings);
   settings.frequency = options.frequency;
+  settings.stack_copy = copts.stack_copy;
+  switch (options.call_graph) {
+    case Processor::CallGraph::kFramePointer:
+      settings.call_graph = "fp";
+      settings.notes.push_back("call graph fp: user frames from the kernel's frame-pointer chain");
+      break;
+    case Processor::CallGraph::kDwarf:
+      settings.call_graph = "dwarf";
+      settings.notes.push_back(
+          "call graph dwarf: user frames unwound from copied registers and stack by CFI "
+          "(.eh_frame, .debug_frame) only");
+      break;
+    case Processor::CallGraph::kAuto:
+      settings.call_graph = "auto";
+      settings.notes.push_back(
+          "call graph auto: user frames unwound by CFI where a module has it, by frame "
+          "pointers (in the copied stack) where a module has none");
+      break;
+  }
+  settings.notes.push_back("preset " + options.preset);
 
   const bool launch = options.pid == 0;
   pid_t target = options.pid;
@@ -380,6 +403,11 @@ Result<int> RunRecord(const RecordOptions& options) {
   settings.kernel_frames = collector->kernel_frames();
   if (!collector->kernel_frames()) {
     settings.notes.push_back("kernel frames off: not permitted (" + PermissionAdvice() + ")");
+  }
+  if (collector->ring_shrunk()) {
+    settings.notes.push_back(
+        "ring buffer reduced to " + std::to_string(collector->ring_pages()) +
+        " pages per CPU by the locked-memory limit (kernel.perf_event_mlock_kb)");
   }
   if (collector->ring_errors() > 0) {
     processor.CountProblem("corrupt ring data dropped",

@@ -19,7 +19,10 @@ struct RecordOptions {
   uint32_t frequency = 999;
   uint64_t duration_ns = 0;  // 0: until the target exits or Ctrl-C
   bool quiet = false;
-  uint32_t mmap_pages = 256;         // ring data pages per CPU (power of two)
+  uint32_t mmap_pages = 0;  // ring data pages per CPU (power of two); 0: by call graph
+  Processor::CallGraph call_graph = Processor::CallGraph::kAuto;
+  uint32_t stack_copy = 16384;  // bytes of user stack per sample (dwarf, auto)
+  std::string preset = "default";
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };

@@ -61,7 +61,9 @@ bool AddSymbols(Elf* elf, uint32_t type, SymbolTable* table) {
         if (global != (pass == 0)) continue;
         const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
         if (name == nullptr || *name == '\0') continue;
-        table->Add(sym.st_value, sym.st_size, name);
+        // "memcpy@@GLIBC_2.14": the version is not part of the function's name.
+        std::string_view n(name);
+        table->Add(sym.st_value, sym.st_size, n.substr(0, n.find('@')));
       }
     }
     return true;

@@ -5,7 +5,7 @@ from common import *
 require_perf()
 d = tmpdir()
 out = d + "/loss.mscap"
-p = run([MICROSCOPE, "record", "-q", "-m", "1", "-F", "40000", "-o", out, "--", fixture("threads"), "300"])
+p = run([MICROSCOPE, "record", "-q", "-g", "fp", "-m", "1", "-F", "40000", "-o", out, "--", fixture("threads"), "300"])
 check(p.returncode == 0, "record with a one-page ring exits 0 (%s)" % p.stderr)
 h = report(out)["header"]
 check(h["lost_records"] > 0, "%d lost records counted" % h["lost_records"])

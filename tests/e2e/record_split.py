@@ -2,30 +2,37 @@
 the caller chains, the sample count, and the exit status."""
 from common import *
 
+def check_split(rep, end):
+    h = rep["header"]
+    fn = functions(rep)
+    hot, cold = fn["hot"][0], fn["cold"][0]
+    share = hot / (hot + cold)
+    check(0.60 <= share <= 0.80, "hot has %.1f%% of hot+cold (work split 70%%)" % (100 * share))
+    seconds = h["duration_ns"] / 1e9
+    expected = seconds * h["frequency"]
+    check(h["samples"] >= 0.8 * expected,
+          "%d samples for %.2f s at %d Hz (expected ~%d)" % (h["samples"], seconds, h["frequency"], expected))
+    check(h["mode"] == "launch" and len(h["processes"]) == 1, "one launched process")
+    check(h["processes"][0]["command"] == "split", "process named split")
+    check(h["processes"][0]["exit_status"] == 0, "exit status recorded")
+    check(h["threads"][0]["name"] == "split", "thread named split")
+    in_chain = samples_under_chain(rep, ["main", "run", "hot"])
+    check(in_chain >= 0.95 * fn["hot"][1], "hot is reached through main > run in %d of %d samples" % (in_chain, fn["hot"][1]))
+    check(samples_under_chain(rep, ["main", "run", "cold"]) >= 0.95 * fn["cold"][1], "cold through main > run")
+    check(h["lost_records"] == 0 and h["lost_samples"] == 0, "nothing lost")
+    check(h["stack_ends"][end] >= 0.95 * h["samples"], "stacks end with %s: %d of %d" % (end, h["stack_ends"][end], h["samples"]))
+
+
 require_perf()
 d = tmpdir()
-out = d + "/split.mscap"
-record(out, [fixture("split"), "400"])
-rep = report(out, "--tree", "--min-percent", "0")
-h = rep["header"]
-fn = functions(rep)
-hot, cold = fn["hot"][0], fn["cold"][0]
-share = hot / (hot + cold)
-check(0.60 <= share <= 0.80, "hot has %.1f%% of hot+cold (work split 70%%)" % (100 * share))
-seconds = h["duration_ns"] / 1e9
-expected = seconds * h["frequency"]
-check(h["samples"] >= 0.8 * expected,
-      "%d samples for %.2f s at %d Hz (expected ~%d)" % (h["samples"], seconds, h["frequency"], expected))
-check(h["mode"] == "launch" and len(h["processes"]) == 1, "one launched process")
-check(h["processes"][0]["command"] == "split", "process named split")
-check(h["processes"][0]["exit_status"] == 0, "exit status recorded")
-check(h["threads"][0]["name"] == "split", "thread named split")
-in_chain = samples_under_chain(rep, ["main", "run", "hot"])
-check(in_chain >= 0.95 * fn["hot"][1], "hot is reached through main > run in %d of %d samples" % (in_chain, fn["hot"][1]))
-check(samples_under_chain(rep, ["main", "run", "cold"]) >= 0.95 * fn["cold"][1], "cold through main > run")
-check(h["lost_records"] == 0 and h["lost_samples"] == 0, "nothing lost")
-check(h["stack_ends"]["frame-pointer-end"] >= 0.95 * h["samples"], "stacks end at the frame-pointer end")
-
+# Frame pointers (the kernel's chain) and the default (auto: CFI unwinding of
+# the copied stack) must agree on this frame-pointer build.
+for mode, end in (("fp", "frame-pointer-end"), ("auto", "complete")):
+    print("-- call graph", mode)
+    out = d + "/split-%s.mscap" % mode
+    record(out, [fixture("split"), "400"], ["-g", mode])
+    rep = report(out, "--tree", "--min-percent", "0")
+    check_split(rep, end)
 # The program's exit status is record's exit status.
 p = record(d + "/status.mscap", [fixture("split"), "5", "3"], expect_rc=3)
 check(p.returncode == 3, "record exits with the program's status (3)")

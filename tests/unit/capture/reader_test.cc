@@ -91,8 +91,8 @@ TEST_CASE("Capture: every bad cross-reference is refused, naming the row") {
     CHECK(ErrorOf(c).find("mappings[0].start") != std::string::npos);
   }
   SUBCASE("unknown stack end") {
-    c.samples.end[3] = StackEnd(9);
-    CHECK(ErrorOf(c) == "samples[3].end has unknown value 9");
+    c.samples.end[3] = StackEnd(99);
+    CHECK(ErrorOf(c) == "samples[3].end has unknown value 99");
   }
   SUBCASE("time going backwards") {
     c.samples.time[5] = 1;

@@ -1,0 +1,252 @@
+#include "src/unwind/cfi_table.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace microscope::unwind {
+namespace {
+
+constexpr uint32_t kNoGeneral = 0xFFFFFFFFu;
+
+struct FrameDeleter {
+  void operator()(Dwarf_Frame* f) const { free(f); }
+};
+
+// FDE start addresses from .eh_frame_hdr's binary-search table, for the
+// encodings every x86-64 toolchain emits (eh_frame_ptr pcrel|sdata4,
+// fde_count udata4, table datarel|sdata4). Empty when absent or otherwise.
+std::vector<uint64_t> FdeStartsFromHdr(Elf* elf) {
+  std::vector<uint64_t> starts;
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return starts;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (name == nullptr || std::strcmp(name, ".eh_frame_hdr") != 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || data->d_buf == nullptr || data->d_size < 12) return starts;
+    const uint8_t* p = static_cast<const uint8_t*>(data->d_buf);
+    if (p[0] != 1 || p[2] != (DW_EH_PE_udata4) || p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4)) {
+      return starts;
+    }
+    uint32_t count;
+    std::memcpy(&count, p + 8, 4);
+    if (count > (data->d_size - 12) / 8) return starts;
+    starts.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      int32_t rel;
+      std::memcpy(&rel, p + 12 + size_t(i) * 8, 4);
+      starts.push_back(shdr.sh_addr + int64_t(rel));
+    }
+    std::sort(starts.begin(), starts.end());
+    return starts;
+  }
+  return starts;
+}
+
+// Function symbol addresses: where to start stepping without an index.
+std::vector<uint64_t> FunctionStarts(Elf* elf) {
+  std::vector<uint64_t> starts;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
+    if (shdr.sh_type == SHT_PROGBITS && (shdr.sh_flags & SHF_EXECINSTR)) starts.push_back(shdr.sh_addr);
+    if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || shdr.sh_entsize == 0) continue;
+    for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; ++i) {
+      GElf_Sym sym;
+      if (gelf_getsym(data, int(i), &sym) == nullptr) break;
+      if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value != 0) starts.push_back(sym.st_value);
+    }
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  return starts;
+}
+
+bool IsCfaOffset(const Dwarf_Op* ops, size_t n, int64_t* offset) {
+  if (n == 1 && ops[0].atom == DW_OP_call_frame_cfa) {
+    *offset = 0;
+    return true;
+  }
+  if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst) {
+    *offset = int64_t(ops[1].number);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<CfiTable> CfiTable::FromRows(std::vector<CfiRow> rows,
+                                             std::vector<GeneralRow> general,
+                                             std::vector<ExprOp> exprs) {
+  std::unique_ptr<CfiTable> t(new CfiTable());
+  t->has_cfi_ = true;
+  t->source_ = "hand-made";
+  t->rows_ = std::move(rows);
+  t->general_ = std::move(general);
+  t->exprs_ = std::move(exprs);
+  t->Finish();
+  return t;
+}
+
+void CfiTable::Finish() {
+  std::sort(rows_.begin(), rows_.end(),
+            [](const CfiRow& a, const CfiRow& b) { return a.start < b.start; });
+  std::fill(std::begin(cache_key_), std::end(cache_key_), ~0ull);
+}
+
+const CfiRow* CfiTable::Find(uint64_t vaddr) const {
+  size_t slot = (vaddr ^ (vaddr >> 8)) & (kCacheSize - 1);
+  if (cache_key_[slot] == vaddr) return &rows_[cache_row_[slot]];
+  auto it = std::upper_bound(rows_.begin(), rows_.end(), vaddr,
+                             [](uint64_t a, const CfiRow& r) { return a < r.start; });
+  if (it == rows_.begin()) return nullptr;
+  --it;
+  if (vaddr >= it->start + it->length) return nullptr;
+  cache_key_[slot] = vaddr;
+  cache_row_[slot] = uint32_t(it - rows_.begin());
+  return &*it;
+}
+
+Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
+  std::unique_ptr<CfiTable> t(new CfiTable());
+  Dwarf_CFI* cfi = dwarf_getcfi_elf(elf);
+  Dwarf* dwarf = nullptr;
+  t->source_ = ".eh_frame";
+  if (cfi == nullptr) {
+    // No .eh_frame: a .debug_frame in the file itself will do.
+    dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+    if (dwarf != nullptr) cfi = dwarf_getcfi(dwarf);
+    t->source_ = ".debug_frame";
+  }
+  if (cfi == nullptr) {
+    if (dwarf != nullptr) dwarf_end(dwarf);
+    t->source_ = "none";
+    t->Finish();
+    return t;
+  }
+  t->has_cfi_ = true;
+  std::vector<uint64_t> starts = FdeStartsFromHdr(elf);
+  if (starts.empty()) starts = FunctionStarts(elf);
+
+  auto add_expr = [&](const Dwarf_Op* ops, size_t n, uint32_t* begin, uint32_t* len) {
+    *begin = uint32_t(t->exprs_.size());
+    *len = uint32_t(n);
+    for (size_t i = 0; i < n; ++i) t->exprs_.push_back({ops[i].atom, ops[i].number, ops[i].number2});
+  };
+
+  uint64_t covered_to = 0;
+  for (uint64_t candidate : starts) {
+    uint64_t pc = std::max(candidate, covered_to);
+    for (int guard = 0; guard < 1 << 20; ++guard) {
+      Dwarf_Frame* raw = nullptr;
+      if (dwarf_cfi_addrframe(cfi, pc, &raw) != 0) break;
+      std::unique_ptr<Dwarf_Frame, FrameDeleter> frame(raw);
+      Dwarf_Addr start = 0, end = 0;
+      bool signal = false;
+      if (dwarf_frame_info(frame.get(), &start, &end, &signal) < 0 || end <= pc) break;
+      CfiRow row{};
+      row.start = pc;
+      row.length = uint32_t(std::min<uint64_t>(end - pc, 0xFFFFFFFFu));
+      row.general = kNoGeneral;
+      if (signal) row.flags |= CfiRow::kSignal;
+
+      Dwarf_Op* cfa_ops = nullptr;
+      size_t cfa_n = 0;
+      bool fast = dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_n) == 0 && cfa_n == 1 &&
+                  cfa_ops[0].atom == DW_OP_bregx &&
+                  (cfa_ops[0].number == uint64_t(kRegRsp) || cfa_ops[0].number == uint64_t(kRegRbp)) &&
+                  int64_t(cfa_ops[0].number2) == int32_t(cfa_ops[0].number2);
+      if (fast) {
+        row.cfa_reg = uint8_t(cfa_ops[0].number);
+        row.cfa_offset = int32_t(cfa_ops[0].number2);
+      }
+      Dwarf_Op mem[3];
+      Dwarf_Op* ops = nullptr;
+      size_t n = 0;
+      int64_t off = 0;
+      // Return address.
+      if (fast && dwarf_frame_register(frame.get(), kRegRa, mem, &ops, &n) == 0) {
+        if (n == 0 && ops == mem) {
+          row.flags |= CfiRow::kRaUndefined;
+        } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
+          row.ra_offset = int16_t(off);
+        } else {
+          fast = false;
+        }
+      } else {
+        fast = false;
+      }
+      // RBP.
+      if (fast && dwarf_frame_register(frame.get(), kRegRbp, mem, &ops, &n) == 0) {
+        if (n == 0) {
+          if (ops == mem) row.flags |= CfiRow::kRbpUndefined;
+        } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
+          row.flags |= CfiRow::kRbpSaved;
+          row.rbp_offset = int16_t(off);
+        } else {
+          fast = false;
+        }
+      } else {
+        fast = false;
+      }
+      // RSP must be the CFA (val_offset 0) or unspecified for the fast path.
+      if (fast && dwarf_frame_register(frame.get(), kRegRsp, mem, &ops, &n) == 0) {
+        bool sp_is_cfa = n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_stack_value;
+        if (!(sp_is_cfa || n == 0)) fast = false;
+      }
+      if (signal) fast = false;
+      if (!fast) {
+        GeneralRow g;
+        if (dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_n) == 0 && cfa_n > 0) {
+          add_expr(cfa_ops, cfa_n, &g.cfa_begin, &g.cfa_len);
+        }
+        for (int r = 0; r < kRegCount; ++r) {
+          if (dwarf_frame_register(frame.get(), r, mem, &ops, &n) != 0) {
+            g.regs[r].kind = RuleKind::kUndefined;
+          } else if (n == 0) {
+            g.regs[r].kind = ops == mem ? RuleKind::kUndefined : RuleKind::kSame;
+          } else {
+            g.regs[r].kind = RuleKind::kExpr;
+            add_expr(ops, n, &g.regs[r].expr_begin, &g.regs[r].expr_len);
+          }
+        }
+        row.flags |= CfiRow::kGeneral;
+        if (g.regs[kRegRa].kind == RuleKind::kUndefined) row.flags |= CfiRow::kRaUndefined;
+        row.general = uint32_t(t->general_.size());
+        t->general_.push_back(g);
+        row.cfa_reg = 0;
+        row.cfa_offset = 0;
+      }
+      if (!t->rows_.empty() && t->rows_.back().start + t->rows_.back().length == row.start &&
+          t->rows_.back().SameRules(row) && (row.flags & CfiRow::kGeneral) == 0 &&
+          uint64_t(t->rows_.back().length) + row.length < 0xFFFFFFFFu) {
+        t->rows_.back().length += row.length;  // same rules continue: one row
+      } else {
+        t->rows_.push_back(row);
+      }
+      pc = end;
+      covered_to = std::max(covered_to, pc);
+    }
+  }
+  if (dwarf != nullptr) {
+    dwarf_end(dwarf);
+  } else {
+    dwarf_cfi_end(cfi);
+  }
+  t->Finish();
+  return t;
+}
+
+}  // namespace microscope::unwind

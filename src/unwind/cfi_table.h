@@ -1,0 +1,105 @@
+// One module's call-frame information decoded once into compact rows, so
+// the per-sample unwinder does a binary search, not a DWARF interpretation.
+//
+// Built from .eh_frame (or .debug_frame) with libdw's CFI API: every FDE
+// listed in .eh_frame_hdr (or, lacking it, every function symbol) is stepped
+// through with dwarf_cfi_addrframe, and each [start, end) rule set becomes a
+// row. Rows of the common x86-64 shape ("CFA = RSP|RBP + k; RA at CFA+n;
+// RBP same or at CFA+m") are "fast"; any other (signal frames, CFA
+// expressions) keeps its full rule set for the general evaluator.
+#pragma once
+
+#include <libelf.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capture/result.h"
+#include "src/unwind/dwarf_expr.h"
+
+namespace microscope::unwind {
+
+enum class RuleKind : uint8_t {
+  kSame,       // the caller's value is this frame's
+  kUndefined,  // not recoverable
+  kExpr,       // evaluate expr: an address to read, or a value (stack_value)
+};
+
+struct RegRule {
+  RuleKind kind = RuleKind::kSame;
+  uint32_t expr_begin = 0;
+  uint32_t expr_len = 0;
+};
+
+struct GeneralRow {
+  uint32_t cfa_begin = 0;  // CFA expression (yields the CFA's value)
+  uint32_t cfa_len = 0;
+  RegRule regs[kRegCount];
+};
+
+struct CfiRow {
+  static constexpr uint8_t kGeneral = 1;      // rules in general_[general]
+  static constexpr uint8_t kRaUndefined = 2;  // outermost frame: the stack ends here
+  static constexpr uint8_t kRbpSaved = 4;     // caller's RBP at CFA + rbp_offset
+  static constexpr uint8_t kRbpUndefined = 8;
+  static constexpr uint8_t kSignal = 16;      // a signal frame: the caller's pc is exact
+
+  uint64_t start;
+  uint32_t length;
+  int32_t cfa_offset;
+  uint32_t general;
+  int16_t ra_offset;
+  int16_t rbp_offset;
+  uint8_t cfa_reg;
+  uint8_t flags;
+
+  bool SameRules(const CfiRow& o) const {
+    return general == o.general && cfa_offset == o.cfa_offset && ra_offset == o.ra_offset &&
+           rbp_offset == o.rbp_offset && cfa_reg == o.cfa_reg && flags == o.flags &&
+           (flags & kGeneral) == 0;
+  }
+};
+static_assert(sizeof(CfiRow) == 32, "rows stay compact");
+
+class CfiTable {
+ public:
+  // Decodes all CFI of `elf`. A module without CFI gives an empty table
+  // (has_cfi() false), which the auto policy unwinds with frame pointers.
+  static Result<std::unique_ptr<CfiTable>> FromElf(Elf* elf);
+  // For tests: a table from hand-made rows.
+  static std::unique_ptr<CfiTable> FromRows(std::vector<CfiRow> rows,
+                                            std::vector<GeneralRow> general = {},
+                                            std::vector<ExprOp> exprs = {});
+
+  bool has_cfi() const { return has_cfi_; }
+  size_t size() const { return rows_.size(); }
+  size_t general_rows() const { return general_.size(); }
+  const std::string& source() const { return source_; }
+
+  // The row covering link-time address `vaddr`, or null.
+  const CfiRow* Find(uint64_t vaddr) const;
+  const GeneralRow& general(uint32_t i) const { return general_[i]; }
+  std::span<const ExprOp> expr(uint32_t begin, uint32_t len) const {
+    return std::span(exprs_).subspan(begin, len);
+  }
+
+ private:
+  CfiTable() = default;
+  void Finish();
+
+  bool has_cfi_ = false;
+  std::string source_;
+  std::vector<CfiRow> rows_;
+  std::vector<GeneralRow> general_;
+  std::vector<ExprOp> exprs_;
+  // A direct-mapped cache of recent lookups: samples hit the same few
+  // functions over and over.
+  static constexpr size_t kCacheSize = 256;
+  mutable uint64_t cache_key_[kCacheSize];
+  mutable uint32_t cache_row_[kCacheSize];
+};
+
+}  // namespace microscope::unwind

@@ -1,0 +1,71 @@
+#include "src/unwind/module_cfi.h"
+
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "src/util/scoped_fd.h"
+
+namespace microscope::unwind {
+namespace {
+
+Result<std::unique_ptr<ModuleCfi>> FromElf(Elf* elf) {
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
+    return Status::Error(std::string("not readable as ELF: ") + elf_errmsg(-1));
+  }
+  auto m = std::make_unique<ModuleCfi>();
+  const void* id = nullptr;
+  ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+  if (n > 0 && id != nullptr) {
+    const uint8_t* p = static_cast<const uint8_t*>(id);
+    m->build_id.assign(p, p + n);
+  }
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0) return Status::Error("bad program headers");
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf, int(i), &phdr) != nullptr && phdr.p_type == PT_LOAD) {
+      m->loads.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz});
+    }
+  }
+  ASSIGN_OR_RETURN(m->table, CfiTable::FromElf(elf));
+  return m;
+}
+
+}  // namespace
+
+bool ModuleCfi::Bias(uint64_t start, uint64_t pgoff, uint64_t* bias) const {
+  for (const symbols::LoadSegment& s : loads) {
+    uint64_t seg_page = s.offset & ~uint64_t(0xfff);
+    if (pgoff >= seg_page && pgoff < s.offset + std::max<uint64_t>(s.filesz, 1)) {
+      // pc = start + (file_offset - pgoff); vaddr = file_offset - s.offset + s.vaddr.
+      *bias = start - pgoff + s.offset - s.vaddr;
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<std::unique_ptr<ModuleCfi>> LoadModuleCfi(const std::string& path) {
+  elf_version(EV_CURRENT);
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
+  Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
+  auto result = FromElf(elf);
+  if (elf != nullptr) elf_end(elf);
+  return result;
+}
+
+Result<std::unique_ptr<ModuleCfi>> LoadModuleCfiFromMemory(std::span<const uint8_t> image) {
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(image.data())), image.size());
+  auto result = FromElf(elf);
+  if (elf != nullptr) elf_end(elf);
+  return result;
+}
+
+}  // namespace microscope::unwind

@@ -1,0 +1,31 @@
+// Loads what the unwinder needs from one module image: its build ID, its
+// PT_LOAD segments (for the load bias) and its CFI table. Loaded once per
+// build ID and shared by every process that maps the module.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capture/result.h"
+#include "src/symbols/elf_image.h"
+#include "src/unwind/cfi_table.h"
+
+namespace microscope::unwind {
+
+struct ModuleCfi {
+  std::vector<uint8_t> build_id;
+  std::vector<symbols::LoadSegment> loads;
+  std::unique_ptr<CfiTable> table;
+
+  // The bias (pc - link-time address) of a mapping of this module at
+  // `start` with file offset `pgoff`; false when no segment holds pgoff.
+  bool Bias(uint64_t start, uint64_t pgoff, uint64_t* bias) const;
+};
+
+Result<std::unique_ptr<ModuleCfi>> LoadModuleCfi(const std::string& path);
+Result<std::unique_ptr<ModuleCfi>> LoadModuleCfiFromMemory(std::span<const uint8_t> image);
+
+}  // namespace microscope::unwind
