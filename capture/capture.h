@@ -19,6 +19,9 @@ using FunctionId = uint32_t;
 using FrameId = uint32_t;
 using StackId = uint32_t;
 inline constexpr uint32_t kNone = 0xFFFFFFFFu;
+// Deeper stacks are refused by the reader (and never written): readers may
+// walk a stack recursively.
+inline constexpr uint32_t kMaxStackDepth = 4096;
 
 enum class ModuleKind : uint8_t { kFile = 0, kKernel = 1, kVdso = 2, kAnonymous = 3 };
 enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kUnmapped = 2 };

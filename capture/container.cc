@@ -1,12 +1,14 @@
 #include "capture/container.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <new>
 
 namespace microscope::capture {
 namespace {
@@ -22,23 +24,34 @@ struct ZstdCCtxDeleter {
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> bytes) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh temporary in the same directory (O_EXCL via mkstemp: never a
+  // planted file or link), fsync, rename, then fsync the directory so the
+  // rename survives a crash.
+  std::string tmp_template = path + ".tmp.XXXXXX";
+  std::vector<char> name(tmp_template.begin(), tmp_template.end());
+  name.push_back('\0');
+  int fd = mkostemp(name.data(), O_CLOEXEC);
+  std::string tmp(name.data());
   if (fd < 0) return Status::Error(Errno("cannot create")).WithContext(tmp);
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  auto fail = [&](const char* what) {
+    Status s = Status::Error(Errno(what)).WithContext(tmp);
+    close(fd);
+    unlink(tmp.c_str());
+    return s;
+  };
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Status s = Status::Error(Errno("write failed")).WithContext(tmp);
-      close(fd);
-      unlink(tmp.c_str());
-      return s;
-    }
+    if (n <= 0) return fail("write failed");
     done += size_t(n);
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    Status s = Status::Error(Errno("cannot flush")).WithContext(tmp);
+  if (fsync(fd) != 0) return fail("cannot flush");
+  if (close(fd) != 0) {
+    Status s = Status::Error(Errno("cannot close")).WithContext(tmp);
     unlink(tmp.c_str());
     return s;
   }
@@ -46,6 +59,13 @@ Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> byt
     Status s = Status::Error(Errno("cannot rename temporary file into place")).WithContext(path);
     unlink(tmp.c_str());
     return s;
+  }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
   }
   return OkStatus();
 }
@@ -99,7 +119,22 @@ Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file) {
                          " compressed bytes after offset 32, file has " +
                          std::to_string(available));
   }
-  std::vector<uint8_t> payload(header.payload_size);
+  // Allocate only what the zstd frame itself declares, so a small corrupt
+  // file cannot make us reserve gigabytes.
+  unsigned long long content = ZSTD_getFrameContentSize(file.data() + sizeof(header), available);
+  if (content != header.payload_size) {
+    return Status::Error("compressed payload (after offset 32) declares " +
+                         (content >= ZSTD_CONTENTSIZE_ERROR ? std::string("no valid size")
+                                                            : std::to_string(content) + " bytes") +
+                         ", header says " + std::to_string(header.payload_size));
+  }
+  std::vector<uint8_t> payload;
+  try {
+    payload.resize(header.payload_size);
+  } catch (const std::bad_alloc&) {
+    return Status::Error("out of memory for a " + std::to_string(header.payload_size) +
+                         "-byte payload");
+  }
   size_t n =
       ZSTD_decompress(payload.data(), payload.size(), file.data() + sizeof(header), available);
   if (ZSTD_isError(n)) {

@@ -21,7 +21,8 @@ inline constexpr uint16_t kFormatMajor = 1;
 inline constexpr uint16_t kFormatMinor = 1;
 // A reader refuses payloads claiming more than this: a corrupt size must not
 // make us allocate the machine's memory.
-inline constexpr uint64_t kMaxPayloadBytes = 16ull << 30;
+// FlatBuffers buffers are limited to 2 GiB.
+inline constexpr uint64_t kMaxPayloadBytes = (2ull << 30) - 1;
 
 struct FileHeader {
   char magic[8];

@@ -150,11 +150,17 @@ Status ValidateCapture(const Capture& c) {
     return Status::Error("stacks: parent has " + std::to_string(c.stacks.parent.size()) +
                          " rows but frame has " + std::to_string(c.stacks.frame.size()));
   }
+  std::vector<uint32_t> depth(c.stacks.size());
   for (size_t i = 0; i < c.stacks.size(); ++i) {
     uint32_t p = c.stacks.parent[i];
     if (p != kNone && p >= i) {
       return Status::Error(Where("stacks", i, "parent") + " = " + std::to_string(p) +
                            " is not an earlier node (a cycle or forward reference)");
+    }
+    depth[i] = p == kNone ? 1 : depth[p] + 1;
+    if (depth[i] > kMaxStackDepth) {
+      return Status::Error(Where("stacks", i, "parent") + ": the stack is deeper than " +
+                           std::to_string(kMaxStackDepth) + " frames");
     }
     RETURN_IF_ERROR(
         CheckRef(c.stacks.frame[i], c.frames.size(), false, "stacks", i, "frame", "frames"));
@@ -190,7 +196,8 @@ Status ValidateCapture(const Capture& c) {
 Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
   flatbuffers::Verifier verifier(payload.data(), payload.size(),
                                  /*max_depth=*/64, /*max_tables=*/1u << 30);
-  if (!fbs::CaptureBufferHasIdentifier(payload.data()) || !fbs::VerifyCaptureBuffer(verifier)) {
+  // VerifyCaptureBuffer checks the size and the identifier before reading them.
+  if (payload.size() < 8 || !fbs::VerifyCaptureBuffer(verifier)) {
     return Status::Error("payload fails FlatBuffers verification (corrupt table layout)");
   }
   const fbs::Capture* root = fbs::GetCapture(payload.data());

@@ -106,6 +106,15 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
 }
 
 Status WriteCapture(const Capture& capture, const std::string& path) {
+  // A FlatBuffers buffer holds at most 2 GiB; refuse before the builder would abort.
+  uint64_t estimate = capture.samples.size() * 25 + capture.stacks.size() * 8 +
+                      capture.frames.size() * 24 + capture.mappings.size() * 48;
+  for (const std::string& s : capture.strings) estimate += s.size() + 8;
+  if (estimate > kMaxPayloadBytes - (64u << 20)) {
+    return Status::Error("capture too large for one file (about " + std::to_string(estimate >> 20) +
+                         " MiB); record a shorter --duration")
+        .WithContext(path);
+  }
   std::vector<uint8_t> payload = SerializeCapture(capture);
   return WriteContainer(path, payload);
 }

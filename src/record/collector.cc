@@ -86,7 +86,10 @@ Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
   attr.freq = 1;
   attr.sample_freq = options_.frequency;
   attr.sample_type = layout_.sample_type;
-  attr.disabled = 1;
+  // A launched program's events start at its exec; an attached process's
+  // start at once, so that its FORK records tell which new threads the
+  // events already cover by inheritance.
+  attr.disabled = enable_on_exec ? 1 : 0;
   attr.enable_on_exec = enable_on_exec ? 1 : 0;
   attr.inherit = 1;
   attr.mmap = 1;  // mmap2 needs mmap set too (RECIPES.md)
@@ -168,15 +171,6 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
   return OkStatus();
 }
 
-Status Collector::Enable() {
-  for (const ScopedFd& fd : events_) {
-    if (ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
-      return Status::Error(std::string("PERF_EVENT_IOC_ENABLE: ") + std::strerror(errno));
-    }
-  }
-  return OkStatus();
-}
-
 Status Collector::Disable() {
   for (const ScopedFd& fd : events_) ioctl(fd.get(), PERF_EVENT_IOC_DISABLE, 0);
   return OkStatus();
@@ -199,13 +193,17 @@ void Collector::Drain() {
 uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t head,
                          std::vector<uint8_t>* arena, RingCopyStats* stats) {
   const size_t size = data.size();
+  if (head - tail > size) {
+    ++stats->errors;  // more unread bytes than the ring holds: not a ring we understand
+    return head;
+  }
   while (tail < head) {
     RecordHeader h;
     size_t pos = size_t(tail % size);
     // Headers are 8-byte aligned and the data area is a multiple of 8, so a
     // header never wraps; the body may.
     std::memcpy(&h, data.data() + pos, sizeof(h));
-    if (h.size < sizeof(h) || h.size % 8 != 0 || h.size > head - tail) {
+    if (h.size < sizeof(h) || h.size % 8 != 0 || h.size > head - tail || h.size > size) {
       ++stats->errors;  // a corrupt ring: drop what is left rather than misparse it
       return head;
     }

@@ -52,10 +52,8 @@ class Collector {
   ~Collector();
 
   // Opens events on `tid` on every CPU. `enable_on_exec`: start counting at
-  // the task's next exec (a launched program); otherwise the events start
-  // disabled until Enable().
+  // the task's next exec (a launched program); otherwise at once.
   Status AddTask(pid_t tid, bool enable_on_exec);
-  Status Enable();
   Status Disable();
 
   // Waits up to `timeout_ms` for a ring to reach its watermark.

@@ -184,7 +184,7 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
       READ_OR_FAIL(r, &e.time, "task.time");
       // The trailer repeats pid/tid/time; keep the record's own values.
       Event trailer;
-      RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
+      if (layout.sample_id_all) RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
       e.cpu = trailer.cpu;
       e.id = trailer.id;
       return e;
@@ -207,7 +207,7 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
       READ_OR_FAIL(r, &stream, "throttle.stream_id");
       e.time = time;
       Event trailer;
-      RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
+      if (layout.sample_id_all) RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
       e.pid = trailer.pid;
       e.tid = trailer.tid;
       e.cpu = trailer.cpu;

@@ -94,6 +94,7 @@ capture::ThreadId Processor::EnsureThread(uint32_t pid, uint32_t tid, uint64_t t
   capture_.threads.push_back(row);
   capture::ThreadId id = capture::ThreadId(capture_.threads.size() - 1);
   threads_[tid] = id;
+  ++p.live_threads;
   return id;
 }
 
@@ -261,13 +262,14 @@ void Processor::OnExit(const Event& e) {
   if (t == threads_.end()) return;  // already ended (duplicate delivery)
   capture_.threads[t->second].end_time = e.time;
   threads_.erase(t);
-  if (e.tid == e.pid) {
-    auto p = processes_.find(e.pid);
-    if (p != processes_.end()) {
-      capture_.processes[p->second.row].end_time = e.time;
-      EndAllMappings(p->second, e.time);
-      // Keep the state: a late sample of an exited process still binds to nothing.
-    }
+  auto p = processes_.find(e.pid);
+  if (p == processes_.end()) return;
+  // The process (and its address space) ends with its last thread, which
+  // need not be the leader; its pid may then be reused by a new process.
+  if (p->second.live_threads > 0 && --p->second.live_threads == 0) {
+    capture_.processes[p->second.row].end_time = e.time;
+    EndAllMappings(p->second, e.time);
+    processes_.erase(p);
   }
 }
 
@@ -555,7 +557,32 @@ void Processor::Symbolize() {
   }
 }
 
+void Processor::SortSamplesByTime() {
+  capture::Samples& s = capture_.samples;
+  if (std::is_sorted(s.time.begin(), s.time.end())) return;
+  // A record stamped before the pump's watermark but written after it (a
+  // long vCPU stall) was processed one round late: put samples back in order.
+  size_t late = 0;
+  for (size_t i = 1; i < s.size(); ++i) late += s.time[i] < s.time[i - 1];
+  CountProblem("records arrived late and were reordered", std::to_string(late) + " samples");
+  std::vector<uint32_t> order(s.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return s.time[a] < s.time[b]; });
+  auto permute = [&](auto& column) {
+    std::remove_reference_t<decltype(column)> sorted(column.size());
+    for (size_t i = 0; i < order.size(); ++i) sorted[i] = column[order[i]];
+    column = std::move(sorted);
+  };
+  permute(s.time);
+  permute(s.thread);
+  permute(s.stack);
+  permute(s.weight);
+  permute(s.end);
+}
+
 capture::Capture Processor::Finish(uint64_t end_time) {
+  SortSamplesByTime();
   for (auto& t : capture_.threads) {
     if (t.end_time == 0) t.end_time = end_time;
   }

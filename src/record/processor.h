@@ -56,6 +56,7 @@ class Processor {
   struct ProcessState {
     capture::ProcessId row;
     std::map<uint64_t, uint32_t> live;  // mapping start -> mapping row
+    uint32_t live_threads = 0;          // the process ends with its last thread
   };
   struct FrameKey {
     uint64_t address;
@@ -87,6 +88,7 @@ class Processor {
   void OnFork(const Event& e);
   void OnExit(const Event& e);
   void Symbolize();
+  void SortSamplesByTime();
 
   Options options_;
   capture::Capture capture_;

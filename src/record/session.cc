@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "capture/reader.h"
 #include "capture/writer.h"
 #include "src/record/collector.h"
 #include "src/symbols/elf_image.h"
@@ -70,11 +71,39 @@ bool ReadStat(pid_t pid, char* state, pid_t* ppid) {
   return true;
 }
 
+// Gone when no thread is left running: the leader may have exited (a zombie)
+// while other threads go on.
 bool ProcessGone(pid_t pid) {
-  char state;
-  pid_t ppid;
-  if (!ReadStat(pid, &state, &ppid)) return true;
-  return state == 'Z' || state == 'X';
+  for (pid_t tid : ListTasks(pid)) {
+    std::string stat =
+        ReadSmallFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+    size_t close = stat.rfind(')');
+    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' &&
+        stat[close + 2] != 'X') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Threads whose FORK record is in the arenas: created by a thread whose
+// events were already open, so they inherited those events.
+std::set<pid_t> ForkedTids(const std::vector<std::vector<uint8_t>>& arenas) {
+  std::set<pid_t> tids;
+  for (const auto& arena : arenas) {
+    for (size_t off = 0; off + sizeof(RecordHeader) <= arena.size();) {
+      RecordHeader h;
+      std::memcpy(&h, arena.data() + off, sizeof(h));
+      if (h.size < sizeof(h) || off + h.size > arena.size()) break;
+      if (h.type == kRecordFork && h.size >= 24) {
+        uint32_t tid;
+        std::memcpy(&tid, arena.data() + off + 16, 4);
+        tids.insert(pid_t(tid));
+      }
+      off += h.size;
+    }
+  }
+  return tids;
 }
 
 // Seeds the processor with a running process's threads and executable
@@ -312,20 +341,32 @@ Result<int> RunRecord(const RecordOptions& options) {
     if (kill(target, 0) != 0 && errno == ESRCH) {
       return Status::Error("no process with pid " + std::to_string(target));
     }
-    // Open events on every thread; threads started meanwhile inherit from
-    // their creator's event once it is open, so list again until stable.
+    // Open events on every thread. A thread started meanwhile by a thread
+    // whose events were open inherited them (its FORK record shows it): it
+    // gets no events of its own, or it would be sampled twice. List again
+    // until no thread is new.
+    start = MonotonicNow();
     std::set<pid_t> opened;
-    for (int round = 0; round < 100; ++round) {
-      bool added = false;
-      for (pid_t tid : ListTasks(target)) {
-        if (opened.insert(tid).second) {
-          RETURN_IF_ERROR(collector->AddTask(tid, /*enable_on_exec=*/false));
-          added = true;
-        }
-      }
-      if (!added) break;
+    for (pid_t tid : ListTasks(target)) {
+      RETURN_IF_ERROR(collector->AddTask(tid, /*enable_on_exec=*/false));
+      opened.insert(tid);
     }
     if (opened.empty()) return Status::Error("no process with pid " + std::to_string(target));
+    for (int round = 0; round < 100; ++round) {
+      std::vector<pid_t> fresh;
+      for (pid_t tid : ListTasks(target)) {
+        if (!opened.count(tid)) fresh.push_back(tid);
+      }
+      if (fresh.empty()) break;
+      usleep(10000);  // a FORK record is written just after the thread becomes visible
+      collector->Drain();
+      std::set<pid_t> inherited = ForkedTids(collector->arenas());
+      for (pid_t tid : fresh) {
+        if (!inherited.count(tid))
+          RETURN_IF_ERROR(collector->AddTask(tid, /*enable_on_exec=*/false));
+        opened.insert(tid);
+      }
+    }
     std::string cmdline = ReadSmallFile("/proc/" + std::to_string(target) + "/cmdline");
     for (size_t at = 0; at < cmdline.size();) {
       size_t nul = cmdline.find('\0', at);
@@ -333,8 +374,6 @@ Result<int> RunRecord(const RecordOptions& options) {
       settings.command.push_back(cmdline.substr(at, nul - at));
       at = nul + 1;
     }
-    start = MonotonicNow();
-    RETURN_IF_ERROR(collector->Enable());
     SeedFromProc(target, start, &processor);
   }
   settings.target_pid = target;
@@ -350,6 +389,9 @@ Result<int> RunRecord(const RecordOptions& options) {
   int wait_status = 0;
   bool exited = false;
   if (launch) {
+    // A child that died before the gate opens must not kill us with SIGPIPE
+    // (set after the fork: the program keeps the default).
+    signal(SIGPIPE, SIG_IGN);
     char go = 1;
     if (write(gate[1], &go, 1) != 1) return Status::Error("cannot release the launched program");
     close(gate[1]);
@@ -396,6 +438,13 @@ Result<int> RunRecord(const RecordOptions& options) {
   }
   uint64_t end = MonotonicNow();
   (void)collector->Disable();
+  if (launch && !exited) {
+    // --duration ends the program as `timeout` would; a SIGTERM or SIGHUP
+    // sent to microscope alone is passed on. After Ctrl-C the program got the
+    // terminal's SIGINT itself and ends as it chooses.
+    if (by_duration) kill(target, SIGTERM);
+    if (g_stop_signal == SIGTERM || g_stop_signal == SIGHUP) kill(target, g_stop_signal);
+  }
   collector->Drain();
   status.Clear();
 
@@ -416,6 +465,8 @@ Result<int> RunRecord(const RecordOptions& options) {
   PumpArenas(&collector->arenas(), collector->layout(), UINT64_MAX, &processor);
   if (exited) processor.SetExitStatus(uint32_t(target), ShellStatus(wait_status));
   capture::Capture cap = processor.Finish(end);
+  Status valid = capture::ValidateCapture(cap);
+  if (!valid.ok()) return valid.WithContext("internal error: the recorded capture is inconsistent");
   const uint64_t sample_count = cap.samples.size();
   const uint64_t lost = cap.settings.lost_records + cap.settings.lost_samples;
   collector.reset();  // release fds and rings before the (possibly slow) write
@@ -428,9 +479,6 @@ Result<int> RunRecord(const RecordOptions& options) {
   }
   if (!launch) return 0;
   if (!exited) {
-    // --duration ends the program as `timeout` would; after Ctrl-C the
-    // program got the same SIGINT from the terminal and ends as it chooses.
-    if (by_duration) kill(target, SIGTERM);
     while (waitpid(target, &wait_status, 0) < 0 && errno == EINTR) {
     }
   }

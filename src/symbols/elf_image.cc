@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "src/util/open_file.h"
 #include "src/util/scoped_fd.h"
 
 namespace microscope::symbols {
@@ -98,8 +99,7 @@ Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
 // Opens `path` and returns an Elf handle that reads through `fd`.
 Result<ElfPtr> OpenElf(const std::string& path, ScopedFd* fd) {
   InitLibelf();
-  *fd = ScopedFd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd->valid()) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
+  ASSIGN_OR_RETURN(*fd, OpenRegularFile(path));
   ElfPtr elf(elf_begin(fd->get(), ELF_C_READ_MMAP, nullptr));
   if (!elf) return ElfError("not readable as ELF");
   return elf;

@@ -58,14 +58,16 @@ std::vector<uint64_t> FunctionStarts(Elf* elf) {
   while ((scn = elf_nextscn(elf, scn)) != nullptr) {
     GElf_Shdr shdr;
     if (gelf_getshdr(scn, &shdr) == nullptr) continue;
-    if (shdr.sh_type == SHT_PROGBITS && (shdr.sh_flags & SHF_EXECINSTR)) starts.push_back(shdr.sh_addr);
+    if (shdr.sh_type == SHT_PROGBITS && (shdr.sh_flags & SHF_EXECINSTR))
+      starts.push_back(shdr.sh_addr);
     if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) continue;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr || shdr.sh_entsize == 0) continue;
     for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; ++i) {
       GElf_Sym sym;
       if (gelf_getsym(data, int(i), &sym) == nullptr) break;
-      if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value != 0) starts.push_back(sym.st_value);
+      if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value != 0)
+        starts.push_back(sym.st_value);
     }
   }
   std::sort(starts.begin(), starts.end());
@@ -143,7 +145,8 @@ Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
   auto add_expr = [&](const Dwarf_Op* ops, size_t n, uint32_t* begin, uint32_t* len) {
     *begin = uint32_t(t->exprs_.size());
     *len = uint32_t(n);
-    for (size_t i = 0; i < n; ++i) t->exprs_.push_back({ops[i].atom, ops[i].number, ops[i].number2});
+    for (size_t i = 0; i < n; ++i)
+      t->exprs_.push_back({ops[i].atom, ops[i].number, ops[i].number2});
   };
 
   uint64_t covered_to = 0;
@@ -164,10 +167,11 @@ Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
 
       Dwarf_Op* cfa_ops = nullptr;
       size_t cfa_n = 0;
-      bool fast = dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_n) == 0 && cfa_n == 1 &&
-                  cfa_ops[0].atom == DW_OP_bregx &&
-                  (cfa_ops[0].number == uint64_t(kRegRsp) || cfa_ops[0].number == uint64_t(kRegRbp)) &&
-                  int64_t(cfa_ops[0].number2) == int32_t(cfa_ops[0].number2);
+      bool fast =
+          dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_n) == 0 && cfa_n == 1 &&
+          cfa_ops[0].atom == DW_OP_bregx &&
+          (cfa_ops[0].number == uint64_t(kRegRsp) || cfa_ops[0].number == uint64_t(kRegRbp)) &&
+          int64_t(cfa_ops[0].number2) == int32_t(cfa_ops[0].number2);
       if (fast) {
         row.cfa_reg = uint8_t(cfa_ops[0].number);
         row.cfa_offset = int32_t(cfa_ops[0].number2);
@@ -203,7 +207,8 @@ Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
       }
       // RSP must be the CFA (val_offset 0) or unspecified for the fast path.
       if (fast && dwarf_frame_register(frame.get(), kRegRsp, mem, &ops, &n) == 0) {
-        bool sp_is_cfa = n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_stack_value;
+        bool sp_is_cfa =
+            n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_stack_value;
         if (!(sp_is_cfa || n == 0)) fast = false;
       }
       if (signal) fast = false;

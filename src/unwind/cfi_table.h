@@ -45,7 +45,7 @@ struct CfiRow {
   static constexpr uint8_t kRaUndefined = 2;  // outermost frame: the stack ends here
   static constexpr uint8_t kRbpSaved = 4;     // caller's RBP at CFA + rbp_offset
   static constexpr uint8_t kRbpUndefined = 8;
-  static constexpr uint8_t kSignal = 16;      // a signal frame: the caller's pc is exact
+  static constexpr uint8_t kSignal = 16;  // a signal frame: the caller's pc is exact
 
   uint64_t start;
   uint32_t length;

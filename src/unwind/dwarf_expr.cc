@@ -32,9 +32,16 @@ bool EvaluateExpr(std::span<const ExprOp> ops, const Registers& regs, bool has_c
           if (op.number >= kRegCount || !regs.Has(int(op.number))) return false;
           if (!push(regs.value[op.number] + op.number2)) return false;
           break;
-        case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
-        case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
-        case DW_OP_constu: case DW_OP_consts:
+        case DW_OP_const1u:
+        case DW_OP_const1s:
+        case DW_OP_const2u:
+        case DW_OP_const2s:
+        case DW_OP_const4u:
+        case DW_OP_const4s:
+        case DW_OP_const8u:
+        case DW_OP_const8s:
+        case DW_OP_constu:
+        case DW_OP_consts:
           if (!push(op.number)) return false;
           break;
         case DW_OP_call_frame_cfa:
@@ -47,7 +54,11 @@ bool EvaluateExpr(std::span<const ExprOp> ops, const Registers& regs, bool has_c
           if (depth == 0) return false;
           stack[depth - 1] += op.number;
           break;
-        case DW_OP_plus: case DW_OP_minus: case DW_OP_and: case DW_OP_or: case DW_OP_mul: {
+        case DW_OP_plus:
+        case DW_OP_minus:
+        case DW_OP_and:
+        case DW_OP_or:
+        case DW_OP_mul: {
           if (depth < 2) return false;
           uint64_t b = stack[--depth];
           uint64_t& x = stack[depth - 1];

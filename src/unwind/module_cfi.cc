@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "src/util/open_file.h"
 #include "src/util/scoped_fd.h"
 
 namespace microscope::unwind {
@@ -52,8 +53,7 @@ bool ModuleCfi::Bias(uint64_t start, uint64_t pgoff, uint64_t* bias) const {
 
 Result<std::unique_ptr<ModuleCfi>> LoadModuleCfi(const std::string& path) {
   elf_version(EV_CURRENT);
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
+  ASSIGN_OR_RETURN(ScopedFd fd, OpenRegularFile(path));
   Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
   auto result = FromElf(elf);
   if (elf != nullptr) elf_end(elf);

@@ -124,8 +124,8 @@ bool StackImage::Read(uint64_t address, uint64_t* value) const {
   return true;
 }
 
-UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& code,
-                    Policy policy, std::span<Frame> out) {
+UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& code, Policy policy,
+                    std::span<Frame> out) {
   UnwindResult result;
   Registers regs = initial;
   if (!regs.Has(kRegRa) || !regs.Has(kRegRsp)) {

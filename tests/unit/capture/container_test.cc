@@ -27,7 +27,10 @@ TEST_CASE("Container: round trip and atomic publication") {
   std::vector<uint8_t> payload(100000);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = uint8_t(i * 7 / 13);
   REQUIRE(WriteContainer(path, payload).ok());
-  CHECK_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(getpid())));
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+    CHECK(entry.path().string().rfind(path + ".tmp.", 0) != 0);  // no temporary left behind
+  }
   auto read = ReadContainer(path);
   REQUIRE(read.ok());
   CHECK(*read == payload);
@@ -83,4 +86,18 @@ TEST_CASE("Container: every malformed header is refused with where it is") {
       CHECK_FALSE(r.ok());
     }
   }
+}
+
+TEST_CASE("Container: a header claiming a huge payload allocates nothing") {
+  std::string path = TempPath("container3.mscap");
+  std::vector<uint8_t> payload(100, 1);
+  REQUIRE(WriteContainer(path, payload).ok());
+  auto bad = Slurp(path);
+  std::filesystem::remove(path);
+  uint64_t claimed = 1ull << 30;
+  std::memcpy(bad.data() + 16, &claimed, 8);
+  auto r = DecodeContainer(bad);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("declares 100 bytes, header says 1073741824") !=
+        std::string::npos);
 }

@@ -117,3 +117,20 @@ TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
   }
   CHECK(refused > 0);
 }
+
+TEST_CASE("Capture: payloads too short for a FlatBuffer are refused, not read") {
+  for (size_t n : {0, 1, 5, 7}) {
+    std::vector<uint8_t> tiny(n, 0x4d);
+    auto r = ParseCapturePayload(tiny);
+    CHECK_FALSE(r.ok());
+  }
+}
+
+TEST_CASE("Capture: stacks deeper than the limit are refused") {
+  Capture c = testing::MakeTestCapture();
+  for (uint32_t i = 0; i < kMaxStackDepth; ++i) {
+    c.stacks.parent.push_back(uint32_t(c.stacks.size() - 1));
+    c.stacks.frame.push_back(0);
+  }
+  CHECK(ErrorOf(c).find("deeper than 4096 frames") != std::string::npos);
+}

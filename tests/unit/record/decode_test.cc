@@ -179,3 +179,12 @@ TEST_CASE("Decode: random bytes and random corruptions never crash the decoder")
   }
   CHECK(decoded > 0);
 }
+
+TEST_CASE("Ring copy: a head more than a ring ahead of the tail is refused") {
+  std::vector<uint8_t> ring(64, 0);
+  std::vector<uint8_t> arena;
+  RingCopyStats stats;
+  CHECK(CopyRingRecords(ring, 0, 4096, &arena, &stats) == 4096);
+  CHECK(stats.errors == 1);
+  CHECK(arena.empty());
+}

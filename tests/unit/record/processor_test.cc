@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "capture/reader.h"
 #include "src/record/processor.h"
 #include "src/record/session.h"
 #include "src/symbols/elf_image.h"
@@ -195,4 +196,47 @@ TEST_CASE("Processor: lost records, lost samples and throttling are counted") {
   CHECK(c.settings.lost_samples == 3);
   CHECK(c.settings.throttles == 1);
   CHECK(c.settings.unthrottles == 1);
+}
+
+TEST_CASE("Processor: the process ends with its last thread, not its leader; pids are reused") {
+  auto c = Run({
+      Mmap2Record(10, 0x400000, 0x10000, 0, "/bin/a", 1),
+      CommRecord(10, 10, "a", false, 2),
+      TaskRecord(kRecordFork, 10, 10, 11, 10, 3),
+      TaskRecord(kRecordExit, 10, 10, 10, 10, 4),  // the leader leaves first
+      SampleRecord(10, 11, 5, {kUser, 0x400010}),  // its thread still runs in /bin/a
+      TaskRecord(kRecordExit, 10, 10, 11, 10, 6),
+      // pid 10 is reused by a child of pid 1 that maps another program.
+      TaskRecord(kRecordFork, 10, 1, 10, 1, 7),
+      Mmap2Record(10, 0x400000, 0x10000, 0, "/bin/b", 8),
+      SampleRecord(10, 10, 9, {kUser, 0x400010}),
+  });
+  REQUIRE(c.samples.size() == 2);
+  CHECK(ModulePath(c, FramesOf(c, 0)[0]) == "/bin/a");
+  CHECK(ModulePath(c, FramesOf(c, 1)[0]) == "/bin/b");
+  REQUIRE(c.processes.size() == 2);
+  CHECK(c.processes[0].end_time == 6);
+  CHECK(c.processes[1].parent_pid == 1);
+  CHECK(c.threads[c.samples.thread[1]].process == 1);
+}
+
+TEST_CASE("Processor: a record processed late is put back in time order") {
+  std::vector<std::vector<uint8_t>> arenas(1);
+  auto put = [&](const std::vector<uint8_t>& r) {
+    arenas[0].insert(arenas[0].end(), r.begin(), r.end());
+  };
+  put(SampleRecord(10, 10, 50, {kUser, 0x1}));
+  Processor::Options o;
+  o.symbolize = false;
+  Processor p(o);
+  PumpArenas(&arenas, CollectorLayout(), 60, &p);
+  put(SampleRecord(10, 10, 40, {kUser, 0x2}));  // stamped before the last watermark
+  PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p);
+  auto c = p.Finish(100);
+  CHECK(c.samples.time == std::vector<uint64_t>{40, 50});
+  CHECK(capture::ValidateCapture(c).ok());
+  bool counted = false;
+  for (const auto& pr : c.problems)
+    counted |= c.str(pr.kind) == "records arrived late and were reordered";
+  CHECK(counted);
 }
