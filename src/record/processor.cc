@@ -133,8 +133,13 @@ void Processor::CountProblem(std::string_view kind, std::string_view example) {
 }
 
 void Processor::SetExitStatus(uint32_t pid, int status) {
-  auto it = processes_.find(pid);
-  if (it != processes_.end()) capture_.processes[it->second.row].exit_status = status;
+  // The latest row with this pid (the process may have ended already).
+  for (size_t i = capture_.processes.size(); i-- > 0;) {
+    if (capture_.processes[i].pid == int32_t(pid)) {
+      capture_.processes[i].exit_status = status;
+      return;
+    }
+  }
 }
 
 capture::ModuleId Processor::InternModule(std::string_view path,
