@@ -11,6 +11,8 @@ Summary Summarize(const capture::Capture& c) {
   s.command = st.command;
   s.target_pid = st.target_pid;
   s.frequency = st.frequency;
+  s.call_graph = st.call_graph;
+  s.stack_copy = st.stack_copy;
   s.duration_ns = st.end_time > st.start_time ? st.end_time - st.start_time : 0;
   s.lost_records = st.lost_records;
   s.lost_samples = st.lost_samples;

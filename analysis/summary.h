@@ -37,6 +37,8 @@ struct Summary {
   std::vector<std::string> command;
   int32_t target_pid = 0;
   uint32_t frequency = 0;
+  std::string call_graph;
+  uint32_t stack_copy = 0;
   uint64_t duration_ns = 0;
   uint64_t samples = 0;
   uint64_t sampled_ns = 0;

@@ -68,6 +68,16 @@ void PrintHeader(const Summary& s) {
          static_cast<unsigned long long>(s.lost_records),
          static_cast<unsigned long long>(s.lost_samples),
          static_cast<unsigned long long>(s.throttles));
+  printf("call graph  %s", s.call_graph.c_str());
+  if (s.stack_copy != 0) printf(", %u-byte user stack copy", s.stack_copy);
+  printf("\n");
+  uint64_t complete = s.stack_ends[uint8_t(capture::StackEnd::kComplete)];
+  uint64_t fp = s.stack_ends[uint8_t(capture::StackEnd::kFramePointerEnd)];
+  if (s.samples > 0 && complete + fp < s.samples) {
+    // How many stacks CFI proved whole, and why the others ended early.
+    printf("stack quality %.1f%% complete, %llu ended early\n", Percent(complete, s.samples),
+           static_cast<unsigned long long>(s.samples - complete - fp));
+  }
   printf("stacks      ");
   bool first = true;
   for (uint8_t e = 0; e < capture::kStackEndCount; ++e) {
@@ -148,6 +158,8 @@ ordered_json SummaryJson(const Summary& s) {
   j["mode"] = s.mode;
   j["target_pid"] = s.target_pid;
   j["frequency"] = s.frequency;
+  j["call_graph"] = s.call_graph;
+  j["stack_copy"] = s.stack_copy;
   j["duration_ns"] = s.duration_ns;
   j["samples"] = s.samples;
   j["sampled_ns"] = s.sampled_ns;

@@ -157,6 +157,9 @@ UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& 
     bool signal = false;
     if (row != nullptr) {
       signal = (row->flags & CfiRow::kSignal) != 0;
+      // The return address into a signal trampoline is its first
+      // instruction, not a call site: name the frame by the exact pc.
+      if (signal) out[result.frames - 1].exact = true;
       step = (row->flags & CfiRow::kGeneral) ? StepGeneral(*info.table, *row, regs, read, &end)
                                              : StepFast(*row, regs, read, &end);
     } else if (policy == Policy::kAuto && (info.table == nullptr || !info.table->has_cfi())) {

@@ -1,0 +1,96 @@
+"""Whole stacks without frame pointers: fixtures built -O2
+-fomit-frame-pointer (C and C++), recorded with the default call graph
+(auto: CFI) and with -g dwarf. For each, the complete expected chain from the
+outermost frame through main (or the thread start) to the hot leaf must hold
+in at least 95% of the hot function's samples."""
+from common import *
+
+require_perf()
+d = tmpdir()
+
+START = ["_start", "__libc_start_main", "__libc_start_call_main", "main"]
+CASES = [
+    ("recurse", [fixture("unwind"), "recurse"], "leaf_hot",
+     START + ["run_recurse"] + ["recurse"] * 41 + ["leaf_hot"]),
+    ("qsort", [fixture("unwind"), "qsort"], "cmp_hot",
+     START + ["run_qsort", "__qsort_r", "msort_with_tmp.part.0", "cmp_hot"]),
+    ("thread", [fixture("unwind"), "thread"], "leaf_hot",
+     ["__clone3", "start_thread", "thread_start", "thread_work", "leaf_hot"]),
+    ("signal", [fixture("unwind"), "signal"], "signal_burn",
+     START + ["run_signal", "raise", "__pthread_kill_implementation", "__restore_rt", "on_signal",
+              "signal_burn"]),
+    ("dlopen", [fixture("unwind"), "dlopen", fixture("libunwind_plugin.so")], "plugin_inner",
+     START + ["run_dlopen", "call_plugin", "plugin_burn", "plugin_inner"]),
+    ("c++", [fixture("unwind_cpp")], "burn_compare(unsigned int, unsigned int)",
+     START + ["run_cpp(Worker&)", "SortingWorker::Run(int)", "burn_compare(unsigned int, unsigned int)"]),
+]
+
+
+def matches(path, expected):
+    """The path starts at the expected outermost frame and contains the
+    expected frames in order (qsort's merge sort recurses a varying number of
+    times between them; recurse must match exactly)."""
+    if path[0] != expected[0] or path[-1] != expected[-1]:
+        return False
+    it = iter(path)
+    return all(any(p == e for p in it) for e in expected)
+
+
+def leaf_samples(rep, leaf):
+    """(path, self samples) of every tree node of function `leaf`."""
+    out = []
+
+    def walk(node, prefix):
+        path = prefix + (node["function"],)
+        if node["function"] == leaf and node["self"]["samples"]:
+            out.append((path, node["self"]["samples"]))
+        for c in node["children"]:
+            walk(c, path)
+
+    for r in rep["tree"]:
+        walk(r, ())
+    return out
+
+
+for mode in ("auto", "dwarf"):
+    for name, cmd, leaf, expected in CASES:
+        out = "%s/%s-%s.mscap" % (d, name, mode)
+        record(out, cmd, ["-g", mode])
+        rep = report(out, "--tree", "--min-percent", "0")
+        rows = leaf_samples(rep, leaf)
+        total = sum(n for _, n in rows)
+        good = sum(n for p, n in rows if matches(p, expected))
+        if name == "recurse":
+            good = sum(n for p, n in rows if list(p) == expected)
+        check(total > 100, "%s/%s: %d samples in %s" % (mode, name, total, leaf))
+        if good < 0.95 * total:
+            worst = sorted((n, p) for p, n in rows if not matches(p, expected))[-1]
+            print("most common other chain (%d): %s" % worst)
+        check(good >= 0.95 * total,
+              "%s/%s: complete expected chain in %d of %d samples (%.1f%%)" %
+              (mode, name, good, total, 100.0 * good / total))
+        h = rep["header"]
+        check(h["call_graph"] == mode and h["stack_copy"] == 16384, "%s/%s: settings stored" % (mode, name))
+        check(h["stack_ends"]["complete"] >= 0.95 * h["samples"],
+              "%s/%s: %d of %d stacks complete" % (mode, name, h["stack_ends"]["complete"], h["samples"]))
+
+# Frame pointers alone stop early in this build: the reason CFI exists.
+out = d + "/recurse-fp.mscap"
+record(out, [fixture("unwind"), "recurse"], ["-g", "fp"])
+rows = leaf_samples(report(out, "--tree", "--min-percent", "0"), "leaf_hot")
+fp_good = sum(n for p, n in rows if list(p) == CASES[0][3])
+check(fp_good < 0.5 * sum(n for _, n in rows), "-g fp misses the chain (%d of %d)" % (fp_good, sum(n for _, n in rows)))
+
+# Presets choose rate and stack copy; explicit flags override them.
+out = d + "/preset.mscap"
+record(out, [fixture("split"), "50"], ["--preset", "quick"])
+h = report(out)["header"]
+check(h["frequency"] == 499 and h["stack_copy"] == 8192, "quick preset: 499 Hz, 8 KiB")
+record(out, [fixture("split"), "50"], ["--preset", "deep", "-F", "777", "--stack-copy", "4096"])
+h = report(out)["header"]
+check(h["frequency"] == 777 and h["stack_copy"] == 4096, "explicit -F and --stack-copy override the preset")
+record(out, [fixture("split"), "50"], ["--preset", "deep"])
+h = report(out)["header"]
+check(h["frequency"] == 3999 and h["stack_copy"] == 65528, "deep preset: 3999 Hz, 65528 bytes")
+p = run([MICROSCOPE, "record", "--stack-copy", "100", "-o", out, "--", fixture("split"), "1"])
+check(p.returncode != 0 and "multiple of 8" in p.stderr, "--stack-copy 100 refused: %r" % p.stderr.strip())
