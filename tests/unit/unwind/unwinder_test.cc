@@ -1,0 +1,249 @@
+#include <doctest.h>
+#include <dwarf.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "src/unwind/cfi_table.h"
+#include "src/unwind/module_cfi.h"
+#include "src/unwind/unwinder.h"
+
+using namespace microscope;
+using namespace microscope::unwind;
+using capture::StackEnd;
+
+namespace {
+
+CfiRow FastRow(uint64_t start, uint32_t len, uint8_t cfa_reg, int32_t cfa_off, int16_t ra_off = -8,
+               uint8_t flags = 0, int16_t rbp_off = 0) {
+  CfiRow r{};
+  r.start = start;
+  r.length = len;
+  r.cfa_reg = cfa_reg;
+  r.cfa_offset = cfa_off;
+  r.ra_offset = ra_off;
+  r.rbp_offset = rbp_off;
+  r.flags = flags;
+  r.general = 0xFFFFFFFFu;
+  return r;
+}
+
+// A hand-made address space: code ranges with a table (or none) and a bias.
+struct FakeCode : CodeMap {
+  struct Range {
+    uint64_t start, end;
+    const CfiTable* table;
+    uint64_t bias;
+  };
+  std::vector<Range> ranges;
+  bool Lookup(uint64_t pc, CodeInfo* info) override {
+    for (const Range& r : ranges) {
+      if (pc >= r.start && pc < r.end) {
+        info->table = r.table;
+        info->bias = r.bias;
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+// A stack image: words at base + 8*i.
+struct Stack {
+  uint64_t base = 0x7000;
+  std::vector<uint64_t> words = std::vector<uint64_t>(32, 0);
+  void Put(uint64_t addr, uint64_t v) { words[(addr - base) / 8] = v; }
+  StackImage Image() const {
+    return {base, std::span(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 8)};
+  }
+};
+
+Registers Regs(uint64_t pc, uint64_t sp, uint64_t bp = 0) {
+  Registers r;
+  r.Set(kRegRa, pc);
+  r.Set(kRegRsp, sp);
+  if (bp != 0) r.Set(kRegRbp, bp);
+  return r;
+}
+
+// Three functions loaded at 0x400000 + offset (bias 0x400000):
+//   f1 [0x1000,0x1100): CFA = RSP+16, RA at CFA-8
+//   f2 [0x2000,0x2100): CFA = RSP+32, RA at CFA-8, RBP saved at CFA-16
+//   f3 [0x3000,0x3100): outermost (RA undefined)
+std::unique_ptr<CfiTable> ThreeFunctions() {
+  return CfiTable::FromRows({FastRow(0x1000, 0x100, kRegRsp, 16),
+                             FastRow(0x2000, 0x100, kRegRsp, 32, -8, CfiRow::kRbpSaved, -16),
+                             FastRow(0x3000, 0x100, kRegRsp, 8, -8, CfiRow::kRaUndefined)});
+}
+
+}  // namespace
+
+TEST_CASE("Unwinder: fast rows walk to the outermost frame (complete)") {
+  auto table = ThreeFunctions();
+  FakeCode code;
+  code.ranges.push_back({0x401000, 0x404000, table.get(), 0x400000});
+  Stack s;
+  s.Put(0x7008, 0x402051);  // f1's return address into f2
+  s.Put(0x7020, 0xabcdef);  // f2 saved the caller's RBP at CFA-16
+  s.Put(0x7028, 0x403011);  // f2's return address into f3
+  std::vector<Frame> out(16);
+  auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
+  CHECK(r.end == StackEnd::kComplete);
+  REQUIRE(r.frames == 3);
+  CHECK(out[0].pc == 0x401050);
+  CHECK(out[0].exact);
+  CHECK(out[1].pc == 0x402051);
+  CHECK_FALSE(out[1].exact);
+  CHECK(out[2].pc == 0x403011);
+}
+
+TEST_CASE("Unwinder: a return address at a function's end is looked up at pc - 1") {
+  // f1 returns to 0x402100: one past f2's last byte (a call as f2's last
+  // instruction). Looking up pc itself would miss f2.
+  auto table = ThreeFunctions();
+  FakeCode code;
+  code.ranges.push_back({0x401000, 0x404000, table.get(), 0x400000});
+  Stack s;
+  s.Put(0x7008, 0x402100);
+  s.Put(0x7028, 0x403011);
+  std::vector<Frame> out(16);
+  auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
+  CHECK(r.end == StackEnd::kComplete);
+  CHECK(r.frames == 3);
+}
+
+TEST_CASE("Unwinder: each end reason") {
+  auto table = ThreeFunctions();
+  FakeCode code;
+  code.ranges.push_back({0x401000, 0x405000, table.get(), 0x400000});
+  std::vector<Frame> out(16);
+  Stack s;
+
+  SUBCASE("no unwind info for pc") {
+    auto r = Unwind(Regs(0x404000, 0x7000), s.Image(), code, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kNoUnwindInfo);
+    CHECK(r.frames == 1);
+  }
+  SUBCASE("unmapped pc") {
+    auto r = Unwind(Regs(0x900000, 0x7000), s.Image(), code, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kUnmappedPc);
+    CHECK(r.frames == 0);
+  }
+  SUBCASE("bad return address: nothing appended after it") {
+    s.Put(0x7008, 0x123);  // f1 returns into no mapping
+    auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kBadReturnAddress);
+    CHECK(r.frames == 1);
+  }
+  SUBCASE("copied bytes ran out") {
+    Stack small;
+    small.words.resize(1);  // 8 bytes: CFA-8 = 0x7008 lies past them
+    auto r = Unwind(Regs(0x401050, 0x7000), small.Image(), code, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kStackCopyExhausted);
+    CHECK(r.frames == 1);
+  }
+  SUBCASE("CFA outside the copy (below it)") {
+    auto bp_table = CfiTable::FromRows({FastRow(0x1000, 0x100, kRegRbp, 16)});
+    FakeCode c2;
+    c2.ranges.push_back({0x401000, 0x402000, bp_table.get(), 0x400000});
+    auto r = Unwind(Regs(0x401050, 0x7000, 0x1000), s.Image(), c2, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kCfaOutsideCopy);
+  }
+  SUBCASE("CFA that does not grow ends the walk") {
+    auto bad = CfiTable::FromRows({FastRow(0x1000, 0x100, kRegRsp, 0, 8)});
+    FakeCode c2;
+    c2.ranges.push_back({0x401000, 0x402000, bad.get(), 0x400000});
+    s.Put(0x7008, 0x401060);
+    auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), c2, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kCfaOutsideCopy);
+  }
+  SUBCASE("max depth") {
+    // f1 "returns" into f1 again and again, each frame 16 bytes higher.
+    for (uint64_t a = 0x7008; a < 0x7100; a += 16) s.Put(a, 0x401051);
+    std::vector<Frame> two(2);
+    auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, two);
+    CHECK(r.end == StackEnd::kMaxDepth);
+    CHECK(r.frames == 2);
+  }
+  SUBCASE("unsupported CFI operation") {
+    GeneralRow g;
+    std::vector<ExprOp> exprs = {{DW_OP_xderef, 0, 0}};
+    g.cfa_begin = 0;
+    g.cfa_len = 1;
+    CfiRow row = FastRow(0x1000, 0x100, 0, 0, 0, CfiRow::kGeneral);
+    row.general = 0;
+    auto t = CfiTable::FromRows({row}, {g}, exprs);
+    FakeCode c2;
+    c2.ranges.push_back({0x401000, 0x402000, t.get(), 0x400000});
+    auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), c2, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kUnsupportedCfi);
+  }
+  SUBCASE("frame pointers where a module has no CFI (auto), and where the chain ends") {
+    FakeCode c2;
+    c2.ranges.push_back({0x401000, 0x402000, nullptr, 0x400000});  // no CFI
+    c2.ranges.push_back({0x403000, 0x404000, table.get(), 0x400000});
+    s.Put(0x7010, 0x7040);    // [rbp] = caller's rbp
+    s.Put(0x7018, 0x401080);  // [rbp+8] = return address, in the same no-CFI module
+    s.Put(0x7040, 0);         // the outer frame's rbp: 0, the end of the chain
+    s.Put(0x7048, 0x401090);
+    auto r = Unwind(Regs(0x401050, 0x7000, 0x7010), s.Image(), c2, Policy::kAuto, out);
+    CHECK(r.frames == 3);
+    CHECK(r.end == StackEnd::kFramePointerEnd);
+    auto strict = Unwind(Regs(0x401050, 0x7000, 0x7010), s.Image(), c2, Policy::kDwarf, out);
+    CHECK(strict.end == StackEnd::kNoUnwindInfo);
+  }
+}
+
+TEST_CASE("Unwinder: a general row (signal frame) restores registers from the copy") {
+  // Like glibc's __restore_rt: CFA = *(RSP + 16); RA = *(RSP + 24); RSP = *(RSP + 32).
+  GeneralRow g;
+  std::vector<ExprOp> exprs = {{uint8_t(DW_OP_breg7), 16, 0}, {DW_OP_deref, 0, 0},
+                               {uint8_t(DW_OP_breg7), 24, 0}, {uint8_t(DW_OP_breg7), 32, 0}};
+  g.cfa_begin = 0;
+  g.cfa_len = 2;
+  for (auto& rule : g.regs) rule.kind = RuleKind::kUndefined;
+  g.regs[kRegRa] = {RuleKind::kExpr, 2, 1};
+  g.regs[kRegRsp] = {RuleKind::kExpr, 3, 1};
+  CfiRow sig = FastRow(0x1000, 0x10, 0, 0, 0, CfiRow::kGeneral | CfiRow::kSignal);
+  sig.general = 0;
+  auto t = CfiTable::FromRows({sig, FastRow(0x2000, 0x100, kRegRsp, 16),
+                               FastRow(0x3000, 0x100, kRegRsp, 8, -8, CfiRow::kRaUndefined)},
+                              {g}, exprs);
+  FakeCode code;
+  code.ranges.push_back({0x401000, 0x404000, t.get(), 0x400000});
+  Stack s;
+  s.Put(0x7010, 0x7060);    // CFA
+  s.Put(0x7018, 0x402040);  // the interrupted pc (exact)
+  s.Put(0x7020, 0x7050);    // the interrupted RSP
+  s.Put(0x7058, 0x403010);  // its return address (CFA 0x7060 - 8)
+  std::vector<Frame> out(8);
+  // The handler returned into the trampoline: pc = its first byte + 1.
+  auto r = Unwind(Regs(0x401001, 0x7000), s.Image(), code, Policy::kDwarf, out);
+  CHECK(r.end == StackEnd::kComplete);
+  REQUIRE(r.frames == 3);
+  CHECK(out[0].exact);
+  CHECK(out[1].pc == 0x402040);
+  CHECK(out[1].exact);  // after a signal frame the pc is the interrupted one, exact
+  CHECK(out[2].pc == 0x403010);
+  CHECK_FALSE(out[2].exact);
+}
+
+TEST_CASE("CfiTable: built from a real module's .eh_frame") {
+  const char* split = std::getenv("FIXTURE_SPLIT");
+  REQUIRE(split != nullptr);
+  auto m = LoadModuleCfi(split);
+  REQUIRE(m.ok());
+  CHECK((*m)->table->has_cfi());
+  CHECK((*m)->table->size() > 5);
+  CHECK((*m)->table->source() == ".eh_frame");
+  auto libc = LoadModuleCfi("/lib/x86_64-linux-gnu/libc.so.6");
+  REQUIRE(libc.ok());
+  CHECK((*libc)->table->size() > 10000);
+  CHECK((*libc)->table->general_rows() > 0);  // __restore_rt and other expression rows
+  auto none = LoadModuleCfi("/etc/hostname");
+  CHECK_FALSE(none.ok());
+}
