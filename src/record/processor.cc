@@ -68,7 +68,9 @@ std::string Demangle(const std::string& name) {
 
 }  // namespace
 
-Processor::Processor(Options options) : options_(options), strings_(&capture_.strings) {}
+Processor::Processor(Options options) : options_(options), strings_(&capture_.strings) {
+  if (!options_.cfi_cache) options_.cfi_cache = std::make_shared<unwind::CfiCache>();
+}
 
 Processor::ProcessState& Processor::EnsureProcess(uint32_t pid, uint64_t time) {
   auto it = processes_.find(pid);
@@ -328,15 +330,10 @@ const unwind::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
   const capture::Module& mod = capture_.modules[module];
   const std::string& path = capture_.strings[mod.path];
   if (mod.kind == ModuleKind::kAnonymous || mod.kind == ModuleKind::kKernel) return nullptr;
-  auto loaded = mod.kind == ModuleKind::kVdso ? unwind::LoadModuleCfiFromMemory(OwnVdso())
-                                              : unwind::LoadModuleCfi(path);
+  auto loaded = options_.cfi_cache->Get(
+      mod.build_id, path, mod.kind == ModuleKind::kVdso ? OwnVdso() : std::span<const uint8_t>());
   if (!loaded.ok()) {
-    CountProblem("module unreadable for unwinding", path + ": " + loaded.status().message());
-    return nullptr;
-  }
-  if (!mod.build_id.empty() && !(*loaded)->build_id.empty() &&
-      (*loaded)->build_id != mod.build_id) {
-    CountProblem("build ID mismatch, module not unwound", path);
+    CountProblem("module not unwound (no CFI read)", path + ": " + loaded.status().message());
     return nullptr;
   }
   mu.cfi = std::move(loaded).value();
@@ -393,6 +390,7 @@ capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
   unwind::Policy policy =
       options_.call_graph == CallGraph::kAuto ? unwind::Policy::kAuto : unwind::Policy::kDwarf;
   unwind::UnwindResult r = unwind::Unwind(regs, stack, map, policy, unwind_frames_);
+  unwound_frames_ += r.frames;
   for (size_t i = 0; i < r.frames; ++i) {
     const unwind::Frame& f = unwind_frames_[i];
     scratch_.push_back(UserFrame(proc, f.exact ? f.pc : f.pc - 1));

@@ -33,6 +33,8 @@ class Processor {
     bool symbolize = true;
     CallGraph call_graph = CallGraph::kFramePointer;
     size_t max_user_frames = 1024;
+    // Shared CFI tables (by build ID); a private cache when null.
+    std::shared_ptr<unwind::CfiCache> cfi_cache;
   };
   explicit Processor(Options options);
 
@@ -83,6 +85,7 @@ class Processor {
   capture::StackEnd UnwindUser(const Event& e, ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
   const unwind::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
+  uint64_t unwound_frames() const { return unwound_frames_; }
   void OnMmap2(const Event& e);
   void OnComm(const Event& e);
   void OnFork(const Event& e);
@@ -104,8 +107,9 @@ class Processor {
   // process mapping it: modules are one per build ID), per mapping its bias.
   struct ModuleUnwind {
     bool tried = false;
-    std::unique_ptr<unwind::ModuleCfi> cfi;
+    std::shared_ptr<const unwind::ModuleCfi> cfi;
   };
+  uint64_t unwound_frames_ = 0;
   std::vector<ModuleUnwind> module_unwind_;
   std::vector<uint64_t> mapping_bias_;
   std::vector<unwind::Frame> unwind_frames_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,6 +27,21 @@ struct ModuleCfi {
 };
 
 Result<std::unique_ptr<ModuleCfi>> LoadModuleCfi(const std::string& path);
+
+// Module CFI loaded once per build ID and shared: by every process that
+// maps the module, and by successive recordings in one program.
+class CfiCache {
+ public:
+  // The CFI of the module with `build_id` (when known) at `path`, or of the
+  // in-memory `image` (the vDSO) when it is non-empty. A file whose build ID
+  // differs from the recorded one is refused.
+  Result<std::shared_ptr<const ModuleCfi>> Get(const std::vector<uint8_t>& build_id,
+                                               const std::string& path,
+                                               std::span<const uint8_t> image = {});
+
+ private:
+  std::map<std::string, std::shared_ptr<const ModuleCfi>> modules_;
+};
 Result<std::unique_ptr<ModuleCfi>> LoadModuleCfiFromMemory(std::span<const uint8_t> image);
 
 }  // namespace microscope::unwind

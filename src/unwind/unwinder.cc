@@ -24,6 +24,8 @@ struct CopyReader {
 
 enum class Step { kOk, kDone, kFailed };
 
+// The common x86-64 row, updated in place: only RSP, RBP and the return
+// address survive a fast step (CFI of the caller says nothing of the rest).
 Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, StackEnd* end) {
   if (!regs.Has(row.cfa_reg)) {
     *end = StackEnd::kUnsupportedCfi;
@@ -36,20 +38,21 @@ Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, StackEnd* en
     *end = read.Reason();
     return Step::kFailed;
   }
-  Registers next;
+  uint64_t rbp = regs.value[kRegRbp];
+  bool has_rbp = regs.Has(kRegRbp);
   if (row.flags & CfiRow::kRbpSaved) {
-    uint64_t rbp;
     if (!read(cfa + int64_t(row.rbp_offset), &rbp)) {
       *end = read.Reason();
       return Step::kFailed;
     }
-    next.Set(kRegRbp, rbp);
-  } else if (!(row.flags & CfiRow::kRbpUndefined) && regs.Has(kRegRbp)) {
-    next.Set(kRegRbp, regs.value[kRegRbp]);
+    has_rbp = true;
+  } else if (row.flags & CfiRow::kRbpUndefined) {
+    has_rbp = false;
   }
-  next.Set(kRegRsp, cfa);
-  next.Set(kRegRa, ra);
-  regs = next;
+  regs.valid = (1u << kRegRsp) | (1u << kRegRa) | (has_rbp ? 1u << kRegRbp : 0u);
+  regs.value[kRegRsp] = cfa;
+  regs.value[kRegRa] = ra;
+  regs.value[kRegRbp] = rbp;
   return Step::kOk;
 }
 
@@ -115,14 +118,6 @@ Step StepFramePointer(Registers& regs, CopyReader& read, StackEnd* end) {
 }
 
 }  // namespace
-
-bool StackImage::Read(uint64_t address, uint64_t* value) const {
-  if (address < base || address - base > bytes.size() || bytes.size() - (address - base) < 8) {
-    return false;
-  }
-  std::memcpy(value, bytes.data() + (address - base), 8);
-  return true;
-}
 
 UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& code, Policy policy,
                     std::span<Frame> out) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "capture/capture.h"
@@ -31,7 +32,13 @@ struct CodeInfo {
 struct StackImage {
   uint64_t base = 0;
   std::span<const uint8_t> bytes;
-  bool Read(uint64_t address, uint64_t* value) const;
+  bool Read(uint64_t address, uint64_t* value) const {
+    if (address < base || address - base > bytes.size() || bytes.size() - (address - base) < 8) {
+      return false;
+    }
+    std::memcpy(value, bytes.data() + (address - base), 8);
+    return true;
+  }
 };
 
 struct Frame {

@@ -201,8 +201,10 @@ TEST_CASE("Unwinder: each end reason") {
 TEST_CASE("Unwinder: a general row (signal frame) restores registers from the copy") {
   // Like glibc's __restore_rt: CFA = *(RSP + 16); RA = *(RSP + 24); RSP = *(RSP + 32).
   GeneralRow g;
-  std::vector<ExprOp> exprs = {{uint8_t(DW_OP_breg7), 16, 0}, {DW_OP_deref, 0, 0},
-                               {uint8_t(DW_OP_breg7), 24, 0}, {uint8_t(DW_OP_breg7), 32, 0}};
+  std::vector<ExprOp> exprs = {{uint8_t(DW_OP_breg7), 16, 0},
+                               {DW_OP_deref, 0, 0},
+                               {uint8_t(DW_OP_breg7), 24, 0},
+                               {uint8_t(DW_OP_breg7), 32, 0}};
   g.cfa_begin = 0;
   g.cfa_len = 2;
   for (auto& rule : g.regs) rule.kind = RuleKind::kUndefined;
