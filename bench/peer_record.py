@@ -5,7 +5,10 @@ medians. For each: samples captured vs expected, target slowdown vs an
 unprofiled run, recorder CPU time, file size, and the time to print the top
 functions (`perf report --stdio` vs `microscope report`).
 
-Usage: bench/peer_record.py [--build build] [--rounds 2000] [--repeat 5]
+Usage: bench/peer_record.py [--build build] [--repeat 5] [--call-graph fp|dwarf]
+  fp:    tests/fixtures/split.c (frame pointers), perf record -g vs microscope -g fp
+  dwarf: tests/fixtures/unwind.c recurse (-O2 -fomit-frame-pointer),
+         perf record --call-graph dwarf,16384 vs microscope (default: auto, 16 KiB)
 Run as root (perf needs it for kernel call chains here)."""
 import argparse
 import os
@@ -42,12 +45,18 @@ def fixture_times(stdout):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
-    ap.add_argument("--rounds", default="2000")
+    ap.add_argument("--rounds", default=None, help="fixture rounds (fp: 2000, dwarf: 1000)")
+    ap.add_argument("--call-graph", default="fp", choices=["fp", "dwarf"])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--hz", default="999")
     a = ap.parse_args()
     microscope = os.path.join(a.build, "microscope")
-    split = os.path.join(a.build, "tests", "split")
+    if a.call_graph == "fp":
+        target = [os.path.join(a.build, "tests", "split"), a.rounds or "2000"]
+        perf_cg, ms_cg = ["-g"], ["-g", "fp"]
+    else:
+        target = [os.path.join(a.build, "tests", "unwind"), "recurse", a.rounds or "1000"]
+        perf_cg, ms_cg = ["--call-graph", "dwarf,16384"], []
     perf = shutil.which("perf")
     if perf is None:
         sys.exit("perf not found (Debian package linux-perf)")
@@ -58,11 +67,11 @@ def main():
     for i in range(a.repeat):
         # Unprofiled, perf, microscope: interleaved in each repetition so
         # machine noise hits all three alike.
-        out, _, _ = run_timed([split, a.rounds])
+        out, _, _ = run_timed(target)
         rows["base_wall"].append(fixture_times(out)[0])
 
         pdata = os.path.join(d, "perf.data")
-        out, _, cpu = run_timed([perf, "record", "-q", "-g", "-F", a.hz, "-o", pdata, "--", split, a.rounds])
+        out, _, cpu = run_timed([perf, "record", "-q", *perf_cg, "-F", a.hz, "-o", pdata, "--", *target])
         wall, tcpu = fixture_times(out)
         rows["perf_wall"].append(wall)
         rows["perf_rec_cpu"].append(cpu - tcpu)
@@ -74,7 +83,7 @@ def main():
         rows["perf_report"].append(rt)
 
         cap = os.path.join(d, "run.mscap")
-        out, _, cpu = run_timed([microscope, "record", "-q", "-F", a.hz, "-o", cap, "--", split, a.rounds])
+        out, _, cpu = run_timed([microscope, "record", "-q", *ms_cg, "-F", a.hz, "-o", cap, "--", *target])
         wall, tcpu = fixture_times(out)
         rows["ms_wall"].append(wall)
         rows["ms_rec_cpu"].append(cpu - tcpu)
@@ -89,8 +98,8 @@ def main():
     shutil.rmtree(d)
     med = {k: statistics.median(v) for k, v in rows.items()}
     print()
-    print("medians of %d runs, split %s rounds at %s Hz" % (a.repeat, a.rounds, a.hz))
-    print("%-34s %14s %14s" % ("", "perf -g", "microscope"))
+    print("medians of %d runs, %s at %s Hz" % (a.repeat, " ".join(target), a.hz))
+    print("%-34s %14s %14s" % ("", "perf " + " ".join(perf_cg), "microscope " + (" ".join(ms_cg) or "(auto)")))
     print("%-34s %13.1f%% %13.1f%%" % ("samples captured / expected",
           100 * med["perf_samples"] / med["perf_expected"], 100 * med["ms_samples"] / med["ms_expected"]))
     print("%-34s %14d %14d" % ("samples", med["perf_samples"], med["ms_samples"]))
@@ -100,8 +109,11 @@ def main():
     print("%-34s %14d %14d" % ("file bytes", med["perf_bytes"], med["ms_bytes"]))
     print("%-34s %13.3fs %13.3fs" % ("report time", med["perf_report"], med["ms_report"]))
     print()
-    print("capture size: microscope / perf.data = 1/%.1f (target: at most 1/4)" % (med["perf_bytes"] / med["ms_bytes"]))
-    print("report: perf report / microscope report = %.1fx (target: at least 5x)" % (med["perf_report"] / med["ms_report"]))
+    size_target, report_target = ("1/4", "5x") if a.call_graph == "fp" else ("1/20", "10x")
+    print("capture size: microscope / perf.data = 1/%.1f (target: at most %s)" %
+          (med["perf_bytes"] / med["ms_bytes"], size_target))
+    print("report: perf report / microscope report = %.1fx (target: at least %s)" %
+          (med["perf_report"] / med["ms_report"], report_target))
 
 
 if __name__ == "__main__":

@@ -45,7 +45,8 @@ struct Recording {
   std::vector<StoredSample> samples;
 };
 
-constexpr int kPerfToDwarf[17] = {0, 3, 2, 1, 4, 5, 6, 7, unwind::kRegRa, 8, 9, 10, 11, 12, 13, 14, 15};
+constexpr int kPerfToDwarf[17] = {0, 3, 2,  1,  4,  5,  6,  7, unwind::kRegRa,
+                                  8, 9, 10, 11, 12, 13, 14, 15};
 
 Recording RecordFixture(const std::vector<std::string>& argv) {
   Recording rec;
@@ -114,7 +115,8 @@ Recording RecordFixture(const std::vector<std::string>& argv) {
       }
     }
   }
-  std::sort(rec.maps.begin(), rec.maps.end(), [](const Map& a, const Map& b) { return a.start < b.start; });
+  std::sort(rec.maps.begin(), rec.maps.end(),
+            [](const Map& a, const Map& b) { return a.start < b.start; });
   return rec;
 }
 
@@ -181,10 +183,10 @@ void BM_UnwindMicroscope(benchmark::State& state, const std::string& fixture) {
     samples += rec.samples.size();
   }
   state.counters["frames/sample"] = double(frames) / double(samples);
-  state.counters["ns/sample"] = benchmark::Counter(double(samples), benchmark::Counter::kIsRate |
-                                                                        benchmark::Counter::kInvert);
-  state.counters["ns/frame"] = benchmark::Counter(double(frames), benchmark::Counter::kIsRate |
-                                                                      benchmark::Counter::kInvert);
+  state.counters["ns/sample"] = benchmark::Counter(
+      double(samples), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns/frame"] =
+      benchmark::Counter(double(frames), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 // The libdwfl baseline: Dwfl with the process's modules reported once, a
@@ -283,19 +285,21 @@ void BM_UnwindLibdwfl(benchmark::State& state, const std::string& fixture) {
   }
   dwfl_end(dwfl);
   state.counters["frames/sample"] = double(frames) / double(samples);
-  state.counters["ns/sample"] = benchmark::Counter(double(samples), benchmark::Counter::kIsRate |
-                                                                        benchmark::Counter::kInvert);
-  state.counters["ns/frame"] = benchmark::Counter(double(frames), benchmark::Counter::kIsRate |
-                                                                      benchmark::Counter::kInvert);
+  state.counters["ns/sample"] = benchmark::Counter(
+      double(samples), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns/frame"] =
+      benchmark::Counter(double(frames), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   for (const char* f : {"recurse", "qsort", "thread", "cpp"}) {
-    benchmark::RegisterBenchmark((std::string("BM_UnwindMicroscope/") + f).c_str(), BM_UnwindMicroscope, f)
+    benchmark::RegisterBenchmark((std::string("BM_UnwindMicroscope/") + f).c_str(),
+                                 BM_UnwindMicroscope, f)
         ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((std::string("BM_UnwindLibdwfl/") + f).c_str(), BM_UnwindLibdwfl, f)
+    benchmark::RegisterBenchmark((std::string("BM_UnwindLibdwfl/") + f).c_str(), BM_UnwindLibdwfl,
+                                 f)
         ->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);

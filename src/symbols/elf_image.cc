@@ -64,12 +64,72 @@ bool AddSymbols(Elf* elf, uint32_t type, SymbolTable* table) {
         if (name == nullptr || *name == '\0') continue;
         // "memcpy@@GLIBC_2.14": the version is not part of the function's name.
         std::string_view n(name);
-        table->Add(sym.st_value, sym.st_size, n.substr(0, n.find('@')));
+        uint64_t size = sym.st_size;
+        if (size == 0 && sym.st_shndx < SHN_LORESERVE) {
+          // A symbol without a size (_init, hand-written assembly) reaches at
+          // most to the end of its section, not into the next one (.plt).
+          GElf_Shdr owner;
+          Elf_Scn* s = elf_getscn(elf, sym.st_shndx);
+          if (s != nullptr && gelf_getshdr(s, &owner) != nullptr &&
+              sym.st_value < owner.sh_addr + owner.sh_size) {
+            size = owner.sh_addr + owner.sh_size - sym.st_value;
+          }
+        }
+        table->Add(sym.st_value, size, n.substr(0, n.find('@')));
       }
     }
     return true;
   }
   return false;
+}
+
+Elf_Scn* SectionByName(Elf* elf, std::string_view wanted, GElf_Shdr* shdr) {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    if (gelf_getshdr(scn, shdr) == nullptr) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr->sh_name);
+    if (name != nullptr && wanted == name) return scn;
+  }
+  return nullptr;
+}
+
+// Names x86-64 PLT stubs "function@plt", as perf and objdump do: entry i of
+// .rela.plt is the i-th 16-byte stub of .plt.sec, or of .plt after PLT0.
+void AddPltSymbols(Elf* elf, SymbolTable* table) {
+  GElf_Ehdr ehdr;
+  if (gelf_getehdr(elf, &ehdr) == nullptr || ehdr.e_machine != EM_X86_64) return;
+  GElf_Shdr rela_shdr, plt_shdr, dynsym_shdr;
+  Elf_Scn* rela = SectionByName(elf, ".rela.plt", &rela_shdr);
+  if (rela == nullptr || rela_shdr.sh_type != SHT_RELA || rela_shdr.sh_entsize == 0) return;
+  uint64_t first;
+  if (SectionByName(elf, ".plt.sec", &plt_shdr) != nullptr) {
+    first = plt_shdr.sh_addr;
+  } else if (SectionByName(elf, ".plt", &plt_shdr) != nullptr) {
+    first = plt_shdr.sh_addr + 16;
+  } else {
+    return;
+  }
+  Elf_Scn* dynsym = elf_getscn(elf, rela_shdr.sh_link);
+  if (dynsym == nullptr || gelf_getshdr(dynsym, &dynsym_shdr) == nullptr) return;
+  Elf_Data* rela_data = elf_getdata(rela, nullptr);
+  Elf_Data* sym_data = elf_getdata(dynsym, nullptr);
+  if (rela_data == nullptr || sym_data == nullptr) return;
+  size_t count = rela_shdr.sh_size / rela_shdr.sh_entsize;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t entry = first + 16 * i;
+    if (entry + 16 > plt_shdr.sh_addr + plt_shdr.sh_size) break;
+    GElf_Rela r;
+    GElf_Sym sym;
+    if (gelf_getrela(rela_data, int(i), &r) == nullptr ||
+        gelf_getsym(sym_data, int(GELF_R_SYM(r.r_info)), &sym) == nullptr) {
+      continue;
+    }
+    const char* name = elf_strptr(elf, dynsym_shdr.sh_link, sym.st_name);
+    if (name == nullptr || *name == '\0') continue;
+    std::string_view n(name);
+    table->Add(entry, 16, std::string(n.substr(0, n.find('@'))) + "@plt");
+  }
 }
 
 Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
@@ -93,6 +153,7 @@ Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
   } else if (AddSymbols(elf, SHT_DYNSYM, &image->symbols)) {
     image->symbol_source = ".dynsym";
   }
+  AddPltSymbols(elf, &image->symbols);
   return image;
 }
 
@@ -152,6 +213,7 @@ Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path) {
     if (delf.ok() && BuildIdOf(delf->get()) == image->build_id) {
       SymbolTable table;
       if (AddSymbols(delf->get(), SHT_SYMTAB, &table)) {
+        AddPltSymbols(elf.get(), &table);
         image->symbols = std::move(table);
         image->symbol_source = debug;
       }

@@ -21,6 +21,8 @@ CASES = [
               "signal_burn"]),
     ("dlopen", [fixture("unwind"), "dlopen", fixture("libunwind_plugin.so")], "plugin_inner",
      START + ["run_dlopen", "call_plugin", "plugin_burn", "plugin_inner"]),
+    ("vdso", [fixture("unwind"), "vdso"], "__vdso_clock_gettime",
+     START + ["run_vdso", "clock_gettime", "__vdso_clock_gettime"]),
     ("c++", [fixture("unwind_cpp")], "burn_compare(unsigned int, unsigned int)",
      START + ["run_cpp(Worker&)", "SortingWorker::Run(int)", "burn_compare(unsigned int, unsigned int)"]),
 ]
@@ -69,6 +71,12 @@ for mode in ("auto", "dwarf"):
         check(good >= 0.95 * total,
               "%s/%s: complete expected chain in %d of %d samples (%.1f%%)" %
               (mode, name, good, total, 100.0 * good / total))
+        if name == "vdso":
+            # Samples that land in a PLT stub unwind through ld's CFA expression.
+            plt = leaf_samples(rep, "clock_gettime@plt")
+            plt_good = sum(n for p, n in plt if matches(p, START + ["run_vdso", "clock_gettime@plt"]))
+            check(plt_good == sum(n for _, n in plt),
+                  "%s/vdso: %d of %d PLT-stub samples complete" % (mode, plt_good, sum(n for _, n in plt)))
         h = rep["header"]
         check(h["call_graph"] == mode and h["stack_copy"] == 16384, "%s/%s: settings stored" % (mode, name))
         check(h["stack_ends"]["complete"] >= 0.95 * h["samples"],

@@ -1,5 +1,10 @@
 #include <doctest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
 #include "src/symbols/symbol_table.h"
 
@@ -30,4 +35,21 @@ TEST_CASE("Kallsyms: parses functions, ignores data, refuses hidden addresses") 
   auto hidden = ParseKallsyms("0000000000000000 T _stext\n0000000000000000 t helper\n");
   REQUIRE_FALSE(hidden.ok());
   CHECK(hidden.status().message().find("kptr_restrict") != std::string::npos);
+}
+
+TEST_CASE("ElfImage: PLT stubs are named function@plt; sizeless symbols stop at their section") {
+  const char* path = std::getenv("FIXTURE_UNWIND");
+  REQUIRE(path != nullptr);
+  auto image = LoadElfImage(path);
+  REQUIRE(image.ok());
+  FILE* p = popen((std::string("objdump -d -j .plt -j .plt.sec ") + path +
+                   " | awk '/<clock_gettime@plt>:/{print $1}'")
+                      .c_str(),
+                  "r");
+  char buf[64] = {};
+  REQUIRE(fgets(buf, sizeof(buf), p) != nullptr);
+  pclose(p);
+  uint64_t stub = std::strtoull(buf, nullptr, 16);
+  REQUIRE(stub != 0);
+  CHECK((*image)->symbols.Lookup(stub + 4) == "clock_gettime@plt");
 }

@@ -1,6 +1,7 @@
 #include <doctest.h>
 #include <dwarf.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
 
@@ -248,4 +249,82 @@ TEST_CASE("CfiTable: built from a real module's .eh_frame") {
   CHECK((*libc)->table->general_rows() > 0);  // __restore_rt and other expression rows
   auto none = LoadModuleCfi("/etc/hostname");
   CHECK_FALSE(none.ok());
+}
+
+TEST_CASE("Unwinder: PLT stubs unwind through ld's CFA expression (real .eh_frame)") {
+  const char* path = std::getenv("FIXTURE_UNWIND");
+  REQUIRE(path != nullptr);
+  auto m = LoadModuleCfi(path);
+  REQUIRE(m.ok());
+  // The .plt section's address, from the section headers.
+  int fd = open(path, O_RDONLY);
+  REQUIRE(fd >= 0);
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  size_t shstrndx;
+  REQUIRE(elf_getshdrstrndx(elf, &shstrndx) == 0);
+  uint64_t plt = 0, plt_size = 0, text = 0;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    gelf_getshdr(scn, &sh);
+    std::string name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name == ".plt") {
+      plt = sh.sh_addr;
+      plt_size = sh.sh_size;
+    }
+    if (name == ".text") text = sh.sh_addr;
+  }
+  elf_end(elf);
+  close(fd);
+  REQUIRE(plt_size >= 32);
+  const uint64_t base = 0x555500000000;
+  FakeCode code;
+  code.ranges.push_back({base, base + 0x100000, (*m)->table.get(), base});
+  // Inside the second PLT entry, before its push (pc & 15 < 11): CFA = RSP + 8.
+  // After the push (pc & 15 >= 11): CFA = RSP + 16.
+  for (uint64_t offset : {uint64_t(6), uint64_t(11)}) {
+    Stack s;
+    uint64_t ra_at = offset < 11 ? 0x7000 : 0x7008;
+    s.Put(ra_at, base + text + 0x10);  // a return address into .text
+    std::vector<Frame> out(4);
+    auto r = Unwind(Regs(base + plt + 16 + offset, 0x7000), s.Image(), code, Policy::kDwarf, out);
+    REQUIRE(r.frames >= 2);
+    CHECK(out[1].pc == base + text + 0x10);
+  }
+}
+
+TEST_CASE("DWARF expressions: arithmetic, comparisons, shifts, stack ops") {
+  Registers regs;
+  regs.Set(kRegRsp, 0x1000);
+  regs.Set(kRegRa, 0x40103b);
+  ReadWord no_read = [](uint64_t, uint64_t*) { return false; };
+  ExprResult r;
+  // ld's PLT expression: rsp + 8 + ((rip & 15) >= 11) << 3
+  std::vector<ExprOp> plt = {{uint8_t(DW_OP_breg7), 8, 0},
+                             {uint8_t(DW_OP_breg0 + 16), 0, 0},
+                             {DW_OP_lit15, 0, 0},
+                             {DW_OP_and, 0, 0},
+                             {DW_OP_lit11, 0, 0},
+                             {DW_OP_ge, 0, 0},
+                             {DW_OP_lit3, 0, 0},
+                             {DW_OP_shl, 0, 0},
+                             {DW_OP_plus, 0, 0}};
+  REQUIRE(EvaluateExpr(plt, regs, false, 0, no_read, &r));
+  CHECK(r.value == 0x1010);
+  std::vector<ExprOp> cmp = {{DW_OP_lit3, 0, 0}, {DW_OP_consts, uint64_t(-5), 0}, {DW_OP_lt, 0, 0}};
+  REQUIRE(EvaluateExpr(cmp, regs, false, 0, no_read, &r));
+  CHECK(r.value == 0);  // signed: 3 < -5 is false
+  std::vector<ExprOp> stackops = {{DW_OP_lit1, 0, 0},
+                                  {DW_OP_lit2, 0, 0},
+                                  {DW_OP_swap, 0, 0},
+                                  {DW_OP_minus, 0, 0},
+                                  {DW_OP_neg, 0, 0}};
+  REQUIRE(EvaluateExpr(stackops, regs, false, 0, no_read, &r));
+  CHECK(r.value == uint64_t(-1));  // -(2 - 1)
+  std::vector<ExprOp> div0 = {{DW_OP_lit1, 0, 0}, {DW_OP_lit0, 0, 0}, {DW_OP_div, 0, 0}};
+  CHECK_FALSE(EvaluateExpr(div0, regs, false, 0, no_read, &r));
+  std::vector<ExprOp> underflow = {{DW_OP_plus, 0, 0}};
+  CHECK_FALSE(EvaluateExpr(underflow, regs, false, 0, no_read, &r));
+  std::vector<ExprOp> unknown_reg = {{uint8_t(DW_OP_breg3), 0, 0}};
+  CHECK_FALSE(EvaluateExpr(unknown_reg, regs, false, 0, no_read, &r));
 }
