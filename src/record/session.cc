@@ -273,9 +273,15 @@ Result<int> RunRecord(const RecordOptions& options) {
   copts.frequency = options.frequency;
   const bool copy_stack = options.call_graph != Processor::CallGraph::kFramePointer;
   copts.stack_copy = copy_stack ? options.stack_copy : 0;
-  // A stack copy makes each sample ~stack_copy bytes in the ring: size the
-  // ring for about a quarter second of samples per CPU.
-  copts.ring_pages = options.mmap_pages != 0 ? options.mmap_pages : copy_stack ? 2048 : 256;
+  // Each sample takes about stack_copy bytes of ring with a stack copy:
+  // size each CPU's ring for a quarter second of samples (1 to 64 MiB).
+  uint32_t pages = 256;
+  if (copy_stack) {
+    uint64_t want = uint64_t(copts.stack_copy + 512) * options.frequency / 4 / 4096;
+    pages = 256;
+    while (pages < want && pages < 16384) pages *= 2;
+  }
+  copts.ring_pages = options.mmap_pages != 0 ? options.mmap_pages : pages;
   ASSIGN_OR_RETURN(std::unique_ptr<Collector> collector, Collector::Create(copts));
   Processor::Options popts;
   popts.max_stack = MaxStack();
