@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side by side: the same CPU-bound fixture (tests/fixtures/split.c) recorded
+"""Side by side: the same CPU-bound fixture recorded
 by `perf record -g -F 999` and by `microscope record -F 999`, repeated, with
 medians. For each: samples captured vs expected, target slowdown vs an
 unprofiled run, recorder CPU time, file size, and the time to print the top
@@ -12,6 +12,7 @@ Usage: bench/peer_record.py [--build build] [--repeat 5] [--call-graph fp|dwarf]
 Run as root (perf needs it for kernel call chains here)."""
 import argparse
 import os
+import random
 import re
 import resource
 import shutil
@@ -64,12 +65,11 @@ def main():
     rows = {k: [] for k in ("base_wall", "perf_wall", "ms_wall", "perf_rec_cpu", "ms_rec_cpu",
                             "perf_samples", "ms_samples", "perf_expected", "ms_expected",
                             "perf_bytes", "ms_bytes", "perf_report", "ms_report")}
-    for i in range(a.repeat):
-        # Unprofiled, perf, microscope: interleaved in each repetition so
-        # machine noise hits all three alike.
+    def unprofiled():
         out, _, _ = run_timed(target)
         rows["base_wall"].append(fixture_times(out)[0])
 
+    def with_perf():
         pdata = os.path.join(d, "perf.data")
         out, _, cpu = run_timed([perf, "record", "-q", *perf_cg, "-F", a.hz, "-o", pdata, "--", *target])
         wall, tcpu = fixture_times(out)
@@ -82,6 +82,7 @@ def main():
         _, rt, _ = run_timed([perf, "report", "-i", pdata, "--stdio"])
         rows["perf_report"].append(rt)
 
+    def with_microscope():
         cap = os.path.join(d, "run.mscap")
         out, _, cpu = run_timed([microscope, "record", "-q", *ms_cg, "-F", a.hz, "-o", cap, "--", *target])
         wall, tcpu = fixture_times(out)
@@ -89,12 +90,22 @@ def main():
         rows["ms_rec_cpu"].append(cpu - tcpu)
         rows["ms_expected"].append(wall * int(a.hz))
         rows["ms_bytes"].append(os.path.getsize(cap))
-        rep, rt, _ = run_timed([microscope, "report", "--json", cap])
+        rep, _, _ = run_timed([microscope, "report", "--json", cap])
         rows["ms_samples"].append(int(re.search(r'"samples": (\d+)', rep).group(1)))
         _, rt, _ = run_timed([microscope, "report", cap])
         rows["ms_report"].append(rt)
-        print("run %d: base %.3fs perf %.3fs microscope %.3fs" %
-              (i + 1, rows["base_wall"][-1], rows["perf_wall"][-1], rows["ms_wall"][-1]), flush=True)
+
+    rng = random.Random(7)
+    for i in range(a.repeat):
+        # Unprofiled, perf, microscope in each repetition, in a shuffled
+        # order, so that drift and noise hit all three alike.
+        steps = [unprofiled, with_perf, with_microscope]
+        rng.shuffle(steps)
+        for step in steps:
+            step()
+        print("run %d (%s): base %.3fs perf %.3fs microscope %.3fs" %
+              (i + 1, ", ".join(f.__name__ for f in steps), rows["base_wall"][-1],
+               rows["perf_wall"][-1], rows["ms_wall"][-1]), flush=True)
     shutil.rmtree(d)
     med = {k: statistics.median(v) for k, v in rows.items()}
     print()
@@ -103,8 +114,12 @@ def main():
     print("%-34s %13.1f%% %13.1f%%" % ("samples captured / expected",
           100 * med["perf_samples"] / med["perf_expected"], 100 * med["ms_samples"] / med["ms_expected"]))
     print("%-34s %14d %14d" % ("samples", med["perf_samples"], med["ms_samples"]))
+    # Slowdown: the median over repetitions of each run's ratio to that
+    # repetition's unprofiled run.
+    slow = {k: statistics.median(w / b for w, b in zip(rows[k], rows["base_wall"])) - 1
+            for k in ("perf_wall", "ms_wall")}
     print("%-34s %13.1f%% %13.1f%%" % ("target slowdown vs unprofiled",
-          100 * (med["perf_wall"] / med["base_wall"] - 1), 100 * (med["ms_wall"] / med["base_wall"] - 1)))
+          100 * slow["perf_wall"], 100 * slow["ms_wall"]))
     print("%-34s %13.3fs %13.3fs" % ("recorder CPU time", med["perf_rec_cpu"], med["ms_rec_cpu"]))
     print("%-34s %14d %14d" % ("file bytes", med["perf_bytes"], med["ms_bytes"]))
     print("%-34s %13.3fs %13.3fs" % ("report time", med["perf_report"], med["ms_report"]))

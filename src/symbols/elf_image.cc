@@ -30,14 +30,6 @@ Status ElfError(const char* what) {
   return Status::Error(std::string(what) + ": " + elf_errmsg(-1));
 }
 
-std::vector<uint8_t> BuildIdOf(Elf* elf) {
-  const void* id = nullptr;
-  ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
-  if (n <= 0 || id == nullptr) return {};
-  const uint8_t* p = static_cast<const uint8_t*>(id);
-  return std::vector<uint8_t>(p, p + n);
-}
-
 // Adds STT_FUNC / STT_GNU_IFUNC symbols from the first section of `type`.
 // Global symbols are added before local and weak ones so that, at an address
 // with aliases, the table keeps the exported name.
@@ -138,16 +130,8 @@ Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
   if (gelf_getehdr(elf, &ehdr) == nullptr) return ElfError("bad ELF header");
   auto image = std::make_unique<ElfImage>();
   image->is_dyn = ehdr.e_type == ET_DYN;
-  image->build_id = BuildIdOf(elf);
-  size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) != 0) return ElfError("bad program headers");
-  for (size_t i = 0; i < phnum; ++i) {
-    GElf_Phdr phdr;
-    if (gelf_getphdr(elf, int(i), &phdr) == nullptr) return ElfError("bad program header");
-    if (phdr.p_type == PT_LOAD) {
-      image->loads.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz});
-    }
-  }
+  image->build_id = ElfBuildId(elf);
+  ASSIGN_OR_RETURN(image->loads, ElfLoadSegments(elf));
   if (AddSymbols(elf, SHT_SYMTAB, &image->symbols)) {
     image->symbol_source = ".symtab";
   } else if (AddSymbols(elf, SHT_DYNSYM, &image->symbols)) {
@@ -167,6 +151,27 @@ Result<ElfPtr> OpenElf(const std::string& path, ScopedFd* fd) {
 }
 
 }  // namespace
+
+std::vector<uint8_t> ElfBuildId(Elf* elf) {
+  const void* id = nullptr;
+  ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+  if (n <= 0 || id == nullptr) return {};
+  const uint8_t* p = static_cast<const uint8_t*>(id);
+  return std::vector<uint8_t>(p, p + n);
+}
+
+Result<std::vector<LoadSegment>> ElfLoadSegments(Elf* elf) {
+  std::vector<LoadSegment> loads;
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0) return ElfError("bad program headers");
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf, int(i), &phdr) == nullptr) return ElfError("bad program header");
+    if (phdr.p_type == PT_LOAD)
+      loads.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz});
+  }
+  return loads;
+}
 
 std::string HexString(std::span<const uint8_t> bytes) {
   static const char kHex[] = "0123456789abcdef";
@@ -195,7 +200,7 @@ bool ElfImage::OffsetToVaddr(uint64_t offset, uint64_t* vaddr) const {
 Result<std::vector<uint8_t>> ReadBuildId(const std::string& path) {
   ScopedFd fd;
   ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
-  return BuildIdOf(elf.get());
+  return ElfBuildId(elf.get());
 }
 
 Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path) {
@@ -210,7 +215,7 @@ Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path) {
         "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
     ScopedFd dfd;
     auto delf = OpenElf(debug, &dfd);
-    if (delf.ok() && BuildIdOf(delf->get()) == image->build_id) {
+    if (delf.ok() && ElfBuildId(delf->get()) == image->build_id) {
       SymbolTable table;
       if (AddSymbols(delf->get(), SHT_SYMTAB, &table)) {
         AddPltSymbols(elf.get(), &table);

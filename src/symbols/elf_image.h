@@ -3,6 +3,8 @@
 // symbols. Read with elfutils' libelf; every failure is a Status naming the file.
 #pragma once
 
+#include <libelf.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -45,5 +47,9 @@ Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path);
 Result<std::unique_ptr<ElfImage>> LoadElfImageFromMemory(std::span<const uint8_t> bytes);
 
 std::string HexString(std::span<const uint8_t> bytes);
+
+// The pieces both symbolization and unwinding read from an open ELF.
+std::vector<uint8_t> ElfBuildId(Elf* elf);
+Result<std::vector<LoadSegment>> ElfLoadSegments(Elf* elf);
 
 }  // namespace microscope::symbols

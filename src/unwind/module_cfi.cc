@@ -19,20 +19,8 @@ Result<std::unique_ptr<ModuleCfi>> FromElf(Elf* elf) {
     return Status::Error(std::string("not readable as ELF: ") + elf_errmsg(-1));
   }
   auto m = std::make_unique<ModuleCfi>();
-  const void* id = nullptr;
-  ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
-  if (n > 0 && id != nullptr) {
-    const uint8_t* p = static_cast<const uint8_t*>(id);
-    m->build_id.assign(p, p + n);
-  }
-  size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) != 0) return Status::Error("bad program headers");
-  for (size_t i = 0; i < phnum; ++i) {
-    GElf_Phdr phdr;
-    if (gelf_getphdr(elf, int(i), &phdr) != nullptr && phdr.p_type == PT_LOAD) {
-      m->loads.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz});
-    }
-  }
+  m->build_id = symbols::ElfBuildId(elf);
+  ASSIGN_OR_RETURN(m->loads, symbols::ElfLoadSegments(elf));
   ASSIGN_OR_RETURN(m->table, CfiTable::FromElf(elf));
   return m;
 }
