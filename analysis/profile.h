@@ -1,42 +1,28 @@
 // Aggregations over a validated capture: flat self/total costs per function
-// and the caller-first call tree. Pure: same capture, same result, same order.
-//
-// A frame's function key is its symbol when named, else the frame itself
-// (shown as module+0xoffset), so unnamed code is kept apart, not merged.
+// key, the caller-first call tree, and the inverted (callee-first) tree.
+// Pure: same capture and options, same result, same order.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "analysis/filter.h"
+#include "analysis/keys.h"
 #include "capture/capture.h"
 
 namespace microscope::analysis {
 
-using KeyId = uint32_t;
-
-// Names of function keys; built once per capture.
-class FunctionKeys {
- public:
-  explicit FunctionKeys(const capture::Capture& capture);
-  KeyId KeyOf(capture::FrameId frame) const { return frame_key_[frame]; }
-  std::string Name(KeyId key) const;
-  std::string ModuleName(KeyId key) const;  // module file's base name, or [unmapped]
-  size_t size() const { return capture_.functions.size() + capture_.frames.size(); }
-
- private:
-  const capture::Capture& capture_;
-  std::vector<KeyId> frame_key_;
-};
-
-// Quantity of a row: CPU samples and the CPU time they stand for.
+// What a row measures: how many samples, and their value in the capture's
+// unit (settings.metric / settings.unit: CPU nanoseconds for a recording).
 struct Cost {
   uint64_t samples = 0;
-  uint64_t time_ns = 0;
-  void Add(uint64_t n, uint64_t t) {
+  uint64_t value = 0;
+  void Add(uint64_t n, uint64_t v) {
     samples += n;
-    time_ns += t;
+    value += v;
   }
+  void Add(const Cost& o) { Add(o.samples, o.value); }
 };
 
 struct FlatRow {
@@ -47,7 +33,7 @@ struct FlatRow {
 
 struct Flat {
   Cost all;
-  std::vector<FlatRow> rows;  // by self desc, then total desc, then name
+  std::vector<FlatRow> rows;  // by self value desc, then total, then name
 };
 
 struct TreeNode {
@@ -55,20 +41,33 @@ struct TreeNode {
   uint32_t parent;  // capture::kNone for roots
   Cost self;
   Cost total;
-  std::vector<uint32_t> children;  // by total desc, then name
+  std::vector<uint32_t> children;  // by total value desc, then name
 };
 
 struct CallTree {
   Cost all;
+  bool inverted = false;
   std::vector<TreeNode> nodes;
-  std::vector<uint32_t> roots;  // by total desc, then name
+  std::vector<uint32_t> roots;  // by total value desc, then name
 };
 
-Flat ComputeFlat(const capture::Capture& capture, const FunctionKeys& keys);
-CallTree ComputeTree(const capture::Capture& capture, const FunctionKeys& keys);
+struct TreeOptions {
+  bool inverted = false;            // roots are the sampled functions, children their callers
+  bool collapse_recursion = false;  // a function calling itself is one node
+};
 
-// Samples and time ending in each stack node (index = StackId); the samples
-// without a stack are returned in `no_stack`.
-std::vector<Cost> CostPerStack(const capture::Capture& capture, Cost* no_stack);
+// Samples and value ending in each stack node (index = StackId); samples
+// without a stack are added to `no_stack`.
+std::vector<Cost> CostPerStack(const capture::Capture& capture, const SampleFilter& filter,
+                               Cost* no_stack);
+
+Flat ComputeFlat(const capture::Capture& capture, const FunctionKeys& keys,
+                 const SampleFilter& filter = {});
+CallTree ComputeTree(const capture::Capture& capture, const FunctionKeys& keys,
+                     const SampleFilter& filter = {}, TreeOptions options = {});
+
+// The stack of a node as keys, outermost first (for the inverted tree, the
+// sampled function first).
+std::vector<KeyId> PathOf(const CallTree& tree, uint32_t node);
 
 }  // namespace microscope::analysis

@@ -13,6 +13,8 @@ Summary Summarize(const capture::Capture& c) {
   s.frequency = st.frequency;
   s.call_graph = st.call_graph;
   s.stack_copy = st.stack_copy;
+  s.metric = st.metric;
+  s.unit = st.unit;
   s.duration_ns = st.end_time > st.start_time ? st.end_time - st.start_time : 0;
   s.lost_records = st.lost_records;
   s.lost_samples = st.lost_samples;
@@ -22,11 +24,12 @@ Summary Summarize(const capture::Capture& c) {
   std::vector<uint64_t> per_thread(c.threads.size());
   std::vector<uint64_t> per_process(c.processes.size());
   for (size_t i = 0; i < c.samples.size(); ++i) {
-    ++s.samples;
-    s.sampled_ns += c.samples.weight[i];
-    ++s.stack_ends[size_t(c.samples.end[i])];
-    ++per_thread[c.samples.thread[i]];
-    ++per_process[c.threads[c.samples.thread[i]].process];
+    uint32_t n = c.samples.CountAt(i);
+    s.samples += n;
+    s.value += c.samples.weight[i];
+    s.stack_ends[size_t(c.samples.end[i])] += n;
+    per_thread[c.samples.thread[i]] += n;
+    per_process[c.threads[c.samples.thread[i]].process] += n;
   }
   for (size_t i = 0; i < c.processes.size(); ++i) {
     const capture::Process& p = c.processes[i];
@@ -48,6 +51,27 @@ Summary Summarize(const capture::Capture& c) {
   std::sort(s.problems.begin(), s.problems.end(),
             [](const ProblemSummary& a, const ProblemSummary& b) { return a.kind < b.kind; });
   return s;
+}
+
+std::vector<ThreadCost> ThreadTotals(const capture::Capture& c, const SampleFilter& filter) {
+  std::vector<ThreadCost> out(c.threads.size());
+  for (size_t t = 0; t < c.threads.size(); ++t) {
+    out[t].tid = c.threads[t].tid;
+    out[t].pid = c.processes[c.threads[t].process].pid;
+    out[t].name = c.str(c.threads[t].name);
+  }
+  for (size_t i = 0; i < c.samples.size(); ++i) {
+    if (!filter.Keep(c, i)) continue;
+    ThreadCost& t = out[c.samples.thread[i]];
+    t.samples += c.samples.CountAt(i);
+    t.value += c.samples.weight[i];
+  }
+  std::erase_if(out, [](const ThreadCost& t) { return t.samples == 0; });
+  std::sort(out.begin(), out.end(), [](const ThreadCost& a, const ThreadCost& b) {
+    if (a.value != b.value) return a.value > b.value;
+    return a.tid < b.tid;
+  });
+  return out;
 }
 
 }  // namespace microscope::analysis

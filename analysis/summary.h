@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/filter.h"
 #include "capture/capture.h"
 
 namespace microscope::analysis {
@@ -41,7 +42,9 @@ struct Summary {
   uint32_t stack_copy = 0;
   uint64_t duration_ns = 0;
   uint64_t samples = 0;
-  uint64_t sampled_ns = 0;
+  uint64_t value = 0;  // sum of sample weights, in `unit`
+  std::string metric;
+  std::string unit;
   uint64_t lost_records = 0;
   uint64_t lost_samples = 0;
   uint64_t throttles = 0;
@@ -54,5 +57,15 @@ struct Summary {
 };
 
 Summary Summarize(const capture::Capture& capture);
+
+// Per-thread totals of the samples a filter keeps, by value desc then tid.
+struct ThreadCost {
+  int32_t tid;
+  int32_t pid;
+  std::string name;
+  uint64_t samples = 0;
+  uint64_t value = 0;
+};
+std::vector<ThreadCost> ThreadTotals(const capture::Capture& capture, const SampleFilter& filter);
 
 }  // namespace microscope::analysis

@@ -24,7 +24,7 @@ inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 inline constexpr uint32_t kMaxStackDepth = 4096;
 
 enum class ModuleKind : uint8_t { kFile = 0, kKernel = 1, kVdso = 2, kAnonymous = 3 };
-enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kUnmapped = 2 };
+enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kUnmapped = 2, kNamed = 3 };
 // Why a stack stops where it does (schema.fbs documents each value).
 enum class StackEnd : uint8_t {
   kFramePointerEnd = 0,
@@ -100,9 +100,11 @@ struct Samples {
   std::vector<uint64_t> time;
   std::vector<ThreadId> thread;
   std::vector<StackId> stack;    // kNone for a sample without frames
-  std::vector<uint64_t> weight;  // nanoseconds of CPU time the sample stands for
+  std::vector<uint64_t> weight;  // in settings.unit: CPU nanoseconds for a recording
   std::vector<StackEnd> end;
+  std::vector<uint32_t> count;  // samples per row; empty: 1 each
   size_t size() const { return time.size(); }
+  uint32_t CountAt(size_t i) const { return count.empty() ? 1 : count[i]; }
 };
 
 struct Problem {
@@ -130,6 +132,8 @@ struct Settings {
   uint64_t throttles = 0;
   uint64_t unthrottles = 0;
   std::vector<std::string> notes;
+  std::string metric = "cpu";
+  std::string unit = "nanoseconds";
 };
 
 struct Capture {

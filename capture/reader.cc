@@ -50,6 +50,8 @@ Settings ToSettings(const fbs::Settings* s) {
   out.throttles = s->throttles();
   out.unthrottles = s->unthrottles();
   out.notes = Strings(s->notes());
+  if (s->metric()) out.metric = s->metric()->str();
+  if (s->unit()) out.unit = s->unit()->str();
   return out;
 }
 
@@ -138,7 +140,7 @@ Status ValidateCapture(const Capture& c) {
   }
   for (size_t i = 0; i < c.frames.size(); ++i) {
     const Frame& f = c.frames[i];
-    if (uint8_t(f.kind) > uint8_t(FrameKind::kUnmapped)) {
+    if (uint8_t(f.kind) > uint8_t(FrameKind::kNamed)) {
       return Status::Error(Where("frames", i, "kind") + " has unknown value " +
                            std::to_string(int(f.kind)));
     }
@@ -167,12 +169,13 @@ Status ValidateCapture(const Capture& c) {
   }
   const Samples& s = c.samples;
   const size_t n = s.time.size();
-  if (s.thread.size() != n || s.stack.size() != n || s.weight.size() != n || s.end.size() != n) {
+  if (s.thread.size() != n || s.stack.size() != n || s.weight.size() != n || s.end.size() != n ||
+      (!s.count.empty() && s.count.size() != n)) {
     return Status::Error("samples: columns differ in length (time " + std::to_string(n) +
                          ", thread " + std::to_string(s.thread.size()) + ", stack " +
                          std::to_string(s.stack.size()) + ", weight " +
                          std::to_string(s.weight.size()) + ", end " + std::to_string(s.end.size()) +
-                         ")");
+                         ", count " + std::to_string(s.count.size()) + ")");
   }
   for (size_t i = 0; i < n; ++i) {
     RETURN_IF_ERROR(
@@ -248,6 +251,7 @@ Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
     c.samples.thread = Column(s->thread());
     c.samples.stack = Column(s->stack());
     c.samples.weight = Column(s->weight());
+    c.samples.count = Column(s->count());
     if (s->end()) {
       c.samples.end.reserve(s->end()->size());
       for (uint8_t e : *s->end()) c.samples.end.push_back(StackEnd(e));

@@ -19,6 +19,8 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   auto clock = b.CreateString(s.clock);
   auto recorder = b.CreateString(s.recorder);
   auto notes = b.CreateVectorOfStrings(s.notes);
+  auto metric = b.CreateString(s.metric);
+  auto unit = b.CreateString(s.unit);
   fbs::SettingsBuilder sb(b);
   sb.add_mode(mode);
   sb.add_command(command);
@@ -38,6 +40,8 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   sb.add_throttles(s.throttles);
   sb.add_unthrottles(s.unthrottles);
   sb.add_notes(notes);
+  sb.add_metric(metric);
+  sb.add_unit(unit);
   return sb.Finish();
 }
 
@@ -84,7 +88,8 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
       b.CreateVector(reinterpret_cast<const uint8_t*>(c.samples.end.data()), c.samples.end.size());
   auto samples =
       fbs::CreateSamples(b, b.CreateVector(c.samples.time), b.CreateVector(c.samples.thread),
-                         b.CreateVector(c.samples.stack), b.CreateVector(c.samples.weight), ends);
+                         b.CreateVector(c.samples.stack), b.CreateVector(c.samples.weight), ends,
+                         c.samples.count.empty() ? 0 : b.CreateVector(c.samples.count));
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
   auto settings = BuildSettings(b, c.settings);

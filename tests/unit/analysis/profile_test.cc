@@ -12,7 +12,7 @@ TEST_CASE("Flat: self and total per function, ordered") {
   FunctionKeys keys(c);
   Flat flat = ComputeFlat(c, keys);
   CHECK(flat.all.samples == 10);
-  CHECK(flat.all.time_ns == 10000);
+  CHECK(flat.all.value == 10000);
   REQUIRE(flat.rows.size() == 4);
   CHECK(keys.Name(flat.rows[0].key) == "hot");
   CHECK(flat.rows[0].self.samples == 7);

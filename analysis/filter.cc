@@ -1,0 +1,111 @@
+#include "analysis/filter.h"
+
+#include <cstdlib>
+#include <regex>
+
+namespace microscope::analysis {
+namespace {
+
+Result<std::optional<std::regex>> Compile(const std::string& pattern, const char* what) {
+  if (pattern.empty()) return std::optional<std::regex>();
+  try {
+    return std::optional<std::regex>(std::regex(pattern, std::regex::ECMAScript));
+  } catch (const std::regex_error& e) {
+    return Status::Error(std::string(what) + " '" + pattern + "' is not a valid regex: " + e.what());
+  }
+}
+
+bool ParseDuration(const std::string& text, uint64_t* ns) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || v < 0) return false;
+  std::string unit(end);
+  double scale = unit.empty() || unit == "s" ? 1e9
+                 : unit == "ms"              ? 1e6
+                 : unit == "us"              ? 1e3
+                 : unit == "ns"              ? 1
+                 : unit == "m"               ? 60e9
+                                             : -1;
+  if (scale < 0) return false;
+  *ns = uint64_t(v * scale);
+  return true;
+}
+
+}  // namespace
+
+Status ParseTimeRange(const std::string& text, FilterSpec* spec) {
+  size_t dots = text.find("..");
+  if (dots == std::string::npos) {
+    return Status::Error("--time '" + text + "': use FROM..TO, e.g. 1s..2.5s, ..500ms, 2s..");
+  }
+  std::string from = text.substr(0, dots), to = text.substr(dots + 2);
+  uint64_t v;
+  if (!from.empty()) {
+    if (!ParseDuration(from, &v)) return Status::Error("--time: cannot read '" + from + "'");
+    spec->from_ns = v;
+  }
+  if (!to.empty()) {
+    if (!ParseDuration(to, &v)) return Status::Error("--time: cannot read '" + to + "'");
+    spec->to_ns = v;
+  }
+  if (spec->from_ns && spec->to_ns && *spec->from_ns > *spec->to_ns) {
+    return Status::Error("--time '" + text + "': FROM is after TO");
+  }
+  return OkStatus();
+}
+
+Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const FunctionKeys& keys,
+                                        const FilterSpec& spec) {
+  SampleFilter f;
+  if (spec.empty()) return f;
+  f.all_ = false;
+  f.thread_keep_.assign(c.threads.size(), 1);
+  if (spec.pid || !spec.thread.empty()) {
+    char* end = nullptr;
+    long tid = std::strtol(spec.thread.c_str(), &end, 10);
+    bool by_tid = !spec.thread.empty() && *end == '\0';
+    size_t kept = 0;
+    for (size_t t = 0; t < c.threads.size(); ++t) {
+      const capture::Thread& th = c.threads[t];
+      bool keep = true;
+      if (spec.pid && c.processes[th.process].pid != *spec.pid) keep = false;
+      if (!spec.thread.empty()) {
+        keep = keep && (by_tid ? th.tid == tid : c.str(th.name) == spec.thread);
+      }
+      f.thread_keep_[t] = keep;
+      kept += keep;
+    }
+    if (kept == 0) {
+      return Status::Error(spec.thread.empty()
+                               ? "no process " + std::to_string(*spec.pid) + " in the capture"
+                               : "no thread '" + spec.thread + "' in the capture");
+    }
+  }
+  if (spec.from_ns) f.from_ = c.settings.start_time + *spec.from_ns;
+  if (spec.to_ns) f.to_ = c.settings.start_time + *spec.to_ns;
+  ASSIGN_OR_RETURN(auto focus, Compile(spec.focus, "--focus"));
+  ASSIGN_OR_RETURN(auto exclude, Compile(spec.exclude, "--exclude"));
+  f.needs_focus_ = focus.has_value();
+  // Per key: 1 matches focus, 2 matches exclude (computed once per key).
+  std::vector<int8_t> match(keys.size(), -1);
+  auto match_of = [&](KeyId k) {
+    if (match[k] < 0) {
+      match[k] = int8_t((focus && std::regex_search(keys.Name(k), *focus) ? 1 : 0) |
+                        (exclude && std::regex_search(keys.Name(k), *exclude) ? 2 : 0));
+    }
+    return match[k];
+  };
+  // Per stack node: bit 1 some frame on the path matches focus, bit 2 exclude.
+  std::vector<uint8_t> path(c.stacks.size());
+  f.stack_keep_.resize(c.stacks.size());
+  for (size_t n = 0; n < c.stacks.size(); ++n) {
+    uint32_t p = c.stacks.parent[n];
+    path[n] = uint8_t((p == capture::kNone ? 0 : path[p]) | match_of(keys.KeyOf(c.stacks.frame[n])));
+    bool keep = (!focus || (path[n] & 1)) && !(path[n] & 2);
+    f.stack_keep_[n] = keep;
+  }
+  return f;
+}
+
+}  // namespace microscope::analysis

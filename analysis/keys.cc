@@ -1,0 +1,67 @@
+#include "analysis/keys.h"
+
+#include <cstdio>
+
+namespace microscope::analysis {
+
+using capture::kNone;
+
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+FunctionKeys::FunctionKeys(const capture::Capture& capture, Granularity granularity)
+    : capture_(capture), granularity_(granularity) {
+  frame_key_.resize(capture.frames.size());
+  // Function keys first (one per function), then one per unnamed frame (or,
+  // at address granularity, per frame).
+  std::vector<KeyId> function_key(capture.functions.size(), kNone);
+  for (size_t i = 0; i < capture.frames.size(); ++i) {
+    const capture::Frame& f = capture.frames[i];
+    KeyId key;
+    if (f.function != kNone && granularity == Granularity::kFunction) {
+      if (function_key[f.function] == kNone) {
+        function_key[f.function] = KeyId(names_.size());
+        names_.push_back(capture.str(capture.functions[f.function].name));
+        key_frame_.push_back(capture::FrameId(i));
+      }
+      key = function_key[f.function];
+    } else {
+      key = KeyId(names_.size());
+      std::string name;
+      if (f.kind == capture::FrameKind::kNamed) {
+        name = f.function != kNone ? capture.str(capture.functions[f.function].name) : "?";
+      } else if (f.function != kNone) {
+        name = capture.str(capture.functions[f.function].name) + " @" + Hex(f.address);
+      } else if (f.module == kNone) {
+        name = Hex(f.address);
+      } else {
+        name = BaseName(capture.str(capture.modules[f.module].path)) + "+" + Hex(f.address);
+      }
+      names_.push_back(std::move(name));
+      key_frame_.push_back(capture::FrameId(i));
+    }
+    frame_key_[i] = key;
+  }
+}
+
+std::string FunctionKeys::ModuleName(KeyId key) const {
+  const capture::Frame& f = capture_.frames[key_frame_[key]];
+  capture::ModuleId m = f.module;
+  if (m == kNone && f.function != kNone) m = capture_.functions[f.function].module;
+  if (m == kNone) return f.kind == capture::FrameKind::kNamed ? "" : "[unmapped]";
+  return BaseName(capture_.str(capture_.modules[m].path));
+}
+
+}  // namespace microscope::analysis

@@ -1,0 +1,37 @@
+// Function identity at a chosen granularity. A frame's key is its function
+// (function granularity) or the frame itself (address granularity); an
+// unnamed frame is always its own key, shown as module+0xoffset, so unnamed
+// code is kept apart rather than merged. Named (imported) frames are keyed
+// by their function's text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capture/capture.h"
+
+namespace microscope::analysis {
+
+using KeyId = uint32_t;
+
+enum class Granularity : uint8_t { kFunction, kAddress };
+
+class FunctionKeys {
+ public:
+  FunctionKeys(const capture::Capture& capture, Granularity granularity = Granularity::kFunction);
+  KeyId KeyOf(capture::FrameId frame) const { return frame_key_[frame]; }
+  const std::string& Name(KeyId key) const { return names_[key]; }
+  std::string ModuleName(KeyId key) const;  // module file's base name, or [unmapped]
+  size_t size() const { return names_.size(); }
+  Granularity granularity() const { return granularity_; }
+
+ private:
+  const capture::Capture& capture_;
+  Granularity granularity_;
+  std::vector<KeyId> frame_key_;
+  std::vector<capture::FrameId> key_frame_;  // a representative frame per key
+  std::vector<std::string> names_;
+};
+
+}  // namespace microscope::analysis
