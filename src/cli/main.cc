@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, Runner>> commands;
   Runner record = AddRecordCommand(app);
   Runner report = AddReportCommand(app);
+  Runner convert = AddConvertCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -25,5 +26,6 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("record")) return record();
   if (app.got_subcommand("report")) return report();
+  if (app.got_subcommand("convert")) return convert();
   return 2;
 }

@@ -1,0 +1,22 @@
+// Chrome's Trace Event JSON, as Perfetto UI and chrome://tracing open it.
+// One track per thread: each run of adjacent samples sharing a frame becomes
+// a complete event ("X") for that frame, nested like a flame chart; process
+// and thread names are metadata events ("M"). Times in microseconds from the
+// recording's start.
+// Not carried: modules, build IDs and addresses (names only), sample
+// weights (an event spans from its first sample to the end of its last),
+// stack end reasons, lost counts, problems.
+#pragma once
+
+#include <string>
+
+#include "analysis/filter.h"
+#include "analysis/keys.h"
+#include "capture/capture.h"
+
+namespace microscope::formats {
+
+std::string WriteChromeTrace(const capture::Capture& capture, const analysis::FunctionKeys& keys,
+                             const analysis::SampleFilter& filter);
+
+}  // namespace microscope::formats

@@ -1,0 +1,18 @@
+// gzip for pprof files (zlib).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capture/result.h"
+
+namespace microscope::formats {
+
+std::vector<uint8_t> Gzip(std::span<const uint8_t> data);
+bool IsGzip(std::span<const uint8_t> data);
+// Inflates at most `limit` bytes; more is an error (a bomb, or not ours).
+Result<std::vector<uint8_t>> Gunzip(std::span<const uint8_t> data, size_t limit);
+
+}  // namespace microscope::formats

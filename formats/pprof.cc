@@ -1,0 +1,475 @@
+#include "formats/pprof.h"
+
+#include <protozero/pbf_reader.hpp>
+#include <protozero/pbf_writer.hpp>
+
+#include <array>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "capture/reader.h"
+#include "formats/capture_builder.h"
+#include "formats/gzip.h"
+
+namespace microscope::formats {
+namespace {
+
+using capture::kNone;
+
+// profile.proto field numbers.
+enum ProfileField : uint32_t {
+  kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5, kStringTable = 6,
+  kTimeNanos = 9, kDurationNanos = 10, kPeriodType = 11, kPeriod = 12, kDefaultSampleType = 14,
+};
+
+class Strings {
+ public:
+  Strings() { Id(""); }
+  int64_t Id(const std::string& s) {
+    auto [it, inserted] = ids_.try_emplace(s, int64_t(list_.size()));
+    if (inserted) list_.push_back(s);
+    return it->second;
+  }
+  const std::vector<std::string>& list() const { return list_; }
+
+ private:
+  std::unordered_map<std::string, int64_t> ids_;
+  std::vector<std::string> list_;
+};
+
+void AddValueType(protozero::pbf_writer& pw, uint32_t field, Strings& s, const std::string& type,
+                  const std::string& unit) {
+  protozero::pbf_writer vt(pw, field);
+  vt.add_int64(1, s.Id(type));
+  vt.add_int64(2, s.Id(unit));
+}
+
+std::string Hex(const std::vector<uint8_t>& bytes) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+std::vector<uint8_t> Unhex(const std::string& s) {
+  std::vector<uint8_t> out;
+  if (s.size() % 2 != 0 || s.size() > 128) return out;
+  auto nib = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < s.size(); i += 2) {
+    int hi = nib(s[i]), lo = nib(s[i + 1]);
+    if (hi < 0 || lo < 0) return {};
+    out.push_back(uint8_t(hi * 16 + lo));
+  }
+  return out;
+}
+
+constexpr uint64_t kModuleSpan = 1ull << 36;
+
+}  // namespace
+
+std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::SampleFilter& filter) {
+  // Aggregate samples per (stack, thread).
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, uint64_t>> agg;
+  for (size_t i = 0; i < c.samples.size(); ++i) {
+    if (!filter.Keep(c, i)) continue;
+    auto& v = agg[{c.samples.stack[i], c.samples.thread[i]}];
+    v.first += c.samples.CountAt(i);
+    v.second += c.samples.weight[i];
+  }
+  std::vector<bool> frame_used(c.frames.size());
+  for (const auto& [key, v] : agg) {
+    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n]) frame_used[c.stacks.frame[n]] = true;
+  }
+  // Module address ranges: file-backed modules each get kModuleSpan.
+  std::vector<uint64_t> module_base(c.modules.size(), 0);
+  std::vector<bool> module_used(c.modules.size()), module_named(c.modules.size());
+  for (size_t f = 0; f < c.frames.size(); ++f) {
+    const capture::Frame& fr = c.frames[f];
+    if (!frame_used[f] || fr.module == kNone || fr.kind != capture::FrameKind::kNative) continue;
+    if (c.modules[fr.module].kind == capture::ModuleKind::kAnonymous) continue;
+    module_used[fr.module] = true;
+    if (fr.function != kNone) module_named[fr.module] = true;
+  }
+  std::string out;
+  protozero::pbf_writer pw(out);
+  Strings s;
+  const bool cpu = c.settings.metric == "cpu" && c.settings.unit == "nanoseconds";
+  AddValueType(pw, kSampleType, s, "samples", "count");
+  AddValueType(pw, kSampleType, s, c.settings.metric, c.settings.unit);
+  for (const auto& [key, v] : agg) {
+    protozero::pbf_writer sample(pw, kSample);
+    std::vector<uint64_t> locations;
+    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n]) locations.push_back(c.stacks.frame[n] + 1);
+    sample.add_packed_uint64(1, locations.begin(), locations.end());
+    int64_t values[2] = {int64_t(v.first), int64_t(v.second)};
+    sample.add_packed_int64(2, std::begin(values), std::end(values));
+    const capture::Thread& t = c.threads[key.second];
+    {
+      protozero::pbf_writer label(sample, 3);
+      label.add_int64(1, s.Id("pid"));
+      label.add_int64(3, c.processes[t.process].pid);
+    }
+    {
+      protozero::pbf_writer label(sample, 3);
+      label.add_int64(1, s.Id("tid"));
+      label.add_int64(3, t.tid);
+    }
+    {
+      protozero::pbf_writer label(sample, 3);
+      label.add_int64(1, s.Id("thread"));
+      label.add_int64(2, s.Id(c.str(t.name)));
+    }
+  }
+  uint64_t next_base = kModuleSpan;
+  for (size_t m = 0; m < c.modules.size(); ++m) {
+    if (!module_used[m]) continue;
+    module_base[m] = next_base;
+    next_base += kModuleSpan;
+    protozero::pbf_writer mapping(pw, kMapping);
+    mapping.add_uint64(1, m + 1);
+    mapping.add_uint64(2, module_base[m]);
+    mapping.add_uint64(3, module_base[m] + kModuleSpan);
+    mapping.add_uint64(4, 0);
+    mapping.add_int64(5, s.Id(c.str(c.modules[m].path)));
+    mapping.add_int64(6, s.Id(Hex(c.modules[m].build_id)));
+    mapping.add_bool(7, module_named[m]);
+  }
+  for (size_t f = 0; f < c.frames.size(); ++f) {
+    if (!frame_used[f]) continue;
+    const capture::Frame& fr = c.frames[f];
+    protozero::pbf_writer loc(pw, kLocation);
+    loc.add_uint64(1, f + 1);
+    bool mapped = fr.module != kNone && module_used[fr.module] && fr.kind == capture::FrameKind::kNative;
+    if (mapped) {
+      loc.add_uint64(2, fr.module + 1);
+      loc.add_uint64(3, module_base[fr.module] + fr.address);
+    } else if (fr.kind != capture::FrameKind::kNamed) {
+      loc.add_uint64(3, fr.address);
+    }
+    if (fr.function != kNone) {
+      protozero::pbf_writer line(loc, 4);
+      line.add_uint64(1, fr.function + 1);
+    }
+  }
+  for (size_t fn = 0; fn < c.functions.size(); ++fn) {
+    protozero::pbf_writer func(pw, kFunction);
+    func.add_uint64(1, fn + 1);
+    func.add_int64(2, s.Id(c.str(c.functions[fn].name)));
+    func.add_int64(3, s.Id(c.str(c.functions[fn].name)));
+  }
+  if (c.settings.end_time > c.settings.start_time) {
+    pw.add_int64(kDurationNanos, int64_t(c.settings.end_time - c.settings.start_time));
+  }
+  if (cpu) {
+    AddValueType(pw, kPeriodType, s, "cpu", "nanoseconds");
+    if (c.settings.frequency != 0) pw.add_int64(kPeriod, int64_t(1000000000ull / c.settings.frequency));
+  }
+  pw.add_int64(kDefaultSampleType, s.Id(c.settings.metric));
+  for (const std::string& str : s.list()) pw.add_string(kStringTable, str);
+  return Gzip(std::span(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
+}
+
+namespace {
+
+struct PSample {
+  std::vector<uint64_t> locations;
+  std::vector<int64_t> values;
+  std::vector<std::array<int64_t, 3>> labels;  // key, str, num
+};
+struct PLocation {
+  uint64_t mapping = 0, address = 0;
+  std::vector<uint64_t> functions;  // one per line, innermost first
+};
+struct PMapping {
+  uint64_t start = 0, limit = 0, offset = 0;
+  int64_t filename = 0, build_id = 0;
+};
+struct Profile {
+  std::vector<std::pair<int64_t, int64_t>> sample_types;
+  std::vector<PSample> samples;
+  std::map<uint64_t, PMapping> mappings;
+  std::map<uint64_t, PLocation> locations;
+  std::map<uint64_t, int64_t> functions;  // id -> name string index
+  std::vector<std::string> strings;
+  int64_t time = 0, duration = 0, period = 0, default_type = 0;
+};
+
+// A repeated scalar may come packed or one value per field.
+template <typename T>
+void ReadRepeated(protozero::pbf_reader& r, std::vector<T>* out) {
+  if (r.wire_type() == protozero::pbf_wire_type::length_delimited) {
+    if constexpr (std::is_signed_v<T>) {
+      for (auto v : r.get_packed_int64()) out->push_back(T(v));
+    } else {
+      for (auto v : r.get_packed_uint64()) out->push_back(T(v));
+    }
+  } else if constexpr (std::is_signed_v<T>) {
+    out->push_back(T(r.get_int64()));
+  } else {
+    out->push_back(T(r.get_uint64()));
+  }
+}
+
+std::pair<int64_t, int64_t> ReadValueType(protozero::pbf_reader r) {
+  std::pair<int64_t, int64_t> vt{0, 0};
+  while (r.next()) {
+    if (r.tag() == 1) {
+      vt.first = r.get_int64();
+    } else if (r.tag() == 2) {
+      vt.second = r.get_int64();
+    } else {
+      r.skip();
+    }
+  }
+  return vt;
+}
+
+PSample ReadSample(protozero::pbf_reader m) {
+  PSample s;
+  while (m.next()) {
+    if (m.tag() == 1) {
+      ReadRepeated(m, &s.locations);
+    } else if (m.tag() == 2) {
+      ReadRepeated(m, &s.values);
+    } else if (m.tag() == 3) {
+      protozero::pbf_reader l = m.get_message();
+      std::array<int64_t, 3> label{0, 0, 0};
+      while (l.next()) {
+        if (l.tag() >= 1 && l.tag() <= 3) {
+          label[l.tag() - 1] = l.get_int64();
+        } else {
+          l.skip();
+        }
+      }
+      s.labels.push_back(label);
+    } else {
+      m.skip();
+    }
+  }
+  return s;
+}
+
+void ReadMapping(protozero::pbf_reader m, Profile* p) {
+  uint64_t id = 0;
+  PMapping mp;
+  while (m.next()) {
+    switch (m.tag()) {
+      case 1: id = m.get_uint64(); break;
+      case 2: mp.start = m.get_uint64(); break;
+      case 3: mp.limit = m.get_uint64(); break;
+      case 4: mp.offset = m.get_uint64(); break;
+      case 5: mp.filename = m.get_int64(); break;
+      case 6: mp.build_id = m.get_int64(); break;
+      default: m.skip();
+    }
+  }
+  p->mappings[id] = mp;
+}
+
+void ReadLocation(protozero::pbf_reader m, Profile* p) {
+  uint64_t id = 0;
+  PLocation loc;
+  while (m.next()) {
+    if (m.tag() == 1) {
+      id = m.get_uint64();
+    } else if (m.tag() == 2) {
+      loc.mapping = m.get_uint64();
+    } else if (m.tag() == 3) {
+      loc.address = m.get_uint64();
+    } else if (m.tag() == 4) {
+      protozero::pbf_reader line = m.get_message();
+      uint64_t fn = 0;
+      while (line.next()) {
+        if (line.tag() == 1) {
+          fn = line.get_uint64();
+        } else {
+          line.skip();
+        }
+      }
+      loc.functions.push_back(fn);
+    } else {
+      m.skip();
+    }
+  }
+  p->locations[id] = std::move(loc);
+}
+
+void ReadFunction(protozero::pbf_reader m, Profile* p) {
+  uint64_t id = 0;
+  int64_t name = 0;
+  while (m.next()) {
+    if (m.tag() == 1) {
+      id = m.get_uint64();
+    } else if (m.tag() == 2) {
+      name = m.get_int64();
+    } else {
+      m.skip();
+    }
+  }
+  p->functions[id] = name;
+}
+
+// Parses the top level; `offset` follows the field being read, for errors.
+void ParseProfile(std::span<const uint8_t> data, Profile* p, size_t* offset) {
+  protozero::pbf_reader r(reinterpret_cast<const char*>(data.data()), data.size());
+  for (;;) {
+    *offset = data.size() - r.length();
+    if (!r.next()) break;
+    switch (r.tag()) {
+      case kSampleType: p->sample_types.push_back(ReadValueType(r.get_message())); break;
+      case kSample: p->samples.push_back(ReadSample(r.get_message())); break;
+      case kMapping: ReadMapping(r.get_message(), p); break;
+      case kLocation: ReadLocation(r.get_message(), p); break;
+      case kFunction: ReadFunction(r.get_message(), p); break;
+      case kStringTable: p->strings.push_back(r.get_string()); break;
+      case kTimeNanos: p->time = r.get_int64(); break;
+      case kDurationNanos: p->duration = r.get_int64(); break;
+      case kPeriod: p->period = r.get_int64(); break;
+      case kDefaultSampleType: p->default_type = r.get_int64(); break;
+      default: r.skip();
+    }
+  }
+}
+
+}  // namespace
+
+Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
+  std::vector<uint8_t> inflated;
+  std::span<const uint8_t> data = file;
+  if (IsGzip(file)) {
+    ASSIGN_OR_RETURN(inflated, Gunzip(file, size_t(2) << 30));
+    data = inflated;
+  }
+  Profile p;
+  size_t offset = 0;
+  try {
+    ParseProfile(data, &p, &offset);
+  } catch (const protozero::exception& e) {
+    return Status::Error("malformed protobuf in the field at byte " + std::to_string(offset) +
+                         ": " + e.what());
+  }
+  auto str = [&](int64_t i) -> Result<std::string> {
+    if (i < 0 || size_t(i) >= p.strings.size()) {
+      return Status::Error("string index " + std::to_string(i) + " is out of range (" +
+                           std::to_string(p.strings.size()) + " strings)");
+    }
+    return p.strings[size_t(i)];
+  };
+  if (p.strings.empty() || !p.strings[0].empty()) {
+    return Status::Error("string_table must start with the empty string");
+  }
+  if (p.sample_types.empty()) return Status::Error("no sample_type");
+  // Which value is the weight, and which (if any) the count.
+  size_t weight_index = p.sample_types.size() - 1;
+  int count_index = -1;
+  for (size_t i = 0; i < p.sample_types.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string type, str(p.sample_types[i].first));
+    if (p.sample_types[i].first == p.default_type && p.default_type != 0) weight_index = i;
+    if (type == "samples" || type == "count") count_index = int(i);
+  }
+  for (size_t i = 0; i < p.sample_types.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string type, str(p.sample_types[i].first));
+    if (type == "cpu") weight_index = i;
+  }
+  CaptureBuilder b;
+  capture::Capture& c = b.capture();
+  ASSIGN_OR_RETURN(c.settings.metric, str(p.sample_types[weight_index].first));
+  ASSIGN_OR_RETURN(c.settings.unit, str(p.sample_types[weight_index].second));
+  // Locations become frames (leaf first per location: inlined lines first).
+  std::map<uint64_t, std::vector<capture::FrameId>> frames_of;
+  for (const auto& [id, loc] : p.locations) {
+    std::vector<capture::FrameId>& frames = frames_of[id];
+    capture::ModuleId module = kNone;
+    uint64_t offset_in_file = loc.address;
+    if (loc.mapping != 0) {
+      auto m = p.mappings.find(loc.mapping);
+      if (m == p.mappings.end()) {
+        return Status::Error("location " + std::to_string(id) + " names mapping " +
+                             std::to_string(loc.mapping) + ", which does not exist");
+      }
+      ASSIGN_OR_RETURN(std::string path, str(m->second.filename));
+      ASSIGN_OR_RETURN(std::string build_id, str(m->second.build_id));
+      module = b.Module(path.empty() ? "[unknown]" : path, Unhex(build_id));
+      offset_in_file = loc.address - m->second.start + m->second.offset;
+    }
+    for (size_t line = 0; line < loc.functions.size(); ++line) {
+      auto fn = p.functions.find(loc.functions[line]);
+      if (fn == p.functions.end()) {
+        return Status::Error("location " + std::to_string(id) + " names function " +
+                             std::to_string(loc.functions[line]) + ", which does not exist");
+      }
+      ASSIGN_OR_RETURN(std::string name, str(fn->second));
+      capture::FunctionId function = b.Function(name, module);
+      bool outermost = line + 1 == loc.functions.size();
+      // The outermost line is the function holding the address; inner
+      // (inlined) lines are frames known by name only.
+      frames.push_back(outermost && module != kNone
+                           ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, function)
+                           : b.Frame(capture::FrameKind::kNamed, kNone, 0, function));
+    }
+    if (loc.functions.empty()) {
+      frames.push_back(module != kNone
+                           ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, kNone)
+                           : b.Frame(capture::FrameKind::kUnmapped, kNone, loc.address, kNone));
+    }
+  }
+  std::vector<capture::FrameId> stack;
+  uint64_t time = p.time > 0 ? uint64_t(p.time) : 0;
+  for (size_t i = 0; i < p.samples.size(); ++i) {
+    const PSample& s = p.samples[i];
+    if (s.values.size() != p.sample_types.size()) {
+      return Status::Error("sample " + std::to_string(i) + " has " + std::to_string(s.values.size()) +
+                           " values for " + std::to_string(p.sample_types.size()) + " sample types");
+    }
+    int64_t weight = s.values[weight_index];
+    int64_t count = count_index >= 0 ? s.values[size_t(count_index)] : 1;
+    if (weight < 0 || count < 0 || count > int64_t(UINT32_MAX)) {
+      return Status::Error("sample " + std::to_string(i) +
+                           " has a negative or oversized value (diff profiles are not imported)");
+    }
+    stack.clear();
+    for (uint64_t loc : s.locations) {
+      auto f = frames_of.find(loc);
+      if (f == frames_of.end()) {
+        return Status::Error("sample " + std::to_string(i) + " names location " +
+                             std::to_string(loc) + ", which does not exist");
+      }
+      stack.insert(stack.end(), f->second.begin(), f->second.end());
+    }
+    if (stack.size() > capture::kMaxStackDepth) {
+      return Status::Error("sample " + std::to_string(i) + " is deeper than " +
+                           std::to_string(capture::kMaxStackDepth) + " frames");
+    }
+    int64_t pid = 0, tid = 0;
+    std::string thread = "pprof";
+    for (const auto& label : s.labels) {
+      ASSIGN_OR_RETURN(std::string key, str(label[0]));
+      if (key == "pid") pid = label[2];
+      if (key == "tid") tid = label[2];
+      if (key == "thread" || key == "thread_name") {
+        ASSIGN_OR_RETURN(thread, str(label[1]));
+      }
+    }
+    capture::StackId node = stack.empty() ? kNone : b.Stack(stack);
+    b.Sample(time, b.Thread(int32_t(pid), int32_t(tid), thread), node, uint64_t(weight),
+             uint32_t(count));
+  }
+  c.settings.mode = "import";
+  c.settings.recorder = "microscope convert (pprof)";
+  c.settings.start_time = time;
+  c.settings.end_time = time + uint64_t(std::max<int64_t>(p.duration, 0));
+  if (c.settings.metric == "cpu" && p.period > 0) c.settings.frequency = uint32_t(1000000000 / p.period);
+  RETURN_IF_ERROR(capture::ValidateCapture(c));
+  return std::move(c);
+}
+
+}  // namespace microscope::formats

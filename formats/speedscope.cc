@@ -1,0 +1,78 @@
+#include "formats/speedscope.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace microscope::formats {
+
+using capture::kNone;
+
+std::string WriteSpeedscope(const capture::Capture& c, const analysis::FunctionKeys& keys,
+                            const analysis::SampleFilter& filter) {
+  // Frames used, in order of first use.
+  std::vector<int64_t> index(keys.size(), -1);
+  std::vector<analysis::KeyId> frames;
+  std::vector<std::vector<uint32_t>> by_thread(c.threads.size());
+  for (size_t i = 0; i < c.samples.size(); ++i) {
+    if (!filter.Keep(c, i)) continue;
+    by_thread[c.samples.thread[i]].push_back(uint32_t(i));
+    for (uint32_t n = c.samples.stack[i]; n != kNone; n = c.stacks.parent[n]) {
+      analysis::KeyId k = keys.KeyOf(c.stacks.frame[n]);
+      if (index[k] < 0) {
+        index[k] = int64_t(frames.size());
+        frames.push_back(k);
+      }
+    }
+  }
+  std::string unit = c.settings.unit == "nanoseconds" ? "nanoseconds"
+                     : c.settings.unit == "bytes"     ? "bytes"
+                                                      : "none";
+  std::string out = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",";
+  out += "\"exporter\":\"microscope\",\"name\":" +
+         nlohmann::json(c.settings.command.empty() ? std::string("capture") : c.settings.command[0]).dump() +
+         ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[";
+  for (size_t f = 0; f < frames.size(); ++f) {
+    nlohmann::json frame = {{"name", keys.Name(frames[f])}};
+    std::string module = keys.ModuleName(frames[f]);
+    if (!module.empty()) frame["file"] = module;
+    out += (f ? "," : "") + frame.dump();
+  }
+  out += "]},\"profiles\":[";
+  bool first_profile = true;
+  std::vector<int64_t> stack;
+  for (size_t t = 0; t < c.threads.size(); ++t) {
+    const auto& samples = by_thread[t];
+    if (samples.empty()) continue;
+    const capture::Thread& th = c.threads[t];
+    uint64_t total = 0;
+    std::string stacks = "[", weights = "[";
+    for (size_t j = 0; j < samples.size(); ++j) {
+      uint32_t i = samples[j];
+      stack.clear();
+      for (uint32_t n = c.samples.stack[i]; n != kNone; n = c.stacks.parent[n]) {
+        stack.push_back(index[keys.KeyOf(c.stacks.frame[n])]);
+      }
+      std::reverse(stack.begin(), stack.end());
+      stacks += (j ? ",[" : "[");
+      for (size_t k = 0; k < stack.size(); ++k) stacks += (k ? "," : "") + std::to_string(stack[k]);
+      stacks += "]";
+      uint64_t w = unit == "none" ? c.samples.CountAt(i) : c.samples.weight[i];
+      weights += (j ? "," : "") + std::to_string(w);
+      total += w;
+    }
+    stacks += "]";
+    weights += "]";
+    std::string name = c.str(th.name) + " (tid " + std::to_string(th.tid) + ")";
+    out += (first_profile ? "" : ",");
+    first_profile = false;
+    out += "{\"type\":\"sampled\",\"name\":" + nlohmann::json(name).dump() + ",\"unit\":\"" + unit +
+           "\",\"startValue\":0,\"endValue\":" + std::to_string(total) + ",\"samples\":" + stacks +
+           ",\"weights\":" + weights + "}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+}  // namespace microscope::formats

@@ -1,0 +1,19 @@
+// speedscope's file format (https://www.speedscope.app/file-format-schema.json):
+// one "sampled" profile per thread, stacks as frame indexes (callers first)
+// with each sample's weight in the capture's unit.
+// Not carried: modules, build IDs and addresses (names and module as "file"),
+// sample times (order is kept), stack end reasons, lost counts, problems.
+#pragma once
+
+#include <string>
+
+#include "analysis/filter.h"
+#include "analysis/keys.h"
+#include "capture/capture.h"
+
+namespace microscope::formats {
+
+std::string WriteSpeedscope(const capture::Capture& capture, const analysis::FunctionKeys& keys,
+                            const analysis::SampleFilter& filter);
+
+}  // namespace microscope::formats
