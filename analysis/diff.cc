@@ -86,7 +86,8 @@ Result<DiffResult> Diff(const capture::Capture& base, const capture::Capture& ot
   };
   d.self = Rows(a.self, b.self, a.all, b.all, fn_name);
   d.total = Rows(a.total, b.total, a.all, b.all, fn_name);
-  d.paths = Rows(a.paths, b.paths, a.all, b.all, [](const std::string& k, DiffRow* r) { r->name = k; });
+  d.paths =
+      Rows(a.paths, b.paths, a.all, b.all, [](const std::string& k, DiffRow* r) { r->name = k; });
   return d;
 }
 

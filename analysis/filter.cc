@@ -11,7 +11,8 @@ Result<std::optional<std::regex>> Compile(const std::string& pattern, const char
   try {
     return std::optional<std::regex>(std::regex(pattern, std::regex::ECMAScript));
   } catch (const std::regex_error& e) {
-    return Status::Error(std::string(what) + " '" + pattern + "' is not a valid regex: " + e.what());
+    return Status::Error(std::string(what) + " '" + pattern +
+                         "' is not a valid regex: " + e.what());
   }
 }
 
@@ -101,7 +102,8 @@ Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const Functio
   f.stack_keep_.resize(c.stacks.size());
   for (size_t n = 0; n < c.stacks.size(); ++n) {
     uint32_t p = c.stacks.parent[n];
-    path[n] = uint8_t((p == capture::kNone ? 0 : path[p]) | match_of(keys.KeyOf(c.stacks.frame[n])));
+    path[n] =
+        uint8_t((p == capture::kNone ? 0 : path[p]) | match_of(keys.KeyOf(c.stacks.frame[n])));
     bool keep = (!focus || (path[n] & 1)) && !(path[n] & 2);
     f.stack_keep_[n] = keep;
   }

@@ -16,7 +16,7 @@ namespace microscope::analysis {
 
 struct FilterSpec {
   std::optional<int32_t> pid;
-  std::string thread;              // a tid or a thread name; empty: every thread
+  std::string thread;               // a tid or a thread name; empty: every thread
   std::optional<uint64_t> from_ns;  // relative to the recording's start
   std::optional<uint64_t> to_ns;
   std::string focus;    // ECMAScript regex searched in function names

@@ -6,7 +6,8 @@ using capture::kNone;
 
 CaptureBuilder::CaptureBuilder() : strings_(&capture_.strings) {}
 
-capture::ModuleId CaptureBuilder::Module(std::string_view path, const std::vector<uint8_t>& build_id) {
+capture::ModuleId CaptureBuilder::Module(std::string_view path,
+                                         const std::vector<uint8_t>& build_id) {
   auto key = std::make_pair(std::string(path), build_id);
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;

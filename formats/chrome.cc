@@ -12,7 +12,9 @@ namespace {
 
 using capture::kNone;
 
-std::string Quote(const std::string& s) { return nlohmann::json(s).dump(); }
+std::string Quote(const std::string& s) {
+  return nlohmann::json(s).dump();
+}
 
 std::string Micros(uint64_t ns) {
   char buf[32];
@@ -38,27 +40,40 @@ std::string WriteChromeTrace(const capture::Capture& c, const analysis::Function
     if (!named_process[pid]) {
       named_process[pid] = true;
       emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) +
-           ",\"tid\":" + std::to_string(pid) + ",\"args\":{\"name\":" +
-           Quote(c.str(c.processes[t.process].command)) + "}}");
+           ",\"tid\":" + std::to_string(pid) +
+           ",\"args\":{\"name\":" + Quote(c.str(c.processes[t.process].command)) + "}}");
     }
-    emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) +
-         ",\"tid\":" + std::to_string(t.tid) + ",\"args\":{\"name\":" + Quote(c.str(t.name)) + "}}");
+    emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+         std::to_string(t.tid) + ",\"args\":{\"name\":" + Quote(c.str(t.name)) + "}}");
   }
   // Samples of each thread, in time order (the capture's order).
   std::vector<std::vector<uint32_t>> by_thread(c.threads.size());
+  std::vector<bool> node_used(c.stacks.size());
   for (size_t i = 0; i < c.samples.size(); ++i) {
-    if (filter.Keep(c, i)) by_thread[c.samples.thread[i]].push_back(uint32_t(i));
+    if (!filter.Keep(c, i)) continue;
+    by_thread[c.samples.thread[i]].push_back(uint32_t(i));
+    for (uint32_t n = c.samples.stack[i]; n != kNone && !node_used[n]; n = c.stacks.parent[n]) {
+      node_used[n] = true;
+    }
   }
   std::vector<std::string> quoted(keys.size());
   auto name = [&](analysis::KeyId k) -> const std::string& {
     if (quoted[k].empty()) quoted[k] = Quote(keys.Name(k));
     return quoted[k];
   };
+  // Flame-chart slices: each run of adjacent samples sharing a frame at the
+  // same depth is one complete event, emitted per thread in start order.
+  struct Slice {
+    uint64_t start, end;
+    size_t depth;
+    analysis::KeyId key;
+  };
   for (size_t t = 0; t < c.threads.size(); ++t) {
     const auto& samples = by_thread[t];
     if (samples.empty()) continue;
     const std::string ids = "\"pid\":" + std::to_string(c.processes[c.threads[t].process].pid) +
                             ",\"tid\":" + std::to_string(c.threads[t].tid);
+    std::vector<Slice> slices;
     struct Open {
       analysis::KeyId key;
       uint64_t start;
@@ -67,30 +82,67 @@ std::string WriteChromeTrace(const capture::Capture& c, const analysis::Function
     std::vector<analysis::KeyId> path;
     auto close_to = [&](size_t depth, uint64_t end) {
       while (open.size() > depth) {
-        const Open& o = open.back();
-        emit("{\"ph\":\"X\",\"name\":" + name(o.key) + "," + ids + ",\"ts\":" +
-             Micros(o.start - origin) + ",\"dur\":" + Micros(end - o.start) + "}");
+        slices.push_back({open.back().start, end, open.size() - 1, open.back().key});
         open.pop_back();
       }
     };
     uint64_t last_end = 0;
     for (uint32_t i : samples) {
       uint64_t time = std::max(c.samples.time[i], origin);
-      uint64_t period = std::max<uint64_t>(c.samples.weight[i], 1);
-      // A gap longer than two periods closes everything: the thread was off CPU.
+      uint64_t period =
+          c.settings.unit == "nanoseconds" ? std::max<uint64_t>(c.samples.weight[i], 1) : 1000;
+      // A gap longer than a period closes everything: the thread was not running.
       if (!open.empty() && time > last_end + period) close_to(0, last_end);
       path.clear();
       for (uint32_t n = c.samples.stack[i]; n != kNone; n = c.stacks.parent[n]) {
         path.push_back(keys.KeyOf(c.stacks.frame[n]));
       }
       std::reverse(path.begin(), path.end());
+      uint64_t at = std::max(time, last_end);
       size_t common = 0;
-      while (common < open.size() && common < path.size() && open[common].key == path[common]) ++common;
-      close_to(common, std::max(time, last_end));
-      for (size_t d = common; d < path.size(); ++d) open.push_back({path[d], std::max(time, last_end)});
-      last_end = std::max(time, last_end) + (c.settings.unit == "nanoseconds" ? period : 1000);
+      while (common < open.size() && common < path.size() && open[common].key == path[common])
+        ++common;
+      close_to(common, at);
+      for (size_t d = common; d < path.size(); ++d) open.push_back({path[d], at});
+      last_end = at + period;
     }
     close_to(0, last_end);
+    std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+      return a.start != b.start ? a.start < b.start : a.depth < b.depth;
+    });
+    for (const Slice& sl : slices) {
+      emit("{\"ph\":\"X\",\"name\":" + name(sl.key) + "," + ids +
+           ",\"ts\":" + Micros(sl.start - origin) + ",\"dur\":" + Micros(sl.end - sl.start) + "}");
+    }
+  }
+  out += "\n],\"stackFrames\":{";
+  // The samples themselves, for viewers that read Chrome's sampling format:
+  // each stack node is a frame whose parent is its caller's node.
+  bool first_frame = true;
+  for (uint32_t n = 0; n < c.stacks.size(); ++n) {
+    if (!node_used[n]) continue;
+    analysis::KeyId k = keys.KeyOf(c.stacks.frame[n]);
+    out += first_frame ? "\n" : ",\n";
+    first_frame = false;
+    out += "\"" + std::to_string(n) + "\":{\"name\":" + name(k) +
+           ",\"category\":" + Quote(keys.ModuleName(k));
+    if (c.stacks.parent[n] != kNone)
+      out += ",\"parent\":\"" + std::to_string(c.stacks.parent[n]) + "\"";
+    out += "}";
+  }
+  out += "\n},\"samples\":[";
+  bool first_sample = true;
+  for (size_t t = 0; t < c.threads.size(); ++t) {
+    for (uint32_t i : by_thread[t]) {
+      if (c.samples.stack[i] == kNone) continue;
+      out += first_sample ? "\n" : ",\n";
+      first_sample = false;
+      out += "{\"cpu\":0,\"pid\":" + std::to_string(c.processes[c.threads[t].process].pid) +
+             ",\"tid\":" + std::to_string(c.threads[t].tid) +
+             ",\"ts\":" + Micros(std::max(c.samples.time[i], origin) - origin) + ",\"name\":\"" +
+             c.settings.metric + "\",\"sf\":\"" + std::to_string(c.samples.stack[i]) +
+             "\",\"weight\":" + std::to_string(c.samples.CountAt(i)) + "}";
+    }
   }
   out += "\n]}\n";
   return out;

@@ -28,7 +28,8 @@ std::string WriteFolded(const capture::Capture& c, const analysis::FunctionKeys&
   auto name_of = [&](uint32_t node) -> const std::string& {
     // Nodes precede their children: build names outward-in, memoized.
     std::vector<uint32_t> chain;
-    for (uint32_t n = node; n != capture::kNone && !named[n]; n = c.stacks.parent[n]) chain.push_back(n);
+    for (uint32_t n = node; n != capture::kNone && !named[n]; n = c.stacks.parent[n])
+      chain.push_back(n);
     for (size_t i = chain.size(); i-- > 0;) {
       uint32_t n = chain[i];
       uint32_t p = c.stacks.parent[n];
@@ -93,8 +94,8 @@ Result<capture::Capture> ReadFolded(std::string_view text) {
       if (semi == std::string_view::npos) semi = stack.size();
       std::string_view name = stack.substr(start, semi - start);
       if (name.empty()) return where("empty frame name at column " + std::to_string(start + 1));
-      frames.push_back(b.Frame(capture::FrameKind::kNamed, capture::kNone, 0,
-                               b.Function(name, capture::kNone)));
+      frames.push_back(
+          b.Frame(capture::FrameKind::kNamed, capture::kNone, 0, b.Function(name, capture::kNone)));
       start = semi + 1;
     }
     if (frames.size() > capture::kMaxStackDepth) {

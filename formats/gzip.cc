@@ -42,7 +42,8 @@ Result<std::vector<uint8_t>> Gunzip(std::span<const uint8_t> data, size_t limit)
       std::string msg = z.msg ? z.msg : "error " + std::to_string(rc);
       size_t at = z.total_in;
       inflateEnd(&z);
-      return Status::Error("gzip data is corrupt at compressed byte " + std::to_string(at) + ": " + msg);
+      return Status::Error("gzip data is corrupt at compressed byte " + std::to_string(at) + ": " +
+                           msg);
     }
     out.insert(out.end(), buf, buf + (sizeof(buf) - z.avail_out));
     if (out.size() > limit) {
@@ -51,7 +52,8 @@ Result<std::vector<uint8_t>> Gunzip(std::span<const uint8_t> data, size_t limit)
     }
     if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
       inflateEnd(&z);
-      return Status::Error("gzip data is truncated at compressed byte " + std::to_string(z.total_in));
+      return Status::Error("gzip data is truncated at compressed byte " +
+                           std::to_string(z.total_in));
     }
   }
   inflateEnd(&z);

@@ -19,8 +19,17 @@ using capture::kNone;
 
 // profile.proto field numbers.
 enum ProfileField : uint32_t {
-  kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5, kStringTable = 6,
-  kTimeNanos = 9, kDurationNanos = 10, kPeriodType = 11, kPeriod = 12, kDefaultSampleType = 14,
+  kSampleType = 1,
+  kSample = 2,
+  kMapping = 3,
+  kLocation = 4,
+  kFunction = 5,
+  kStringTable = 6,
+  kTimeNanos = 9,
+  kDurationNanos = 10,
+  kPeriodType = 11,
+  kPeriod = 12,
+  kDefaultSampleType = 14,
 };
 
 class Strings {
@@ -87,7 +96,8 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
   }
   std::vector<bool> frame_used(c.frames.size());
   for (const auto& [key, v] : agg) {
-    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n]) frame_used[c.stacks.frame[n]] = true;
+    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n])
+      frame_used[c.stacks.frame[n]] = true;
   }
   // Module address ranges: file-backed modules each get kModuleSpan.
   std::vector<uint64_t> module_base(c.modules.size(), 0);
@@ -108,7 +118,8 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
   for (const auto& [key, v] : agg) {
     protozero::pbf_writer sample(pw, kSample);
     std::vector<uint64_t> locations;
-    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n]) locations.push_back(c.stacks.frame[n] + 1);
+    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n])
+      locations.push_back(c.stacks.frame[n] + 1);
     sample.add_packed_uint64(1, locations.begin(), locations.end());
     int64_t values[2] = {int64_t(v.first), int64_t(v.second)};
     sample.add_packed_int64(2, std::begin(values), std::end(values));
@@ -148,7 +159,8 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     const capture::Frame& fr = c.frames[f];
     protozero::pbf_writer loc(pw, kLocation);
     loc.add_uint64(1, f + 1);
-    bool mapped = fr.module != kNone && module_used[fr.module] && fr.kind == capture::FrameKind::kNative;
+    bool mapped =
+        fr.module != kNone && module_used[fr.module] && fr.kind == capture::FrameKind::kNative;
     if (mapped) {
       loc.add_uint64(2, fr.module + 1);
       loc.add_uint64(3, module_base[fr.module] + fr.address);
@@ -171,7 +183,8 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
   }
   if (cpu) {
     AddValueType(pw, kPeriodType, s, "cpu", "nanoseconds");
-    if (c.settings.frequency != 0) pw.add_int64(kPeriod, int64_t(1000000000ull / c.settings.frequency));
+    if (c.settings.frequency != 0)
+      pw.add_int64(kPeriod, int64_t(1000000000ull / c.settings.frequency));
   }
   pw.add_int64(kDefaultSampleType, s.Id(c.settings.metric));
   for (const std::string& str : s.list()) pw.add_string(kStringTable, str);
@@ -203,15 +216,41 @@ struct Profile {
   int64_t time = 0, duration = 0, period = 0, default_type = 0;
 };
 
+// protozero asserts on a field read with the wrong wire type: check the
+// type of every field of untrusted input, and skip a field of another type.
+bool IsVarint(const protozero::pbf_reader& r) {
+  return r.wire_type() == protozero::pbf_wire_type::varint;
+}
+bool IsBytes(const protozero::pbf_reader& r) {
+  return r.wire_type() == protozero::pbf_wire_type::length_delimited;
+}
+int64_t Int64(protozero::pbf_reader& r) {
+  if (IsVarint(r)) return r.get_int64();
+  r.skip();
+  return 0;
+}
+uint64_t Uint64(protozero::pbf_reader& r) {
+  if (IsVarint(r)) return r.get_uint64();
+  r.skip();
+  return 0;
+}
+protozero::pbf_reader Message(protozero::pbf_reader& r) {
+  if (IsBytes(r)) return r.get_message();
+  r.skip();
+  return protozero::pbf_reader();
+}
+
 // A repeated scalar may come packed or one value per field.
 template <typename T>
 void ReadRepeated(protozero::pbf_reader& r, std::vector<T>* out) {
-  if (r.wire_type() == protozero::pbf_wire_type::length_delimited) {
+  if (IsBytes(r)) {
     if constexpr (std::is_signed_v<T>) {
       for (auto v : r.get_packed_int64()) out->push_back(T(v));
     } else {
       for (auto v : r.get_packed_uint64()) out->push_back(T(v));
     }
+  } else if (!IsVarint(r)) {
+    r.skip();
   } else if constexpr (std::is_signed_v<T>) {
     out->push_back(T(r.get_int64()));
   } else {
@@ -223,9 +262,9 @@ std::pair<int64_t, int64_t> ReadValueType(protozero::pbf_reader r) {
   std::pair<int64_t, int64_t> vt{0, 0};
   while (r.next()) {
     if (r.tag() == 1) {
-      vt.first = r.get_int64();
+      vt.first = Int64(r);
     } else if (r.tag() == 2) {
-      vt.second = r.get_int64();
+      vt.second = Int64(r);
     } else {
       r.skip();
     }
@@ -241,11 +280,12 @@ PSample ReadSample(protozero::pbf_reader m) {
     } else if (m.tag() == 2) {
       ReadRepeated(m, &s.values);
     } else if (m.tag() == 3) {
-      protozero::pbf_reader l = m.get_message();
+      protozero::pbf_reader l = Message(m);
       std::array<int64_t, 3> label{0, 0, 0};
       while (l.next()) {
-        if (l.tag() >= 1 && l.tag() <= 3) {
-          label[l.tag() - 1] = l.get_int64();
+        const uint32_t tag = l.tag();
+        if (tag >= 1 && tag <= 3) {
+          label[tag - 1] = Int64(l);
         } else {
           l.skip();
         }
@@ -263,13 +303,26 @@ void ReadMapping(protozero::pbf_reader m, Profile* p) {
   PMapping mp;
   while (m.next()) {
     switch (m.tag()) {
-      case 1: id = m.get_uint64(); break;
-      case 2: mp.start = m.get_uint64(); break;
-      case 3: mp.limit = m.get_uint64(); break;
-      case 4: mp.offset = m.get_uint64(); break;
-      case 5: mp.filename = m.get_int64(); break;
-      case 6: mp.build_id = m.get_int64(); break;
-      default: m.skip();
+      case 1:
+        id = Uint64(m);
+        break;
+      case 2:
+        mp.start = Uint64(m);
+        break;
+      case 3:
+        mp.limit = Uint64(m);
+        break;
+      case 4:
+        mp.offset = Uint64(m);
+        break;
+      case 5:
+        mp.filename = Int64(m);
+        break;
+      case 6:
+        mp.build_id = Int64(m);
+        break;
+      default:
+        m.skip();
     }
   }
   p->mappings[id] = mp;
@@ -280,17 +333,17 @@ void ReadLocation(protozero::pbf_reader m, Profile* p) {
   PLocation loc;
   while (m.next()) {
     if (m.tag() == 1) {
-      id = m.get_uint64();
+      id = Uint64(m);
     } else if (m.tag() == 2) {
-      loc.mapping = m.get_uint64();
+      loc.mapping = Uint64(m);
     } else if (m.tag() == 3) {
-      loc.address = m.get_uint64();
+      loc.address = Uint64(m);
     } else if (m.tag() == 4) {
-      protozero::pbf_reader line = m.get_message();
+      protozero::pbf_reader line = Message(m);
       uint64_t fn = 0;
       while (line.next()) {
         if (line.tag() == 1) {
-          fn = line.get_uint64();
+          fn = Uint64(line);
         } else {
           line.skip();
         }
@@ -308,9 +361,9 @@ void ReadFunction(protozero::pbf_reader m, Profile* p) {
   int64_t name = 0;
   while (m.next()) {
     if (m.tag() == 1) {
-      id = m.get_uint64();
+      id = Uint64(m);
     } else if (m.tag() == 2) {
-      name = m.get_int64();
+      name = Int64(m);
     } else {
       m.skip();
     }
@@ -325,17 +378,42 @@ void ParseProfile(std::span<const uint8_t> data, Profile* p, size_t* offset) {
     *offset = data.size() - r.length();
     if (!r.next()) break;
     switch (r.tag()) {
-      case kSampleType: p->sample_types.push_back(ReadValueType(r.get_message())); break;
-      case kSample: p->samples.push_back(ReadSample(r.get_message())); break;
-      case kMapping: ReadMapping(r.get_message(), p); break;
-      case kLocation: ReadLocation(r.get_message(), p); break;
-      case kFunction: ReadFunction(r.get_message(), p); break;
-      case kStringTable: p->strings.push_back(r.get_string()); break;
-      case kTimeNanos: p->time = r.get_int64(); break;
-      case kDurationNanos: p->duration = r.get_int64(); break;
-      case kPeriod: p->period = r.get_int64(); break;
-      case kDefaultSampleType: p->default_type = r.get_int64(); break;
-      default: r.skip();
+      case kSampleType:
+        p->sample_types.push_back(ReadValueType(Message(r)));
+        break;
+      case kSample:
+        p->samples.push_back(ReadSample(Message(r)));
+        break;
+      case kMapping:
+        ReadMapping(Message(r), p);
+        break;
+      case kLocation:
+        ReadLocation(Message(r), p);
+        break;
+      case kFunction:
+        ReadFunction(Message(r), p);
+        break;
+      case kStringTable:
+        if (IsBytes(r)) {
+          p->strings.push_back(r.get_string());
+        } else {
+          r.skip();
+        }
+        break;
+      case kTimeNanos:
+        p->time = Int64(r);
+        break;
+      case kDurationNanos:
+        p->duration = Int64(r);
+        break;
+      case kPeriod:
+        p->period = Int64(r);
+        break;
+      case kDefaultSampleType:
+        p->default_type = Int64(r);
+        break;
+      default:
+        r.skip();
     }
   }
 }
@@ -427,8 +505,9 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
   for (size_t i = 0; i < p.samples.size(); ++i) {
     const PSample& s = p.samples[i];
     if (s.values.size() != p.sample_types.size()) {
-      return Status::Error("sample " + std::to_string(i) + " has " + std::to_string(s.values.size()) +
-                           " values for " + std::to_string(p.sample_types.size()) + " sample types");
+      return Status::Error("sample " + std::to_string(i) + " has " +
+                           std::to_string(s.values.size()) + " values for " +
+                           std::to_string(p.sample_types.size()) + " sample types");
     }
     int64_t weight = s.values[weight_index];
     int64_t count = count_index >= 0 ? s.values[size_t(count_index)] : 1;
@@ -467,7 +546,8 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
   c.settings.recorder = "microscope convert (pprof)";
   c.settings.start_time = time;
   c.settings.end_time = time + uint64_t(std::max<int64_t>(p.duration, 0));
-  if (c.settings.metric == "cpu" && p.period > 0) c.settings.frequency = uint32_t(1000000000 / p.period);
+  if (c.settings.metric == "cpu" && p.period > 0)
+    c.settings.frequency = uint32_t(1000000000 / p.period);
   RETURN_IF_ERROR(capture::ValidateCapture(c));
   return std::move(c);
 }

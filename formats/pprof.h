@@ -20,7 +20,8 @@
 
 namespace microscope::formats {
 
-std::vector<uint8_t> WritePprof(const capture::Capture& capture, const analysis::SampleFilter& filter);
+std::vector<uint8_t> WritePprof(const capture::Capture& capture,
+                                const analysis::SampleFilter& filter);
 
 // Reads a pprof profile (gzipped or not). The value used as the capture's
 // weight is the "cpu" sample type if present, else the default or last one;

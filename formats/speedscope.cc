@@ -31,7 +31,8 @@ std::string WriteSpeedscope(const capture::Capture& c, const analysis::FunctionK
                                                       : "none";
   std::string out = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",";
   out += "\"exporter\":\"microscope\",\"name\":" +
-         nlohmann::json(c.settings.command.empty() ? std::string("capture") : c.settings.command[0]).dump() +
+         nlohmann::json(c.settings.command.empty() ? std::string("capture") : c.settings.command[0])
+             .dump() +
          ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[";
   for (size_t f = 0; f < frames.size(); ++f) {
     nlohmann::json frame = {{"name", keys.Name(frames[f])}};

@@ -31,12 +31,14 @@ struct ConvertOptions {
 Result<std::vector<uint8_t>> Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   return bytes;
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The export format from --to, or from the output's name.
@@ -56,7 +58,8 @@ Status Export(const ConvertOptions& o, const capture::Capture& cap) {
   }
   if (format == "mscap") return capture::WriteCapture(cap, o.output);
   analysis::FunctionKeys keys(cap);
-  ASSIGN_OR_RETURN(analysis::SampleFilter filter, analysis::SampleFilter::Make(cap, keys, o.filter));
+  ASSIGN_OR_RETURN(analysis::SampleFilter filter,
+                   analysis::SampleFilter::Make(cap, keys, o.filter));
   std::vector<uint8_t> bytes;
   auto from_text = [&](const std::string& text) { bytes.assign(text.begin(), text.end()); };
   if (format == "pprof") {
@@ -93,7 +96,8 @@ int RunConvert(ConvertOptions& o) {
   } else if (formats::IsGzip(in) || (!in.empty() && in[0] == 0x0a)) {
     cap = formats::ReadPprof(in);  // pprof: gzipped, or a raw Profile (field 1 first)
   } else {
-    cap = formats::ReadFolded(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()));
+    cap =
+        formats::ReadFolded(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()));
   }
   if (!cap.ok()) {
     PrintError(cap.status().WithContext(o.input).message());
@@ -135,9 +139,11 @@ Runner AddConvertCommand(CLI::App& app) {
       "              times (order kept), stack end reasons.\n"
       "Imports keep what the input has: stacks, functions, values, and for pprof the\n"
       "mappings and pid/tid/thread labels; folded input has one thread and counts.");
-  cmd->add_option("input", o->input, "a .mscap capture, a pprof profile, or folded stacks")->required();
+  cmd->add_option("input", o->input, "a .mscap capture, a pprof profile, or folded stacks")
+      ->required();
   cmd->add_option("-o,--output", o->output, "file to write")->required();
-  cmd->add_option("--to", o->to, "pprof, chrome, folded, speedscope, or mscap (default: by -o's name)")
+  cmd->add_option("--to", o->to,
+                  "pprof, chrome, folded, speedscope, or mscap (default: by -o's name)")
       ->check(CLI::IsMember({"pprof", "chrome", "folded", "speedscope", "mscap"}));
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
   cmd->add_option("--focus", o->filter.focus, "keep samples with a function matching REGEX");

@@ -34,6 +34,13 @@ std::string Join(const std::vector<std::string>& parts) {
   return out;
 }
 
+// " [module]" (dimmed), or nothing for frames known only by name.
+std::string ModuleSuffix(const ReportData& d, analysis::KeyId key, const Colors& c) {
+  std::string m = d.keys->ModuleName(key);
+  if (m.empty()) return "";
+  return std::string(" ") + c.dim() + "[" + m + "]" + c.reset();
+}
+
 void PrintHeader(FILE* out, const ReportData& d, const ReportViews& v, const Colors& c) {
   const analysis::Summary& s = d.summary;
   auto label = [&](const char* name) { fprintf(out, "%s%-12s%s", c.bold(), name, c.reset()); };
@@ -118,9 +125,8 @@ void PrintFlat(FILE* out, const ReportData& d, const ReportViews& v, const Color
   std::vector<const analysis::FlatRow*> rows;
   for (const auto& r : d.flat.rows) rows.push_back(&r);
   if (by_total) {
-    std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
-      return a->total.value > b->total.value;
-    });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto* a, const auto* b) { return a->total.value > b->total.value; });
   }
   const uint64_t all = d.flat.all.value;
   fprintf(out, "\n%s%s%s\n", c.bold(),
@@ -132,10 +138,10 @@ void PrintFlat(FILE* out, const ReportData& d, const ReportViews& v, const Color
     const auto& r = *rows[i];
     if ((by_total ? r.total.samples : r.self.samples) == 0) break;
     double sp = Percent(r.self.value, all), tp = Percent(r.total.value, all);
-    fprintf(out, "%s%6.2f%%%s %8llu %s%6.2f%%%s %8llu  %s %s[%s]%s\n", c.heat(sp), sp, c.reset(),
+    fprintf(out, "%s%6.2f%%%s %8llu %s%6.2f%%%s %8llu  %s%s\n", c.heat(sp), sp, c.reset(),
             static_cast<unsigned long long>(r.self.samples), c.heat(tp), tp, c.reset(),
-            static_cast<unsigned long long>(r.total.samples), d.keys->Name(r.key).c_str(), c.dim(),
-            d.keys->ModuleName(r.key).c_str(), c.reset());
+            static_cast<unsigned long long>(r.total.samples), d.keys->Name(r.key).c_str(),
+            ModuleSuffix(d, r.key, c).c_str());
   }
 }
 
@@ -145,9 +151,8 @@ void PrintTreeNode(FILE* out, const ReportData& d, const CallTree& tree, const R
   double total = Percent(n.total.value, tree.all.value);
   if (total < v.min_percent) return;
   double self = Percent(n.self.value, tree.all.value);
-  fprintf(out, "%s%6.2f%%%s %6.2f%%  %*s%s %s[%s]%s\n", c.heat(total), total, c.reset(), self,
-          depth * 2, "", d.keys->Name(n.key).c_str(), c.dim(), d.keys->ModuleName(n.key).c_str(),
-          c.reset());
+  fprintf(out, "%s%6.2f%%%s %6.2f%%  %*s%s%s\n", c.heat(total), total, c.reset(), self, depth * 2,
+          "", d.keys->Name(n.key).c_str(), ModuleSuffix(d, n.key, c).c_str());
   for (uint32_t child : n.children) PrintTreeNode(out, d, tree, v, c, child, depth + 1);
 }
 
@@ -197,7 +202,8 @@ void PrintLanes(FILE* out, const ReportData& d, const ReportViews& v, const Colo
 void PrintDiffRows(FILE* out, const std::vector<analysis::DiffRow>& rows, const ReportViews& v,
                    const Colors& c, const char* title, bool with_module) {
   fprintf(out, "\n%s%s%s\n", c.bold(), title, c.reset());
-  fprintf(out, "%8s %8s %9s  %s\n", "base%", "other%", "delta", with_module ? "function [module]" : "path");
+  fprintf(out, "%8s %8s %9s  %s\n", "base%", "other%", "delta",
+          with_module ? "function [module]" : "path");
   size_t shown = 0;
   for (const auto& r : rows) {
     if (shown == v.top) break;
@@ -289,7 +295,8 @@ ordered_json SummaryJson(const analysis::Summary& s) {
   }
   j["threads"] = ordered_json::array();
   for (const auto& t : s.threads) {
-    j["threads"].push_back({{"tid", t.tid}, {"pid", t.pid}, {"name", t.name}, {"samples", t.samples}});
+    j["threads"].push_back(
+        {{"tid", t.tid}, {"pid", t.pid}, {"name", t.name}, {"samples", t.samples}});
   }
   j["problems"] = ordered_json::array();
   for (const auto& p : s.problems) {
@@ -379,7 +386,8 @@ void PrintJsonReport(FILE* out, const ReportData& d, const ReportViews& v) {
                        {"total", lane.total},
                        {"buckets", lane.buckets}});
     }
-    j["lanes"] = {{"start_ns", d.lanes->start}, {"bucket_ns", d.lanes->bucket_ns}, {"lanes", lanes}};
+    j["lanes"] = {
+        {"start_ns", d.lanes->start}, {"bucket_ns", d.lanes->bucket_ns}, {"lanes", lanes}};
   }
   if (d.diff) {
     j["diff"] = {{"metric", d.diff->metric},

@@ -1,0 +1,100 @@
+"""folded, Chrome trace and speedscope output of a real recording, and folded
+import: folded lines equal the tree's leaf counts; the Chrome JSON follows the
+Trace Event rules; speedscope's file parses with every frame resolving."""
+import json
+
+from common import *
+
+require_perf()
+d = tmpdir()
+cap = d + "/threads.mscap"
+record(cap, [fixture("threads"), "600"])
+rep = report(cap, "--tree", "--min-percent", "0")
+
+# folded: each line's count is the tree's self count at that path.
+folded = d + "/out.folded"
+check(run([MICROSCOPE, "convert", cap, "-o", folded]).returncode == 0, "convert to folded (by the .folded name)")
+lines = {}
+for line in open(folded):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    lines[tuple(stack.split(";"))] = int(n)
+leaves = {}
+
+def walk(node, prefix):
+    path = prefix + (node["function"],)
+    if node["self"]["samples"]:
+        leaves[path] = node["self"]["samples"]
+    for c in node["children"]:
+        walk(c, path)
+
+for r in rep["tree"]:
+    walk(r, ())
+check(lines == leaves, "folded lines equal the tree's leaf counts (%d stacks)" % len(lines))
+check(sum(lines.values()) == rep["header"]["samples"], "folded counts add up to the samples")
+
+# folded import, and report on it.
+back = d + "/folded.mscap"
+check(run([MICROSCOPE, "convert", folded, "-o", back]).returncode == 0, "folded imports")
+rb = report(back)
+ours = {f["function"]: f["self"]["samples"] for f in rep["functions"]}
+theirs = {f["function"]: f["self"]["samples"] for f in rb["functions"]}
+check(ours == theirs, "imported folded has the same self counts")
+bad = d + "/bad.folded"
+with open(bad, "w") as f:
+    f.write("a;b 3\na;c three\n")
+p = run([MICROSCOPE, "convert", bad, "-o", d + "/bad.mscap"])
+check(p.returncode == 1 and p.stderr.strip() == "microscope: error: %s: line 2: count 'three' is not a whole number" % bad,
+      "bad folded line refused: %r" % p.stderr.strip())
+
+# Chrome trace: the Trace Event format's rules.
+trace = d + "/trace.json"
+check(run([MICROSCOPE, "convert", cap, "--to", "chrome", "-o", trace]).returncode == 0, "convert to chrome")
+j = json.load(open(trace))
+threads = {(t["pid"], t["tid"]): t["name"] for t in rep["header"]["threads"]}
+named = {}
+last_ts = {}
+for e in j["traceEvents"]:
+    check_ok = e["ph"] in ("M", "X") and isinstance(e["pid"], int) and isinstance(e["tid"], int)
+    if not check_ok:
+        fail("bad event %s" % e)
+    if e["ph"] == "M" and e["name"] == "thread_name":
+        named[(e["pid"], e["tid"])] = e["args"]["name"]
+    if e["ph"] == "X":
+        if e["dur"] < 0 or e["ts"] < last_ts.get((e["pid"], e["tid"]), 0):
+            fail("slice out of order or negative: %s" % e)
+        last_ts[(e["pid"], e["tid"])] = e["ts"]
+check(named == threads, "every thread has a thread_name event with its name")
+check(any(e["ph"] == "X" and e["name"] == "work_c" for e in j["traceEvents"]), "slices name the functions")
+for (pid, tid), ts in last_ts.items():
+    pass
+sample_ts = {}
+for s in j["samples"]:
+    if s["sf"] not in j["stackFrames"]:
+        fail("sample's stack frame %s does not resolve" % s["sf"])
+    key = (s["pid"], s["tid"])
+    if s["ts"] < sample_ts.get(key, 0):
+        fail("samples' timestamps go back in time on thread %s" % (key,))
+    sample_ts[key] = s["ts"]
+for fid, frame in j["stackFrames"].items():
+    if "parent" in frame and frame["parent"] not in j["stackFrames"]:
+        fail("stack frame %s's parent does not resolve" % fid)
+check(sum(s["weight"] for s in j["samples"]) == rep["header"]["samples"], "Chrome samples cover every sample; frames resolve; times monotonic per thread")
+
+# speedscope.
+ss = d + "/out.speedscope.json"
+check(run([MICROSCOPE, "convert", cap, "-o", ss]).returncode == 0, "convert to speedscope (by name)")
+j = json.load(open(ss))
+frames = j["shared"]["frames"]
+total = 0
+for prof in j["profiles"]:
+    check(prof["type"] == "sampled" and len(prof["samples"]) == len(prof["weights"]), "profile %s well formed" % prof["name"])
+    for s in prof["samples"]:
+        if any(f >= len(frames) for f in s):
+            fail("unresolved frame in %s" % prof["name"])
+    total += len(prof["samples"])
+check(total == rep["header"]["samples"], "speedscope has every sample")
+check(any(frames[s[-1]]["name"] == "work_b" for p in j["profiles"] for s in p["samples"]), "leaves are the workers")
+
+# convert --help says what each format cannot carry.
+h = run([MICROSCOPE, "convert", "--help"]).stdout
+check("cannot carry" in h and "folded      time" in h, "convert --help lists what each format drops")

@@ -1,0 +1,112 @@
+"""pprof with Google's own pprof as the consumer: -top and -traces agree with
+report and the capture's stacks; capture -> pprof -> capture keeps the flat
+and tree results; a profile written by pprof itself (-proto) imports."""
+import re
+
+from common import *
+
+require_perf()
+PPROF = os.environ.get("PPROF")
+if not PPROF or not os.path.exists(PPROF):
+    if os.environ.get("CI") == "true":
+        fail("pprof was not built (go and golang-github-google-pprof-dev are installed by scripts/setup)")
+    print("SKIP: pprof not built")
+    sys.exit(SKIP)
+d = tmpdir()
+cap = d + "/threads.mscap"
+record(cap, [fixture("threads"), "600"])
+pb = d + "/threads.pb.gz"
+p = run([MICROSCOPE, "convert", cap, "--to", "pprof", "-o", pb])
+check(p.returncode == 0, "convert --to pprof (%s)" % p.stderr)
+rep = report(cap)
+ours = {f["function"]: (f["self"]["samples"], f["total"]["samples"]) for f in rep["functions"]}
+
+# pprof -top by sample count: the same functions with the same flat and cum.
+top = run([PPROF, "-top", "-sample_index=samples", "-nodecount=100000", pb]).stdout
+theirs = {}
+for line in top.splitlines():
+    m = re.match(r"\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(.+)$", line)
+    if m:
+        theirs[m.group(3).strip()] = (int(m.group(1)), int(m.group(2)))
+check(len(theirs) > 5, "pprof -top listed %d functions" % len(theirs))
+check(theirs == ours, "pprof -top equals report's flat table (%d functions)" % len(ours))
+if theirs != ours:
+    print({k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k)})
+
+# pprof -traces: each trace (thread label + stack) with its count equals the
+# capture's stacks per thread, as `convert --to folded --per-thread` lists them.
+traces = run([PPROF, "-traces", "-sample_index=samples", pb]).stdout
+pprof_stacks = {}
+for block in traces.split("-----------+-------------------------------------------------------"):
+    lines = [l for l in block.splitlines() if l.strip()]
+    thread = tid = None
+    frames = []
+    count = None
+    for l in lines:
+        m = re.match(r"\s*thread:\s+(.*)$", l)
+        if m:
+            thread = m.group(1).strip()
+            continue
+        m = re.match(r"\s*tid:\s+(\d+)", l)
+        if m:
+            tid = m.group(1)
+            continue
+        if re.match(r"\s*pid:", l):
+            continue
+        m = re.match(r"\s*(\d+)\s+(\S.*)$", l)
+        if m and count is None:
+            count = int(m.group(1))
+            frames.append(m.group(2).strip())
+        elif count is not None:
+            frames.append(l.strip())
+    if count is not None:
+        key = "%s-%s;%s" % (thread, tid, ";".join(reversed(frames)))
+        pprof_stacks[key] = pprof_stacks.get(key, 0) + count
+folded = d + "/threads.folded"
+run([MICROSCOPE, "convert", cap, "--to", "folded", "--per-thread", "-o", folded])
+our_stacks = {}
+for line in open(folded):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    our_stacks[stack] = int(n)
+check(pprof_stacks == our_stacks, "pprof -traces equals the capture's stacks per thread (%d stacks)" % len(our_stacks))
+
+# Round trip: capture -> pprof -> capture gives the same flat and tree.
+back = d + "/back.mscap"
+p = run([MICROSCOPE, "convert", pb, "-o", back])
+check(p.returncode == 0, "pprof imports (%s)" % p.stderr)
+r1 = report(cap, "--tree", "--min-percent", "0")
+r2 = report(back, "--tree", "--min-percent", "0")
+strip = lambda fs: sorted((f["function"], f["self"]["samples"], f["total"]["samples"], f["self"]["value"]) for f in fs)
+check(strip(r1["functions"]) == strip(r2["functions"]), "round trip keeps the flat table")
+check(tree_paths(r1) == tree_paths(r2), "round trip keeps the call tree")
+t1 = {t["name"]: t["samples"] for t in report(cap, "--threads")["threads"]}
+t2 = {t["name"]: t["samples"] for t in report(back, "--threads")["threads"]}
+check(t1 == t2, "round trip keeps per-thread totals")
+
+# A profile written by pprof itself imports.
+proto = d + "/pprof-written.pb.gz"
+with open(proto, "wb") as f:
+    f.write(run([PPROF, "-proto", pb], text=False).stdout)
+again = d + "/again.mscap"
+p = run([MICROSCOPE, "convert", proto, "-o", again])
+check(p.returncode == 0, "pprof -proto output imports (%s)" % p.stderr)
+check(strip(report(again)["functions"]) == strip(r1["functions"]), "and reads as the same profile")
+
+# Malformed pprof input: a clear error naming the place.
+bad = d + "/bad.pb.gz"
+with open(pb, "rb") as f:
+    data = f.read()
+with open(bad, "wb") as f:
+    f.write(data[: len(data) // 2])
+p = run([MICROSCOPE, "convert", bad, "-o", d + "/x.mscap"])
+check(p.returncode == 1 and p.stderr.startswith("microscope: error: %s: gzip data is truncated at compressed byte" % bad),
+      "truncated pprof refused: %r" % p.stderr.strip())
+check(not os.path.exists(d + "/x.mscap"), "no output written for bad input")
+import gzip
+raw = bytearray(gzip.decompress(data))
+raw[len(raw) // 3] = 0xff
+raw[len(raw) // 3 + 1] = 0xff
+with open(bad, "wb") as f:
+    f.write(gzip.compress(bytes(raw)))
+p = run([MICROSCOPE, "convert", bad, "-o", d + "/x.mscap"])
+check(p.returncode == 1 and p.stderr.startswith("microscope: error: " + bad + ": "), "corrupt pprof refused: %r" % p.stderr.strip())

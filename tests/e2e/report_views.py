@@ -1,0 +1,76 @@
+"""report's views and filters on real recordings: --inverted, --threads,
+--lanes, --focus/--exclude/--thread/--time/--pid, --granularity, --diff of two
+recordings whose hot function changes, colors on a terminal only."""
+from common import *
+
+require_perf()
+d = tmpdir()
+threads = d + "/threads.mscap"
+record(threads, [fixture("threads"), "600"])
+
+# --thread keeps one thread's samples; by name and by tid agree.
+rep = report(threads, "--thread", "worker-a")
+fn = functions(rep)
+check(set(f for f, (s, t) in fn.items() if s > 0) == {"work_a"}, "--thread worker-a: only work_a has self samples: %s" % fn)
+tid = [t["tid"] for t in rep["header"]["threads"] if t["name"] == "worker-a"][0]
+check(report(threads, "--thread", str(tid))["all"] == rep["all"], "--thread by tid equals by name")
+
+# --focus and --exclude.
+all_samples = report(threads)["all"]["samples"]
+b = report(threads, "--focus", "^work_b$")["all"]["samples"]
+no_c = report(threads, "--exclude", "work_c")["all"]["samples"]
+c_only = report(threads, "--focus", "work_c")["all"]["samples"]
+check(0 < b < all_samples, "--focus work_b keeps %d of %d" % (b, all_samples))
+check(no_c + c_only == all_samples, "--exclude and --focus of one function split the samples (%d + %d = %d)" % (no_c, c_only, all_samples))
+
+# --time: the first and the second half partition the samples.
+dur = report(threads)["header"]["duration_ns"]
+half = "%dns" % (dur // 2)
+first = report(threads, "--time", ".." + half)["all"]["samples"]
+second = report(threads, "--time", "%dns.." % (dur // 2 + 1))["all"]["samples"]
+check(first > 0 and second > 0 and first + second == all_samples,
+      "--time halves: %d + %d = %d" % (first, second, all_samples))
+
+# --inverted: sampled functions at the roots, their callers below.
+inv = report(threads, "--inverted", "--min-percent", "0")["inverted"]
+roots = {r["function"]: r for r in inv}
+check({"work_a", "work_b", "work_c"} <= set(roots), "inverted roots are the workers: %s" % sorted(roots))
+check(roots["work_c"]["children"][0]["function"] == "thread_c", "work_c's caller is thread_c")
+
+# --threads: per-thread totals.
+tt = {t["name"]: t["samples"] for t in report(threads, "--threads")["threads"]}
+check(1.5 <= tt["worker-b"] / tt["worker-a"] <= 2.6, "--threads: worker-b/worker-a = %.2f" % (tt["worker-b"] / tt["worker-a"]))
+
+# --lanes: per-thread buckets adding up to the thread's samples.
+lanes = report(threads, "--lanes", "--lane-width", "20")["lanes"]
+for lane in lanes["lanes"]:
+    check(len(lane["buckets"]) == 20 and sum(lane["buckets"]) == lane["total"],
+          "lane %s: 20 buckets summing to %d" % (lane["name"], lane["total"]))
+text = run([MICROSCOPE, "report", "--lanes", threads]).stdout
+check("Thread lanes" in text and "worker-c" in text, "lanes printed")
+check("\033[" not in text, "no color codes when stdout is not a terminal")
+check("\033[" in run([MICROSCOPE, "report", "--color", "always", threads]).stdout, "--color always colors")
+
+# --granularity address: at least as many rows, each function's addresses listed.
+by_addr = report(threads, "--granularity", "address")
+check(len(by_addr["functions"]) >= len(report(threads)["functions"]), "address granularity splits rows")
+
+# --diff: two recordings of split whose hot function changes (70/30, then 30/70).
+base, other = d + "/base.mscap", d + "/other.mscap"
+record(base, [fixture("split"), "400"])
+record(other, [fixture("split"), "400", "0", "swap"])
+diff = report(base, "--diff", other)["diff"]
+delta = {r["name"]: r["delta"] for r in diff["self"]}
+check(-0.55 <= delta["hot"] <= -0.25, "hot's self share fell by %.1f points (70%% -> 30%%)" % (100 * delta["hot"]))
+check(0.25 <= delta["cold"] <= 0.55, "cold's self share rose by %.1f points" % (100 * delta["cold"]))
+paths = {r["name"]: r["delta"] for r in diff["paths"]}
+hot_path = [p for p in paths if p.endswith(";main;run;hot")]
+check(hot_path and paths[hot_path[0]] < -0.25, "the path ...;main;run;hot lost share")
+text = run([MICROSCOPE, "report", base, "--diff", other]).stdout
+check("Self share change per function" in text and "hot" in text, "diff printed")
+
+# Bad filter input: one clear line.
+p = run([MICROSCOPE, "report", threads, "--focus", "(["])
+check(p.returncode == 1 and "not a valid regex" in p.stderr, "bad regex refused: %r" % p.stderr.strip())
+p = run([MICROSCOPE, "report", threads, "--thread", "nobody"])
+check(p.returncode == 1 and "no thread 'nobody'" in p.stderr, "unknown thread refused: %r" % p.stderr.strip())

@@ -1,0 +1,154 @@
+#include <doctest.h>
+
+#include "analysis/diff.h"
+#include "analysis/filter.h"
+#include "analysis/lanes.h"
+#include "analysis/profile.h"
+#include "analysis/summary.h"
+#include "tests/unit/capture/test_capture.h"
+
+using namespace microscope;
+using namespace microscope::analysis;
+
+namespace {
+// main > run > {hot x7, cold x3}, in one thread named "app" (tid 100).
+capture::Capture TestCapture() { return testing::MakeTestCapture(); }
+
+uint64_t SelfOf(const Flat& f, const FunctionKeys& k, const std::string& name) {
+  for (const auto& r : f.rows) {
+    if (k.Name(r.key) == name) return r.self.samples;
+  }
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("Filter: focus keeps stacks through a function, exclude drops them") {
+  auto c = TestCapture();
+  FunctionKeys keys(c);
+  FilterSpec spec;
+  spec.focus = "^cold$";
+  auto f = SampleFilter::Make(c, keys, spec);
+  REQUIRE(f.ok());
+  Flat flat = ComputeFlat(c, keys, *f);
+  CHECK(flat.all.samples == 3);
+  CHECK(SelfOf(flat, keys, "hot") == 0);
+  spec = {};
+  spec.exclude = "col";
+  f = SampleFilter::Make(c, keys, spec);
+  REQUIRE(f.ok());
+  flat = ComputeFlat(c, keys, *f);
+  CHECK(flat.all.samples == 7);
+  spec.exclude = "([";
+  CHECK_FALSE(SampleFilter::Make(c, keys, spec).ok());
+}
+
+TEST_CASE("Filter: thread by name or tid, pid, and time range relative to the start") {
+  auto c = TestCapture();
+  FunctionKeys keys(c);
+  FilterSpec spec;
+  spec.thread = "app";
+  CHECK(ComputeFlat(c, keys, *SampleFilter::Make(c, keys, spec)).all.samples == 10);
+  spec.thread = "100";
+  CHECK(ComputeFlat(c, keys, *SampleFilter::Make(c, keys, spec)).all.samples == 10);
+  spec.thread = "nope";
+  auto missing = SampleFilter::Make(c, keys, spec);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() == "no thread 'nope' in the capture");
+  spec = {};
+  // Samples are at times 100..109; the capture starts at 10.
+  REQUIRE(ParseTimeRange("90ns..94ns", &spec).ok());
+  CHECK(ComputeFlat(c, keys, *SampleFilter::Make(c, keys, spec)).all.samples == 5);
+  CHECK_FALSE(ParseTimeRange("5s", &spec).ok());
+  CHECK_FALSE(ParseTimeRange("3s..1s", &spec).ok());
+}
+
+TEST_CASE("Tree: inverted puts sampled functions first, then their callers") {
+  auto c = TestCapture();
+  FunctionKeys keys(c);
+  CallTree t = ComputeTree(c, keys, {}, {true, false});
+  REQUIRE(t.roots.size() == 2);
+  const TreeNode& hot = t.nodes[t.roots[0]];
+  CHECK(keys.Name(hot.key) == "hot");
+  CHECK(hot.self.samples == 7);
+  REQUIRE(hot.children.size() == 1);
+  CHECK(keys.Name(t.nodes[hot.children[0]].key) == "run");
+  CHECK(t.nodes[hot.children[0]].total.samples == 7);
+}
+
+TEST_CASE("Tree: collapsing recursion merges a function's self-calls") {
+  auto c = TestCapture();
+  // main > run > run > hot for the first sample.
+  c.stacks.parent.push_back(1);
+  c.stacks.frame.push_back(1);
+  c.stacks.parent.push_back(5);
+  c.stacks.frame.push_back(2);
+  c.samples.stack[0] = 6;
+  FunctionKeys keys(c);
+  CallTree plain = ComputeTree(c, keys);
+  CallTree collapsed = ComputeTree(c, keys, {}, {false, true});
+  CHECK(plain.nodes.size() == collapsed.nodes.size() + 2);
+  const TreeNode& main = collapsed.nodes[collapsed.roots[0]];
+  const TreeNode& run = collapsed.nodes[main.children[0]];
+  CHECK(keys.Name(run.key) == "run");
+  for (uint32_t ch : run.children) CHECK(keys.Name(collapsed.nodes[ch].key) != "run");
+}
+
+TEST_CASE("Keys: address granularity keeps frames of one function apart") {
+  auto c = TestCapture();
+  c.frames.push_back({capture::FrameKind::kNative, 0, 0x44, 2});  // a second address in hot
+  c.stacks.parent.push_back(1);
+  c.stacks.frame.push_back(5);
+  c.samples.stack[0] = 5;
+  FunctionKeys by_fn(c), by_addr(c, Granularity::kAddress);
+  CHECK(ComputeFlat(c, by_fn).rows.size() == 4);
+  CHECK(ComputeFlat(c, by_addr).rows.size() == 5);
+  CHECK(by_addr.Name(by_addr.KeyOf(5)) == "hot @0x44");
+}
+
+TEST_CASE("Lanes: samples per thread per time bucket") {
+  auto c = TestCapture();
+  Lanes lanes = ComputeLanes(c, {}, 10);
+  REQUIRE(lanes.lanes.size() == 1);
+  uint64_t sum = 0;
+  for (uint32_t b : lanes.lanes[0].buckets) sum += b;
+  CHECK(sum == 10);
+  CHECK(lanes.lanes[0].total == 10);
+  CHECK(lanes.bucket_count == 10);
+}
+
+TEST_CASE("Diff: shares per function and path; different quantities are refused") {
+  auto base = TestCapture();
+  auto other = TestCapture();
+  // other: all ten samples in cold.
+  for (auto& s : other.samples.stack) s = 3;
+  auto d = Diff(base, other);
+  REQUIRE(d.ok());
+  const DiffRow& top = d->self[0];
+  CHECK((top.name == "cold" || top.name == "hot"));
+  for (const auto& r : d->self) {
+    if (r.name == "hot") CHECK(r.delta() == doctest::Approx(-0.7));
+    if (r.name == "cold") CHECK(r.delta() == doctest::Approx(0.7));
+  }
+  bool path_found = false;
+  for (const auto& r : d->paths) {
+    if (r.name == "main;run;cold") {
+      path_found = true;
+      CHECK(r.other_share == doctest::Approx(1.0));
+    }
+  }
+  CHECK(path_found);
+  other.settings.metric = "alloc_space";
+  other.settings.unit = "bytes";
+  auto refused = Diff(base, other);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("different quantities") != std::string::npos);
+}
+
+TEST_CASE("ThreadTotals and aggregated rows (samples.count)") {
+  auto c = TestCapture();
+  c.samples.count.assign(c.samples.size(), 2);
+  auto t = ThreadTotals(c, {});
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].samples == 20);
+  CHECK(Summarize(c).samples == 20);
+}

@@ -1,0 +1,147 @@
+#include <doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "analysis/profile.h"
+#include "capture/reader.h"
+#include "formats/chrome.h"
+#include "formats/folded.h"
+#include "formats/gzip.h"
+#include "formats/pprof.h"
+#include "formats/speedscope.h"
+#include "tests/unit/capture/test_capture.h"
+
+using namespace microscope;
+using namespace microscope::analysis;
+
+namespace {
+
+// name -> (self samples, total samples, self value)
+std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t>> FlatByName(const capture::Capture& c) {
+  FunctionKeys keys(c);
+  std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t>> out;
+  for (const auto& r : ComputeFlat(c, keys).rows) {
+    out[keys.Name(r.key)] = {r.self.samples, r.total.samples, r.self.value};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Folded: writes callers first with counts, and reads back the same flat profile") {
+  auto c = testing::MakeTestCapture();
+  FunctionKeys keys(c);
+  std::string text = formats::WriteFolded(c, keys, {}, false);
+  CHECK(text == "main;run;cold 3\nmain;run;hot 7\n");
+  CHECK(formats::WriteFolded(c, keys, {}, true) == "app-100;main;run;cold 3\napp-100;main;run;hot 7\n");
+  auto back = formats::ReadFolded(text);
+  REQUIRE(back.ok());
+  auto a = FlatByName(c), b = FlatByName(*back);
+  for (const auto& [name, v] : b) {
+    CHECK(std::get<0>(a[name]) == std::get<0>(v));
+    CHECK(std::get<1>(a[name]) == std::get<1>(v));
+  }
+  CHECK(back->settings.unit == "count");
+}
+
+TEST_CASE("Folded: malformed lines name the line") {
+  auto bad = formats::ReadFolded("a;b 3\n\na;c\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "line 3: no sample count at the end (want 'a;b;c COUNT')");
+  auto bad2 = formats::ReadFolded("a;;b 2\n");
+  REQUIRE_FALSE(bad2.ok());
+  CHECK(bad2.status().message().find("line 1: empty frame name") == 0);
+  auto bad3 = formats::ReadFolded("a;b x2\n");
+  REQUIRE_FALSE(bad3.ok());
+  CHECK(bad3.status().message().find("line 1: count 'x2'") == 0);
+}
+
+TEST_CASE("pprof: write then read gives the same flat profile, threads and values") {
+  auto c = testing::MakeTestCapture();
+  auto bytes = formats::WritePprof(c, {});
+  CHECK(formats::IsGzip(bytes));
+  auto back = formats::ReadPprof(bytes);
+  REQUIRE(back.ok());
+  CHECK(FlatByName(c) == FlatByName(*back));
+  CHECK(back->settings.metric == "cpu");
+  CHECK(back->settings.unit == "nanoseconds");
+  REQUIRE(back->threads.size() == 1);
+  CHECK(back->threads[0].tid == 100);
+  CHECK(back->str(back->threads[0].name) == "app");
+  // Frames keep their module, build ID and file offset.
+  bool found = false;
+  for (const auto& f : back->frames) {
+    if (f.function != capture::kNone && back->str(back->functions[f.function].name) == "hot") {
+      found = true;
+      CHECK(f.address == 0x30);
+      CHECK(back->modules[f.module].build_id == std::vector<uint8_t>{0xab, 0xcd});
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("pprof: corrupt input is an error naming where, never a crash") {
+  auto c = testing::MakeTestCapture();
+  auto gz = formats::WritePprof(c, {});
+  auto raw = formats::Gunzip(gz, 1 << 20);
+  REQUIRE(raw.ok());
+  std::mt19937 rng(5);
+  int errors = 0;
+  for (int round = 0; round < 5000; ++round) {
+    std::vector<uint8_t> bad = *raw;
+    for (int i = 0; i < 3; ++i) bad[rng() % bad.size()] ^= uint8_t(1 + rng() % 255);
+    if (rng() % 4 == 0) bad.resize(rng() % bad.size());
+    auto r = formats::ReadPprof(bad);
+    if (!r.ok()) ++errors;
+  }
+  CHECK(errors > 0);
+  std::vector<uint8_t> truncated(gz.begin(), gz.begin() + gz.size() / 2);
+  auto r = formats::ReadPprof(truncated);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("gzip data is truncated") == 0);
+}
+
+TEST_CASE("Chrome trace: valid JSON, named tracks, nested slices, frames that resolve") {
+  auto c = testing::MakeTestCapture();
+  FunctionKeys keys(c);
+  auto j = nlohmann::json::parse(formats::WriteChromeTrace(c, keys, {}));
+  std::set<std::string> names;
+  double last_ts = -1;
+  for (const auto& e : j["traceEvents"]) {
+    CHECK(e.contains("pid"));
+    CHECK(e.contains("tid"));
+    std::string ph = e["ph"];
+    CHECK((ph == "M" || ph == "X"));
+    if (ph == "X") {
+      CHECK(e["dur"].get<double>() >= 0);
+      CHECK(e["ts"].get<double>() >= last_ts);
+      last_ts = e["ts"].get<double>();
+      names.insert(e["name"]);
+    }
+  }
+  CHECK(names == std::set<std::string>{"main", "run", "hot", "cold"});
+  for (const auto& s : j["samples"]) {
+    REQUIRE(j["stackFrames"].contains(s["sf"].get<std::string>()));
+  }
+  for (const auto& [id, frame] : j["stackFrames"].items()) {
+    if (frame.contains("parent")) CHECK(j["stackFrames"].contains(frame["parent"].get<std::string>()));
+  }
+}
+
+TEST_CASE("speedscope: sampled profiles with resolvable frames and weights") {
+  auto c = testing::MakeTestCapture();
+  FunctionKeys keys(c);
+  auto j = nlohmann::json::parse(formats::WriteSpeedscope(c, keys, {}));
+  REQUIRE(j["profiles"].size() == 1);
+  const auto& p = j["profiles"][0];
+  CHECK(p["type"] == "sampled");
+  CHECK(p["samples"].size() == p["weights"].size());
+  uint64_t total = 0;
+  for (const auto& w : p["weights"]) total += w.get<uint64_t>();
+  CHECK(total == p["endValue"].get<uint64_t>());
+  for (const auto& s : p["samples"]) {
+    for (const auto& f : s) CHECK(f.get<size_t>() < j["shared"]["frames"].size());
+  }
+}
