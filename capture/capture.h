@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "capture/column.h"
 
 namespace microscope::capture {
 
@@ -96,13 +99,14 @@ struct Stacks {
   size_t size() const { return frame.size(); }
 };
 
+// The big table: its columns view the decompressed file when read.
 struct Samples {
-  std::vector<uint64_t> time;
-  std::vector<ThreadId> thread;
-  std::vector<StackId> stack;    // kNone for a sample without frames
-  std::vector<uint64_t> weight;  // in settings.unit: CPU nanoseconds for a recording
-  std::vector<StackEnd> end;
-  std::vector<uint32_t> count;  // samples per row; empty: 1 each
+  Column<uint64_t> time;
+  Column<ThreadId> thread;
+  Column<StackId> stack;    // kNone for a sample without frames
+  Column<uint64_t> weight;  // in settings.unit: CPU nanoseconds for a recording
+  Column<StackEnd> end;
+  Column<uint32_t> count;  // samples per row; empty: 1 each
   size_t size() const { return time.size(); }
   uint32_t CountAt(size_t i) const { return count.empty() ? 1 : count[i]; }
 };
@@ -148,6 +152,8 @@ struct Capture {
   Samples samples;
   std::vector<Problem> problems;
   Settings settings;
+  // The decompressed file that viewed columns point into (null when built).
+  std::shared_ptr<const std::vector<uint8_t>> backing;
 
   const std::string& str(StringId id) const {
     static const std::string kEmpty;

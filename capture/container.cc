@@ -23,51 +23,65 @@ struct ZstdCCtxDeleter {
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> bytes) {
-  // A fresh temporary in the same directory (O_EXCL via mkstemp: never a
-  // planted file or link), fsync, rename, then fsync the directory so the
-  // rename survives a crash.
+Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path) {
   std::string tmp_template = path + ".tmp.XXXXXX";
   std::vector<char> name(tmp_template.begin(), tmp_template.end());
   name.push_back('\0');
   int fd = mkostemp(name.data(), O_CLOEXEC);
-  std::string tmp(name.data());
-  if (fd < 0) return Status::Error(Errno("cannot create")).WithContext(tmp);
+  if (fd < 0) return Status::Error(Errno("cannot create a temporary file")).WithContext(path);
   mode_t mask = umask(0);
   umask(mask);
   fchmod(fd, 0666 & ~mask);
-  auto fail = [&](const char* what) {
-    Status s = Status::Error(Errno(what)).WithContext(tmp);
+  std::unique_ptr<AtomicFile> f(new AtomicFile());
+  f->path_ = path;
+  f->tmp_ = name.data();
+  f->stream_ = fdopen(fd, "w");
+  if (f->stream_ == nullptr) {
     close(fd);
-    unlink(tmp.c_str());
-    return s;
-  };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("write failed");
-    done += size_t(n);
+    unlink(f->tmp_.c_str());
+    return Status::Error(Errno("cannot open a stream")).WithContext(f->tmp_);
   }
-  if (fsync(fd) != 0) return fail("cannot flush");
-  if (close(fd) != 0) {
-    Status s = Status::Error(Errno("cannot close")).WithContext(tmp);
-    unlink(tmp.c_str());
-    return s;
+  return f;
+}
+
+AtomicFile::~AtomicFile() {
+  if (stream_ != nullptr) {
+    fclose(stream_);
+    unlink(tmp_.c_str());
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = Status::Error(Errno("cannot rename temporary file into place")).WithContext(path);
-    unlink(tmp.c_str());
-    return s;
+}
+
+Status AtomicFile::Commit() {
+  FILE* s = stream_;
+  stream_ = nullptr;
+  bool ok = fflush(s) == 0 && !ferror(s) && fsync(fileno(s)) == 0;
+  Status failure = Status::Error(Errno("write failed")).WithContext(tmp_);
+  if (fclose(s) != 0) ok = false;
+  if (!ok) {
+    unlink(tmp_.c_str());
+    return failure;
   }
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (rename(tmp_.c_str(), path_.c_str()) != 0) {
+    Status e = Status::Error(Errno("cannot rename temporary file into place")).WithContext(path_);
+    unlink(tmp_.c_str());
+    return e;
+  }
+  size_t slash = path_.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     fsync(dfd);
     close(dfd);
   }
   return OkStatus();
+}
+
+Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> bytes) {
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path));
+  if (!bytes.empty() && fwrite(bytes.data(), 1, bytes.size(), file->stream()) != bytes.size()) {
+    return Status::Error(Errno("write failed")).WithContext(path);
+  }
+  return file->Commit();
 }
 
 Status WriteContainer(const std::string& path, std::span<const uint8_t> payload) {

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,5 +47,23 @@ Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file);
 
 // Writes `bytes` to `path` through a temporary name and rename.
 Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> bytes);
+
+// A file written in pieces and published atomically: a temporary in the
+// target's directory (mkstemp), fsync, rename, directory fsync. Destroyed
+// without Commit(), it removes the temporary: no half-written file ever
+// stands under the final name.
+class AtomicFile {
+ public:
+  static Result<std::unique_ptr<AtomicFile>> Create(const std::string& path);
+  ~AtomicFile();
+  FILE* stream() { return stream_; }
+  Status Commit();
+
+ private:
+  AtomicFile() = default;
+  std::string path_;
+  std::string tmp_;
+  FILE* stream_ = nullptr;
+};
 
 }  // namespace microscope::capture

@@ -11,9 +11,15 @@ namespace {
 namespace fbs = ::microscope::fb;
 
 template <typename T>
-std::vector<T> Column(const flatbuffers::Vector<T>* v) {
+std::vector<T> CopyOf(const flatbuffers::Vector<T>* v) {
   if (v == nullptr) return {};
   return std::vector<T>(v->begin(), v->end());
+}
+
+template <typename T>
+capture::Column<T> ViewOf(const flatbuffers::Vector<T>* v) {
+  if (v == nullptr) return {};
+  return capture::Column<T>::View(v->data(), v->size());
 }
 
 std::string Str(const flatbuffers::String* s) {
@@ -197,6 +203,12 @@ Status ValidateCapture(const Capture& c) {
 }
 
 Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
+  return ParseCapturePayload(std::vector<uint8_t>(payload.begin(), payload.end()));
+}
+
+Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
+  auto backing = std::make_shared<const std::vector<uint8_t>>(std::move(owned));
+  std::span<const uint8_t> payload(*backing);
   flatbuffers::Verifier verifier(payload.data(), payload.size(),
                                  /*max_depth=*/64, /*max_tables=*/1u << 30);
   // VerifyCaptureBuffer checks the size and the identifier before reading them.
@@ -243,18 +255,20 @@ Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
     }
   }
   if (root->stacks()) {
-    c.stacks.parent = Column(root->stacks()->parent());
-    c.stacks.frame = Column(root->stacks()->frame());
+    c.stacks.parent = CopyOf(root->stacks()->parent());
+    c.stacks.frame = CopyOf(root->stacks()->frame());
   }
   if (const fbs::Samples* s = root->samples()) {
-    c.samples.time = Column(s->time());
-    c.samples.thread = Column(s->thread());
-    c.samples.stack = Column(s->stack());
-    c.samples.weight = Column(s->weight());
-    c.samples.count = Column(s->count());
+    // Views into the payload, which the capture keeps (little-endian host).
+    c.samples.time = ViewOf(s->time());
+    c.samples.thread = ViewOf(s->thread());
+    c.samples.stack = ViewOf(s->stack());
+    c.samples.weight = ViewOf(s->weight());
+    c.samples.count = ViewOf(s->count());
     if (s->end()) {
-      c.samples.end.reserve(s->end()->size());
-      for (uint8_t e : *s->end()) c.samples.end.push_back(StackEnd(e));
+      static_assert(sizeof(StackEnd) == 1);
+      c.samples.end = Column<StackEnd>::View(reinterpret_cast<const StackEnd*>(s->end()->data()),
+                                             s->end()->size());
     }
   }
   if (root->problems()) {
@@ -263,13 +277,14 @@ Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
     }
   }
   c.settings = ToSettings(root->settings());
+  c.backing = std::move(backing);
   RETURN_IF_ERROR(ValidateCapture(c));
   return c;
 }
 
 Result<Capture> ReadCapture(const std::string& path) {
   ASSIGN_OR_RETURN(std::vector<uint8_t> payload, ReadContainer(path));
-  return ParseCapturePayload(payload);
+  return ParseCapturePayload(std::move(payload));
 }
 
 }  // namespace microscope::capture

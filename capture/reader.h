@@ -14,6 +14,8 @@ namespace microscope::capture {
 // Errors read "what, where" (the caller prefixes the file name).
 Result<Capture> ReadCapture(const std::string& path);
 Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload);
+// Takes the payload: the big columns of the result view it in place.
+Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& payload);
 
 // Checks every cross-reference of an in-memory capture. Importers and the
 // reader call it; the recorder's output passes it by construction.

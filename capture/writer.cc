@@ -53,6 +53,11 @@ std::vector<Out> MapRows(const std::vector<In>& rows, F f) {
   return out;
 }
 
+template <typename T>
+flatbuffers::Offset<flatbuffers::Vector<T>> Vec(FlatBufferBuilder& b, const Column<T>& column) {
+  return b.CreateVector(column.data(), column.size());
+}
+
 }  // namespace
 
 std::vector<uint8_t> SerializeCapture(const Capture& c) {
@@ -86,10 +91,9 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
       fbs::CreateStacks(b, b.CreateVector(c.stacks.parent), b.CreateVector(c.stacks.frame));
   auto ends =
       b.CreateVector(reinterpret_cast<const uint8_t*>(c.samples.end.data()), c.samples.end.size());
-  auto samples =
-      fbs::CreateSamples(b, b.CreateVector(c.samples.time), b.CreateVector(c.samples.thread),
-                         b.CreateVector(c.samples.stack), b.CreateVector(c.samples.weight), ends,
-                         c.samples.count.empty() ? 0 : b.CreateVector(c.samples.count));
+  auto samples = fbs::CreateSamples(b, Vec(b, c.samples.time), Vec(b, c.samples.thread),
+                                    Vec(b, c.samples.stack), Vec(b, c.samples.weight), ends,
+                                    c.samples.count.empty() ? 0 : Vec(b, c.samples.count));
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
   auto settings = BuildSettings(b, c.settings);

@@ -24,14 +24,22 @@ std::string Micros(uint64_t ns) {
 
 }  // namespace
 
-std::string WriteChromeTrace(const capture::Capture& c, const analysis::FunctionKeys& keys,
-                             const analysis::SampleFilter& filter) {
+void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::FunctionKeys& keys,
+                      const analysis::SampleFilter& filter) {
+  // Streamed: memory stays bounded by the deepest stack, not the output.
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  auto flush = [&](bool force) {
+    if (force || out.size() > (1 << 20)) {
+      fwrite(out.data(), 1, out.size(), file);
+      out.clear();
+    }
+  };
   bool first = true;
   auto emit = [&](const std::string& event) {
     out += first ? "" : ",\n";
     out += event;
     first = false;
+    flush(false);
   };
   const uint64_t origin = c.settings.start_time;
   std::map<int32_t, bool> named_process;
@@ -62,18 +70,12 @@ std::string WriteChromeTrace(const capture::Capture& c, const analysis::Function
     return quoted[k];
   };
   // Flame-chart slices: each run of adjacent samples sharing a frame at the
-  // same depth is one complete event, emitted per thread in start order.
-  struct Slice {
-    uint64_t start, end;
-    size_t depth;
-    analysis::KeyId key;
-  };
+  // same depth is one complete event, emitted as it closes (viewers sort).
   for (size_t t = 0; t < c.threads.size(); ++t) {
     const auto& samples = by_thread[t];
     if (samples.empty()) continue;
     const std::string ids = "\"pid\":" + std::to_string(c.processes[c.threads[t].process].pid) +
                             ",\"tid\":" + std::to_string(c.threads[t].tid);
-    std::vector<Slice> slices;
     struct Open {
       analysis::KeyId key;
       uint64_t start;
@@ -82,7 +84,9 @@ std::string WriteChromeTrace(const capture::Capture& c, const analysis::Function
     std::vector<analysis::KeyId> path;
     auto close_to = [&](size_t depth, uint64_t end) {
       while (open.size() > depth) {
-        slices.push_back({open.back().start, end, open.size() - 1, open.back().key});
+        const Open& o = open.back();
+        emit("{\"ph\":\"X\",\"name\":" + name(o.key) + "," + ids +
+             ",\"ts\":" + Micros(o.start - origin) + ",\"dur\":" + Micros(end - o.start) + "}");
         open.pop_back();
       }
     };
@@ -107,13 +111,6 @@ std::string WriteChromeTrace(const capture::Capture& c, const analysis::Function
       last_end = at + period;
     }
     close_to(0, last_end);
-    std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
-      return a.start != b.start ? a.start < b.start : a.depth < b.depth;
-    });
-    for (const Slice& sl : slices) {
-      emit("{\"ph\":\"X\",\"name\":" + name(sl.key) + "," + ids +
-           ",\"ts\":" + Micros(sl.start - origin) + ",\"dur\":" + Micros(sl.end - sl.start) + "}");
-    }
   }
   out += "\n],\"stackFrames\":{";
   // The samples themselves, for viewers that read Chrome's sampling format:
@@ -142,10 +139,11 @@ std::string WriteChromeTrace(const capture::Capture& c, const analysis::Function
              ",\"ts\":" + Micros(std::max(c.samples.time[i], origin) - origin) + ",\"name\":\"" +
              c.settings.metric + "\",\"sf\":\"" + std::to_string(c.samples.stack[i]) +
              "\",\"weight\":" + std::to_string(c.samples.CountAt(i)) + "}";
+      flush(false);
     }
   }
   out += "\n]}\n";
-  return out;
+  flush(true);
 }
 
 }  // namespace microscope::formats

@@ -1,13 +1,15 @@
 // Chrome's Trace Event JSON, as Perfetto UI and chrome://tracing open it.
 // One track per thread: each run of adjacent samples sharing a frame becomes
 // a complete event ("X") for that frame, nested like a flame chart; process
-// and thread names are metadata events ("M"). Times in microseconds from the
-// recording's start.
+// and thread names are metadata events ("M"); the samples themselves follow
+// in Chrome's sampling format ("stackFrames" + "samples"). Times in
+// microseconds from the recording's start. Streamed to `out`.
 // Not carried: modules, build IDs and addresses (names only), sample
 // weights (an event spans from its first sample to the end of its last),
 // stack end reasons, lost counts, problems.
 #pragma once
 
+#include <cstdio>
 #include <string>
 
 #include "analysis/filter.h"
@@ -16,7 +18,7 @@
 
 namespace microscope::formats {
 
-std::string WriteChromeTrace(const capture::Capture& capture, const analysis::FunctionKeys& keys,
-                             const analysis::SampleFilter& filter);
+void WriteChromeTrace(FILE* out, const capture::Capture& capture,
+                      const analysis::FunctionKeys& keys, const analysis::SampleFilter& filter);
 
 }  // namespace microscope::formats

@@ -9,8 +9,8 @@ namespace microscope::formats {
 
 using capture::kNone;
 
-std::string WriteSpeedscope(const capture::Capture& c, const analysis::FunctionKeys& keys,
-                            const analysis::SampleFilter& filter) {
+void WriteSpeedscope(FILE* file, const capture::Capture& c, const analysis::FunctionKeys& keys,
+                     const analysis::SampleFilter& filter) {
   // Frames used, in order of first use.
   std::vector<int64_t> index(keys.size(), -1);
   std::vector<analysis::KeyId> frames;
@@ -41,6 +41,12 @@ std::string WriteSpeedscope(const capture::Capture& c, const analysis::FunctionK
     out += (f ? "," : "") + frame.dump();
   }
   out += "]},\"profiles\":[";
+  // Streamed per thread: memory stays bounded by one thread's index list.
+  auto flush = [&]() {
+    fwrite(out.data(), 1, out.size(), file);
+    out.clear();
+  };
+  flush();
   bool first_profile = true;
   std::vector<int64_t> stack;
   for (size_t t = 0; t < c.threads.size(); ++t) {
@@ -48,7 +54,11 @@ std::string WriteSpeedscope(const capture::Capture& c, const analysis::FunctionK
     if (samples.empty()) continue;
     const capture::Thread& th = c.threads[t];
     uint64_t total = 0;
-    std::string stacks = "[", weights = "[";
+    std::string name = c.str(th.name) + " (tid " + std::to_string(th.tid) + ")";
+    out += (first_profile ? "" : ",");
+    first_profile = false;
+    out += "{\"type\":\"sampled\",\"name\":" + nlohmann::json(name).dump() + ",\"unit\":\"" + unit +
+           "\",\"startValue\":0,\"samples\":[";
     for (size_t j = 0; j < samples.size(); ++j) {
       uint32_t i = samples[j];
       stack.clear();
@@ -56,24 +66,23 @@ std::string WriteSpeedscope(const capture::Capture& c, const analysis::FunctionK
         stack.push_back(index[keys.KeyOf(c.stacks.frame[n])]);
       }
       std::reverse(stack.begin(), stack.end());
-      stacks += (j ? ",[" : "[");
-      for (size_t k = 0; k < stack.size(); ++k) stacks += (k ? "," : "") + std::to_string(stack[k]);
-      stacks += "]";
-      uint64_t w = unit == "none" ? c.samples.CountAt(i) : c.samples.weight[i];
-      weights += (j ? "," : "") + std::to_string(w);
-      total += w;
+      out += (j ? ",[" : "[");
+      for (size_t k = 0; k < stack.size(); ++k) out += (k ? "," : "") + std::to_string(stack[k]);
+      out += "]";
+      if (out.size() > (1 << 20)) flush();
     }
-    stacks += "]";
-    weights += "]";
-    std::string name = c.str(th.name) + " (tid " + std::to_string(th.tid) + ")";
-    out += (first_profile ? "" : ",");
-    first_profile = false;
-    out += "{\"type\":\"sampled\",\"name\":" + nlohmann::json(name).dump() + ",\"unit\":\"" + unit +
-           "\",\"startValue\":0,\"endValue\":" + std::to_string(total) + ",\"samples\":" + stacks +
-           ",\"weights\":" + weights + "}";
+    out += "],\"weights\":[";
+    for (size_t j = 0; j < samples.size(); ++j) {
+      uint32_t i = samples[j];
+      uint64_t w = unit == "none" ? c.samples.CountAt(i) : c.samples.weight[i];
+      out += (j ? "," : "") + std::to_string(w);
+      total += w;
+      if (out.size() > (1 << 20)) flush();
+    }
+    out += "],\"endValue\":" + std::to_string(total) + "}";
   }
   out += "]}\n";
-  return out;
+  flush();
 }
 
 }  // namespace microscope::formats

@@ -5,6 +5,7 @@
 // sample times (order is kept), stack end reasons, lost counts, problems.
 #pragma once
 
+#include <cstdio>
 #include <string>
 
 #include "analysis/filter.h"
@@ -13,7 +14,8 @@
 
 namespace microscope::formats {
 
-std::string WriteSpeedscope(const capture::Capture& capture, const analysis::FunctionKeys& keys,
-                            const analysis::SampleFilter& filter);
+// Streamed to `out`.
+void WriteSpeedscope(FILE* out, const capture::Capture& capture, const analysis::FunctionKeys& keys,
+                     const analysis::SampleFilter& filter);
 
 }  // namespace microscope::formats

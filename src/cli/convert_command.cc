@@ -60,16 +60,23 @@ Status Export(const ConvertOptions& o, const capture::Capture& cap) {
   analysis::FunctionKeys keys(cap);
   ASSIGN_OR_RETURN(analysis::SampleFilter filter,
                    analysis::SampleFilter::Make(cap, keys, o.filter));
+  if (format == "chrome" || format == "speedscope") {
+    // Large outputs: streamed into the temporary file.
+    ASSIGN_OR_RETURN(std::unique_ptr<capture::AtomicFile> file,
+                     capture::AtomicFile::Create(o.output));
+    if (format == "chrome") {
+      formats::WriteChromeTrace(file->stream(), cap, keys, filter);
+    } else {
+      formats::WriteSpeedscope(file->stream(), cap, keys, filter);
+    }
+    return file->Commit();
+  }
   std::vector<uint8_t> bytes;
-  auto from_text = [&](const std::string& text) { bytes.assign(text.begin(), text.end()); };
   if (format == "pprof") {
     bytes = formats::WritePprof(cap, filter);
-  } else if (format == "folded") {
-    from_text(formats::WriteFolded(cap, keys, filter, o.per_thread));
-  } else if (format == "chrome") {
-    from_text(formats::WriteChromeTrace(cap, keys, filter));
-  } else if (format == "speedscope") {
-    from_text(formats::WriteSpeedscope(cap, keys, filter));
+  } else {
+    std::string text = formats::WriteFolded(cap, keys, filter, o.per_thread);
+    bytes.assign(text.begin(), text.end());
   }
   return capture::WriteFileAtomically(o.output, bytes);
 }

@@ -12,7 +12,9 @@ using namespace microscope::analysis;
 
 namespace {
 // main > run > {hot x7, cold x3}, in one thread named "app" (tid 100).
-capture::Capture TestCapture() { return testing::MakeTestCapture(); }
+capture::Capture TestCapture() {
+  return testing::MakeTestCapture();
+}
 
 uint64_t SelfOf(const Flat& f, const FunctionKeys& k, const std::string& name) {
   for (const auto& r : f.rows) {
@@ -120,7 +122,7 @@ TEST_CASE("Diff: shares per function and path; different quantities are refused"
   auto base = TestCapture();
   auto other = TestCapture();
   // other: all ten samples in cold.
-  for (auto& s : other.samples.stack) s = 3;
+  for (size_t i = 0; i < other.samples.size(); ++i) other.samples.stack[i] = 3;
   auto d = Diff(base, other);
   REQUIRE(d.ok());
   const DiffRow& top = d->self[0];
