@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -16,10 +17,21 @@ std::string Quote(const std::string& s) {
   return nlohmann::json(s).dump();
 }
 
-std::string Micros(uint64_t ns) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%.3f", double(ns) / 1000.0);
-  return buf;
+// Appends ns as microseconds with three decimals, without floating point.
+void AppendMicros(std::string& out, uint64_t ns) {
+  char buf[24];
+  auto end = std::to_chars(buf, buf + sizeof(buf), ns / 1000).ptr;
+  out.append(buf, end);
+  unsigned frac = unsigned(ns % 1000);
+  out += '.';
+  out += char('0' + frac / 100);
+  out += char('0' + frac / 10 % 10);
+  out += char('0' + frac % 10);
+}
+
+void AppendNumber(std::string& out, uint64_t v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
 }
 
 }  // namespace
@@ -85,8 +97,18 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
     auto close_to = [&](size_t depth, uint64_t end) {
       while (open.size() > depth) {
         const Open& o = open.back();
-        emit("{\"ph\":\"X\",\"name\":" + name(o.key) + "," + ids +
-             ",\"ts\":" + Micros(o.start - origin) + ",\"dur\":" + Micros(end - o.start) + "}");
+        // The hot loop of this writer: appended in place, no temporaries.
+        out += first ? "{\"ph\":\"X\",\"name\":" : ",\n{\"ph\":\"X\",\"name\":";
+        first = false;
+        out += name(o.key);
+        out += ',';
+        out += ids;
+        out += ",\"ts\":";
+        AppendMicros(out, o.start - origin);
+        out += ",\"dur\":";
+        AppendMicros(out, end - o.start);
+        out += '}';
+        flush(false);
         open.pop_back();
       }
     };
@@ -129,16 +151,28 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
   }
   out += "\n},\"samples\":[";
   bool first_sample = true;
+  const std::string metric = Quote(c.settings.metric);
+  std::vector<std::string> ids_of(c.threads.size());
+  for (size_t t = 0; t < c.threads.size(); ++t) {
+    ids_of[t] = "\"pid\":" + std::to_string(c.processes[c.threads[t].process].pid) +
+                ",\"tid\":" + std::to_string(c.threads[t].tid);
+  }
   for (size_t t = 0; t < c.threads.size(); ++t) {
     for (uint32_t i : by_thread[t]) {
       if (c.samples.stack[i] == kNone) continue;
       out += first_sample ? "\n" : ",\n";
       first_sample = false;
-      out += "{\"cpu\":0,\"pid\":" + std::to_string(c.processes[c.threads[t].process].pid) +
-             ",\"tid\":" + std::to_string(c.threads[t].tid) +
-             ",\"ts\":" + Micros(std::max(c.samples.time[i], origin) - origin) + ",\"name\":\"" +
-             c.settings.metric + "\",\"sf\":\"" + std::to_string(c.samples.stack[i]) +
-             "\",\"weight\":" + std::to_string(c.samples.CountAt(i)) + "}";
+      out += "{\"cpu\":0,";
+      out += ids_of[t];
+      out += ",\"ts\":";
+      AppendMicros(out, std::max(c.samples.time[i], origin) - origin);
+      out += ",\"name\":";
+      out += metric;
+      out += ",\"sf\":\"";
+      AppendNumber(out, c.samples.stack[i]);
+      out += "\",\"weight\":";
+      AppendNumber(out, c.samples.CountAt(i));
+      out += '}';
       flush(false);
     }
   }
