@@ -1,6 +1,8 @@
 #include "analysis/keys.h"
 
 #include <cstdio>
+#include <map>
+#include <tuple>
 
 namespace microscope::analysis {
 
@@ -27,10 +29,20 @@ FunctionKeys::FunctionKeys(const capture::Capture& capture, Granularity granular
   // Function keys first (one per function), then one per unnamed frame (or,
   // at address granularity, per frame).
   std::vector<KeyId> function_key(capture.functions.size(), kNone);
+  std::map<std::tuple<capture::FunctionId, capture::StringId, uint32_t>, KeyId> line_key;
   for (size_t i = 0; i < capture.frames.size(); ++i) {
     const capture::Frame& f = capture.frames[i];
     KeyId key;
-    if (f.function != kNone && granularity == Granularity::kFunction) {
+    if (f.function != kNone && granularity == Granularity::kLine && f.line != 0) {
+      auto [it, inserted] =
+          line_key.try_emplace({f.function, f.file, f.line}, KeyId(names_.size()));
+      if (inserted) {
+        names_.push_back(capture.str(capture.functions[f.function].name) + " " +
+                         BaseName(capture.str(f.file)) + ":" + std::to_string(f.line));
+        key_frame_.push_back(capture::FrameId(i));
+      }
+      key = it->second;
+    } else if (f.function != kNone && granularity != Granularity::kAddress) {
       if (function_key[f.function] == kNone) {
         function_key[f.function] = KeyId(names_.size());
         names_.push_back(capture.str(capture.functions[f.function].name));

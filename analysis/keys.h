@@ -15,7 +15,9 @@ namespace microscope::analysis {
 
 using KeyId = uint32_t;
 
-enum class Granularity : uint8_t { kFunction, kAddress };
+// kLine: function and source line (frames without a line fall back to the
+// function); kAddress: every frame address apart.
+enum class Granularity : uint8_t { kFunction, kLine, kAddress };
 
 class FunctionKeys {
  public:

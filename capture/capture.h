@@ -90,6 +90,8 @@ struct Frame {
   ModuleId module = kNone;
   uint64_t address = 0;  // file offset (native), virtual address (kernel, unmapped)
   FunctionId function = kNone;
+  StringId file = kNone;  // source file of the address, when DWARF lines were found
+  uint32_t line = 0;
 };
 
 // Prefix tree of call stacks: node i is frames[i] called from node parent[i].

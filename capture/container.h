@@ -18,10 +18,11 @@
 namespace microscope::capture {
 
 inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
-inline constexpr uint16_t kFormatMajor = 1;
-// 1.1: StackEnd values 4..10 (DWARF unwinding end reasons).
-// 1.2: samples.count, settings.metric/unit, FrameKind.Named.
-inline constexpr uint16_t kFormatMinor = 2;
+// History: 1.0 first format; 1.1 StackEnd values 4..10 (DWARF unwinding);
+// 1.2 samples.count, settings.metric/unit, FrameKind.Named;
+// 2.0 Frame gained file and line (a struct grew: 1.x readers cannot read it).
+inline constexpr uint16_t kFormatMajor = 2;
+inline constexpr uint16_t kFormatMinor = 0;
 // A reader refuses payloads claiming more than this: a corrupt size must not
 // make us allocate the machine's memory.
 // FlatBuffers buffers are limited to 2 GiB.

@@ -153,6 +153,7 @@ Status ValidateCapture(const Capture& c) {
     RETURN_IF_ERROR(CheckRef(f.module, c.modules.size(), true, "frames", i, "module", "modules"));
     RETURN_IF_ERROR(
         CheckRef(f.function, c.functions.size(), true, "frames", i, "function", "functions"));
+    RETURN_IF_ERROR(CheckRef(f.file, ns, true, "frames", i, "file", "strings"));
   }
   if (c.stacks.parent.size() != c.stacks.frame.size()) {
     return Status::Error("stacks: parent has " + std::to_string(c.stacks.parent.size()) +
@@ -251,7 +252,8 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
   }
   if (root->frames()) {
     for (const fbs::Frame* f : *root->frames()) {
-      c.frames.push_back({FrameKind(f->kind()), f->module_(), f->address(), f->function()});
+      c.frames.push_back(
+          {FrameKind(f->kind()), f->module_(), f->address(), f->function(), f->file(), f->line()});
     }
   }
   if (root->stacks()) {

@@ -85,7 +85,7 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   auto functions = b.CreateVectorOfStructs(MapRows<fbs::Function>(
       c.functions, [](const Function& f) { return fbs::Function(f.name, f.module); }));
   auto frames = b.CreateVectorOfStructs(MapRows<fbs::Frame>(c.frames, [](const Frame& f) {
-    return fbs::Frame(fbs::FrameKind(f.kind), f.module, f.address, f.function);
+    return fbs::Frame(fbs::FrameKind(f.kind), f.module, f.address, f.function, f.file, f.line);
   }));
   auto stacks =
       fbs::CreateStacks(b, b.CreateVector(c.stacks.parent), b.CreateVector(c.stacks.frame));

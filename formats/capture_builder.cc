@@ -44,6 +44,13 @@ capture::FrameId CaptureBuilder::Frame(capture::FrameKind kind, capture::ModuleI
   return id;
 }
 
+void CaptureBuilder::SetLine(capture::FrameId frame, std::string_view file, uint32_t line) {
+  capture::Frame& f = capture_.frames[frame];
+  if (f.line != 0) return;
+  f.file = file.empty() ? capture::kNone : strings_.Intern(file);
+  f.line = line;
+}
+
 capture::ThreadId CaptureBuilder::Thread(int32_t pid, int32_t tid, std::string_view name) {
   auto key = std::make_tuple(pid, tid, std::string(name));
   auto it = threads_.find(key);

@@ -23,6 +23,8 @@ class CaptureBuilder {
   capture::FrameId Frame(capture::FrameKind kind, capture::ModuleId module, uint64_t address,
                          capture::FunctionId function);
   capture::ThreadId Thread(int32_t pid, int32_t tid, std::string_view name);
+  // Sets a frame's source file and line (first writer wins: frames are shared).
+  void SetLine(capture::FrameId frame, std::string_view file, uint32_t line);
   // `frames` leaf first, as profilers list them.
   capture::StackId Stack(const std::vector<capture::FrameId>& frames);
   void Sample(uint64_t time, capture::ThreadId thread, capture::StackId stack, uint64_t weight,

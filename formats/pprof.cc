@@ -101,13 +101,15 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
   }
   // Module address ranges: file-backed modules each get kModuleSpan.
   std::vector<uint64_t> module_base(c.modules.size(), 0);
-  std::vector<bool> module_used(c.modules.size()), module_named(c.modules.size());
+  std::vector<bool> module_used(c.modules.size()), module_named(c.modules.size()),
+      module_lines(c.modules.size());
   for (size_t f = 0; f < c.frames.size(); ++f) {
     const capture::Frame& fr = c.frames[f];
     if (!frame_used[f] || fr.module == kNone || fr.kind != capture::FrameKind::kNative) continue;
     if (c.modules[fr.module].kind == capture::ModuleKind::kAnonymous) continue;
     module_used[fr.module] = true;
     if (fr.function != kNone) module_named[fr.module] = true;
+    if (fr.line != 0) module_lines[fr.module] = true;
   }
   std::string out;
   protozero::pbf_writer pw(out);
@@ -153,10 +155,21 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     mapping.add_int64(5, s.Id(c.str(c.modules[m].path)));
     mapping.add_int64(6, s.Id(Hex(c.modules[m].build_id)));
     mapping.add_bool(7, module_named[m]);
+    mapping.add_bool(8, module_lines[m]);
+    mapping.add_bool(9, module_lines[m]);
   }
+  // pprof functions are (name, source file) pairs: an inlined line's file
+  // differs from its function's own.
+  std::map<std::pair<capture::FunctionId, capture::StringId>, uint64_t> pprof_functions;
   for (size_t f = 0; f < c.frames.size(); ++f) {
     if (!frame_used[f]) continue;
     const capture::Frame& fr = c.frames[f];
+    uint64_t function_id = 0;
+    if (fr.function != kNone) {
+      auto [it, inserted] =
+          pprof_functions.try_emplace({fr.function, fr.file}, pprof_functions.size() + 1);
+      function_id = it->second;
+    }
     protozero::pbf_writer loc(pw, kLocation);
     loc.add_uint64(1, f + 1);
     bool mapped =
@@ -167,16 +180,18 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     } else if (fr.kind != capture::FrameKind::kNamed) {
       loc.add_uint64(3, fr.address);
     }
-    if (fr.function != kNone) {
+    if (function_id != 0) {
       protozero::pbf_writer line(loc, 4);
-      line.add_uint64(1, fr.function + 1);
+      line.add_uint64(1, function_id);
+      if (fr.line != 0) line.add_int64(2, fr.line);
     }
   }
-  for (size_t fn = 0; fn < c.functions.size(); ++fn) {
+  for (const auto& [key, id] : pprof_functions) {
     protozero::pbf_writer func(pw, kFunction);
-    func.add_uint64(1, fn + 1);
-    func.add_int64(2, s.Id(c.str(c.functions[fn].name)));
-    func.add_int64(3, s.Id(c.str(c.functions[fn].name)));
+    func.add_uint64(1, id);
+    func.add_int64(2, s.Id(c.str(c.functions[key.first].name)));
+    func.add_int64(3, s.Id(c.str(c.functions[key.first].name)));
+    if (key.second != kNone) func.add_int64(4, s.Id(c.str(key.second)));
   }
   if (c.settings.end_time > c.settings.start_time) {
     pw.add_int64(kDurationNanos, int64_t(c.settings.end_time - c.settings.start_time));
@@ -201,6 +216,7 @@ struct PSample {
 struct PLocation {
   uint64_t mapping = 0, address = 0;
   std::vector<uint64_t> functions;  // one per line, innermost first
+  std::vector<int64_t> lines;
 };
 struct PMapping {
   uint64_t start = 0, limit = 0, offset = 0;
@@ -211,7 +227,7 @@ struct Profile {
   std::vector<PSample> samples;
   std::map<uint64_t, PMapping> mappings;
   std::map<uint64_t, PLocation> locations;
-  std::map<uint64_t, int64_t> functions;  // id -> name string index
+  std::map<uint64_t, std::pair<int64_t, int64_t>> functions;  // id -> (name, filename)
   std::vector<std::string> strings;
   int64_t time = 0, duration = 0, period = 0, default_type = 0;
 };
@@ -341,14 +357,19 @@ void ReadLocation(protozero::pbf_reader m, Profile* p) {
     } else if (m.tag() == 4) {
       protozero::pbf_reader line = Message(m);
       uint64_t fn = 0;
+      int64_t number = 0;
       while (line.next()) {
-        if (line.tag() == 1) {
+        const uint32_t tag = line.tag();
+        if (tag == 1) {
           fn = Uint64(line);
+        } else if (tag == 2) {
+          number = Int64(line);
         } else {
           line.skip();
         }
       }
       loc.functions.push_back(fn);
+      loc.lines.push_back(number);
     } else {
       m.skip();
     }
@@ -358,17 +379,20 @@ void ReadLocation(protozero::pbf_reader m, Profile* p) {
 
 void ReadFunction(protozero::pbf_reader m, Profile* p) {
   uint64_t id = 0;
-  int64_t name = 0;
+  int64_t name = 0, filename = 0;
   while (m.next()) {
-    if (m.tag() == 1) {
+    const uint32_t tag = m.tag();
+    if (tag == 1) {
       id = Uint64(m);
-    } else if (m.tag() == 2) {
+    } else if (tag == 2) {
       name = Int64(m);
+    } else if (tag == 4) {
+      filename = Int64(m);
     } else {
       m.skip();
     }
   }
-  p->functions[id] = name;
+  p->functions[id] = {name, filename};
 }
 
 // Parses the top level; `offset` follows the field being read, for errors.
@@ -485,14 +509,21 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
         return Status::Error("location " + std::to_string(id) + " names function " +
                              std::to_string(loc.functions[line]) + ", which does not exist");
       }
-      ASSIGN_OR_RETURN(std::string name, str(fn->second));
+      ASSIGN_OR_RETURN(std::string name, str(fn->second.first));
+      ASSIGN_OR_RETURN(std::string filename, str(fn->second.second));
       capture::FunctionId function = b.Function(name, module);
       bool outermost = line + 1 == loc.functions.size();
       // The outermost line is the function holding the address; inner
       // (inlined) lines are frames known by name only.
-      frames.push_back(outermost && module != kNone
-                           ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, function)
-                           : b.Frame(capture::FrameKind::kNamed, kNone, 0, function));
+      capture::FrameId frame =
+          outermost && module != kNone
+              ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, function)
+              : b.Frame(capture::FrameKind::kNamed, kNone, 0, function);
+      int64_t number = loc.lines[line];
+      if (number > 0 && number <= int64_t(UINT32_MAX)) {
+        b.SetLine(frame, filename, uint32_t(number));
+      }
+      frames.push_back(frame);
     }
     if (loc.functions.empty()) {
       frames.push_back(module != kNone

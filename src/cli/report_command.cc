@@ -46,6 +46,7 @@ int RunReport(ReportOptions& o) {
   }
   const capture::Capture& cap = *read;
   analysis::Granularity g = o.granularity == "address" ? analysis::Granularity::kAddress
+                            : o.granularity == "line"  ? analysis::Granularity::kLine
                                                        : analysis::Granularity::kFunction;
   analysis::FunctionKeys keys(cap, g);
   auto filter = analysis::SampleFilter::Make(cap, keys, o.filter);
@@ -118,9 +119,11 @@ Runner AddReportCommand(CLI::App& app) {
   cmd->add_option("--thread", o->filter.thread, "keep one thread, by tid or name");
   cmd->add_option("--pid", o->pid, "keep one process");
   cmd->add_option("--time", o->time, "keep samples in FROM..TO after the start (e.g. 1s..2.5s)");
-  cmd->add_option("--granularity", o->granularity, "function or address")
+  cmd->add_option("--granularity", o->granularity,
+                  "function, line (function and source line, where DWARF lines were found), "
+                  "or address")
       ->capture_default_str()
-      ->check(CLI::IsMember({"function", "address"}));
+      ->check(CLI::IsMember({"function", "line", "address"}));
   cmd->add_flag("--collapse-recursion", o->collapse_recursion,
                 "merge a function's recursive calls into one tree node");
   cmd->add_option("--min-percent", o->views.min_percent, "prune tree nodes below this share")

@@ -12,6 +12,7 @@
 
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
+#include "src/symbols/line_table.h"
 
 namespace microscope::record {
 namespace {
@@ -492,6 +493,27 @@ void Processor::Process(const Event& e) {
   }
 }
 
+void Processor::AddLines(capture::ModuleId module, const symbols::ElfImage& image,
+                         const std::string& path, const std::vector<FrameId>& frames) {
+  // The module's own DWARF, else the debug file its symbols came from.
+  auto table = symbols::LineTable::Load(path);
+  if (!table.ok() && image.symbol_source.starts_with("/")) {
+    table = symbols::LineTable::Load(image.symbol_source);
+  }
+  if (!table.ok()) return;  // no line information: frames keep function names only
+  (void)module;
+  for (FrameId f : frames) {
+    capture::Frame& frame = capture_.frames[f];
+    uint64_t vaddr;
+    std::string_view file;
+    uint32_t line;
+    if (image.OffsetToVaddr(frame.address, &vaddr) && table->Lookup(vaddr, &file, &line)) {
+      frame.file = strings_.Intern(file);
+      frame.line = line;
+    }
+  }
+}
+
 void Processor::Symbolize() {
   std::vector<std::vector<FrameId>> by_module(capture_.modules.size());
   for (FrameId f = 0; f < capture_.frames.size(); ++f) {
@@ -557,6 +579,7 @@ void Processor::Symbolize() {
       if (!img.OffsetToVaddr(offset, &vaddr)) return {};
       return img.symbols.Lookup(vaddr);
     });
+    AddLines(m, img, path, by_module[m]);
   }
 }
 

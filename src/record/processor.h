@@ -16,6 +16,7 @@
 #include "capture/capture.h"
 #include "capture/string_table.h"
 #include "src/record/decode.h"
+#include "src/symbols/elf_image.h"
 #include "src/unwind/module_cfi.h"
 #include "src/unwind/unwinder.h"
 
@@ -91,6 +92,8 @@ class Processor {
   void OnFork(const Event& e);
   void OnExit(const Event& e);
   void Symbolize();
+  void AddLines(capture::ModuleId module, const symbols::ElfImage& image, const std::string& path,
+                const std::vector<capture::FrameId>& frames);
   void SortSamplesByTime();
 
   Options options_;

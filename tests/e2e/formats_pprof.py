@@ -83,6 +83,13 @@ t1 = {t["name"]: t["samples"] for t in report(cap, "--threads")["threads"]}
 t2 = {t["name"]: t["samples"] for t in report(back, "--threads")["threads"]}
 check(t1 == t2, "round trip keeps per-thread totals")
 
+# Source lines reach pprof: -lines names file:line of the hot functions.
+lines = run([PPROF, "-top", "-lines", "-sample_index=samples", pb]).stdout
+check(re.search(r"work_c .*threads\.c:\d+", lines) is not None or re.search(r"work_c .*burn\.h:\d+", lines) is not None,
+      "pprof -lines shows work_c's file:line")
+check(report(back, "--granularity", "line")["functions"][0]["function"] ==
+      report(cap, "--granularity", "line")["functions"][0]["function"], "lines survive the round trip")
+
 # A profile written by pprof itself imports.
 proto = d + "/pprof-written.pb.gz"
 with open(proto, "wb") as f:

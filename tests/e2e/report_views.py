@@ -74,3 +74,9 @@ p = run([MICROSCOPE, "report", threads, "--focus", "(["])
 check(p.returncode == 1 and "not a valid regex" in p.stderr, "bad regex refused: %r" % p.stderr.strip())
 p = run([MICROSCOPE, "report", threads, "--thread", "nobody"])
 check(p.returncode == 1 and "no thread 'nobody'" in p.stderr, "unknown thread refused: %r" % p.stderr.strip())
+
+# --granularity line: DWARF lines found at record time; hot's samples sit on
+# the inlined burn loop's lines in burn.h (as addr2line would say).
+lines = report(base, "--granularity", "line")
+hot_lines = [f["function"] for f in lines["functions"] if f["function"].startswith("hot ")]
+check(hot_lines and all("burn.h:" in n for n in hot_lines), "hot's lines are in burn.h: %s" % hot_lines)

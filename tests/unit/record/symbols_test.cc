@@ -6,6 +6,7 @@
 
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
+#include "src/symbols/line_table.h"
 #include "src/symbols/symbol_table.h"
 
 using namespace microscope::symbols;
@@ -52,4 +53,56 @@ TEST_CASE("ElfImage: PLT stubs are named function@plt; sizeless symbols stop at 
   uint64_t stub = std::strtoull(buf, nullptr, 16);
   REQUIRE(stub != 0);
   CHECK((*image)->symbols.Lookup(stub + 4) == "clock_gettime@plt");
+}
+
+TEST_CASE("LineTable: file:line of every 8th byte of the fixture's code agree with addr2line") {
+  const char* path = std::getenv("FIXTURE_UNWIND");
+  REQUIRE(path != nullptr);
+  auto table = microscope::symbols::LineTable::Load(path);
+  REQUIRE(table.ok());
+  // Addresses across .text, one addr2line batch for all of them.
+  FILE* p = popen(
+      (std::string("readelf -SW ") + path + " | awk '$2==\".text\"{print $4, $6}'").c_str(), "r");
+  char buf[128] = {};
+  REQUIRE(fgets(buf, sizeof(buf), p) != nullptr);
+  pclose(p);
+  uint64_t start = 0, size = 0;
+  REQUIRE(sscanf(buf, "%lx %lx", &start, &size) == 2);
+  std::string cmd = std::string("addr2line -e ") + path;
+  std::vector<uint64_t> addrs;
+  for (uint64_t a = start; a < start + size; a += 8) {
+    addrs.push_back(a);
+    char hex[24];
+    snprintf(hex, sizeof(hex), " %lx", static_cast<unsigned long>(a));
+    cmd += hex;
+  }
+  p = popen(cmd.c_str(), "r");
+  size_t agree = 0, compared = 0;
+  for (uint64_t a : addrs) {
+    char line[4096];
+    if (fgets(line, sizeof(line), p) == nullptr) break;
+    std::string want(line);
+    while (!want.empty() && (want.back() == '\n' || want.back() == ' ')) want.pop_back();
+    size_t paren = want.find(" (discriminator");
+    if (paren != std::string::npos) want.resize(paren);
+    // addr2line knows no line either ("??:0", or "file:?" for code without rows).
+    if (want.rfind("??", 0) == 0 || want.ends_with(":?")) continue;
+    std::string_view file;
+    uint32_t n = 0;
+    ++compared;
+    if (table->Lookup(a, &file, &n)) {
+      // addr2line does not normalize "dir/../file"; compare as printed.
+      bool same = want == std::string(file) + ":" + std::to_string(n);
+      agree += same;
+      if (!same)
+        MESSAGE("0x" << std::hex << a << std::dec << ": addr2line " << want << ", ours " << file
+                     << ":" << n);
+    } else {
+      MESSAGE("0x" << std::hex << a << std::dec << ": addr2line " << want << ", ours none");
+    }
+  }
+  pclose(p);
+  CHECK(compared > 50);
+  CHECK(agree >= compared * 99 / 100);
+  MESSAGE("line agreement with addr2line: " << agree << " of " << compared);
 }
