@@ -146,7 +146,7 @@ Status ValidateCapture(const Capture& c) {
   }
   for (size_t i = 0; i < c.frames.size(); ++i) {
     const Frame& f = c.frames[i];
-    if (uint8_t(f.kind) > uint8_t(FrameKind::kNamed)) {
+    if (uint8_t(f.kind) > uint8_t(FrameKind::kInline)) {
       return Status::Error(Where("frames", i, "kind") + " has unknown value " +
                            std::to_string(int(f.kind)));
     }

@@ -35,10 +35,22 @@ capture::FunctionId CaptureBuilder::Function(std::string_view name, capture::Mod
 
 capture::FrameId CaptureBuilder::Frame(capture::FrameKind kind, capture::ModuleId module,
                                        uint64_t address, capture::FunctionId function) {
-  auto key = std::make_tuple(uint8_t(kind), module, address, function);
+  auto key = std::make_tuple(uint8_t(kind), module, address, function, size_t(0));
   auto it = frames_.find(key);
   if (it != frames_.end()) return it->second;
   capture_.frames.push_back({kind, module, address, function});
+  capture::FrameId id = capture::FrameId(capture_.frames.size() - 1);
+  frames_.emplace(key, id);
+  return id;
+}
+
+capture::FrameId CaptureBuilder::InlineFrame(capture::ModuleId module, uint64_t address,
+                                             capture::FunctionId function, size_t depth) {
+  auto key =
+      std::make_tuple(uint8_t(capture::FrameKind::kInline), module, address, function, depth);
+  auto it = frames_.find(key);
+  if (it != frames_.end()) return it->second;
+  capture_.frames.push_back({capture::FrameKind::kInline, module, address, function});
   capture::FrameId id = capture::FrameId(capture_.frames.size() - 1);
   frames_.emplace(key, id);
   return id;

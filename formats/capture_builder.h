@@ -22,6 +22,9 @@ class CaptureBuilder {
   capture::FunctionId Function(std::string_view name, capture::ModuleId module);
   capture::FrameId Frame(capture::FrameKind kind, capture::ModuleId module, uint64_t address,
                          capture::FunctionId function);
+  // An inline frame at (module, address), `depth` levels inside the native frame.
+  capture::FrameId InlineFrame(capture::ModuleId module, uint64_t address,
+                               capture::FunctionId function, size_t depth);
   capture::ThreadId Thread(int32_t pid, int32_t tid, std::string_view name);
   // Sets a frame's source file and line (first writer wins: frames are shared).
   void SetLine(capture::FrameId frame, std::string_view file, uint32_t line);
@@ -37,7 +40,8 @@ class CaptureBuilder {
   capture::StringTable strings_;
   std::map<std::pair<std::string, std::vector<uint8_t>>, capture::ModuleId> modules_;
   std::map<std::pair<std::string, capture::ModuleId>, capture::FunctionId> functions_;
-  std::map<std::tuple<uint8_t, capture::ModuleId, uint64_t, capture::FunctionId>, capture::FrameId>
+  std::map<std::tuple<uint8_t, capture::ModuleId, uint64_t, capture::FunctionId, size_t>,
+           capture::FrameId>
       frames_;
   std::map<int32_t, capture::ProcessId> processes_;
   std::map<std::tuple<int32_t, int32_t, std::string>, capture::ThreadId> threads_;

@@ -117,11 +117,32 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
   const bool cpu = c.settings.metric == "cpu" && c.settings.unit == "nanoseconds";
   AddValueType(pw, kSampleType, s, "samples", "count");
   AddValueType(pw, kSampleType, s, c.settings.metric, c.settings.unit);
+  std::map<std::vector<capture::FrameId>, uint64_t> location_ids;
+  auto LocationOf = [&](const std::vector<capture::FrameId>& group) {
+    return location_ids.try_emplace(group, location_ids.size() + 1).first->second;
+  };
   for (const auto& [key, v] : agg) {
     protozero::pbf_writer sample(pw, kSample);
+    // A native frame and the inline frames above it at the same address are
+    // one pprof location with several lines (innermost first).
     std::vector<uint64_t> locations;
-    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n])
-      locations.push_back(c.stacks.frame[n] + 1);
+    std::vector<capture::FrameId> group;
+    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n]) {
+      capture::FrameId f = c.stacks.frame[n];
+      const capture::Frame& fr = c.frames[f];
+      if (!group.empty() &&
+          (fr.kind == capture::FrameKind::kInline || fr.address != c.frames[group.back()].address ||
+           fr.module != c.frames[group.back()].module)) {
+        for (capture::FrameId g : group) locations.push_back(LocationOf({g}));
+        group.clear();
+      }
+      group.push_back(f);
+      if (fr.kind != capture::FrameKind::kInline) {
+        locations.push_back(LocationOf(group));
+        group.clear();
+      }
+    }
+    for (capture::FrameId g : group) locations.push_back(LocationOf({g}));
     sample.add_packed_uint64(1, locations.begin(), locations.end());
     int64_t values[2] = {int64_t(v.first), int64_t(v.second)};
     sample.add_packed_int64(2, std::begin(values), std::end(values));
@@ -161,17 +182,10 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
   // pprof functions are (name, source file) pairs: an inlined line's file
   // differs from its function's own.
   std::map<std::pair<capture::FunctionId, capture::StringId>, uint64_t> pprof_functions;
-  for (size_t f = 0; f < c.frames.size(); ++f) {
-    if (!frame_used[f]) continue;
-    const capture::Frame& fr = c.frames[f];
-    uint64_t function_id = 0;
-    if (fr.function != kNone) {
-      auto [it, inserted] =
-          pprof_functions.try_emplace({fr.function, fr.file}, pprof_functions.size() + 1);
-      function_id = it->second;
-    }
+  for (const auto& [group, id] : location_ids) {
+    const capture::Frame& fr = c.frames[group.back()];  // the outermost: holds the address
     protozero::pbf_writer loc(pw, kLocation);
-    loc.add_uint64(1, f + 1);
+    loc.add_uint64(1, id);
     bool mapped =
         fr.module != kNone && module_used[fr.module] && fr.kind == capture::FrameKind::kNative;
     if (mapped) {
@@ -180,10 +194,14 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     } else if (fr.kind != capture::FrameKind::kNamed) {
       loc.add_uint64(3, fr.address);
     }
-    if (function_id != 0) {
+    for (capture::FrameId f : group) {
+      const capture::Frame& line_frame = c.frames[f];
+      if (line_frame.function == kNone) continue;
+      auto [it, inserted] = pprof_functions.try_emplace({line_frame.function, line_frame.file},
+                                                        pprof_functions.size() + 1);
       protozero::pbf_writer line(loc, 4);
-      line.add_uint64(1, function_id);
-      if (fr.line != 0) line.add_int64(2, fr.line);
+      line.add_uint64(1, it->second);
+      if (line_frame.line != 0) line.add_int64(2, line_frame.line);
     }
   }
   for (const auto& [key, id] : pprof_functions) {
@@ -514,11 +532,11 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
       capture::FunctionId function = b.Function(name, module);
       bool outermost = line + 1 == loc.functions.size();
       // The outermost line is the function holding the address; inner
-      // (inlined) lines are frames known by name only.
+      // lines are the functions inlined there.
       capture::FrameId frame =
-          outermost && module != kNone
-              ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, function)
-              : b.Frame(capture::FrameKind::kNamed, kNone, 0, function);
+          module == kNone ? b.Frame(capture::FrameKind::kNamed, kNone, 0, function)
+          : outermost     ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, function)
+                          : b.InlineFrame(module, offset_in_file, function, line);
       int64_t number = loc.lines[line];
       if (number > 0 && number <= int64_t(UINT32_MAX)) {
         b.SetLine(frame, filename, uint32_t(number));

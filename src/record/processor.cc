@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "src/symbols/debug_info.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
-#include "src/symbols/line_table.h"
 
 namespace microscope::record {
 namespace {
@@ -442,15 +442,7 @@ void Processor::OnSample(const Event& e) {
     end = StackEnd::kKernelOnly;
   }
   capture::StackId node = kNone;
-  for (size_t i = scratch_.size(); i-- > 0;) {
-    uint64_t key = (uint64_t(node) << 32) | scratch_[i];
-    auto [it, inserted] = stack_nodes_.try_emplace(key, capture::StackId(capture_.stacks.size()));
-    if (inserted) {
-      capture_.stacks.parent.push_back(node);
-      capture_.stacks.frame.push_back(scratch_[i]);
-    }
-    node = it->second;
-  }
+  for (size_t i = scratch_.size(); i-- > 0;) node = InternStackNode(node, scratch_[i]);
   capture::Samples& s = capture_.samples;
   s.time.push_back(e.time);
   s.thread.push_back(thread);
@@ -493,24 +485,84 @@ void Processor::Process(const Event& e) {
   }
 }
 
-void Processor::AddLines(capture::ModuleId module, const symbols::ElfImage& image,
-                         const std::string& path, const std::vector<FrameId>& frames) {
+void Processor::AddDebugInfo(capture::ModuleId module, const symbols::ElfImage& image,
+                             const std::string& path, const std::vector<FrameId>& frames,
+                             const std::function<capture::FunctionId(std::string_view)>& function) {
   // The module's own DWARF, else the debug file its symbols came from.
-  auto table = symbols::LineTable::Load(path);
-  if (!table.ok() && image.symbol_source.starts_with("/")) {
-    table = symbols::LineTable::Load(image.symbol_source);
+  auto info = symbols::DebugInfo::Load(path);
+  if (!info.ok() && image.symbol_source.starts_with("/")) {
+    info = symbols::DebugInfo::Load(image.symbol_source);
   }
-  if (!table.ok()) return;  // no line information: frames keep function names only
-  (void)module;
+  if (!info.ok()) return;  // no DWARF: frames keep function names only
   for (FrameId f : frames) {
-    capture::Frame& frame = capture_.frames[f];
     uint64_t vaddr;
-    std::string_view file;
-    uint32_t line;
-    if (image.OffsetToVaddr(frame.address, &vaddr) && table->Lookup(vaddr, &file, &line)) {
-      frame.file = strings_.Intern(file);
+    std::string_view leaf_file;
+    uint32_t leaf_line = 0;
+    if (!image.OffsetToVaddr(capture_.frames[f].address, &vaddr)) continue;
+    // A caller frame's address is inside its call instruction (return
+    // address - 1): lines and inline chains of the call itself.
+    (*info)->Lookup(vaddr, &leaf_file, &leaf_line);
+    std::string file(leaf_file);
+    uint32_t line = leaf_line;
+    std::vector<symbols::InlineCall> chain = (*info)->InlineChain(vaddr);
+    std::vector<FrameId> inlined;
+    for (const symbols::InlineCall& call : chain) {
+      // Innermost first: each inlined function at the line reached in it,
+      // then its caller at the call site.
+      capture::Frame frame;
+      frame.kind = FrameKind::kInline;
+      frame.module = module;
+      frame.address = capture_.frames[f].address;
+      frame.function = function(call.function);
+      frame.file = file.empty() ? kNone : strings_.Intern(file);
       frame.line = line;
+      capture_.frames.push_back(frame);
+      inlined.push_back(FrameId(capture_.frames.size() - 1));
+      file = call.call_file;
+      line = call.call_line;
     }
+    if (line != 0) {
+      capture_.frames[f].file = file.empty() ? kNone : strings_.Intern(file);
+      capture_.frames[f].line = line;
+    }
+    if (!inlined.empty()) {
+      if (inline_frames_.size() <= f) inline_frames_.resize(f + 1);
+      inline_frames_[f] = std::move(inlined);
+    }
+  }
+}
+
+capture::StackId Processor::InternStackNode(capture::StackId parent, FrameId frame) {
+  uint64_t key = (uint64_t(parent) << 32) | frame;
+  auto [it, inserted] = stack_nodes_.try_emplace(key, capture::StackId(capture_.stacks.size()));
+  if (inserted) {
+    capture_.stacks.parent.push_back(parent);
+    capture_.stacks.frame.push_back(frame);
+  }
+  return it->second;
+}
+
+void Processor::ExpandInlines() {
+  if (inline_frames_.empty()) return;
+  // Each native frame with inlined functions becomes the chain native >
+  // outermost inline > ... > innermost inline: rebuild the prefix tree.
+  capture::Stacks old = std::move(capture_.stacks);
+  capture_.stacks = {};
+  stack_nodes_.clear();
+  std::vector<capture::StackId> remap(old.size());
+  for (size_t n = 0; n < old.size(); ++n) {
+    capture::StackId parent = old.parent[n] == kNone ? kNone : remap[old.parent[n]];
+    FrameId f = old.frame[n];
+    capture::StackId node = InternStackNode(parent, f);
+    if (f < inline_frames_.size()) {
+      const auto& inlined = inline_frames_[f];
+      for (size_t k = inlined.size(); k-- > 0;) node = InternStackNode(node, inlined[k]);
+    }
+    remap[n] = node;
+  }
+  capture::Samples& s = capture_.samples;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.stack[i] != kNone) s.stack[i] = remap[s.stack[i]];
   }
 }
 
@@ -579,7 +631,15 @@ void Processor::Symbolize() {
       if (!img.OffsetToVaddr(offset, &vaddr)) return {};
       return img.symbols.Lookup(vaddr);
     });
-    AddLines(m, img, path, by_module[m]);
+    AddDebugInfo(m, img, path, by_module[m], [&](std::string_view name) {
+      auto key = std::make_pair(m, std::string(name));
+      auto it = functions.find(key);
+      if (it == functions.end()) {
+        capture_.functions.push_back({strings_.Intern(name), m});
+        it = functions.emplace(key, capture::FunctionId(capture_.functions.size() - 1)).first;
+      }
+      return it->second;
+    });
   }
 }
 
@@ -618,7 +678,10 @@ capture::Capture Processor::Finish(uint64_t end_time) {
   for (auto& m : capture_.mappings) {
     if (m.time_end == 0) m.time_end = end_time;
   }
-  if (options_.symbolize) Symbolize();
+  if (options_.symbolize) {
+    Symbolize();
+    ExpandInlines();
+  }
   for (const auto& [kind, pc] : problems_) {
     capture_.problems.push_back({strings_.Intern(kind), pc.count,
                                  pc.example.empty() ? kNone : strings_.Intern(pc.example)});

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -92,8 +93,12 @@ class Processor {
   void OnFork(const Event& e);
   void OnExit(const Event& e);
   void Symbolize();
-  void AddLines(capture::ModuleId module, const symbols::ElfImage& image, const std::string& path,
-                const std::vector<capture::FrameId>& frames);
+  // Source lines and inline chains (record time, where DWARF is found).
+  void AddDebugInfo(capture::ModuleId module, const symbols::ElfImage& image,
+                    const std::string& path, const std::vector<capture::FrameId>& frames,
+                    const std::function<capture::FunctionId(std::string_view)>& function);
+  void ExpandInlines();
+  capture::StackId InternStackNode(capture::StackId parent, capture::FrameId frame);
   void SortSamplesByTime();
 
   Options options_;
@@ -116,6 +121,7 @@ class Processor {
   std::vector<ModuleUnwind> module_unwind_;
   std::vector<uint64_t> mapping_bias_;
   std::vector<unwind::Frame> unwind_frames_;
+  std::vector<std::vector<capture::FrameId>> inline_frames_;  // per native frame, innermost first
   struct ProblemCount {
     uint64_t count = 0;
     std::string example;

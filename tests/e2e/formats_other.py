@@ -88,7 +88,8 @@ for prof in j["profiles"]:
             fail("unresolved frame in %s" % prof["name"])
     total += len(prof["samples"])
 check(total == rep["header"]["samples"], "speedscope has every sample")
-check(any(frames[s[-1]]["name"] == "work_b" for p in j["profiles"] for s in p["samples"]), "leaves are the workers")
+check(any(frames[f]["name"] == "work_b" for p in j["profiles"] for s in p["samples"] for f in s),
+      "stacks name the workers")
 
 # convert --help says what each format cannot carry.
 h = run([MICROSCOPE, "convert", "--help"]).stdout

@@ -11,7 +11,8 @@ record(threads, [fixture("threads"), "600"])
 # --thread keeps one thread's samples; by name and by tid agree.
 rep = report(threads, "--thread", "worker-a")
 fn = functions(rep)
-check(set(f for f, (s, t) in fn.items() if s > 0) == {"work_a"}, "--thread worker-a: only work_a has self samples: %s" % fn)
+check(fn.get("work_a", (0, 0))[1] > 0 and "work_b" not in fn and "work_c" not in fn,
+      "--thread worker-a: work_a's samples only: %s" % fn)
 tid = [t["tid"] for t in rep["header"]["threads"] if t["name"] == "worker-a"][0]
 check(report(threads, "--thread", str(tid))["all"] == rep["all"], "--thread by tid equals by name")
 
@@ -34,8 +35,11 @@ check(first > 0 and second > 0 and first + second == all_samples,
 # --inverted: sampled functions at the roots, their callers below.
 inv = report(threads, "--inverted", "--min-percent", "0")["inverted"]
 roots = {r["function"]: r for r in inv}
-check({"work_a", "work_b", "work_c"} <= set(roots), "inverted roots are the workers: %s" % sorted(roots))
-check(roots["work_c"]["children"][0]["function"] == "thread_c", "work_c's caller is thread_c")
+# burn_units, inlined into each worker, is where the samples are.
+check("burn_units" in roots, "inverted roots include burn_units: %s" % sorted(roots))
+callers = {c["function"]: c for c in roots["burn_units"]["children"]}
+check({"work_a", "work_b", "work_c"} <= set(callers), "burn_units' callers are the workers: %s" % sorted(callers))
+check(callers["work_c"]["children"][0]["function"] == "thread_c", "work_c's caller is thread_c")
 
 # --threads: per-thread totals.
 tt = {t["name"]: t["samples"] for t in report(threads, "--threads")["threads"]}
@@ -60,11 +64,13 @@ base, other = d + "/base.mscap", d + "/other.mscap"
 record(base, [fixture("split"), "400"])
 record(other, [fixture("split"), "400", "0", "swap"])
 diff = report(base, "--diff", other)["diff"]
-delta = {r["name"]: r["delta"] for r in diff["self"]}
-check(-0.55 <= delta["hot"] <= -0.25, "hot's self share fell by %.1f points (70%% -> 30%%)" % (100 * delta["hot"]))
-check(0.25 <= delta["cold"] <= 0.55, "cold's self share rose by %.1f points" % (100 * delta["cold"]))
+# Totals: the work itself is in burn_units, inlined into hot and cold.
+delta = {r["name"]: r["delta"] for r in diff["total"]}
+check(-0.55 <= delta["hot"] <= -0.25, "hot's total share fell by %.1f points (70%% -> 30%%)" % (100 * delta["hot"]))
+check(0.25 <= delta["cold"] <= 0.55, "cold's total share rose by %.1f points" % (100 * delta["cold"]))
 paths = {r["name"]: r["delta"] for r in diff["paths"]}
 hot_path = [p for p in paths if p.endswith(";main;run;hot")]
+check("Total share change per function" in run([MICROSCOPE, "report", base, "--diff", other]).stdout, "diff tables printed")
 check(hot_path and paths[hot_path[0]] < -0.25, "the path ...;main;run;hot lost share")
 text = run([MICROSCOPE, "report", base, "--diff", other]).stdout
 check("Self share change per function" in text and "hot" in text, "diff printed")
@@ -75,8 +81,12 @@ check(p.returncode == 1 and "not a valid regex" in p.stderr, "bad regex refused:
 p = run([MICROSCOPE, "report", threads, "--thread", "nobody"])
 check(p.returncode == 1 and "no thread 'nobody'" in p.stderr, "unknown thread refused: %r" % p.stderr.strip())
 
-# --granularity line: DWARF lines found at record time; hot's samples sit on
-# the inlined burn loop's lines in burn.h (as addr2line would say).
+# --granularity line: DWARF lines and inline chains found at record time.
+# burn_units is inlined into hot: its samples sit on burn.h's loop lines,
+# and hot's own frame on the line of split.c that calls it.
 lines = report(base, "--granularity", "line")
-hot_lines = [f["function"] for f in lines["functions"] if f["function"].startswith("hot ")]
-check(hot_lines and all("burn.h:" in n for n in hot_lines), "hot's lines are in burn.h: %s" % hot_lines)
+names = [f["function"] for f in lines["functions"]]
+burn = [n for n in names if n.startswith("burn_units ")]
+hot = [n for n in names if n.startswith("hot ")]
+check(burn and all("burn.h:" in n for n in burn), "burn_units' lines are in burn.h: %s" % burn)
+check(hot and all("split.c:" in n for n in hot), "hot's line is its call site in split.c: %s" % hot)

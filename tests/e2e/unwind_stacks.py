@@ -39,13 +39,15 @@ def matches(path, expected):
 
 
 def leaf_samples(rep, leaf):
-    """(path, self samples) of every tree node of function `leaf`."""
+    """(path, total samples) of every tree node of function `leaf` (its
+    inlined callees, such as burn_units, are below it)."""
     out = []
 
     def walk(node, prefix):
         path = prefix + (node["function"],)
-        if node["function"] == leaf and node["self"]["samples"]:
-            out.append((path, node["self"]["samples"]))
+        if node["function"] == leaf and node["total"]["samples"]:
+            out.append((path, node["total"]["samples"]))
+            return
         for c in node["children"]:
             walk(c, path)
 

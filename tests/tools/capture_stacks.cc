@@ -1,7 +1,8 @@
 // Test tool: prints each sample's user stack from a capture, one line per
 // sample: "LEAF_FUNCTION<TAB>CALLER_ADDRESSES" with the callers' addresses
 // (module offsets, caller frames at return address - 1) leaf to root, comma
-// separated. Kernel frames are left out. Used to compare with perf script.
+// separated. Kernel and inline frames are left out. Used to compare with
+// perf script --no-inline.
 #include <cstdio>
 
 #include "capture/reader.h"
@@ -24,7 +25,8 @@ int main(int argc, char** argv) {
     bool first = true;
     for (uint32_t n = c->samples.stack[i]; n != kNone; n = c->stacks.parent[n]) {
       const Frame& f = c->frames[c->stacks.frame[n]];
-      if (f.kind == FrameKind::kKernel) continue;
+      // Kernel frames and inline frames (perf script --no-inline's view).
+      if (f.kind == FrameKind::kKernel || f.kind == FrameKind::kInline) continue;
       if (first) {
         leaf = f.function == kNone ? "?" : c->str(c->functions[f.function].name);
         first = false;

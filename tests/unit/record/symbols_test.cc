@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "src/symbols/debug_info.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
-#include "src/symbols/line_table.h"
 #include "src/symbols/symbol_table.h"
 
 using namespace microscope::symbols;
@@ -55,10 +55,10 @@ TEST_CASE("ElfImage: PLT stubs are named function@plt; sizeless symbols stop at 
   CHECK((*image)->symbols.Lookup(stub + 4) == "clock_gettime@plt");
 }
 
-TEST_CASE("LineTable: file:line of every 8th byte of the fixture's code agree with addr2line") {
+TEST_CASE("DebugInfo: file:line of every 8th byte of the fixture's code agree with addr2line") {
   const char* path = std::getenv("FIXTURE_UNWIND");
   REQUIRE(path != nullptr);
-  auto table = microscope::symbols::LineTable::Load(path);
+  auto table = microscope::symbols::DebugInfo::Load(path);
   REQUIRE(table.ok());
   // Addresses across .text, one addr2line batch for all of them.
   FILE* p = popen(
@@ -90,7 +90,7 @@ TEST_CASE("LineTable: file:line of every 8th byte of the fixture's code agree wi
     std::string_view file;
     uint32_t n = 0;
     ++compared;
-    if (table->Lookup(a, &file, &n)) {
+    if ((*table)->Lookup(a, &file, &n)) {
       // addr2line does not normalize "dir/../file"; compare as printed.
       bool same = want == std::string(file) + ":" + std::to_string(n);
       agree += same;
