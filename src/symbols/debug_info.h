@@ -22,7 +22,7 @@ struct Dwarf;
 namespace microscope::symbols {
 
 struct InlineCall {
-  std::string function;  // the inlined function
+  std::string function;   // the inlined function
   std::string call_file;  // where its caller called it
   uint32_t call_line = 0;
 };

@@ -1,8 +1,13 @@
 #include <doctest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "src/symbols/debug_info.h"
 #include "src/symbols/elf_image.h"
@@ -105,4 +110,75 @@ TEST_CASE("DebugInfo: file:line of every 8th byte of the fixture's code agree wi
   CHECK(compared > 50);
   CHECK(agree >= compared * 99 / 100);
   MESSAGE("line agreement with addr2line: " << agree << " of " << compared);
+}
+
+TEST_CASE("DebugInfo: inline chains agree with addr2line -i -f") {
+  const char* path = std::getenv("FIXTURE_UNWIND");
+  REQUIRE(path != nullptr);
+  auto info = microscope::symbols::DebugInfo::Load(path);
+  REQUIRE(info.ok());
+  auto image = microscope::symbols::LoadElfImage(path);
+  REQUIRE(image.ok());
+  // leaf_hot's code: burn_units is inlined into it.
+  FILE* p = popen(
+      (std::string("nm -S ") + path + " | awk '$4==\"leaf_hot\"{print $1, $2}'").c_str(), "r");
+  char buf[128] = {};
+  REQUIRE(fgets(buf, sizeof(buf), p) != nullptr);
+  pclose(p);
+  uint64_t start = 0, size = 0;
+  REQUIRE(sscanf(buf, "%lx %lx", &start, &size) == 2);
+  size_t checked = 0, agree = 0, inlined = 0;
+  for (uint64_t a = start; a < start + size; a += 2) {
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "addr2line -i -f -e %s %lx", path, static_cast<unsigned long>(a));
+    p = popen(cmd, "r");
+    std::vector<std::string> want;  // function names, innermost first
+    char line[1024];
+    bool name_line = true;
+    while (fgets(line, sizeof(line), p) != nullptr) {
+      std::string s(line);
+      while (!s.empty() && s.back() == '\n') s.pop_back();
+      if (name_line) want.push_back(s);
+      name_line = !name_line;
+    }
+    pclose(p);
+    std::vector<std::string> ours;
+    for (const auto& call : (*info)->InlineChain(a)) ours.push_back(call.function);
+    ours.push_back(std::string((*image)->symbols.Lookup(a)));
+    ++checked;
+    inlined += ours.size() > 1;
+    agree += ours == want;
+  }
+  CHECK(inlined > 0);
+  CHECK(agree == checked);
+  MESSAGE("inline chains agreeing with addr2line -i -f: " << agree << " of " << checked << " ("
+                                                          << inlined << " inlined)");
+}
+
+TEST_CASE("DebugInfo: truncated and corrupt DWARF files are errors or partial, never a crash") {
+  const char* path = std::getenv("FIXTURE_UNWIND");
+  REQUIRE(path != nullptr);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string tmp = "/tmp/microscope-dwarf-" + std::to_string(getpid());
+  std::mt19937 rng(11);
+  for (int round = 0; round < 60; ++round) {
+    std::string bad = bytes;
+    if (round % 2 == 0) {
+      bad.resize(rng() % bad.size());
+    } else {
+      for (int i = 0; i < 64; ++i) bad[rng() % bad.size()] = char(rng());
+    }
+    std::ofstream(tmp, std::ios::binary) << bad;
+    auto info = microscope::symbols::DebugInfo::Load(tmp);
+    if (info.ok()) {
+      std::string_view file;
+      uint32_t line;
+      for (uint64_t a = 0x1000; a < 0x1800; a += 16) {
+        (*info)->Lookup(a, &file, &line);
+        (*info)->InlineChain(a);
+      }
+    }
+  }
+  std::remove(tmp.c_str());
 }
