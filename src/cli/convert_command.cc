@@ -15,6 +15,7 @@
 #include "formats/pprof.h"
 #include "formats/speedscope.h"
 #include "src/cli/commands.h"
+#include "src/cli/filter_options.h"
 
 namespace microscope::cli {
 namespace {
@@ -23,9 +24,8 @@ struct ConvertOptions {
   std::string input;
   std::string output;
   std::string to;
-  std::string time;
   bool per_thread = false;
-  analysis::FilterSpec filter;
+  FilterOptions filter;
 };
 
 Result<std::vector<uint8_t>> Slurp(const std::string& path) {
@@ -59,7 +59,7 @@ Status Export(const ConvertOptions& o, const capture::Capture& cap) {
   if (format == "mscap") return capture::WriteCapture(cap, o.output);
   analysis::FunctionKeys keys(cap);
   ASSIGN_OR_RETURN(analysis::SampleFilter filter,
-                   analysis::SampleFilter::Make(cap, keys, o.filter));
+                   analysis::SampleFilter::Make(cap, keys, o.filter.spec));
   if (format == "chrome" || format == "speedscope") {
     // Large outputs: streamed into the temporary file.
     ASSIGN_OR_RETURN(std::unique_ptr<capture::AtomicFile> file,
@@ -82,12 +82,10 @@ Status Export(const ConvertOptions& o, const capture::Capture& cap) {
 }
 
 int RunConvert(ConvertOptions& o) {
-  if (!o.time.empty()) {
-    Status s = analysis::ParseTimeRange(o.time, &o.filter);
-    if (!s.ok()) {
-      PrintError(s.message());
-      return 2;
-    }
+  Status resolved = o.filter.Resolve();
+  if (!resolved.ok()) {
+    PrintError(resolved.message());
+    return 2;
   }
   auto bytes = Slurp(o.input);
   if (!bytes.ok()) {
@@ -153,10 +151,7 @@ Runner AddConvertCommand(CLI::App& app) {
                   "pprof, chrome, folded, speedscope, or mscap (default: by -o's name)")
       ->check(CLI::IsMember({"pprof", "chrome", "folded", "speedscope", "mscap"}));
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
-  cmd->add_option("--focus", o->filter.focus, "keep samples with a function matching REGEX");
-  cmd->add_option("--exclude", o->filter.exclude, "drop samples with a function matching REGEX");
-  cmd->add_option("--thread", o->filter.thread, "keep one thread, by tid or name");
-  cmd->add_option("--time", o->time, "keep samples in FROM..TO after the start");
+  o->filter.Register(cmd);
   return [o]() { return RunConvert(*o); };
 }
 

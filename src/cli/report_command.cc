@@ -6,6 +6,7 @@
 
 #include "capture/reader.h"
 #include "src/cli/commands.h"
+#include "src/cli/filter_options.h"
 #include "src/cli/report_view.h"
 
 namespace microscope::cli {
@@ -16,11 +17,9 @@ struct ReportOptions {
   std::string diff;
   std::string granularity = "function";
   std::string color = "auto";
-  std::string time;
   bool json = false;
   bool collapse_recursion = false;
-  analysis::FilterSpec filter;
-  int pid = 0;
+  FilterOptions filter;
   ReportViews views;
 };
 
@@ -31,14 +30,11 @@ Result<capture::Capture> Read(const std::string& path) {
 }
 
 int RunReport(ReportOptions& o) {
-  if (!o.time.empty()) {
-    Status s = analysis::ParseTimeRange(o.time, &o.filter);
-    if (!s.ok()) {
-      PrintError(s.message());
-      return 2;
-    }
+  Status resolved = o.filter.Resolve();
+  if (!resolved.ok()) {
+    PrintError(resolved.message());
+    return 2;
   }
-  if (o.pid != 0) o.filter.pid = o.pid;
   Result<capture::Capture> read = Read(o.file);
   if (!read.ok()) {
     PrintError(read.status().message());
@@ -49,7 +45,7 @@ int RunReport(ReportOptions& o) {
                             : o.granularity == "line"  ? analysis::Granularity::kLine
                                                        : analysis::Granularity::kFunction;
   analysis::FunctionKeys keys(cap, g);
-  auto filter = analysis::SampleFilter::Make(cap, keys, o.filter);
+  auto filter = analysis::SampleFilter::Make(cap, keys, o.filter.spec);
   if (!filter.ok()) {
     PrintError(filter.status().WithContext(o.file).message());
     return 1;
@@ -73,21 +69,14 @@ int RunReport(ReportOptions& o) {
       PrintError(other.status().message());
       return 1;
     }
-    auto diff = analysis::Diff(cap, *other, g, o.filter);
+    auto diff = analysis::Diff(cap, *other, g, o.filter.spec);
     if (!diff.ok()) {
       PrintError(diff.status().message());
       return 1;
     }
     d.diff = std::move(diff).value();
   }
-  std::string f;
-  auto add = [&](const std::string& part) { f += (f.empty() ? "" : ", ") + part; };
-  if (o.filter.pid) add("pid " + std::to_string(*o.filter.pid));
-  if (!o.filter.thread.empty()) add("thread " + o.filter.thread);
-  if (!o.time.empty()) add("time " + o.time);
-  if (!o.filter.focus.empty()) add("focus /" + o.filter.focus + "/");
-  if (!o.filter.exclude.empty()) add("exclude /" + o.filter.exclude + "/");
-  o.views.filter_text = f;
+  o.views.filter_text = o.filter.Describe();
   o.views.color = o.color == "always" || (o.color == "auto" && isatty(STDOUT_FILENO) &&
                                           std::getenv("NO_COLOR") == nullptr);
   if (o.json) {
@@ -114,11 +103,7 @@ Runner AddReportCommand(CLI::App& app) {
   cmd->add_flag("--threads", o->views.threads, "per-thread totals");
   cmd->add_flag("--lanes", o->views.lanes, "a timeline of each thread's samples");
   cmd->add_option("--diff", o->diff, "compare with OTHER.mscap (shares of each total)");
-  cmd->add_option("--focus", o->filter.focus, "keep samples with a function matching REGEX");
-  cmd->add_option("--exclude", o->filter.exclude, "drop samples with a function matching REGEX");
-  cmd->add_option("--thread", o->filter.thread, "keep one thread, by tid or name");
-  cmd->add_option("--pid", o->pid, "keep one process");
-  cmd->add_option("--time", o->time, "keep samples in FROM..TO after the start (e.g. 1s..2.5s)");
+  o->filter.Register(cmd);
   cmd->add_option("--granularity", o->granularity,
                   "function, line (function and source line, where DWARF lines were found), "
                   "or address")

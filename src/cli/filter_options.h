@@ -1,0 +1,25 @@
+// The sample filters report and convert share: --focus, --exclude,
+// --thread, --pid, --time. Registered on a command, resolved once parsed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "analysis/filter.h"
+#include "capture/result.h"
+
+namespace microscope::cli {
+
+struct FilterOptions {
+  analysis::FilterSpec spec;
+  std::string time;
+  int pid = 0;
+
+  void Register(CLI::App* cmd);
+  // Parses --time and --pid into spec.
+  Status Resolve();
+  // "thread worker-a, focus /re/", for the report header; empty when none.
+  std::string Describe() const;
+};
+
+}  // namespace microscope::cli
