@@ -92,8 +92,11 @@ Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const Functio
   std::vector<int8_t> match(keys.size(), -1);
   auto match_of = [&](KeyId k) {
     if (match[k] < 0) {
-      match[k] = int8_t((focus && std::regex_search(keys.Name(k), *focus) ? 1 : 0) |
-                        (exclude && std::regex_search(keys.Name(k), *exclude) ? 2 : 0));
+      // libstdc++'s regex recurses per character: match a bounded prefix.
+      const std::string& full = keys.Name(k);
+      std::string name = full.size() > 4096 ? full.substr(0, 4096) : full;
+      match[k] = int8_t((focus && std::regex_search(name, *focus) ? 1 : 0) |
+                        (exclude && std::regex_search(name, *exclude) ? 2 : 0));
     }
     return match[k];
   };

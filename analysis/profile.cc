@@ -28,7 +28,7 @@ Flat ComputeFlat(const capture::Capture& c, const FunctionKeys& keys, const Samp
   flat.all = no_stack;
   for (uint32_t node = 0; node < per_stack.size(); ++node) {
     const Cost& cost = per_stack[node];
-    if (cost.samples == 0) continue;
+    if (cost.samples == 0 && cost.value == 0) continue;
     flat.all.Add(cost);
     self[keys.KeyOf(c.stacks.frame[node])].Add(cost);
     // Total counts a function once per stack, however often it recurses.
@@ -40,7 +40,7 @@ Flat ComputeFlat(const capture::Capture& c, const FunctionKeys& keys, const Samp
     }
   }
   for (KeyId k = 0; k < keys.size(); ++k) {
-    if (total[k].samples > 0) flat.rows.push_back({k, self[k], total[k]});
+    if (total[k].samples > 0 || total[k].value > 0) flat.rows.push_back({k, self[k], total[k]});
   }
   std::sort(flat.rows.begin(), flat.rows.end(), [&](const FlatRow& a, const FlatRow& b) {
     if (a.self.value != b.self.value) return a.self.value > b.self.value;
@@ -109,7 +109,7 @@ CallTree ComputeTree(const capture::Capture& c, const FunctionKeys& keys,
     // root (the sampled function) through its callers.
     for (uint32_t node = 0; node < c.stacks.size(); ++node) {
       const Cost& cost = per_stack[node];
-      if (cost.samples == 0) continue;
+      if (cost.samples == 0 && cost.value == 0) continue;
       tree.all.Add(cost);
       uint32_t t = kNone;
       KeyId last = kNone;

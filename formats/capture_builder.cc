@@ -44,6 +44,20 @@ capture::FrameId CaptureBuilder::Frame(capture::FrameKind kind, capture::ModuleI
   return id;
 }
 
+capture::FrameId CaptureBuilder::NamedFrame(capture::FunctionId function, std::string_view file,
+                                            uint32_t line) {
+  // Keyed by line too, so that samples on different lines stay apart.
+  size_t slot = (size_t(strings_.Intern(file)) << 32) | line;
+  auto key = std::make_tuple(uint8_t(capture::FrameKind::kNamed), capture::kNone, uint64_t(0),
+                             function, slot);
+  auto it = frames_.find(key);
+  if (it != frames_.end()) return it->second;
+  capture_.frames.push_back({capture::FrameKind::kNamed, capture::kNone, 0, function});
+  capture::FrameId id = capture::FrameId(capture_.frames.size() - 1);
+  frames_.emplace(key, id);
+  return id;
+}
+
 capture::FrameId CaptureBuilder::InlineFrame(capture::ModuleId module, uint64_t address,
                                              capture::FunctionId function, size_t depth) {
   auto key =

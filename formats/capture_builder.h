@@ -22,6 +22,8 @@ class CaptureBuilder {
   capture::FunctionId Function(std::string_view name, capture::ModuleId module);
   capture::FrameId Frame(capture::FrameKind kind, capture::ModuleId module, uint64_t address,
                          capture::FunctionId function);
+  // A frame known by function (and source line) only.
+  capture::FrameId NamedFrame(capture::FunctionId function, std::string_view file, uint32_t line);
   // An inline frame at (module, address), `depth` levels inside the native frame.
   capture::FrameId InlineFrame(capture::ModuleId module, uint64_t address,
                                capture::FunctionId function, size_t depth);

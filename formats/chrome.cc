@@ -14,7 +14,8 @@ namespace {
 using capture::kNone;
 
 std::string Quote(const std::string& s) {
-  return nlohmann::json(s).dump();
+  // Names may hold invalid UTF-8 (a comm cut mid-character): replace, never throw.
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Appends ns as microseconds with three decimals, without floating point.

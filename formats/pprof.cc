@@ -130,9 +130,8 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n]) {
       capture::FrameId f = c.stacks.frame[n];
       const capture::Frame& fr = c.frames[f];
-      if (!group.empty() &&
-          (fr.kind == capture::FrameKind::kInline || fr.address != c.frames[group.back()].address ||
-           fr.module != c.frames[group.back()].module)) {
+      if (!group.empty() && (fr.address != c.frames[group.back()].address ||
+                             fr.module != c.frames[group.back()].module)) {
         for (capture::FrameId g : group) locations.push_back(LocationOf({g}));
         group.clear();
       }
@@ -466,7 +465,9 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
   std::vector<uint8_t> inflated;
   std::span<const uint8_t> data = file;
   if (IsGzip(file)) {
-    ASSIGN_OR_RETURN(inflated, Gunzip(file, size_t(2) << 30));
+    // pprof compresses well, but not 256 to 1: more is a bomb.
+    size_t limit = std::min<size_t>(size_t(2) << 30, std::max<size_t>(64 << 20, file.size() * 256));
+    ASSIGN_OR_RETURN(inflated, Gunzip(file, limit));
     data = inflated;
   }
   Profile p;
@@ -476,6 +477,8 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
   } catch (const protozero::exception& e) {
     return Status::Error("malformed protobuf in the field at byte " + std::to_string(offset) +
                          ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    return Status::Error("out of memory reading the field at byte " + std::to_string(offset));
   }
   auto str = [&](int64_t i) -> Result<std::string> {
     if (i < 0 || size_t(i) >= p.strings.size()) {
@@ -533,14 +536,13 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
       bool outermost = line + 1 == loc.functions.size();
       // The outermost line is the function holding the address; inner
       // lines are the functions inlined there.
+      int64_t number = loc.lines[line];
+      uint32_t line_number = number > 0 && number <= int64_t(UINT32_MAX) ? uint32_t(number) : 0;
       capture::FrameId frame =
-          module == kNone ? b.Frame(capture::FrameKind::kNamed, kNone, 0, function)
+          module == kNone ? b.NamedFrame(function, filename, line_number)
           : outermost     ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, function)
                           : b.InlineFrame(module, offset_in_file, function, line);
-      int64_t number = loc.lines[line];
-      if (number > 0 && number <= int64_t(UINT32_MAX)) {
-        b.SetLine(frame, filename, uint32_t(number));
-      }
+      if (line_number != 0) b.SetLine(frame, filename, line_number);
       frames.push_back(frame);
     }
     if (loc.functions.empty()) {
@@ -571,11 +573,11 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
         return Status::Error("sample " + std::to_string(i) + " names location " +
                              std::to_string(loc) + ", which does not exist");
       }
+      if (stack.size() + f->second.size() > capture::kMaxStackDepth) {
+        return Status::Error("sample " + std::to_string(i) + " is deeper than " +
+                             std::to_string(capture::kMaxStackDepth) + " frames");
+      }
       stack.insert(stack.end(), f->second.begin(), f->second.end());
-    }
-    if (stack.size() > capture::kMaxStackDepth) {
-      return Status::Error("sample " + std::to_string(i) + " is deeper than " +
-                           std::to_string(capture::kMaxStackDepth) + " frames");
     }
     int64_t pid = 0, tid = 0;
     std::string thread = "pprof";

@@ -32,13 +32,13 @@ void WriteSpeedscope(FILE* file, const capture::Capture& c, const analysis::Func
   std::string out = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",";
   out += "\"exporter\":\"microscope\",\"name\":" +
          nlohmann::json(c.settings.command.empty() ? std::string("capture") : c.settings.command[0])
-             .dump() +
+             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
          ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[";
   for (size_t f = 0; f < frames.size(); ++f) {
     nlohmann::json frame = {{"name", keys.Name(frames[f])}};
     std::string module = keys.ModuleName(frames[f]);
     if (!module.empty()) frame["file"] = module;
-    out += (f ? "," : "") + frame.dump();
+    out += (f ? "," : "") + frame.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   out += "]},\"profiles\":[";
   // Streamed per thread: memory stays bounded by one thread's index list.
@@ -57,8 +57,9 @@ void WriteSpeedscope(FILE* file, const capture::Capture& c, const analysis::Func
     std::string name = c.str(th.name) + " (tid " + std::to_string(th.tid) + ")";
     out += (first_profile ? "" : ",");
     first_profile = false;
-    out += "{\"type\":\"sampled\",\"name\":" + nlohmann::json(name).dump() + ",\"unit\":\"" + unit +
-           "\",\"startValue\":0,\"samples\":[";
+    out += "{\"type\":\"sampled\",\"name\":" +
+           nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           ",\"unit\":\"" + unit + "\",\"startValue\":0,\"samples\":[";
     for (size_t j = 0; j < samples.size(); ++j) {
       uint32_t i = samples[j];
       stack.clear();

@@ -56,7 +56,13 @@ Status Export(const ConvertOptions& o, const capture::Capture& cap) {
   if (format.empty()) {
     return Status::Error("say which format to write: --to pprof|chrome|folded|speedscope");
   }
-  if (format == "mscap") return capture::WriteCapture(cap, o.output);
+  if (format == "mscap") {
+    if (!o.filter.spec.empty()) {
+      return Status::Error(
+          "filters apply to exports, not to an imported capture (filter it in report)");
+    }
+    return capture::WriteCapture(cap, o.output);
+  }
   analysis::FunctionKeys keys(cap);
   ASSIGN_OR_RETURN(analysis::SampleFilter filter,
                    analysis::SampleFilter::Make(cap, keys, o.filter.spec));
@@ -95,11 +101,21 @@ int RunConvert(ConvertOptions& o) {
   const std::vector<uint8_t>& in = *bytes;
   bool is_capture = in.size() >= sizeof(capture::kMagic) &&
                     std::memcmp(in.data(), capture::kMagic, sizeof(capture::kMagic)) == 0;
+  // Folded stacks are text; a raw (not gzipped) pprof Profile is binary.
+  auto looks_like_text = [&]() {
+    for (size_t i = 0; i < in.size() && i < 4096; ++i) {
+      uint8_t b = in[i];
+      if (b < 0x20 && b != '\n' && b != '\r' && b != '\t') return false;
+    }
+    return true;
+  };
   Result<capture::Capture> cap = Status::Error("");
   if (is_capture) {
-    cap = capture::ReadCapture(o.input);
-  } else if (formats::IsGzip(in) || (!in.empty() && in[0] == 0x0a)) {
-    cap = formats::ReadPprof(in);  // pprof: gzipped, or a raw Profile (field 1 first)
+    auto payload = capture::DecodeContainer(in);  // the bytes already read, not the path again
+    cap = payload.ok() ? capture::ParseCapturePayload(std::move(payload).value())
+                       : Result<capture::Capture>(payload.status());
+  } else if (formats::IsGzip(in) || !looks_like_text()) {
+    cap = formats::ReadPprof(in);
   } else {
     cap =
         formats::ReadFolded(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()));

@@ -398,7 +398,7 @@ void PrintJsonReport(FILE* out, const ReportData& d, const ReportViews& v) {
                  {"total", DiffRowsJson(d.diff->total, true)},
                  {"paths", DiffRowsJson(d.diff->paths, false)}};
   }
-  fprintf(out, "%s\n", j.dump(1).c_str());
+  fprintf(out, "%s\n", j.dump(1, ' ', false, ordered_json::error_handler_t::replace).c_str());
 }
 
 }  // namespace microscope::cli

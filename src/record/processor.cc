@@ -550,15 +550,37 @@ void Processor::ExpandInlines() {
   capture_.stacks = {};
   stack_nodes_.clear();
   std::vector<capture::StackId> remap(old.size());
+  std::vector<uint32_t> depth;  // of the new nodes
+  auto intern = [&](capture::StackId parent, FrameId frame) {
+    capture::StackId node = InternStackNode(parent, frame);
+    if (depth.size() <= node) depth.resize(node + 1);
+    depth[node] = parent == kNone ? 1 : depth[parent] + 1;
+    return node;
+  };
+  uint64_t dropped = 0;
   for (size_t n = 0; n < old.size(); ++n) {
     capture::StackId parent = old.parent[n] == kNone ? kNone : remap[old.parent[n]];
     FrameId f = old.frame[n];
-    capture::StackId node = InternStackNode(parent, f);
+    capture::StackId node = intern(parent, f);
     if (f < inline_frames_.size()) {
       const auto& inlined = inline_frames_[f];
-      for (size_t k = inlined.size(); k-- > 0;) node = InternStackNode(node, inlined[k]);
+      for (size_t k = inlined.size(); k-- > 0;) {
+        // Never past the depth readers accept: the rest of the inline
+        // chain is left out (and counted) rather than losing the capture.
+        // (Room is kept for the native frames still to come: at most the
+        // unwinder's 1024 user frames plus the kernel's chain.)
+        if (depth[node] + 1 >= capture::kMaxStackDepth - 1280) {
+          ++dropped;
+          break;
+        }
+        node = intern(node, inlined[k]);
+      }
     }
     remap[n] = node;
+  }
+  if (dropped > 0) {
+    CountProblem("inline frames left out of stacks near the depth limit",
+                 std::to_string(dropped) + " chains");
   }
   capture::Samples& s = capture_.samples;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -576,10 +598,12 @@ void Processor::Symbolize() {
     for (FrameId f : frames) {
       std::string_view name = lookup(capture_.frames[f].address);
       if (name.empty()) continue;
-      auto key = std::make_pair(module, std::string(name));
+      // Keyed by the demangled name, as DWARF's inlined functions are: one
+      // function whether it was called or inlined.
+      auto key = std::make_pair(module, Demangle(std::string(name)));
       auto it = functions.find(key);
       if (it == functions.end()) {
-        capture_.functions.push_back({strings_.Intern(Demangle(key.second)), module});
+        capture_.functions.push_back({strings_.Intern(key.second), module});
         it = functions.emplace(key, capture::FunctionId(capture_.functions.size() - 1)).first;
       }
       capture_.frames[f].function = it->second;

@@ -79,7 +79,10 @@ Result<std::unique_ptr<DebugInfo>> DebugInfo::Load(const std::string& path) {
           continue;
         }
         const char* src = dwarf_linesrc(line, nullptr, nullptr);
-        if (src == nullptr || dwarf_lineno(line, &lineno) != 0 || lineno <= 0) continue;
+        if (src == nullptr || dwarf_lineno(line, &lineno) != 0 || lineno <= 0) {
+          info->rows_.push_back({addr, kNoFile, 0});  // code with no line: no answer
+          continue;
+        }
         std::string name = WithCompDir(src, comp_dir);
         auto [it, inserted] = file_ids.try_emplace(name, uint32_t(info->files_.size()));
         if (inserted) info->files_.push_back(name);

@@ -159,3 +159,53 @@ TEST_CASE("speedscope: sampled profiles with resolvable frames and weights") {
     for (const auto& f : s) CHECK(f.get<size_t>() < j["shared"]["frames"].size());
   }
 }
+
+TEST_CASE("pprof: a native frame and two inline levels at one address are one location") {
+  auto c = testing::MakeTestCapture();
+  // hot (frame 2, at 0x30) gets two inlined functions: inner and outer.
+  c.strings.push_back("inner");
+  c.strings.push_back("outer");
+  c.functions.push_back({capture::StringId(c.strings.size() - 2), 0});
+  c.functions.push_back({capture::StringId(c.strings.size() - 1), 0});
+  c.frames.push_back(
+      {capture::FrameKind::kInline, 0, 0x30, capture::FunctionId(c.functions.size() - 1)});
+  c.frames.push_back(
+      {capture::FrameKind::kInline, 0, 0x30, capture::FunctionId(c.functions.size() - 2)});
+  // main > run > hot > outer > inner
+  c.stacks.parent.push_back(2);
+  c.stacks.frame.push_back(capture::FrameId(c.frames.size() - 2));
+  c.stacks.parent.push_back(capture::StackId(c.stacks.size() - 1));
+  c.stacks.frame.push_back(capture::FrameId(c.frames.size() - 1));
+  for (size_t i = 0; i < 7; ++i) c.samples.stack[i] = capture::StackId(c.stacks.size() - 1);
+  REQUIRE(capture::ValidateCapture(c).ok());
+  auto back = formats::ReadPprof(formats::WritePprof(c, {}));
+  REQUIRE(back.ok());
+  // The inline frames come back as inline frames of hot's module and address.
+  size_t inline_frames = 0;
+  for (const auto& f : back->frames) {
+    if (f.kind == capture::FrameKind::kInline) {
+      ++inline_frames;
+      CHECK(f.address == 0x30);
+      CHECK(f.module != capture::kNone);
+    }
+  }
+  CHECK(inline_frames == 2);
+  CHECK(FlatByName(c) == FlatByName(*back));
+}
+
+TEST_CASE("Writers: invalid UTF-8 in names is replaced, never a crash") {
+  auto c = testing::MakeTestCapture();
+  c.strings[c.threads[0].name] = std::string("worker\xe3\x83", 8);  // cut mid-character
+  c.strings[c.functions[2].name] = "hot\xff";
+  FunctionKeys keys(c);
+  auto chrome = ToString([&](FILE* f) { formats::WriteChromeTrace(f, c, keys, {}); });
+  CHECK_NOTHROW(nlohmann::json::parse(chrome));
+  auto ss = ToString([&](FILE* f) { formats::WriteSpeedscope(f, c, keys, {}); });
+  CHECK_NOTHROW(nlohmann::json::parse(ss));
+}
+
+TEST_CASE("Folded: a file that starts with blank lines reads") {
+  auto r = formats::ReadFolded("\n\na;b 2\n");
+  REQUIRE(r.ok());
+  CHECK(r->samples.size() == 1);
+}
