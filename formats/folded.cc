@@ -23,21 +23,20 @@ std::string WriteFolded(const capture::Capture& c, const analysis::FunctionKeys&
     std::replace(s.begin(), s.end(), '\n', ' ');
     return s;
   };
-  std::vector<std::string> path_of(c.stacks.size());
-  std::vector<bool> named(c.stacks.size());
-  auto name_of = [&](uint32_t node) -> const std::string& {
-    // Nodes precede their children: build names outward-in, memoized.
-    std::vector<uint32_t> chain;
-    for (uint32_t n = node; n != capture::kNone && !named[n]; n = c.stacks.parent[n])
-      chain.push_back(n);
-    for (size_t i = chain.size(); i-- > 0;) {
-      uint32_t n = chain[i];
-      uint32_t p = c.stacks.parent[n];
-      const std::string& name = keys.Name(keys.KeyOf(c.stacks.frame[n]));
-      path_of[n] = p == capture::kNone ? clean(name) : path_of[p] + ";" + clean(name);
-      named[n] = true;
+  // Each sampled stack's path is built by walking to its root: memory is
+  // that of the output, not of every prefix of every stack.
+  std::vector<std::string_view> names;
+  auto name_of = [&](uint32_t node) {
+    names.clear();
+    for (uint32_t n = node; n != capture::kNone; n = c.stacks.parent[n]) {
+      names.push_back(keys.Name(keys.KeyOf(c.stacks.frame[n])));
     }
-    return path_of[node];
+    std::string path;
+    for (size_t i = names.size(); i-- > 0;) {
+      path += clean(std::string(names[i]));
+      if (i > 0) path += ';';
+    }
+    return path;
   };
   std::map<std::string, uint64_t> lines;
   for (const auto& [key, count] : counts) {
