@@ -217,6 +217,38 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
     return Status::Error("payload fails FlatBuffers verification (corrupt table layout)");
   }
   const fbs::Capture* root = fbs::GetCapture(payload.data());
+  // The verifier checks each vector's length prefix, not that its elements
+  // are aligned for their type; a writer always aligns them, so refuse a
+  // buffer that does not rather than read (or view) misaligned structs.
+  auto misaligned = [](const auto* v) {
+    if (v == nullptr || v->size() == 0) return false;  // nothing to read in an empty one
+    // Vectors of structs hold `const S*` elements: the struct's alignment counts.
+    using Element = std::remove_cv_t<std::remove_pointer_t<decltype(v->data())>>;
+    using T =
+        std::conditional_t<std::is_pointer_v<Element>, std::remove_pointer_t<Element>, Element>;
+    return reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0;
+  };
+  const fbs::Samples* cols = root->samples();
+  const fbs::Stacks* st = root->stacks();
+  const std::pair<const char*, bool> checks[] = {
+      {"mappings", misaligned(root->mappings())},
+      {"processes", misaligned(root->processes())},
+      {"threads", misaligned(root->threads())},
+      {"functions", misaligned(root->functions())},
+      {"frames", misaligned(root->frames())},
+      {"problems", misaligned(root->problems())},
+      {"stacks.parent", st && misaligned(st->parent())},
+      {"stacks.frame", st && misaligned(st->frame())},
+      {"samples.time", cols && misaligned(cols->time())},
+      {"samples.thread", cols && misaligned(cols->thread())},
+      {"samples.stack", cols && misaligned(cols->stack())},
+      {"samples.weight", cols && misaligned(cols->weight())},
+      {"samples.count", cols && misaligned(cols->count())},
+  };
+  for (const auto& [table, bad] : checks) {
+    if (bad)
+      return Status::Error(std::string(table) + " is misaligned in the payload (corrupt layout)");
+  }
   Capture c;
   c.strings = Strings(root->strings());
   if (root->modules()) {

@@ -26,8 +26,9 @@ TEST_CASE("Decode: a sample with a kernel and user call chain") {
 }
 
 TEST_CASE("Decode: MMAP2 with and without a build ID, COMM, FORK, EXIT") {
-  auto m = DecodeRecord(Mmap2Record(3, 0x400000, 0x1000, 0x2000, "/usr/bin/x", 77, {1, 2, 3}),
-                        CollectorLayout());
+  // Events view their record's bytes: keep each record alive while checking.
+  auto m_bytes = Mmap2Record(3, 0x400000, 0x1000, 0x2000, "/usr/bin/x", 77, {1, 2, 3});
+  auto m = DecodeRecord(m_bytes, CollectorLayout());
   REQUIRE(m.ok());
   CHECK(m->type == EventType::kMmap2);
   CHECK(m->addr == 0x400000);
@@ -35,12 +36,14 @@ TEST_CASE("Decode: MMAP2 with and without a build ID, COMM, FORK, EXIT") {
   CHECK(m->filename == "/usr/bin/x");
   CHECK(m->build_id.size() == 3);
   CHECK(m->time == 77);
-  auto m2 = DecodeRecord(Mmap2Record(3, 0x400000, 0x1000, 0, "/lib/y.so", 78), CollectorLayout());
+  auto m2_bytes = Mmap2Record(3, 0x400000, 0x1000, 0, "/lib/y.so", 78);
+  auto m2 = DecodeRecord(m2_bytes, CollectorLayout());
   REQUIRE(m2.ok());
   CHECK(m2->build_id.empty());
   CHECK(m2->filename == "/lib/y.so");
 
-  auto c = DecodeRecord(CommRecord(3, 4, "worker", true, 90), CollectorLayout());
+  auto c_bytes = CommRecord(3, 4, "worker", true, 90);
+  auto c = DecodeRecord(c_bytes, CollectorLayout());
   REQUIRE(c.ok());
   CHECK(c->comm == "worker");
   CHECK(c->exec);
