@@ -209,3 +209,22 @@ TEST_CASE("Folded: a file that starts with blank lines reads") {
   REQUIRE(r.ok());
   CHECK(r->samples.size() == 1);
 }
+
+TEST_CASE("Folded: random text never crashes the reader, and what it accepts validates") {
+  std::mt19937 rng(21);
+  const std::string alphabet = "ab;; \n\n0123456789x\t\r;";
+  int accepted = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string text;
+    size_t n = rng() % 200;
+    for (size_t i = 0; i < n; ++i) text.push_back(alphabet[rng() % alphabet.size()]);
+    auto r = formats::ReadFolded(text);
+    if (r.ok()) {
+      ++accepted;
+      CHECK(capture::ValidateCapture(*r).ok());
+    } else {
+      CHECK(r.status().message().rfind("line ", 0) == 0);  // every error names its line
+    }
+  }
+  CHECK(accepted > 0);
+}
