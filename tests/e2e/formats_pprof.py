@@ -116,10 +116,12 @@ check(p.returncode == 1 and p.stderr.startswith("microscope: error: %s: gzip dat
       "truncated pprof refused: %r" % p.stderr.strip())
 check(not os.path.exists(d + "/x.mscap"), "no output written for bad input")
 import gzip
-raw = bytearray(gzip.decompress(data))
-raw[len(raw) // 3] = 0xff
-raw[len(raw) // 3 + 1] = 0xff
+# A sample field (2, length-delimited) that claims more bytes than follow:
+# malformed whatever the recording held (flipping bytes could land in a
+# string and still parse).
+raw = bytearray(gzip.decompress(data)) + b"\x12\xff\xff\x03"
 with open(bad, "wb") as f:
     f.write(gzip.compress(bytes(raw)))
 p = run([MICROSCOPE, "convert", bad, "-o", d + "/x.mscap"])
-check(p.returncode == 1 and p.stderr.startswith("microscope: error: " + bad + ": "), "corrupt pprof refused: %r" % p.stderr.strip())
+check(p.returncode == 1 and p.stderr.startswith("microscope: error: " + bad + ": malformed protobuf in the field at byte %d" % (len(raw) - 4)),
+      "corrupt pprof refused, naming the byte: %r" % p.stderr.strip())
