@@ -1,0 +1,28 @@
+// Choosing and running a conversion: which export a name asks for, writing
+// a capture in that format (atomically), and reading an imported profile
+// (pprof or folded, told apart by content).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "analysis/filter.h"
+#include "capture/capture.h"
+#include "capture/result.h"
+
+namespace microscope::formats {
+
+// "pprof", "chrome", "folded", "speedscope" or "mscap" from `to` when given,
+// else from the output's name (.pb.gz, .json, .speedscope.json, .folded);
+// empty when neither says.
+std::string ExportFormatFor(const std::string& to, const std::string& output);
+
+// Writes `capture` as `format` to `output` through a temporary name.
+Status Export(const capture::Capture& capture, const std::string& format,
+              const analysis::FilterSpec& filter, bool per_thread, const std::string& output);
+
+// Reads a pprof profile (gzipped or raw protobuf) or folded stacks.
+Result<capture::Capture> ImportProfile(std::span<const uint8_t> bytes);
+
+}  // namespace microscope::formats
