@@ -21,11 +21,19 @@ Summary Summarize(const capture::Capture& c) {
   s.throttles = st.throttles;
   s.kernel_frames = st.kernel_frames;
   s.notes = st.notes;
+  // A stack is fully named when every frame on it has a function.
+  std::vector<uint8_t> named(c.stacks.size());
+  for (size_t n = 0; n < c.stacks.size(); ++n) {
+    uint32_t p = c.stacks.parent[n];
+    named[n] =
+        c.frames[c.stacks.frame[n]].function != capture::kNone && (p == capture::kNone || named[p]);
+  }
   std::vector<uint64_t> per_thread(c.threads.size());
   std::vector<uint64_t> per_process(c.processes.size());
   for (size_t i = 0; i < c.samples.size(); ++i) {
     uint32_t n = c.samples.CountAt(i);
     s.samples += n;
+    if (c.samples.stack[i] != capture::kNone && named[c.samples.stack[i]]) s.fully_named += n;
     s.value += c.samples.weight[i];
     s.stack_ends[size_t(c.samples.end[i])] += n;
     per_thread[c.samples.thread[i]] += n;

@@ -42,7 +42,8 @@ struct Summary {
   uint32_t stack_copy = 0;
   uint64_t duration_ns = 0;
   uint64_t samples = 0;
-  uint64_t value = 0;  // sum of sample weights, in `unit`
+  uint64_t value = 0;        // sum of sample weights, in `unit`
+  uint64_t fully_named = 0;  // samples whose every frame has a function name
   std::string metric;
   std::string unit;
   uint64_t lost_records = 0;

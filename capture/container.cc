@@ -121,7 +121,13 @@ Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file) {
                          std::to_string(header.minor) + " is newer than this microscope reads (" +
                          std::to_string(kFormatMajor) + ".x); upgrade microscope");
   }
-  if (header.major == 0) return Status::Error("format version 0 is not valid (offset 8)");
+  if (header.major < kFormatMajor) {
+    // Majors change only when old readers cannot read new files; the
+    // reverse holds too: no silent misreading of an older layout.
+    return Status::Error("format version " + std::to_string(header.major) + "." +
+                         std::to_string(header.minor) + " is older than this microscope reads (" +
+                         std::to_string(kFormatMajor) + ".x); re-record it");
+  }
   if (header.payload_size > kMaxPayloadBytes) {
     return Status::Error("header claims a payload of " + std::to_string(header.payload_size) +
                          " bytes (offset 16), more than the " + std::to_string(kMaxPayloadBytes) +

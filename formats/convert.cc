@@ -47,7 +47,8 @@ Status Export(const capture::Capture& cap, const std::string& format,
   ASSIGN_OR_RETURN(analysis::SampleFilter filter, analysis::SampleFilter::Make(cap, keys, spec));
   if (format == "chrome" || format == "speedscope") {
     // Large outputs: streamed into the temporary file.
-    ASSIGN_OR_RETURN(std::unique_ptr<capture::AtomicFile> file, capture::AtomicFile::Create(output));
+    ASSIGN_OR_RETURN(std::unique_ptr<capture::AtomicFile> file,
+                     capture::AtomicFile::Create(output));
     if (format == "chrome") {
       WriteChromeTrace(file->stream(), cap, keys, filter);
     } else {

@@ -73,6 +73,10 @@ void PrintHeader(FILE* out, const ReportData& d, const ReportViews& v, const Col
           FormatValue(s.value, s.unit).c_str(), s.metric.c_str());
   if (s.frequency != 0) fprintf(out, " at %u Hz", s.frequency);
   fprintf(out, ", %zu threads\n", s.threads.size());
+  label("names");
+  fprintf(out,
+          "%.1f%% of samples have fully named stacks (unnamed frames show as module+0xoffset)\n",
+          Percent(s.fully_named, s.samples));
   label("lost");
   fprintf(out, "%llu records, %llu samples; throttled %llu times\n",
           static_cast<unsigned long long>(s.lost_records),
@@ -276,6 +280,7 @@ ordered_json SummaryJson(const analysis::Summary& s) {
   j["duration_ns"] = s.duration_ns;
   j["samples"] = s.samples;
   j["value"] = s.value;
+  j["fully_named_samples"] = s.fully_named;
   j["lost_records"] = s.lost_records;
   j["lost_samples"] = s.lost_samples;
   j["throttles"] = s.throttles;

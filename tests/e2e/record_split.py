@@ -21,6 +21,8 @@ def check_split(rep, end):
     check(in_chain >= 0.95 * fn["hot"][1], "hot is reached through main > run in %d of %d samples" % (in_chain, fn["hot"][1]))
     check(samples_under_chain(rep, ["main", "run", "cold"]) >= 0.95 * fn["cold"][1], "cold through main > run")
     check(h["lost_records"] == 0 and h["lost_samples"] == 0, "nothing lost")
+    check(h["fully_named_samples"] >= 0.95 * h["samples"],
+          "%d of %d samples have fully named stacks" % (h["fully_named_samples"], h["samples"]))
     check(h["stack_ends"][end] >= 0.95 * h["samples"], "stacks end with %s: %d of %d" % (end, h["stack_ends"][end], h["samples"]))
 
 

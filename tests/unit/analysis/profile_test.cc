@@ -68,4 +68,5 @@ TEST_CASE("Summary: header facts") {
   REQUIRE(s.problems.size() == 1);
   CHECK(s.problems[0].count == 2);
   CHECK(s.stack_ends[0] == 10);
+  CHECK(s.fully_named == 10);  // main > run > hot|cold: all named
 }

@@ -59,6 +59,14 @@ TEST_CASE("Container: every malformed header is refused with where it is") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message().find("newer than this microscope reads") != std::string::npos);
   }
+  SUBCASE("older major version") {
+    auto bad = good;
+    uint16_t major = kFormatMajor - 1;
+    std::memcpy(bad.data() + 8, &major, 2);
+    auto r = DecodeContainer(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("older than this microscope reads") != std::string::npos);
+  }
   SUBCASE("truncated header") {
     auto r = DecodeContainer(std::span(good).first(20));
     REQUIRE_FALSE(r.ok());
