@@ -68,7 +68,6 @@ class Collector {
   uint64_t samples() const { return stats_.samples; }
   uint64_t lost() const { return stats_.lost; }
   uint64_t ring_errors() const { return stats_.errors; }
-  size_t event_count() const { return events_.size(); }
   uint32_t ring_pages() const { return options_.ring_pages; }
   bool ring_shrunk() const { return ring_shrunk_; }
 

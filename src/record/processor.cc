@@ -391,7 +391,6 @@ capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
   unwind::Policy policy =
       options_.call_graph == CallGraph::kAuto ? unwind::Policy::kAuto : unwind::Policy::kDwarf;
   unwind::UnwindResult r = unwind::Unwind(regs, stack, map, policy, unwind_frames_);
-  unwound_frames_ += r.frames;
   for (size_t i = 0; i < r.frames; ++i) {
     const unwind::Frame& f = unwind_frames_[i];
     scratch_.push_back(UserFrame(proc, f.exact ? f.pc : f.pc - 1));
@@ -593,20 +592,22 @@ void Processor::Symbolize() {
   for (FrameId f = 0; f < capture_.frames.size(); ++f) {
     if (capture_.frames[f].module != kNone) by_module[capture_.frames[f].module].push_back(f);
   }
+  // One function per (module, demangled name), whether called or inlined.
   std::map<std::pair<ModuleId, std::string>, capture::FunctionId> functions;
+  auto intern_function = [&](ModuleId module, std::string name) {
+    auto key = std::make_pair(module, std::move(name));
+    auto it = functions.find(key);
+    if (it == functions.end()) {
+      capture_.functions.push_back({strings_.Intern(key.second), module});
+      it = functions.emplace(key, capture::FunctionId(capture_.functions.size() - 1)).first;
+    }
+    return it->second;
+  };
   auto name_frames = [&](ModuleId module, const std::vector<FrameId>& frames, auto&& lookup) {
     for (FrameId f : frames) {
       std::string_view name = lookup(capture_.frames[f].address);
       if (name.empty()) continue;
-      // Keyed by the demangled name, as DWARF's inlined functions are: one
-      // function whether it was called or inlined.
-      auto key = std::make_pair(module, Demangle(std::string(name)));
-      auto it = functions.find(key);
-      if (it == functions.end()) {
-        capture_.functions.push_back({strings_.Intern(key.second), module});
-        it = functions.emplace(key, capture::FunctionId(capture_.functions.size() - 1)).first;
-      }
-      capture_.frames[f].function = it->second;
+      capture_.frames[f].function = intern_function(module, Demangle(std::string(name)));
     }
   };
   std::optional<symbols::SymbolTable> kallsyms;
@@ -655,15 +656,8 @@ void Processor::Symbolize() {
       if (!img.OffsetToVaddr(offset, &vaddr)) return {};
       return img.symbols.Lookup(vaddr);
     });
-    AddDebugInfo(m, img, path, by_module[m], [&](std::string_view name) {
-      auto key = std::make_pair(m, std::string(name));
-      auto it = functions.find(key);
-      if (it == functions.end()) {
-        capture_.functions.push_back({strings_.Intern(name), m});
-        it = functions.emplace(key, capture::FunctionId(capture_.functions.size() - 1)).first;
-      }
-      return it->second;
-    });
+    AddDebugInfo(m, img, path, by_module[m],
+                 [&](std::string_view name) { return intern_function(m, std::string(name)); });
   }
 }
 

@@ -87,7 +87,6 @@ class Processor {
   capture::StackEnd UnwindUser(const Event& e, ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
   const unwind::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
-  uint64_t unwound_frames() const { return unwound_frames_; }
   void OnMmap2(const Event& e);
   void OnComm(const Event& e);
   void OnFork(const Event& e);
@@ -117,7 +116,6 @@ class Processor {
     bool tried = false;
     std::shared_ptr<const unwind::ModuleCfi> cfi;
   };
-  uint64_t unwound_frames_ = 0;
   std::vector<ModuleUnwind> module_unwind_;
   std::vector<uint64_t> mapping_bias_;
   std::vector<unwind::Frame> unwind_frames_;

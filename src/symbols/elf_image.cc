@@ -129,7 +129,6 @@ Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
   GElf_Ehdr ehdr;
   if (gelf_getehdr(elf, &ehdr) == nullptr) return ElfError("bad ELF header");
   auto image = std::make_unique<ElfImage>();
-  image->is_dyn = ehdr.e_type == ET_DYN;
   image->build_id = ElfBuildId(elf);
   ASSIGN_OR_RETURN(image->loads, ElfLoadSegments(elf));
   if (AddSymbols(elf, SHT_SYMTAB, &image->symbols)) {
@@ -185,6 +184,10 @@ std::string HexString(std::span<const uint8_t> bytes) {
 }
 
 bool ElfImage::OffsetToVaddr(uint64_t offset, uint64_t* vaddr) const {
+  return symbols::OffsetToVaddr(loads, offset, vaddr);
+}
+
+bool OffsetToVaddr(std::span<const LoadSegment> loads, uint64_t offset, uint64_t* vaddr) {
   for (const LoadSegment& s : loads) {
     // Offsets inside a segment's page-aligned start also map (the text
     // segment of a PIE often starts mid-page).

@@ -23,9 +23,12 @@ struct LoadSegment {
   uint64_t memsz;
 };
 
+// Link-time address of a file offset through these PT_LOAD segments, or
+// false when none covers it. Shared by symbolization and unwinding.
+bool OffsetToVaddr(std::span<const LoadSegment> loads, uint64_t offset, uint64_t* vaddr);
+
 struct ElfImage {
   std::vector<uint8_t> build_id;
-  bool is_dyn = false;  // ET_DYN (PIE, shared object) vs ET_EXEC
   uint64_t file_size = 0;
   std::vector<LoadSegment> loads;
   SymbolTable symbols;

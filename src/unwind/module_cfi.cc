@@ -28,15 +28,12 @@ Result<std::unique_ptr<ModuleCfi>> FromElf(Elf* elf) {
 }  // namespace
 
 bool ModuleCfi::Bias(uint64_t start, uint64_t pgoff, uint64_t* bias) const {
-  for (const symbols::LoadSegment& s : loads) {
-    uint64_t seg_page = s.offset & ~uint64_t(0xfff);
-    if (pgoff >= seg_page && pgoff < s.offset + std::max<uint64_t>(s.filesz, 1)) {
-      // pc = start + (file_offset - pgoff); vaddr = file_offset - s.offset + s.vaddr.
-      *bias = start - pgoff + s.offset - s.vaddr;
-      return true;
-    }
-  }
-  return false;
+  // The mapping's first byte (file offset pgoff) is at `start`; the bias is
+  // the same for every address of the segment.
+  uint64_t vaddr;
+  if (!symbols::OffsetToVaddr(loads, pgoff, &vaddr)) return false;
+  *bias = start - vaddr;
+  return true;
 }
 
 Result<std::shared_ptr<const ModuleCfi>> CfiCache::Get(const std::vector<uint8_t>& build_id,
