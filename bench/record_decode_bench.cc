@@ -63,7 +63,6 @@ void BM_ProcessSamples(benchmark::State& state) {
   size_t samples = 0;
   for (auto _ : state) {
     Processor::Options o;
-    o.symbolize = false;
     Processor p(o);
     ProcessArenas({arena}, testing::CollectorLayout(), &p);
     samples += p.sample_count();

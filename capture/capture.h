@@ -81,8 +81,9 @@ struct Thread {
 };
 
 struct Function {
-  StringId name = kNone;
+  StringId name = kNone;    // demangled
   ModuleId module = kNone;
+  StringId raw_name = kNone;  // the symbol as the file spells it, when it differs
 };
 
 struct Frame {
@@ -140,6 +141,7 @@ struct Settings {
   std::vector<std::string> notes;
   std::string metric = "cpu";
   std::string unit = "nanoseconds";
+  std::string symbols;  // "now", "later" or "symbolize"; empty in older captures
 };
 
 struct Capture {

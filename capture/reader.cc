@@ -58,6 +58,7 @@ Settings ToSettings(const fbs::Settings* s) {
   out.notes = Strings(s->notes());
   if (s->metric()) out.metric = s->metric()->str();
   if (s->unit()) out.unit = s->unit()->str();
+  out.symbols = Str(s->symbols());
   return out;
 }
 
@@ -141,6 +142,7 @@ Status ValidateCapture(const Capture& c) {
   for (size_t i = 0; i < c.functions.size(); ++i) {
     const Function& f = c.functions[i];
     RETURN_IF_ERROR(CheckRef(f.name, ns, false, "functions", i, "name", "strings"));
+    RETURN_IF_ERROR(CheckRef(f.raw_name, ns, true, "functions", i, "raw_name", "strings"));
     RETURN_IF_ERROR(
         CheckRef(f.module, c.modules.size(), true, "functions", i, "module", "modules"));
   }
@@ -235,6 +237,7 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       {"processes", misaligned(root->processes())},
       {"threads", misaligned(root->threads())},
       {"functions", misaligned(root->functions())},
+      {"function_raw_names", misaligned(root->function_raw_names())},
       {"frames", misaligned(root->frames())},
       {"problems", misaligned(root->problems())},
       {"stacks.parent", st && misaligned(st->parent())},
@@ -281,6 +284,13 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
   if (root->functions()) {
     for (const fbs::Function* f : *root->functions())
       c.functions.push_back({f->name(), f->module_()});
+    if (const auto* raw = root->function_raw_names()) {
+      if (raw->size() != c.functions.size()) {
+        return Status::Error("function_raw_names has " + std::to_string(raw->size()) +
+                             " rows for " + std::to_string(c.functions.size()) + " functions");
+      }
+      for (size_t i = 0; i < raw->size(); ++i) c.functions[i].raw_name = raw->Get(i);
+    }
   }
   if (root->frames()) {
     for (const fbs::Frame* f : *root->frames()) {

@@ -1,5 +1,7 @@
 #include "capture/writer.h"
 
+#include <algorithm>
+
 #include "capture/container.h"
 #include "capture/schema_generated.h"
 
@@ -21,6 +23,7 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   auto notes = b.CreateVectorOfStrings(s.notes);
   auto metric = b.CreateString(s.metric);
   auto unit = b.CreateString(s.unit);
+  auto symbols = b.CreateString(s.symbols);
   fbs::SettingsBuilder sb(b);
   sb.add_mode(mode);
   sb.add_command(command);
@@ -41,6 +44,7 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   sb.add_unthrottles(s.unthrottles);
   sb.add_notes(notes);
   sb.add_metric(metric);
+  sb.add_symbols(symbols);
   sb.add_unit(unit);
   return sb.Finish();
 }
@@ -84,6 +88,14 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   }));
   auto functions = b.CreateVectorOfStructs(MapRows<fbs::Function>(
       c.functions, [](const Function& f) { return fbs::Function(f.name, f.module); }));
+  flatbuffers::Offset<flatbuffers::Vector<uint32_t>> raw_names = 0;
+  if (std::any_of(c.functions.begin(), c.functions.end(),
+                  [](const Function& f) { return f.raw_name != kNone; })) {
+    std::vector<uint32_t> ids;
+    ids.reserve(c.functions.size());
+    for (const Function& f : c.functions) ids.push_back(f.raw_name);
+    raw_names = b.CreateVector(ids);
+  }
   auto frames = b.CreateVectorOfStructs(MapRows<fbs::Frame>(c.frames, [](const Frame& f) {
     return fbs::Frame(fbs::FrameKind(f.kind), f.module, f.address, f.function, f.file, f.line);
   }));
@@ -110,6 +122,7 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   cb.add_samples(samples);
   cb.add_problems(problems);
   cb.add_settings(settings);
+  if (!raw_names.IsNull()) cb.add_function_raw_names(raw_names);
   b.Finish(cb.Finish(), fbs::CaptureIdentifier());
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -13,6 +13,7 @@ using Runner = std::function<int()>;
 Runner AddRecordCommand(CLI::App& app);
 Runner AddReportCommand(CLI::App& app);
 Runner AddConvertCommand(CLI::App& app);
+Runner AddSymbolizeCommand(CLI::App& app);
 
 // Prints "microscope: error: MESSAGE" to stderr.
 void PrintError(const std::string& message);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   Runner record = AddRecordCommand(app);
   Runner report = AddReportCommand(app);
   Runner convert = AddConvertCommand(app);
+  Runner symbolize = AddSymbolizeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -27,5 +28,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("record")) return record();
   if (app.got_subcommand("report")) return report();
   if (app.got_subcommand("convert")) return convert();
+  if (app.got_subcommand("symbolize")) return symbolize();
   return 2;
 }

@@ -71,6 +71,12 @@ Runner AddRecordCommand(CLI::App& app) {
                   "ring buffer data pages per CPU, a power of two (more: fewer losses)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1u << 16));
+  cmd->add_option("--symbolize", options->symbolize,
+                  "now: name frames (functions, file:line, inlined calls) from this host's "
+                  "files; later: store build IDs and offsets only, name them with "
+                  "`microscope symbolize` (on any host)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"now", "later"}));
   cmd->add_flag("-q,--quiet", options->quiet, "no status line or summary on stderr");
   cmd->add_option("command", options->command, "program and arguments to launch (after --)");
   return [options, duration, freq, stack, call_graph]() -> int {

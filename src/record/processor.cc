@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "src/symbols/debug_info.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
 
@@ -40,31 +39,10 @@ ModuleKind KindOfPath(std::string_view path) {
 // The running kernel's vDSO as mapped into this process: the same image the
 // kernel maps into every 64-bit process, so the target's vDSO frames can be
 // named from it without reading target memory.
-std::span<const uint8_t> OwnVdso() {
-  auto base = reinterpret_cast<const uint8_t*>(getauxval(AT_SYSINFO_EHDR));
-  if (base == nullptr) return {};
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, base, sizeof(eh));
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return {};
-  uint64_t size = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize;
-  return {base, size};
-}
-
 std::string HexAddress(uint64_t address) {
   char buf[24];
   snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(address));
   return buf;
-}
-
-// C++ names as users read them; other names unchanged.
-std::string Demangle(const std::string& name) {
-  if (!name.starts_with("_Z")) return name;
-  int status = 0;
-  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) return name;
-  std::string result(out);
-  free(out);
-  return result;
 }
 
 }  // namespace
@@ -332,7 +310,7 @@ const unwind::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
   const std::string& path = capture_.strings[mod.path];
   if (mod.kind == ModuleKind::kAnonymous || mod.kind == ModuleKind::kKernel) return nullptr;
   auto loaded = options_.cfi_cache->Get(
-      mod.build_id, path, mod.kind == ModuleKind::kVdso ? OwnVdso() : std::span<const uint8_t>());
+      mod.build_id, path, mod.kind == ModuleKind::kVdso ? symbols::OwnVdsoImage() : std::span<const uint8_t>());
   if (!loaded.ok()) {
     CountProblem("module not unwound (no CFI read)", path + ": " + loaded.status().message());
     return nullptr;
@@ -484,53 +462,6 @@ void Processor::Process(const Event& e) {
   }
 }
 
-void Processor::AddDebugInfo(capture::ModuleId module, const symbols::ElfImage& image,
-                             const std::string& path, const std::vector<FrameId>& frames,
-                             const std::function<capture::FunctionId(std::string_view)>& function) {
-  // The module's own DWARF, else the debug file its symbols came from.
-  auto info = symbols::DebugInfo::Load(path);
-  if (!info.ok() && image.symbol_source.starts_with("/")) {
-    info = symbols::DebugInfo::Load(image.symbol_source);
-  }
-  if (!info.ok()) return;  // no DWARF: frames keep function names only
-  for (FrameId f : frames) {
-    uint64_t vaddr;
-    std::string_view leaf_file;
-    uint32_t leaf_line = 0;
-    if (!image.OffsetToVaddr(capture_.frames[f].address, &vaddr)) continue;
-    // A caller frame's address is inside its call instruction (return
-    // address - 1): lines and inline chains of the call itself.
-    (*info)->Lookup(vaddr, &leaf_file, &leaf_line);
-    std::string file(leaf_file);
-    uint32_t line = leaf_line;
-    std::vector<symbols::InlineCall> chain = (*info)->InlineChain(vaddr);
-    std::vector<FrameId> inlined;
-    for (const symbols::InlineCall& call : chain) {
-      // Innermost first: each inlined function at the line reached in it,
-      // then its caller at the call site.
-      capture::Frame frame;
-      frame.kind = FrameKind::kInline;
-      frame.module = module;
-      frame.address = capture_.frames[f].address;
-      frame.function = function(call.function);
-      frame.file = file.empty() ? kNone : strings_.Intern(file);
-      frame.line = line;
-      capture_.frames.push_back(frame);
-      inlined.push_back(FrameId(capture_.frames.size() - 1));
-      file = call.call_file;
-      line = call.call_line;
-    }
-    if (line != 0) {
-      capture_.frames[f].file = file.empty() ? kNone : strings_.Intern(file);
-      capture_.frames[f].line = line;
-    }
-    if (!inlined.empty()) {
-      if (inline_frames_.size() <= f) inline_frames_.resize(f + 1);
-      inline_frames_[f] = std::move(inlined);
-    }
-  }
-}
-
 capture::StackId Processor::InternStackNode(capture::StackId parent, FrameId frame) {
   uint64_t key = (uint64_t(parent) << 32) | frame;
   auto [it, inserted] = stack_nodes_.try_emplace(key, capture::StackId(capture_.stacks.size()));
@@ -539,126 +470,6 @@ capture::StackId Processor::InternStackNode(capture::StackId parent, FrameId fra
     capture_.stacks.frame.push_back(frame);
   }
   return it->second;
-}
-
-void Processor::ExpandInlines() {
-  if (inline_frames_.empty()) return;
-  // Each native frame with inlined functions becomes the chain native >
-  // outermost inline > ... > innermost inline: rebuild the prefix tree.
-  capture::Stacks old = std::move(capture_.stacks);
-  capture_.stacks = {};
-  stack_nodes_.clear();
-  std::vector<capture::StackId> remap(old.size());
-  std::vector<uint32_t> depth;  // of the new nodes
-  auto intern = [&](capture::StackId parent, FrameId frame) {
-    capture::StackId node = InternStackNode(parent, frame);
-    if (depth.size() <= node) depth.resize(node + 1);
-    depth[node] = parent == kNone ? 1 : depth[parent] + 1;
-    return node;
-  };
-  uint64_t dropped = 0;
-  for (size_t n = 0; n < old.size(); ++n) {
-    capture::StackId parent = old.parent[n] == kNone ? kNone : remap[old.parent[n]];
-    FrameId f = old.frame[n];
-    capture::StackId node = intern(parent, f);
-    if (f < inline_frames_.size()) {
-      const auto& inlined = inline_frames_[f];
-      for (size_t k = inlined.size(); k-- > 0;) {
-        // Never past the depth readers accept: the rest of the inline
-        // chain is left out (and counted) rather than losing the capture.
-        // (Room is kept for the native frames still to come: at most the
-        // unwinder's 1024 user frames plus the kernel's chain.)
-        if (depth[node] + 1 >= capture::kMaxStackDepth - 1280) {
-          ++dropped;
-          break;
-        }
-        node = intern(node, inlined[k]);
-      }
-    }
-    remap[n] = node;
-  }
-  if (dropped > 0) {
-    CountProblem("inline frames left out of stacks near the depth limit",
-                 std::to_string(dropped) + " chains");
-  }
-  capture::Samples& s = capture_.samples;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s.stack[i] != kNone) s.stack[i] = remap[s.stack[i]];
-  }
-}
-
-void Processor::Symbolize() {
-  std::vector<std::vector<FrameId>> by_module(capture_.modules.size());
-  for (FrameId f = 0; f < capture_.frames.size(); ++f) {
-    if (capture_.frames[f].module != kNone) by_module[capture_.frames[f].module].push_back(f);
-  }
-  // One function per (module, demangled name), whether called or inlined.
-  std::map<std::pair<ModuleId, std::string>, capture::FunctionId> functions;
-  auto intern_function = [&](ModuleId module, std::string name) {
-    auto key = std::make_pair(module, std::move(name));
-    auto it = functions.find(key);
-    if (it == functions.end()) {
-      capture_.functions.push_back({strings_.Intern(key.second), module});
-      it = functions.emplace(key, capture::FunctionId(capture_.functions.size() - 1)).first;
-    }
-    return it->second;
-  };
-  auto name_frames = [&](ModuleId module, const std::vector<FrameId>& frames, auto&& lookup) {
-    for (FrameId f : frames) {
-      std::string_view name = lookup(capture_.frames[f].address);
-      if (name.empty()) continue;
-      capture_.frames[f].function = intern_function(module, Demangle(std::string(name)));
-    }
-  };
-  std::optional<symbols::SymbolTable> kallsyms;
-  std::map<std::string, std::unique_ptr<symbols::ElfImage>> cache;  // by build ID
-  for (ModuleId m = 0; m < capture_.modules.size(); ++m) {
-    if (by_module[m].empty()) continue;
-    capture::Module& mod = capture_.modules[m];
-    const std::string path = capture_.strings[mod.path];
-    if (mod.kind == ModuleKind::kKernel) {
-      auto table = symbols::LoadKallsyms();
-      if (!table.ok()) {
-        CountProblem("kernel symbols unavailable", table.status().message());
-        continue;
-      }
-      kallsyms = std::move(*table);
-      name_frames(m, by_module[m], [&](uint64_t a) { return kallsyms->Lookup(a); });
-      continue;
-    }
-    if (mod.kind == ModuleKind::kAnonymous) continue;
-    Result<std::unique_ptr<symbols::ElfImage>> loaded =
-        mod.kind == ModuleKind::kVdso ? symbols::LoadElfImageFromMemory(OwnVdso())
-                                      : symbols::LoadElfImage(path);
-    if (!loaded.ok()) {
-      CountProblem("module file unreadable, frames unnamed",
-                   path + ": " + loaded.status().message());
-      continue;
-    }
-    std::unique_ptr<symbols::ElfImage> image = std::move(loaded).value();
-    if (!mod.build_id.empty() && !image->build_id.empty() && image->build_id != mod.build_id) {
-      CountProblem("build ID mismatch, frames unnamed",
-                   path + ": recorded " + symbols::HexString(mod.build_id) + ", file has " +
-                       symbols::HexString(image->build_id));
-      continue;
-    }
-    if (mod.build_id.empty()) mod.build_id = image->build_id;
-    mod.size = image->file_size;
-    std::string key = mod.build_id.empty() ? "p:" + path : symbols::HexString(mod.build_id);
-    auto [slot, inserted] = cache.try_emplace(key, std::move(image));
-    const symbols::ElfImage& img = *slot->second;
-    if (img.symbols.size() == 0) {
-      CountProblem("module has no symbol table, frames unnamed", path);
-      continue;
-    }
-    name_frames(m, by_module[m], [&](uint64_t offset) -> std::string_view {
-      uint64_t vaddr;
-      if (!img.OffsetToVaddr(offset, &vaddr)) return {};
-      return img.symbols.Lookup(vaddr);
-    });
-    AddDebugInfo(m, img, path, by_module[m],
-                 [&](std::string_view name) { return intern_function(m, std::string(name)); });
-  }
 }
 
 void Processor::SortSamplesByTime() {
@@ -695,10 +506,6 @@ capture::Capture Processor::Finish(uint64_t end_time) {
   }
   for (auto& m : capture_.mappings) {
     if (m.time_end == 0) m.time_end = end_time;
-  }
-  if (options_.symbolize) {
-    Symbolize();
-    ExpandInlines();
   }
   for (const auto& [kind, pc] : problems_) {
     capture_.problems.push_back({strings_.Intern(kind), pc.count,

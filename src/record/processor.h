@@ -1,8 +1,8 @@
 // Turns decoded kernel records, in time order, into a Capture: processes,
 // threads and mappings as of each event's time; each sample's addresses bound
 // to the mapping in force then, normalized to module + file offset, and
-// interned into frames and a prefix tree of stacks. Finish() symbolizes the
-// frames from ELF symbol tables (one table per build ID) and kallsyms.
+// interned into frames and a prefix tree of stacks. Frames are left unnamed:
+// src/symbols/symbolizer names them (at record time or later).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,6 @@ class Processor {
 
   struct Options {
     uint32_t max_stack = 127;  // /proc/sys/kernel/perf_event_max_stack
-    bool symbolize = true;
     CallGraph call_graph = CallGraph::kFramePointer;
     size_t max_user_frames = 1024;
     // Shared CFI tables (by build ID); a private cache when null.
@@ -50,7 +49,7 @@ class Processor {
   void CountProblem(std::string_view kind, std::string_view example);
   void SetExitStatus(uint32_t pid, int status);
 
-  // Closes open rows at `end_time`, symbolizes, and returns the capture.
+  // Closes open rows at `end_time` and returns the capture (unnamed).
   capture::Capture Finish(uint64_t end_time);
 
   capture::Settings& settings() { return capture_.settings; }
@@ -91,12 +90,6 @@ class Processor {
   void OnComm(const Event& e);
   void OnFork(const Event& e);
   void OnExit(const Event& e);
-  void Symbolize();
-  // Source lines and inline chains (record time, where DWARF is found).
-  void AddDebugInfo(capture::ModuleId module, const symbols::ElfImage& image,
-                    const std::string& path, const std::vector<capture::FrameId>& frames,
-                    const std::function<capture::FunctionId(std::string_view)>& function);
-  void ExpandInlines();
   capture::StackId InternStackNode(capture::StackId parent, capture::FrameId frame);
   void SortSamplesByTime();
 
@@ -119,7 +112,6 @@ class Processor {
   std::vector<ModuleUnwind> module_unwind_;
   std::vector<uint64_t> mapping_bias_;
   std::vector<unwind::Frame> unwind_frames_;
-  std::vector<std::vector<capture::FrameId>> inline_frames_;  // per native frame, innermost first
   struct ProblemCount {
     uint64_t count = 0;
     std::string example;

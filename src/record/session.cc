@@ -1,3 +1,4 @@
+#include "src/symbols/symbolizer.h"
 #include "src/record/session.h"
 
 #include <dirent.h>
@@ -471,6 +472,13 @@ Result<int> RunRecord(const RecordOptions& options) {
   PumpArenas(&collector->arenas(), collector->layout(), UINT64_MAX, &processor);
   if (exited) processor.SetExitStatus(uint32_t(target), ShellStatus(wait_status));
   capture::Capture cap = processor.Finish(end);
+  cap.settings.symbols = options.symbolize;
+  if (options.symbolize == "now") {
+    symbols::SymbolizeOptions how;
+    how.this_host = true;
+    auto named = symbols::Symbolize(&cap, how);
+    if (!named.ok()) return named.status().WithContext("symbolizing the recording");
+  }
   Status valid = capture::ValidateCapture(cap);
   if (!valid.ok()) return valid.WithContext("internal error: the recorded capture is inconsistent");
   const uint64_t sample_count = cap.samples.size();

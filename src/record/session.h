@@ -23,6 +23,9 @@ struct RecordOptions {
   Processor::CallGraph call_graph = Processor::CallGraph::kAuto;
   uint32_t stack_copy = 16384;  // bytes of user stack per sample (dwarf, auto)
   std::string preset = "default";
+  // "now": name frames from this host's files before writing; "later":
+  // store module identities and offsets only (`microscope symbolize`).
+  std::string symbolize = "now";
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };

@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <cxxabi.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "src/util/open_file.h"
@@ -206,13 +209,21 @@ Result<std::vector<uint8_t>> ReadBuildId(const std::string& path) {
   return ElfBuildId(elf.get());
 }
 
-Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path) {
+Status AddPltSymbolsOf(const std::string& binary, ElfImage* image) {
+  ScopedFd fd;
+  ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(binary, &fd));
+  AddPltSymbols(elf.get(), &image->symbols);
+  image->symbols.Finish();
+  return OkStatus();
+}
+
+Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path, bool find_debug_file) {
   ScopedFd fd;
   ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
   ASSIGN_OR_RETURN(std::unique_ptr<ElfImage> image, ReadImage(elf.get()));
   struct stat st;
   if (fstat(fd.get(), &st) == 0) image->file_size = uint64_t(st.st_size);
-  if (image->symbol_source != ".symtab" && image->build_id.size() > 1) {
+  if (find_debug_file && image->symbol_source != ".symtab" && image->build_id.size() > 1) {
     std::string hex = HexString(image->build_id);
     std::string debug =
         "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
@@ -239,6 +250,26 @@ Result<std::unique_ptr<ElfImage>> LoadElfImageFromMemory(std::span<const uint8_t
   image->file_size = bytes.size();
   image->symbols.Finish();
   return image;
+}
+
+std::span<const uint8_t> OwnVdsoImage() {
+  auto base = reinterpret_cast<const uint8_t*>(getauxval(AT_SYSINFO_EHDR));
+  if (base == nullptr) return {};
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, base, sizeof(eh));
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return {};
+  uint64_t size = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize;
+  return {base, size};
+}
+
+std::string Demangle(const std::string& name) {
+  if (!name.starts_with("_Z")) return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string result(out);
+  free(out);
+  return result;
 }
 
 }  // namespace microscope::symbols

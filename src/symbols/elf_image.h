@@ -42,14 +42,26 @@ struct ElfImage {
 Result<std::vector<uint8_t>> ReadBuildId(const std::string& path);
 
 // Reads build ID, segments and symbols from a file on disk. When the file has
-// no .symtab, a debug file under /usr/lib/debug/.build-id with the same
-// build ID is used for symbols if present.
-Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path);
+// no .symtab and `find_debug_file`, a debug file under
+// /usr/lib/debug/.build-id with the same build ID is used for symbols.
+Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path,
+                                               bool find_debug_file = true);
+
+// Adds `binary`'s PLT stubs (name@plt) to `image` (whose symbols may come
+// from a debug file, where .plt holds no bytes) and re-sorts its table.
+Status AddPltSymbolsOf(const std::string& binary, ElfImage* image);
 
 // The same from an image in memory (the vDSO).
 Result<std::unique_ptr<ElfImage>> LoadElfImageFromMemory(std::span<const uint8_t> bytes);
 
 std::string HexString(std::span<const uint8_t> bytes);
+
+// Our own vDSO image (the one the kernel maps into every 64-bit process),
+// or empty when the auxiliary vector has none.
+std::span<const uint8_t> OwnVdsoImage();
+
+// C++ names as users read them; other names unchanged.
+std::string Demangle(const std::string& name);
 
 // The pieces both symbolization and unwinding read from an open ELF.
 std::vector<uint8_t> ElfBuildId(Elf* elf);

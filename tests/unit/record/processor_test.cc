@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "capture/reader.h"
+#include "src/symbols/symbolizer.h"
 #include "src/record/processor.h"
 #include "src/record/session.h"
 #include "src/symbols/elf_image.h"
@@ -21,11 +22,15 @@ constexpr uint64_t kUser = uint64_t(-512);
 capture::Capture Run(const std::vector<std::vector<uint8_t>>& records, bool symbolize = false) {
   std::vector<uint8_t> arena;
   for (const auto& r : records) arena.insert(arena.end(), r.begin(), r.end());
-  Processor::Options o;
-  o.symbolize = symbolize;
-  Processor p(o);
+  Processor p(Processor::Options{});
   ProcessArenas({arena}, CollectorLayout(), &p);
-  return p.Finish(1000000);
+  capture::Capture c = p.Finish(1000000);
+  if (symbolize) {
+    microscope::symbols::SymbolizeOptions how;
+    how.this_host = true;
+    REQUIRE(microscope::symbols::Symbolize(&c, how).ok());
+  }
+  return c;
 }
 
 // The frames of sample i, leaf first.
@@ -167,7 +172,6 @@ TEST_CASE("Pump: only records up to the watermark are processed, the rest wait")
   put(arenas[1], SampleRecord(10, 10, 20, {kUser, 0x400020}));
   put(arenas[1], SampleRecord(10, 10, 40, {kUser, 0x400030}));
   Processor::Options o;
-  o.symbolize = false;
   Processor p(o);
   PumpArenas(&arenas, CollectorLayout(), 30, &p);
   CHECK(p.sample_count() == 2);  // t=20 and t=30
@@ -227,7 +231,6 @@ TEST_CASE("Processor: a record processed late is put back in time order") {
   };
   put(SampleRecord(10, 10, 50, {kUser, 0x1}));
   Processor::Options o;
-  o.symbolize = false;
   Processor p(o);
   PumpArenas(&arenas, CollectorLayout(), 60, &p);
   put(SampleRecord(10, 10, 40, {kUser, 0x2}));  // stamped before the last watermark

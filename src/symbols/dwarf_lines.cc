@@ -1,0 +1,507 @@
+// The libdwarf side of line_table.h, built as libmicroscope_dwarf.so.
+//
+// One pass over a module's DWARF builds two sorted tables:
+//  - line rows (address -> file, line) from every CU's line program;
+//  - scope segments (address -> innermost function or inlined call), from
+//    the nesting of DW_TAG_subprogram and DW_TAG_inlined_subroutine ranges,
+//    each scope knowing its parent, its name and, when inlined, where it
+//    was called from.
+// A lookup is then two binary searches and a walk up the parents: no DWARF
+// is read after loading.
+#include <libdwarf/dwarf.h>
+#include <libdwarf/libdwarf.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "src/symbols/line_table.h"
+
+namespace microscope::symbols {
+namespace {
+
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+class DwarfLineTable final : public LineTable {
+ public:
+  void Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const override;
+  std::string_view String(uint32_t id) const override {
+    return id < strings_.size() ? std::string_view(strings_[id]) : std::string_view();
+  }
+  size_t line_rows() const override { return rows_.size(); }
+  size_t scopes() const override { return scopes_.size(); }
+
+  bool Load(const char* path, std::string* error);
+
+ private:
+  struct Row {
+    uint64_t address;
+    uint32_t file;  // kNone: no line here (end of a sequence, or line 0)
+    uint32_t line;
+  };
+  struct Scope {
+    uint32_t parent = kNone;  // enclosing scope; kNone for a function
+    uint32_t name = kNone;
+    uint32_t call_file = kNone;  // inlined calls: the call site in the parent
+    uint32_t call_line = 0;
+  };
+  struct Range {
+    uint64_t lo, hi;
+    uint32_t scope, depth;
+  };
+  struct Segment {
+    uint64_t start;
+    uint32_t scope;  // kNone: a gap
+  };
+  // Per-CU state of the walk.
+  struct Unit {
+    uint16_t version = 0;
+    std::vector<uint32_t> files;  // file number (as the CU counts) -> string id
+    uint32_t File(uint64_t number) const {
+      // DWARF 5 numbers files from 0, earlier versions from 1.
+      uint64_t index = version >= 5 ? number : number - 1;
+      return number == 0 && version < 5 ? kNone : index < files.size() ? files[index] : kNone;
+    }
+  };
+
+  uint32_t Intern(const char* s);
+  bool ReadUnit(Dwarf_Die cu, std::string* error);
+  void Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_t depth, int level);
+  void AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent, uint32_t depth,
+                uint32_t* scope_out);
+  bool Ranges(Dwarf_Die die, const Unit& unit, std::vector<std::pair<uint64_t, uint64_t>>* out);
+  uint32_t NameOf(Dwarf_Die die, int hops);
+  void BuildSegments();
+  void Drop(Dwarf_Error& err) {
+    if (err != nullptr) dwarf_dealloc_error(dbg_, err);
+    err = nullptr;
+  }
+
+  Dwarf_Debug dbg_ = nullptr;
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  std::unordered_map<Dwarf_Off, uint32_t> names_;  // DIE offset -> name id
+  std::vector<Row> rows_;
+  std::vector<Scope> scopes_;
+  std::vector<Range> ranges_;
+  std::vector<Segment> segments_;
+
+ public:
+  ~DwarfLineTable() override {
+    if (dbg_ != nullptr) dwarf_finish(dbg_, nullptr);
+  }
+};
+
+uint32_t DwarfLineTable::Intern(const char* s) {
+  if (s == nullptr) return kNone;
+  auto [it, inserted] = string_ids_.try_emplace(s, uint32_t(strings_.size()));
+  if (inserted) strings_.push_back(it->first);
+  return it->second;
+}
+
+bool DwarfLineTable::Load(const char* path, std::string* error) {
+  Dwarf_Error err = nullptr;
+  int res = dwarf_init_path(path, nullptr, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, nullptr, nullptr,
+                            &dbg_, nullptr, 0, nullptr, &err);
+  if (res == DW_DLV_NO_ENTRY) {
+    *error = "no DWARF debug information";
+    return false;
+  }
+  if (res != DW_DLV_OK) {
+    *error = std::string("unreadable DWARF: ") + dwarf_errmsg(err);
+    dwarf_dealloc_error(nullptr, err);
+    dbg_ = nullptr;
+    return false;
+  }
+  for (;;) {
+    Dwarf_Unsigned next = 0;
+    Dwarf_Half version = 0, unit_type = 0;
+    res = dwarf_next_cu_header_d(dbg_, true, nullptr, &version, nullptr, nullptr, nullptr, nullptr,
+                                 nullptr, nullptr, &next, &unit_type, &err);
+    if (res == DW_DLV_NO_ENTRY) break;
+    if (res != DW_DLV_OK) {
+      *error = std::string("bad .debug_info unit header: ") + dwarf_errmsg(err);
+      Drop(err);
+      return false;
+    }
+    Dwarf_Die cu = nullptr;
+    if (dwarf_siblingof_b(dbg_, nullptr, true, &cu, &err) != DW_DLV_OK) {
+      *error = std::string("bad .debug_info unit: ") + dwarf_errmsg(err);
+      Drop(err);
+      return false;
+    }
+    bool ok = ReadUnit(cu, error);
+    dwarf_dealloc_die(cu);
+    if (!ok) return false;
+  }
+  if (rows_.empty() && scopes_.empty()) {
+    *error = "no line or function information in its DWARF";
+    return false;
+  }
+  // By address; at one address the last row wins, and an end-of-sequence
+  // row yields to a row that starts there.
+  std::stable_sort(rows_.begin(), rows_.end(),
+                   [](const Row& a, const Row& b) { return a.address < b.address; });
+  std::vector<Row> unique;
+  unique.reserve(rows_.size());
+  for (const Row& r : rows_) {
+    if (!unique.empty() && unique.back().address == r.address) {
+      if (r.file != kNone) unique.back() = r;
+      continue;
+    }
+    unique.push_back(r);
+  }
+  rows_ = std::move(unique);
+  BuildSegments();
+  names_.clear();
+  return true;
+}
+
+bool DwarfLineTable::ReadUnit(Dwarf_Die cu, std::string* error) {
+  Dwarf_Error err = nullptr;
+  Unit unit;
+  Dwarf_Half version = 0, offset_size = 0;
+  if (dwarf_get_version_of_die(cu, &version, &offset_size) == DW_DLV_OK) unit.version = version;
+  char** files = nullptr;
+  Dwarf_Signed nfiles = 0;
+  if (dwarf_srcfiles(cu, &files, &nfiles, &err) == DW_DLV_OK) {
+    for (Dwarf_Signed i = 0; i < nfiles; ++i) {
+      unit.files.push_back(Intern(files[i]));
+      dwarf_dealloc(dbg_, files[i], DW_DLA_STRING);
+    }
+    dwarf_dealloc(dbg_, files, DW_DLA_LIST);
+  } else {
+    Drop(err);
+  }
+  Dwarf_Unsigned line_version = 0;
+  Dwarf_Small table_count = 0;
+  Dwarf_Line_Context context = nullptr;
+  if (dwarf_srclines_b(cu, &line_version, &table_count, &context, &err) == DW_DLV_OK) {
+    Dwarf_Line* lines = nullptr;
+    Dwarf_Signed count = 0;
+    if (dwarf_srclines_from_linecontext(context, &lines, &count, &err) == DW_DLV_OK) {
+      for (Dwarf_Signed i = 0; i < count; ++i) {
+        Dwarf_Addr addr = 0;
+        Dwarf_Bool end = false;
+        Dwarf_Unsigned lineno = 0, fileno = 0;
+        if (dwarf_lineaddr(lines[i], &addr, &err) != DW_DLV_OK ||
+            dwarf_lineendsequence(lines[i], &end, &err) != DW_DLV_OK) {
+          Drop(err);
+          continue;
+        }
+        if (end || dwarf_lineno(lines[i], &lineno, &err) != DW_DLV_OK || lineno == 0 ||
+            dwarf_line_srcfileno(lines[i], &fileno, &err) != DW_DLV_OK) {
+          Drop(err);
+          rows_.push_back({addr, kNone, 0});
+          continue;
+        }
+        uint32_t file = unit.File(fileno);
+        rows_.push_back({addr, file, file == kNone ? 0 : uint32_t(lineno)});
+      }
+    } else {
+      Drop(err);
+    }
+    dwarf_srclines_dealloc_b(context);
+  } else {
+    Drop(err);
+  }
+  Walk(cu, unit, kNone, 0, 0);
+  (void)error;
+  return true;
+}
+
+// Children of `die`, looking for functions and inlined calls. Type DIEs
+// hold no code, so their subtrees are skipped.
+void DwarfLineTable::Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_t depth,
+                          int level) {
+  if (level > 256) return;  // a corrupt (or absurd) nesting: stop, not overflow
+  Dwarf_Error err = nullptr;
+  Dwarf_Die child = nullptr;
+  if (dwarf_child(die, &child, &err) != DW_DLV_OK) {
+    Drop(err);
+    return;
+  }
+  while (child != nullptr) {
+    Dwarf_Half tag = 0;
+    if (dwarf_tag(child, &tag, &err) == DW_DLV_OK) {
+      switch (tag) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine: {
+          uint32_t scope = kNone;
+          // A function nested in a function is a function of its own.
+          AddScope(child, tag, unit, tag == DW_TAG_subprogram ? kNone : parent,
+                   tag == DW_TAG_subprogram ? 0 : depth + 1, &scope);
+          if (scope != kNone) {
+            Walk(child, unit, scope, tag == DW_TAG_subprogram ? 0 : depth + 1, level + 1);
+          } else {
+            Walk(child, unit, parent, depth, level + 1);
+          }
+          break;
+        }
+        case DW_TAG_lexical_block:
+        case DW_TAG_namespace:
+        case DW_TAG_module:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+          Walk(child, unit, parent, depth, level + 1);
+          break;
+        default:
+          break;
+      }
+    } else {
+      Drop(err);
+    }
+    Dwarf_Die next = nullptr;
+    int res = dwarf_siblingof_b(dbg_, child, true, &next, &err);
+    dwarf_dealloc_die(child);
+    if (res != DW_DLV_OK) {
+      Drop(err);
+      break;
+    }
+    child = next;
+  }
+}
+
+void DwarfLineTable::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent,
+                              uint32_t depth, uint32_t* scope_out) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  if (!Ranges(die, unit, &ranges) || ranges.empty()) return;
+  Scope scope;
+  scope.parent = parent;
+  scope.name = NameOf(die, 0);
+  if (tag == DW_TAG_inlined_subroutine) {
+    Dwarf_Error err = nullptr;
+    Dwarf_Attribute attr = nullptr;
+    Dwarf_Unsigned value = 0;
+    if (dwarf_attr(die, DW_AT_call_file, &attr, &err) == DW_DLV_OK) {
+      if (dwarf_formudata(attr, &value, &err) == DW_DLV_OK) scope.call_file = unit.File(value);
+      dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
+    }
+    Drop(err);
+    if (dwarf_attr(die, DW_AT_call_line, &attr, &err) == DW_DLV_OK) {
+      if (dwarf_formudata(attr, &value, &err) == DW_DLV_OK) scope.call_line = uint32_t(value);
+      dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
+    }
+    Drop(err);
+  }
+  uint32_t id = uint32_t(scopes_.size());
+  scopes_.push_back(scope);
+  for (auto [lo, hi] : ranges) {
+    if (hi > lo) ranges_.push_back({lo, hi, id, depth});
+  }
+  *scope_out = id;
+}
+
+bool DwarfLineTable::Ranges(Dwarf_Die die, const Unit& unit,
+                            std::vector<std::pair<uint64_t, uint64_t>>* out) {
+  Dwarf_Error err = nullptr;
+  Dwarf_Addr lo = 0, hi = 0;
+  Dwarf_Half form = 0;
+  Dwarf_Form_Class form_class = DW_FORM_CLASS_UNKNOWN;
+  if (dwarf_lowpc(die, &lo, &err) == DW_DLV_OK) {
+    if (dwarf_highpc_b(die, &hi, &form, &form_class, &err) == DW_DLV_OK) {
+      if (form_class == DW_FORM_CLASS_CONSTANT) hi += lo;
+      out->push_back({lo, hi});
+      return true;
+    }
+    Drop(err);
+    return false;
+  }
+  Drop(err);
+  Dwarf_Attribute attr = nullptr;
+  if (dwarf_attr(die, DW_AT_ranges, &attr, &err) != DW_DLV_OK) {
+    Drop(err);
+    return false;
+  }
+  bool ok = false;
+  if (unit.version >= 5) {
+    Dwarf_Half attr_form = 0;
+    Dwarf_Unsigned value = 0;
+    if (dwarf_whatform(attr, &attr_form, &err) == DW_DLV_OK &&
+        (attr_form == DW_FORM_rnglistx ? dwarf_formudata(attr, &value, &err)
+                                       : dwarf_global_formref(attr, &value, &err)) == DW_DLV_OK) {
+      Dwarf_Rnglists_Head head = nullptr;
+      Dwarf_Unsigned count = 0, global_offset = 0;
+      if (dwarf_rnglists_get_rle_head(attr, attr_form, value, &head, &count, &global_offset,
+                                      &err) == DW_DLV_OK) {
+        ok = true;
+        for (Dwarf_Unsigned i = 0; i < count; ++i) {
+          unsigned length = 0, code = 0;
+          Dwarf_Unsigned raw1 = 0, raw2 = 0, start = 0, end = 0;
+          Dwarf_Bool unavailable = false;
+          if (dwarf_get_rnglists_entry_fields_a(head, i, &length, &code, &raw1, &raw2,
+                                                &unavailable, &start, &end,
+                                                &err) != DW_DLV_OK) {
+            Drop(err);
+            ok = false;
+            break;
+          }
+          if (code == DW_RLE_end_of_list) break;
+          if (code == DW_RLE_base_address || code == DW_RLE_base_addressx || unavailable) continue;
+          out->push_back({start, end});
+        }
+        dwarf_dealloc_rnglists_head(head);
+      }
+    }
+  } else {
+    Dwarf_Off offset = 0;
+    if (dwarf_global_formref(attr, &offset, &err) == DW_DLV_OK) {
+      Dwarf_Ranges* ranges = nullptr;
+      Dwarf_Signed count = 0;
+      Dwarf_Unsigned bytes = 0;
+      Dwarf_Off real = 0;
+      if (dwarf_get_ranges_b(dbg_, offset, die, &real, &ranges, &count, &bytes, &err) ==
+          DW_DLV_OK) {
+        ok = true;
+        // Entries are relative to the CU's base address until a base
+        // address selection entry says otherwise.
+        uint64_t base = 0;
+        Dwarf_Die cu = nullptr;
+        Dwarf_Off cu_offset = 0;
+        if (dwarf_CU_dieoffset_given_die(die, &cu_offset, &err) == DW_DLV_OK &&
+            dwarf_offdie_b(dbg_, cu_offset, true, &cu, &err) == DW_DLV_OK) {
+          Dwarf_Addr cu_low = 0;
+          if (dwarf_lowpc(cu, &cu_low, &err) == DW_DLV_OK) base = cu_low;
+          dwarf_dealloc_die(cu);
+        }
+        for (Dwarf_Signed i = 0; i < count; ++i) {
+          if (ranges[i].dwr_type == DW_RANGES_END) break;
+          if (ranges[i].dwr_type == DW_RANGES_ADDRESS_SELECTION) {
+            base = ranges[i].dwr_addr2;
+            continue;
+          }
+          out->push_back({base + ranges[i].dwr_addr1, base + ranges[i].dwr_addr2});
+        }
+        dwarf_ranges_dealloc(dbg_, ranges, count);
+      }
+    }
+  }
+  Drop(err);
+  dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
+  return ok;
+}
+
+// The linkage name, else the name, following the abstract origin or the
+// declaration (specification) a DIE refers to. Cached by DIE offset.
+uint32_t DwarfLineTable::NameOf(Dwarf_Die die, int hops) {
+  Dwarf_Error err = nullptr;
+  Dwarf_Off offset = 0;
+  if (dwarf_dieoffset(die, &offset, &err) != DW_DLV_OK) {
+    Drop(err);
+    return kNone;
+  }
+  if (auto it = names_.find(offset); it != names_.end()) return it->second;
+  uint32_t name = kNone;
+  for (Dwarf_Half at : {Dwarf_Half(DW_AT_linkage_name), Dwarf_Half(DW_AT_MIPS_linkage_name),
+                        Dwarf_Half(DW_AT_name)}) {
+    Dwarf_Attribute attr = nullptr;
+    if (dwarf_attr(die, at, &attr, &err) != DW_DLV_OK) {
+      Drop(err);
+      continue;
+    }
+    char* text = nullptr;
+    if (dwarf_formstring(attr, &text, &err) == DW_DLV_OK) name = Intern(text);
+    Drop(err);
+    dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
+    if (name != kNone) break;
+  }
+  if (name == kNone && hops < 8) {
+    for (Dwarf_Half at :
+         {Dwarf_Half(DW_AT_abstract_origin), Dwarf_Half(DW_AT_specification)}) {
+      Dwarf_Attribute attr = nullptr;
+      if (dwarf_attr(die, at, &attr, &err) != DW_DLV_OK) {
+        Drop(err);
+        continue;
+      }
+      Dwarf_Off target = 0;
+      Dwarf_Die other = nullptr;
+      if (dwarf_global_formref(attr, &target, &err) == DW_DLV_OK &&
+          dwarf_offdie_b(dbg_, target, true, &other, &err) == DW_DLV_OK) {
+        name = NameOf(other, hops + 1);
+        dwarf_dealloc_die(other);
+      }
+      Drop(err);
+      dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
+      if (name != kNone) break;
+    }
+  }
+  names_.emplace(offset, name);
+  return name;
+}
+
+// Flattens the nested ranges into segments that each name the innermost
+// scope covering them.
+void DwarfLineTable::BuildSegments() {
+  std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) {
+    if (a.lo != b.lo) return a.lo < b.lo;
+    if (a.depth != b.depth) return a.depth < b.depth;
+    return a.hi > b.hi;
+  });
+  auto emit = [&](uint64_t at, uint32_t scope) {
+    if (!segments_.empty() && segments_.back().start == at) {
+      segments_.back().scope = scope;
+      if (segments_.size() >= 2 && segments_[segments_.size() - 2].scope == scope) {
+        segments_.pop_back();
+      }
+      return;
+    }
+    if (segments_.empty() || segments_.back().scope != scope) segments_.push_back({at, scope});
+  };
+  std::vector<Range> open;
+  auto close_until = [&](uint64_t at) {
+    while (!open.empty() && open.back().hi <= at) {
+      uint64_t end = open.back().hi;
+      open.pop_back();
+      emit(end, open.empty() ? kNone : open.back().scope);
+    }
+  };
+  for (Range r : ranges_) {
+    close_until(r.lo);
+    // Ranges that overlap without nesting (rare, from odd producers) are
+    // cut at the enclosing range's end.
+    if (!open.empty()) r.hi = std::min(r.hi, open.back().hi);
+    if (r.hi <= r.lo) continue;
+    emit(r.lo, r.scope);
+    open.push_back(r);
+  }
+  close_until(~uint64_t{0});
+  ranges_.clear();
+  ranges_.shrink_to_fit();
+}
+
+void DwarfLineTable::Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const {
+  out->clear();
+  uint32_t file = kNone, line = 0;
+  auto row = std::upper_bound(rows_.begin(), rows_.end(), vaddr,
+                              [](uint64_t a, const Row& r) { return a < r.address; });
+  if (row != rows_.begin() && (row - 1)->file != kNone) {
+    file = (row - 1)->file;
+    line = (row - 1)->line;
+  }
+  uint32_t scope = kNone;
+  auto seg = std::upper_bound(segments_.begin(), segments_.end(), vaddr,
+                              [](uint64_t a, const Segment& s) { return a < s.start; });
+  if (seg != segments_.begin()) scope = (seg - 1)->scope;
+  if (scope == kNone) {
+    if (file != kNone) out->push_back({kNone, file, line});
+    return;
+  }
+  // Innermost first: each function at the line reached in it, then its
+  // caller at the call site.
+  for (int guard = 0; scope != kNone && guard < 1024; ++guard) {
+    const Scope& s = scopes_[scope];
+    out->push_back({s.name, file, line});
+    file = s.call_file;
+    line = s.call_line;
+    scope = s.parent;
+  }
+}
+
+}  // namespace
+}  // namespace microscope::symbols
+
+extern "C" __attribute__((visibility("default"))) microscope::symbols::LineTable*
+microscope_open_line_table(const char* path, std::string* error) {
+  auto table = std::make_unique<microscope::symbols::DwarfLineTable>();
+  if (!table->Load(path, error)) return nullptr;
+  return table.release();
+}

@@ -1,0 +1,66 @@
+// Names a capture's frames: function names (ELF symbols, demangled, the raw
+// name kept), source file:line, and inlined calls as frames of their own.
+// Used at record time (`record --symbolize now`, the files of this host)
+// and by `microscope symbolize` (on any host, from debug directories, a
+// sysroot or debuginfod). Every file is proven by its build ID before use.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "capture/capture.h"
+#include "capture/result.h"
+
+namespace microscope::symbols {
+
+struct SymbolizeOptions {
+  std::vector<std::string> debug_dirs;  // searched first, in order
+  std::string sysroot;                  // "" is "/"
+  // debuginfod servers; when empty, $DEBUGINFOD_URLS if `use_debuginfod_env`.
+  std::vector<std::string> debuginfod_urls;
+  bool use_debuginfod_env = false;
+  // The capture was recorded on this host a moment ago: the kernel is named
+  // from /proc/kallsyms and the vDSO from our own image when their build IDs
+  // match this host's (checked either way).
+  bool this_host = false;
+};
+
+// Why a frame stayed unnamed.
+inline constexpr const char* kNoFile = "no file found";
+inline constexpr const char* kMismatch = "build ID mismatch";
+inline constexpr const char* kNoSymbols = "no symbols";
+inline constexpr const char* kOutsideSymbols = "address outside any symbol";
+inline constexpr const char* kNoBuildId = "no build ID recorded";
+inline constexpr const char* kAnonymous = "anonymous memory (no file)";
+
+struct ModuleSummary {
+  capture::ModuleId module = capture::kNone;
+  std::string path;
+  std::string build_id;  // hex, empty when none was recorded
+  std::vector<std::string> used;    // files whose symbols or DWARF were used
+  std::vector<std::string> looked;  // every place looked, with what was there
+  std::vector<std::string> problems;  // malformed files, unreadable DWARF
+  uint64_t frames = 0;         // distinct native/kernel frames of the module
+  uint64_t named = 0;          // of those, with a function name afterwards
+  uint64_t with_lines = 0;     // of those, with a source line
+  uint64_t newly_named = 0;    // named now and not before
+  uint64_t inline_frames = 0;  // inlined-call frames added
+  std::map<std::string, uint64_t> unnamed;  // reason -> frames
+};
+
+struct SymbolizeSummary {
+  std::vector<ModuleSummary> modules;  // modules with frames, in module order
+  uint64_t frames = 0;
+  uint64_t named = 0;
+  uint64_t changed = 0;  // frames that gained a name, a line or inlined calls
+};
+
+// Names `capture`'s frames in place. A frame is changed only when it gains
+// information (a name, a line, inlined calls), so a symbolized capture can
+// be symbolized again with more debug files. Problems are also counted in
+// the capture's problems. Fails only on a capture it cannot make sense of.
+Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOptions& options);
+
+}  // namespace microscope::symbols
