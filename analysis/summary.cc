@@ -11,6 +11,7 @@ Summary Summarize(const capture::Capture& c) {
   s.command = st.command;
   s.target_pid = st.target_pid;
   s.frequency = st.frequency;
+  s.symbols = st.symbols;
   s.call_graph = st.call_graph;
   s.stack_copy = st.stack_copy;
   s.metric = st.metric;

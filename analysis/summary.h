@@ -44,6 +44,7 @@ struct Summary {
   uint64_t samples = 0;
   uint64_t value = 0;        // sum of sample weights, in `unit`
   uint64_t fully_named = 0;  // samples whose every frame has a function name
+  std::string symbols;       // settings.symbols: "now", "later", "symbolize" or empty
   std::string metric;
   std::string unit;
   uint64_t lost_records = 0;

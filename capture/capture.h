@@ -46,11 +46,18 @@ inline constexpr uint8_t kStackEndCount = 11;
 
 const char* StackEndName(StackEnd end);
 
+struct Segment {
+  uint64_t offset = 0;  // file offset
+  uint64_t vaddr = 0;   // link-time address of `offset`
+  uint64_t size = 0;    // bytes in the file
+};
+
 struct Module {
   StringId path = kNone;
   std::vector<uint8_t> build_id;
   uint64_t size = 0;
   ModuleKind kind = ModuleKind::kFile;
+  std::vector<Segment> segments;  // PT_LOAD, when the file was read at record time
 };
 
 struct Mapping {
@@ -81,7 +88,7 @@ struct Thread {
 };
 
 struct Function {
-  StringId name = kNone;    // demangled
+  StringId name = kNone;  // demangled
   ModuleId module = kNone;
   StringId raw_name = kNone;  // the symbol as the file spells it, when it differs
 };

@@ -114,6 +114,10 @@ Status ValidateCapture(const Capture& c) {
       return Status::Error(Where("modules", i, "kind") + " has unknown value " +
                            std::to_string(int(m.kind)));
     }
+    if (m.segments.size() > 256) {
+      return Status::Error(Where("modules", i, "segments") + " has " +
+                           std::to_string(m.segments.size()) + " rows (at most 256)");
+    }
     if (m.build_id.size() > 64) {
       return Status::Error(Where("modules", i, "build_id") + " is " +
                            std::to_string(m.build_id.size()) + " bytes (at most 64)");
@@ -261,6 +265,15 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       if (m->build_id()) out.build_id.assign(m->build_id()->begin(), m->build_id()->end());
       out.size = m->size();
       out.kind = ModuleKind(m->kind());
+      if (m->segments()) {
+        if (reinterpret_cast<uintptr_t>(m->segments()->Data()) % alignof(uint64_t) != 0) {
+          return Status::Error(Where("modules", c.modules.size(), "segments") +
+                               " is misaligned in the payload");
+        }
+        for (const fbs::Segment* s : *m->segments()) {
+          out.segments.push_back({s->offset(), s->vaddr(), s->size()});
+        }
+      }
       c.modules.push_back(std::move(out));
     }
   }

@@ -72,7 +72,13 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   modules.reserve(c.modules.size());
   for (const Module& m : c.modules) {
     auto id = b.CreateVector(m.build_id);
-    modules.push_back(fbs::CreateModule(b, m.path, id, m.size, fbs::ModuleKind(m.kind)));
+    auto segments =
+        m.segments.empty()
+            ? 0
+            : b.CreateVectorOfStructs(MapRows<fbs::Segment>(m.segments, [](const Segment& s) {
+                return fbs::Segment(s.offset, s.vaddr, s.size);
+              }));
+    modules.push_back(fbs::CreateModule(b, m.path, id, m.size, fbs::ModuleKind(m.kind), segments));
   }
   auto modules_v = b.CreateVector(modules);
 

@@ -77,6 +77,13 @@ void PrintHeader(FILE* out, const ReportData& d, const ReportViews& v, const Col
   fprintf(out,
           "%.1f%% of samples have fully named stacks (unnamed frames show as module+0xoffset)\n",
           Percent(s.fully_named, s.samples));
+  if (s.symbols == "later") {
+    label("symbols");
+    fprintf(out, "recorded with --symbolize later: name frames with `microscope symbolize FILE`\n");
+  } else if (s.symbols == "symbolize") {
+    label("symbols");
+    fprintf(out, "named by `microscope symbolize` (see notes)\n");
+  }
   label("lost");
   fprintf(out, "%llu records, %llu samples; throttled %llu times\n",
           static_cast<unsigned long long>(s.lost_records),
@@ -281,6 +288,7 @@ ordered_json SummaryJson(const analysis::Summary& s) {
   j["samples"] = s.samples;
   j["value"] = s.value;
   j["fully_named_samples"] = s.fully_named;
+  j["symbols"] = s.symbols;
   j["lost_records"] = s.lost_records;
   j["lost_samples"] = s.lost_samples;
   j["throttles"] = s.throttles;

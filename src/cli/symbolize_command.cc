@@ -31,13 +31,15 @@ void PrintText(const symbols::SymbolizeSummary& s, const std::string& in, const 
          static_cast<unsigned long long>(s.named), static_cast<unsigned long long>(s.frames),
          Percent(s.named, s.frames).c_str(), static_cast<unsigned long long>(s.changed));
   for (const symbols::ModuleSummary& m : s.modules) {
-    printf("\n%s\n  build ID %s\n", m.path.c_str(), m.build_id.empty() ? "none" : m.build_id.c_str());
-    printf("  frames %llu: %llu named (%s), %llu with file:line, %llu newly named, %llu inlined-call "
-           "frames added\n",
-           static_cast<unsigned long long>(m.frames), static_cast<unsigned long long>(m.named),
-           Percent(m.named, m.frames).c_str(), static_cast<unsigned long long>(m.with_lines),
-           static_cast<unsigned long long>(m.newly_named),
-           static_cast<unsigned long long>(m.inline_frames));
+    printf("\n%s\n  build ID %s\n", m.path.c_str(),
+           m.build_id.empty() ? "none" : m.build_id.c_str());
+    printf(
+        "  frames %llu: %llu named (%s), %llu with file:line, %llu newly named, %llu inlined-call "
+        "frames added\n",
+        static_cast<unsigned long long>(m.frames), static_cast<unsigned long long>(m.named),
+        Percent(m.named, m.frames).c_str(), static_cast<unsigned long long>(m.with_lines),
+        static_cast<unsigned long long>(m.newly_named),
+        static_cast<unsigned long long>(m.inline_frames));
     for (const auto& [why, n] : m.unnamed) {
       printf("  unnamed %llu: %s\n", static_cast<unsigned long long>(n), why.c_str());
     }
@@ -94,7 +96,8 @@ int RunSymbolize(SymbolizeCommandOptions& o) {
                                 std::to_string(summary->frames) + " frames named");
   Status valid = capture::ValidateCapture(*cap);
   if (!valid.ok()) {
-    PrintError(valid.WithContext("internal error: the symbolized capture is inconsistent").message());
+    PrintError(
+        valid.WithContext("internal error: the symbolized capture is inconsistent").message());
     return 1;
   }
   Status written = capture::WriteCapture(*cap, o.output);

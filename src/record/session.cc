@@ -1,5 +1,5 @@
-#include "src/symbols/symbolizer.h"
 #include "src/record/session.h"
+#include "src/symbols/symbolizer.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -473,6 +473,7 @@ Result<int> RunRecord(const RecordOptions& options) {
   if (exited) processor.SetExitStatus(uint32_t(target), ShellStatus(wait_status));
   capture::Capture cap = processor.Finish(end);
   cap.settings.symbols = options.symbolize;
+  symbols::AddModuleLayouts(&cap);
   if (options.symbolize == "now") {
     symbols::SymbolizeOptions how;
     how.this_host = true;

@@ -64,6 +64,7 @@ class DwarfLineTable final : public LineTable {
   };
 
   uint32_t Intern(const char* s);
+  bool Unsigned(Dwarf_Die die, Dwarf_Half at, uint64_t* value);
   bool ReadUnit(Dwarf_Die cu, std::string* error);
   void Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_t depth, int level);
   void AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent, uint32_t depth,
@@ -269,19 +270,9 @@ void DwarfLineTable::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, u
   scope.parent = parent;
   scope.name = NameOf(die, 0);
   if (tag == DW_TAG_inlined_subroutine) {
-    Dwarf_Error err = nullptr;
-    Dwarf_Attribute attr = nullptr;
-    Dwarf_Unsigned value = 0;
-    if (dwarf_attr(die, DW_AT_call_file, &attr, &err) == DW_DLV_OK) {
-      if (dwarf_formudata(attr, &value, &err) == DW_DLV_OK) scope.call_file = unit.File(value);
-      dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
-    }
-    Drop(err);
-    if (dwarf_attr(die, DW_AT_call_line, &attr, &err) == DW_DLV_OK) {
-      if (dwarf_formudata(attr, &value, &err) == DW_DLV_OK) scope.call_line = uint32_t(value);
-      dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
-    }
-    Drop(err);
+    uint64_t value = 0;
+    if (Unsigned(die, DW_AT_call_file, &value)) scope.call_file = unit.File(value);
+    if (Unsigned(die, DW_AT_call_line, &value)) scope.call_line = uint32_t(value);
   }
   uint32_t id = uint32_t(scopes_.size());
   scopes_.push_back(scope);
@@ -289,6 +280,32 @@ void DwarfLineTable::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, u
     if (hi > lo) ranges_.push_back({lo, hi, id, depth});
   }
   *scope_out = id;
+}
+
+// An attribute's unsigned value. GCC 12 gives DW_AT_call_file and
+// DW_AT_call_line DW_FORM_implicit_const (the value lives in the abbrev),
+// which this libdwarf's dwarf_formudata refuses and dwarf_formsdata reads.
+bool DwarfLineTable::Unsigned(Dwarf_Die die, Dwarf_Half at, uint64_t* value) {
+  Dwarf_Error err = nullptr;
+  Dwarf_Attribute attr = nullptr;
+  if (dwarf_attr(die, at, &attr, &err) != DW_DLV_OK) {
+    Drop(err);
+    return false;
+  }
+  Dwarf_Half form = 0;
+  bool ok = false;
+  if (dwarf_whatform(attr, &form, &err) == DW_DLV_OK && form == DW_FORM_implicit_const) {
+    Dwarf_Signed v = 0;
+    ok = dwarf_formsdata(attr, &v, &err) == DW_DLV_OK && v >= 0;
+    *value = uint64_t(v);
+  } else {
+    Dwarf_Unsigned v = 0;
+    ok = dwarf_formudata(attr, &v, &err) == DW_DLV_OK;
+    *value = v;
+  }
+  Drop(err);
+  dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
+  return ok;
 }
 
 bool DwarfLineTable::Ranges(Dwarf_Die die, const Unit& unit,
@@ -328,9 +345,8 @@ bool DwarfLineTable::Ranges(Dwarf_Die die, const Unit& unit,
           unsigned length = 0, code = 0;
           Dwarf_Unsigned raw1 = 0, raw2 = 0, start = 0, end = 0;
           Dwarf_Bool unavailable = false;
-          if (dwarf_get_rnglists_entry_fields_a(head, i, &length, &code, &raw1, &raw2,
-                                                &unavailable, &start, &end,
-                                                &err) != DW_DLV_OK) {
+          if (dwarf_get_rnglists_entry_fields_a(head, i, &length, &code, &raw1, &raw2, &unavailable,
+                                                &start, &end, &err) != DW_DLV_OK) {
             Drop(err);
             ok = false;
             break;
@@ -405,8 +421,7 @@ uint32_t DwarfLineTable::NameOf(Dwarf_Die die, int hops) {
     if (name != kNone) break;
   }
   if (name == kNone && hops < 8) {
-    for (Dwarf_Half at :
-         {Dwarf_Half(DW_AT_abstract_origin), Dwarf_Half(DW_AT_specification)}) {
+    for (Dwarf_Half at : {Dwarf_Half(DW_AT_abstract_origin), Dwarf_Half(DW_AT_specification)}) {
       Dwarf_Attribute attr = nullptr;
       if (dwarf_attr(die, at, &attr, &err) != DW_DLV_OK) {
         Drop(err);

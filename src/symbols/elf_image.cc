@@ -1,10 +1,10 @@
 #include "src/symbols/elf_image.h"
 
+#include <cxxabi.h>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <cxxabi.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -207,6 +207,15 @@ Result<std::vector<uint8_t>> ReadBuildId(const std::string& path) {
   ScopedFd fd;
   ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
   return ElfBuildId(elf.get());
+}
+
+Result<ElfLayout> ReadElfLayout(const std::string& path) {
+  ScopedFd fd;
+  ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
+  ElfLayout layout;
+  layout.build_id = ElfBuildId(elf.get());
+  ASSIGN_OR_RETURN(layout.loads, ElfLoadSegments(elf.get()));
+  return layout;
 }
 
 Status AddPltSymbolsOf(const std::string& binary, ElfImage* image) {

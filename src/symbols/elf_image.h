@@ -41,6 +41,13 @@ struct ElfImage {
 // Reads only the build ID (cheap: no symbol table).
 Result<std::vector<uint8_t>> ReadBuildId(const std::string& path);
 
+// Build ID and PT_LOAD segments only (headers and notes).
+struct ElfLayout {
+  std::vector<uint8_t> build_id;
+  std::vector<LoadSegment> loads;
+};
+Result<ElfLayout> ReadElfLayout(const std::string& path);
+
 // Reads build ID, segments and symbols from a file on disk. When the file has
 // no .symtab and `find_debug_file`, a debug file under
 // /usr/lib/debug/.build-id with the same build ID is used for symbols.

@@ -239,9 +239,9 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
       files.image = std::move(image).value();
       complete = true;  // the vDSO has no DWARF to find
     } else {
-      sum->looked.push_back("this process's vDSO: " +
-                            (image.ok() ? "build ID " + HexString((*image)->build_id)
-                                        : image.status().message()));
+      sum->looked.push_back(
+          "this process's vDSO: " +
+          (image.ok() ? "build ID " + HexString((*image)->build_id) : image.status().message()));
       mismatch = image.ok();
     }
   }
@@ -409,7 +409,32 @@ void CountProblem(capture::Capture* c, Namer* namer, const std::string& kind,
   c->problems.push_back({k, 1, namer->String(example)});
 }
 
+std::vector<capture::Segment> ToSegments(const std::vector<LoadSegment>& loads) {
+  std::vector<capture::Segment> out;
+  for (const LoadSegment& l : loads) out.push_back({l.offset, l.vaddr, l.filesz});
+  return out;
+}
+
 }  // namespace
+
+void AddModuleLayouts(capture::Capture* capture) {
+  for (capture::Module& mod : capture->modules) {
+    if (!mod.segments.empty()) continue;
+    if (mod.kind == ModuleKind::kVdso) {
+      auto own = OwnVdsoImage();
+      if (own.empty()) continue;
+      auto image = LoadElfImageFromMemory(own);
+      if (image.ok() && (*image)->build_id == mod.build_id)
+        mod.segments = ToSegments((*image)->loads);
+      continue;
+    }
+    if (mod.kind != ModuleKind::kFile || mod.path >= capture->strings.size()) continue;
+    auto layout = ReadElfLayout(capture->strings[mod.path]);
+    if (!layout.ok() || (!mod.build_id.empty() && layout->build_id != mod.build_id)) continue;
+    mod.segments = ToSegments(layout->loads);
+    if (mod.segments.size() > 256) mod.segments.clear();  // what readers accept
+  }
+}
 
 Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOptions& options) {
   capture::Capture& c = *capture;
@@ -446,6 +471,11 @@ Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOpt
     sum.path = mod.path < c.strings.size() ? c.strings[mod.path] : "";
     sum.build_id = HexString(mod.build_id);
     ModuleFiles files = resolver.Resolve(mod, sum.path, &sum);
+    // The recorded segments when there are some: a debug file's have no
+    // file offsets.
+    std::vector<LoadSegment> segments;
+    for (const capture::Segment& s : mod.segments)
+      segments.push_back({s.offset, s.vaddr, s.size, s.size});
     for (const std::string& p : sum.problems) {
       CountProblem(&c, &namer, "debug file unusable (symbolize)", p);
     }
@@ -456,6 +486,11 @@ Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOpt
       bool mapped = true;
       if (files.kernel) {
         info.function = std::string(files.kernel->Lookup(old.address));
+      } else if (!segments.empty()) {
+        mapped = OffsetToVaddr(segments, old.address, &vaddr);
+        if (mapped && files.image != nullptr) {
+          info.function = std::string(files.image->symbols.Lookup(vaddr));
+        }
       } else if (files.image != nullptr) {
         mapped = files.image->OffsetToVaddr(old.address, &vaddr);
         if (mapped) info.function = std::string(files.image->symbols.Lookup(vaddr));
@@ -464,9 +499,12 @@ Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOpt
         files.lines->Lookup(vaddr, &source);
         if (!source.empty()) {
           const SourceFrame& outer = source.back();
-          // The DWARF's name for the function holding the code (the symbol
-          // table may name a .cold or .constprop part).
-          if (outer.function != kNoName) info.function = files.lines->String(outer.function);
+          // The symbol table names the function holding the code, as perf
+          // and samply do (a .cold or .part.0 piece by its own name, an
+          // alias by the symbol's name); the DWARF's name where it has none.
+          if (info.function.empty() && outer.function != kNoName) {
+            info.function = files.lines->String(outer.function);
+          }
           info.file = files.lines->String(outer.file);
           info.line = outer.line;
           info.inlined.assign(source.begin(), source.end() - 1);
@@ -507,9 +545,9 @@ Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOpt
       if (now.function != kNone) {
         ++sum.named;
       } else {
-        const char* why = files.image == nullptr && !files.kernel ? files.reason
+        const char* why = files.image == nullptr && !files.kernel           ? files.reason
                           : files.kernel || files.image->symbols.size() > 0 ? kOutsideSymbols
-                                                                             : kNoSymbols;
+                                                                            : kNoSymbols;
         ++sum.unnamed[why];
       }
       if (now.line != 0) ++sum.with_lines;

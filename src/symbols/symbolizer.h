@@ -38,15 +38,15 @@ inline constexpr const char* kAnonymous = "anonymous memory (no file)";
 struct ModuleSummary {
   capture::ModuleId module = capture::kNone;
   std::string path;
-  std::string build_id;  // hex, empty when none was recorded
-  std::vector<std::string> used;    // files whose symbols or DWARF were used
-  std::vector<std::string> looked;  // every place looked, with what was there
-  std::vector<std::string> problems;  // malformed files, unreadable DWARF
-  uint64_t frames = 0;         // distinct native/kernel frames of the module
-  uint64_t named = 0;          // of those, with a function name afterwards
-  uint64_t with_lines = 0;     // of those, with a source line
-  uint64_t newly_named = 0;    // named now and not before
-  uint64_t inline_frames = 0;  // inlined-call frames added
+  std::string build_id;                     // hex, empty when none was recorded
+  std::vector<std::string> used;            // files whose symbols or DWARF were used
+  std::vector<std::string> looked;          // every place looked, with what was there
+  std::vector<std::string> problems;        // malformed files, unreadable DWARF
+  uint64_t frames = 0;                      // distinct native/kernel frames of the module
+  uint64_t named = 0;                       // of those, with a function name afterwards
+  uint64_t with_lines = 0;                  // of those, with a source line
+  uint64_t newly_named = 0;                 // named now and not before
+  uint64_t inline_frames = 0;               // inlined-call frames added
   std::map<std::string, uint64_t> unnamed;  // reason -> frames
 };
 
@@ -56,6 +56,12 @@ struct SymbolizeSummary {
   uint64_t named = 0;
   uint64_t changed = 0;  // frames that gained a name, a line or inlined calls
 };
+
+// Stores each file module's PT_LOAD segments in the capture (read from this
+// host's files, checked by build ID; the vDSO from our own image), so that
+// frames' file offsets can be turned into addresses on any host, even from
+// debug files, whose segments have no file offsets. Record time only.
+void AddModuleLayouts(capture::Capture* capture);
 
 // Names `capture`'s frames in place. A frame is changed only when it gains
 // information (a name, a line, inlined calls), so a symbolized capture can

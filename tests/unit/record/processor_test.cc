@@ -4,10 +4,10 @@
 #include <cstdlib>
 
 #include "capture/reader.h"
-#include "src/symbols/symbolizer.h"
 #include "src/record/processor.h"
 #include "src/record/session.h"
 #include "src/symbols/elf_image.h"
+#include "src/symbols/symbolizer.h"
 #include "tests/unit/record/record_builder.h"
 
 using namespace microscope;

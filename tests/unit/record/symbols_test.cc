@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "src/symbols/line_table.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
+#include "src/symbols/line_table.h"
 #include "src/symbols/symbol_table.h"
 
 using namespace microscope::symbols;
