@@ -43,9 +43,8 @@ int main(int argc, char** argv) {
     bool found = false;
     for (const auto& l : it->second.second.loads) {
       if (vaddr >= l.vaddr && vaddr < l.vaddr + l.filesz) {
-        capture::FrameId f =
-            b.Frame(capture::FrameKind::kNative, it->second.first, vaddr - l.vaddr + l.offset,
-                    capture::kNone);
+        capture::FrameId f = b.Frame(capture::FrameKind::kNative, it->second.first,
+                                     vaddr - l.vaddr + l.offset, capture::kNone);
         b.Sample(n * 1000, thread, b.Stack({f}), 1000, 1);
         found = true;
         break;

@@ -16,6 +16,8 @@ outer function up to GCC's clone suffixes (.part.N, .isra.N, .cold, ...).
 
 usage: bench/symbolize_peers.py BUILD_DIR [--addresses N] [--runs R]"""
 import argparse
+import bisect
+import itertools
 import os
 import random
 import re
@@ -30,6 +32,7 @@ ap.add_argument("build")
 ap.add_argument("--addresses", type=int, default=120000)
 ap.add_argument("--runs", type=int, default=5)
 ap.add_argument("--seed", type=int, default=5)
+ap.add_argument("--no-cold", action="store_true", help="warm page cache only")
 args = ap.parse_args()
 build = os.path.abspath(args.build)
 MICROSCOPE = os.path.join(build, "microscope")
@@ -69,12 +72,17 @@ for m, (f, share) in modules.items():
         parts = line.split()
         if len(parts) == 4 and parts[2] in "tTwW" and int(parts[1], 16) > 0:
             funcs.append((int(parts[0], 16), int(parts[1], 16)))
+    funcs = sorted(dict(funcs).items())  # one per address (aliases share code)
     total = sum(s for _, s in funcs)
     want = min(total, int(args.addresses * share)) if share else total  # fixtures: every byte
     chosen = set()
-    weights = [s for _, s in funcs]
+    if want >= total:
+        chosen = {start + k for start, size in funcs for k in range(size)}
+        want = len(chosen)
+    cum = list(itertools.accumulate(s for _, s in funcs))
     while len(chosen) < want:
-        start, size = rng.choices(funcs, weights)[0]
+        # A uniformly random byte of function code.
+        start, size = funcs[bisect.bisect_right(cum, rng.randrange(total))]
         chosen.add(start + rng.randrange(size))
     addresses[m] = sorted(chosen)
 n = sum(len(a) for a in addresses.values())
@@ -118,7 +126,7 @@ tools = {"microscope": run_microscope, "eu-addr2line": lambda: run_peer("eu-addr
 can_drop = os.geteuid() == 0
 times = {(t, c): [] for t in tools for c in ("warm", "cold")}
 results = {}
-for cache in (["warm", "cold"] if can_drop else ["warm"]):
+for cache in (["warm", "cold"] if can_drop and not args.no_cold else ["warm"]):
     for r in range(args.runs):
         order = list(tools)
         rng.shuffle(order)
@@ -163,7 +171,7 @@ def parse_ours(path):
     out = subprocess.run([FRAMES, path], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         parts = line.split("\t")
-        chains[(parts[0], int(parts[2], 16))] = [tuple(p.split("|")) for p in parts[3:]]
+        chains[(parts[0], int(parts[2], 16))] = [tuple(p.rsplit("|", 2)) for p in parts[3:]]
     return chains
 
 

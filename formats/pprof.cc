@@ -207,7 +207,9 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     protozero::pbf_writer func(pw, kFunction);
     func.add_uint64(1, id);
     func.add_int64(2, s.Id(c.str(c.functions[key.first].name)));
-    func.add_int64(3, s.Id(c.str(c.functions[key.first].name)));
+    // system_name: the symbol as the binary spells it (mangled), when known.
+    const capture::Function& fn = c.functions[key.first];
+    func.add_int64(3, s.Id(c.str(fn.raw_name != kNone ? fn.raw_name : fn.name)));
     if (key.second != kNone) func.add_int64(4, s.Id(c.str(key.second)));
   }
   if (c.settings.end_time > c.settings.start_time) {

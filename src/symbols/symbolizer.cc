@@ -318,6 +318,22 @@ class Namer {
     }
   }
   FunctionId Function(ModuleId module, const std::string& raw) {
+    // Most frames of a module share their functions: demangle each raw
+    // name once.
+    auto [cached, fresh] = by_raw_.try_emplace(std::make_pair(module, raw), kNone);
+    if (!fresh) return cached->second;
+    cached->second = Intern(module, raw);
+    return cached->second;
+  }
+  capture::StringId String(std::string_view s) { return s.empty() ? kNone : strings_.Intern(s); }
+
+ private:
+  struct PairHash {
+    size_t operator()(const std::pair<ModuleId, std::string>& p) const {
+      return std::hash<std::string>()(p.second) * 31 + p.first;
+    }
+  };
+  FunctionId Intern(ModuleId module, const std::string& raw) {
     std::string name = Demangle(raw);
     auto key = std::make_pair(module, name);
     auto it = functions_.find(key);
@@ -335,12 +351,11 @@ class Namer {
     functions_.emplace(std::move(key), id);
     return id;
   }
-  capture::StringId String(std::string_view s) { return s.empty() ? kNone : strings_.Intern(s); }
 
- private:
   capture::Capture* c_;
   capture::StringTable strings_;
   std::map<std::pair<ModuleId, std::string>, FunctionId> functions_;
+  std::unordered_map<std::pair<ModuleId, std::string>, FunctionId, PairHash> by_raw_;
 };
 
 // Rebuilds the stack tree so that each replaced frame is followed (toward
@@ -499,12 +514,11 @@ Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOpt
         files.lines->Lookup(vaddr, &source);
         if (!source.empty()) {
           const SourceFrame& outer = source.back();
-          // The symbol table names the function holding the code, as perf
-          // and samply do (a .cold or .part.0 piece by its own name, an
-          // alias by the symbol's name); the DWARF's name where it has none.
-          if (info.function.empty() && outer.function != kNoName) {
-            info.function = files.lines->String(outer.function);
-          }
+          // The DWARF names the function holding the code, as addr2line,
+          // eu-addr2line and pprof do: __GI_abort rather than its alias
+          // abort, msort_with_tmp for its .part.0 piece. The symbol table
+          // names code the DWARF does not cover.
+          if (outer.function != kNoName) info.function = files.lines->String(outer.function);
           info.file = files.lines->String(outer.file);
           info.line = outer.line;
           info.inlined.assign(source.begin(), source.end() - 1);

@@ -81,7 +81,7 @@ def frames_of(path):
         mod = os.path.basename(parts[0])
         if mod not in build_ids:
             continue
-        chain = [tuple(p.split("|")) for p in parts[3:]]
+        chain = [tuple(p.rsplit("|", 2)) for p in parts[3:]]
         out[(mod, int(parts[2], 16))] = chain
     return out
 
