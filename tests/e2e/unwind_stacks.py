@@ -28,14 +28,30 @@ CASES = [
 ]
 
 
+# With libc's debug file (libc6-dbg), frames are named as its DWARF names
+# them (as addr2line and pprof do); without it, by the symbol table.
+ALIASES = {
+    "__libc_start_main": ("__libc_start_main_impl",),
+    "__qsort_r": ("__GI___qsort_r",),
+    "msort_with_tmp.part.0": ("msort_with_tmp",),
+    "raise": ("__GI_raise",),
+    "clock_gettime": ("__GI___clock_gettime", "__clock_gettime"),
+    "__clone3": ("clone3",),
+}
+
+
+def same_function(got, want):
+    return got == want or got in ALIASES.get(want, ())
+
+
 def matches(path, expected):
     """The path starts at the expected outermost frame and contains the
     expected frames in order (qsort's merge sort recurses a varying number of
     times between them; recurse must match exactly)."""
-    if path[0] != expected[0] or path[-1] != expected[-1]:
+    if not same_function(path[0], expected[0]) or not same_function(path[-1], expected[-1]):
         return False
     it = iter(path)
-    return all(any(p == e for p in it) for e in expected)
+    return all(any(same_function(p, e) for p in it) for e in expected)
 
 
 def leaf_samples(rep, leaf):
@@ -65,7 +81,8 @@ for mode in ("auto", "dwarf"):
         total = sum(n for _, n in rows)
         good = sum(n for p, n in rows if matches(p, expected))
         if name == "recurse":
-            good = sum(n for p, n in rows if list(p) == expected)
+            good = sum(n for p, n in rows
+                       if len(p) == len(expected) and all(map(same_function, p, expected)))
         check(total > 100, "%s/%s: %d samples in %s" % (mode, name, total, leaf))
         if good < 0.95 * total:
             worst = sorted((n, p) for p, n in rows if not matches(p, expected))[-1]
