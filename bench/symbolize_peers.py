@@ -8,6 +8,9 @@ DWARF) and the test fixtures (built -g). microscope gets them as a capture
 (bench/make_symbolize_capture: one frame per address, unnamed, as
 `record --symbolize later` stores them) and names them with `symbolize`;
 each peer gets one batch per module (-a -f -i -C, addresses on stdin).
+"microscope" uses its cache of decoded DWARF tables (filled by the warm-up
+run; as after any earlier symbolization or recording on the host); "ms
+--no-cache" reads every DWARF file afresh, as on first contact.
 Each tool's time is the median of --runs, in a shuffled order, with the page
 cache warm, and again after dropping it (cold; needs root). Agreement is
 per address: the same number of frames (inlined calls + the function), the
@@ -100,9 +103,13 @@ for m, addrs in addresses.items():
     batches[m] = "".join("0x%x\n" % a for a in addrs)
 
 
-def run_microscope():
+CACHE = os.path.join(tmp, "cache")
+
+
+def run_microscope(*extra):
     out = os.path.join(tmp, "out.mscap")
-    subprocess.run([MICROSCOPE, "symbolize", "-q", synth, "-o", out], check=True)
+    env = dict(os.environ, MICROSCOPE_CACHE_DIR=CACHE)
+    subprocess.run([MICROSCOPE, "symbolize", "-q", synth, "-o", out, *extra], check=True, env=env)
     return out
 
 
@@ -121,7 +128,9 @@ def drop_caches():
         f.write("3\n")
 
 
-tools = {"microscope": run_microscope, "eu-addr2line": lambda: run_peer("eu-addr2line"),
+tools = {"microscope": run_microscope,
+         "ms --no-cache": lambda: run_microscope("--no-cache"),
+         "eu-addr2line": lambda: run_peer("eu-addr2line"),
          "addr2line": lambda: run_peer("addr2line")}
 can_drop = os.geteuid() == 0
 times = {(t, c): [] for t in tools for c in ("warm", "cold")}
@@ -201,7 +210,7 @@ print("%d distinct addresses: %s" % (n, ", ".join("%s %d" % (os.path.basename(m)
                                                    for m, a in addresses.items())))
 print("inline frames per address (ours): %.2f" % (sum(len(v) - 1 for v in ours.values()) / max(1, len(ours))))
 print()
-print("%-14s %-5s %10s %14s %9s" % ("tool", "cache", "median s", "addresses/s", "vs us"))
+print("%-14s %-5s %10s %14s %9s" % ("tool", "cache", "median s", "addresses/s", "vs microscope"))
 for cache in ("warm", "cold"):
     if not times[("microscope", cache)]:
         continue

@@ -7,6 +7,7 @@
 #include "capture/reader.h"
 #include "capture/writer.h"
 #include "src/cli/commands.h"
+#include "src/symbols/line_table.h"
 #include "src/symbols/symbolizer.h"
 
 namespace microscope::cli {
@@ -17,6 +18,7 @@ struct SymbolizeCommandOptions {
   std::string output;
   bool json = false;
   bool quiet = false;
+  bool no_cache = false;
   symbols::SymbolizeOptions how;
 };
 
@@ -83,6 +85,7 @@ int RunSymbolize(SymbolizeCommandOptions& o) {
     return 1;
   }
   o.how.use_debuginfod_env = true;
+  if (!o.no_cache) o.how.cache_dir = symbols::DefaultCacheDir();
   auto summary = symbols::Symbolize(&*cap, o.how);
   if (!summary.ok()) {
     PrintError(summary.status().WithContext(o.input).message());
@@ -134,6 +137,10 @@ Runner AddSymbolizeCommand(CLI::App& app) {
   cmd->add_option("--sysroot", o->how.sysroot, "root of the recording host's files");
   cmd->add_option("--debuginfod", o->how.debuginfod_urls,
                   "debuginfod server URL (repeatable; default $DEBUGINFOD_URLS)");
+  cmd->add_flag("--no-cache", o->no_cache,
+                "read every DWARF file afresh: neither use nor fill the cache of decoded tables "
+                "($MICROSCOPE_CACHE_DIR, else ~/.cache/microscope; keyed by build ID, size and "
+                "mtime)");
   cmd->add_flag("--json", o->json, "the per-module summary as JSON");
   cmd->add_flag("-q,--quiet", o->quiet, "no summary");
   return [o]() { return RunSymbolize(*o); };

@@ -1,5 +1,4 @@
 #include "src/record/session.h"
-#include "src/symbols/symbolizer.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,6 +20,8 @@
 #include "capture/writer.h"
 #include "src/record/collector.h"
 #include "src/symbols/elf_image.h"
+#include "src/symbols/line_table.h"
+#include "src/symbols/symbolizer.h"
 
 namespace microscope::record {
 namespace {
@@ -477,6 +478,7 @@ Result<int> RunRecord(const RecordOptions& options) {
   if (options.symbolize == "now") {
     symbols::SymbolizeOptions how;
     how.this_host = true;
+    how.cache_dir = symbols::DefaultCacheDir();
     auto named = symbols::Symbolize(&cap, how);
     if (!named.ok()) return named.status().WithContext("symbolizing the recording");
   }

@@ -6,8 +6,8 @@
 //    the nesting of DW_TAG_subprogram and DW_TAG_inlined_subroutine ranges,
 //    each scope knowing its parent, its name and, when inlined, where it
 //    was called from.
-// A lookup is then two binary searches and a walk up the parents: no DWARF
-// is read after loading.
+// The result is a LineTableData; lookups (two binary searches and a walk up
+// the parents) happen on the main side (line_table.cc).
 #include <libdwarf/dwarf.h>
 #include <libdwarf/libdwarf.h>
 
@@ -21,36 +21,20 @@ namespace {
 
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 
-class DwarfLineTable final : public LineTable {
+class DwarfReader {
  public:
-  void Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const override;
-  std::string_view String(uint32_t id) const override {
-    return id < strings_.size() ? std::string_view(strings_[id]) : std::string_view();
+  explicit DwarfReader(LineTableData* out) : out_(*out) {}
+  ~DwarfReader() {
+    if (dbg_ != nullptr) dwarf_finish(dbg_, nullptr);
   }
-  size_t line_rows() const override { return rows_.size(); }
-  size_t scopes() const override { return scopes_.size(); }
-
   bool Load(const char* path, std::string* error);
 
  private:
-  struct Row {
-    uint64_t address;
-    uint32_t file;  // kNone: no line here (end of a sequence, or line 0)
-    uint32_t line;
-  };
-  struct Scope {
-    uint32_t parent = kNone;  // enclosing scope; kNone for a function
-    uint32_t name = kNone;
-    uint32_t call_file = kNone;  // inlined calls: the call site in the parent
-    uint32_t call_line = 0;
-  };
+  using Row = LineTableData::Row;
+  using Scope = LineTableData::Scope;
   struct Range {
     uint64_t lo, hi;
     uint32_t scope, depth;
-  };
-  struct Segment {
-    uint64_t start;
-    uint32_t scope;  // kNone: a gap
   };
   // Per-CU state of the walk.
   struct Unit {
@@ -78,29 +62,21 @@ class DwarfLineTable final : public LineTable {
     err = nullptr;
   }
 
+  LineTableData& out_;
   Dwarf_Debug dbg_ = nullptr;
-  std::vector<std::string> strings_;
   std::unordered_map<std::string, uint32_t> string_ids_;
   std::unordered_map<Dwarf_Off, uint32_t> names_;  // DIE offset -> name id
-  std::vector<Row> rows_;
-  std::vector<Scope> scopes_;
   std::vector<Range> ranges_;
-  std::vector<Segment> segments_;
-
- public:
-  ~DwarfLineTable() override {
-    if (dbg_ != nullptr) dwarf_finish(dbg_, nullptr);
-  }
 };
 
-uint32_t DwarfLineTable::Intern(const char* s) {
+uint32_t DwarfReader::Intern(const char* s) {
   if (s == nullptr) return kNone;
-  auto [it, inserted] = string_ids_.try_emplace(s, uint32_t(strings_.size()));
-  if (inserted) strings_.push_back(it->first);
+  auto [it, inserted] = string_ids_.try_emplace(s, uint32_t(out_.strings.size()));
+  if (inserted) out_.strings.push_back(it->first);
   return it->second;
 }
 
-bool DwarfLineTable::Load(const char* path, std::string* error) {
+bool DwarfReader::Load(const char* path, std::string* error) {
   Dwarf_Error err = nullptr;
   // Every DIE, attribute, string and list is freed here as soon as it is
   // used, so libdwarf need not track its allocations (a search tree that
@@ -139,30 +115,30 @@ bool DwarfLineTable::Load(const char* path, std::string* error) {
     dwarf_dealloc_die(cu);
     if (!ok) return false;
   }
-  if (rows_.empty() && scopes_.empty()) {
+  if (out_.rows.empty() && out_.scopes.empty()) {
     *error = "no line or function information in its DWARF";
     return false;
   }
   // By address; at one address the last row wins, and an end-of-sequence
   // row yields to a row that starts there.
-  std::stable_sort(rows_.begin(), rows_.end(),
+  std::stable_sort(out_.rows.begin(), out_.rows.end(),
                    [](const Row& a, const Row& b) { return a.address < b.address; });
   std::vector<Row> unique;
-  unique.reserve(rows_.size());
-  for (const Row& r : rows_) {
+  unique.reserve(out_.rows.size());
+  for (const Row& r : out_.rows) {
     if (!unique.empty() && unique.back().address == r.address) {
       if (r.file != kNone) unique.back() = r;
       continue;
     }
     unique.push_back(r);
   }
-  rows_ = std::move(unique);
+  out_.rows = std::move(unique);
   BuildSegments();
   names_.clear();
   return true;
 }
 
-bool DwarfLineTable::ReadUnit(Dwarf_Die cu, std::string* error) {
+bool DwarfReader::ReadUnit(Dwarf_Die cu, std::string* error) {
   Dwarf_Error err = nullptr;
   Unit unit;
   Dwarf_Half version = 0, offset_size = 0;
@@ -206,12 +182,12 @@ bool DwarfLineTable::ReadUnit(Dwarf_Die cu, std::string* error) {
         if (end || dwarf_lineno(lines[i], &lineno, &err) != DW_DLV_OK || lineno == 0 ||
             dwarf_line_srcfileno(lines[i], &fileno, &err) != DW_DLV_OK) {
           Drop(err);
-          rows_.push_back({addr, kNone, 0});
+          out_.rows.push_back({addr, kNone, 0});
           continue;
         }
         if (fileno == 0 && default_file_is_one) fileno = 1;
         uint32_t file = unit.File(fileno);
-        rows_.push_back({addr, file, file == kNone ? 0 : uint32_t(lineno)});
+        out_.rows.push_back({addr, file, file == kNone ? 0 : uint32_t(lineno)});
       }
     } else {
       Drop(err);
@@ -225,7 +201,7 @@ bool DwarfLineTable::ReadUnit(Dwarf_Die cu, std::string* error) {
   return true;
 }
 
-bool DwarfLineTable::ProducedByGcc(Dwarf_Die cu) {
+bool DwarfReader::ProducedByGcc(Dwarf_Die cu) {
   Dwarf_Error err = nullptr;
   Dwarf_Attribute attr = nullptr;
   if (dwarf_attr(cu, DW_AT_producer, &attr, &err) != DW_DLV_OK) {
@@ -242,7 +218,7 @@ bool DwarfLineTable::ProducedByGcc(Dwarf_Die cu) {
 
 // Children of `die`, looking for functions and inlined calls. Type DIEs
 // hold no code, so their subtrees are skipped.
-void DwarfLineTable::Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_t depth,
+void DwarfReader::Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_t depth,
                           int level) {
   if (level > 256) return;  // a corrupt (or absurd) nesting: stop, not overflow
   Dwarf_Error err = nullptr;
@@ -292,11 +268,11 @@ void DwarfLineTable::Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint
   }
 }
 
-void DwarfLineTable::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent,
+void DwarfReader::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent,
                               uint32_t depth, uint32_t* scope_out) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   if (!Ranges(die, unit, &ranges) || ranges.empty()) return;
-  Scope scope;
+  Scope scope{kNone, kNone, kNone, 0};
   scope.parent = parent;
   scope.name = NameOf(die, 0);
   if (tag == DW_TAG_inlined_subroutine) {
@@ -304,8 +280,8 @@ void DwarfLineTable::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, u
     if (Unsigned(die, DW_AT_call_file, &value)) scope.call_file = unit.File(value);
     if (Unsigned(die, DW_AT_call_line, &value)) scope.call_line = uint32_t(value);
   }
-  uint32_t id = uint32_t(scopes_.size());
-  scopes_.push_back(scope);
+  uint32_t id = uint32_t(out_.scopes.size());
+  out_.scopes.push_back(scope);
   for (auto [lo, hi] : ranges) {
     if (hi > lo) ranges_.push_back({lo, hi, id, depth});
   }
@@ -315,7 +291,7 @@ void DwarfLineTable::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, u
 // An attribute's unsigned value. GCC 12 gives DW_AT_call_file and
 // DW_AT_call_line DW_FORM_implicit_const (the value lives in the abbrev),
 // which this libdwarf's dwarf_formudata refuses and dwarf_formsdata reads.
-bool DwarfLineTable::Unsigned(Dwarf_Die die, Dwarf_Half at, uint64_t* value) {
+bool DwarfReader::Unsigned(Dwarf_Die die, Dwarf_Half at, uint64_t* value) {
   Dwarf_Error err = nullptr;
   Dwarf_Attribute attr = nullptr;
   if (dwarf_attr(die, at, &attr, &err) != DW_DLV_OK) {
@@ -338,7 +314,7 @@ bool DwarfLineTable::Unsigned(Dwarf_Die die, Dwarf_Half at, uint64_t* value) {
   return ok;
 }
 
-bool DwarfLineTable::Ranges(Dwarf_Die die, const Unit& unit,
+bool DwarfReader::Ranges(Dwarf_Die die, const Unit& unit,
                             std::vector<std::pair<uint64_t, uint64_t>>* out) {
   Dwarf_Error err = nullptr;
   Dwarf_Addr lo = 0, hi = 0;
@@ -428,7 +404,7 @@ bool DwarfLineTable::Ranges(Dwarf_Die die, const Unit& unit,
 
 // The linkage name, else the name, following the abstract origin or the
 // declaration (specification) a DIE refers to. Cached by DIE offset.
-uint32_t DwarfLineTable::NameOf(Dwarf_Die die, int hops) {
+uint32_t DwarfReader::NameOf(Dwarf_Die die, int hops) {
   Dwarf_Error err = nullptr;
   Dwarf_Off offset = 0;
   if (dwarf_dieoffset(die, &offset, &err) != DW_DLV_OK) {
@@ -475,21 +451,23 @@ uint32_t DwarfLineTable::NameOf(Dwarf_Die die, int hops) {
 
 // Flattens the nested ranges into segments that each name the innermost
 // scope covering them.
-void DwarfLineTable::BuildSegments() {
+void DwarfReader::BuildSegments() {
   std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) {
     if (a.lo != b.lo) return a.lo < b.lo;
     if (a.depth != b.depth) return a.depth < b.depth;
     return a.hi > b.hi;
   });
   auto emit = [&](uint64_t at, uint32_t scope) {
-    if (!segments_.empty() && segments_.back().start == at) {
-      segments_.back().scope = scope;
-      if (segments_.size() >= 2 && segments_[segments_.size() - 2].scope == scope) {
-        segments_.pop_back();
+    if (!out_.segments.empty() && out_.segments.back().start == at) {
+      out_.segments.back().scope = scope;
+      if (out_.segments.size() >= 2 && out_.segments[out_.segments.size() - 2].scope == scope) {
+        out_.segments.pop_back();
       }
       return;
     }
-    if (segments_.empty() || segments_.back().scope != scope) segments_.push_back({at, scope});
+    if (out_.segments.empty() || out_.segments.back().scope != scope) {
+      out_.segments.push_back({at, scope, 0});
+    }
   };
   std::vector<Range> open;
   auto close_until = [&](uint64_t at) {
@@ -513,40 +491,12 @@ void DwarfLineTable::BuildSegments() {
   ranges_.shrink_to_fit();
 }
 
-void DwarfLineTable::Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const {
-  out->clear();
-  uint32_t file = kNone, line = 0;
-  auto row = std::upper_bound(rows_.begin(), rows_.end(), vaddr,
-                              [](uint64_t a, const Row& r) { return a < r.address; });
-  if (row != rows_.begin() && (row - 1)->file != kNone) {
-    file = (row - 1)->file;
-    line = (row - 1)->line;
-  }
-  uint32_t scope = kNone;
-  auto seg = std::upper_bound(segments_.begin(), segments_.end(), vaddr,
-                              [](uint64_t a, const Segment& s) { return a < s.start; });
-  if (seg != segments_.begin()) scope = (seg - 1)->scope;
-  if (scope == kNone) {
-    if (file != kNone) out->push_back({kNone, file, line});
-    return;
-  }
-  // Innermost first: each function at the line reached in it, then its
-  // caller at the call site.
-  for (int guard = 0; scope != kNone && guard < 1024; ++guard) {
-    const Scope& s = scopes_[scope];
-    out->push_back({s.name, file, line});
-    file = s.call_file;
-    line = s.call_line;
-    scope = s.parent;
-  }
-}
-
 }  // namespace
 }  // namespace microscope::symbols
 
-extern "C" __attribute__((visibility("default"))) microscope::symbols::LineTable*
-microscope_open_line_table(const char* path, std::string* error) {
-  auto table = std::make_unique<microscope::symbols::DwarfLineTable>();
-  if (!table->Load(path, error)) return nullptr;
-  return table.release();
+extern "C" __attribute__((visibility("default"))) bool microscope_read_dwarf_lines(
+    const char* path, microscope::symbols::LineTableData* out, std::string* error) {
+  *out = {};
+  microscope::symbols::DwarfReader reader(out);
+  return reader.Load(path, error);
 }

@@ -1,11 +1,18 @@
-// Loads libmicroscope_dwarf.so (see line_table.h) once per process.
+// The main side of line_table.h: the plugin loader, lookups, and the cache
+// of decoded tables.
 #include "src/symbols/line_table.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <mutex>
+
+#include "capture/container.h"
 
 namespace microscope::symbols {
 namespace {
@@ -21,7 +28,7 @@ std::string OwnDirectory() {
 }
 
 struct Plugin {
-  OpenLineTableFn open = nullptr;
+  ReadDwarfLinesFn read = nullptr;
   std::string error;
 };
 
@@ -48,8 +55,8 @@ const Plugin& LoadPlugin() {
         plugin.error = std::string("cannot load ") + path + ": " + dlerror();
         return;
       }
-      plugin.open = reinterpret_cast<OpenLineTableFn>(dlsym(handle, kOpenLineTableSymbol));
-      if (plugin.open == nullptr) plugin.error = path + " has no " + kOpenLineTableSymbol;
+      plugin.read = reinterpret_cast<ReadDwarfLinesFn>(dlsym(handle, kReadDwarfLinesSymbol));
+      if (plugin.read == nullptr) plugin.error = path + " has no " + kReadDwarfLinesSymbol;
       return;
     }
     plugin.error = std::string("DWARF reader ") + kPluginName + " not found (looked in " +
@@ -61,13 +68,188 @@ const Plugin& LoadPlugin() {
 
 }  // namespace
 
-Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path) {
+namespace {
+
+constexpr char kCacheMagic[8] = {'M', 'S', 'L', 'I', 'N', 'E', 'S', '1'};
+
+struct CacheHeader {
+  char magic[8];
+  uint64_t file_size;  // of the DWARF file the table was read from
+  int64_t mtime_ns;
+  uint32_t rows, scopes, segments, strings;
+  uint64_t string_bytes;
+};
+
+template <typename T>
+void Append(std::vector<uint8_t>* out, const T* data, size_t n) {
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(data);
+  out->insert(out->end(), p, p + n * sizeof(T));
+}
+
+}  // namespace
+
+void LineTable::Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const {
+  out->clear();
+  uint32_t file = kNoName, line = 0;
+  const auto& rows = data_.rows;
+  auto row = std::upper_bound(rows.begin(), rows.end(), vaddr,
+                              [](uint64_t a, const LineTableData::Row& r) { return a < r.address; });
+  if (row != rows.begin() && (row - 1)->file != kNoName) {
+    file = (row - 1)->file;
+    line = (row - 1)->line;
+  }
+  uint32_t scope = kNoName;
+  const auto& segments = data_.segments;
+  auto seg = std::upper_bound(
+      segments.begin(), segments.end(), vaddr,
+      [](uint64_t a, const LineTableData::Segment& s) { return a < s.start; });
+  if (seg != segments.begin()) scope = (seg - 1)->scope;
+  if (scope == kNoName) {
+    if (file != kNoName) out->push_back({kNoName, file, line});
+    return;
+  }
+  // Innermost first: each function at the line reached in it, then its
+  // caller at the call site. Parents come earlier in the table, so the walk
+  // ends.
+  while (scope != kNoName) {
+    const LineTableData::Scope& s = data_.scopes[scope];
+    out->push_back({s.name, file, line});
+    file = s.call_file;
+    line = s.call_line;
+    scope = s.parent;
+  }
+}
+
+std::vector<uint8_t> SerializeLineTable(const LineTableData& d, uint64_t file_size,
+                                        int64_t mtime_ns) {
+  CacheHeader h{};
+  std::memcpy(h.magic, kCacheMagic, sizeof(h.magic));
+  h.file_size = file_size;
+  h.mtime_ns = mtime_ns;
+  h.rows = uint32_t(d.rows.size());
+  h.scopes = uint32_t(d.scopes.size());
+  h.segments = uint32_t(d.segments.size());
+  h.strings = uint32_t(d.strings.size());
+  std::vector<uint32_t> offsets{0};
+  for (const std::string& s : d.strings) offsets.push_back(offsets.back() + uint32_t(s.size()));
+  h.string_bytes = offsets.back();
+  std::vector<uint8_t> out;
+  Append(&out, &h, 1);
+  Append(&out, d.rows.data(), d.rows.size());
+  Append(&out, d.scopes.data(), d.scopes.size());
+  Append(&out, d.segments.data(), d.segments.size());
+  Append(&out, offsets.data(), offsets.size());
+  for (const std::string& s : d.strings) Append(&out, s.data(), s.size());
+  return out;
+}
+
+Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t file_size,
+                                     int64_t mtime_ns) {
+  CacheHeader h;
+  if (bytes.size() < sizeof(h)) return Status::Error("shorter than its header");
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  if (std::memcmp(h.magic, kCacheMagic, sizeof(h.magic)) != 0) return Status::Error("bad magic");
+  if (h.file_size != file_size || h.mtime_ns != mtime_ns) {
+    return Status::Error("made from another version of the file");
+  }
+  uint64_t need = sizeof(h) + uint64_t(h.rows) * sizeof(LineTableData::Row) +
+                  uint64_t(h.scopes) * sizeof(LineTableData::Scope) +
+                  uint64_t(h.segments) * sizeof(LineTableData::Segment) +
+                  (uint64_t(h.strings) + 1) * 4 + h.string_bytes;
+  if (need != bytes.size()) {
+    return Status::Error("size " + std::to_string(bytes.size()) + " does not match its counts (" +
+                         std::to_string(need) + ")");
+  }
+  LineTableData d;
+  const uint8_t* p = bytes.data() + sizeof(h);
+  auto take = [&p](auto* vec, size_t n) {
+    vec->resize(n);
+    std::memcpy(vec->data(), p, n * sizeof((*vec)[0]));
+    p += n * sizeof((*vec)[0]);
+  };
+  take(&d.rows, h.rows);
+  take(&d.scopes, h.scopes);
+  take(&d.segments, h.segments);
+  std::vector<uint32_t> offsets;
+  take(&offsets, size_t(h.strings) + 1);
+  if (offsets[0] != 0 || offsets.back() != h.string_bytes) return Status::Error("bad string offsets");
+  for (uint32_t i = 0; i < h.strings; ++i) {
+    if (offsets[i + 1] < offsets[i]) return Status::Error("bad string offsets");
+  }
+  d.strings.reserve(h.strings);
+  for (uint32_t i = 0; i < h.strings; ++i) {
+    d.strings.emplace_back(reinterpret_cast<const char*>(p) + offsets[i], offsets[i + 1] - offsets[i]);
+  }
+  // Every reference in range, sorted where searched, parents before children.
+  auto name_ok = [&](uint32_t id) { return id == kNoName || id < h.strings; };
+  for (size_t i = 0; i < d.rows.size(); ++i) {
+    if (!name_ok(d.rows[i].file) || (i > 0 && d.rows[i].address < d.rows[i - 1].address)) {
+      return Status::Error("bad line row " + std::to_string(i));
+    }
+  }
+  for (size_t i = 0; i < d.scopes.size(); ++i) {
+    const auto& s = d.scopes[i];
+    if ((s.parent != kNoName && s.parent >= i) || !name_ok(s.name) || !name_ok(s.call_file)) {
+      return Status::Error("bad scope " + std::to_string(i));
+    }
+  }
+  for (size_t i = 0; i < d.segments.size(); ++i) {
+    const auto& s = d.segments[i];
+    if ((s.scope != kNoName && s.scope >= h.scopes) ||
+        (i > 0 && s.start < d.segments[i - 1].start)) {
+      return Status::Error("bad segment " + std::to_string(i));
+    }
+  }
+  return d;
+}
+
+std::string DefaultCacheDir() {
+  if (const char* dir = getenv("MICROSCOPE_CACHE_DIR")) return dir;  // "" disables
+  if (const char* xdg = getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
+    return std::string(xdg) + "/microscope";
+  }
+  if (const char* home = getenv("HOME"); home != nullptr && *home == '/') {
+    return std::string(home) + "/.cache/microscope";
+  }
+  return "";
+}
+
+Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path,
+                                                 const std::string& build_id_hex,
+                                                 const std::string& cache_dir) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return Status::Error(std::string("cannot stat: ") + strerror(errno));
+  int64_t mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  std::string cached;
+  if (!cache_dir.empty() && build_id_hex.size() >= 4) {
+    cached = cache_dir + "/lines/" + build_id_hex + ".lines";
+    std::ifstream in(cached, std::ios::binary);
+    if (in) {
+      std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                 std::istreambuf_iterator<char>());
+      auto data = ParseLineTable(bytes, uint64_t(st.st_size), mtime_ns);
+      if (data.ok()) {
+        auto table = std::make_unique<LineTable>(std::move(data).value());
+        table->from_cache = true;
+        return table;
+      }
+      // A stale or damaged entry is replaced below.
+    }
+  }
   const Plugin& plugin = LoadPlugin();
-  if (plugin.open == nullptr) return Status::Error(plugin.error);
+  if (plugin.read == nullptr) return Status::Error(plugin.error);
+  LineTableData data;
   std::string error;
-  LineTable* table = plugin.open(path.c_str(), &error);
-  if (table == nullptr) return Status::Error(error);
-  return std::unique_ptr<LineTable>(table);
+  if (!plugin.read(path.c_str(), &data, &error)) return Status::Error(error);
+  if (!cached.empty()) {
+    // Best effort: a cache that cannot be written only costs time.
+    std::string dir = cache_dir + "/lines";
+    mkdir(cache_dir.c_str(), 0755);
+    mkdir(dir.c_str(), 0755);
+    (void)capture::WriteFileAtomically(cached,
+                                       SerializeLineTable(data, uint64_t(st.st_size), mtime_ns));
+  }
+  return std::make_unique<LineTable>(std::move(data));
 }
 
 }  // namespace microscope::symbols

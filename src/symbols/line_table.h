@@ -6,12 +6,16 @@
 // (dwarf_lineno, dwarf_child, dwarf_attr, ...) with other signatures, and
 // the unwinder needs libdw. So the reader lives in its own shared module,
 // libmicroscope_dwarf.so, loaded with RTLD_LOCAL | RTLD_DEEPBIND: its calls
-// and libdwarf's own bind to libdwarf, everyone else's to libdw. This header
-// is all the two sides share; it names no type of either library.
+// and libdwarf's own bind to libdwarf, everyone else's to libdw. The plugin
+// only fills a LineTableData; everything else here is on the main side.
+//
+// Tables are also kept in a cache by build ID (like perf's build-ID cache,
+// but of the decoded tables), so a module's DWARF is read once per host.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,9 +26,32 @@ namespace microscope::symbols {
 
 inline constexpr uint32_t kNoName = 0xFFFFFFFFu;
 
-// One frame of the source-level stack at an address: the function (its
-// linkage name when it has one, as the DWARF spells it), and the file and
-// line reached in it.
+// What one pass over a module's DWARF yields: sorted line rows, and the
+// nesting of functions and inlined calls flattened into sorted segments.
+struct LineTableData {
+  struct Row {
+    uint64_t address;
+    uint32_t file;  // string id; kNoName: no line here
+    uint32_t line;
+  };
+  struct Scope {
+    uint32_t parent;     // enclosing scope, earlier in the table; kNoName for a function
+    uint32_t name;       // string id (the linkage name when there is one)
+    uint32_t call_file;  // inlined calls: the call site in the parent
+    uint32_t call_line;
+  };
+  struct Segment {
+    uint64_t start;  // from here to the next segment's start
+    uint32_t scope;  // innermost scope; kNoName: a gap
+    uint32_t reserved;
+  };
+  std::vector<Row> rows;
+  std::vector<Scope> scopes;
+  std::vector<Segment> segments;
+  std::vector<std::string> strings;
+};
+
+// One frame of the source-level stack at an address.
 struct SourceFrame {
   uint32_t function = kNoName;  // LineTable::String id
   uint32_t file = kNoName;
@@ -33,24 +60,43 @@ struct SourceFrame {
 
 class LineTable {
  public:
-  virtual ~LineTable() = default;
+  explicit LineTable(LineTableData data) : data_(std::move(data)) {}
   // The frames at `vaddr`, innermost (the most deeply inlined function)
   // first and the function that holds the code last. `out` is cleared; it
   // stays empty when neither a line row nor a function covers `vaddr`.
-  virtual void Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const = 0;
-  virtual std::string_view String(uint32_t id) const = 0;
-  // Counts, for summaries and tests.
-  virtual size_t line_rows() const = 0;
-  virtual size_t scopes() const = 0;
+  void Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const;
+  std::string_view String(uint32_t id) const {
+    return id < data_.strings.size() ? std::string_view(data_.strings[id]) : std::string_view();
+  }
+  size_t line_rows() const { return data_.rows.size(); }
+  size_t scopes() const { return data_.scopes.size(); }
+  const LineTableData& data() const { return data_; }
+  bool from_cache = false;
+
+ private:
+  LineTableData data_;
 };
 
-// Reads `path`'s DWARF through the plugin. Errors name what was wrong
-// ("no DWARF", "truncated .debug_info at offset ...", "plugin not found").
-Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path);
+// Reads `path`'s DWARF through the plugin, or the cached table for
+// `build_id` when one was saved from this same file (size and mtime), and
+// saves a fresh one. `cache_dir` empty: no cache. Errors say what was wrong.
+Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path,
+                                                 const std::string& build_id_hex = "",
+                                                 const std::string& cache_dir = "");
 
-// The plugin's one entry point (C linkage, looked up with dlsym). Returns
-// the table or null with a message in `error`.
-using OpenLineTableFn = LineTable* (*)(const char* path, std::string* error);
-inline constexpr const char* kOpenLineTableSymbol = "microscope_open_line_table";
+// The cache directory: $MICROSCOPE_CACHE_DIR (empty disables), else
+// $XDG_CACHE_HOME/microscope, else ~/.cache/microscope.
+std::string DefaultCacheDir();
+
+// The cache file format, exposed for tests: serialized tables are checked
+// like any untrusted input when read back.
+std::vector<uint8_t> SerializeLineTable(const LineTableData& data, uint64_t file_size,
+                                        int64_t mtime_ns);
+Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t file_size,
+                                     int64_t mtime_ns);
+
+// The plugin's one entry point (C linkage, looked up with dlsym).
+using ReadDwarfLinesFn = bool (*)(const char* path, LineTableData* out, std::string* error);
+inline constexpr const char* kReadDwarfLinesSymbol = "microscope_read_dwarf_lines";
 
 }  // namespace microscope::symbols

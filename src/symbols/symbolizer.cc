@@ -153,10 +153,11 @@ bool Resolver::Try(const std::string& candidate, const std::string& where, Modul
     }
   }
   if (files->lines == nullptr) {
-    auto lines = OpenLineTable(candidate);
+    auto lines = OpenLineTable(candidate, hex_, options_.cache_dir);
     if (lines.ok()) {
       found += ", DWARF lines (" + std::to_string((*lines)->line_rows()) + " rows, " +
-               std::to_string((*lines)->scopes()) + " functions and inlined calls)";
+               std::to_string((*lines)->scopes()) + " functions and inlined calls" +
+               ((*lines)->from_cache ? ", decoded tables from the cache)" : ")");
       files->lines = std::move(lines).value();
       used = true;
     } else if (!lines.status().message().starts_with("no ")) {

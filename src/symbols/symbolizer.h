@@ -25,6 +25,8 @@ struct SymbolizeOptions {
   // from /proc/kallsyms and the vDSO from our own image when their build IDs
   // match this host's (checked either way).
   bool this_host = false;
+  // Decoded DWARF tables are kept here by build ID ("" : no cache).
+  std::string cache_dir;
 };
 
 // Why a frame stayed unnamed.

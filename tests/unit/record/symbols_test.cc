@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -188,4 +189,61 @@ TEST_CASE("LineTable: truncated and corrupt DWARF files are errors or partial, n
     }
   }
   std::remove(tmp.c_str());
+}
+
+TEST_CASE("LineTable cache: round trip, reuse by build ID, and corrupt entries refused") {
+  const char* path = std::getenv("FIXTURE_UNWIND");
+  REQUIRE(path != nullptr);
+  std::string dir = "/tmp/microscope-linecache-" + std::to_string(getpid());
+  auto first = microscope::symbols::OpenLineTable(path, "abcdef0123", dir);
+  REQUIRE(first.ok());
+  CHECK(!(*first)->from_cache);
+  auto second = microscope::symbols::OpenLineTable(path, "abcdef0123", dir);
+  REQUIRE(second.ok());
+  CHECK((*second)->from_cache);
+  std::vector<microscope::symbols::SourceFrame> a, b;
+  size_t compared = 0;
+  for (uint64_t addr = 0x1000; addr < 0x2000; addr += 3) {
+    (*first)->Lookup(addr, &a);
+    (*second)->Lookup(addr, &b);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK((*first)->String(a[i].function) == (*second)->String(b[i].function));
+      CHECK((*first)->String(a[i].file) == (*second)->String(b[i].file));
+      CHECK(a[i].line == b[i].line);
+    }
+    compared += !a.empty();
+  }
+  CHECK(compared > 100);
+  // Another version of the file (size or mtime): the entry is not used.
+  auto bytes = microscope::symbols::SerializeLineTable((*first)->data(), 10, 20);
+  CHECK(microscope::symbols::ParseLineTable(bytes, 10, 20).ok());
+  CHECK(!microscope::symbols::ParseLineTable(bytes, 11, 20).ok());
+  CHECK(!microscope::symbols::ParseLineTable(bytes, 10, 21).ok());
+  // Random damage: an error, or a table whose every reference is in range.
+  std::mt19937 rng(5);
+  size_t refused = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<uint8_t> bad = bytes;
+    if (round % 3 == 0) {
+      bad.resize(rng() % bad.size());
+    } else {
+      for (int i = 0; i < 1 + round % 5; ++i) bad[rng() % bad.size()] = uint8_t(rng());
+    }
+    auto parsed = microscope::symbols::ParseLineTable(bad, 10, 20);
+    if (!parsed.ok()) {
+      ++refused;
+      continue;
+    }
+    microscope::symbols::LineTable table(std::move(parsed).value());
+    for (uint64_t addr = 0x1000; addr < 0x2000; addr += 64) {
+      table.Lookup(addr, &a);
+      for (const auto& f : a) {
+        (void)table.String(f.function);
+        (void)table.String(f.file);
+      }
+    }
+  }
+  CHECK(refused > 1000);
+  std::filesystem::remove_all(dir);
 }
