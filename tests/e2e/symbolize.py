@@ -104,6 +104,13 @@ check(samples_under_chain(rep, ["leaf_hot", "burn_units"]) > 0,
 check(samples_under_chain(rep, ["run_cpp(Worker&)", "SortingWorker::Run(int)"]) > 0,
       "C++ names are demangled")
 check(samples_under_chain(rep, ["call_plugin", "plugin_burn"]) > 0, "the dlopened library is named")
+# The raw (mangled) name is kept beside the demangled one: pprof's system_name.
+pb = os.path.join(other, "sym.pb.gz")
+check(run([MICROSCOPE, "convert", sym, "--to", "pprof", "-o", pb]).returncode == 0, "convert to pprof")
+import gzip
+raw = gzip.decompress(open(pb, "rb").read())
+check(b"_Z12burn_comparejj" in raw and b"burn_compare(unsigned int, unsigned int)" in raw,
+      "pprof carries both the demangled and the raw C++ name")
 
 # Lines and inlined calls against eu-addr2line -i -f on the same addresses.
 ours = frames_of(sym)
