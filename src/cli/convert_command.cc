@@ -1,5 +1,4 @@
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -9,6 +8,7 @@
 #include "formats/convert.h"
 #include "src/cli/commands.h"
 #include "src/cli/filter_options.h"
+#include "src/util/open_file.h"
 
 namespace microscope::cli {
 namespace {
@@ -21,21 +21,13 @@ struct ConvertOptions {
   FilterOptions filter;
 };
 
-Result<std::vector<uint8_t>> Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  return bytes;
-}
-
 int RunConvert(ConvertOptions& o) {
   Status resolved = o.filter.Resolve();
   if (!resolved.ok()) {
     PrintError(resolved.message());
     return 2;
   }
-  auto bytes = Slurp(o.input);
+  auto bytes = ReadRegularFile(o.input);
   if (!bytes.ok()) {
     PrintError(bytes.status().WithContext(o.input).message());
     return 1;

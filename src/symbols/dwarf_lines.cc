@@ -219,7 +219,7 @@ bool DwarfReader::ProducedByGcc(Dwarf_Die cu) {
 // Children of `die`, looking for functions and inlined calls. Type DIEs
 // hold no code, so their subtrees are skipped.
 void DwarfReader::Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_t depth,
-                          int level) {
+                       int level) {
   if (level > 256) return;  // a corrupt (or absurd) nesting: stop, not overflow
   Dwarf_Error err = nullptr;
   Dwarf_Die child = nullptr;
@@ -269,7 +269,7 @@ void DwarfReader::Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_
 }
 
 void DwarfReader::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent,
-                              uint32_t depth, uint32_t* scope_out) {
+                           uint32_t depth, uint32_t* scope_out) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   if (!Ranges(die, unit, &ranges) || ranges.empty()) return;
   Scope scope{kNone, kNone, kNone, 0};
@@ -315,7 +315,7 @@ bool DwarfReader::Unsigned(Dwarf_Die die, Dwarf_Half at, uint64_t* value) {
 }
 
 bool DwarfReader::Ranges(Dwarf_Die die, const Unit& unit,
-                            std::vector<std::pair<uint64_t, uint64_t>>* out) {
+                         std::vector<std::pair<uint64_t, uint64_t>>* out) {
   Dwarf_Error err = nullptr;
   Dwarf_Addr lo = 0, hi = 0;
   Dwarf_Half form = 0;

@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 
 #include "capture/container.h"
+#include "src/util/open_file.h"
 
 namespace microscope::symbols {
 namespace {
@@ -92,17 +92,18 @@ void LineTable::Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const {
   out->clear();
   uint32_t file = kNoName, line = 0;
   const auto& rows = data_.rows;
-  auto row = std::upper_bound(rows.begin(), rows.end(), vaddr,
-                              [](uint64_t a, const LineTableData::Row& r) { return a < r.address; });
+  auto row =
+      std::upper_bound(rows.begin(), rows.end(), vaddr,
+                       [](uint64_t a, const LineTableData::Row& r) { return a < r.address; });
   if (row != rows.begin() && (row - 1)->file != kNoName) {
     file = (row - 1)->file;
     line = (row - 1)->line;
   }
   uint32_t scope = kNoName;
   const auto& segments = data_.segments;
-  auto seg = std::upper_bound(
-      segments.begin(), segments.end(), vaddr,
-      [](uint64_t a, const LineTableData::Segment& s) { return a < s.start; });
+  auto seg =
+      std::upper_bound(segments.begin(), segments.end(), vaddr,
+                       [](uint64_t a, const LineTableData::Segment& s) { return a < s.start; });
   if (seg != segments.begin()) scope = (seg - 1)->scope;
   if (scope == kNoName) {
     if (file != kNoName) out->push_back({kNoName, file, line});
@@ -172,13 +173,15 @@ Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t fi
   take(&d.segments, h.segments);
   std::vector<uint32_t> offsets;
   take(&offsets, size_t(h.strings) + 1);
-  if (offsets[0] != 0 || offsets.back() != h.string_bytes) return Status::Error("bad string offsets");
+  if (offsets[0] != 0 || offsets.back() != h.string_bytes)
+    return Status::Error("bad string offsets");
   for (uint32_t i = 0; i < h.strings; ++i) {
     if (offsets[i + 1] < offsets[i]) return Status::Error("bad string offsets");
   }
   d.strings.reserve(h.strings);
   for (uint32_t i = 0; i < h.strings; ++i) {
-    d.strings.emplace_back(reinterpret_cast<const char*>(p) + offsets[i], offsets[i + 1] - offsets[i]);
+    d.strings.emplace_back(reinterpret_cast<const char*>(p) + offsets[i],
+                           offsets[i + 1] - offsets[i]);
   }
   // Every reference in range, sorted where searched, parents before children.
   auto name_ok = [&](uint32_t id) { return id == kNoName || id < h.strings; };
@@ -218,16 +221,15 @@ Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path,
                                                  const std::string& build_id_hex,
                                                  const std::string& cache_dir) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return Status::Error(std::string("cannot stat: ") + strerror(errno));
+  if (stat(path.c_str(), &st) != 0)
+    return Status::Error(std::string("cannot stat: ") + strerror(errno));
   int64_t mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   std::string cached;
   if (!cache_dir.empty() && build_id_hex.size() >= 4) {
     cached = cache_dir + "/lines/" + build_id_hex + ".lines";
-    std::ifstream in(cached, std::ios::binary);
-    if (in) {
-      std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                 std::istreambuf_iterator<char>());
-      auto data = ParseLineTable(bytes, uint64_t(st.st_size), mtime_ns);
+    auto bytes = ReadRegularFile(cached);
+    if (bytes.ok()) {
+      auto data = ParseLineTable(*bytes, uint64_t(st.st_size), mtime_ns);
       if (data.ok()) {
         auto table = std::make_unique<LineTable>(std::move(data).value());
         table->from_cache = true;
