@@ -224,6 +224,26 @@ for name, other in (("eu-addr2line", eu), ("addr2line", bu)):
     print("agreement with %-12s: %d of %d (%.2f%%)" % (name, a, n, 100.0 * a / n))
 a = agreement(eu, bu)
 print("eu-addr2line vs addr2line  : %d of %d (%.2f%%)" % (a, n, 100.0 * a / n))
+
+
+def kind(a, b):
+    """What differs: the frame count, a file:line, or only names."""
+    if len(a) != len(b):
+        return "number of frames (inlined calls)"
+    if any(x[1:] != y[1:] for x, y in zip(a, b)):
+        return "file:line"
+    if a[-1][0] != b[-1][0] and a[:-1] == b[:-1]:
+        return "outer function's name only"
+    return "inlined function's name"
+
+
+for name, other in (("eu-addr2line", eu), ("addr2line", bu)):
+    kinds = {}
+    for k in keys:
+        if not same(ours.get(k, []), other.get(k, [])):
+            kd = kind(ours.get(k, []), other.get(k, []))
+            kinds[kd] = kinds.get(kd, 0) + 1
+    print("differences from %s: %s" % (name, ", ".join("%s %d" % kv for kv in sorted(kinds.items()))))
 shown = 0
 for k in keys:
     if not same(ours.get(k, []), eu.get(k, [])) and shown < 8:
