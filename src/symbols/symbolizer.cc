@@ -1,5 +1,6 @@
 #include "src/symbols/symbolizer.h"
 
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +27,36 @@ using capture::FunctionId;
 using capture::kNone;
 using capture::ModuleId;
 using capture::ModuleKind;
+
+// libdebuginfod, opened on first use as libdw itself does: linking it would
+// load libcurl and its TLS stack into every command's start-up.
+struct Debuginfod {
+  decltype(&debuginfod_begin) begin = nullptr;
+  decltype(&debuginfod_find_debuginfo) find_debuginfo = nullptr;
+  decltype(&debuginfod_end) end = nullptr;
+  std::string error;
+};
+
+const Debuginfod& LoadDebuginfod() {
+  static const Debuginfod lib = [] {
+    Debuginfod d;
+    void* h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      d.error = std::string("libdebuginfod not available: ") + dlerror();
+      return d;
+    }
+    d.begin = reinterpret_cast<decltype(d.begin)>(dlsym(h, "debuginfod_begin"));
+    d.find_debuginfo =
+        reinterpret_cast<decltype(d.find_debuginfo)>(dlsym(h, "debuginfod_find_debuginfo"));
+    d.end = reinterpret_cast<decltype(d.end)>(dlsym(h, "debuginfod_end"));
+    if (d.begin == nullptr || d.find_debuginfo == nullptr || d.end == nullptr) {
+      d.begin = nullptr;
+      d.error = "libdebuginfod.so.1 lacks debuginfod_begin/find_debuginfo/end";
+    }
+    return d;
+  }();
+  return lib;
+}
 
 bool IsRegularFile(const std::string& path) {
   struct stat st;
@@ -96,7 +127,7 @@ class Resolver {
     }
   }
   ~Resolver() {
-    if (client_ != nullptr) debuginfod_end(client_);
+    if (client_ != nullptr) LoadDebuginfod().end(client_);
   }
 
   ModuleFiles Resolve(const capture::Module& mod, const std::string& path, ModuleSummary* sum);
@@ -175,17 +206,22 @@ void Resolver::TryDebuginfod(ModuleFiles* files, ModuleSummary* sum, bool* misma
   if (urls_.empty()) return;
   std::string joined;
   for (const std::string& u : urls_) joined += (joined.empty() ? "" : " ") + u;
+  const Debuginfod& lib = LoadDebuginfod();
+  if (lib.begin == nullptr) {
+    sum->looked.push_back("debuginfod " + joined + ": " + lib.error);
+    return;
+  }
   if (client_ == nullptr) {
     // libdebuginfod reads the servers from the environment at each query.
     setenv("DEBUGINFOD_URLS", joined.c_str(), 1);
-    client_ = debuginfod_begin();
+    client_ = lib.begin();
     if (client_ == nullptr) {
       sum->looked.push_back("debuginfod: client could not start");
       return;
     }
   }
   char* path = nullptr;
-  int fd = debuginfod_find_debuginfo(client_, build_id_.data(), int(build_id_.size()), &path);
+  int fd = lib.find_debuginfo(client_, build_id_.data(), int(build_id_.size()), &path);
   if (fd < 0) {
     sum->looked.push_back("debuginfod " + joined + ": " + strerror(-fd));
     return;
