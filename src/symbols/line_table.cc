@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "capture/container.h"
@@ -245,9 +246,8 @@ Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path,
   if (!plugin.read(path.c_str(), &data, &error)) return Status::Error(error);
   if (!cached.empty()) {
     // Best effort: a cache that cannot be written only costs time.
-    std::string dir = cache_dir + "/lines";
-    mkdir(cache_dir.c_str(), 0755);
-    mkdir(dir.c_str(), 0755);
+    std::error_code ec;
+    std::filesystem::create_directories(cache_dir + "/lines", ec);
     (void)capture::WriteFileAtomically(cached,
                                        SerializeLineTable(data, uint64_t(st.st_size), mtime_ns));
   }
