@@ -1,0 +1,103 @@
+// System calls of the followed processes: raw_syscalls sys_enter/sys_exit
+// (tp_btf), one ring buffer event per finished call. Processes are followed
+// by tgid, set by the loader; children of followed processes are added at
+// fork, before they can make a call.
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "syscalls.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);  // tgid
+  __type(value, __u8);
+} targets SEC(".maps");
+
+struct start {
+  __u64 start_ns;
+  __u64 args[MICROSCOPE_SYSCALL_ARGS];
+  __u32 nr;
+  __u32 reserved;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);  // tid
+  __type(value, struct start);
+} starts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 22);
+} events SEC(".maps");
+
+// Calls whose event did not fit in the ring: counted, never silently gone.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} lost SEC(".maps");
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
+  __u32 parent_tgid = BPF_CORE_READ(parent, tgid);
+  if (!bpf_map_lookup_elem(&targets, &parent_tgid)) return 0;
+  __u32 child_tgid = BPF_CORE_READ(child, tgid);
+  __u8 one = 1;
+  bpf_map_update_elem(&targets, &child_tgid, &one, BPF_ANY);
+  return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_enter, struct pt_regs *regs, long id) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tgid = pid_tgid >> 32;
+  __u32 tid = (__u32)pid_tgid;
+  if (!bpf_map_lookup_elem(&targets, &tgid)) return 0;
+  struct start s = {};
+  s.start_ns = bpf_ktime_get_ns();
+  s.nr = (__u32)id;
+  // x86-64 system call arguments: rdi, rsi, rdx.
+  s.args[0] = BPF_CORE_READ(regs, di);
+  s.args[1] = BPF_CORE_READ(regs, si);
+  s.args[2] = BPF_CORE_READ(regs, dx);
+  bpf_map_update_elem(&starts, &tid, &s, BPF_ANY);
+  return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tid = (__u32)pid_tgid;
+  struct start *s = bpf_map_lookup_elem(&starts, &tid);
+  if (!s) return 0;
+  struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    __u32 zero = 0;
+    __u64 *n = bpf_map_lookup_elem(&lost, &zero);
+    if (n) *n += 1;
+    bpf_map_delete_elem(&starts, &tid);
+    return 0;
+  }
+  e->start_ns = s->start_ns;
+  e->duration_ns = bpf_ktime_get_ns() - s->start_ns;
+  e->ret = ret;
+  e->args[0] = s->args[0];
+  e->args[1] = s->args[1];
+  e->args[2] = s->args[2];
+  e->pid = pid_tgid >> 32;
+  e->tid = tid;
+  e->nr = s->nr;
+  e->reserved = 0;
+  bpf_ringbuf_submit(e, 0);
+  bpf_map_delete_elem(&starts, &tid);
+  return 0;
+}

@@ -1,0 +1,21 @@
+/* System call events, shared by bpf/syscalls.bpf.c and its loader
+ * (src/record/bpf_syscalls.cc). Plain fixed-width C: both compilers must lay
+ * it out alike. */
+#ifndef MICROSCOPE_BPF_SYSCALLS_H
+#define MICROSCOPE_BPF_SYSCALLS_H
+
+#define MICROSCOPE_SYSCALL_ARGS 3
+
+/* One finished system call of a followed thread. */
+struct syscall_event {
+  __u64 start_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) at entry */
+  __u64 duration_ns;
+  __s64 ret; /* the return value: -errno on failure */
+  __u64 args[MICROSCOPE_SYSCALL_ARGS];
+  __u32 pid; /* process (tgid) */
+  __u32 tid;
+  __u32 nr; /* x86-64 system call number */
+  __u32 reserved;
+};
+
+#endif

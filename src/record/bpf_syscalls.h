@@ -1,0 +1,48 @@
+// Loads bpf/syscalls.bpf.c (the only code that includes its skeleton) and
+// reads its events: every system call of the followed processes (and of the
+// children they fork) with entry time, duration, return value and first
+// arguments.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "capture/result.h"
+
+namespace microscope::record {
+
+struct SyscallEvent {
+  uint64_t start_ns = 0;  // CLOCK_MONOTONIC
+  uint64_t duration_ns = 0;
+  int64_t ret = 0;  // -errno on failure
+  uint64_t args[3] = {};
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t nr = 0;  // x86-64 system call number
+};
+
+class SyscallTracer {
+ public:
+  // Loads and attaches the programs, following `pids` (tgids). Errors say
+  // what the kernel refused (no BTF, no permission).
+  static Result<std::unique_ptr<SyscallTracer>> Start(std::span<const int32_t> pids);
+  ~SyscallTracer();
+  SyscallTracer(const SyscallTracer&) = delete;
+  SyscallTracer& operator=(const SyscallTracer&) = delete;
+
+  Status Follow(int32_t pid);
+  // Appends the events that are ready, waiting up to `timeout_ms` for one.
+  Status Poll(int timeout_ms, std::vector<SyscallEvent>* out);
+  // Calls whose event found the ring full.
+  uint64_t lost() const;
+
+  struct State;  // libbpf's objects; defined in the .cc only
+
+ private:
+  explicit SyscallTracer(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace microscope::record
