@@ -3,7 +3,10 @@
 #include "src/symbols/line_table.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -218,6 +221,77 @@ std::string DefaultCacheDir() {
   return "";
 }
 
+namespace {
+
+// libdwarf 20210528 is not safe on hostile input (a damaged
+// .debug_rnglists header makes it free a block twice and abort), and debug
+// files are untrusted. So the plugin reads in a forked child, which sends
+// the table back serialized ('K' + the cache format) or an error ('E' +
+// text); the parent validates it like a cache entry. A crash costs the
+// module its lines, never the process.
+Result<LineTableData> ReadInChild(const std::string& path) {
+  const Plugin& plugin = LoadPlugin();
+  if (plugin.read == nullptr) return Status::Error(plugin.error);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return Status::Error(std::string("pipe: ") + strerror(errno));
+  pid_t child = fork();
+  if (child < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return Status::Error(std::string("fork: ") + strerror(errno));
+  }
+  if (child == 0) {
+    close(fds[0]);
+    // A crash here must end the child plainly, whatever handlers the
+    // parent installed.
+    for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
+    LineTableData data;
+    std::string error;
+    std::vector<uint8_t> out;
+    if (plugin.read(path.c_str(), &data, &error)) {
+      out = SerializeLineTable(data, 0, 0);
+      out.insert(out.begin(), 'K');
+    } else {
+      out.assign(error.begin(), error.end());
+      out.insert(out.begin(), 'E');
+    }
+    size_t done = 0;
+    while (done < out.size()) {
+      ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) _exit(3);
+      done += size_t(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::vector<uint8_t> bytes;
+  uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    bytes.insert(bytes.end(), buf, buf + n);
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    return Status::Error("the DWARF reader (libdwarf) crashed on this file (signal " +
+                         std::to_string(WTERMSIG(status)) + "): damaged DWARF");
+  }
+  if (bytes.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::Error("the DWARF reader failed (exit status " + std::to_string(status) + ")");
+  }
+  if (bytes[0] == 'E') return Status::Error(std::string(bytes.begin() + 1, bytes.end()));
+  auto data = ParseLineTable(std::span<const uint8_t>(bytes).subspan(1), 0, 0);
+  if (!data.ok()) return data.status().WithContext("the DWARF reader's table");
+  return data;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path,
                                                  const std::string& build_id_hex,
                                                  const std::string& cache_dir) {
@@ -239,11 +313,7 @@ Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path,
       // A stale or damaged entry is replaced below.
     }
   }
-  const Plugin& plugin = LoadPlugin();
-  if (plugin.read == nullptr) return Status::Error(plugin.error);
-  LineTableData data;
-  std::string error;
-  if (!plugin.read(path.c_str(), &data, &error)) return Status::Error(error);
+  ASSIGN_OR_RETURN(LineTableData data, ReadInChild(path));
   if (!cached.empty()) {
     // Best effort: a cache that cannot be written only costs time.
     std::error_code ec;

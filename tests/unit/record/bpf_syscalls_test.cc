@@ -20,7 +20,8 @@ namespace {
 bool CanTrace() {
   if (geteuid() == 0) return true;
   const char* ci = std::getenv("CI");
-  REQUIRE_MESSAGE(!(ci != nullptr && std::string(ci) == "true"), "BPF tests must run in CI (as root)");
+  REQUIRE_MESSAGE(!(ci != nullptr && std::string(ci) == "true"),
+                  "BPF tests must run in CI (as root)");
   MESSAGE("skipped: BPF needs root");
   return false;
 }
@@ -61,8 +62,10 @@ TEST_CASE("SyscallTracer: sees a child's calls, counts and results exact, and it
   int failed_opens = 0, writes = 0, grandchild_writes = 0, other_open_results = 0;
   for (const SyscallEvent& e : events) {
     if (e.pid == uint32_t(child) && e.nr == 257) {  // openat
-      if (e.ret == -ENOENT) ++failed_opens;
-      else ++other_open_results;
+      if (e.ret == -ENOENT)
+        ++failed_opens;
+      else
+        ++other_open_results;
     }
     if (e.nr == 1 && e.pid == uint32_t(child) && e.args[2] == 1 && e.ret == 1) ++writes;
     if (e.nr == 1 && e.pid != uint32_t(child) && e.args[2] == 2 && e.ret == 2) ++grandchild_writes;
