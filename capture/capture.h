@@ -121,6 +121,17 @@ struct Samples {
   uint32_t CountAt(size_t i) const { return count.empty() ? 1 : count[i]; }
 };
 
+// System calls traced by BPF (syscalls.bpf.c), in start order.
+struct Syscalls {
+  std::vector<uint64_t> time;  // entry, on the capture's clock
+  std::vector<uint64_t> duration;
+  std::vector<ThreadId> thread;
+  std::vector<uint32_t> nr;  // x86-64 system call number
+  std::vector<int64_t> ret;  // -errno on failure
+  std::vector<uint64_t> arg0, arg1, arg2;
+  size_t size() const { return time.size(); }
+};
+
 struct Problem {
   StringId kind = kNone;
   uint64_t count = 0;
@@ -149,6 +160,7 @@ struct Settings {
   std::string metric = "cpu";
   std::string unit = "nanoseconds";
   std::string symbols;  // "now", "later" or "symbolize"; empty in older captures
+  std::string boot_id;  // the recording's boot: KASLR moves the kernel at each boot
 };
 
 struct Capture {
@@ -161,6 +173,7 @@ struct Capture {
   std::vector<Frame> frames;
   Stacks stacks;
   Samples samples;
+  Syscalls syscalls;
   std::vector<Problem> problems;
   Settings settings;
   // The decompressed file that viewed columns point into (null when built).

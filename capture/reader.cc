@@ -59,6 +59,7 @@ Settings ToSettings(const fbs::Settings* s) {
   if (s->metric()) out.metric = s->metric()->str();
   if (s->unit()) out.unit = s->unit()->str();
   out.symbols = Str(s->symbols());
+  out.boot_id = Str(s->boot_id());
   return out;
 }
 
@@ -202,6 +203,19 @@ Status ValidateCapture(const Capture& c) {
       return Status::Error(Where("samples", i, "time") + " goes back in time");
     }
   }
+  const Syscalls& y = c.syscalls;
+  const size_t ny = y.time.size();
+  if (y.duration.size() != ny || y.thread.size() != ny || y.nr.size() != ny || y.ret.size() != ny ||
+      y.arg0.size() != ny || y.arg1.size() != ny || y.arg2.size() != ny) {
+    return Status::Error("syscalls columns differ in length (time " + std::to_string(ny) + ")");
+  }
+  for (size_t i = 0; i < ny; ++i) {
+    RETURN_IF_ERROR(
+        CheckRef(y.thread[i], c.threads.size(), false, "syscalls", i, "thread", "threads"));
+    if (i > 0 && y.time[i] < y.time[i - 1]) {
+      return Status::Error(Where("syscalls", i, "time") + " goes back in time");
+    }
+  }
   for (size_t i = 0; i < c.problems.size(); ++i) {
     RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
     RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));
@@ -235,6 +249,7 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
     return reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0;
   };
   const fbs::Samples* cols = root->samples();
+  const fbs::Syscalls* sys = root->syscalls();
   const fbs::Stacks* st = root->stacks();
   const std::pair<const char*, bool> checks[] = {
       {"mappings", misaligned(root->mappings())},
@@ -251,6 +266,14 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       {"samples.stack", cols && misaligned(cols->stack())},
       {"samples.weight", cols && misaligned(cols->weight())},
       {"samples.count", cols && misaligned(cols->count())},
+      {"syscalls.time", sys && misaligned(sys->time())},
+      {"syscalls.duration", sys && misaligned(sys->duration())},
+      {"syscalls.thread", sys && misaligned(sys->thread())},
+      {"syscalls.nr", sys && misaligned(sys->nr())},
+      {"syscalls.ret", sys && misaligned(sys->ret())},
+      {"syscalls.arg0", sys && misaligned(sys->arg0())},
+      {"syscalls.arg1", sys && misaligned(sys->arg1())},
+      {"syscalls.arg2", sys && misaligned(sys->arg2())},
   };
   for (const auto& [table, bad] : checks) {
     if (bad)
@@ -310,6 +333,16 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       c.frames.push_back(
           {FrameKind(f->kind()), f->module_(), f->address(), f->function(), f->file(), f->line()});
     }
+  }
+  if (const fbs::Syscalls* y = root->syscalls()) {
+    c.syscalls.time = CopyOf(y->time());
+    c.syscalls.duration = CopyOf(y->duration());
+    c.syscalls.thread = CopyOf(y->thread());
+    c.syscalls.nr = CopyOf(y->nr());
+    c.syscalls.ret = CopyOf(y->ret());
+    c.syscalls.arg0 = CopyOf(y->arg0());
+    c.syscalls.arg1 = CopyOf(y->arg1());
+    c.syscalls.arg2 = CopyOf(y->arg2());
   }
   if (root->stacks()) {
     c.stacks.parent = CopyOf(root->stacks()->parent());

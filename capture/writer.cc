@@ -24,6 +24,7 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   auto metric = b.CreateString(s.metric);
   auto unit = b.CreateString(s.unit);
   auto symbols = b.CreateString(s.symbols);
+  auto boot_id = b.CreateString(s.boot_id);
   fbs::SettingsBuilder sb(b);
   sb.add_mode(mode);
   sb.add_command(command);
@@ -45,6 +46,7 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   sb.add_notes(notes);
   sb.add_metric(metric);
   sb.add_symbols(symbols);
+  sb.add_boot_id(boot_id);
   sb.add_unit(unit);
   return sb.Finish();
 }
@@ -112,6 +114,14 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   auto samples = fbs::CreateSamples(b, Vec(b, c.samples.time), Vec(b, c.samples.thread),
                                     Vec(b, c.samples.stack), Vec(b, c.samples.weight), ends,
                                     c.samples.count.empty() ? 0 : Vec(b, c.samples.count));
+  flatbuffers::Offset<fbs::Syscalls> syscalls = 0;
+  if (c.syscalls.size() > 0) {
+    const Syscalls& y = c.syscalls;
+    syscalls =
+        fbs::CreateSyscalls(b, b.CreateVector(y.time), b.CreateVector(y.duration),
+                            b.CreateVector(y.thread), b.CreateVector(y.nr), b.CreateVector(y.ret),
+                            b.CreateVector(y.arg0), b.CreateVector(y.arg1), b.CreateVector(y.arg2));
+  }
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
   auto settings = BuildSettings(b, c.settings);
@@ -129,6 +139,7 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   cb.add_problems(problems);
   cb.add_settings(settings);
   if (!raw_names.IsNull()) cb.add_function_raw_names(raw_names);
+  if (!syscalls.IsNull()) cb.add_syscalls(syscalls);
   b.Finish(cb.Finish(), fbs::CaptureIdentifier());
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

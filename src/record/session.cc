@@ -20,6 +20,7 @@
 #include "capture/writer.h"
 #include "src/record/collector.h"
 #include "src/symbols/elf_image.h"
+#include "src/symbols/kallsyms.h"
 #include "src/symbols/line_table.h"
 #include "src/symbols/symbolizer.h"
 
@@ -155,6 +156,7 @@ void FillHostSettings(capture::Settings* s) {
     s->kernel_release = u.release;
   }
   s->clock = "CLOCK_MONOTONIC";
+  s->boot_id = symbols::BootId();
   s->recorder = "microscope 0.1";
 }
 

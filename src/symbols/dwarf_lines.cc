@@ -38,12 +38,14 @@ class DwarfReader {
   };
   // Per-CU state of the walk.
   struct Unit {
-    uint16_t version = 0;
+    uint16_t version = 0;         // the unit's: picks .debug_rnglists or .debug_ranges
+    uint16_t line_version = 0;    // its line table's: how files are numbered
     std::vector<uint32_t> files;  // file number (as the CU counts) -> string id
     uint32_t File(uint64_t number) const {
-      // DWARF 5 numbers files from 0, earlier versions from 1.
-      uint64_t index = version >= 5 ? number : number - 1;
-      return number == 0 && version < 5 ? kNone : index < files.size() ? files[index] : kNone;
+      // DWARF 5 line tables number files from 0, earlier versions from 1.
+      uint16_t v = line_version != 0 ? line_version : version;
+      uint64_t index = v >= 5 ? number : number - 1;
+      return number == 0 && v < 5 ? kNone : index < files.size() ? files[index] : kNone;
     }
   };
 
@@ -160,7 +162,7 @@ bool DwarfReader::ReadUnit(Dwarf_Die cu, std::string* error) {
   if (dwarf_srclines_b(cu, &line_version, &table_count, &context, &err) == DW_DLV_OK) {
     // File numbers count as the line table's version says (a DWARF 5 line
     // table numbers from 0), whatever the unit's own version.
-    if (line_version >= 2 && line_version <= 5) unit.version = uint16_t(line_version);
+    if (line_version >= 2 && line_version <= 5) unit.line_version = uint16_t(line_version);
     // This libdwarf starts a DWARF 5 sequence's file register at 0, not at
     // the 1 the standard says: rows before a DW_LNS_set_file report file 0.
     // GCC never sets file 0 (for GCC it is the unit's name; its rows say
@@ -170,6 +172,10 @@ bool DwarfReader::ReadUnit(Dwarf_Die cu, std::string* error) {
     Dwarf_Line* lines = nullptr;
     Dwarf_Signed count = 0;
     if (dwarf_srclines_from_linecontext(context, &lines, &count, &err) == DW_DLV_OK) {
+      // A sequence that starts at address 0 is code the linker discarded
+      // (a duplicate COMDAT, --gc-sections): it would shadow real code at
+      // low addresses. No ELF file has code at 0.
+      bool in_sequence = false, discarded = false;
       for (Dwarf_Signed i = 0; i < count; ++i) {
         Dwarf_Addr addr = 0;
         Dwarf_Bool end = false;
@@ -179,6 +185,12 @@ bool DwarfReader::ReadUnit(Dwarf_Die cu, std::string* error) {
           Drop(err);
           continue;
         }
+        if (!in_sequence) {
+          in_sequence = true;
+          discarded = addr == 0;
+        }
+        if (end) in_sequence = false;
+        if (discarded) continue;
         if (end || dwarf_lineno(lines[i], &lineno, &err) != DW_DLV_OK || lineno == 0 ||
             dwarf_line_srcfileno(lines[i], &fileno, &err) != DW_DLV_OK) {
           Drop(err);
@@ -283,7 +295,7 @@ void DwarfReader::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint
   uint32_t id = uint32_t(out_.scopes.size());
   out_.scopes.push_back(scope);
   for (auto [lo, hi] : ranges) {
-    if (hi > lo) ranges_.push_back({lo, hi, id, depth});
+    if (hi > lo && lo != 0) ranges_.push_back({lo, hi, id, depth});  // 0: discarded code
   }
   *scope_out = id;
 }

@@ -67,4 +67,11 @@ std::vector<uint8_t> KernelBuildId() {
   return {};
 }
 
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
 }  // namespace microscope::symbols

@@ -16,6 +16,10 @@ namespace microscope::symbols {
 Result<SymbolTable> ParseKallsyms(const std::string& text);
 Result<SymbolTable> LoadKallsyms(const std::string& path = "/proc/kallsyms");
 
+// This boot's ID (/proc/sys/kernel/random/boot_id), or empty. Kernel
+// addresses, moved by KASLR at each boot, hold only within one boot.
+std::string BootId();
+
 // The running kernel's GNU build ID, or empty if unreadable.
 std::vector<uint8_t> KernelBuildId();
 

@@ -4,12 +4,14 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -157,6 +159,9 @@ Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t fi
   if (h.file_size != file_size || h.mtime_ns != mtime_ns) {
     return Status::Error("made from another version of the file");
   }
+  // Each part no larger than the file before they are added up: a huge
+  // string_bytes must not wrap the sum around to the file's size.
+  if (h.string_bytes > bytes.size()) return Status::Error("string bytes exceed the file");
   uint64_t need = sizeof(h) + uint64_t(h.rows) * sizeof(LineTableData::Row) +
                   uint64_t(h.scopes) * sizeof(LineTableData::Scope) +
                   uint64_t(h.segments) * sizeof(LineTableData::Segment) +
@@ -265,17 +270,36 @@ Result<LineTableData> ReadInChild(const std::string& path) {
     _exit(0);
   }
   close(fds[1]);
+  // Damaged DWARF can also make a reader loop: it gets a deadline.
+  constexpr int kDeadlineSeconds = 120;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kDeadlineSeconds);
   std::vector<uint8_t> bytes;
   uint8_t buf[1 << 16];
+  bool timed_out = false;
   for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    int ready = poll(&pfd, 1, int(std::min<int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;
     ssize_t n = read(fds[0], buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     bytes.insert(bytes.end(), buf, buf + n);
   }
   close(fds[0]);
+  if (timed_out) kill(child, SIGKILL);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return Status::Error("the DWARF reader took over " + std::to_string(kDeadlineSeconds) +
+                         " s on this file and was stopped: damaged DWARF");
   }
   if (WIFSIGNALED(status)) {
     return Status::Error("the DWARF reader (libdwarf) crashed on this file (signal " +

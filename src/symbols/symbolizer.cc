@@ -109,7 +109,10 @@ class DirectoryIndex {
 
 // What was found for one module.
 struct ModuleFiles {
-  std::unique_ptr<ElfImage> image;  // symbols and PT_LOAD segments
+  std::unique_ptr<ElfImage> image;  // symbols (perhaps from a debug file)
+  // PT_LOAD segments from a file that has its code (a debug file's have no
+  // file offsets): used when the capture recorded none.
+  std::vector<LoadSegment> layout;
   std::unique_ptr<LineTable> lines;
   std::optional<SymbolTable> kernel;  // kallsyms
   const char* reason = kNoFile;       // why frames stay unnamed when nothing is usable
@@ -131,6 +134,7 @@ class Resolver {
   }
 
   ModuleFiles Resolve(const capture::Module& mod, const std::string& path, ModuleSummary* sum);
+  std::string recorded_boot_id_;
 
  private:
   // Tries one candidate; true when it proved to be the module's file.
@@ -165,6 +169,13 @@ bool Resolver::Try(const std::string& candidate, const std::string& where, Modul
     return false;
   }
   std::string found = where + " " + candidate + ": build ID matches";
+  if (files->layout.empty()) {
+    auto layout = ReadElfLayout(candidate);
+    bool has_code = layout.ok() && !layout->loads.empty() &&
+                    std::none_of(layout->loads.begin(), layout->loads.end(),
+                                 [](const LoadSegment& l) { return l.filesz == 0 && l.memsz > 0; });
+    if (has_code) files->layout = layout->loads;
+  }
   bool used = false;
   auto image = LoadElfImage(candidate, /*find_debug_file=*/false);
   if (!image.ok()) {
@@ -249,6 +260,16 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
       files.reason = host.empty() ? kNoBuildId : kMismatch;
       return files;
     }
+    // KASLR places the kernel anew at each boot: its addresses name the
+    // same functions only within the boot that recorded them.
+    if (!options_.this_host && (recorded_boot_id_.empty() || recorded_boot_id_ != BootId())) {
+      sum->looked.push_back(
+          "/proc/kallsyms: same kernel build, but recorded in another boot (" +
+          (recorded_boot_id_.empty() ? std::string("unknown") : recorded_boot_id_) +
+          "); KASLR moved its addresses");
+      files.reason = kOtherBoot;
+      return files;
+    }
     auto table = LoadKallsyms();
     if (!table.ok()) {
       sum->looked.push_back("/proc/kallsyms: " + table.status().message());
@@ -274,6 +295,7 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
       sum->looked.push_back("this process's vDSO: build ID matches");
       sum->used.push_back("[vdso]");
       files.image = std::move(image).value();
+      files.layout = files.image->loads;
       complete = true;  // the vDSO has no DWARF to find
     } else {
       sum->looked.push_back(
@@ -414,6 +436,14 @@ uint64_t RebuildStacks(capture::Capture* c, const std::vector<char>& replaced,
     }
     return it->second;
   };
+  // How many old frames hang below each node at most (parents come first):
+  // inlined calls go in only where the stacks through them stay within the
+  // depth readers accept.
+  std::vector<uint32_t> height(old.size(), 0);
+  for (size_t n = old.size(); n-- > 0;) {
+    if (old.parent[n] != kNone)
+      height[old.parent[n]] = std::max(height[old.parent[n]], height[n] + 1);
+  }
   std::vector<capture::StackId> remap(old.size());
   std::vector<char> drop_inline_below(old.size(), 0);
   uint64_t dropped = 0;
@@ -431,9 +461,7 @@ uint64_t RebuildStacks(capture::Capture* c, const std::vector<char>& replaced,
       drop_inline_below[n] = 1;
       const auto& chain = inlined[f];
       for (size_t k = chain.size(); k-- > 0;) {
-        // Never past the depth readers accept: room is kept for the native
-        // frames still to come (the unwinder's 1024 plus the kernel's).
-        if (depth[node] + 1 >= capture::kMaxStackDepth - 1280) {
+        if (depth[node] + 1 + height[n] > capture::kMaxStackDepth) {
           ++dropped;
           break;
         }
@@ -511,6 +539,7 @@ Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOpt
 
   Namer namer(capture);
   Resolver resolver(options);
+  resolver.recorded_boot_id_ = c.settings.boot_id;
   SymbolizeSummary summary;
   std::vector<char> replaced(c.frames.size(), 0);
   std::vector<std::vector<FrameId>> inlined(c.frames.size());
@@ -544,7 +573,7 @@ Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOpt
           info.function = std::string(files.image->symbols.Lookup(vaddr));
         }
       } else if (files.image != nullptr) {
-        mapped = files.image->OffsetToVaddr(old.address, &vaddr);
+        mapped = !files.layout.empty() && OffsetToVaddr(files.layout, old.address, &vaddr);
         if (mapped) info.function = std::string(files.image->symbols.Lookup(vaddr));
       }
       if (mapped && files.lines != nullptr) {

@@ -36,6 +36,7 @@ inline constexpr const char* kNoSymbols = "no symbols";
 inline constexpr const char* kOutsideSymbols = "address outside any symbol";
 inline constexpr const char* kNoBuildId = "no build ID recorded";
 inline constexpr const char* kAnonymous = "anonymous memory (no file)";
+inline constexpr const char* kOtherBoot = "kernel recorded in another boot";
 
 struct ModuleSummary {
   capture::ModuleId module = capture::kNone;

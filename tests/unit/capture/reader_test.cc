@@ -134,3 +134,36 @@ TEST_CASE("Capture: stacks deeper than the limit are refused") {
   }
   CHECK(ErrorOf(c).find("deeper than 4096 frames") != std::string::npos);
 }
+
+TEST_CASE("Capture: system call rows round trip and are checked") {
+  Capture c = testing::MakeTestCapture();
+  for (uint64_t i = 0; i < 3; ++i) {
+    c.syscalls.time.push_back(100 + i);
+    c.syscalls.duration.push_back(10 * i);
+    c.syscalls.thread.push_back(0);
+    c.syscalls.nr.push_back(uint32_t(i));
+    c.syscalls.ret.push_back(i == 1 ? -2 : int64_t(i));
+    c.syscalls.arg0.push_back(i);
+    c.syscalls.arg1.push_back(i + 1);
+    c.syscalls.arg2.push_back(i + 2);
+  }
+  c.settings.boot_id = "b00t";
+  auto back = ParseCapturePayload(SerializeCapture(c));
+  REQUIRE(back.ok());
+  CHECK(back->syscalls.size() == 3);
+  CHECK(back->syscalls.ret == c.syscalls.ret);
+  CHECK(back->syscalls.arg2 == c.syscalls.arg2);
+  CHECK(back->settings.boot_id == "b00t");
+  SUBCASE("thread out of range") {
+    c.syscalls.thread[2] = 7;
+    CHECK(ErrorOf(c) == "syscalls[2].thread = 7 is out of range (1 threads)");
+  }
+  SUBCASE("back in time") {
+    c.syscalls.time[2] = 1;
+    CHECK(ErrorOf(c).find("syscalls[2].time goes back in time") != std::string::npos);
+  }
+  SUBCASE("columns of different lengths") {
+    c.syscalls.ret.pop_back();
+    CHECK(ErrorOf(c).find("syscalls columns differ in length") != std::string::npos);
+  }
+}
