@@ -16,7 +16,9 @@ constexpr NameEntry kNames[] = {
 #include "syscall_table.inc"  // generated in the build root
 };
 
-bool IsError(int64_t ret) { return ret < 0 && ret >= -4095; }
+bool IsError(int64_t ret) {
+  return ret < 0 && ret >= -4095;
+}
 
 }  // namespace
 
@@ -65,8 +67,8 @@ SyscallTable ComputeSyscalls(const capture::Capture& c, size_t slowest) {
   });
   for (size_t k = 0; k < n; ++k) {
     size_t i = order[k];
-    t.slowest.push_back({i, y.nr[i], SyscallName(y.nr[i]), y.thread[i], y.time[i], y.duration[i],
-                         y.ret[i]});
+    t.slowest.push_back(
+        {i, y.nr[i], SyscallName(y.nr[i]), y.thread[i], y.time[i], y.duration[i], y.ret[i]});
   }
   return t;
 }

@@ -41,7 +41,7 @@ struct SlowCall {
 };
 
 struct SyscallTable {
-  std::vector<SyscallRow> rows;  // by total time, longest first; ties by name
+  std::vector<SyscallRow> rows;   // by total time, longest first; ties by name
   std::vector<SlowCall> slowest;  // longest first; ties by start time
   uint64_t calls = 0;
   uint64_t errors = 0;

@@ -97,6 +97,7 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
   e->tid = tid;
   e->nr = s->nr;
   e->reserved = 0;
+  bpf_get_current_comm(e->comm, sizeof(e->comm));
   bpf_ringbuf_submit(e, 0);
   bpf_map_delete_elem(&starts, &tid);
   return 0;

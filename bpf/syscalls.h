@@ -16,6 +16,7 @@ struct syscall_event {
   __u32 tid;
   __u32 nr; /* x86-64 system call number */
   __u32 reserved;
+  char comm[16]; /* the thread's name at exit of the call */
 };
 
 #endif

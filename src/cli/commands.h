@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -14,6 +15,11 @@ Runner AddRecordCommand(CLI::App& app);
 Runner AddReportCommand(CLI::App& app);
 Runner AddConvertCommand(CLI::App& app);
 Runner AddSymbolizeCommand(CLI::App& app);
+
+Runner AddSyscallsCommand(CLI::App& app);
+
+// "30s", "500ms", "2m", "1.5" (seconds) into nanoseconds.
+bool ParseDuration(const std::string& text, uint64_t* ns);
 
 // Prints "microscope: error: MESSAGE" to stderr.
 void PrintError(const std::string& message);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   Runner report = AddReportCommand(app);
   Runner convert = AddConvertCommand(app);
   Runner symbolize = AddSymbolizeCommand(app);
+  Runner syscalls = AddSyscallsCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -29,5 +30,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("report")) return report();
   if (app.got_subcommand("convert")) return convert();
   if (app.got_subcommand("symbolize")) return symbolize();
+  if (app.got_subcommand("syscalls")) return syscalls();
   return 2;
 }

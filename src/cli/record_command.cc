@@ -5,7 +5,6 @@
 #include "src/record/session.h"
 
 namespace microscope::cli {
-namespace {
 
 // "30s", "500ms", "2m", "1.5" (seconds).
 bool ParseDuration(const std::string& text, uint64_t* ns) {
@@ -30,8 +29,6 @@ bool ParseDuration(const std::string& text, uint64_t* ns) {
   *ns = uint64_t(v * scale);
   return *ns > 0;
 }
-
-}  // namespace
 
 Runner AddRecordCommand(CLI::App& app) {
   auto options = std::make_shared<record::RecordOptions>();

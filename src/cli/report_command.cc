@@ -63,6 +63,11 @@ int RunReport(ReportOptions& o) {
   }
   if (o.views.threads) d.threads = analysis::ThreadTotals(cap, *filter);
   if (o.views.lanes) d.lanes = analysis::ComputeLanes(cap, *filter, o.views.lane_width);
+  // A syscall-only capture shows its table by default.
+  if (o.views.syscalls || (cap.samples.size() == 0 && cap.syscalls.size() > 0)) {
+    o.views.syscalls = true;
+    d.syscalls = analysis::ComputeSyscalls(cap, o.views.top);
+  }
   if (!o.diff.empty()) {
     Result<capture::Capture> other = Read(o.diff);
     if (!other.ok()) {
@@ -102,6 +107,9 @@ Runner AddReportCommand(CLI::App& app) {
                 "the inverted tree: sampled functions first, then their callers");
   cmd->add_flag("--threads", o->views.threads, "per-thread totals");
   cmd->add_flag("--lanes", o->views.lanes, "a timeline of each thread's samples");
+  cmd->add_flag("--syscalls", o->views.syscalls,
+                "system calls (from `microscope syscalls`): calls, errors, total, mean and max "
+                "time per call, as strace -c, then the slowest calls");
   cmd->add_option("--diff", o->diff, "compare with OTHER.mscap (shares of each total)");
   o->filter.Register(cmd);
   cmd->add_option("--granularity", o->granularity,

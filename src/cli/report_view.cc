@@ -342,10 +342,40 @@ std::string FormatValue(uint64_t value, const std::string& unit) {
   return buf;
 }
 
+void PrintSyscalls(FILE* out, const ReportData& d, const Colors& c) {
+  const analysis::SyscallTable& t = *d.syscalls;
+  fprintf(out, "\n%sSystem calls%s: %llu calls, %llu errors, %s in calls\n", c.bold(), c.reset(),
+          static_cast<unsigned long long>(t.calls), static_cast<unsigned long long>(t.errors),
+          FormatValue(t.total_ns, "nanoseconds").c_str());
+  fprintf(out, "%7s %11s %11s %9s %9s  %s\n", "% time", "seconds", "usecs/call", "calls", "errors",
+          "syscall");
+  for (const analysis::SyscallRow& r : t.rows) {
+    fprintf(out, "%7.2f %11.6f %11llu %9llu %9s  %s\n",
+            t.total_ns == 0 ? 0.0 : 100.0 * double(r.total_ns) / double(t.total_ns),
+            double(r.total_ns) / 1e9, static_cast<unsigned long long>(r.mean_ns() / 1000),
+            static_cast<unsigned long long>(r.calls),
+            r.errors == 0 ? "" : std::to_string(r.errors).c_str(), r.name.c_str());
+  }
+  if (t.slowest.empty()) return;
+  fprintf(out, "\n%sSlowest calls%s\n %12s %12s  %-24s %-16s %s\n", c.bold(), c.reset(), "duration",
+          "at", "thread", "syscall", "result");
+  const capture::Capture& cap = *d.capture;
+  for (const analysis::SlowCall& s : t.slowest) {
+    const capture::Thread& th = cap.threads[s.thread];
+    std::string who = cap.str(th.name) + " (" + std::to_string(th.tid) + ")";
+    std::string err = analysis::ErrnoName(s.ret);
+    std::string result = err.empty() ? std::to_string(s.ret) : "-1 " + err;
+    fprintf(out, " %12s %12s  %-24s %-16s %s\n", FormatValue(s.duration_ns, "nanoseconds").c_str(),
+            ("+" + FormatValue(s.time - cap.settings.start_time, "nanoseconds")).c_str(),
+            who.c_str(), s.name.c_str(), result.c_str());
+  }
+}
+
 void PrintTextReport(FILE* out, const ReportData& d, const ReportViews& v) {
   Colors c{v.color};
   PrintHeader(out, d, v, c);
-  bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || d.diff;
+  if (d.syscalls) PrintSyscalls(out, d, c);
+  bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || d.diff || v.syscalls;
   if (v.flat || !any) {
     PrintFlat(out, d, v, c, /*by_total=*/false);
     PrintFlat(out, d, v, c, /*by_total=*/true);
@@ -376,6 +406,34 @@ void PrintJsonReport(FILE* out, const ReportData& d, const ReportViews& v) {
                               {"module", d.keys->ModuleName(r.key)},
                               {"self", CostJson(r.self, d.flat.all.value)},
                               {"total", CostJson(r.total, d.flat.all.value)}});
+  }
+  if (d.syscalls) {
+    const analysis::SyscallTable& t = *d.syscalls;
+    ordered_json y;
+    y["calls"] = t.calls;
+    y["errors"] = t.errors;
+    y["total_ns"] = t.total_ns;
+    y["rows"] = ordered_json::array();
+    for (const auto& r : t.rows) {
+      y["rows"].push_back({{"syscall", r.name},
+                           {"nr", r.nr},
+                           {"calls", r.calls},
+                           {"errors", r.errors},
+                           {"total_ns", r.total_ns},
+                           {"mean_ns", r.mean_ns()},
+                           {"max_ns", r.max_ns}});
+    }
+    y["slowest"] = ordered_json::array();
+    for (const auto& s : t.slowest) {
+      const capture::Thread& th = d.capture->threads[s.thread];
+      y["slowest"].push_back({{"syscall", s.name},
+                              {"tid", th.tid},
+                              {"time", s.time},
+                              {"duration_ns", s.duration_ns},
+                              {"ret", s.ret},
+                              {"errno", analysis::ErrnoName(s.ret)}});
+    }
+    j["syscalls"] = y;
   }
   if (d.tree) j["tree"] = TreeRootsJson(d, *d.tree, v.min_percent);
   if (d.inverted) j["inverted"] = TreeRootsJson(d, *d.inverted, v.min_percent);

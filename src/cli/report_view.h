@@ -13,6 +13,7 @@
 #include "analysis/lanes.h"
 #include "analysis/profile.h"
 #include "analysis/summary.h"
+#include "analysis/syscalls.h"
 #include "capture/capture.h"
 
 namespace microscope::cli {
@@ -23,6 +24,7 @@ struct ReportViews {
   bool inverted = false;
   bool threads = false;
   bool lanes = false;
+  bool syscalls = false;
   double min_percent = 0.5;
   size_t top = 20;
   size_t lane_width = 60;
@@ -40,6 +42,7 @@ struct ReportData {
   std::vector<analysis::ThreadCost> threads;
   std::optional<analysis::Lanes> lanes;
   std::optional<analysis::DiffResult> diff;
+  std::optional<analysis::SyscallTable> syscalls;
 };
 
 void PrintTextReport(FILE* out, const ReportData& data, const ReportViews& views);

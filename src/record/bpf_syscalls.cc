@@ -14,7 +14,7 @@
 
 namespace microscope::record {
 
-static_assert(sizeof(syscall_event) == 64, "bpf/syscalls.h layout");
+static_assert(sizeof(syscall_event) == 80, "bpf/syscalls.h layout");
 
 struct SyscallTracer::State {
   syscalls_bpf* skel = nullptr;
@@ -41,6 +41,7 @@ int OnEvent(void* ctx, void* data, size_t size) {
   out.pid = e.pid;
   out.tid = e.tid;
   out.nr = e.nr;
+  out.comm.assign(e.comm, strnlen(e.comm, sizeof(e.comm)));
   state->sink->push_back(out);
   return 0;
 }

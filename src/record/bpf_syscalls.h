@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "capture/result.h"
@@ -20,7 +21,8 @@ struct SyscallEvent {
   uint64_t args[3] = {};
   uint32_t pid = 0;
   uint32_t tid = 0;
-  uint32_t nr = 0;  // x86-64 system call number
+  uint32_t nr = 0;   // x86-64 system call number
+  std::string comm;  // the thread's name
 };
 
 class SyscallTracer {

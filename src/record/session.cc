@@ -504,4 +504,16 @@ Result<int> RunRecord(const RecordOptions& options) {
   return ShellStatus(wait_status);
 }
 
+void FillRecordingHost(capture::Settings* s) {
+  FillHostSettings(s);
+}
+
+int ExitStatusForShell(int wait_status) {
+  return ShellStatus(wait_status);
+}
+
+uint64_t MonotonicNowNs() {
+  return MonotonicNow();
+}
+
 }  // namespace microscope::record

@@ -30,6 +30,13 @@ struct RecordOptions {
   int pid = 0;                       // attach mode when non-zero
 };
 
+// Host, kernel release, clock and recorder name in a capture's settings.
+void FillRecordingHost(capture::Settings* s);
+// A wait status as a shell reports it (exit code, or 128 + signal).
+int ExitStatusForShell(int wait_status);
+// CLOCK_MONOTONIC in ns: the clock of samples and BPF events.
+uint64_t MonotonicNowNs();
+
 // Records and writes the capture. Returns the exit status `record` should
 // end with: the launched program's, or 0 for an attach.
 Result<int> RunRecord(const RecordOptions& options);

@@ -31,9 +31,9 @@ TEST_CASE("Syscalls: strace -c style table and the slowest calls") {
     y.arg1.push_back(0);
     y.arg2.push_back(0);
   };
-  add(1, 100, 0, 10);   // read
-  add(2, 300, 0, -11);  // read, EAGAIN
-  add(3, 50, 1, 1);     // write
+  add(1, 100, 0, 10);     // read
+  add(2, 300, 0, -11);    // read, EAGAIN
+  add(3, 50, 1, 1);       // write
   add(4, 1000, 257, -2);  // openat, ENOENT
   add(5, 1000, 257, 3);   // openat
   analysis::SyscallTable t = analysis::ComputeSyscalls(c, 3);

@@ -1,0 +1,40 @@
+"""`microscope syscalls` against strace -c -f on a fixture that makes known
+numbers of read/write/openat/close calls (some failing) in two processes:
+the per-call counts and error counts must be equal, and report --syscalls
+must show them."""
+import re
+
+from common import *
+
+require_perf()
+d = tmpdir()
+fx = fixture("syscalls")
+out = os.path.join(d, "sc.mscap")
+p = run([MICROSCOPE, "syscalls", "-q", "-o", out, "--", fx])
+check(p.returncode == 0, "syscalls exits with the program's status (%d): %s" % (p.returncode, p.stderr))
+rep = report(out, "--syscalls")
+ours = {r["syscall"]: (r["calls"], r["errors"]) for r in rep["syscalls"]["rows"]}
+check(len(rep["header"]["processes"]) == 2, "both processes are in the capture")
+
+s = run(["strace", "-c", "-f", "-o", os.path.join(d, "strace.txt"), fx])
+check(s.returncode == 0, "strace ran the fixture")
+theirs = {}
+for line in open(os.path.join(d, "strace.txt")):
+    parts = line.split()
+    if len(parts) >= 5 and re.match(r"^[\d.]+$", parts[0]) and parts[-1] not in ("total",):
+        calls = int(parts[3])
+        errors = int(parts[4]) if len(parts) == 6 else 0
+        theirs[parts[-1]] = (calls, errors)
+for call in ("read", "write", "openat", "close"):
+    check(call in ours and call in theirs, "%s counted by both" % call)
+    check(ours[call] == theirs[call],
+          "%s: calls and errors equal strace -c -f: ours %s, strace %s" % (call, ours[call], theirs[call]))
+check(ours["read"][0] >= 100 and ours["write"][0] >= 50, "the fixture's own calls are all there")
+check(ours["openat"][1] >= 10, "the 10 failing opens are among the openat errors (the loader's searches fail too)")
+text = run([MICROSCOPE, "report", "--syscalls", out]).stdout
+row = re.search(r"\s(\d+)\s+(\d+)\s+openat\n", text)
+check(row is not None and (int(row.group(1)), int(row.group(2))) == ours["openat"],
+      "the text table shows openat's calls and errors")
+slow = rep["syscalls"]["slowest"]
+check(len(slow) > 0 and all(slow[i]["duration_ns"] >= slow[i + 1]["duration_ns"] for i in range(len(slow) - 1)),
+      "slowest calls, longest first")
