@@ -389,12 +389,7 @@ Result<int> RunRecord(const RecordOptions& options) {
   settings.target_pid = target;
   settings.start_time = start;
 
-  struct sigaction sa {};
-  sa.sa_handler = OnStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
+  CatchStopSignals();
 
   int wait_status = 0;
   bool exited = false;
@@ -514,6 +509,19 @@ int ExitStatusForShell(int wait_status) {
 
 uint64_t MonotonicNowNs() {
   return MonotonicNow();
+}
+
+void CatchStopSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+}
+
+int StopSignal() {
+  return g_stop_signal;
 }
 
 }  // namespace microscope::record

@@ -37,6 +37,10 @@ int ExitStatusForShell(int wait_status);
 // CLOCK_MONOTONIC in ns: the clock of samples and BPF events.
 uint64_t MonotonicNowNs();
 
+// Ctrl-C, SIGTERM and SIGHUP end a recording: they set StopSignal().
+void CatchStopSignals();
+int StopSignal();
+
 // Records and writes the capture. Returns the exit status `record` should
 // end with: the launched program's, or 0 for an attach.
 Result<int> RunRecord(const RecordOptions& options);

@@ -19,16 +19,16 @@
 namespace microscope::record {
 namespace {
 
-volatile sig_atomic_t g_stop = 0;
-void OnStop(int sig) { g_stop = sig; }
-
-bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+bool Alive(pid_t pid) {
+  return kill(pid, 0) == 0 || errno == EPERM;
+}
 
 }  // namespace
 
 Result<int> RunSyscallRecord(const SyscallRecordOptions& options) {
   const bool launch = options.pid == 0;
-  if (launch && options.command.empty()) return Status::Error("nothing to run: give -- PROG ARGS or --pid PID");
+  if (launch && options.command.empty())
+    return Status::Error("nothing to run: give -- PROG ARGS or --pid PID");
   pid_t target = options.pid;
   int gate[2] = {-1, -1};
   if (launch) {
@@ -72,11 +72,7 @@ Result<int> RunSyscallRecord(const SyscallRecordOptions& options) {
   const uint64_t start = MonotonicNowNs();
   settings.start_time = start;
 
-  struct sigaction sa {};
-  sa.sa_handler = OnStop;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  CatchStopSignals();
   if (launch) {
     (void)!write(gate[1], "g", 1);
     close(gate[1]);
@@ -84,7 +80,7 @@ Result<int> RunSyscallRecord(const SyscallRecordOptions& options) {
   std::vector<SyscallEvent> events;
   int wait_status = 0;
   bool exited = false;
-  while (!g_stop) {
+  while (StopSignal() == 0) {
     Status polled = (*tracer)->Poll(100, &events);
     if (!polled.ok()) return polled;
     if (launch) {
@@ -154,14 +150,15 @@ Result<int> RunSyscallRecord(const SyscallRecordOptions& options) {
   }
   if (launch && exited) cap.processes[0].exit_status = ExitStatusForShell(wait_status);
   if (lost > 0) {
-    cap.problems.push_back({strings.Intern("system calls lost (BPF ring buffer full)"), lost,
-                            capture::kNone});
+    cap.problems.push_back(
+        {strings.Intern("system calls lost (BPF ring buffer full)"), lost, capture::kNone});
   }
   Status valid = capture::ValidateCapture(cap);
   if (!valid.ok()) return valid.WithContext("internal error: the syscall capture is inconsistent");
   RETURN_IF_ERROR(capture::WriteCapture(cap, options.output));
   if (!options.quiet) {
-    fprintf(stderr, "microscope: wrote %s: %zu system calls, %zu threads, %zu processes, %llu lost\n",
+    fprintf(stderr,
+            "microscope: wrote %s: %zu system calls, %zu threads, %zu processes, %llu lost\n",
             options.output.c_str(), cap.syscalls.size(), cap.threads.size(), cap.processes.size(),
             static_cast<unsigned long long>(lost));
   }
