@@ -35,7 +35,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 1 << 22);
+  __uint(max_entries, 1 << 24);  // 16 MiB: about 0.1 s of calls at 2 million a second
 } events SEC(".maps");
 
 // Calls whose event did not fit in the ring: counted, never silently gone.
@@ -98,7 +98,10 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
   e->nr = s->nr;
   e->reserved = 0;
   bpf_get_current_comm(e->comm, sizeof(e->comm));
-  bpf_ringbuf_submit(e, 0);
+  // Waking the reader for each call would cost a context switch per call:
+  // it is woken once a batch has gathered (and polls on a timer anyway).
+  __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+  bpf_ringbuf_submit(e, pending >= (256 << 10) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
   bpf_map_delete_elem(&starts, &tid);
   return 0;
 }

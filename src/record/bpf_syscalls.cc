@@ -87,6 +87,9 @@ Status SyscallTracer::Follow(int32_t pid) {
 Status SyscallTracer::Poll(int timeout_ms, std::vector<SyscallEvent>* out) {
   state_->sink = out;
   int n = ring_buffer__poll(state_->ring, timeout_ms);
+  // The program wakes us only once a batch has gathered: take what is
+  // there whether or not a wakeup came.
+  if (n >= 0 || n == -EINTR) n = ring_buffer__consume(state_->ring);
   state_->sink = nullptr;
   if (n < 0 && n != -EINTR) return Failed("reading the syscall ring buffer", n);
   return OkStatus();
