@@ -1,6 +1,7 @@
 #include "src/record/bpf_syscalls.h"
 
 #include <linux/types.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -61,7 +62,14 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(std::span<const int3
   state->skel = syscalls_bpf__open();
   if (state->skel == nullptr) return Failed("cannot open the syscall BPF programs", errno);
   if (int err = syscalls_bpf__load(state->skel); err != 0) {
-    return Failed("the kernel refused the syscall BPF programs", err);
+    Status failed = Failed("the kernel refused the syscall BPF programs", err);
+    if (err == -EPERM || err == -EACCES) {
+      return Status::Error(failed.message() + " (run as root, or grant CAP_BPF and CAP_PERFMON)");
+    }
+    if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+      return Status::Error(failed.message() + " (this kernel has no BTF: /sys/kernel/btf/vmlinux)");
+    }
+    return failed;
   }
   std::unique_ptr<SyscallTracer> tracer(new SyscallTracer(std::move(state)));
   for (int32_t pid : pids) RETURN_IF_ERROR(tracer->Follow(pid));

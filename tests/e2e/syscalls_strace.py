@@ -38,3 +38,13 @@ check(row is not None and (int(row.group(1)), int(row.group(2))) == ours["openat
 slow = rep["syscalls"]["slowest"]
 check(len(slow) > 0 and all(slow[i]["duration_ns"] >= slow[i + 1]["duration_ns"] for i in range(len(slow) - 1)),
       "slowest calls, longest first")
+
+# Without privileges: one clear line saying what is needed, no capture.
+nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+denied = os.path.join(d, "denied.mscap")
+os.chmod(d, 0o777)
+p = run(nobody + [MICROSCOPE, "syscalls", "-q", "-o", denied, "--", "/bin/true"])
+line = p.stderr.strip()
+check(p.returncode == 1 and len(line.splitlines()) == 1 and "CAP_BPF" in line,
+      "unprivileged: one error line naming what is needed (%d: %s)" % (p.returncode, line))
+check(not os.path.exists(denied), "and no capture is written")
