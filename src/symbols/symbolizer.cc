@@ -169,18 +169,18 @@ bool Resolver::Try(const std::string& candidate, const std::string& where, Modul
     return false;
   }
   std::string found = where + " " + candidate + ": build ID matches";
-  if (files->layout.empty()) {
-    auto layout = ReadElfLayout(candidate);
-    bool has_code = layout.ok() && !layout->loads.empty() &&
-                    std::none_of(layout->loads.begin(), layout->loads.end(),
-                                 [](const LoadSegment& l) { return l.filesz == 0 && l.memsz > 0; });
-    if (has_code) files->layout = layout->loads;
-  }
   bool used = false;
   auto image = LoadElfImage(candidate, /*find_debug_file=*/false);
   if (!image.ok()) {
     sum->problems.push_back(candidate + ": " + image.status().message());
   } else {
+    // The segments of a file that holds its code (a debug file's have no
+    // file offsets), from the image just read rather than a second open.
+    const std::vector<LoadSegment>& loads = (*image)->loads;
+    bool has_code = !loads.empty() &&
+                    std::none_of(loads.begin(), loads.end(),
+                                 [](const LoadSegment& l) { return l.filesz == 0 && l.memsz > 0; });
+    if (files->layout.empty() && has_code) files->layout = loads;
     const std::string& source = (*image)->symbol_source;
     bool better = files->image == nullptr ||
                   (source == ".symtab" && files->image->symbol_source != ".symtab") ||
