@@ -129,7 +129,48 @@ struct Syscalls {
   std::vector<uint32_t> nr;  // x86-64 system call number
   std::vector<int64_t> ret;  // -errno on failure
   std::vector<uint64_t> arg0, arg1, arg2;
+  std::vector<StackId> stack;  // slow calls' stacks (kNone: none); empty: none at all
   size_t size() const { return time.size(); }
+  StackId StackAt(size_t i) const { return stack.empty() ? kNone : stack[i]; }
+};
+
+// Why a thread was off CPU: its state at switch-out.
+enum class OffCpuState : uint8_t {
+  kSleeping = 0,         // S: waiting for an event (sleep, lock, I/O readiness)
+  kUninterruptible = 1,  // D: waiting in the kernel (disk, page fault)
+  kPreempted = 2,        // R: runnable, but the CPU went to another task
+  kOther = 3,            // stopped, traced, ...
+};
+inline constexpr uint8_t kOffCpuStateCount = 4;
+const char* OffCpuStateName(OffCpuState state);
+
+// OffCpu::flags bits.
+inline constexpr uint8_t kOffCpuCutAtStart = 1;  // off CPU before the recording began
+inline constexpr uint8_t kOffCpuCutAtEnd = 2;    // still off CPU at the end, or switch-in lost
+inline constexpr uint8_t kOffCpuNoUserStack = 4;
+inline constexpr uint8_t kOffCpuFlagsMask = 7;
+
+// Intervals a target thread spent off CPU, in start order.
+struct OffCpu {
+  std::vector<uint64_t> start;
+  std::vector<uint64_t> end;
+  std::vector<ThreadId> thread;
+  std::vector<StackId> stack;  // kNone: no frames
+  std::vector<StackEnd> stack_end;
+  std::vector<OffCpuState> state;
+  std::vector<int32_t> waker_tid;  // 0: unknown
+  std::vector<StringId> waker_name;
+  std::vector<uint8_t> flags;
+  size_t size() const { return start.size(); }
+};
+
+// Intervals shorter than settings.off_cpu_min, counted per thread and state.
+struct OffCpuShort {
+  std::vector<ThreadId> thread;
+  std::vector<OffCpuState> state;
+  std::vector<uint64_t> count;
+  std::vector<uint64_t> total;  // ns
+  size_t size() const { return thread.size(); }
 };
 
 struct Problem {
@@ -161,6 +202,11 @@ struct Settings {
   std::string unit = "nanoseconds";
   std::string symbols;  // "now", "later" or "symbolize"; empty in older captures
   std::string boot_id;  // the recording's boot: KASLR moves the kernel at each boot
+  // Each BPF part: empty (not asked for), "on", or "off: why".
+  std::string off_cpu;
+  std::string syscalls;
+  uint64_t off_cpu_min = 0;        // ns
+  uint64_t syscall_stack_min = 0;  // ns; 0: no stacks for calls
 };
 
 struct Capture {
@@ -174,6 +220,8 @@ struct Capture {
   Stacks stacks;
   Samples samples;
   Syscalls syscalls;
+  OffCpu off_cpu;
+  OffCpuShort off_cpu_short;
   std::vector<Problem> problems;
   Settings settings;
   // The decompressed file that viewed columns point into (null when built).

@@ -20,9 +20,11 @@ namespace microscope::capture {
 inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // History: 1.0 first format; 1.1 StackEnd values 4..10 (DWARF unwinding);
 // 1.2 samples.count, settings.metric/unit, FrameKind.Named;
-// 2.0 Frame gained file and line (a struct grew: 1.x readers cannot read it).
+// 2.0 Frame gained file and line (a struct grew: 1.x readers cannot read it);
+// 2.1 module segments, raw names; 2.2 syscalls, boot_id; 2.3 off-CPU
+// intervals and counts, syscall stacks, settings of the BPF parts.
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 2;
+inline constexpr uint16_t kFormatMinor = 3;
 // A reader refuses payloads claiming more than this: a corrupt size must not
 // make us allocate the machine's memory.
 // FlatBuffers buffers are limited to 2 GiB.

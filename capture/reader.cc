@@ -16,6 +16,16 @@ std::vector<T> CopyOf(const flatbuffers::Vector<T>* v) {
   return std::vector<T>(v->begin(), v->end());
 }
 
+// A byte column read as an enum (values are checked by ValidateCapture).
+template <typename E>
+std::vector<E> EnumsOf(const flatbuffers::Vector<uint8_t>* v) {
+  std::vector<E> out;
+  if (v == nullptr) return out;
+  out.reserve(v->size());
+  for (uint8_t b : *v) out.push_back(E(b));
+  return out;
+}
+
 template <typename T>
 capture::Column<T> ViewOf(const flatbuffers::Vector<T>* v) {
   if (v == nullptr) return {};
@@ -60,6 +70,10 @@ Settings ToSettings(const fbs::Settings* s) {
   if (s->unit()) out.unit = s->unit()->str();
   out.symbols = Str(s->symbols());
   out.boot_id = Str(s->boot_id());
+  out.off_cpu = Str(s->off_cpu());
+  out.syscalls = Str(s->syscalls());
+  out.off_cpu_min = s->off_cpu_min();
+  out.syscall_stack_min = s->syscall_stack_min();
   return out;
 }
 
@@ -102,6 +116,20 @@ const char* StackEndName(StackEnd end) {
       return "unmapped-pc";
     case StackEnd::kUnsupportedCfi:
       return "unsupported-cfi";
+  }
+  return "unknown";
+}
+
+const char* OffCpuStateName(OffCpuState state) {
+  switch (state) {
+    case OffCpuState::kSleeping:
+      return "sleeping";
+    case OffCpuState::kUninterruptible:
+      return "uninterruptible";
+    case OffCpuState::kPreempted:
+      return "preempted";
+    case OffCpuState::kOther:
+      return "other";
   }
   return "unknown";
 }
@@ -216,6 +244,61 @@ Status ValidateCapture(const Capture& c) {
       return Status::Error(Where("syscalls", i, "time") + " goes back in time");
     }
   }
+  if (!y.stack.empty()) {
+    if (y.stack.size() != ny) {
+      return Status::Error("syscalls.stack has " + std::to_string(y.stack.size()) + " rows for " +
+                           std::to_string(ny) + " calls");
+    }
+    for (size_t i = 0; i < ny; ++i) {
+      RETURN_IF_ERROR(
+          CheckRef(y.stack[i], c.stacks.size(), true, "syscalls", i, "stack", "stacks"));
+    }
+  }
+  const OffCpu& o = c.off_cpu;
+  const size_t no = o.start.size();
+  if (o.end.size() != no || o.thread.size() != no || o.stack.size() != no ||
+      o.stack_end.size() != no || o.state.size() != no || o.waker_tid.size() != no ||
+      o.waker_name.size() != no || o.flags.size() != no) {
+    return Status::Error("off_cpu columns differ in length (start " + std::to_string(no) + ")");
+  }
+  for (size_t i = 0; i < no; ++i) {
+    RETURN_IF_ERROR(
+        CheckRef(o.thread[i], c.threads.size(), false, "off_cpu", i, "thread", "threads"));
+    RETURN_IF_ERROR(CheckRef(o.stack[i], c.stacks.size(), true, "off_cpu", i, "stack", "stacks"));
+    RETURN_IF_ERROR(CheckRef(o.waker_name[i], ns, true, "off_cpu", i, "waker_name", "strings"));
+    if (uint8_t(o.stack_end[i]) >= kStackEndCount) {
+      return Status::Error(Where("off_cpu", i, "stack_end") + " has unknown value " +
+                           std::to_string(int(o.stack_end[i])));
+    }
+    if (uint8_t(o.state[i]) >= kOffCpuStateCount) {
+      return Status::Error(Where("off_cpu", i, "state") + " has unknown value " +
+                           std::to_string(int(o.state[i])));
+    }
+    if ((o.flags[i] & ~kOffCpuFlagsMask) != 0) {
+      return Status::Error(Where("off_cpu", i, "flags") + " has unknown bits " +
+                           std::to_string(int(o.flags[i])));
+    }
+    if (o.end[i] < o.start[i]) {
+      return Status::Error(Where("off_cpu", i, "end") + " is before its start");
+    }
+    if (i > 0 && o.start[i] < o.start[i - 1]) {
+      return Status::Error(Where("off_cpu", i, "start") + " goes back in time");
+    }
+  }
+  const OffCpuShort& sh = c.off_cpu_short;
+  const size_t nsh = sh.thread.size();
+  if (sh.state.size() != nsh || sh.count.size() != nsh || sh.total.size() != nsh) {
+    return Status::Error("off_cpu_short columns differ in length (thread " + std::to_string(nsh) +
+                         ")");
+  }
+  for (size_t i = 0; i < nsh; ++i) {
+    RETURN_IF_ERROR(
+        CheckRef(sh.thread[i], c.threads.size(), false, "off_cpu_short", i, "thread", "threads"));
+    if (uint8_t(sh.state[i]) >= kOffCpuStateCount) {
+      return Status::Error(Where("off_cpu_short", i, "state") + " has unknown value " +
+                           std::to_string(int(sh.state[i])));
+    }
+  }
   for (size_t i = 0; i < c.problems.size(); ++i) {
     RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
     RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));
@@ -250,6 +333,8 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
   };
   const fbs::Samples* cols = root->samples();
   const fbs::Syscalls* sys = root->syscalls();
+  const fbs::OffCpu* off = root->off_cpu();
+  const fbs::OffCpuShort* shorts = root->off_cpu_short();
   const fbs::Stacks* st = root->stacks();
   const std::pair<const char*, bool> checks[] = {
       {"mappings", misaligned(root->mappings())},
@@ -274,6 +359,16 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       {"syscalls.arg0", sys && misaligned(sys->arg0())},
       {"syscalls.arg1", sys && misaligned(sys->arg1())},
       {"syscalls.arg2", sys && misaligned(sys->arg2())},
+      {"syscalls.stack", sys && misaligned(sys->stack())},
+      {"off_cpu.start", off && misaligned(off->start())},
+      {"off_cpu.end", off && misaligned(off->end())},
+      {"off_cpu.thread", off && misaligned(off->thread())},
+      {"off_cpu.stack", off && misaligned(off->stack())},
+      {"off_cpu.waker_tid", off && misaligned(off->waker_tid())},
+      {"off_cpu.waker_name", off && misaligned(off->waker_name())},
+      {"off_cpu_short.thread", shorts && misaligned(shorts->thread())},
+      {"off_cpu_short.count", shorts && misaligned(shorts->count())},
+      {"off_cpu_short.total", shorts && misaligned(shorts->total())},
   };
   for (const auto& [table, bad] : checks) {
     if (bad)
@@ -343,6 +438,24 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
     c.syscalls.arg0 = CopyOf(y->arg0());
     c.syscalls.arg1 = CopyOf(y->arg1());
     c.syscalls.arg2 = CopyOf(y->arg2());
+    c.syscalls.stack = CopyOf(y->stack());
+  }
+  if (off != nullptr) {
+    c.off_cpu.start = CopyOf(off->start());
+    c.off_cpu.end = CopyOf(off->end());
+    c.off_cpu.thread = CopyOf(off->thread());
+    c.off_cpu.stack = CopyOf(off->stack());
+    c.off_cpu.stack_end = EnumsOf<StackEnd>(off->stack_end());
+    c.off_cpu.state = EnumsOf<OffCpuState>(off->state());
+    c.off_cpu.waker_tid = CopyOf(off->waker_tid());
+    c.off_cpu.waker_name = CopyOf(off->waker_name());
+    c.off_cpu.flags = CopyOf(off->flags());
+  }
+  if (shorts != nullptr) {
+    c.off_cpu_short.thread = CopyOf(shorts->thread());
+    c.off_cpu_short.state = EnumsOf<OffCpuState>(shorts->state());
+    c.off_cpu_short.count = CopyOf(shorts->count());
+    c.off_cpu_short.total = CopyOf(shorts->total());
   }
   if (root->stacks()) {
     c.stacks.parent = CopyOf(root->stacks()->parent());

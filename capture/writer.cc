@@ -25,6 +25,8 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   auto unit = b.CreateString(s.unit);
   auto symbols = b.CreateString(s.symbols);
   auto boot_id = b.CreateString(s.boot_id);
+  auto off_cpu = b.CreateString(s.off_cpu);
+  auto syscalls = b.CreateString(s.syscalls);
   fbs::SettingsBuilder sb(b);
   sb.add_mode(mode);
   sb.add_command(command);
@@ -48,6 +50,10 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   sb.add_symbols(symbols);
   sb.add_boot_id(boot_id);
   sb.add_unit(unit);
+  sb.add_off_cpu(off_cpu);
+  sb.add_syscalls(syscalls);
+  sb.add_off_cpu_min(s.off_cpu_min);
+  sb.add_syscall_stack_min(s.syscall_stack_min);
   return sb.Finish();
 }
 
@@ -117,10 +123,27 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   flatbuffers::Offset<fbs::Syscalls> syscalls = 0;
   if (c.syscalls.size() > 0) {
     const Syscalls& y = c.syscalls;
-    syscalls =
-        fbs::CreateSyscalls(b, b.CreateVector(y.time), b.CreateVector(y.duration),
-                            b.CreateVector(y.thread), b.CreateVector(y.nr), b.CreateVector(y.ret),
-                            b.CreateVector(y.arg0), b.CreateVector(y.arg1), b.CreateVector(y.arg2));
+    syscalls = fbs::CreateSyscalls(
+        b, b.CreateVector(y.time), b.CreateVector(y.duration), b.CreateVector(y.thread),
+        b.CreateVector(y.nr), b.CreateVector(y.ret), b.CreateVector(y.arg0), b.CreateVector(y.arg1),
+        b.CreateVector(y.arg2), y.stack.empty() ? 0 : b.CreateVector(y.stack));
+  }
+  auto bytes = [&b](const auto& column) {
+    return b.CreateVector(reinterpret_cast<const uint8_t*>(column.data()), column.size());
+  };
+  flatbuffers::Offset<fbs::OffCpu> off_cpu = 0;
+  if (c.off_cpu.size() > 0) {
+    const OffCpu& o = c.off_cpu;
+    off_cpu = fbs::CreateOffCpu(b, b.CreateVector(o.start), b.CreateVector(o.end),
+                                b.CreateVector(o.thread), b.CreateVector(o.stack),
+                                bytes(o.stack_end), bytes(o.state), b.CreateVector(o.waker_tid),
+                                b.CreateVector(o.waker_name), b.CreateVector(o.flags));
+  }
+  flatbuffers::Offset<fbs::OffCpuShort> off_cpu_short = 0;
+  if (c.off_cpu_short.size() > 0) {
+    const OffCpuShort& sh = c.off_cpu_short;
+    off_cpu_short = fbs::CreateOffCpuShort(b, b.CreateVector(sh.thread), bytes(sh.state),
+                                           b.CreateVector(sh.count), b.CreateVector(sh.total));
   }
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
@@ -140,6 +163,8 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   cb.add_settings(settings);
   if (!raw_names.IsNull()) cb.add_function_raw_names(raw_names);
   if (!syscalls.IsNull()) cb.add_syscalls(syscalls);
+  if (!off_cpu.IsNull()) cb.add_off_cpu(off_cpu);
+  if (!off_cpu_short.IsNull()) cb.add_off_cpu_short(off_cpu_short);
   b.Finish(cb.Finish(), fbs::CaptureIdentifier());
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -147,7 +172,8 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
 Status WriteCapture(const Capture& capture, const std::string& path) {
   // A FlatBuffers buffer holds at most 2 GiB; refuse before the builder would abort.
   uint64_t estimate = capture.samples.size() * 25 + capture.stacks.size() * 8 +
-                      capture.frames.size() * 24 + capture.mappings.size() * 48;
+                      capture.frames.size() * 24 + capture.mappings.size() * 48 +
+                      capture.syscalls.size() * 60 + capture.off_cpu.size() * 42;
   for (const std::string& s : capture.strings) estimate += s.size() + 8;
   if (estimate > kMaxPayloadBytes - (64u << 20)) {
     return Status::Error("capture too large for one file (about " + std::to_string(estimate >> 20) +
