@@ -74,9 +74,17 @@ Runner AddRecordCommand(CLI::App& app) {
                   "`microscope symbolize` (on any host)")
       ->capture_default_str()
       ->check(CLI::IsMember({"now", "later"}));
+  CLI::Option* off_cpu = cmd->add_flag(
+      "--off-cpu,!--no-off-cpu", options->off_cpu,
+      "record time off CPU (BPF, sched_switch): each interval's state, waker and stacks "
+      "(on in the deep preset)");
+  auto off_cpu_min = std::make_shared<std::string>("20us");
+  cmd->add_option("--off-cpu-min", *off_cpu_min,
+                  "off-CPU intervals shorter than TIME are only counted, without stacks")
+      ->capture_default_str();
   cmd->add_flag("-q,--quiet", options->quiet, "no status line or summary on stderr");
   cmd->add_option("command", options->command, "program and arguments to launch (after --)");
-  return [options, duration, freq, stack, call_graph]() -> int {
+  return [options, duration, freq, stack, call_graph, off_cpu, off_cpu_min]() -> int {
     // The preset fills what the user did not set explicitly.
     struct Preset {
       const char* name;
@@ -89,6 +97,11 @@ Runner AddRecordCommand(CLI::App& app) {
       if (options->preset != p.name) continue;
       if (freq->count() == 0) options->frequency = p.frequency;
       if (stack->count() == 0) options->stack_copy = p.stack_copy;
+    }
+    if (off_cpu->count() == 0 && options->preset == "deep") options->off_cpu = true;
+    if (!ParseDuration(*off_cpu_min, &options->off_cpu_min_ns)) {
+      PrintError("--off-cpu-min: cannot read '" + *off_cpu_min + "' (use e.g. 20us, 1ms)");
+      return 2;
     }
     if (options->stack_copy % 8 != 0) {
       PrintError("--stack-copy " + std::to_string(options->stack_copy) + " is not a multiple of 8");

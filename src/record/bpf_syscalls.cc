@@ -53,6 +53,17 @@ Status Failed(const char* what, int err) {
 
 }  // namespace
 
+Status BpfLoadError(const char* what, int err) {
+  Status failed = Failed(what, err);
+  if (err == -EPERM || err == -EACCES) {
+    return Status::Error(failed.message() + " (run as root, or grant CAP_BPF and CAP_PERFMON)");
+  }
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+    return Status::Error(failed.message() + " (this kernel has no BTF: /sys/kernel/btf/vmlinux)");
+  }
+  return failed;
+}
+
 SyscallTracer::SyscallTracer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 SyscallTracer::~SyscallTracer() = default;
 
@@ -62,14 +73,7 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(std::span<const int3
   state->skel = syscalls_bpf__open();
   if (state->skel == nullptr) return Failed("cannot open the syscall BPF programs", errno);
   if (int err = syscalls_bpf__load(state->skel); err != 0) {
-    Status failed = Failed("the kernel refused the syscall BPF programs", err);
-    if (err == -EPERM || err == -EACCES) {
-      return Status::Error(failed.message() + " (run as root, or grant CAP_BPF and CAP_PERFMON)");
-    }
-    if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-      return Status::Error(failed.message() + " (this kernel has no BTF: /sys/kernel/btf/vmlinux)");
-    }
-    return failed;
+    return BpfLoadError("the kernel refused the syscall BPF programs", err);
   }
   std::unique_ptr<SyscallTracer> tracer(new SyscallTracer(std::move(state)));
   for (int32_t pid : pids) RETURN_IF_ERROR(tracer->Follow(pid));

@@ -25,6 +25,10 @@ struct SyscallEvent {
   std::string comm;  // the thread's name
 };
 
+// A BPF object the kernel would not load (`err`: libbpf's negative errno),
+// with what to change: privileges, or a kernel with BTF.
+Status BpfLoadError(const char* what, int err);
+
 class SyscallTracer {
  public:
   // Loads and attaches the programs, following `pids` (tgids). Errors say

@@ -426,14 +426,107 @@ void Processor::OnSample(const Event& e) {
   } else if (!saw_user) {
     end = StackEnd::kKernelOnly;
   }
-  capture::StackId node = kNone;
-  for (size_t i = scratch_.size(); i-- > 0;) node = InternStackNode(node, scratch_[i]);
+  capture::StackId node = InternScratch();
   capture::Samples& s = capture_.samples;
   s.time.push_back(e.time);
   s.thread.push_back(thread);
   s.stack.push_back(node);
   s.weight.push_back(e.period);
   s.end.push_back(end);
+}
+
+namespace {
+
+// Row order that sorts `times` (ties keep their order).
+template <typename Times>
+std::vector<uint32_t> StableOrder(const Times& times) {
+  std::vector<uint32_t> order(times.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return times[a] < times[b]; });
+  return order;
+}
+
+template <typename Col>
+void Permute(Col& column, const std::vector<uint32_t>& order) {
+  Col sorted(column.size());
+  for (size_t i = 0; i < order.size(); ++i) sorted[i] = column[order[i]];
+  column = std::move(sorted);
+}
+
+}  // namespace
+
+capture::StackId Processor::InternScratch() {
+  capture::StackId node = kNone;
+  for (size_t i = scratch_.size(); i-- > 0;) node = InternStackNode(node, scratch_[i]);
+  return node;
+}
+
+void Processor::AddOffCpu(const OffCpuInterval& iv) {
+  const uint64_t start = iv.start_ns != 0 ? iv.start_ns : capture_.settings.start_time;
+  const uint64_t end = iv.end_ns;  // 0 (still off CPU): closed by Finish
+  capture::ThreadId thread = EnsureThread(iv.pid, iv.tid, std::max(start, iv.time_ns));
+  ProcessState& proc = EnsureProcess(iv.pid, iv.time_ns);
+  scratch_.clear();
+  // bpf_get_stack's first address is where the stack was taken; the rest
+  // are return addresses.
+  for (size_t i = 0; i < iv.kernel_stack.size(); ++i) {
+    uint64_t a = iv.kernel_stack[i];
+    if (a >= kContextMax || a < 0xffff800000000000ull) continue;  // not a kernel text address
+    scratch_.push_back(KernelFrame(i == 0 ? a : a - 1));
+  }
+  StackEnd stack_end = StackEnd::kKernelOnly;
+  if (iv.has_regs) {
+    Event e;
+    e.regs_abi = 2;  // PERF_SAMPLE_REGS_ABI_64
+    e.regs = std::span(reinterpret_cast<const uint8_t*>(iv.regs), sizeof(iv.regs));
+    e.stack = iv.user_stack;
+    if (options_.call_graph == CallGraph::kFramePointer) {
+      // fp recordings unwind these by frame pointers in the copied stack.
+      Options saved = options_;
+      options_.call_graph = CallGraph::kAuto;
+      stack_end = UnwindUser(e, proc);
+      options_ = saved;
+    } else {
+      stack_end = UnwindUser(e, proc);
+    }
+  }
+  if (scratch_.empty()) stack_end = StackEnd::kEmpty;
+  capture::OffCpu& o = capture_.off_cpu;
+  o.start.push_back(start);
+  o.end.push_back(end);
+  o.thread.push_back(thread);
+  o.stack.push_back(InternScratch());
+  o.stack_end.push_back(stack_end);
+  o.state.push_back(
+      capture::OffCpuState(std::min<uint8_t>(iv.state, capture::kOffCpuStateCount - 1)));
+  o.waker_tid.push_back(int32_t(iv.waker_tid));
+  o.waker_name.push_back(iv.waker_tid != 0 ? strings_.Intern(iv.waker_comm) : kNone);
+  o.flags.push_back(uint8_t(iv.flags & capture::kOffCpuFlagsMask));
+}
+
+void Processor::AddOffCpuShort(const OffCpuShortCount& c) {
+  capture::OffCpuShort& s = capture_.off_cpu_short;
+  s.thread.push_back(EnsureThread(c.pid, c.tid, capture_.settings.start_time));
+  s.state.push_back(
+      capture::OffCpuState(std::min<uint8_t>(c.state, capture::kOffCpuStateCount - 1)));
+  s.count.push_back(c.count);
+  s.total.push_back(c.total_ns);
+}
+
+void Processor::SortOffCpuByStart() {
+  capture::OffCpu& o = capture_.off_cpu;
+  if (std::is_sorted(o.start.begin(), o.start.end())) return;
+  std::vector<uint32_t> order = StableOrder(o.start);
+  Permute(o.start, order);
+  Permute(o.end, order);
+  Permute(o.thread, order);
+  Permute(o.stack, order);
+  Permute(o.stack_end, order);
+  Permute(o.state, order);
+  Permute(o.waker_tid, order);
+  Permute(o.waker_name, order);
+  Permute(o.flags, order);
 }
 
 void Processor::Process(const Event& e) {
@@ -488,24 +581,24 @@ void Processor::SortSamplesByTime() {
   size_t late = 0;
   for (size_t i = 1; i < s.size(); ++i) late += s.time[i] < s.time[i - 1];
   CountProblem("records arrived late and were reordered", std::to_string(late) + " samples");
-  std::vector<uint32_t> order(s.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t a, uint32_t b) { return s.time[a] < s.time[b]; });
-  auto permute = [&](auto& column) {
-    std::remove_reference_t<decltype(column)> sorted(column.size());
-    for (size_t i = 0; i < order.size(); ++i) sorted[i] = column[order[i]];
-    column = std::move(sorted);
-  };
-  permute(s.time);
-  permute(s.thread);
-  permute(s.stack);
-  permute(s.weight);
-  permute(s.end);
+  std::vector<uint32_t> order = StableOrder(s.time);
+  Permute(s.time, order);
+  Permute(s.thread, order);
+  Permute(s.stack, order);
+  Permute(s.weight, order);
+  Permute(s.end, order);
 }
 
 capture::Capture Processor::Finish(uint64_t end_time) {
   SortSamplesByTime();
+  capture::OffCpu& o = capture_.off_cpu;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o.end[i] == 0 || o.end[i] > end_time) {
+      o.end[i] = std::max(end_time, o.start[i]);
+      o.flags[i] |= capture::kOffCpuCutAtEnd;
+    }
+  }
+  SortOffCpuByStart();
   for (auto& t : capture_.threads) {
     if (t.end_time == 0) t.end_time = end_time;
   }

@@ -16,6 +16,7 @@
 
 #include "capture/capture.h"
 #include "capture/string_table.h"
+#include "src/record/bpf_offcpu.h"
 #include "src/record/decode.h"
 #include "src/symbols/elf_image.h"
 #include "src/unwind/module_cfi.h"
@@ -46,6 +47,9 @@ class Processor {
                   std::span<const uint8_t> build_id, uint64_t time);
 
   void Process(const Event& e);
+  // An off-CPU interval from BPF, in time order (time_ns) with Process().
+  void AddOffCpu(const OffCpuInterval& iv);
+  void AddOffCpuShort(const OffCpuShortCount& c);
   void CountProblem(std::string_view kind, std::string_view example);
   void SetExitStatus(uint32_t pid, int status);
 
@@ -84,6 +88,8 @@ class Processor {
   capture::FrameId KernelFrame(uint64_t address);
   void OnSample(const Event& e);
   capture::StackEnd UnwindUser(const Event& e, ProcessState& proc);
+  capture::StackId InternScratch();
+  void SortOffCpuByStart();
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
   const unwind::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
   void OnMmap2(const Event& e);

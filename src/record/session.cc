@@ -225,10 +225,46 @@ class StatusLine {
   uint64_t last_ = 0;
 };
 
+// Starts the off-CPU tracer for `target`, or says in one line (and in the
+// settings) why the recording goes on without it.
+std::unique_ptr<OffCpuTracer> StartOffCpu(const RecordOptions& options, pid_t target, bool launch,
+                                          capture::Settings* settings) {
+  OffCpuTracer::Options o;
+  o.min_ns = options.off_cpu_min_ns;
+  o.stack_copy = options.stack_copy;
+  int32_t pids[] = {target};
+  auto tracer = OffCpuTracer::Start(o, pids);
+  if (!tracer.ok()) {
+    settings->off_cpu = "off: " + tracer.status().message();
+    settings->notes.push_back("off-CPU not recorded: " + tracer.status().message());
+    fprintf(stderr, "microscope: off-CPU time not recorded: %s\n",
+            tracer.status().message().c_str());
+    return nullptr;
+  }
+  settings->off_cpu = "on";
+  settings->off_cpu_min = options.off_cpu_min_ns;
+  settings->notes.push_back(
+      "off-CPU: sched_switch intervals of the target's threads (BPF); shorter than " +
+      std::to_string(options.off_cpu_min_ns / 1000) +
+      " us only counted; stacks of sleeps taken when schedule() returns, of preemptions at "
+      "switch-in");
+  if (!launch) {
+    // Threads already blocked began their interval before the recording.
+    for (pid_t tid : ListTasks(target)) {
+      char state = 0;
+      pid_t ppid = 0;
+      if (!ReadStat(pid_t(tid), &state, &ppid)) continue;
+      int off = OffCpuStateOfLetter(state);
+      if (off >= 0) (void)(*tracer)->SeedOffCpu(target, tid, uint8_t(off));
+    }
+  }
+  return std::move(tracer).value();
+}
+
 }  // namespace
 
 void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& layout,
-                uint64_t watermark, Processor* processor) {
+                uint64_t watermark, Processor* processor, std::vector<OffCpuInterval>* offcpu) {
   std::vector<Event> events;
   std::vector<size_t> consumed(arenas->size());
   for (size_t a = 0; a < arenas->size(); ++a) {
@@ -254,11 +290,25 @@ void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& l
     }
     consumed[a] = off;
   }
-  // Merge the CPUs' rings by time; sort small keys, not the events.
+  // Merge the CPUs' rings (and the BPF intervals, numbered after the
+  // events) by time; sort small keys, not the events.
   std::vector<std::pair<uint64_t, uint32_t>> order(events.size());
   for (size_t i = 0; i < events.size(); ++i) order[i] = {events[i].time, uint32_t(i)};
+  size_t intervals = 0;
+  if (offcpu != nullptr) {
+    for (; intervals < offcpu->size() && (*offcpu)[intervals].time_ns <= watermark; ++intervals) {
+      order.push_back({(*offcpu)[intervals].time_ns, uint32_t(events.size() + intervals)});
+    }
+  }
   std::sort(order.begin(), order.end());
-  for (const auto& [time, i] : order) processor->Process(events[i]);
+  for (const auto& [time, i] : order) {
+    if (i < events.size()) {
+      processor->Process(events[i]);
+    } else {
+      processor->AddOffCpu((*offcpu)[i - events.size()]);
+    }
+  }
+  if (intervals > 0) offcpu->erase(offcpu->begin(), offcpu->begin() + ptrdiff_t(intervals));
   for (size_t a = 0; a < arenas->size(); ++a) {
     auto& arena = (*arenas)[a];
     arena.erase(arena.begin(), arena.begin() + ptrdiff_t(consumed[a]));
@@ -320,6 +370,31 @@ Result<int> RunRecord(const RecordOptions& options) {
   int gate[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   uint64_t start = MonotonicNow();
+  std::unique_ptr<OffCpuTracer> offcpu;
+  std::vector<OffCpuInterval> intervals;  // polled, waiting for the pump, by time_ns
+  // Takes what the tracer has; in launch mode, drops the wait at the gate
+  // (before exec), which is not the program's.
+  auto poll_offcpu = [&](bool finish) {
+    if (offcpu == nullptr) return;
+    size_t before = intervals.size();
+    Status polled = finish ? offcpu->Finish(&intervals) : offcpu->Poll(0, &intervals);
+    if (!polled.ok()) processor.CountProblem("off-CPU events not read", polled.message());
+    auto fresh = intervals.begin() + ptrdiff_t(before);
+    if (launch) {
+      fresh = intervals.erase(std::remove_if(fresh, intervals.end(),
+                                             [&](const OffCpuInterval& iv) {
+                                               return iv.start_ns != 0 && iv.start_ns < start;
+                                             }),
+                              intervals.end());
+      fresh = intervals.begin() + ptrdiff_t(std::min(before, intervals.size()));
+    }
+    for (auto it = fresh; it != intervals.end(); ++it) {
+      if (it->time_ns == 0) it->time_ns = MonotonicNow();  // still open at the end
+    }
+    std::stable_sort(
+        intervals.begin(), intervals.end(),
+        [](const OffCpuInterval& a, const OffCpuInterval& b) { return a.time_ns < b.time_ns; });
+  };
 
   if (launch) {
     settings.mode = "launch";
@@ -342,6 +417,7 @@ Result<int> RunRecord(const RecordOptions& options) {
       waitpid(target, nullptr, 0);
       return opened;
     }
+    if (options.off_cpu) offcpu = StartOffCpu(options, target, true, &settings);
     std::string base = options.command[0].substr(options.command[0].rfind('/') + 1);
     start = MonotonicNow();
     processor.AddProcess(uint32_t(target), uint32_t(getpid()), base.substr(0, 15), start);
@@ -385,6 +461,7 @@ Result<int> RunRecord(const RecordOptions& options) {
       at = nul + 1;
     }
     SeedFromProc(target, start, &processor);
+    if (options.off_cpu) offcpu = StartOffCpu(options, target, false, &settings);
   }
   settings.target_pid = target;
   settings.start_time = start;
@@ -416,13 +493,14 @@ Result<int> RunRecord(const RecordOptions& options) {
     collector->Wait(50);
     uint64_t now = MonotonicNow();
     collector->Drain();
+    poll_offcpu(false);
     // Records stamped before the previous drain began were in the rings then
     // (the kernel writes a record as it stamps it; 10 ms is the margin), so
     // they can be processed now without any earlier record still to come.
     // This keeps memory bounded by a round's records, not the recording's.
     if (previous_drain > start + 10'000'000) {
-      PumpArenas(&collector->arenas(), collector->layout(), previous_drain - 10'000'000,
-                 &processor);
+      PumpArenas(&collector->arenas(), collector->layout(), previous_drain - 10'000'000, &processor,
+                 &intervals);
     }
     previous_drain = now;
     status.Update(now - start, *collector);
@@ -451,6 +529,7 @@ Result<int> RunRecord(const RecordOptions& options) {
     if (g_stop_signal == SIGTERM || g_stop_signal == SIGHUP) kill(target, g_stop_signal);
   }
   collector->Drain();
+  poll_offcpu(true);
   status.Clear();
 
   settings.end_time = end;
@@ -467,7 +546,22 @@ Result<int> RunRecord(const RecordOptions& options) {
     processor.CountProblem("corrupt ring data dropped",
                            std::to_string(collector->ring_errors()) + " times");
   }
-  PumpArenas(&collector->arenas(), collector->layout(), UINT64_MAX, &processor);
+  PumpArenas(&collector->arenas(), collector->layout(), UINT64_MAX, &processor, &intervals);
+  if (offcpu != nullptr) {
+    for (const OffCpuShortCount& c : offcpu->ShortCounts()) processor.AddOffCpuShort(c);
+    OffCpuLoss loss = offcpu->Loss();
+    if (loss.intervals > 0) {
+      processor.CountProblem("off-CPU intervals lost (BPF ring buffer full)",
+                             std::to_string(loss.intervals) + " intervals, " +
+                                 std::to_string(loss.total_ns / 1000000) + " ms");
+      settings.lost_records += loss.intervals;
+    }
+    if (loss.untracked > 0) {
+      processor.CountProblem("off-CPU switch-outs not tracked (map of open intervals full)",
+                             std::to_string(loss.untracked) + " times");
+    }
+    offcpu.reset();
+  }
   if (exited) processor.SetExitStatus(uint32_t(target), ShellStatus(wait_status));
   capture::Capture cap = processor.Finish(end);
   cap.settings.symbols = options.symbolize;

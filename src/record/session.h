@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capture/result.h"
+#include "src/record/bpf_offcpu.h"
 #include "src/record/decode.h"
 #include "src/record/processor.h"
 
@@ -26,6 +27,14 @@ struct RecordOptions {
   // "now": name frames from this host's files before writing; "later":
   // store module identities and offsets only (`microscope symbolize`).
   std::string symbolize = "now";
+  // BPF parts. Off-CPU intervals (sched_switch) of the target's threads;
+  // shorter ones than off_cpu_min_ns are only counted.
+  bool off_cpu = false;
+  uint64_t off_cpu_min_ns = 20000;
+  // System calls (raw_syscalls) of the target's threads; calls at least
+  // syscall_stack_min_ns long carry the caller's user stack (0: none).
+  bool syscalls = false;
+  uint64_t syscall_stack_min_ns = 0;
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };
@@ -48,8 +57,11 @@ Result<int> RunRecord(const RecordOptions& options);
 // Decodes the records at the front of each arena stamped at or before
 // `watermark`, feeds them to `processor` in time order, and erases them from
 // the arenas. Malformed records become counted problems.
+// Off-CPU intervals from BPF (`offcpu`, when given) stamped at or before the
+// watermark are merged in by their time_ns and erased.
 void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& layout,
-                uint64_t watermark, Processor* processor);
+                uint64_t watermark, Processor* processor,
+                std::vector<OffCpuInterval>* offcpu = nullptr);
 
 // Decodes every record of every arena and feeds them to `processor` in time
 // order. Malformed records become counted problems.

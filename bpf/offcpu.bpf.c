@@ -1,0 +1,308 @@
+// Time off CPU of the followed processes' threads (tp_btf/sched_switch).
+//
+// At switch-out the start time and state go into `starts`. At switch-in the
+// interval's length is known: shorter than min_ns, it is only counted
+// (`shorts`); otherwise it waits to be sent with its stacks.
+//
+// Stacks are taken in the thread's own context, where its user registers
+// and memory are at hand. A thread that blocked in a system call (sleeping
+// or uninterruptible) sends its interval at that call's exit
+// (tp_btf/sys_exit): no user code has run since the switch-out, so its user
+// registers and stack are those of the switch-out; the kernel stack is taken
+// at switch-in (bpf_get_task_stack: the saved stack of the blocked thread).
+// (fexit/schedule would also cover sleeps outside system calls, but this
+// kernel refuses to attach there.) A thread that blocked outside a system
+// call (a page fault) sends its interval at its next switch-out, with its
+// user stack only if its user registers are still those of the switch-in.
+// A preempted thread sends its interval at switch-in, from sched_switch,
+// with its saved registers (bpf_task_pt_regs) and its user stack only when
+// the outgoing task shares its address space.
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "offcpu.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u64 min_ns = 20000;
+const volatile __u32 ustack_size = 16384;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);  // tgid
+  __type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);  // tid
+  __type(value, struct offcpu_start);
+} starts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct offcpu_short_key);
+  __type(value, struct offcpu_short);
+} shorts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 25);  // 32 MiB
+} events SEC(".maps");
+
+// One event under construction per CPU (a per-CPU array's values are limited
+// to 32 KiB; this one is larger). Programs here run with migration off.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);  // set to the number of CPUs by the loader
+  __type(key, __u32);
+  __type(value, struct offcpu_event);
+} scratch SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct offcpu_lost);
+} lost SEC(".maps");
+
+// A new interval is built here (too big for the BPF stack), then copied in.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct offcpu_start);
+} fresh SEC(".maps");
+
+static __always_inline int followed(struct task_struct *t) {
+  __u32 tgid = BPF_CORE_READ(t, tgid);
+  return bpf_map_lookup_elem(&targets, &tgid) != 0;
+}
+
+static __always_inline void count_lost(__u64 ns, int untracked) {
+  __u32 zero = 0;
+  struct offcpu_lost *l = bpf_map_lookup_elem(&lost, &zero);
+  if (!l) return;
+  if (untracked) {
+    l->untracked += 1;
+  } else {
+    l->count += 1;
+    l->total_ns += ns;
+  }
+}
+
+static __always_inline void fill_regs(struct offcpu_event *e, struct pt_regs *r) {
+  e->regs[0] = BPF_CORE_READ(r, ax);
+  e->regs[1] = BPF_CORE_READ(r, bx);
+  e->regs[2] = BPF_CORE_READ(r, cx);
+  e->regs[3] = BPF_CORE_READ(r, dx);
+  e->regs[4] = BPF_CORE_READ(r, si);
+  e->regs[5] = BPF_CORE_READ(r, di);
+  e->regs[6] = BPF_CORE_READ(r, bp);
+  e->regs[7] = BPF_CORE_READ(r, sp);
+  e->regs[8] = BPF_CORE_READ(r, ip);
+  e->regs[9] = BPF_CORE_READ(r, r8);
+  e->regs[10] = BPF_CORE_READ(r, r9);
+  e->regs[11] = BPF_CORE_READ(r, r10);
+  e->regs[12] = BPF_CORE_READ(r, r11);
+  e->regs[13] = BPF_CORE_READ(r, r12);
+  e->regs[14] = BPF_CORE_READ(r, r13);
+  e->regs[15] = BPF_CORE_READ(r, r14);
+  e->regs[16] = BPF_CORE_READ(r, r15);
+  e->has_regs = 1;
+}
+
+// Copies user stack from SP in the current address space: the configured
+// size, or less when the stack's end is nearer (a read must not cross into
+// unmapped memory, so halve until it fits).
+static __always_inline void copy_user_stack(struct offcpu_event *e) {
+  __u32 size = ustack_size;
+  e->ustack_size = 0;
+  if (!e->has_regs || (e->regs[7] >> 47) != 0) return;  // not a user stack pointer
+  for (int i = 0; i < 8 && size >= 256; ++i) {
+    size &= 0xffff;  // the verifier's bound: ustack holds 65536 bytes
+    if (bpf_probe_read_user(e->ustack, size, (const void *)e->regs[7]) == 0) {
+      e->ustack_size = size;
+      return;
+    }
+    size /= 2;
+  }
+}
+
+static __always_inline void send(struct offcpu_event *e) {
+  __u64 bytes = MICROSCOPE_OFFCPU_FIXED_SIZE + (e->ustack_size & 0xffff);
+  // The reader polls on a timer; wake it early only when a lot is waiting.
+  __u64 flags =
+      bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (4 << 20) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+  if (bpf_ringbuf_output(&events, e, bytes, flags) != 0) count_lost(e->end_ns - e->start_ns, 0);
+}
+
+// Fills the event's fixed fields from the interval (not regs, user stack).
+static __always_inline void begin_event(struct offcpu_event *e, struct offcpu_start *s, __u32 pid,
+                                        __u32 tid) {
+  e->start_ns = s->start_ns;
+  e->end_ns = s->end_ns;
+  e->time_ns = bpf_ktime_get_ns();
+  e->pid = pid;
+  e->tid = tid;
+  e->waker_tid = s->waker_tid;
+  e->waker_pid = s->waker_pid;
+  __builtin_memcpy(e->waker_comm, s->waker_comm, sizeof(e->waker_comm));
+  e->state = s->state;
+  e->flags = s->flags;
+  __u32 k = s->kstack_size;
+  if (k > sizeof(e->kstack)) k = sizeof(e->kstack);
+  e->kstack_size = k;
+  if (k > 0) bpf_probe_read_kernel(e->kstack, k & 0x3ff, s->kstack);
+}
+
+// Sends the pending interval of the current thread with its kernel stack
+// from the switch-in and its user registers and stack as they are now,
+// when they are still those of the switch-in (no user code ran since).
+static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 pid, __u32 tid) {
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct offcpu_event *e = bpf_map_lookup_elem(&scratch, &cpu);
+  if (!e) return;
+  struct task_struct *task = bpf_get_current_task_btf();
+  if (BPF_CORE_READ(task, mm)) {
+    fill_regs(e, (struct pt_regs *)bpf_task_pt_regs(task));
+    if (e->regs[7] == s->user_sp && e->regs[8] == s->user_ip) {
+      copy_user_stack(e);
+    } else {
+      e->ustack_size = 0;
+    }
+  } else {
+    e->has_regs = 0;
+    e->ustack_size = 0;
+  }
+  begin_event(e, s, pid, tid);
+  bpf_get_current_comm(e->comm, sizeof(e->comm));
+  if (e->ustack_size == 0) e->flags |= MICROSCOPE_OFFCPU_NO_USER_STACK;
+  send(e);
+}
+
+static __always_inline __u8 state_of(bool preempt, unsigned int prev_state) {
+  if (preempt || (prev_state & 0xff) == 0) return MICROSCOPE_STATE_PREEMPTED;
+  if (prev_state & 1) return MICROSCOPE_STATE_SLEEPING;          // TASK_INTERRUPTIBLE
+  if (prev_state & 2) return MICROSCOPE_STATE_UNINTERRUPTIBLE;   // TASK_UNINTERRUPTIBLE
+  return MICROSCOPE_STATE_OTHER;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
+  if (!followed(parent)) return 0;
+  __u32 child_tgid = BPF_CORE_READ(child, tgid);
+  __u8 one = 1;
+  bpf_map_update_elem(&targets, &child_tgid, &one, BPF_ANY);
+  return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state) {
+  __u64 now = bpf_ktime_get_ns();
+  if (followed(prev)) {
+    __u32 tid = BPF_CORE_READ(prev, pid);
+    __u32 pid = BPF_CORE_READ(prev, tgid);
+    struct offcpu_start *old = bpf_map_lookup_elem(&starts, &tid);
+    // An interval switched in but not yet sent: the thread is switching out
+    // again before schedule() returned, so its stacks are still those of
+    // that interval (a preempted one was sent at switch-in).
+    if (old && old->end_ns != 0) send_from_own_context(old, pid, tid);
+    if (BPF_CORE_READ(prev, exit_state) != 0 || (prev_state & 0x80) != 0) {  // TASK_DEAD
+      bpf_map_delete_elem(&starts, &tid);
+    } else {
+      __u32 zero = 0;
+      struct offcpu_start *s = bpf_map_lookup_elem(&fresh, &zero);
+      if (s) {
+        s->start_ns = now;
+        s->end_ns = 0;
+        s->pid = pid;
+        s->waker_tid = 0;
+        s->waker_pid = 0;
+        s->waker_comm[0] = 0;
+        s->state = state_of(preempt, prev_state);
+        s->flags = 0;
+        s->kstack_size = 0;
+        if (bpf_map_update_elem(&starts, &tid, s, BPF_ANY) != 0) count_lost(0, 1);
+      }
+    }
+  }
+  if (!followed(next)) return 0;
+  __u32 tid = BPF_CORE_READ(next, pid);
+  struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
+  if (!s) return 0;  // new thread, or off CPU since before the recording (the loader seeds those)
+  s->end_ns = now;
+  __u64 delta = s->start_ns != 0 ? now - s->start_ns : min_ns;
+  if (delta < min_ns && !(s->flags & MICROSCOPE_OFFCPU_CUT_AT_START)) {
+    struct offcpu_short_key key = {.tid = tid, .state = s->state};
+    struct offcpu_short *c = bpf_map_lookup_elem(&shorts, &key);
+    if (c) {
+      __sync_fetch_and_add(&c->count, 1);
+      __sync_fetch_and_add(&c->total_ns, delta);
+    } else {
+      struct offcpu_short fresh = {.count = 1, .total_ns = delta, .pid = s->pid};
+      bpf_map_update_elem(&shorts, &key, &fresh, BPF_NOEXIST);
+    }
+    bpf_map_delete_elem(&starts, &tid);
+    return 0;
+  }
+  // The blocked thread's kernel stack, saved at its switch-out.
+  long k = bpf_get_task_stack(next, s->kstack, sizeof(s->kstack), 0);
+  s->kstack_size = k > 0 ? (__u32)k : 0;
+  struct pt_regs *regs = 0;
+  if (BPF_CORE_READ(next, mm)) {
+    regs = (struct pt_regs *)bpf_task_pt_regs(next);
+    s->user_sp = BPF_CORE_READ(regs, sp);
+    s->user_ip = BPF_CORE_READ(regs, ip);
+  }
+  if (s->state != MICROSCOPE_STATE_PREEMPTED) return 0;  // sent from its own context
+  // Preempted: it resumes wherever it was. Send it now, with its saved
+  // registers; its user memory is readable here only in the address space
+  // that is loaded, the outgoing task's.
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct offcpu_event *e = bpf_map_lookup_elem(&scratch, &cpu);
+  if (!e) return 0;
+  e->has_regs = 0;
+  e->ustack_size = 0;
+  if (regs) {
+    fill_regs(e, regs);
+    if (BPF_CORE_READ(next, mm) == BPF_CORE_READ(prev, mm)) copy_user_stack(e);
+  }
+  begin_event(e, s, s->pid, tid);
+  BPF_CORE_READ_STR_INTO(&e->comm, next, comm);
+  if (e->ustack_size == 0) e->flags |= MICROSCOPE_OFFCPU_NO_USER_STACK;
+  send(e);
+  bpf_map_delete_elem(&starts, &tid);
+  return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p) {
+  if (!followed(p)) return 0;
+  __u32 tid = BPF_CORE_READ(p, pid);
+  struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
+  if (!s || s->end_ns != 0) return 0;
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  s->waker_tid = (__u32)pid_tgid;
+  s->waker_pid = pid_tgid >> 32;
+  bpf_get_current_comm(s->waker_comm, sizeof(s->waker_comm));
+  return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tid = (__u32)pid_tgid;
+  struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
+  if (!s || s->end_ns == 0) return 0;
+  send_from_own_context(s, pid_tgid >> 32, tid);
+  bpf_map_delete_elem(&starts, &tid);
+  return 0;
+}

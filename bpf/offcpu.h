@@ -1,0 +1,84 @@
+/* Off-CPU events, shared by bpf/offcpu.bpf.c and its loader
+ * (src/record/bpf_offcpu.cc). Plain fixed-width C: both compilers must lay
+ * it out alike. */
+#ifndef MICROSCOPE_BPF_OFFCPU_H
+#define MICROSCOPE_BPF_OFFCPU_H
+
+#define MICROSCOPE_KSTACK_MAX 127   /* kernel frames (perf_event_max_stack's default) */
+#define MICROSCOPE_USTACK_MAX 65536 /* room for user stack; at most 65528 bytes are copied */
+#define MICROSCOPE_USER_REGS 17     /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
+
+/* Off-CPU states (capture OffCpuState). */
+#define MICROSCOPE_STATE_SLEEPING 0
+#define MICROSCOPE_STATE_UNINTERRUPTIBLE 1
+#define MICROSCOPE_STATE_PREEMPTED 2
+#define MICROSCOPE_STATE_OTHER 3
+
+/* offcpu_event.flags (capture kOffCpu* bits). */
+#define MICROSCOPE_OFFCPU_CUT_AT_START 1
+#define MICROSCOPE_OFFCPU_NO_USER_STACK 4
+
+/* One interval off CPU of a followed thread, at least min_ns long. The
+ * user stack follows the fixed part: ustack_size bytes from regs[7] (SP). */
+struct offcpu_event {
+  __u64 start_ns; /* switch-out (bpf_ktime_get_ns: CLOCK_MONOTONIC); 0 with CUT_AT_START */
+  __u64 end_ns;   /* switch-in */
+  __u64 time_ns;  /* when the stacks were taken */
+  __u64 regs[MICROSCOPE_USER_REGS];
+  __u32 pid;
+  __u32 tid;
+  __u32 waker_tid; /* 0: no wakeup seen */
+  __u32 waker_pid;
+  __u32 kstack_size; /* bytes of kstack used */
+  __u32 ustack_size; /* bytes of user stack after this struct */
+  __u8 state;
+  __u8 flags;
+  __u8 has_regs;
+  __u8 reserved[5];
+  char comm[16];
+  char waker_comm[16];
+  __u64 kstack[MICROSCOPE_KSTACK_MAX];
+  __u8 ustack[MICROSCOPE_USTACK_MAX];
+};
+
+#define MICROSCOPE_OFFCPU_FIXED_SIZE (sizeof(struct offcpu_event) - MICROSCOPE_USTACK_MAX)
+
+/* A thread still off CPU (or switched in, its interval not yet sent), as the
+ * loader finds it in the map at the end. */
+struct offcpu_start {
+  __u64 start_ns;
+  __u64 end_ns; /* 0: still off CPU */
+  __u64 user_sp; /* the user registers at switch-in */
+  __u64 user_ip;
+  __u32 kstack_size; /* bytes of kstack: the kernel stack at switch-in */
+  __u32 reserved2;
+  __u64 kstack[MICROSCOPE_KSTACK_MAX];
+  __u32 pid;
+  __u32 waker_tid;
+  __u32 waker_pid;
+  __u8 state;
+  __u8 flags;
+  __u8 reserved[2];
+  char waker_comm[16];
+};
+
+/* Counted per thread and state: intervals shorter than min_ns. */
+struct offcpu_short_key {
+  __u32 tid;
+  __u32 state;
+};
+struct offcpu_short {
+  __u64 count;
+  __u64 total_ns;
+  __u32 pid;
+  __u32 reserved;
+};
+
+/* Per CPU: intervals whose event found the ring full (count, ns). */
+struct offcpu_lost {
+  __u64 count;
+  __u64 total_ns;
+  __u64 untracked; /* switch-outs not tracked: the map of open intervals was full */
+};
+
+#endif

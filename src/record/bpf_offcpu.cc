@@ -1,0 +1,208 @@
+#include "src/record/bpf_offcpu.h"
+
+#include <linux/types.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "bpf/offcpu.h"
+#include "bpf/offcpu.skel.h"
+#include "src/record/bpf_syscalls.h"
+
+namespace microscope::record {
+
+struct OffCpuTracer::State {
+  offcpu_bpf* skel = nullptr;
+  ring_buffer* ring = nullptr;
+  std::vector<OffCpuInterval>* sink = nullptr;
+  uint64_t malformed = 0;
+  ~State() {
+    if (ring != nullptr) ring_buffer__free(ring);
+    if (skel != nullptr) offcpu_bpf__destroy(skel);
+  }
+};
+
+namespace {
+
+std::string CommOf(const char* c) {
+  return std::string(c, strnlen(c, 16));
+}
+
+int OnEvent(void* ctx, void* data, size_t size) {
+  auto* state = static_cast<OffCpuTracer::State*>(ctx);
+  if (state->sink == nullptr) return 0;
+  if (size < MICROSCOPE_OFFCPU_FIXED_SIZE) {
+    ++state->malformed;
+    return 0;
+  }
+  const auto* e = static_cast<const offcpu_event*>(data);
+  OffCpuInterval out;
+  out.start_ns = e->start_ns;
+  out.end_ns = e->end_ns;
+  out.time_ns = e->time_ns;
+  out.pid = e->pid;
+  out.tid = e->tid;
+  out.waker_tid = e->waker_tid;
+  out.waker_pid = e->waker_pid;
+  out.state = e->state;
+  out.flags = e->flags;
+  out.has_regs = e->has_regs != 0;
+  out.comm = CommOf(e->comm);
+  out.waker_comm = CommOf(e->waker_comm);
+  size_t frames = std::min<size_t>(e->kstack_size / 8, MICROSCOPE_KSTACK_MAX);
+  out.kernel_stack.assign(e->kstack, e->kstack + frames);
+  std::memcpy(out.regs, e->regs, sizeof(out.regs));
+  size_t ustack = std::min<size_t>(e->ustack_size, size - MICROSCOPE_OFFCPU_FIXED_SIZE);
+  out.user_stack.assign(e->ustack, e->ustack + ustack);
+  state->sink->push_back(std::move(out));
+  return 0;
+}
+
+Status Failed(const char* what, int err) {
+  return Status::Error(std::string(what) + ": " + std::strerror(err < 0 ? -err : err));
+}
+
+}  // namespace
+
+int OffCpuStateOfLetter(char letter) {
+  switch (letter) {
+    case 'S':
+      return MICROSCOPE_STATE_SLEEPING;
+    case 'D':
+      return MICROSCOPE_STATE_UNINTERRUPTIBLE;
+    case 'R':
+      return -1;
+    default:
+      return MICROSCOPE_STATE_OTHER;
+  }
+}
+
+OffCpuTracer::OffCpuTracer(std::unique_ptr<State> state) : state_(std::move(state)) {}
+OffCpuTracer::~OffCpuTracer() = default;
+
+Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options,
+                                                          std::span<const int32_t> pids) {
+  auto state = std::make_unique<State>();
+  libbpf_set_print(nullptr);
+  state->skel = offcpu_bpf__open();
+  if (state->skel == nullptr) return Failed("cannot open the off-CPU BPF programs", errno);
+  state->skel->rodata->min_ns = options.min_ns;
+  state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, 65528);
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return Failed("cannot count the CPUs", cpus);
+  bpf_map__set_max_entries(state->skel->maps.scratch, uint32_t(cpus));
+  if (int err = offcpu_bpf__load(state->skel); err != 0) {
+    return BpfLoadError("the kernel refused the off-CPU BPF programs", err);
+  }
+  std::unique_ptr<OffCpuTracer> tracer(new OffCpuTracer(std::move(state)));
+  for (int32_t pid : pids) RETURN_IF_ERROR(tracer->Follow(pid));
+  State& s = *tracer->state_;
+  if (int err = offcpu_bpf__attach(s.skel); err != 0) {
+    return Failed("cannot attach the off-CPU BPF programs", err);
+  }
+  s.ring = ring_buffer__new(bpf_map__fd(s.skel->maps.events), OnEvent, &s, nullptr);
+  if (s.ring == nullptr) return Failed("cannot read the off-CPU ring buffer", errno);
+  return tracer;
+}
+
+Status OffCpuTracer::Follow(int32_t pid) {
+  __u32 key = uint32_t(pid);
+  __u8 one = 1;
+  if (bpf_map__update_elem(state_->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+                           BPF_ANY) != 0) {
+    return Failed("cannot follow the process", errno);
+  }
+  return OkStatus();
+}
+
+Status OffCpuTracer::SeedOffCpu(int32_t pid, int32_t tid, uint8_t state) {
+  __u32 key = uint32_t(tid);
+  offcpu_start s{};
+  s.start_ns = 0;
+  s.pid = uint32_t(pid);
+  s.state = state;
+  s.flags = MICROSCOPE_OFFCPU_CUT_AT_START;
+  // BPF_NOEXIST: a switch-out the program saw meanwhile knows better.
+  if (bpf_map__update_elem(state_->skel->maps.starts, &key, sizeof(key), &s, sizeof(s),
+                           BPF_NOEXIST) != 0 &&
+      errno != EEXIST) {
+    return Failed("cannot seed an off-CPU thread", errno);
+  }
+  return OkStatus();
+}
+
+Status OffCpuTracer::Poll(int timeout_ms, std::vector<OffCpuInterval>* out) {
+  state_->sink = out;
+  int n = ring_buffer__poll(state_->ring, timeout_ms);
+  if (n >= 0 || n == -EINTR) n = ring_buffer__consume(state_->ring);
+  state_->sink = nullptr;
+  if (n < 0 && n != -EINTR) return Failed("reading the off-CPU ring buffer", n);
+  return OkStatus();
+}
+
+Status OffCpuTracer::Finish(std::vector<OffCpuInterval>* out) {
+  offcpu_bpf__detach(state_->skel);
+  RETURN_IF_ERROR(Poll(0, out));
+  bpf_map* starts = state_->skel->maps.starts;
+  __u32 key = 0, next = 0;
+  const __u32* prev = nullptr;
+  while (bpf_map__get_next_key(starts, prev, &next, sizeof(next)) == 0) {
+    key = next;
+    prev = &key;
+    offcpu_start s;
+    if (bpf_map__lookup_elem(starts, &key, sizeof(key), &s, sizeof(s), 0) != 0) continue;
+    OffCpuInterval iv;
+    iv.start_ns = s.start_ns;
+    iv.end_ns = s.end_ns;
+    iv.time_ns = s.end_ns;
+    iv.pid = s.pid;
+    iv.tid = key;
+    iv.waker_tid = s.waker_tid;
+    iv.waker_pid = s.waker_pid;
+    iv.waker_comm = CommOf(s.waker_comm);
+    iv.state = s.state;
+    iv.flags = uint8_t(s.flags | MICROSCOPE_OFFCPU_NO_USER_STACK);
+    out->push_back(std::move(iv));
+  }
+  return OkStatus();
+}
+
+std::vector<OffCpuShortCount> OffCpuTracer::ShortCounts() const {
+  std::vector<OffCpuShortCount> out;
+  bpf_map* shorts = state_->skel->maps.shorts;
+  offcpu_short_key key{}, next{};
+  const offcpu_short_key* prev = nullptr;
+  while (bpf_map__get_next_key(shorts, prev, &next, sizeof(next)) == 0) {
+    key = next;
+    prev = &key;
+    offcpu_short v;
+    if (bpf_map__lookup_elem(shorts, &key, sizeof(key), &v, sizeof(v), 0) != 0) continue;
+    out.push_back({v.pid, key.tid, uint8_t(key.state), v.count, v.total_ns});
+  }
+  return out;
+}
+
+OffCpuLoss OffCpuTracer::Loss() const {
+  OffCpuLoss total;
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return total;
+  std::vector<offcpu_lost> values(static_cast<size_t>(cpus));
+  __u32 zero = 0;
+  if (bpf_map__lookup_elem(state_->skel->maps.lost, &zero, sizeof(zero), values.data(),
+                           values.size() * sizeof(offcpu_lost), 0) != 0) {
+    return total;
+  }
+  for (const offcpu_lost& v : values) {
+    total.intervals += v.count;
+    total.total_ns += v.total_ns;
+    total.untracked += v.untracked;
+  }
+  return total;
+}
+
+}  // namespace microscope::record

@@ -1,0 +1,87 @@
+// Loads bpf/offcpu.bpf.c (the only code that includes its skeleton) and
+// reads its events: each interval a followed thread spent off CPU, at least
+// `min_ns` long, with its state, its waker and its stacks (kernel frames, and
+// the user registers and stack bytes our unwinder needs); shorter intervals
+// are only counted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capture/result.h"
+
+namespace microscope::record {
+
+struct OffCpuInterval {
+  uint64_t start_ns = 0;  // 0: off CPU since before the recording (cut at start)
+  uint64_t end_ns = 0;    // 0: still off CPU at the end (cut at end)
+  uint64_t time_ns = 0;   // when the stacks were taken (orders it among samples)
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t waker_tid = 0;
+  uint32_t waker_pid = 0;
+  uint8_t state = 0;  // capture::OffCpuState
+  uint8_t flags = 0;  // capture::kOffCpu* bits
+  bool has_regs = false;
+  std::string comm;
+  std::string waker_comm;
+  std::vector<uint64_t> kernel_stack;  // innermost first
+  uint64_t regs[17] = {};              // perf's order: AX BX CX DX SI DI BP SP IP R8..R15
+  std::vector<uint8_t> user_stack;     // from regs SP upward
+};
+
+struct OffCpuShortCount {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint8_t state = 0;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+};
+
+struct OffCpuLoss {
+  uint64_t intervals = 0;  // sent into a full ring
+  uint64_t total_ns = 0;
+  uint64_t untracked = 0;  // switch-outs the map of open intervals had no room for
+};
+
+class OffCpuTracer {
+ public:
+  struct Options {
+    uint64_t min_ns = 20000;
+    uint32_t stack_copy = 16384;  // bytes of user stack per interval
+  };
+  // Loads and attaches the programs, following `pids` (tgids) and the
+  // processes they start. Errors say what the kernel refused.
+  static Result<std::unique_ptr<OffCpuTracer>> Start(const Options& options,
+                                                     std::span<const int32_t> pids);
+  ~OffCpuTracer();
+  OffCpuTracer(const OffCpuTracer&) = delete;
+  OffCpuTracer& operator=(const OffCpuTracer&) = delete;
+
+  Status Follow(int32_t pid);
+  // A thread found off CPU when the recording began (attach): its interval
+  // starts then and is marked cut at start.
+  Status SeedOffCpu(int32_t pid, int32_t tid, uint8_t state);
+  // Appends the intervals that are ready, waiting up to `timeout_ms`.
+  Status Poll(int timeout_ms, std::vector<OffCpuInterval>* out);
+  // Detaches the programs and appends what remains: intervals still open
+  // (cut at end, no stacks) and intervals switched in but never sent.
+  Status Finish(std::vector<OffCpuInterval>* out);
+  std::vector<OffCpuShortCount> ShortCounts() const;
+  OffCpuLoss Loss() const;
+
+  struct State;  // libbpf's objects; defined in the .cc only
+
+ private:
+  explicit OffCpuTracer(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// The state letter of /proc/PID/task/TID/stat as an OffCpuState; -1 when the
+// thread is running.
+int OffCpuStateOfLetter(char letter);
+
+}  // namespace microscope::record
