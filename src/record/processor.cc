@@ -466,6 +466,9 @@ void Processor::AddOffCpu(const OffCpuInterval& iv) {
   const uint64_t start = iv.start_ns != 0 ? iv.start_ns : capture_.settings.start_time;
   const uint64_t end = iv.end_ns;  // 0 (still off CPU): closed by Finish
   capture::ThreadId thread = EnsureThread(iv.pid, iv.tid, std::max(start, iv.time_ns));
+  if (capture_.threads[thread].name == kNone && !iv.comm.empty()) {
+    capture_.threads[thread].name = strings_.Intern(iv.comm);  // no COMM record named it
+  }
   ProcessState& proc = EnsureProcess(iv.pid, iv.time_ns);
   scratch_.clear();
   // bpf_get_stack's first address is where the stack was taken; the rest

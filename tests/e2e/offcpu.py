@@ -1,0 +1,143 @@
+"""record --off-cpu on fixtures whose blocked time is known by design: a
+thread that sleeps 80% of the time in nanosleep, two threads contending on
+a mutex, a pipe reader woken by a slow writer, a ping-pong whose intervals
+are all shorter than --off-cpu-min; an attach (intervals cut at the start)
+and a --duration stop (cut at the end); and libbpf-tools' offcputime on the
+same sleeping fixture: blocked time in the nanosleep stack within 5%."""
+import json
+import signal
+import time
+
+from common import *
+
+require_perf()
+d = tmpdir()
+fx = fixture("offcpu")
+CAPTURE_OFFCPU = os.environ["CAPTURE_OFFCPU"]
+
+
+def rows(path):
+    p = run([CAPTURE_OFFCPU, path])
+    check(p.returncode == 0, "capture_offcpu reads %s: %s" % (os.path.basename(path), p.stderr))
+    out = [json.loads(l) for l in p.stdout.splitlines()]
+    settings = out[0]
+    check(settings["off_cpu"] == "on", "off-CPU was recorded (settings: %r)" % settings["off_cpu"])
+    return settings, [r for r in out if r["kind"] == "interval"], [r for r in out if r["kind"] == "short"]
+
+
+def total(intervals):
+    return sum(r["end"] - r["start"] for r in intervals)
+
+
+# 1. Sleep 80%: 40 rounds of 2 ms CPU then 8 ms nanosleep.
+out = os.path.join(d, "sleep.mscap")
+record(out, [fx, "sleep", "40"], ["--off-cpu"])
+settings, iv, shorts = rows(out)
+sleeper = [r for r in iv if r["thread"] == "sleeper"]
+sleeping = [r for r in sleeper if r["state"] == "sleeping"]
+check(40 <= len(sleeping) <= 42, "one sleeping interval per nanosleep (40): %d" % len(sleeping))
+slept = total(sleeping)
+check(0.95 * 0.32e9 <= slept <= 1.6 * 0.32e9, "sleeping time about 40 x 8 ms: %.1f ms" % (slept / 1e6))
+rep = report(out)
+cpu_ns = sum(t["samples"] for t in rep["header"]["threads"] if t["name"] == "sleeper") * 1e9 / 999
+share = slept / (slept + cpu_ns)
+check(0.6 <= share <= 0.92, "the sleeper is off CPU, sleeping, about 80%% of its time: %.2f" % share)
+in_sleep = [r for r in sleeping if "sleep_phase" in r["stack"]]
+check(total(in_sleep) >= 0.95 * slept, "the sleeping time is in sleep_phase's stack (%d of %d intervals)"
+      % (len(in_sleep), len(sleeping)))
+s = in_sleep[0]["stack"]
+check(any("nanosleep" in f for f in s[:s.index("sleep_phase")]),
+      "sleep_phase is the caller of nanosleep: %s" % s)
+check(any(f in ("hrtimer_nanosleep", "do_nanosleep", "common_nsleep") for f in s),
+      "the kernel part of the stack is there: %s" % s)
+check(all(r["start"] >= settings["start"] and r["end"] <= settings["end"] for r in iv),
+      "every interval lies within the recording")
+
+# 2. Two threads contending on a mutex, each holding it for 1 ms, 100 times.
+out = os.path.join(d, "mutex.mscap")
+record(out, [fx, "mutex", "100"], ["--off-cpu"])
+settings, iv, shorts = rows(out)
+blocked = [r for r in iv if r["thread"] == "contender" and "contend_lock" in r["stack"]
+           and r["state"] == "sleeping"]
+span = settings["end"] - settings["start"]
+check(total(blocked) >= 0.25 * span, "the contenders wait on the lock: %.0f ms of %.0f ms"
+      % (total(blocked) / 1e6, span / 1e6))
+s = blocked[0]["stack"]
+lock = [i for i, f in enumerate(s) if "mutex_lock" in f or "lll_lock_wait" in f]
+check(lock and s.index("contend_lock") == max(lock) + 1,
+      "contend_lock is the caller of pthread_mutex_lock: %s" % s)
+wakers = [r for r in blocked if r["waker"] == "contender" and r["waker_tid"] != 0]
+check(len(wakers) >= 0.8 * len(blocked), "the other contender wakes the waiter (%d of %d)"
+      % (len(wakers), len(blocked)))
+
+# 3. A pipe reader woken by a slow writer, 20 times.
+out = os.path.join(d, "pipe.mscap")
+record(out, [fx, "pipe", "20"], ["--off-cpu"])
+settings, iv, shorts = rows(out)
+reader = [r for r in iv if r["thread"] == "pipe-reader" and r["state"] == "sleeping"]
+woken = [r for r in reader if r["waker"] == "slow-writer"]
+check(len(woken) >= 19, "the slow writer woke the pipe reader: %d of %d intervals"
+      % (len(woken), len(reader)))
+writer_tids = {r["tid"] for r in iv if r["thread"] == "slow-writer"}
+check({r["waker_tid"] for r in woken} <= writer_tids and writer_tids,
+      "the waker's tid is the writer's: %s" % writer_tids)
+s = woken[0]["stack"]
+check("pipe_reader_read" in s and any("read" in f for f in s[:s.index("pipe_reader_read")]),
+      "the reader blocks in read() called from pipe_reader_read: %s" % s)
+
+# 4. Ping-pong: every hop is shorter than 50 ms, so with --off-cpu-min 50ms
+# the intervals are only counted.
+out = os.path.join(d, "pingpong.mscap")
+record(out, [fx, "pingpong", "2000"], ["--off-cpu", "--off-cpu-min", "50ms"])
+settings, iv, shorts = rows(out)
+check(settings["off_cpu_min"] == 50000000, "the threshold is stored")
+counted = sum(r["count"] for r in shorts)
+check(counted >= 3000, "the short intervals are counted (%d for 2 x 2000 hops)" % counted)
+check(all(r["end"] - r["start"] >= 50000000 for r in iv if r["flags"] & 3 == 0),
+      "no interval shorter than the threshold carries a stack")
+
+# 5. Attach: the process is asleep when the recording starts (cut at start),
+# and --duration stops while the main thread still waits in pthread_join
+# (cut at end).
+proc = subprocess.Popen(["sh", "-c", "sleep 0.5; exec %s sleep 400" % fx])
+time.sleep(0.1)
+out = os.path.join(d, "attach.mscap")
+p = run([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-d", "1.5s", "-o", out])
+proc.kill()
+proc.wait()
+check(p.returncode == 0, "record --pid ran: %s" % p.stderr)
+settings, iv, shorts = rows(out)
+cut_start = [r for r in iv if r["flags"] & 1]
+check(cut_start and all(r["start"] == settings["start"] for r in cut_start),
+      "an interval begun before the recording starts at the recording's start, marked cut")
+cut_end = [r for r in iv if r["flags"] & 2]
+check(any(r["tid"] == proc.pid and r["end"] == settings["end"] for r in cut_end),
+      "the main thread, still in pthread_join, ends at the recording's end, marked cut")
+check(sum(1 for r in iv if r["thread"] == "sleeper" and r["state"] == "sleeping") >= 50,
+      "the attached sleeper's intervals are there")
+
+# 6. offcputime (libbpf-tools) on the same run of the sleeping fixture: the
+# blocked time of the sleeper in the nanosleep stack within 5%.
+proc = subprocess.Popen(["sh", "-c", "sleep 1; exec %s sleep 80" % fx])
+time.sleep(0.1)
+peer = subprocess.Popen(["offcputime", "-p", str(proc.pid), "4"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+out = os.path.join(d, "peer.mscap")
+p = run([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-o", out])
+proc.wait()
+peer_out, peer_err = peer.communicate(timeout=30)
+check(peer.returncode == 0, "offcputime ran: %s" % peer_err[-300:])
+theirs = 0
+block = []
+for line in peer_out.splitlines():
+    if line.strip().isdigit():
+        if any("sleeper (" in l for l in block) and any("nanosleep" in l for l in block):
+            theirs += int(line.strip()) * 1000
+        block = []
+    else:
+        block.append(line)
+settings, iv, shorts = rows(out)
+ours = total(r for r in iv if r["thread"] == "sleeper" and any("nanosleep" in f for f in r["stack"]))
+check(theirs > 0.5e9, "offcputime saw the sleeper's nanosleeps: %.1f ms" % (theirs / 1e6))
+check(abs(ours - theirs) <= 0.05 * theirs,
+      "blocked time in nanosleep: ours %.1f ms, offcputime %.1f ms (within 5%%)" % (ours / 1e6, theirs / 1e6))
