@@ -167,3 +167,147 @@ TEST_CASE("Capture: system call rows round trip and are checked") {
     CHECK(ErrorOf(c).find("syscalls columns differ in length") != std::string::npos);
   }
 }
+
+TEST_CASE("Capture: off-CPU tables, syscall stacks and BPF settings round trip") {
+  Capture c = testing::MakeOffCpuCapture();
+  c.syscalls.time = {100, 101};
+  c.syscalls.duration = {5, 50};
+  c.syscalls.thread = {0, 1};
+  c.syscalls.nr = {0, 1};
+  c.syscalls.ret = {0, -4};
+  c.syscalls.arg0 = c.syscalls.arg1 = c.syscalls.arg2 = {0, 0};
+  c.syscalls.stack = {kNone, 3};
+  c.settings.syscall_stack_min = 20;
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("offcpu." + std::to_string(getpid()) + ".mscap"))
+          .string();
+  REQUIRE(WriteCapture(c, path).ok());
+  auto r = ReadCapture(path);
+  std::filesystem::remove(path);
+  REQUIRE(r.ok());
+  const OffCpu& a = c.off_cpu;
+  const OffCpu& b = r->off_cpu;
+  CHECK(b.start == a.start);
+  CHECK(b.end == a.end);
+  CHECK(b.thread == a.thread);
+  CHECK(b.stack == a.stack);
+  CHECK(b.stack_end == a.stack_end);
+  CHECK(b.state == a.state);
+  CHECK(b.waker_tid == a.waker_tid);
+  CHECK(b.waker_name == a.waker_name);
+  CHECK(b.flags == a.flags);
+  CHECK(r->off_cpu_short.thread == c.off_cpu_short.thread);
+  CHECK(r->off_cpu_short.state == c.off_cpu_short.state);
+  CHECK(r->off_cpu_short.count == c.off_cpu_short.count);
+  CHECK(r->off_cpu_short.total == c.off_cpu_short.total);
+  CHECK(r->syscalls.stack == c.syscalls.stack);
+  CHECK(r->syscalls.StackAt(1) == 3);
+  CHECK(r->settings.off_cpu == "on");
+  CHECK(r->settings.syscalls == "off: test");
+  CHECK(r->settings.off_cpu_min == 1000);
+  CHECK(r->settings.syscall_stack_min == 20);
+  // Without the optional stack column every call has none.
+  c.syscalls.stack.clear();
+  auto plain = ParseCapturePayload(SerializeCapture(c));
+  REQUIRE(plain.ok());
+  CHECK(plain->syscalls.stack.empty());
+  CHECK(plain->syscalls.StackAt(1) == kNone);
+}
+
+TEST_CASE("Capture: every bad off-CPU row is refused, naming table, row and field") {
+  Capture c = testing::MakeOffCpuCapture();
+  REQUIRE(ErrorOf(c).empty());
+  SUBCASE("columns of different lengths") {
+    c.off_cpu.waker_tid.pop_back();
+    CHECK(ErrorOf(c) == "off_cpu columns differ in length (start 4)");
+  }
+  SUBCASE("thread out of range") {
+    c.off_cpu.thread[2] = 9;
+    CHECK(ErrorOf(c) == "off_cpu[2].thread = 9 is out of range (2 threads)");
+  }
+  SUBCASE("stack out of range") {
+    c.off_cpu.stack[1] = 70;
+    CHECK(ErrorOf(c) == "off_cpu[1].stack = 70 is out of range (7 stacks)");
+  }
+  SUBCASE("waker name out of range") {
+    c.off_cpu.waker_name[0] = 500;
+    CHECK(ErrorOf(c).find("off_cpu[0].waker_name = 500 is out of range") == 0);
+  }
+  SUBCASE("unknown state") {
+    c.off_cpu.state[3] = OffCpuState(4);
+    CHECK(ErrorOf(c) == "off_cpu[3].state has unknown value 4");
+  }
+  SUBCASE("unknown stack end") {
+    c.off_cpu.stack_end[0] = StackEnd(kStackEndCount);
+    CHECK(ErrorOf(c) == "off_cpu[0].stack_end has unknown value 11");
+  }
+  SUBCASE("end before start") {
+    c.off_cpu.end[1] = 19;
+    CHECK(ErrorOf(c) == "off_cpu[1].end is before its start");
+  }
+  SUBCASE("out of order") {
+    c.off_cpu.start[2] = 15;
+    CHECK(ErrorOf(c) == "off_cpu[2].start goes back in time");
+  }
+  SUBCASE("unknown flags") {
+    c.off_cpu.flags[1] = 8;
+    CHECK(ErrorOf(c) == "off_cpu[1].flags has unknown bits 8");
+  }
+  SUBCASE("short: columns of different lengths") {
+    c.off_cpu_short.total.pop_back();
+    CHECK(ErrorOf(c) == "off_cpu_short columns differ in length (thread 2)");
+  }
+  SUBCASE("short: thread out of range") {
+    c.off_cpu_short.thread[1] = 2;
+    CHECK(ErrorOf(c) == "off_cpu_short[1].thread = 2 is out of range (2 threads)");
+  }
+  SUBCASE("short: unknown state") {
+    c.off_cpu_short.state[0] = OffCpuState(200);
+    CHECK(ErrorOf(c) == "off_cpu_short[0].state has unknown value 200");
+  }
+  SUBCASE("syscall stack out of range") {
+    c.syscalls.time = {100};
+    c.syscalls.duration = {5};
+    c.syscalls.thread = {0};
+    c.syscalls.nr = {0};
+    c.syscalls.ret = {0};
+    c.syscalls.arg0 = c.syscalls.arg1 = c.syscalls.arg2 = {0};
+    c.syscalls.stack = {7};
+    CHECK(ErrorOf(c) == "syscalls[0].stack = 7 is out of range (7 stacks)");
+  }
+}
+
+TEST_CASE("Capture: random byte flips in an off-CPU payload never crash the reader") {
+  Capture c = testing::MakeOffCpuCapture();
+  c.syscalls.time = {100};
+  c.syscalls.duration = {5};
+  c.syscalls.thread = {1};
+  c.syscalls.nr = {0};
+  c.syscalls.ret = {0};
+  c.syscalls.arg0 = c.syscalls.arg1 = c.syscalls.arg2 = {0};
+  c.syscalls.stack = {3};
+  std::vector<uint8_t> good = SerializeCapture(c);
+  REQUIRE(ParseCapturePayload(good).ok());
+  std::mt19937 rng(2303);
+  int refused = 0, accepted = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<uint8_t> bad = good;
+    int flips = 1 + int(rng() % 4);
+    for (int i = 0; i < flips; ++i) bad[rng() % bad.size()] ^= uint8_t(1 + rng() % 255);
+    if (rng() % 8 == 0) bad.resize(rng() % bad.size());
+    auto r = ParseCapturePayload(bad);
+    if (!r.ok()) {
+      ++refused;
+      CHECK_FALSE(r.status().message().empty());
+    } else {
+      // What the reader accepts is safe to index: the off-CPU ids are in range.
+      ++accepted;
+      for (size_t i = 0; i < r->off_cpu.size(); ++i) {
+        CHECK(r->off_cpu.thread[i] < r->threads.size());
+        CHECK(r->off_cpu.end[i] >= r->off_cpu.start[i]);
+      }
+    }
+  }
+  CHECK(refused > 0);
+  CHECK(accepted > 0);
+}
