@@ -41,8 +41,18 @@ std::string ModuleSuffix(const ReportData& d, analysis::KeyId key, const Colors&
   return std::string(" ") + c.dim() + "[" + m + "]" + c.reset();
 }
 
+// A duration in the unit that shows it: off-CPU totals run from
+// microseconds (short intervals) to minutes.
 std::string Ns(uint64_t ns) {
-  return FormatValue(ns, "nanoseconds");
+  char buf[32];
+  if (ns < 1000000) {
+    snprintf(buf, sizeof(buf), "%.1f µs", double(ns) / 1e3);
+  } else if (ns < 1000000000) {
+    snprintf(buf, sizeof(buf), "%.3f ms", double(ns) / 1e6);
+  } else {
+    snprintf(buf, sizeof(buf), "%.3f s", double(ns) / 1e9);
+  }
+  return buf;
 }
 
 unsigned long long Ull(uint64_t v) {
