@@ -7,6 +7,7 @@
 #include "analysis/summary.h"
 #include "analysis/syscalls.h"
 #include "capture/reader.h"
+#include "tests/unit/analysis/test_views.h"
 #include "tests/unit/capture/test_capture.h"
 
 using namespace microscope;
@@ -14,13 +15,7 @@ using namespace microscope::analysis;
 
 namespace {
 
-// name -> self value
-std::map<std::string, uint64_t> SelfValues(const capture::Capture& c) {
-  FunctionKeys keys(c);
-  std::map<std::string, uint64_t> out;
-  for (const auto& r : ComputeFlat(c, keys).rows) out[keys.Name(r.key)] = r.self.value;
-  return out;
-}
+using testing::SelfValues;
 
 std::map<int32_t, uint64_t> PerThread(const capture::Capture& c) {
   std::map<int32_t, uint64_t> out;

@@ -100,9 +100,13 @@ TEST_CASE("Capture: every bad cross-reference is refused, naming the row") {
   }
 }
 
-TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
-  std::vector<uint8_t> good = SerializeCapture(testing::MakeTestCapture());
-  std::mt19937 rng(1234);
+namespace {
+// Reads `good` with random bytes flipped (and sometimes cut short) 20,000
+// times; `accepted` sees each payload the reader accepts. Returns how many
+// were refused (each with a message).
+template <typename F>
+int FlipBytes(const std::vector<uint8_t>& good, uint32_t seed, F accepted) {
+  std::mt19937 rng(seed);
   int refused = 0;
   for (int round = 0; round < 20000; ++round) {
     std::vector<uint8_t> bad = good;
@@ -113,9 +117,16 @@ TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
     if (!r.ok()) {
       ++refused;
       CHECK_FALSE(r.status().message().empty());
+    } else {
+      accepted(*r);
     }
   }
-  CHECK(refused > 0);
+  return refused;
+}
+}  // namespace
+
+TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
+  CHECK(FlipBytes(SerializeCapture(testing::MakeTestCapture()), 1234, [](const Capture&) {}) > 0);
 }
 
 TEST_CASE("Capture: payloads too short for a FlatBuffer are refused, not read") {
@@ -168,15 +179,28 @@ TEST_CASE("Capture: system call rows round trip and are checked") {
   }
 }
 
+namespace {
+// Calls of `threads[i]` at 100 + i, 5 ns each, with `stacks` (may be empty).
+void SetCalls(Capture* c, const std::vector<ThreadId>& threads, std::vector<StackId> stacks) {
+  Syscalls& y = c->syscalls;
+  y = {};
+  for (size_t i = 0; i < threads.size(); ++i) {
+    y.time.push_back(100 + i);
+    y.duration.push_back(5 + 45 * i);
+    y.thread.push_back(threads[i]);
+    y.nr.push_back(uint32_t(i));
+    y.ret.push_back(i == 1 ? -4 : 0);
+    y.arg0.push_back(0);
+    y.arg1.push_back(0);
+    y.arg2.push_back(0);
+  }
+  y.stack = std::move(stacks);
+}
+}  // namespace
+
 TEST_CASE("Capture: off-CPU tables, syscall stacks and BPF settings round trip") {
   Capture c = testing::MakeOffCpuCapture();
-  c.syscalls.time = {100, 101};
-  c.syscalls.duration = {5, 50};
-  c.syscalls.thread = {0, 1};
-  c.syscalls.nr = {0, 1};
-  c.syscalls.ret = {0, -4};
-  c.syscalls.arg0 = c.syscalls.arg1 = c.syscalls.arg2 = {0, 0};
-  c.syscalls.stack = {kNone, 3};
+  SetCalls(&c, {0, 1}, {kNone, 3});
   c.settings.syscall_stack_min = 20;
   std::string path =
       (std::filesystem::temp_directory_path() / ("offcpu." + std::to_string(getpid()) + ".mscap"))
@@ -215,99 +239,62 @@ TEST_CASE("Capture: off-CPU tables, syscall stacks and BPF settings round trip")
 }
 
 TEST_CASE("Capture: every bad off-CPU row is refused, naming table, row and field") {
-  Capture c = testing::MakeOffCpuCapture();
-  REQUIRE(ErrorOf(c).empty());
-  SUBCASE("columns of different lengths") {
-    c.off_cpu.waker_tid.pop_back();
-    CHECK(ErrorOf(c) == "off_cpu columns differ in length (start 4)");
-  }
-  SUBCASE("thread out of range") {
-    c.off_cpu.thread[2] = 9;
-    CHECK(ErrorOf(c) == "off_cpu[2].thread = 9 is out of range (2 threads)");
-  }
-  SUBCASE("stack out of range") {
-    c.off_cpu.stack[1] = 70;
-    CHECK(ErrorOf(c) == "off_cpu[1].stack = 70 is out of range (7 stacks)");
-  }
-  SUBCASE("waker name out of range") {
-    c.off_cpu.waker_name[0] = 500;
-    CHECK(ErrorOf(c).find("off_cpu[0].waker_name = 500 is out of range") == 0);
-  }
-  SUBCASE("unknown state") {
-    c.off_cpu.state[3] = OffCpuState(4);
-    CHECK(ErrorOf(c) == "off_cpu[3].state has unknown value 4");
-  }
-  SUBCASE("unknown stack end") {
-    c.off_cpu.stack_end[0] = StackEnd(kStackEndCount);
-    CHECK(ErrorOf(c) == "off_cpu[0].stack_end has unknown value 11");
-  }
-  SUBCASE("end before start") {
-    c.off_cpu.end[1] = 19;
-    CHECK(ErrorOf(c) == "off_cpu[1].end is before its start");
-  }
-  SUBCASE("out of order") {
-    c.off_cpu.start[2] = 15;
-    CHECK(ErrorOf(c) == "off_cpu[2].start goes back in time");
-  }
-  SUBCASE("unknown flags") {
-    c.off_cpu.flags[1] = 8;
-    CHECK(ErrorOf(c) == "off_cpu[1].flags has unknown bits 8");
-  }
-  SUBCASE("short: columns of different lengths") {
-    c.off_cpu_short.total.pop_back();
-    CHECK(ErrorOf(c) == "off_cpu_short columns differ in length (thread 2)");
-  }
-  SUBCASE("short: thread out of range") {
-    c.off_cpu_short.thread[1] = 2;
-    CHECK(ErrorOf(c) == "off_cpu_short[1].thread = 2 is out of range (2 threads)");
-  }
-  SUBCASE("short: unknown state") {
-    c.off_cpu_short.state[0] = OffCpuState(200);
-    CHECK(ErrorOf(c) == "off_cpu_short[0].state has unknown value 200");
-  }
-  SUBCASE("syscall stack out of range") {
-    c.syscalls.time = {100};
-    c.syscalls.duration = {5};
-    c.syscalls.thread = {0};
-    c.syscalls.nr = {0};
-    c.syscalls.ret = {0};
-    c.syscalls.arg0 = c.syscalls.arg1 = c.syscalls.arg2 = {0};
-    c.syscalls.stack = {7};
-    CHECK(ErrorOf(c) == "syscalls[0].stack = 7 is out of range (7 stacks)");
+  struct Case {
+    const char* what;
+    void (*spoil)(Capture&);
+    std::string error;  // the message, or its start
+  };
+  const Case cases[] = {
+      {"columns of different lengths", [](Capture& c) { c.off_cpu.waker_tid.pop_back(); },
+       "off_cpu columns differ in length (start 4)"},
+      {"thread out of range", [](Capture& c) { c.off_cpu.thread[2] = 9; },
+       "off_cpu[2].thread = 9 is out of range (2 threads)"},
+      {"stack out of range", [](Capture& c) { c.off_cpu.stack[1] = 70; },
+       "off_cpu[1].stack = 70 is out of range (7 stacks)"},
+      {"waker name out of range", [](Capture& c) { c.off_cpu.waker_name[0] = 500; },
+       "off_cpu[0].waker_name = 500 is out of range"},
+      {"unknown state", [](Capture& c) { c.off_cpu.state[3] = OffCpuState(4); },
+       "off_cpu[3].state has unknown value 4"},
+      {"unknown stack end", [](Capture& c) { c.off_cpu.stack_end[0] = StackEnd(kStackEndCount); },
+       "off_cpu[0].stack_end has unknown value 11"},
+      {"end before start", [](Capture& c) { c.off_cpu.end[1] = 19; },
+       "off_cpu[1].end is before its start"},
+      {"out of order", [](Capture& c) { c.off_cpu.start[2] = 15; },
+       "off_cpu[2].start goes back in time"},
+      {"unknown flags", [](Capture& c) { c.off_cpu.flags[1] = 8; },
+       "off_cpu[1].flags has unknown bits 8"},
+      {"short: columns of different lengths", [](Capture& c) { c.off_cpu_short.total.pop_back(); },
+       "off_cpu_short columns differ in length (thread 2)"},
+      {"short: thread out of range", [](Capture& c) { c.off_cpu_short.thread[1] = 2; },
+       "off_cpu_short[1].thread = 2 is out of range (2 threads)"},
+      {"short: unknown state", [](Capture& c) { c.off_cpu_short.state[0] = OffCpuState(200); },
+       "off_cpu_short[0].state has unknown value 200"},
+      {"syscall stack out of range", [](Capture& c) { SetCalls(&c, {0}, {7}); },
+       "syscalls[0].stack = 7 is out of range (7 stacks)"},
+  };
+  REQUIRE(ErrorOf(testing::MakeOffCpuCapture()).empty());
+  for (const Case& k : cases) {
+    CAPTURE(k.what);
+    Capture c = testing::MakeOffCpuCapture();
+    k.spoil(c);
+    CHECK(ErrorOf(c).rfind(k.error, 0) == 0);
   }
 }
 
 TEST_CASE("Capture: random byte flips in an off-CPU payload never crash the reader") {
   Capture c = testing::MakeOffCpuCapture();
-  c.syscalls.time = {100};
-  c.syscalls.duration = {5};
-  c.syscalls.thread = {1};
-  c.syscalls.nr = {0};
-  c.syscalls.ret = {0};
-  c.syscalls.arg0 = c.syscalls.arg1 = c.syscalls.arg2 = {0};
-  c.syscalls.stack = {3};
+  SetCalls(&c, {1}, {3});
   std::vector<uint8_t> good = SerializeCapture(c);
   REQUIRE(ParseCapturePayload(good).ok());
-  std::mt19937 rng(2303);
-  int refused = 0, accepted = 0;
-  for (int round = 0; round < 20000; ++round) {
-    std::vector<uint8_t> bad = good;
-    int flips = 1 + int(rng() % 4);
-    for (int i = 0; i < flips; ++i) bad[rng() % bad.size()] ^= uint8_t(1 + rng() % 255);
-    if (rng() % 8 == 0) bad.resize(rng() % bad.size());
-    auto r = ParseCapturePayload(bad);
-    if (!r.ok()) {
-      ++refused;
-      CHECK_FALSE(r.status().message().empty());
-    } else {
-      // What the reader accepts is safe to index: the off-CPU ids are in range.
-      ++accepted;
-      for (size_t i = 0; i < r->off_cpu.size(); ++i) {
-        CHECK(r->off_cpu.thread[i] < r->threads.size());
-        CHECK(r->off_cpu.end[i] >= r->off_cpu.start[i]);
-      }
+  int accepted = 0;
+  int refused = FlipBytes(good, 2303, [&](const Capture& r) {
+    // What the reader accepts is safe to index: the off-CPU ids are in range.
+    ++accepted;
+    for (size_t i = 0; i < r.off_cpu.size(); ++i) {
+      CHECK(r.off_cpu.thread[i] < r.threads.size());
+      CHECK(r.off_cpu.end[i] >= r.off_cpu.start[i]);
     }
-  }
+  });
   CHECK(refused > 0);
   CHECK(accepted > 0);
 }

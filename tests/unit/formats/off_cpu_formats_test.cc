@@ -9,6 +9,7 @@
 #include "formats/folded.h"
 #include "formats/gzip.h"
 #include "formats/pprof.h"
+#include "tests/unit/analysis/test_views.h"
 #include "tests/unit/capture/test_capture.h"
 
 using namespace microscope;
@@ -16,23 +17,11 @@ using namespace microscope::analysis;
 
 namespace {
 
-std::map<std::string, uint64_t> SelfValues(const capture::Capture& c) {
-  FunctionKeys keys(c);
-  std::map<std::string, uint64_t> out;
-  for (const auto& r : ComputeFlat(c, keys).rows) out[keys.Name(r.key)] = r.self.value;
-  return out;
-}
+using testing::SelfValues;
 
 std::string Chrome(const capture::Capture& c) {
   FunctionKeys keys(c);
-  char* buf = nullptr;
-  size_t size = 0;
-  FILE* f = open_memstream(&buf, &size);
-  formats::WriteChromeTrace(f, c, keys, {});
-  fclose(f);
-  std::string s(buf, size);
-  free(buf);
-  return s;
+  return testing::ToString([&](FILE* f) { formats::WriteChromeTrace(f, c, keys, {}); });
 }
 
 }  // namespace
