@@ -33,13 +33,17 @@ class SampleFilter {
   static Result<SampleFilter> Make(const capture::Capture& capture, const FunctionKeys& keys,
                                    const FilterSpec& spec);
   bool Keep(const capture::Capture& c, size_t sample) const {
+    return all_ || Keep(c.samples.thread[sample], c.samples.time[sample], c.samples.stack[sample]);
+  }
+  // The same test for any row with a thread, a time and a stack (off-CPU
+  // intervals, by their start). A filter made for a capture also serves one
+  // that only appends frames and stacks to it (analysis::ForMetric).
+  bool Keep(capture::ThreadId thread, uint64_t time, capture::StackId stack) const {
     if (all_) return true;
-    if (!thread_keep_[c.samples.thread[sample]]) return false;
-    uint64_t t = c.samples.time[sample];
-    if (t < from_ || t > to_) return false;
-    uint32_t s = c.samples.stack[sample];
-    if (s == capture::kNone) return !needs_focus_;
-    return stack_keep_[s] != 0;
+    if (!thread_keep_[thread]) return false;
+    if (time < from_ || time > to_) return false;
+    if (stack == capture::kNone || stack >= stack_keep_.size()) return !needs_focus_;
+    return stack_keep_[stack] != 0;
   }
   bool keeps_all() const { return all_; }
 

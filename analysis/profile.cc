@@ -1,11 +1,172 @@
 #include "analysis/profile.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 namespace microscope::analysis {
 
 using capture::kNone;
+
+bool ParseMetric(const std::string& name, Metric* metric) {
+  for (Metric m : {Metric::kCpu, Metric::kOffCpu, Metric::kWall}) {
+    if (name == MetricName(m)) {
+      *metric = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* MetricName(Metric metric) {
+  switch (metric) {
+    case Metric::kCpu:
+      return "cpu";
+    case Metric::kOffCpu:
+      return "offcpu";
+    case Metric::kWall:
+      return "wall";
+  }
+  return "cpu";
+}
+
+Metric DefaultMetric(const capture::Capture& c) {
+  bool off = c.off_cpu.size() > 0 || c.off_cpu_short.size() > 0;
+  return c.samples.size() == 0 && off ? Metric::kOffCpu : Metric::kCpu;
+}
+
+Status CheckMetric(const capture::Capture& c, Metric metric) {
+  if (metric == Metric::kCpu || c.off_cpu.size() > 0 || c.off_cpu_short.size() > 0) {
+    return OkStatus();
+  }
+  std::string why = c.settings.off_cpu.empty() ? "it was recorded without off-CPU tracing"
+                                               : "off-CPU tracing was " + c.settings.off_cpu;
+  return Status::Error(std::string("--metric ") + MetricName(metric) +
+                       ": no off-CPU intervals in this capture (" + why + ")");
+}
+
+std::string ShortOffCpuFrameName(uint64_t min_ns) {
+  if (min_ns == 0) return "[short off-CPU intervals, no stack]";
+  std::string n =
+      min_ns % 1000 == 0 ? std::to_string(min_ns / 1000) + " µs" : std::to_string(min_ns) + " ns";
+  return "[off-CPU intervals under " + n + ", no stack]";
+}
+
+std::string OffCpuStateFrameName(capture::OffCpuState state) {
+  return std::string("[") + capture::OffCpuStateName(state) + "]";
+}
+
+namespace {
+
+// Appends pseudo frames (named, no module) and stack nodes to a capture.
+class PseudoFrames {
+ public:
+  explicit PseudoFrames(capture::Capture* c) : c_(c), base_stacks_(c->stacks.size()) {}
+  capture::FrameId Frame(const std::string& name) {
+    c_->strings.push_back(name);
+    c_->functions.push_back({capture::StringId(c_->strings.size() - 1), kNone, kNone});
+    c_->frames.push_back({capture::FrameKind::kNamed, kNone, 0,
+                          capture::FunctionId(c_->functions.size() - 1), kNone, 0});
+    return capture::FrameId(c_->frames.size() - 1);
+  }
+  capture::StackId Node(capture::StackId parent, capture::FrameId frame) {
+    c_->stacks.parent.push_back(parent);
+    c_->stacks.frame.push_back(frame);
+    return capture::StackId(c_->stacks.size() - 1);
+  }
+  // The child of `stack` (kNone: a root) naming `state`, made once.
+  capture::StackId StateLeaf(capture::StackId stack, capture::OffCpuState state) {
+    uint8_t s = uint8_t(state);
+    if (state_frame_[s] == kNone) state_frame_[s] = Frame(OffCpuStateFrameName(state));
+    std::vector<capture::StackId>& leaves = state_leaf_[s];
+    if (leaves.empty()) leaves.assign(base_stacks_ + 1, kNone);
+    size_t slot = stack == kNone ? 0 : size_t(stack) + 1;
+    if (slot >= leaves.size()) leaves.resize(slot + 1, kNone);  // a node appended here
+    if (leaves[slot] == kNone) leaves[slot] = Node(stack, state_frame_[s]);
+    return leaves[slot];
+  }
+
+ private:
+  capture::Capture* c_;
+  size_t base_stacks_;
+  std::array<capture::FrameId, capture::kOffCpuStateCount> state_frame_{kNone, kNone, kNone, kNone};
+  std::array<std::vector<capture::StackId>, capture::kOffCpuStateCount> state_leaf_;
+};
+
+}  // namespace
+
+capture::StackId AppendPseudoFrame(capture::Capture* c, const std::string& name,
+                                   capture::StackId parent) {
+  PseudoFrames pseudo(c);
+  return pseudo.Node(parent, pseudo.Frame(name));
+}
+
+capture::Capture ForMetric(const capture::Capture& c, Metric metric, const MetricOptions& options) {
+  capture::Capture out = c;
+  if (metric == Metric::kCpu) return out;
+  out.settings.metric = MetricName(metric);
+  out.settings.unit = "nanoseconds";
+  if (metric == Metric::kOffCpu) out.settings.frequency = 0;
+  PseudoFrames pseudo(&out);
+  const capture::OffCpu& o = c.off_cpu;
+  const capture::Samples& s = c.samples;
+  const size_t cpu_rows = metric == Metric::kWall ? s.size() : 0;
+  const size_t rows = cpu_rows + o.size() + c.off_cpu_short.size();
+  std::vector<uint64_t> time, weight;
+  std::vector<capture::ThreadId> thread;
+  std::vector<capture::StackId> stack;
+  std::vector<capture::StackEnd> end;
+  std::vector<uint32_t> count;
+  time.reserve(rows);
+  weight.reserve(rows);
+  thread.reserve(rows);
+  stack.reserve(rows);
+  end.reserve(rows);
+  count.reserve(rows);
+  auto add = [&](uint64_t t, capture::ThreadId th, capture::StackId st, uint64_t w,
+                 capture::StackEnd e, uint64_t n) {
+    time.push_back(t);
+    thread.push_back(th);
+    stack.push_back(st);
+    weight.push_back(w);
+    end.push_back(e);
+    count.push_back(uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
+  };
+  // Short intervals have no time: they stand at the start, before any row.
+  if (c.off_cpu_short.size() > 0) {
+    uint64_t at = c.settings.start_time;
+    if (cpu_rows > 0) at = std::min(at, s.time.front());
+    if (o.size() > 0) at = std::min(at, o.start.front());
+    capture::StackId node =
+        pseudo.Node(kNone, pseudo.Frame(ShortOffCpuFrameName(c.settings.off_cpu_min)));
+    const capture::OffCpuShort& sh = c.off_cpu_short;
+    for (size_t i = 0; i < sh.size(); ++i) {
+      capture::StackId st = options.by_state ? pseudo.StateLeaf(node, sh.state[i]) : node;
+      add(at, sh.thread[i], st, sh.total[i], capture::StackEnd::kEmpty, sh.count[i]);
+    }
+  }
+  // Both tables are in time order: merge them.
+  size_t i = 0, j = 0;
+  while (i < cpu_rows || j < o.size()) {
+    if (j == o.size() || (i < cpu_rows && s.time[i] <= o.start[j])) {
+      add(s.time[i], s.thread[i], s.stack[i], s.weight[i], s.end[i], s.CountAt(i));
+      ++i;
+    } else {
+      capture::StackId st =
+          options.by_state ? pseudo.StateLeaf(o.stack[j], o.state[j]) : o.stack[j];
+      add(o.start[j], o.thread[j], st, o.end[j] - o.start[j], o.stack_end[j], 1);
+      ++j;
+    }
+  }
+  out.samples = capture::Samples{};
+  out.samples.time = std::move(time);
+  out.samples.thread = std::move(thread);
+  out.samples.stack = std::move(stack);
+  out.samples.weight = std::move(weight);
+  out.samples.end = std::move(end);
+  out.samples.count = std::move(count);
+  return out;
+}
 
 std::vector<Cost> CostPerStack(const capture::Capture& c, const SampleFilter& filter,
                                Cost* no_stack) {

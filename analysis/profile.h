@@ -10,6 +10,7 @@
 #include "analysis/filter.h"
 #include "analysis/keys.h"
 #include "capture/capture.h"
+#include "capture/result.h"
 
 namespace microscope::analysis {
 
@@ -55,6 +56,53 @@ struct TreeOptions {
   bool inverted = false;            // roots are the sampled functions, children their callers
   bool collapse_recursion = false;  // a function calling itself is one node
 };
+
+// What the samples of a view measure. kCpu: the capture's samples as they
+// are. kOffCpu: each off-CPU interval, weighted by its stored duration
+// (end - start: an interval cut at the recording's start or end is counted
+// as stored, never stretched), at its stack, plus each thread's short
+// intervals (counted only) under one pseudo frame, so that totals are the
+// whole off-CPU time. kWall: per thread, both (CPU samples weigh their
+// period), so a thread's wall time is its CPU time plus its off-CPU time.
+enum class Metric : uint8_t { kCpu, kOffCpu, kWall };
+
+// "cpu", "offcpu", "wall"; false for anything else.
+bool ParseMetric(const std::string& name, Metric* metric);
+const char* MetricName(Metric metric);
+// kOffCpu for a capture with off-CPU intervals and no samples, else kCpu.
+Metric DefaultMetric(const capture::Capture& capture);
+
+// An error for kOffCpu or kWall over a capture without off-CPU intervals,
+// saying why it has none (settings.off_cpu).
+Status CheckMetric(const capture::Capture& capture, Metric metric);
+
+struct MetricOptions {
+  // Off-CPU stacks end (at their leaf) in a pseudo frame naming the
+  // thread's state: "[sleeping]", "[uninterruptible]", "[preempted]", "[other]".
+  bool by_state = false;
+};
+
+// The name of the pseudo frame that holds a thread's short off-CPU
+// intervals: "[off-CPU intervals under 100 µs, no stack]".
+std::string ShortOffCpuFrameName(uint64_t off_cpu_min_ns);
+// "[sleeping]" and so on.
+std::string OffCpuStateFrameName(capture::OffCpuState state);
+
+// Appends a named frame (no module) and a stack node for it under `parent`
+// (kNone: a root): the pseudo frames above are made this way.
+capture::StackId AppendPseudoFrame(capture::Capture* capture, const std::string& name,
+                                   capture::StackId parent);
+
+// The capture whose samples are `metric`: for kCpu a copy of `capture`; else
+// its samples are replaced by the chosen rows in time order (off-CPU rows
+// at their start, short-interval totals at the recording's start, samples
+// count 1 per interval, short rows their count), settings.metric set to
+// "offcpu" or "wall" and unit "nanoseconds". Every other table is kept;
+// pseudo frames and their stack nodes are only appended, so frame and stack
+// ids (and a SampleFilter made for either capture) stay valid in both. Every
+// view (flat, trees, threads, diff, folded, speedscope) then works per metric.
+capture::Capture ForMetric(const capture::Capture& capture, Metric metric,
+                           const MetricOptions& options = {});
 
 // Samples and value ending in each stack node (index = StackId); samples
 // without a stack are added to `no_stack`.

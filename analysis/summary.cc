@@ -1,6 +1,8 @@
 #include "analysis/summary.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace microscope::analysis {
 
@@ -81,6 +83,88 @@ std::vector<ThreadCost> ThreadTotals(const capture::Capture& c, const SampleFilt
     return a.tid < b.tid;
   });
   return out;
+}
+
+OffCpuSummary SummarizeOffCpu(const capture::Capture& c, const SampleFilter& filter,
+                              size_t top_wakers) {
+  OffCpuSummary s;
+  s.status = c.settings.off_cpu;
+  s.min_ns = c.settings.off_cpu_min;
+  constexpr size_t kStates = capture::kOffCpuStateCount;
+  std::vector<OffCpuStateTotal> per(c.threads.size() * kStates);
+  // (thread, waker tid, waker name) -> waker
+  std::map<std::tuple<capture::ThreadId, int32_t, capture::StringId>, Waker> wakers;
+  const capture::OffCpu& o = c.off_cpu;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (!filter.Keep(o.thread[i], o.start[i], o.stack[i])) continue;
+    uint64_t ns = o.end[i] - o.start[i];
+    ++s.intervals;
+    s.interval_ns += ns;
+    if (o.flags[i] & capture::kOffCpuCutAtStart) {
+      ++s.cut_at_start;
+      s.cut_at_start_ns += ns;
+    }
+    if (o.flags[i] & capture::kOffCpuCutAtEnd) {
+      ++s.cut_at_end;
+      s.cut_at_end_ns += ns;
+    }
+    s.no_user_stack += (o.flags[i] & capture::kOffCpuNoUserStack) != 0;
+    for (OffCpuStateTotal* t :
+         {&s.by_state[uint8_t(o.state[i])], &per[o.thread[i] * kStates + uint8_t(o.state[i])]}) {
+      ++t->intervals;
+      t->total_ns += ns;
+    }
+    if (o.state[i] == capture::OffCpuState::kPreempted) continue;
+    Waker& w = wakers[{o.thread[i], o.waker_tid[i], o.waker_name[i]}];
+    w.tid = o.waker_tid[i];
+    w.name = c.str(o.waker_name[i]);
+    ++w.count;
+    w.total_ns += ns;
+  }
+  const capture::OffCpuShort& sh = c.off_cpu_short;
+  for (size_t i = 0; i < sh.size(); ++i) {
+    if (!filter.Keep(sh.thread[i], c.settings.start_time, capture::kNone)) continue;
+    s.shorts += sh.count[i];
+    s.short_ns += sh.total[i];
+    for (OffCpuStateTotal* t :
+         {&s.by_state[uint8_t(sh.state[i])], &per[sh.thread[i] * kStates + uint8_t(sh.state[i])]}) {
+      t->shorts += sh.count[i];
+      t->total_ns += sh.total[i];
+    }
+  }
+  for (size_t k = 0; k < per.size(); ++k) {
+    if (per[k].intervals == 0 && per[k].shorts == 0) continue;
+    s.by_thread_state.push_back(
+        {capture::ThreadId(k / kStates), capture::OffCpuState(k % kStates), per[k]});
+  }
+  auto tid = [&](capture::ThreadId t) { return c.threads[t].tid; };
+  std::sort(s.by_thread_state.begin(), s.by_thread_state.end(),
+            [&](const OffCpuThreadState& a, const OffCpuThreadState& b) {
+              if (a.total.total_ns != b.total.total_ns) return a.total.total_ns > b.total.total_ns;
+              if (tid(a.thread) != tid(b.thread)) return tid(a.thread) < tid(b.thread);
+              return a.state < b.state;
+            });
+  for (auto& [key, w] : wakers) {
+    capture::ThreadId t = std::get<0>(key);
+    if (s.wakers.empty() || s.wakers.back().thread != t) s.wakers.push_back({t, 0, 0, {}});
+    s.wakers.back().count += w.count;
+    s.wakers.back().total_ns += w.total_ns;
+    s.wakers.back().wakers.push_back(std::move(w));
+  }
+  for (ThreadWakers& tw : s.wakers) {
+    std::sort(tw.wakers.begin(), tw.wakers.end(), [](const Waker& a, const Waker& b) {
+      if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+      if (a.count != b.count) return a.count > b.count;
+      if (a.tid != b.tid) return a.tid < b.tid;
+      return a.name < b.name;
+    });
+    if (tw.wakers.size() > top_wakers) tw.wakers.resize(top_wakers);
+  }
+  std::sort(s.wakers.begin(), s.wakers.end(), [&](const ThreadWakers& a, const ThreadWakers& b) {
+    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    return tid(a.thread) < tid(b.thread);
+  });
+  return s;
 }
 
 }  // namespace microscope::analysis

@@ -70,4 +70,55 @@ struct ThreadCost {
 };
 std::vector<ThreadCost> ThreadTotals(const capture::Capture& capture, const SampleFilter& filter);
 
+// Off-CPU time as stored: intervals (incomplete ones counted apart, at
+// their stored length), short intervals that were only counted, and the
+// breakdowns `report --by-state` prints. Short intervals have no time: a
+// --time filter that starts after the recording's start drops them.
+struct OffCpuStateTotal {
+  uint64_t intervals = 0;  // stored intervals
+  uint64_t shorts = 0;     // short intervals, counted only
+  uint64_t total_ns = 0;   // both
+};
+
+struct OffCpuThreadState {
+  capture::ThreadId thread;
+  capture::OffCpuState state;
+  OffCpuStateTotal total;
+};
+
+struct Waker {
+  int32_t tid = 0;   // 0: not known
+  std::string name;  // the waker's command, when known
+  uint64_t count = 0;
+  uint64_t total_ns = 0;  // time the woken thread had been off CPU
+};
+
+struct ThreadWakers {
+  capture::ThreadId thread;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  std::vector<Waker> wakers;  // by time desc, then count, then tid; at most `top_wakers`
+};
+
+struct OffCpuSummary {
+  std::string status;   // settings.off_cpu: "", "on" or "off: why"
+  uint64_t min_ns = 0;  // settings.off_cpu_min
+  uint64_t intervals = 0;
+  uint64_t interval_ns = 0;
+  uint64_t cut_at_start = 0, cut_at_start_ns = 0;  // already off CPU when recording began
+  uint64_t cut_at_end = 0, cut_at_end_ns = 0;      // still off CPU at the end, or switch-in lost
+  uint64_t no_user_stack = 0;
+  uint64_t shorts = 0, short_ns = 0;
+  std::array<OffCpuStateTotal, capture::kOffCpuStateCount> by_state{};
+  std::vector<OffCpuThreadState> by_thread_state;  // by total desc, then tid, then state
+  // Who woke each thread (preempted intervals have no waker and are left
+  // out): threads by time woken desc, then tid.
+  std::vector<ThreadWakers> wakers;
+  uint64_t total_ns() const { return interval_ns + short_ns; }
+  bool any() const { return intervals > 0 || shorts > 0; }
+};
+
+OffCpuSummary SummarizeOffCpu(const capture::Capture& capture, const SampleFilter& filter = {},
+                              size_t top_wakers = 5);
+
 }  // namespace microscope::analysis

@@ -67,8 +67,8 @@ SyscallTable ComputeSyscalls(const capture::Capture& c, size_t slowest) {
   });
   for (size_t k = 0; k < n; ++k) {
     size_t i = order[k];
-    t.slowest.push_back(
-        {i, y.nr[i], SyscallName(y.nr[i]), y.thread[i], y.time[i], y.duration[i], y.ret[i]});
+    t.slowest.push_back({i, y.nr[i], SyscallName(y.nr[i]), y.thread[i], y.time[i], y.duration[i],
+                         y.ret[i], y.StackAt(i)});
   }
   return t;
 }

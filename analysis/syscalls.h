@@ -38,6 +38,7 @@ struct SlowCall {
   uint64_t time = 0;
   uint64_t duration_ns = 0;
   int64_t ret = 0;
+  capture::StackId stack = capture::kNone;  // the caller's user stack, for slow calls
 };
 
 struct SyscallTable {

@@ -35,6 +35,49 @@ void AppendNumber(std::string& out, uint64_t v) {
   out.append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
 }
 
+// The innermost frame of a stack that is not the kernel's: where the
+// program blocked.
+std::string TopUserFrame(const capture::Capture& c, const analysis::FunctionKeys& keys,
+                         capture::StackId stack) {
+  for (uint32_t n = stack; n != kNone; n = c.stacks.parent[n]) {
+    if (c.frames[c.stacks.frame[n]].kind != capture::FrameKind::kKernel) {
+      return keys.Name(keys.KeyOf(c.stacks.frame[n]));
+    }
+  }
+  return "";
+}
+
+// One off-CPU interval as a complete event named by its state.
+std::string BlockedSpan(const capture::Capture& c, const analysis::FunctionKeys& keys, uint32_t k,
+                        const std::string& ids, uint64_t ts, uint64_t dur) {
+  const capture::OffCpu& o = c.off_cpu;
+  const char* state = capture::OffCpuStateName(o.state[k]);
+  std::string e = "{\"ph\":\"X\",\"cat\":\"off-cpu\",\"name\":\"off-CPU (";
+  e += state;
+  e += ")\"," + ids + ",\"ts\":";
+  AppendMicros(e, ts);
+  e += ",\"dur\":";
+  AppendMicros(e, dur);
+  e += ",\"args\":{\"state\":\"";
+  e += state;
+  e += "\",\"waker\":";
+  e += o.waker_tid[k] == 0
+           ? "\"unknown\""
+           : Quote(c.str(o.waker_name[k]) + " (" + std::to_string(o.waker_tid[k]) + ")");
+  std::string incomplete;
+  if (o.flags[k] & capture::kOffCpuCutAtStart) incomplete = "off CPU before the recording began";
+  if (o.flags[k] & capture::kOffCpuCutAtEnd) {
+    incomplete +=
+        std::string(incomplete.empty() ? "" : "; ") + "still off CPU at the end, or switch-in lost";
+  }
+  if (!incomplete.empty()) e += ",\"incomplete\":" + Quote(incomplete);
+  if (o.flags[k] & capture::kOffCpuNoUserStack) e += ",\"no_user_stack\":true";
+  std::string top = TopUserFrame(c, keys, o.stack[k]);
+  if (!top.empty()) e += ",\"user_frame\":" + Quote(top);
+  e += "}}";
+  return e;
+}
+
 }  // namespace
 
 void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::FunctionKeys& keys,
@@ -77,6 +120,14 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
       node_used[n] = true;
     }
   }
+  // Off-CPU intervals of each thread, in start order (the capture's order).
+  const capture::OffCpu& off = c.off_cpu;
+  std::vector<std::vector<uint32_t>> off_by_thread(c.threads.size());
+  for (size_t i = 0; i < off.size(); ++i) {
+    if (filter.Keep(off.thread[i], off.start[i], off.stack[i])) {
+      off_by_thread[off.thread[i]].push_back(uint32_t(i));
+    }
+  }
   std::vector<std::string> quoted(keys.size());
   auto name = [&](analysis::KeyId k) -> const std::string& {
     if (quoted[k].empty()) quoted[k] = Quote(keys.Name(k));
@@ -86,7 +137,8 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
   // same depth is one complete event, emitted as it closes (viewers sort).
   for (size_t t = 0; t < c.threads.size(); ++t) {
     const auto& samples = by_thread[t];
-    if (samples.empty()) continue;
+    const auto& blocked = off_by_thread[t];
+    if (samples.empty() && blocked.empty()) continue;
     const std::string ids = "\"pid\":" + std::to_string(c.processes[c.threads[t].process].pid) +
                             ",\"tid\":" + std::to_string(c.threads[t].tid);
     struct Open {
@@ -114,12 +166,40 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
       }
     };
     uint64_t last_end = 0;
+    uint64_t closed_at = 0;  // the end of the last slice written
+    size_t next_blocked = 0;
+    // Closes the slices open before an off-CPU interval and writes it as a
+    // span of its own; slices after it start at its end.
+    auto emit_blocked_to = [&](uint64_t time) {
+      for (; next_blocked < blocked.size() && off.start[blocked[next_blocked]] <= time;
+           ++next_blocked) {
+        uint32_t k = blocked[next_blocked];
+        uint64_t start = std::max(off.start[k], origin);
+        if (!open.empty()) {
+          // Slices end where the interval starts (or where the last began:
+          // never a negative duration).
+          closed_at = std::max(std::min(last_end, start), open.back().start);
+          close_to(0, closed_at);
+        }
+        start = std::max(start, closed_at);
+        uint64_t end = std::max(off.end[k], start);
+        out += first ? "" : ",\n";
+        first = false;
+        out += BlockedSpan(c, keys, k, ids, start - origin, end - start);
+        flush(false);
+        last_end = std::max(last_end, end);
+      }
+    };
     for (uint32_t i : samples) {
       uint64_t time = std::max(c.samples.time[i], origin);
+      emit_blocked_to(c.samples.time[i]);
       uint64_t period =
           c.settings.unit == "nanoseconds" ? std::max<uint64_t>(c.samples.weight[i], 1) : 1000;
       // A gap longer than a period closes everything: the thread was not running.
-      if (!open.empty() && time > last_end + period) close_to(0, last_end);
+      if (!open.empty() && time > last_end + period) {
+        close_to(0, last_end);
+        closed_at = last_end;
+      }
       path.clear();
       for (uint32_t n = c.samples.stack[i]; n != kNone; n = c.stacks.parent[n]) {
         path.push_back(keys.KeyOf(c.stacks.frame[n]));
@@ -133,6 +213,7 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
       for (size_t d = common; d < path.size(); ++d) open.push_back({path[d], at});
       last_end = at + period;
     }
+    emit_blocked_to(UINT64_MAX);
     close_to(0, last_end);
   }
   out += "\n],\"stackFrames\":{";

@@ -4,6 +4,10 @@
 // and thread names are metadata events ("M"); the samples themselves follow
 // in Chrome's sampling format ("stackFrames" + "samples"). Times in
 // microseconds from the recording's start. Streamed to `out`.
+// Off-CPU intervals are complete events of their own on the thread's track,
+// named "off-CPU (sleeping)" and so on (category "off-cpu"), with args
+// state, waker, incomplete (cut at the start or end, as stored), and the
+// innermost user frame; slices before one end where it begins.
 // Not carried: modules, build IDs and addresses (names only), sample
 // weights (an event spans from its first sample to the end of its last),
 // stack end reasons, lost counts, problems.

@@ -1,6 +1,7 @@
 #include "formats/convert.h"
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "analysis/keys.h"
@@ -32,8 +33,9 @@ std::string ExportFormatFor(const std::string& to, const std::string& output) {
   return "";
 }
 
-Status Export(const capture::Capture& cap, const std::string& format,
-              const analysis::FilterSpec& spec, bool per_thread, const std::string& output) {
+Status Export(const capture::Capture& original, const std::string& format,
+              const analysis::FilterSpec& spec, bool per_thread, const std::string& output,
+              analysis::Metric metric) {
   if (format.empty()) {
     return Status::Error("say which format to write: --to pprof|chrome|folded|speedscope");
   }
@@ -41,8 +43,16 @@ Status Export(const capture::Capture& cap, const std::string& format,
     if (!spec.empty()) {
       return Status::Error("filters apply to exports, not to a capture (filter it in report)");
     }
-    return capture::WriteCapture(cap, output);
+    return capture::WriteCapture(original, output);
   }
+  RETURN_IF_ERROR(analysis::CheckMetric(original, metric));
+  // Folded and speedscope write the metric's samples; the others read the
+  // capture's own samples and off-CPU tables.
+  std::optional<capture::Capture> for_metric;
+  if (metric != analysis::Metric::kCpu && (format == "folded" || format == "speedscope")) {
+    for_metric = analysis::ForMetric(original, metric);
+  }
+  const capture::Capture& cap = for_metric ? *for_metric : original;
   analysis::FunctionKeys keys(cap);
   ASSIGN_OR_RETURN(analysis::SampleFilter filter, analysis::SampleFilter::Make(cap, keys, spec));
   if (format == "chrome" || format == "speedscope") {
@@ -58,9 +68,10 @@ Status Export(const capture::Capture& cap, const std::string& format,
   }
   std::vector<uint8_t> bytes;
   if (format == "pprof") {
-    bytes = WritePprof(cap, filter);
+    bytes = WritePprof(cap, filter, metric);
   } else if (format == "folded") {
-    std::string text = WriteFolded(cap, keys, filter, per_thread);
+    std::string text = WriteFolded(cap, keys, filter, per_thread,
+                                   for_metric ? FoldedValue::kMicroseconds : FoldedValue::kSamples);
     bytes.assign(text.begin(), text.end());
   } else {
     return Status::Error("unknown format '" + format + "'");

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analysis/filter.h"
+#include "analysis/profile.h"
 #include "capture/capture.h"
 #include "capture/result.h"
 
@@ -19,8 +20,13 @@ namespace microscope::formats {
 std::string ExportFormatFor(const std::string& to, const std::string& output);
 
 // Writes `capture` as `format` to `output` through a temporary name.
+// `metric`: folded (then in µs, not counts, for offcpu and wall) and
+// speedscope write that metric's samples (analysis::ForMetric); pprof has
+// every type and makes it the default; chrome always draws CPU samples and
+// off-CPU intervals; mscap is the capture itself.
 Status Export(const capture::Capture& capture, const std::string& format,
-              const analysis::FilterSpec& filter, bool per_thread, const std::string& output);
+              const analysis::FilterSpec& filter, bool per_thread, const std::string& output,
+              analysis::Metric metric = analysis::Metric::kCpu);
 
 // Reads a pprof profile (gzipped or raw protobuf) or folded stacks.
 Result<capture::Capture> ImportProfile(std::span<const uint8_t> bytes);

@@ -10,13 +10,14 @@
 namespace microscope::formats {
 
 std::string WriteFolded(const capture::Capture& c, const analysis::FunctionKeys& keys,
-                        const analysis::SampleFilter& filter, bool per_thread) {
+                        const analysis::SampleFilter& filter, bool per_thread, FoldedValue value) {
+  const bool micros = value == FoldedValue::kMicroseconds;
   // Count per (thread or none, stack node), then name each stack once.
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> counts;
   for (size_t i = 0; i < c.samples.size(); ++i) {
     if (!filter.Keep(c, i) || c.samples.stack[i] == capture::kNone) continue;
     uint32_t thread = per_thread ? c.samples.thread[i] : capture::kNone;
-    counts[{thread, c.samples.stack[i]}] += c.samples.CountAt(i);
+    counts[{thread, c.samples.stack[i]}] += micros ? c.samples.weight[i] : c.samples.CountAt(i);
   }
   auto clean = [](std::string s) {
     std::replace(s.begin(), s.end(), ';', ':');
@@ -49,7 +50,10 @@ std::string WriteFolded(const capture::Capture& c, const analysis::FunctionKeys&
     lines[line] += count;
   }
   std::string out;
-  for (const auto& [line, count] : lines) out += line + " " + std::to_string(count) + "\n";
+  for (const auto& [line, count] : lines) {
+    uint64_t v = micros ? (count + 500) / 1000 : count;
+    if (v > 0) out += line + " " + std::to_string(v) + "\n";
+  }
   return out;
 }
 

@@ -12,11 +12,17 @@
 
 namespace microscope::formats {
 
+// What a folded line counts: samples, or the rows' weight (nanoseconds)
+// in microseconds, as offcputime -f writes off-CPU time.
+enum class FoldedValue : uint8_t { kSamples, kMicroseconds };
+
 // One line per distinct stack of function keys (callers first) with its
-// sample count; with `per_thread`, the thread ("name-tid") is the first
-// frame. Lines sorted. ';' inside a name is written as ':'.
+// sample count (or weight in µs, rounded; lines that round to 0 are left
+// out); with `per_thread`, the thread ("name-tid") is the first frame.
+// Lines sorted. ';' inside a name is written as ':'.
 std::string WriteFolded(const capture::Capture& capture, const analysis::FunctionKeys& keys,
-                        const analysis::SampleFilter& filter, bool per_thread);
+                        const analysis::SampleFilter& filter, bool per_thread,
+                        FoldedValue value = FoldedValue::kSamples);
 
 // Reads folded text into a capture of named frames (metric "samples", unit
 // "count"). Errors name the line.

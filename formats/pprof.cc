@@ -5,9 +5,12 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
+#include "analysis/profile.h"
 #include "capture/reader.h"
 #include "formats/capture_builder.h"
 #include "formats/gzip.h"
@@ -85,18 +88,42 @@ constexpr uint64_t kModuleSpan = 1ull << 36;
 
 }  // namespace
 
-std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::SampleFilter& filter) {
-  // Aggregate samples per (stack, thread).
-  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, uint64_t>> agg;
+std::vector<uint8_t> WritePprof(const capture::Capture& original,
+                                const analysis::SampleFilter& filter, analysis::Metric metric) {
+  const bool off = original.off_cpu.size() > 0 || original.off_cpu_short.size() > 0;
+  // Short off-CPU intervals have no stack: they get a pseudo frame.
+  std::optional<capture::Capture> with_short;
+  capture::StackId short_node = kNone;
+  if (original.off_cpu_short.size() > 0) {
+    with_short = original;
+    short_node = analysis::AppendPseudoFrame(
+        &*with_short, analysis::ShortOffCpuFrameName(original.settings.off_cpu_min), kNone);
+  }
+  const capture::Capture& c = with_short ? *with_short : original;
+  // Aggregate rows per (stack, thread, off-CPU state or kCpuRow): values
+  // samples, the capture's metric, and off-CPU time.
+  constexpr uint8_t kCpuRow = 0xFF;
+  std::map<std::tuple<uint32_t, uint32_t, uint8_t>, std::array<uint64_t, 3>> agg;
   for (size_t i = 0; i < c.samples.size(); ++i) {
     if (!filter.Keep(c, i)) continue;
-    auto& v = agg[{c.samples.stack[i], c.samples.thread[i]}];
-    v.first += c.samples.CountAt(i);
-    v.second += c.samples.weight[i];
+    auto& v = agg[{c.samples.stack[i], c.samples.thread[i], kCpuRow}];
+    v[0] += c.samples.CountAt(i);
+    v[1] += c.samples.weight[i];
   }
+  const capture::OffCpu& o = c.off_cpu;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (!filter.Keep(o.thread[i], o.start[i], o.stack[i])) continue;
+    agg[{o.stack[i], o.thread[i], uint8_t(o.state[i])}][2] += o.end[i] - o.start[i];
+  }
+  const capture::OffCpuShort& sh = c.off_cpu_short;
+  for (size_t i = 0; i < sh.size(); ++i) {
+    if (!filter.Keep(sh.thread[i], c.settings.start_time, kNone)) continue;
+    agg[{short_node, sh.thread[i], uint8_t(sh.state[i])}][2] += sh.total[i];
+  }
+  const bool wall = off && metric == analysis::Metric::kWall;
   std::vector<bool> frame_used(c.frames.size());
   for (const auto& [key, v] : agg) {
-    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n])
+    for (uint32_t n = std::get<0>(key); n != kNone; n = c.stacks.parent[n])
       frame_used[c.stacks.frame[n]] = true;
   }
   // Module address ranges: file-backed modules each get kModuleSpan.
@@ -117,6 +144,8 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
   const bool cpu = c.settings.metric == "cpu" && c.settings.unit == "nanoseconds";
   AddValueType(pw, kSampleType, s, "samples", "count");
   AddValueType(pw, kSampleType, s, c.settings.metric, c.settings.unit);
+  if (off) AddValueType(pw, kSampleType, s, "off_cpu", "nanoseconds");
+  if (wall) AddValueType(pw, kSampleType, s, "wall", "nanoseconds");
   std::map<std::vector<capture::FrameId>, uint64_t> location_ids;
   auto LocationOf = [&](const std::vector<capture::FrameId>& group) {
     return location_ids.try_emplace(group, location_ids.size() + 1).first->second;
@@ -127,7 +156,7 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     // one pprof location with several lines (innermost first).
     std::vector<uint64_t> locations;
     std::vector<capture::FrameId> group;
-    for (uint32_t n = key.first; n != kNone; n = c.stacks.parent[n]) {
+    for (uint32_t n = std::get<0>(key); n != kNone; n = c.stacks.parent[n]) {
       capture::FrameId f = c.stacks.frame[n];
       const capture::Frame& fr = c.frames[f];
       if (!group.empty() && (fr.address != c.frames[group.back()].address ||
@@ -143,9 +172,14 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     }
     for (capture::FrameId g : group) locations.push_back(LocationOf({g}));
     sample.add_packed_uint64(1, locations.begin(), locations.end());
-    int64_t values[2] = {int64_t(v.first), int64_t(v.second)};
-    sample.add_packed_int64(2, std::begin(values), std::end(values));
-    const capture::Thread& t = c.threads[key.second];
+    int64_t values[4] = {int64_t(v[0]), int64_t(v[1]), int64_t(v[2]), int64_t(v[1] + v[2])};
+    sample.add_packed_int64(2, std::begin(values), std::begin(values) + (wall ? 4 : off ? 3 : 2));
+    const capture::Thread& t = c.threads[std::get<1>(key)];
+    if (std::get<2>(key) != kCpuRow) {
+      protozero::pbf_writer label(sample, 3);
+      label.add_int64(1, s.Id("state"));
+      label.add_int64(2, s.Id(capture::OffCpuStateName(capture::OffCpuState(std::get<2>(key)))));
+    }
     {
       protozero::pbf_writer label(sample, 3);
       label.add_int64(1, s.Id("pid"));
@@ -220,7 +254,9 @@ std::vector<uint8_t> WritePprof(const capture::Capture& c, const analysis::Sampl
     if (c.settings.frequency != 0)
       pw.add_int64(kPeriod, int64_t(1000000000ull / c.settings.frequency));
   }
-  pw.add_int64(kDefaultSampleType, s.Id(c.settings.metric));
+  pw.add_int64(kDefaultSampleType, s.Id(!off || metric == analysis::Metric::kCpu ? c.settings.metric
+                                        : wall                                   ? "wall"
+                                                                                 : "off_cpu"));
   for (const std::string& str : s.list()) pw.add_string(kStringTable, str);
   return Gzip(std::span(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
 }
@@ -463,7 +499,7 @@ void ParseProfile(std::span<const uint8_t> data, Profile* p, size_t* offset) {
 
 }  // namespace
 
-Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
+Result<capture::Capture> ReadPprof(std::span<const uint8_t> file, const std::string& sample_type) {
   std::vector<uint8_t> inflated;
   std::span<const uint8_t> data = file;
   if (IsGzip(file)) {
@@ -501,9 +537,16 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
     if (p.sample_types[i].first == p.default_type && p.default_type != 0) weight_index = i;
     if (type == "samples" || type == "count") count_index = int(i);
   }
+  bool found = false;
   for (size_t i = 0; i < p.sample_types.size(); ++i) {
     ASSIGN_OR_RETURN(std::string type, str(p.sample_types[i].first));
-    if (type == "cpu") weight_index = i;
+    if (sample_type.empty() ? type == "cpu" : type == sample_type) {
+      weight_index = i;
+      found = true;
+    }
+  }
+  if (!sample_type.empty() && !found) {
+    return Status::Error("no sample type '" + sample_type + "'");
   }
   CaptureBuilder b;
   capture::Capture& c = b.capture();
@@ -568,6 +611,9 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file) {
       return Status::Error("sample " + std::to_string(i) +
                            " has a negative or oversized value (diff profiles are not imported)");
     }
+    // A row of another quantity only (an off-CPU row read as cpu, a CPU row
+    // read as off_cpu).
+    if (weight == 0 && p.sample_types.size() > 2) continue;
     stack.clear();
     for (uint64_t loc : s.locations) {
       auto f = frames_of.find(loc);

@@ -1,32 +1,42 @@
 // pprof's profile.proto, gzipped, written and read with libprotozero.
 //
 // Written: sample types samples/count and the capture's metric (cpu/
-// nanoseconds for a recording); one sample per distinct (stack, thread) with
-// labels pid, tid and thread; one location per frame, with the function as
-// its line; one mapping per module with build ID and file offsets (each
-// module gets its own address range so that address - start + offset is the
-// frame's file offset); period and duration.
-// Not carried: sample times (pprof samples have none), stack end reasons,
+// nanoseconds for a recording), and off_cpu/nanoseconds when the capture has
+// off-CPU intervals (then wall/nanoseconds too, for Metric::kWall); one
+// sample per distinct (stack, thread, off-CPU state) with labels pid, tid
+// and thread, and state on off-CPU rows. CPU rows have 0 off_cpu; off-CPU
+// rows have 0 samples and 0 CPU time, their duration as off_cpu (short
+// intervals under a pseudo frame); `metric` picks the default sample type; one location per frame,
+// with the function as its line; one mapping per module with build ID and file offsets (each module
+// gets its own address range so that address - start + offset is the frame's file offset); period
+// and duration. Not carried: sample times (pprof samples have none), stack end reasons,
 // lost/throttle counts, problems, the process tree.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "analysis/filter.h"
+#include "analysis/profile.h"
 #include "capture/capture.h"
 #include "capture/result.h"
 
 namespace microscope::formats {
 
 std::vector<uint8_t> WritePprof(const capture::Capture& capture,
-                                const analysis::SampleFilter& filter);
+                                const analysis::SampleFilter& filter,
+                                analysis::Metric metric = analysis::Metric::kCpu);
 
 // Reads a pprof profile (gzipped or not). The value used as the capture's
-// weight is the "cpu" sample type if present, else the default or last one;
-// a "samples"/"count" type gives the sample counts. Errors name the byte
-// offset in the (inflated) protobuf.
-Result<capture::Capture> ReadPprof(std::span<const uint8_t> file);
+// weight is `sample_type` when given (an error when the profile lacks it),
+// else the "cpu" sample type if present, else the default or last one; a
+// "samples"/"count" type gives the sample counts. In a profile of three or
+// more types, rows whose weight is 0 belong to another quantity (off-CPU
+// rows read as cpu) and are skipped.
+// Errors name the byte offset in the (inflated) protobuf.
+Result<capture::Capture> ReadPprof(std::span<const uint8_t> file,
+                                   const std::string& sample_type = "");
 
 }  // namespace microscope::formats

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "analysis/filter.h"
+#include "analysis/profile.h"
 #include "capture/container.h"
 #include "capture/reader.h"
 #include "formats/convert.h"
@@ -17,6 +18,7 @@ struct ConvertOptions {
   std::string input;
   std::string output;
   std::string to;
+  std::string metric;  // empty: analysis::DefaultMetric
   bool per_thread = false;
   FilterOptions filter;
 };
@@ -52,8 +54,10 @@ int RunConvert(ConvertOptions& o) {
     cap->settings.command = {o.input};
     if (formats::ExportFormatFor(o.to, o.output).empty()) o.to = "mscap";
   }
+  analysis::Metric metric = analysis::DefaultMetric(*cap);
+  if (!o.metric.empty()) analysis::ParseMetric(o.metric, &metric);  // checked by CLI11
   Status written = formats::Export(*cap, formats::ExportFormatFor(o.to, o.output), o.filter.spec,
-                                   o.per_thread, o.output);
+                                   o.per_thread, o.output, metric);
   if (!written.ok()) {
     PrintError(written.WithContext(o.output).message());
     return 1;
@@ -82,6 +86,10 @@ Runner AddConvertCommand(CLI::App& app) {
       "              one 'caller;...;leaf COUNT' line per distinct stack.\n"
       "  speedscope  modules (kept as each frame's file), build IDs, addresses, sample\n"
       "              times (order kept), stack end reasons.\n"
+      "Off-CPU intervals (captures recorded with them): pprof gets an off_cpu sample\n"
+      "type (state label; -sample_index=off_cpu), chrome an \"off-CPU (state)\" span per\n"
+      "interval on its thread's track (waker, state, incomplete, user frame), folded and\n"
+      "speedscope follow --metric (folded then counts microseconds, as offcputime -f).\n"
       "Imports keep what the input has: stacks, functions, values, and for pprof the\n"
       "mappings and pid/tid/thread labels; folded input has one thread and counts.");
   cmd->add_option("input", o->input, "a .mscap capture, a pprof profile, or folded stacks")
@@ -91,6 +99,10 @@ Runner AddConvertCommand(CLI::App& app) {
                   "pprof, chrome, folded, speedscope, or mscap (default: by -o's name)")
       ->check(CLI::IsMember({"pprof", "chrome", "folded", "speedscope", "mscap"}));
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
+  cmd->add_option("--metric", o->metric,
+                  "cpu, offcpu or wall, as report --metric (default: cpu, or offcpu for a "
+                  "capture with off-CPU intervals and no samples)")
+      ->check(CLI::IsMember({"cpu", "offcpu", "wall"}));
   o->filter.Register(cmd);
   return [o]() { return RunConvert(*o); };
 }

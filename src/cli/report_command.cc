@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "capture/reader.h"
@@ -15,6 +16,7 @@ namespace {
 struct ReportOptions {
   std::string file;
   std::string diff;
+  std::string metric;  // empty: analysis::DefaultMetric
   std::string granularity = "function";
   std::string color = "auto";
   bool json = false;
@@ -40,7 +42,21 @@ int RunReport(ReportOptions& o) {
     PrintError(read.status().message());
     return 1;
   }
-  const capture::Capture& cap = *read;
+  const capture::Capture& original = *read;
+  analysis::Metric metric = analysis::DefaultMetric(original);
+  if (!o.metric.empty()) analysis::ParseMetric(o.metric, &metric);  // checked by CLI11
+  if (Status ok = analysis::CheckMetric(original, metric); !ok.ok()) {
+    PrintError(ok.WithContext(o.file).message());
+    return 1;
+  }
+  // The views read samples of the chosen metric; lanes and the off-CPU
+  // tables read the capture's own CPU samples and intervals.
+  const analysis::MetricOptions metric_options{o.views.by_state};
+  std::optional<capture::Capture> for_metric;
+  if (metric != analysis::Metric::kCpu) {
+    for_metric = analysis::ForMetric(original, metric, metric_options);
+  }
+  const capture::Capture& cap = for_metric ? *for_metric : original;
   analysis::Granularity g = o.granularity == "address" ? analysis::Granularity::kAddress
                             : o.granularity == "line"  ? analysis::Granularity::kLine
                                                        : analysis::Granularity::kFunction;
@@ -53,7 +69,10 @@ int RunReport(ReportOptions& o) {
   ReportData d;
   d.capture = &cap;
   d.keys = &keys;
+  d.metric = metric;
   d.summary = analysis::Summarize(cap);
+  d.off_cpu = analysis::SummarizeOffCpu(original);
+  if (o.views.by_state) d.by_state = analysis::SummarizeOffCpu(original, *filter, o.views.top);
   d.flat = analysis::ComputeFlat(cap, keys, *filter);
   if (o.views.tree) {
     d.tree = analysis::ComputeTree(cap, keys, *filter, {false, o.collapse_recursion});
@@ -62,9 +81,10 @@ int RunReport(ReportOptions& o) {
     d.inverted = analysis::ComputeTree(cap, keys, *filter, {true, o.collapse_recursion});
   }
   if (o.views.threads) d.threads = analysis::ThreadTotals(cap, *filter);
-  if (o.views.lanes) d.lanes = analysis::ComputeLanes(cap, *filter, o.views.lane_width);
+  if (o.views.lanes) d.lanes = analysis::ComputeLanes(original, *filter, o.views.lane_width);
   // A syscall-only capture shows its table by default.
-  if (o.views.syscalls || (cap.samples.size() == 0 && cap.syscalls.size() > 0)) {
+  if (o.views.syscalls || (original.samples.size() == 0 && original.syscalls.size() > 0 &&
+                           original.off_cpu.size() == 0)) {
     o.views.syscalls = true;
     d.syscalls = analysis::ComputeSyscalls(cap, o.views.top);
   }
@@ -73,6 +93,13 @@ int RunReport(ReportOptions& o) {
     if (!other.ok()) {
       PrintError(other.status().message());
       return 1;
+    }
+    if (Status ok = analysis::CheckMetric(*other, metric); !ok.ok()) {
+      PrintError(ok.WithContext(o.diff).message());
+      return 1;
+    }
+    if (metric != analysis::Metric::kCpu) {
+      *other = analysis::ForMetric(*other, metric, metric_options);
     }
     auto diff = analysis::Diff(cap, *other, g, o.filter.spec);
     if (!diff.ok()) {
@@ -106,10 +133,22 @@ Runner AddReportCommand(CLI::App& app) {
   cmd->add_flag("--inverted", o->views.inverted,
                 "the inverted tree: sampled functions first, then their callers");
   cmd->add_flag("--threads", o->views.threads, "per-thread totals");
-  cmd->add_flag("--lanes", o->views.lanes, "a timeline of each thread's samples");
+  cmd->add_flag("--lanes", o->views.lanes,
+                "a timeline of each thread: its samples, and its time off CPU by state");
   cmd->add_flag("--syscalls", o->views.syscalls,
                 "system calls (from `microscope syscalls`): calls, errors, total, mean and max "
                 "time per call, as strace -c, then the slowest calls");
+  cmd->add_option("--metric", o->metric,
+                  "what the views measure: cpu (CPU samples), offcpu (time off CPU: each "
+                  "interval at its stack, short intervals under one pseudo frame per thread) or "
+                  "wall (per thread, both). Default: cpu, or offcpu for a capture with off-CPU "
+                  "intervals and no samples")
+      ->check(CLI::IsMember({"cpu", "offcpu", "wall"}));
+  cmd->add_flag("--by-state", o->views.by_state,
+                "off-CPU time per state (sleeping, uninterruptible, preempted, other) and per "
+                "thread and state, then the top wakers of each thread (waker tid and name, "
+                "wakeups, time); with --metric offcpu or wall, off-CPU stacks end in a "
+                "[state] frame in every view");
   cmd->add_option("--diff", o->diff, "compare with OTHER.mscap (shares of each total)");
   o->filter.Register(cmd);
   cmd->add_option("--granularity", o->granularity,

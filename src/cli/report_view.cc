@@ -41,6 +41,66 @@ std::string ModuleSuffix(const ReportData& d, analysis::KeyId key, const Colors&
   return std::string(" ") + c.dim() + "[" + m + "]" + c.reset();
 }
 
+// A duration in the unit that shows it: off-CPU totals run from
+// microseconds (short intervals) to minutes.
+std::string Ns(uint64_t ns) {
+  char buf[32];
+  if (ns < 1000000) {
+    snprintf(buf, sizeof(buf), "%.1f µs", double(ns) / 1e3);
+  } else if (ns < 1000000000) {
+    snprintf(buf, sizeof(buf), "%.3f ms", double(ns) / 1e6);
+  } else {
+    snprintf(buf, sizeof(buf), "%.3f s", double(ns) / 1e9);
+  }
+  return buf;
+}
+
+unsigned long long Ull(uint64_t v) {
+  return static_cast<unsigned long long>(v);
+}
+
+// The metric, the off-CPU totals and incomplete intervals, and what each
+// BPF part of the recording did (settings.off_cpu, settings.syscalls).
+template <typename Label>
+void PrintOffCpuHeader(FILE* out, const ReportData& d, const Label& label) {
+  const analysis::OffCpuSummary& o = d.off_cpu;
+  const capture::Settings& st = d.capture->settings;
+  if (o.any() || d.metric != analysis::Metric::kCpu) {
+    label("metric");
+    fprintf(out, "%s (--metric cpu: CPU samples; offcpu: time off CPU; wall: both, per thread)\n",
+            analysis::MetricName(d.metric));
+  }
+  if (!o.status.empty() || o.any()) {
+    label("off-CPU");
+    if (!o.status.empty()) fprintf(out, "%s; ", o.status.c_str());
+    fprintf(out, "%llu intervals, %s", Ull(o.intervals), Ns(o.interval_ns).c_str());
+    if (o.shorts > 0) {
+      fprintf(out, "; %llu shorter than %s only counted, %s (no stack)", Ull(o.shorts),
+              Ns(o.min_ns).c_str(), Ns(o.short_ns).c_str());
+    }
+    fprintf(out, "; total %s\n", Ns(o.total_ns()).c_str());
+  }
+  if (o.cut_at_start > 0 || o.cut_at_end > 0) {
+    label("incomplete");
+    fprintf(out,
+            "%llu already off CPU at the start (%s), %llu still off CPU at the end or "
+            "switch-in lost (%s): counted as stored, not stretched\n",
+            Ull(o.cut_at_start), Ns(o.cut_at_start_ns).c_str(), Ull(o.cut_at_end),
+            Ns(o.cut_at_end_ns).c_str());
+  }
+  if (o.no_user_stack > 0) {
+    label("off-CPU");
+    fprintf(out, "%llu intervals without a user stack\n", Ull(o.no_user_stack));
+  }
+  if (!st.syscalls.empty()) {
+    label("syscalls");
+    fprintf(out, "%s", st.syscalls.c_str());
+    if (st.syscall_stack_min != 0)
+      fprintf(out, "; stacks for calls from %s", Ns(st.syscall_stack_min).c_str());
+    fprintf(out, "\n");
+  }
+}
+
 void PrintHeader(FILE* out, const ReportData& d, const ReportViews& v, const Colors& c) {
   const analysis::Summary& s = d.summary;
   auto label = [&](const char* name) { fprintf(out, "%s%-12s%s", c.bold(), name, c.reset()); };
@@ -68,15 +128,16 @@ void PrintHeader(FILE* out, const ReportData& d, const ReportViews& v, const Col
   fprintf(out, "\n");
   label("duration");
   fprintf(out, "%s\n", FormatValue(s.duration_ns, "nanoseconds").c_str());
-  label("samples");
+  const bool off_metric = d.metric == analysis::Metric::kOffCpu;
+  label(off_metric ? "intervals" : "samples");
   fprintf(out, "%llu (%s of %s)", static_cast<unsigned long long>(s.samples),
           FormatValue(s.value, s.unit).c_str(), s.metric.c_str());
   if (s.frequency != 0) fprintf(out, " at %u Hz", s.frequency);
   fprintf(out, ", %zu threads\n", s.threads.size());
+  PrintOffCpuHeader(out, d, label);
   label("names");
-  fprintf(out,
-          "%.1f%% of samples have fully named stacks (unnamed frames show as module+0xoffset)\n",
-          Percent(s.fully_named, s.samples));
+  fprintf(out, "%.1f%% of %s have fully named stacks (unnamed frames show as module+0xoffset)\n",
+          Percent(s.fully_named, s.samples), off_metric ? "intervals" : "samples");
   if (s.symbols == "later") {
     label("symbols");
     fprintf(out, "recorded with --symbolize later: name frames with `microscope symbolize FILE`\n");
@@ -191,23 +252,85 @@ void PrintThreads(FILE* out, const ReportData& d, const Colors& c) {
 void PrintLanes(FILE* out, const ReportData& d, const ReportViews& v, const Colors& c) {
   const analysis::Lanes& lanes = *d.lanes;
   static const char* kLevels[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  // Off CPU, per analysis::LaneCell: sleeping, uninterruptible, preempted, other.
+  static const char* kBlocked[] = {"-", "=", "~", "?"};
   uint32_t peak = 1;
+  bool any_off = false;
   for (const auto& lane : lanes.lanes) {
     for (uint32_t b : lane.buckets) peak = std::max(peak, b);
+    any_off = any_off || lane.off_cpu_ns > 0;
   }
   fprintf(out, "\n%sThread lanes%s (%zu columns of %s; darker: more samples, peak %u)\n", c.bold(),
           c.reset(), lanes.bucket_count, FormatValue(lanes.bucket_ns, "nanoseconds").c_str(), peak);
+  if (any_off) {
+    fprintf(out,
+            "off CPU for more than half a column, or all its time with no samples: - sleeping, "
+            "= uninterruptible, ~ preempted, ? other; blank: neither; right: samples, off-CPU "
+            "time\n");
+  }
   for (const auto& lane : lanes.lanes) {
     const capture::Thread& t = d.capture->threads[lane.thread];
     std::string name = d.capture->str(t.name) + " " + std::to_string(t.tid);
     fprintf(out, "%-22.22s |", name.c_str());
-    for (uint32_t b : lane.buckets) {
-      int level = b == 0 ? 0 : 1 + int(std::lround(7.0 * double(b) / double(peak)));
-      fputs(kLevels[std::min(level, 8)], out);
+    for (size_t i = 0; i < lane.buckets.size(); ++i) {
+      analysis::LaneCell cell = analysis::CellOf(lanes, lane, i);
+      if (cell == analysis::LaneCell::kOnCpu || cell == analysis::LaneCell::kEmpty) {
+        uint32_t b = lane.buckets[i];
+        int level = b == 0 ? 0 : 1 + int(std::lround(7.0 * double(b) / double(peak)));
+        fputs(kLevels[std::min(level, 8)], out);
+      } else {
+        fprintf(out, "%s%s%s", c.dim(),
+                kBlocked[uint8_t(cell) - uint8_t(analysis::LaneCell::kSleeping)], c.reset());
+      }
     }
-    fprintf(out, "| %llu\n", static_cast<unsigned long long>(lane.total));
+    fprintf(out, "| %llu", static_cast<unsigned long long>(lane.total));
+    if (any_off) fprintf(out, ", %s", Ns(lane.off_cpu_ns).c_str());
+    fprintf(out, "\n");
   }
   (void)v;
+}
+
+std::string ThreadName(const capture::Capture& cap, capture::ThreadId t) {
+  return cap.str(cap.threads[t].name) + " (" + std::to_string(cap.threads[t].tid) + ")";
+}
+
+void PrintByState(FILE* out, const ReportData& d, const ReportViews& v, const Colors& c) {
+  const analysis::OffCpuSummary& o = *d.by_state;
+  const uint64_t all = o.total_ns();
+  fprintf(out, "\n%sOff-CPU time by state%s: %s in %llu intervals and %llu short ones\n", c.bold(),
+          c.reset(), Ns(all).c_str(), Ull(o.intervals), Ull(o.shorts));
+  fprintf(out, "%7s %12s %10s %10s  %s\n", "share", "time", "intervals", "short", "state");
+  for (uint8_t s = 0; s < capture::kOffCpuStateCount; ++s) {
+    const analysis::OffCpuStateTotal& t = o.by_state[s];
+    double p = Percent(t.total_ns, all);
+    fprintf(out, "%s%6.2f%%%s %12s %10llu %10llu  %s\n", c.heat(p), p, c.reset(),
+            Ns(t.total_ns).c_str(), Ull(t.intervals), Ull(t.shorts),
+            capture::OffCpuStateName(capture::OffCpuState(s)));
+  }
+  fprintf(out, "\n%sOff-CPU time per thread and state%s\n", c.bold(), c.reset());
+  fprintf(out, "%7s %12s %10s %10s  %-16s %s\n", "share", "time", "intervals", "short", "state",
+          "thread");
+  for (size_t i = 0; i < o.by_thread_state.size() && i < v.top; ++i) {
+    const analysis::OffCpuThreadState& r = o.by_thread_state[i];
+    double p = Percent(r.total.total_ns, all);
+    fprintf(out, "%s%6.2f%%%s %12s %10llu %10llu  %-16s %s\n", c.heat(p), p, c.reset(),
+            Ns(r.total.total_ns).c_str(), Ull(r.total.intervals), Ull(r.total.shorts),
+            capture::OffCpuStateName(r.state), ThreadName(*d.capture, r.thread).c_str());
+  }
+  if (o.wakers.empty()) return;
+  fprintf(out, "\n%sWho woke each thread%s (stored intervals, not preempted ones)\n", c.bold(),
+          c.reset());
+  for (size_t i = 0; i < o.wakers.size() && i < v.top; ++i) {
+    const analysis::ThreadWakers& tw = o.wakers[i];
+    fprintf(out, "%s: %llu wakeups after %s off CPU\n", ThreadName(*d.capture, tw.thread).c_str(),
+            Ull(tw.count), Ns(tw.total_ns).c_str());
+    for (const analysis::Waker& w : tw.wakers) {
+      std::string who = w.tid == 0
+                            ? "(unknown)"
+                            : (w.name.empty() ? "?" : w.name) + " (" + std::to_string(w.tid) + ")";
+      fprintf(out, "  %12s %8llu  %s\n", Ns(w.total_ns).c_str(), Ull(w.count), who.c_str());
+    }
+  }
 }
 
 void PrintDiffRows(FILE* out, const std::vector<analysis::DiffRow>& rows, const ReportViews& v,
@@ -319,6 +442,58 @@ ordered_json SummaryJson(const analysis::Summary& s) {
   return j;
 }
 
+// Function names, innermost first.
+ordered_json StackJson(const ReportData& d, capture::StackId stack) {
+  ordered_json out = ordered_json::array();
+  for (uint32_t n = stack; n != capture::kNone; n = d.capture->stacks.parent[n]) {
+    out.push_back(d.keys->Name(d.keys->KeyOf(d.capture->stacks.frame[n])));
+  }
+  return out;
+}
+
+ordered_json OffCpuJson(const capture::Capture& cap, const analysis::OffCpuSummary& o) {
+  auto totals = [](const analysis::OffCpuStateTotal& t) {
+    return ordered_json{{"intervals", t.intervals}, {"short", t.shorts}, {"total_ns", t.total_ns}};
+  };
+  ordered_json j = {{"status", o.status},
+                    {"min_ns", o.min_ns},
+                    {"intervals", o.intervals},
+                    {"interval_ns", o.interval_ns},
+                    {"cut_at_start", o.cut_at_start},
+                    {"cut_at_start_ns", o.cut_at_start_ns},
+                    {"cut_at_end", o.cut_at_end},
+                    {"cut_at_end_ns", o.cut_at_end_ns},
+                    {"no_user_stack", o.no_user_stack},
+                    {"short", o.shorts},
+                    {"short_ns", o.short_ns},
+                    {"total_ns", o.total_ns()}};
+  ordered_json states = ordered_json::object();
+  for (uint8_t s = 0; s < capture::kOffCpuStateCount; ++s) {
+    states[capture::OffCpuStateName(capture::OffCpuState(s))] = totals(o.by_state[s]);
+  }
+  j["states"] = states;
+  j["threads"] = ordered_json::array();
+  for (const auto& r : o.by_thread_state) {
+    ordered_json row = totals(r.total);
+    row["tid"] = cap.threads[r.thread].tid;
+    row["state"] = capture::OffCpuStateName(r.state);
+    j["threads"].push_back(std::move(row));
+  }
+  j["wakers"] = ordered_json::array();
+  for (const auto& tw : o.wakers) {
+    ordered_json by = ordered_json::array();
+    for (const auto& w : tw.wakers) {
+      by.push_back(
+          {{"tid", w.tid}, {"name", w.name}, {"count", w.count}, {"total_ns", w.total_ns}});
+    }
+    j["wakers"].push_back({{"tid", cap.threads[tw.thread].tid},
+                           {"count", tw.count},
+                           {"total_ns", tw.total_ns},
+                           {"wakers", by}});
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string FormatValue(uint64_t value, const std::string& unit) {
@@ -368,6 +543,19 @@ void PrintSyscalls(FILE* out, const ReportData& d, const Colors& c) {
     fprintf(out, " %12s %12s  %-24s %-16s %s\n", FormatValue(s.duration_ns, "nanoseconds").c_str(),
             ("+" + FormatValue(s.time - cap.settings.start_time, "nanoseconds")).c_str(),
             who.c_str(), s.name.c_str(), result.c_str());
+    // The caller's stack, innermost frame first, as a backtrace reads.
+    const size_t kShownFrames = 16;
+    size_t depth = 0;
+    for (uint32_t n = s.stack; n != capture::kNone; n = cap.stacks.parent[n], ++depth) {
+      if (depth == kShownFrames) {
+        size_t rest = 0;
+        for (; n != capture::kNone; n = cap.stacks.parent[n]) ++rest;
+        fprintf(out, "%28s... %zu more frames\n", "", rest);
+        break;
+      }
+      analysis::KeyId k = d.keys->KeyOf(cap.stacks.frame[n]);
+      fprintf(out, "%28s%s%s\n", "", d.keys->Name(k).c_str(), ModuleSuffix(d, k, c).c_str());
+    }
   }
 }
 
@@ -375,6 +563,7 @@ void PrintTextReport(FILE* out, const ReportData& d, const ReportViews& v) {
   Colors c{v.color};
   PrintHeader(out, d, v, c);
   if (d.syscalls) PrintSyscalls(out, d, c);
+  if (d.by_state) PrintByState(out, d, v, c);
   bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || d.diff || v.syscalls;
   if (v.flat || !any) {
     PrintFlat(out, d, v, c, /*by_total=*/false);
@@ -398,6 +587,9 @@ void PrintTextReport(FILE* out, const ReportData& d, const ReportViews& v) {
 void PrintJsonReport(FILE* out, const ReportData& d, const ReportViews& v) {
   ordered_json j;
   j["header"] = SummaryJson(d.summary);
+  if (d.off_cpu.any() || !d.off_cpu.status.empty())
+    j["off_cpu"] = OffCpuJson(*d.capture, d.off_cpu);
+  if (d.by_state) j["by_state"] = OffCpuJson(*d.capture, *d.by_state);
   if (!v.filter_text.empty()) j["filter"] = v.filter_text;
   j["all"] = CostJson(d.flat.all, d.flat.all.value);
   j["functions"] = ordered_json::array();
@@ -431,7 +623,8 @@ void PrintJsonReport(FILE* out, const ReportData& d, const ReportViews& v) {
                               {"time", s.time},
                               {"duration_ns", s.duration_ns},
                               {"ret", s.ret},
-                              {"errno", analysis::ErrnoName(s.ret)}});
+                              {"errno", analysis::ErrnoName(s.ret)},
+                              {"stack", StackJson(d, s.stack)}});
     }
     j["syscalls"] = y;
   }
@@ -452,10 +645,20 @@ void PrintJsonReport(FILE* out, const ReportData& d, const ReportViews& v) {
     ordered_json lanes = ordered_json::array();
     for (const auto& lane : d.lanes->lanes) {
       const capture::Thread& t = d.capture->threads[lane.thread];
-      lanes.push_back({{"tid", t.tid},
-                       {"name", d.capture->str(t.name)},
-                       {"total", lane.total},
-                       {"buckets", lane.buckets}});
+      ordered_json lj = {{"tid", t.tid},
+                         {"name", d.capture->str(t.name)},
+                         {"total", lane.total},
+                         {"buckets", lane.buckets}};
+      if (lane.off_cpu_ns > 0) {
+        lj["off_cpu_ns"] = lane.off_cpu_ns;
+        ordered_json per = ordered_json::object();
+        for (uint8_t s = 0; s < capture::kOffCpuStateCount; ++s) {
+          if (!lane.off_cpu[s].empty())
+            per[capture::OffCpuStateName(capture::OffCpuState(s))] = lane.off_cpu[s];
+        }
+        lj["off_cpu"] = std::move(per);
+      }
+      lanes.push_back(std::move(lj));
     }
     j["lanes"] = {
         {"start_ns", d.lanes->start}, {"bucket_ns", d.lanes->bucket_ns}, {"lanes", lanes}};

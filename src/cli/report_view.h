@@ -25,6 +25,7 @@ struct ReportViews {
   bool threads = false;
   bool lanes = false;
   bool syscalls = false;
+  bool by_state = false;  // off-CPU time per state and thread, and who woke each thread
   double min_percent = 0.5;
   size_t top = 20;
   size_t lane_width = 60;
@@ -33,9 +34,14 @@ struct ReportViews {
 };
 
 struct ReportData {
+  // The capture whose samples are the chosen metric (analysis::ForMetric);
+  // the views read it, the header's off-CPU lines its off_cpu tables.
   const capture::Capture* capture;
   const analysis::FunctionKeys* keys;
+  analysis::Metric metric = analysis::Metric::kCpu;
   analysis::Summary summary;
+  analysis::OffCpuSummary off_cpu;                  // unfiltered, for the header
+  std::optional<analysis::OffCpuSummary> by_state;  // filtered, for --by-state
   analysis::Flat flat;
   std::optional<analysis::CallTree> tree;
   std::optional<analysis::CallTree> inverted;

@@ -100,9 +100,13 @@ TEST_CASE("Capture: every bad cross-reference is refused, naming the row") {
   }
 }
 
-TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
-  std::vector<uint8_t> good = SerializeCapture(testing::MakeTestCapture());
-  std::mt19937 rng(1234);
+namespace {
+// Reads `good` with random bytes flipped (and sometimes cut short) 20,000
+// times; `accepted` sees each payload the reader accepts. Returns how many
+// were refused (each with a message).
+template <typename F>
+int FlipBytes(const std::vector<uint8_t>& good, uint32_t seed, F accepted) {
+  std::mt19937 rng(seed);
   int refused = 0;
   for (int round = 0; round < 20000; ++round) {
     std::vector<uint8_t> bad = good;
@@ -113,9 +117,16 @@ TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
     if (!r.ok()) {
       ++refused;
       CHECK_FALSE(r.status().message().empty());
+    } else {
+      accepted(*r);
     }
   }
-  CHECK(refused > 0);
+  return refused;
+}
+}  // namespace
+
+TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
+  CHECK(FlipBytes(SerializeCapture(testing::MakeTestCapture()), 1234, [](const Capture&) {}) > 0);
 }
 
 TEST_CASE("Capture: payloads too short for a FlatBuffer are refused, not read") {
@@ -166,4 +177,124 @@ TEST_CASE("Capture: system call rows round trip and are checked") {
     c.syscalls.ret.pop_back();
     CHECK(ErrorOf(c).find("syscalls columns differ in length") != std::string::npos);
   }
+}
+
+namespace {
+// Calls of `threads[i]` at 100 + i, 5 ns each, with `stacks` (may be empty).
+void SetCalls(Capture* c, const std::vector<ThreadId>& threads, std::vector<StackId> stacks) {
+  Syscalls& y = c->syscalls;
+  y = {};
+  for (size_t i = 0; i < threads.size(); ++i) {
+    y.time.push_back(100 + i);
+    y.duration.push_back(5 + 45 * i);
+    y.thread.push_back(threads[i]);
+    y.nr.push_back(uint32_t(i));
+    y.ret.push_back(i == 1 ? -4 : 0);
+    y.arg0.push_back(0);
+    y.arg1.push_back(0);
+    y.arg2.push_back(0);
+  }
+  y.stack = std::move(stacks);
+}
+}  // namespace
+
+TEST_CASE("Capture: off-CPU tables, syscall stacks and BPF settings round trip") {
+  Capture c = testing::MakeOffCpuCapture();
+  SetCalls(&c, {0, 1}, {kNone, 3});
+  c.settings.syscall_stack_min = 20;
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("offcpu." + std::to_string(getpid()) + ".mscap"))
+          .string();
+  REQUIRE(WriteCapture(c, path).ok());
+  auto r = ReadCapture(path);
+  std::filesystem::remove(path);
+  REQUIRE(r.ok());
+  const OffCpu& a = c.off_cpu;
+  const OffCpu& b = r->off_cpu;
+  CHECK(b.start == a.start);
+  CHECK(b.end == a.end);
+  CHECK(b.thread == a.thread);
+  CHECK(b.stack == a.stack);
+  CHECK(b.stack_end == a.stack_end);
+  CHECK(b.state == a.state);
+  CHECK(b.waker_tid == a.waker_tid);
+  CHECK(b.waker_name == a.waker_name);
+  CHECK(b.flags == a.flags);
+  CHECK(r->off_cpu_short.thread == c.off_cpu_short.thread);
+  CHECK(r->off_cpu_short.state == c.off_cpu_short.state);
+  CHECK(r->off_cpu_short.count == c.off_cpu_short.count);
+  CHECK(r->off_cpu_short.total == c.off_cpu_short.total);
+  CHECK(r->syscalls.stack == c.syscalls.stack);
+  CHECK(r->syscalls.StackAt(1) == 3);
+  CHECK(r->settings.off_cpu == "on");
+  CHECK(r->settings.syscalls == "off: test");
+  CHECK(r->settings.off_cpu_min == 1000);
+  CHECK(r->settings.syscall_stack_min == 20);
+  // Without the optional stack column every call has none.
+  c.syscalls.stack.clear();
+  auto plain = ParseCapturePayload(SerializeCapture(c));
+  REQUIRE(plain.ok());
+  CHECK(plain->syscalls.stack.empty());
+  CHECK(plain->syscalls.StackAt(1) == kNone);
+}
+
+TEST_CASE("Capture: every bad off-CPU row is refused, naming table, row and field") {
+  struct Case {
+    const char* what;
+    void (*spoil)(Capture&);
+    std::string error;  // the message, or its start
+  };
+  const Case cases[] = {
+      {"columns of different lengths", [](Capture& c) { c.off_cpu.waker_tid.pop_back(); },
+       "off_cpu columns differ in length (start 4)"},
+      {"thread out of range", [](Capture& c) { c.off_cpu.thread[2] = 9; },
+       "off_cpu[2].thread = 9 is out of range (2 threads)"},
+      {"stack out of range", [](Capture& c) { c.off_cpu.stack[1] = 70; },
+       "off_cpu[1].stack = 70 is out of range (7 stacks)"},
+      {"waker name out of range", [](Capture& c) { c.off_cpu.waker_name[0] = 500; },
+       "off_cpu[0].waker_name = 500 is out of range"},
+      {"unknown state", [](Capture& c) { c.off_cpu.state[3] = OffCpuState(4); },
+       "off_cpu[3].state has unknown value 4"},
+      {"unknown stack end", [](Capture& c) { c.off_cpu.stack_end[0] = StackEnd(kStackEndCount); },
+       "off_cpu[0].stack_end has unknown value 11"},
+      {"end before start", [](Capture& c) { c.off_cpu.end[1] = 19; },
+       "off_cpu[1].end is before its start"},
+      {"out of order", [](Capture& c) { c.off_cpu.start[2] = 15; },
+       "off_cpu[2].start goes back in time"},
+      {"unknown flags", [](Capture& c) { c.off_cpu.flags[1] = 8; },
+       "off_cpu[1].flags has unknown bits 8"},
+      {"short: columns of different lengths", [](Capture& c) { c.off_cpu_short.total.pop_back(); },
+       "off_cpu_short columns differ in length (thread 2)"},
+      {"short: thread out of range", [](Capture& c) { c.off_cpu_short.thread[1] = 2; },
+       "off_cpu_short[1].thread = 2 is out of range (2 threads)"},
+      {"short: unknown state", [](Capture& c) { c.off_cpu_short.state[0] = OffCpuState(200); },
+       "off_cpu_short[0].state has unknown value 200"},
+      {"syscall stack out of range", [](Capture& c) { SetCalls(&c, {0}, {7}); },
+       "syscalls[0].stack = 7 is out of range (7 stacks)"},
+  };
+  REQUIRE(ErrorOf(testing::MakeOffCpuCapture()).empty());
+  for (const Case& k : cases) {
+    CAPTURE(k.what);
+    Capture c = testing::MakeOffCpuCapture();
+    k.spoil(c);
+    CHECK(ErrorOf(c).rfind(k.error, 0) == 0);
+  }
+}
+
+TEST_CASE("Capture: random byte flips in an off-CPU payload never crash the reader") {
+  Capture c = testing::MakeOffCpuCapture();
+  SetCalls(&c, {1}, {3});
+  std::vector<uint8_t> good = SerializeCapture(c);
+  REQUIRE(ParseCapturePayload(good).ok());
+  int accepted = 0;
+  int refused = FlipBytes(good, 2303, [&](const Capture& r) {
+    // What the reader accepts is safe to index: the off-CPU ids are in range.
+    ++accepted;
+    for (size_t i = 0; i < r.off_cpu.size(); ++i) {
+      CHECK(r.off_cpu.thread[i] < r.threads.size());
+      CHECK(r.off_cpu.end[i] >= r.off_cpu.start[i]);
+    }
+  });
+  CHECK(refused > 0);
+  CHECK(accepted > 0);
 }

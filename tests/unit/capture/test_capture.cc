@@ -41,4 +41,43 @@ capture::Capture MakeTestCapture() {
   return c;
 }
 
+capture::Capture MakeOffCpuCapture() {
+  using namespace capture;
+  Capture c = MakeTestCapture();
+  c.strings.push_back("schedule");                                            // 8
+  c.strings.push_back("worker");                                              // 9
+  c.functions.push_back({8, kNone});                                          // 4
+  c.frames.push_back({FrameKind::kKernel, kNone, 0xffffffff81000000ull, 4});  // 5
+  c.stacks.parent.push_back(3);  // 5: main>run>cold>schedule
+  c.stacks.frame.push_back(5);
+  c.stacks.parent.push_back(kNone);  // 6: schedule
+  c.stacks.frame.push_back(5);
+  c.threads.push_back({101, 0, 9, 10, 1000});
+  OffCpu& o = c.off_cpu;
+  auto add = [&](uint64_t start, uint64_t end, ThreadId thread, StackId stack, OffCpuState state,
+                 int32_t waker, StringId waker_name, uint8_t flags) {
+    o.start.push_back(start);
+    o.end.push_back(end);
+    o.thread.push_back(thread);
+    o.stack.push_back(stack);
+    o.stack_end.push_back(stack == kNone ? StackEnd::kEmpty : StackEnd::kFramePointerEnd);
+    o.state.push_back(state);
+    o.waker_tid.push_back(waker);
+    o.waker_name.push_back(waker_name);
+    o.flags.push_back(flags);
+  };
+  add(10, 400, 1, 6, OffCpuState::kSleeping, 100, 5, kOffCpuCutAtStart | kOffCpuNoUserStack);
+  add(20, 90, 0, 5, OffCpuState::kSleeping, 101, 9, 0);
+  add(200, 500, 0, 5, OffCpuState::kUninterruptible, 0, kNone, 0);
+  add(600, 900, 1, kNone, OffCpuState::kPreempted, 0, kNone, kOffCpuCutAtEnd);
+  c.off_cpu_short.thread = {0, 1};
+  c.off_cpu_short.state = {OffCpuState::kSleeping, OffCpuState::kPreempted};
+  c.off_cpu_short.count = {5, 2};
+  c.off_cpu_short.total = {50, 8};
+  c.settings.off_cpu = "on";
+  c.settings.off_cpu_min = 1000;
+  c.settings.syscalls = "off: test";
+  return c;
+}
+
 }  // namespace microscope::testing

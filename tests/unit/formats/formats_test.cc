@@ -11,6 +11,7 @@
 #include "formats/gzip.h"
 #include "formats/pprof.h"
 #include "formats/speedscope.h"
+#include "tests/unit/analysis/test_views.h"
 #include "tests/unit/capture/test_capture.h"
 
 using namespace microscope;
@@ -29,17 +30,7 @@ std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t>> FlatByName(
   return out;
 }
 
-template <typename F>
-std::string ToString(F write) {
-  char* buf = nullptr;
-  size_t size = 0;
-  FILE* f = open_memstream(&buf, &size);
-  write(f);
-  fclose(f);
-  std::string s(buf, size);
-  free(buf);
-  return s;
-}
+using testing::ToString;
 
 }  // namespace
 
