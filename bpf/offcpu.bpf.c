@@ -187,6 +187,17 @@ static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 
   send(e);
 }
 
+// A thread's entry stays in `starts` between its intervals, closed.
+static __always_inline int is_open(struct offcpu_start *s) {
+  return s->start_ns != 0 || (s->flags & MICROSCOPE_OFFCPU_CUT_AT_START);
+}
+
+static __always_inline void close_interval(struct offcpu_start *s) {
+  s->start_ns = 0;
+  s->end_ns = 0;
+  s->flags = 0;
+}
+
 static __always_inline __u8 state_of(bool preempt, unsigned int prev_state) {
   if (preempt || (prev_state & 0xff) == 0) return MICROSCOPE_STATE_PREEMPTED;
   if (prev_state & 1) return MICROSCOPE_STATE_SLEEPING;          // TASK_INTERRUPTIBLE
@@ -214,9 +225,20 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     // An interval switched in but not yet sent: the thread is switching out
     // again before schedule() returned, so its stacks are still those of
     // that interval (a preempted one was sent at switch-in).
-    if (old && old->end_ns != 0) send_from_own_context(old, pid, tid);
+    if (old && old->end_ns != 0 && is_open(old)) send_from_own_context(old, pid, tid);
     if (BPF_CORE_READ(prev, exit_state) != 0 || (prev_state & 0x80) != 0) {  // TASK_DEAD
       bpf_map_delete_elem(&starts, &tid);
+    } else if (old) {
+      // Reuse the thread's entry in place: copying a whole entry (with its
+      // kernel stack) at every switch would cost more than the rest.
+      old->start_ns = now;
+      old->end_ns = 0;
+      old->waker_tid = 0;
+      old->waker_pid = 0;
+      old->waker_comm[0] = 0;
+      old->state = state_of(preempt, prev_state);
+      old->flags = 0;
+      old->kstack_size = 0;
     } else {
       __u32 zero = 0;
       struct offcpu_start *s = bpf_map_lookup_elem(&fresh, &zero);
@@ -237,7 +259,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   if (!followed(next)) return 0;
   __u32 tid = BPF_CORE_READ(next, pid);
   struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
-  if (!s) return 0;  // new thread, or off CPU since before the recording (the loader seeds those)
+  // No open interval: a new thread, or one off CPU since before the
+  // recording (the loader seeds those).
+  if (!s || !is_open(s)) return 0;
   s->end_ns = now;
   __u64 delta = s->start_ns != 0 ? now - s->start_ns : min_ns;
   if (delta < min_ns && !(s->flags & MICROSCOPE_OFFCPU_CUT_AT_START)) {
@@ -250,7 +274,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
       struct offcpu_short fresh = {.count = 1, .total_ns = delta, .pid = s->pid};
       bpf_map_update_elem(&shorts, &key, &fresh, BPF_NOEXIST);
     }
-    bpf_map_delete_elem(&starts, &tid);
+    close_interval(s);
     return 0;
   }
   // The blocked thread's kernel stack, saved at its switch-out.
@@ -279,7 +303,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   BPF_CORE_READ_STR_INTO(&e->comm, next, comm);
   if (e->ustack_size == 0) e->flags |= MICROSCOPE_OFFCPU_NO_USER_STACK;
   send(e);
-  bpf_map_delete_elem(&starts, &tid);
+  close_interval(s);
   return 0;
 }
 
@@ -288,7 +312,7 @@ int BPF_PROG(on_waking, struct task_struct *p) {
   if (!followed(p)) return 0;
   __u32 tid = BPF_CORE_READ(p, pid);
   struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
-  if (!s || s->end_ns != 0) return 0;
+  if (!s || !is_open(s) || s->end_ns != 0) return 0;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   s->waker_tid = (__u32)pid_tgid;
   s->waker_pid = pid_tgid >> 32;
@@ -303,6 +327,6 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret) {
   struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
   if (!s || s->end_ns == 0) return 0;
   send_from_own_context(s, pid_tgid >> 32, tid);
-  bpf_map_delete_elem(&starts, &tid);
+  close_interval(s);
   return 0;
 }

@@ -156,6 +156,7 @@ Status OffCpuTracer::Finish(std::vector<OffCpuInterval>* out) {
     prev = &key;
     offcpu_start s;
     if (bpf_map__lookup_elem(starts, &key, sizeof(key), &s, sizeof(s), 0) != 0) continue;
+    if (s.start_ns == 0 && (s.flags & MICROSCOPE_OFFCPU_CUT_AT_START) == 0) continue;  // closed
     OffCpuInterval iv;
     iv.start_ns = s.start_ns;
     iv.end_ns = s.end_ns;

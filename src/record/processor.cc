@@ -510,7 +510,21 @@ void Processor::AddOffCpu(const OffCpuInterval& iv) {
 
 void Processor::AddOffCpuShort(const OffCpuShortCount& c) {
   capture::OffCpuShort& s = capture_.off_cpu_short;
-  s.thread.push_back(EnsureThread(c.pid, c.tid, capture_.settings.start_time));
+  // Counts are read at the end: the thread may have exited by then. Its
+  // latest row is the one they belong to.
+  capture::ThreadId thread = kNone;
+  if (auto live = threads_.find(c.tid); live != threads_.end()) {
+    thread = live->second;
+  } else {
+    for (size_t i = capture_.threads.size(); i-- > 0;) {
+      if (capture_.threads[i].tid == int32_t(c.tid)) {
+        thread = capture::ThreadId(i);
+        break;
+      }
+    }
+  }
+  if (thread == kNone) thread = EnsureThread(c.pid, c.tid, capture_.settings.start_time);
+  s.thread.push_back(thread);
   s.state.push_back(
       capture::OffCpuState(std::min<uint8_t>(c.state, capture::kOffCpuStateCount - 1)));
   s.count.push_back(c.count);
