@@ -52,6 +52,20 @@ check(any(f in ("hrtimer_nanosleep", "do_nanosleep", "common_nsleep") for f in s
       "the kernel part of the stack is there: %s" % s)
 check(all(r["start"] >= settings["start"] and r["end"] <= settings["end"] for r in iv),
       "every interval lies within the recording")
+js = json.loads(run([MICROSCOPE, "report", "--metric", "offcpu", "--by-state", "--json", out]).stdout)
+want = total(r for r in iv if r["state"] == "sleeping") + sum(
+    r["total"] for r in shorts if r["state"] == "sleeping")
+check(js["by_state"]["states"]["sleeping"]["total_ns"] == want,
+      "report --metric offcpu --by-state: sleeping time as recorded (%d ns)" % want)
+text = run([MICROSCOPE, "report", "--metric", "offcpu", "--tree", out]).stdout
+check("sleep_phase" in text and "metric      offcpu" in text, "the off-CPU tree shows sleep_phase")
+PPROF = os.environ.get("PPROF")
+if PPROF and os.path.exists(PPROF):
+    pb = os.path.join(d, "sleep.pb.gz")
+    p = run([MICROSCOPE, "convert", out, "--to", "pprof", "-o", pb])
+    check(p.returncode == 0, "convert to pprof: %s" % p.stderr)
+    top = run([PPROF, "-top", "-sample_index=off_cpu", "-nodecount=100000", "-nodefraction=0", pb]).stdout
+    check("sleep_phase" in top, "pprof -sample_index=off_cpu lists sleep_phase")
 
 # 2. Two threads contending on a mutex, each holding it for 1 ms, 100 times.
 out = os.path.join(d, "mutex.mscap")
