@@ -30,12 +30,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 min_ns = 20000;
 const volatile __u32 ustack_size = 16384;
 
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 8192);
-  __type(key, __u32);  // tgid
-  __type(value, __u8);
-} targets SEC(".maps");
+#include "targets.bpf.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -81,8 +76,7 @@ struct {
 } fresh SEC(".maps");
 
 static __always_inline int followed(struct task_struct *t) {
-  __u32 tgid = BPF_CORE_READ(t, tgid);
-  return bpf_map_lookup_elem(&targets, &tgid) != 0;
+  return followed_tgid(BPF_CORE_READ(t, tgid));
 }
 
 static __always_inline void count_lost(__u64 ns, int untracked) {
@@ -192,6 +186,19 @@ static __always_inline int is_open(struct offcpu_start *s) {
   return s->start_ns != 0 || (s->flags & MICROSCOPE_OFFCPU_CUT_AT_START);
 }
 
+static __always_inline void open_interval(struct offcpu_start *s, __u64 now, __u32 pid,
+                                          __u8 state) {
+  s->start_ns = now;
+  s->end_ns = 0;
+  s->pid = pid;
+  s->waker_tid = 0;
+  s->waker_pid = 0;
+  s->waker_comm[0] = 0;
+  s->state = state;
+  s->flags = 0;
+  s->kstack_size = 0;
+}
+
 static __always_inline void close_interval(struct offcpu_start *s) {
   s->start_ns = 0;
   s->end_ns = 0;
@@ -203,15 +210,6 @@ static __always_inline __u8 state_of(bool preempt, unsigned int prev_state) {
   if (prev_state & 1) return MICROSCOPE_STATE_SLEEPING;          // TASK_INTERRUPTIBLE
   if (prev_state & 2) return MICROSCOPE_STATE_UNINTERRUPTIBLE;   // TASK_UNINTERRUPTIBLE
   return MICROSCOPE_STATE_OTHER;
-}
-
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
-  if (!followed(parent)) return 0;
-  __u32 child_tgid = BPF_CORE_READ(child, tgid);
-  __u8 one = 1;
-  bpf_map_update_elem(&targets, &child_tgid, &one, BPF_ANY);
-  return 0;
 }
 
 SEC("tp_btf/sched_switch")
@@ -231,27 +229,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     } else if (old) {
       // Reuse the thread's entry in place: copying a whole entry (with its
       // kernel stack) at every switch would cost more than the rest.
-      old->start_ns = now;
-      old->end_ns = 0;
-      old->waker_tid = 0;
-      old->waker_pid = 0;
-      old->waker_comm[0] = 0;
-      old->state = state_of(preempt, prev_state);
-      old->flags = 0;
-      old->kstack_size = 0;
+      open_interval(old, now, pid, state_of(preempt, prev_state));
     } else {
       __u32 zero = 0;
       struct offcpu_start *s = bpf_map_lookup_elem(&fresh, &zero);
       if (s) {
-        s->start_ns = now;
-        s->end_ns = 0;
-        s->pid = pid;
-        s->waker_tid = 0;
-        s->waker_pid = 0;
-        s->waker_comm[0] = 0;
-        s->state = state_of(preempt, prev_state);
-        s->flags = 0;
-        s->kstack_size = 0;
+        open_interval(s, now, pid, state_of(preempt, prev_state));
         if (bpf_map_update_elem(&starts, &tid, s, BPF_ANY) != 0) count_lost(0, 1);
       }
     }

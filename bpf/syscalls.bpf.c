@@ -12,12 +12,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 8192);
-  __type(key, __u32);  // tgid
-  __type(value, __u8);
-} targets SEC(".maps");
+#include "targets.bpf.h"
 
 struct start {
   __u64 start_ns;
@@ -46,22 +41,12 @@ struct {
   __type(value, __u64);
 } lost SEC(".maps");
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
-  __u32 parent_tgid = BPF_CORE_READ(parent, tgid);
-  if (!bpf_map_lookup_elem(&targets, &parent_tgid)) return 0;
-  __u32 child_tgid = BPF_CORE_READ(child, tgid);
-  __u8 one = 1;
-  bpf_map_update_elem(&targets, &child_tgid, &one, BPF_ANY);
-  return 0;
-}
-
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_enter, struct pt_regs *regs, long id) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32;
   __u32 tid = (__u32)pid_tgid;
-  if (!bpf_map_lookup_elem(&targets, &tgid)) return 0;
+  if (!followed_tgid(tgid)) return 0;
   struct start s = {};
   s.start_ns = bpf_ktime_get_ns();
   s.nr = (__u32)id;

@@ -111,13 +111,7 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
 }
 
 Status OffCpuTracer::Follow(int32_t pid) {
-  __u32 key = uint32_t(pid);
-  __u8 one = 1;
-  if (bpf_map__update_elem(state_->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
-                           BPF_ANY) != 0) {
-    return Failed("cannot follow the process", errno);
-  }
-  return OkStatus();
+  return FollowTgid(state_->skel->maps.targets, pid);
 }
 
 Status OffCpuTracer::SeedOffCpu(int32_t pid, int32_t tid, uint8_t state) {

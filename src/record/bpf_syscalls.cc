@@ -86,14 +86,17 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(std::span<const int3
   return tracer;
 }
 
-Status SyscallTracer::Follow(int32_t pid) {
+Status FollowTgid(bpf_map* targets, int32_t pid) {
   __u32 key = uint32_t(pid);
   __u8 one = 1;
-  if (bpf_map__update_elem(state_->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
-                           BPF_ANY) != 0) {
+  if (bpf_map__update_elem(targets, &key, sizeof(key), &one, sizeof(one), BPF_ANY) != 0) {
     return Failed("cannot follow the process", errno);
   }
   return OkStatus();
+}
+
+Status SyscallTracer::Follow(int32_t pid) {
+  return FollowTgid(state_->skel->maps.targets, pid);
 }
 
 Status SyscallTracer::Poll(int timeout_ms, std::vector<SyscallEvent>* out) {

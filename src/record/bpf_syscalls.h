@@ -12,6 +12,8 @@
 
 #include "capture/result.h"
 
+struct bpf_map;  // libbpf's
+
 namespace microscope::record {
 
 struct SyscallEvent {
@@ -28,6 +30,9 @@ struct SyscallEvent {
 // A BPF object the kernel would not load (`err`: libbpf's negative errno),
 // with what to change: privileges, or a kernel with BTF.
 Status BpfLoadError(const char* what, int err);
+
+// Adds a process (tgid) to a BPF object's `targets` map (bpf/targets.bpf.h).
+Status FollowTgid(::bpf_map* targets, int32_t pid);
 
 class SyscallTracer {
  public:
