@@ -31,6 +31,7 @@ const volatile __u64 min_ns = 20000;
 const volatile __u32 ustack_size = 16384;
 
 #include "targets.bpf.h"
+#include "user_stack.bpf.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -92,41 +93,12 @@ static __always_inline void count_lost(__u64 ns, int untracked) {
 }
 
 static __always_inline void fill_regs(struct offcpu_event *e, struct pt_regs *r) {
-  e->regs[0] = BPF_CORE_READ(r, ax);
-  e->regs[1] = BPF_CORE_READ(r, bx);
-  e->regs[2] = BPF_CORE_READ(r, cx);
-  e->regs[3] = BPF_CORE_READ(r, dx);
-  e->regs[4] = BPF_CORE_READ(r, si);
-  e->regs[5] = BPF_CORE_READ(r, di);
-  e->regs[6] = BPF_CORE_READ(r, bp);
-  e->regs[7] = BPF_CORE_READ(r, sp);
-  e->regs[8] = BPF_CORE_READ(r, ip);
-  e->regs[9] = BPF_CORE_READ(r, r8);
-  e->regs[10] = BPF_CORE_READ(r, r9);
-  e->regs[11] = BPF_CORE_READ(r, r10);
-  e->regs[12] = BPF_CORE_READ(r, r11);
-  e->regs[13] = BPF_CORE_READ(r, r12);
-  e->regs[14] = BPF_CORE_READ(r, r13);
-  e->regs[15] = BPF_CORE_READ(r, r14);
-  e->regs[16] = BPF_CORE_READ(r, r15);
+  read_user_regs(e->regs, r);
   e->has_regs = 1;
 }
 
-// Copies user stack from SP in the current address space: the configured
-// size, or less when the stack's end is nearer (a read must not cross into
-// unmapped memory, so halve until it fits).
-static __always_inline void copy_user_stack(struct offcpu_event *e) {
-  __u32 size = ustack_size;
-  e->ustack_size = 0;
-  if (!e->has_regs || (e->regs[7] >> 47) != 0) return;  // not a user stack pointer
-  for (int i = 0; i < 8 && size >= 256; ++i) {
-    size &= 0xffff;  // the verifier's bound: ustack holds 65536 bytes
-    if (bpf_probe_read_user(e->ustack, size, (const void *)e->regs[7]) == 0) {
-      e->ustack_size = size;
-      return;
-    }
-    size /= 2;
-  }
+static __always_inline void copy_event_stack(struct offcpu_event *e) {
+  e->ustack_size = e->has_regs ? copy_user_stack(e->ustack, e->regs[7], ustack_size) : 0;
 }
 
 static __always_inline void send(struct offcpu_event *e) {
@@ -167,7 +139,7 @@ static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 
   if (BPF_CORE_READ(task, mm)) {
     fill_regs(e, (struct pt_regs *)bpf_task_pt_regs(task));
     if (e->regs[7] == s->user_sp && e->regs[8] == s->user_ip) {
-      copy_user_stack(e);
+      copy_event_stack(e);
     } else {
       e->ustack_size = 0;
     }
@@ -280,7 +252,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   e->ustack_size = 0;
   if (regs) {
     fill_regs(e, regs);
-    if (BPF_CORE_READ(next, mm) == BPF_CORE_READ(prev, mm)) copy_user_stack(e);
+    if (BPF_CORE_READ(next, mm) == BPF_CORE_READ(prev, mm)) copy_event_stack(e);
   }
   begin_event(e, s, s->pid, tid);
   BPF_CORE_READ_STR_INTO(&e->comm, next, comm);

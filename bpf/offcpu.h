@@ -6,7 +6,6 @@
 
 #define MICROSCOPE_KSTACK_MAX 127   /* kernel frames (perf_event_max_stack's default) */
 #define MICROSCOPE_USTACK_MAX 65536 /* room for user stack; at most 65528 bytes are copied */
-#define MICROSCOPE_USER_REGS 17     /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
 
 /* Off-CPU states (capture OffCpuState). */
 #define MICROSCOPE_STATE_SLEEPING 0
@@ -24,7 +23,7 @@ struct offcpu_event {
   __u64 start_ns; /* switch-out (bpf_ktime_get_ns: CLOCK_MONOTONIC); 0 with CUT_AT_START */
   __u64 end_ns;   /* switch-in */
   __u64 time_ns;  /* when the stacks were taken */
-  __u64 regs[MICROSCOPE_USER_REGS];
+  __u64 regs[17]; /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
   __u32 pid;
   __u32 tid;
   __u32 waker_tid; /* 0: no wakeup seen */

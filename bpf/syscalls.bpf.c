@@ -13,6 +13,20 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #include "targets.bpf.h"
+#include "user_stack.bpf.h"
+
+// Calls at least this long also send the caller's user stack (0: none).
+const volatile __u64 stack_min_ns = 0;
+const volatile __u32 ustack_size = 16384;
+
+// A slow call's event is built here, one per CPU (too big for a per-CPU
+// array's values); programs here run with migration off.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);  // set to the number of CPUs by the loader
+  __type(key, __u32);
+  __type(value, struct syscall_stack_event);
+} scratch SEC(".maps");
 
 struct start {
   __u64 start_ns;
@@ -58,35 +72,64 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id) {
   return 0;
 }
 
+static __always_inline void count_lost(void) {
+  __u32 zero = 0;
+  __u64 *n = bpf_map_lookup_elem(&lost, &zero);
+  if (n) *n += 1;
+}
+
+static __always_inline void fill_call(struct syscall_event *e, struct start *s, long ret,
+                                      __u64 pid_tgid, __u64 duration) {
+  e->start_ns = s->start_ns;
+  e->duration_ns = duration;
+  e->ret = ret;
+  e->args[0] = s->args[0];
+  e->args[1] = s->args[1];
+  e->args[2] = s->args[2];
+  e->pid = pid_tgid >> 32;
+  e->tid = (__u32)pid_tgid;
+  e->nr = s->nr;
+  e->reserved = 0;
+  bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+// Waking the reader for each call would cost a context switch per call: it
+// is woken once a batch has gathered (and polls on a timer anyway).
+static __always_inline __u64 wakeup_flags(void) {
+  return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (256 << 10) ? BPF_RB_FORCE_WAKEUP
+                                                                      : BPF_RB_NO_WAKEUP;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tid = (__u32)pid_tgid;
   struct start *s = bpf_map_lookup_elem(&starts, &tid);
   if (!s) return 0;
+  __u64 duration = bpf_ktime_get_ns() - s->start_ns;
+  if (stack_min_ns != 0 && duration >= stack_min_ns) {
+    // A slow call: with the caller's user registers (as the call left
+    // them) and stack, for the unwinder.
+    __u32 cpu = bpf_get_smp_processor_id();
+    struct syscall_stack_event *e = bpf_map_lookup_elem(&scratch, &cpu);
+    if (e) {
+      fill_call(&e->call, s, ret, pid_tgid, duration);
+      read_user_regs(e->regs, regs);
+      e->ustack_size = copy_user_stack(e->ustack, e->regs[7], ustack_size);
+      __u64 bytes = MICROSCOPE_SYSCALL_STACK_FIXED_SIZE + (e->ustack_size & 0xffff);
+      if (bpf_ringbuf_output(&events, e, bytes, wakeup_flags()) != 0) count_lost();
+      bpf_map_delete_elem(&starts, &tid);
+      return 0;
+    }
+  }
   struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
-    __u32 zero = 0;
-    __u64 *n = bpf_map_lookup_elem(&lost, &zero);
-    if (n) *n += 1;
+    count_lost();
     bpf_map_delete_elem(&starts, &tid);
     return 0;
   }
-  e->start_ns = s->start_ns;
-  e->duration_ns = bpf_ktime_get_ns() - s->start_ns;
-  e->ret = ret;
-  e->args[0] = s->args[0];
-  e->args[1] = s->args[1];
-  e->args[2] = s->args[2];
-  e->pid = pid_tgid >> 32;
-  e->tid = tid;
-  e->nr = s->nr;
-  e->reserved = 0;
-  bpf_get_current_comm(e->comm, sizeof(e->comm));
-  // Waking the reader for each call would cost a context switch per call:
-  // it is woken once a batch has gathered (and polls on a timer anyway).
-  __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-  bpf_ringbuf_submit(e, pending >= (256 << 10) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+  fill_call(e, s, ret, pid_tgid, duration);
+  bpf_ringbuf_submit(e, wakeup_flags());
   bpf_map_delete_elem(&starts, &tid);
   return 0;
 }

@@ -19,4 +19,16 @@ struct syscall_event {
   char comm[16]; /* the thread's name at exit of the call */
 };
 
+/* A slow call (at least stack_min_ns long): the call, then the caller's
+ * user registers at the call's exit and ustack_size bytes of its stack. */
+struct syscall_stack_event {
+  struct syscall_event call;
+  __u64 regs[17]; /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
+  __u32 ustack_size;
+  __u32 reserved;
+  __u8 ustack[65536];
+};
+
+#define MICROSCOPE_SYSCALL_STACK_FIXED_SIZE (sizeof(struct syscall_stack_event) - 65536)
+
 #endif

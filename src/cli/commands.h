@@ -20,6 +20,8 @@ Runner AddSyscallsCommand(CLI::App& app);
 
 // "30s", "500ms", "2m", "1.5" (seconds) into nanoseconds.
 bool ParseDuration(const std::string& text, uint64_t* ns);
+// --syscall-stack-min TIME (record and syscalls), read into `text`.
+void AddSyscallStackMinOption(CLI::App* cmd, std::string* text);
 
 // Prints "microscope: error: MESSAGE" to stderr.
 void PrintError(const std::string& message);

@@ -30,6 +30,12 @@ bool ParseDuration(const std::string& text, uint64_t* ns) {
   return *ns > 0;
 }
 
+void AddSyscallStackMinOption(CLI::App* cmd, std::string* text) {
+  cmd->add_option("--syscall-stack-min", *text,
+                  "system calls lasting at least TIME also store the caller's user stack "
+                  "(e.g. 1ms; default: no stacks)");
+}
+
 Runner AddRecordCommand(CLI::App& app) {
   auto options = std::make_shared<record::RecordOptions>();
   auto duration = std::make_shared<std::string>();
@@ -82,9 +88,14 @@ Runner AddRecordCommand(CLI::App& app) {
   cmd->add_option("--off-cpu-min", *off_cpu_min,
                   "off-CPU intervals shorter than TIME are only counted, without stacks")
       ->capture_default_str();
+  cmd->add_flag("--syscalls", options->syscalls,
+                "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
+                "syscalls` does, in the same capture");
+  auto stack_min = std::make_shared<std::string>();
+  AddSyscallStackMinOption(cmd, stack_min.get());
   cmd->add_flag("-q,--quiet", options->quiet, "no status line or summary on stderr");
   cmd->add_option("command", options->command, "program and arguments to launch (after --)");
-  return [options, duration, freq, stack, call_graph, off_cpu, off_cpu_min]() -> int {
+  return [options, duration, freq, stack, call_graph, off_cpu, off_cpu_min, stack_min]() -> int {
     // The preset fills what the user did not set explicitly.
     struct Preset {
       const char* name;
@@ -99,6 +110,16 @@ Runner AddRecordCommand(CLI::App& app) {
       if (stack->count() == 0) options->stack_copy = p.stack_copy;
     }
     if (off_cpu->count() == 0 && options->preset == "deep") options->off_cpu = true;
+    if (!stack_min->empty()) {
+      if (!options->syscalls) {
+        PrintError("--syscall-stack-min needs --syscalls");
+        return 2;
+      }
+      if (!ParseDuration(*stack_min, &options->syscall_stack_min_ns)) {
+        PrintError("--syscall-stack-min: cannot read '" + *stack_min + "' (use e.g. 1ms, 200us)");
+        return 2;
+      }
+    }
     if (!ParseDuration(*off_cpu_min, &options->off_cpu_min_ns)) {
       PrintError("--off-cpu-min: cannot read '" + *off_cpu_min + "' (use e.g. 20us, 1ms)");
       return 2;

@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -43,7 +44,15 @@ int OnEvent(void* ctx, void* data, size_t size) {
   out.tid = e.tid;
   out.nr = e.nr;
   out.comm.assign(e.comm, strnlen(e.comm, sizeof(e.comm)));
-  state->sink->push_back(out);
+  if (size >= MICROSCOPE_SYSCALL_STACK_FIXED_SIZE) {
+    const auto* with_stack = static_cast<const syscall_stack_event*>(data);
+    out.has_stack = true;
+    std::memcpy(out.regs, with_stack->regs, sizeof(out.regs));
+    size_t bytes =
+        std::min<size_t>(with_stack->ustack_size, size - MICROSCOPE_SYSCALL_STACK_FIXED_SIZE);
+    out.user_stack.assign(with_stack->ustack, with_stack->ustack + bytes);
+  }
+  state->sink->push_back(std::move(out));
   return 0;
 }
 
@@ -67,11 +76,17 @@ Status BpfLoadError(const char* what, int err) {
 SyscallTracer::SyscallTracer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 SyscallTracer::~SyscallTracer() = default;
 
-Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(std::span<const int32_t> pids) {
+Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(const Options& options,
+                                                            std::span<const int32_t> pids) {
   auto state = std::make_unique<State>();
   libbpf_set_print(nullptr);  // errors come back as statuses, not as log lines
   state->skel = syscalls_bpf__open();
   if (state->skel == nullptr) return Failed("cannot open the syscall BPF programs", errno);
+  state->skel->rodata->stack_min_ns = options.stack_min_ns;
+  state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, 65528);
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return Failed("cannot count the CPUs", cpus);
+  bpf_map__set_max_entries(state->skel->maps.scratch, uint32_t(cpus));
   if (int err = syscalls_bpf__load(state->skel); err != 0) {
     return BpfLoadError("the kernel refused the syscall BPF programs", err);
   }

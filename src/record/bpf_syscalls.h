@@ -25,6 +25,12 @@ struct SyscallEvent {
   uint32_t tid = 0;
   uint32_t nr = 0;   // x86-64 system call number
   std::string comm;  // the thread's name
+  // Calls at least stack_min_ns long: the caller's user registers (perf's
+  // order: AX BX CX DX SI DI BP SP IP R8..R15) and stack at the call's exit.
+  bool has_stack = false;
+  uint64_t regs[17] = {};
+  std::vector<uint8_t> user_stack;
+  uint64_t end_ns() const { return start_ns + duration_ns; }
 };
 
 // A BPF object the kernel would not load (`err`: libbpf's negative errno),
@@ -36,9 +42,14 @@ Status FollowTgid(::bpf_map* targets, int32_t pid);
 
 class SyscallTracer {
  public:
+  struct Options {
+    uint64_t stack_min_ns = 0;    // calls this long carry a user stack (0: none)
+    uint32_t stack_copy = 16384;  // bytes of user stack per slow call
+  };
   // Loads and attaches the programs, following `pids` (tgids). Errors say
   // what the kernel refused (no BTF, no permission).
-  static Result<std::unique_ptr<SyscallTracer>> Start(std::span<const int32_t> pids);
+  static Result<std::unique_ptr<SyscallTracer>> Start(const Options& options,
+                                                      std::span<const int32_t> pids);
   ~SyscallTracer();
   SyscallTracer(const SyscallTracer&) = delete;
   SyscallTracer& operator=(const SyscallTracer&) = delete;

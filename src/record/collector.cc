@@ -82,9 +82,9 @@ Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
   std::memset(&attr, 0, sizeof(attr));
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_CPU_CLOCK;
-  attr.freq = 1;
-  attr.sample_freq = options_.frequency;
+  attr.config = options_.sample ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_DUMMY;
+  attr.freq = options_.sample ? 1 : 0;
+  attr.sample_freq = options_.sample ? options_.frequency : 0;
   attr.sample_type = layout_.sample_type;
   // A launched program's events start at its exec; an attached process's
   // start at once, so that its FORK records tell which new threads the
@@ -104,7 +104,7 @@ Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
   attr.exclude_hv = 1;
   attr.exclude_kernel = kernel_frames_ ? 0 : 1;
   attr.exclude_callchain_kernel = kernel_frames_ ? 0 : 1;
-  if (options_.stack_copy != 0) {
+  if (options_.stack_copy != 0 && options_.sample) {
     // User frames come from our unwinder over the copy; keep the kernel's part.
     attr.exclude_callchain_user = 1;
     attr.sample_regs_user = kUserRegsMask;

@@ -40,6 +40,9 @@ struct CollectorOptions {
   // with each sample (for our unwinder) instead of the kernel's user
   // frame-pointer chain. A multiple of 8, at most 65528.
   uint32_t stack_copy = 0;
+  // false: a dummy event per task and CPU, which samples nothing but brings
+  // the process, thread and mapping records (for BPF-only recordings).
+  bool sample = true;
 };
 
 // perf_event's user register mask the collector asks for with a stack copy:

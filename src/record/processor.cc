@@ -462,13 +462,57 @@ capture::StackId Processor::InternScratch() {
   return node;
 }
 
+// A thread named by a BPF event: its row, named from the event when no
+// COMM record named it.
+capture::ThreadId Processor::BpfThread(uint32_t pid, uint32_t tid, uint64_t time,
+                                       const std::string& comm) {
+  capture::ThreadId thread = EnsureThread(pid, tid, time);
+  if (capture_.threads[thread].name == kNone && !comm.empty()) {
+    capture_.threads[thread].name = strings_.Intern(comm);
+  }
+  return thread;
+}
+
+// Appends to scratch_ the user frames unwound from registers and stack bytes
+// copied by BPF (frame pointers in the copy where a module has no CFI, also
+// in fp recordings).
+capture::StackEnd Processor::UnwindCopiedStack(const uint64_t (&regs)[17],
+                                               std::span<const uint8_t> stack, ProcessState& proc) {
+  Event e;
+  e.regs_abi = 2;  // PERF_SAMPLE_REGS_ABI_64
+  e.regs = std::span(reinterpret_cast<const uint8_t*>(regs), sizeof(regs));
+  e.stack = stack;
+  if (options_.call_graph != CallGraph::kFramePointer) return UnwindUser(e, proc);
+  options_.call_graph = CallGraph::kAuto;
+  StackEnd end = UnwindUser(e, proc);
+  options_.call_graph = CallGraph::kFramePointer;
+  return end;
+}
+
+void Processor::AddSyscall(const SyscallEvent& call) {
+  capture::ThreadId thread = BpfThread(call.pid, call.tid, call.start_ns, call.comm);
+  capture::StackId stack = kNone;
+  if (call.has_stack) {
+    scratch_.clear();
+    UnwindCopiedStack(call.regs, call.user_stack, EnsureProcess(call.pid, call.start_ns));
+    stack = InternScratch();
+  }
+  capture::Syscalls& y = capture_.syscalls;
+  y.time.push_back(call.start_ns);
+  y.duration.push_back(call.duration_ns);
+  y.thread.push_back(thread);
+  y.nr.push_back(call.nr);
+  y.ret.push_back(call.ret);
+  y.arg0.push_back(call.args[0]);
+  y.arg1.push_back(call.args[1]);
+  y.arg2.push_back(call.args[2]);
+  y.stack.push_back(stack);
+}
+
 void Processor::AddOffCpu(const OffCpuInterval& iv) {
   const uint64_t start = iv.start_ns != 0 ? iv.start_ns : capture_.settings.start_time;
   const uint64_t end = iv.end_ns;  // 0 (still off CPU): closed by Finish
-  capture::ThreadId thread = EnsureThread(iv.pid, iv.tid, std::max(start, iv.time_ns));
-  if (capture_.threads[thread].name == kNone && !iv.comm.empty()) {
-    capture_.threads[thread].name = strings_.Intern(iv.comm);  // no COMM record named it
-  }
+  capture::ThreadId thread = BpfThread(iv.pid, iv.tid, std::max(start, iv.time_ns), iv.comm);
   ProcessState& proc = EnsureProcess(iv.pid, iv.time_ns);
   scratch_.clear();
   // bpf_get_stack's first address is where the stack was taken; the rest
@@ -478,22 +522,8 @@ void Processor::AddOffCpu(const OffCpuInterval& iv) {
     if (a >= kContextMax || a < 0xffff800000000000ull) continue;  // not a kernel text address
     scratch_.push_back(KernelFrame(i == 0 ? a : a - 1));
   }
-  StackEnd stack_end = StackEnd::kKernelOnly;
-  if (iv.has_regs) {
-    Event e;
-    e.regs_abi = 2;  // PERF_SAMPLE_REGS_ABI_64
-    e.regs = std::span(reinterpret_cast<const uint8_t*>(iv.regs), sizeof(iv.regs));
-    e.stack = iv.user_stack;
-    if (options_.call_graph == CallGraph::kFramePointer) {
-      // fp recordings unwind these by frame pointers in the copied stack.
-      Options saved = options_;
-      options_.call_graph = CallGraph::kAuto;
-      stack_end = UnwindUser(e, proc);
-      options_ = saved;
-    } else {
-      stack_end = UnwindUser(e, proc);
-    }
-  }
+  StackEnd stack_end =
+      iv.has_regs ? UnwindCopiedStack(iv.regs, iv.user_stack, proc) : StackEnd::kKernelOnly;
   if (scratch_.empty()) stack_end = StackEnd::kEmpty;
   capture::OffCpu& o = capture_.off_cpu;
   o.start.push_back(start);
@@ -529,6 +559,20 @@ void Processor::AddOffCpuShort(const OffCpuShortCount& c) {
       capture::OffCpuState(std::min<uint8_t>(c.state, capture::kOffCpuStateCount - 1)));
   s.count.push_back(c.count);
   s.total.push_back(c.total_ns);
+}
+
+void Processor::SortSyscallsByStart() {
+  capture::Syscalls& y = capture_.syscalls;
+  if (std::all_of(y.stack.begin(), y.stack.end(), [](uint32_t n) { return n == kNone; })) {
+    y.stack.clear();  // no call carried a stack: no column
+  }
+  if (std::is_sorted(y.time.begin(), y.time.end())) return;
+  std::vector<uint32_t> order = StableOrder(y.time);
+  for (auto* column : {&y.time, &y.duration, &y.arg0, &y.arg1, &y.arg2}) Permute(*column, order);
+  Permute(y.thread, order);
+  Permute(y.nr, order);
+  Permute(y.ret, order);
+  if (!y.stack.empty()) Permute(y.stack, order);
 }
 
 void Processor::SortOffCpuByStart() {
@@ -616,6 +660,7 @@ capture::Capture Processor::Finish(uint64_t end_time) {
     }
   }
   SortOffCpuByStart();
+  SortSyscallsByStart();
   for (auto& t : capture_.threads) {
     if (t.end_time == 0) t.end_time = end_time;
   }

@@ -17,6 +17,7 @@
 #include "capture/capture.h"
 #include "capture/string_table.h"
 #include "src/record/bpf_offcpu.h"
+#include "src/record/bpf_syscalls.h"
 #include "src/record/decode.h"
 #include "src/symbols/elf_image.h"
 #include "src/unwind/module_cfi.h"
@@ -50,6 +51,8 @@ class Processor {
   // An off-CPU interval from BPF, in time order (time_ns) with Process().
   void AddOffCpu(const OffCpuInterval& iv);
   void AddOffCpuShort(const OffCpuShortCount& c);
+  // A finished system call from BPF, in time order (its exit) with Process().
+  void AddSyscall(const SyscallEvent& call);
   void CountProblem(std::string_view kind, std::string_view example);
   void SetExitStatus(uint32_t pid, int status);
 
@@ -90,6 +93,10 @@ class Processor {
   capture::StackEnd UnwindUser(const Event& e, ProcessState& proc);
   capture::StackId InternScratch();
   void SortOffCpuByStart();
+  void SortSyscallsByStart();
+  capture::ThreadId BpfThread(uint32_t pid, uint32_t tid, uint64_t time, const std::string& comm);
+  capture::StackEnd UnwindCopiedStack(const uint64_t (&regs)[17], std::span<const uint8_t> stack,
+                                      ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
   const unwind::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
   void OnMmap2(const Event& e);

@@ -261,10 +261,122 @@ std::unique_ptr<OffCpuTracer> StartOffCpu(const RecordOptions& options, pid_t ta
   return std::move(tracer).value();
 }
 
+// Starts the system call tracer for `target`. Without it a recording of
+// samples goes on (one line and the settings say why); a recording of
+// system calls only cannot.
+Result<std::unique_ptr<SyscallTracer>> StartSyscalls(const RecordOptions& options, pid_t target,
+                                                     capture::Settings* settings) {
+  SyscallTracer::Options o;
+  o.stack_min_ns = options.syscall_stack_min_ns;
+  o.stack_copy = options.stack_copy;
+  int32_t pids[] = {target};
+  auto tracer = SyscallTracer::Start(o, pids);
+  if (!tracer.ok()) {
+    if (!options.samples) return tracer.status();
+    settings->syscalls = "off: " + tracer.status().message();
+    settings->notes.push_back("system calls not recorded: " + tracer.status().message());
+    fprintf(stderr, "microscope: system calls not recorded: %s\n",
+            tracer.status().message().c_str());
+    return std::unique_ptr<SyscallTracer>();
+  }
+  settings->syscalls = "on";
+  settings->syscall_stack_min = options.syscall_stack_min_ns;
+  std::string note = "system calls: raw_syscalls enter/exit of the target's threads (BPF)";
+  if (options.syscall_stack_min_ns != 0) {
+    note += "; calls of at least " + std::to_string(options.syscall_stack_min_ns / 1000) +
+            " us carry the caller's user stack";
+  }
+  settings->notes.push_back(note);
+  return std::move(tracer).value();
+}
+
+// The BPF parts of a recording: the tracers and what they sent, waiting for
+// the pump.
+struct BpfParts {
+  std::unique_ptr<OffCpuTracer> off_cpu;
+  std::unique_ptr<SyscallTracer> syscalls;
+  BpfEvents events;
+
+  Status Start(const RecordOptions& options, pid_t target, bool launch,
+               capture::Settings* settings) {
+    if (options.off_cpu) off_cpu = StartOffCpu(options, target, launch, settings);
+    if (options.syscalls) {
+      ASSIGN_OR_RETURN(syscalls, StartSyscalls(options, target, settings));
+    }
+    return OkStatus();
+  }
+
+  // Takes what the tracers have (at the end, what remains in their maps
+  // too). In launch mode, drops what happened before `start`: the wait at
+  // the gate, before exec, is not the program's.
+  void Poll(bool finish, bool launch, uint64_t start, Processor* processor) {
+    if (off_cpu != nullptr) {
+      std::vector<OffCpuInterval>& list = events.off_cpu;
+      size_t before = list.size();
+      Status polled = finish ? off_cpu->Finish(&list) : off_cpu->Poll(0, &list);
+      if (!polled.ok()) processor->CountProblem("off-CPU events not read", polled.message());
+      if (launch) {
+        list.erase(std::remove_if(list.begin() + ptrdiff_t(before), list.end(),
+                                  [&](const OffCpuInterval& iv) {
+                                    return iv.start_ns != 0 && iv.start_ns < start;
+                                  }),
+                   list.end());
+      }
+      for (size_t i = std::min(before, list.size()); i < list.size(); ++i) {
+        if (list[i].time_ns == 0) list[i].time_ns = MonotonicNow();  // still open at the end
+      }
+      std::stable_sort(
+          list.begin(), list.end(),
+          [](const OffCpuInterval& a, const OffCpuInterval& b) { return a.time_ns < b.time_ns; });
+    }
+    if (syscalls != nullptr) {
+      std::vector<SyscallEvent>& list = events.syscalls;
+      size_t before = list.size();
+      Status polled = syscalls->Poll(0, &list);
+      if (!polled.ok()) processor->CountProblem("system call events not read", polled.message());
+      if (launch) {
+        list.erase(std::remove_if(list.begin() + ptrdiff_t(before), list.end(),
+                                  [&](const SyscallEvent& e) { return e.start_ns < start; }),
+                   list.end());
+      }
+      std::stable_sort(list.begin(), list.end(), [](const SyscallEvent& a, const SyscallEvent& b) {
+        return a.end_ns() < b.end_ns();
+      });
+    }
+  }
+
+  // Counts and losses, once the last events went through the pump.
+  void Finish(Processor* processor, capture::Settings* settings) {
+    if (off_cpu != nullptr) {
+      for (const OffCpuShortCount& c : off_cpu->ShortCounts()) processor->AddOffCpuShort(c);
+      OffCpuLoss loss = off_cpu->Loss();
+      if (loss.intervals > 0) {
+        processor->CountProblem("off-CPU intervals lost (BPF ring buffer full)",
+                                std::to_string(loss.intervals) + " intervals, " +
+                                    std::to_string(loss.total_ns / 1000000) + " ms");
+        settings->lost_records += loss.intervals;
+      }
+      if (loss.untracked > 0) {
+        processor->CountProblem("off-CPU switch-outs not tracked (map of open intervals full)",
+                                std::to_string(loss.untracked) + " times");
+      }
+      off_cpu.reset();
+    }
+    if (syscalls != nullptr) {
+      if (uint64_t lost = syscalls->lost(); lost > 0) {
+        processor->CountProblem("system calls lost (BPF ring buffer full)",
+                                std::to_string(lost) + " calls");
+        settings->lost_records += lost;
+      }
+      syscalls.reset();
+    }
+  }
+};
+
 }  // namespace
 
 void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& layout,
-                uint64_t watermark, Processor* processor, std::vector<OffCpuInterval>* offcpu) {
+                uint64_t watermark, Processor* processor, BpfEvents* bpf) {
   std::vector<Event> events;
   std::vector<size_t> consumed(arenas->size());
   for (size_t a = 0; a < arenas->size(); ++a) {
@@ -290,25 +402,35 @@ void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& l
     }
     consumed[a] = off;
   }
-  // Merge the CPUs' rings (and the BPF intervals, numbered after the
-  // events) by time; sort small keys, not the events.
+  // Merge the CPUs' rings and the BPF lists by time; sort small keys, not
+  // the events. Keys number the ring events, then the intervals, then the calls.
   std::vector<std::pair<uint64_t, uint32_t>> order(events.size());
   for (size_t i = 0; i < events.size(); ++i) order[i] = {events[i].time, uint32_t(i)};
-  size_t intervals = 0;
-  if (offcpu != nullptr) {
-    for (; intervals < offcpu->size() && (*offcpu)[intervals].time_ns <= watermark; ++intervals) {
-      order.push_back({(*offcpu)[intervals].time_ns, uint32_t(events.size() + intervals)});
+  size_t intervals = 0, calls = 0;
+  const size_t calls_from = events.size() + (bpf != nullptr ? bpf->off_cpu.size() : 0);
+  if (bpf != nullptr) {
+    for (; intervals < bpf->off_cpu.size() && bpf->off_cpu[intervals].time_ns <= watermark;
+         ++intervals) {
+      order.push_back({bpf->off_cpu[intervals].time_ns, uint32_t(events.size() + intervals)});
+    }
+    for (; calls < bpf->syscalls.size() && bpf->syscalls[calls].end_ns() <= watermark; ++calls) {
+      order.push_back({bpf->syscalls[calls].end_ns(), uint32_t(calls_from + calls)});
     }
   }
   std::sort(order.begin(), order.end());
   for (const auto& [time, i] : order) {
     if (i < events.size()) {
       processor->Process(events[i]);
+    } else if (i < calls_from) {
+      processor->AddOffCpu(bpf->off_cpu[i - events.size()]);
     } else {
-      processor->AddOffCpu((*offcpu)[i - events.size()]);
+      processor->AddSyscall(bpf->syscalls[i - calls_from]);
     }
   }
-  if (intervals > 0) offcpu->erase(offcpu->begin(), offcpu->begin() + ptrdiff_t(intervals));
+  if (bpf != nullptr) {
+    bpf->off_cpu.erase(bpf->off_cpu.begin(), bpf->off_cpu.begin() + ptrdiff_t(intervals));
+    bpf->syscalls.erase(bpf->syscalls.begin(), bpf->syscalls.begin() + ptrdiff_t(calls));
+  }
   for (size_t a = 0; a < arenas->size(); ++a) {
     auto& arena = (*arenas)[a];
     arena.erase(arena.begin(), arena.begin() + ptrdiff_t(consumed[a]));
@@ -325,7 +447,9 @@ Result<int> RunRecord(const RecordOptions& options) {
   RaiseFdLimit();
   CollectorOptions copts;
   copts.frequency = options.frequency;
-  const bool copy_stack = options.call_graph != Processor::CallGraph::kFramePointer;
+  copts.sample = options.samples;
+  const bool copy_stack =
+      options.samples && options.call_graph != Processor::CallGraph::kFramePointer;
   copts.stack_copy = copy_stack ? options.stack_copy : 0;
   // Each sample takes about stack_copy bytes of ring with a stack copy:
   // size each CPU's ring for a quarter second of samples (1 to 64 MiB).
@@ -363,38 +487,19 @@ Result<int> RunRecord(const RecordOptions& options) {
           "pointers (in the copied stack) where a module has none");
       break;
   }
-  settings.notes.push_back("preset " + options.preset);
+  if (options.samples) {
+    settings.notes.push_back("preset " + options.preset);
+  } else {
+    settings.frequency = 0;
+    settings.notes.push_back("no CPU samples: BPF parts only");
+  }
 
   const bool launch = options.pid == 0;
   pid_t target = options.pid;
   int gate[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   uint64_t start = MonotonicNow();
-  std::unique_ptr<OffCpuTracer> offcpu;
-  std::vector<OffCpuInterval> intervals;  // polled, waiting for the pump, by time_ns
-  // Takes what the tracer has; in launch mode, drops the wait at the gate
-  // (before exec), which is not the program's.
-  auto poll_offcpu = [&](bool finish) {
-    if (offcpu == nullptr) return;
-    size_t before = intervals.size();
-    Status polled = finish ? offcpu->Finish(&intervals) : offcpu->Poll(0, &intervals);
-    if (!polled.ok()) processor.CountProblem("off-CPU events not read", polled.message());
-    auto fresh = intervals.begin() + ptrdiff_t(before);
-    if (launch) {
-      fresh = intervals.erase(std::remove_if(fresh, intervals.end(),
-                                             [&](const OffCpuInterval& iv) {
-                                               return iv.start_ns != 0 && iv.start_ns < start;
-                                             }),
-                              intervals.end());
-      fresh = intervals.begin() + ptrdiff_t(std::min(before, intervals.size()));
-    }
-    for (auto it = fresh; it != intervals.end(); ++it) {
-      if (it->time_ns == 0) it->time_ns = MonotonicNow();  // still open at the end
-    }
-    std::stable_sort(
-        intervals.begin(), intervals.end(),
-        [](const OffCpuInterval& a, const OffCpuInterval& b) { return a.time_ns < b.time_ns; });
-  };
+  BpfParts bpf;
 
   if (launch) {
     settings.mode = "launch";
@@ -417,7 +522,12 @@ Result<int> RunRecord(const RecordOptions& options) {
       waitpid(target, nullptr, 0);
       return opened;
     }
-    if (options.off_cpu) offcpu = StartOffCpu(options, target, true, &settings);
+    Status bpf_started = bpf.Start(options, target, true, &settings);
+    if (!bpf_started.ok()) {
+      close(gate[1]);
+      waitpid(target, nullptr, 0);
+      return bpf_started;
+    }
     std::string base = options.command[0].substr(options.command[0].rfind('/') + 1);
     start = MonotonicNow();
     processor.AddProcess(uint32_t(target), uint32_t(getpid()), base.substr(0, 15), start);
@@ -461,7 +571,7 @@ Result<int> RunRecord(const RecordOptions& options) {
       at = nul + 1;
     }
     SeedFromProc(target, start, &processor);
-    if (options.off_cpu) offcpu = StartOffCpu(options, target, false, &settings);
+    RETURN_IF_ERROR(bpf.Start(options, target, false, &settings));
   }
   settings.target_pid = target;
   settings.start_time = start;
@@ -493,14 +603,14 @@ Result<int> RunRecord(const RecordOptions& options) {
     collector->Wait(50);
     uint64_t now = MonotonicNow();
     collector->Drain();
-    poll_offcpu(false);
+    bpf.Poll(false, launch, start, &processor);
     // Records stamped before the previous drain began were in the rings then
     // (the kernel writes a record as it stamps it; 10 ms is the margin), so
     // they can be processed now without any earlier record still to come.
     // This keeps memory bounded by a round's records, not the recording's.
     if (previous_drain > start + 10'000'000) {
       PumpArenas(&collector->arenas(), collector->layout(), previous_drain - 10'000'000, &processor,
-                 &intervals);
+                 &bpf.events);
     }
     previous_drain = now;
     status.Update(now - start, *collector);
@@ -529,7 +639,7 @@ Result<int> RunRecord(const RecordOptions& options) {
     if (g_stop_signal == SIGTERM || g_stop_signal == SIGHUP) kill(target, g_stop_signal);
   }
   collector->Drain();
-  poll_offcpu(true);
+  bpf.Poll(true, launch, start, &processor);
   status.Clear();
 
   settings.end_time = end;
@@ -546,22 +656,8 @@ Result<int> RunRecord(const RecordOptions& options) {
     processor.CountProblem("corrupt ring data dropped",
                            std::to_string(collector->ring_errors()) + " times");
   }
-  PumpArenas(&collector->arenas(), collector->layout(), UINT64_MAX, &processor, &intervals);
-  if (offcpu != nullptr) {
-    for (const OffCpuShortCount& c : offcpu->ShortCounts()) processor.AddOffCpuShort(c);
-    OffCpuLoss loss = offcpu->Loss();
-    if (loss.intervals > 0) {
-      processor.CountProblem("off-CPU intervals lost (BPF ring buffer full)",
-                             std::to_string(loss.intervals) + " intervals, " +
-                                 std::to_string(loss.total_ns / 1000000) + " ms");
-      settings.lost_records += loss.intervals;
-    }
-    if (loss.untracked > 0) {
-      processor.CountProblem("off-CPU switch-outs not tracked (map of open intervals full)",
-                             std::to_string(loss.untracked) + " times");
-    }
-    offcpu.reset();
-  }
+  PumpArenas(&collector->arenas(), collector->layout(), UINT64_MAX, &processor, &bpf.events);
+  bpf.Finish(&processor, &settings);
   if (exited) processor.SetExitStatus(uint32_t(target), ShellStatus(wait_status));
   capture::Capture cap = processor.Finish(end);
   cap.settings.symbols = options.symbolize;
@@ -581,9 +677,16 @@ Result<int> RunRecord(const RecordOptions& options) {
   Status written = capture::WriteCapture(cap, options.output);
   if (!written.ok()) return written;
   if (!options.quiet) {
-    fprintf(stderr, "microscope: wrote %s: %llu samples, %zu threads, %zu processes, %llu lost\n",
-            options.output.c_str(), static_cast<unsigned long long>(sample_count),
-            cap.threads.size(), cap.processes.size(), static_cast<unsigned long long>(lost));
+    std::string what = std::to_string(sample_count) + " samples";
+    if (!options.samples)
+      what = std::to_string(cap.syscalls.size()) + " system calls";
+    else if (cap.syscalls.size() > 0)
+      what += ", " + std::to_string(cap.syscalls.size()) + " system calls";
+    if (cap.off_cpu.size() > 0)
+      what += ", " + std::to_string(cap.off_cpu.size()) + " off-CPU intervals";
+    fprintf(stderr, "microscope: wrote %s: %s, %zu threads, %zu processes, %llu lost\n",
+            options.output.c_str(), what.c_str(), cap.threads.size(), cap.processes.size(),
+            static_cast<unsigned long long>(lost));
   }
   if (!launch) return 0;
   if (!exited) {

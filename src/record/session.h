@@ -10,6 +10,7 @@
 
 #include "capture/result.h"
 #include "src/record/bpf_offcpu.h"
+#include "src/record/bpf_syscalls.h"
 #include "src/record/decode.h"
 #include "src/record/processor.h"
 
@@ -35,6 +36,9 @@ struct RecordOptions {
   // syscall_stack_min_ns long carry the caller's user stack (0: none).
   bool syscalls = false;
   uint64_t syscall_stack_min_ns = 0;
+  // false: no CPU samples, only the process and mapping records the BPF
+  // parts need (`microscope syscalls`); then the BPF parts are required.
+  bool samples = true;
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };
@@ -57,11 +61,17 @@ Result<int> RunRecord(const RecordOptions& options);
 // Decodes the records at the front of each arena stamped at or before
 // `watermark`, feeds them to `processor` in time order, and erases them from
 // the arenas. Malformed records become counted problems.
-// Off-CPU intervals from BPF (`offcpu`, when given) stamped at or before the
-// watermark are merged in by their time_ns and erased.
+// Events read from the BPF programs, each list in the order of the time
+// its stacks were taken (off-CPU: time_ns; calls: their exit).
+struct BpfEvents {
+  std::vector<OffCpuInterval> off_cpu;
+  std::vector<SyscallEvent> syscalls;
+};
+
+// BPF events (`bpf`, when given) stamped at or before the watermark are
+// merged in by time and erased.
 void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& layout,
-                uint64_t watermark, Processor* processor,
-                std::vector<OffCpuInterval>* offcpu = nullptr);
+                uint64_t watermark, Processor* processor, BpfEvents* bpf = nullptr);
 
 // Decodes every record of every arena and feeds them to `processor` in time
 // order. Malformed records become counted problems.

@@ -470,10 +470,15 @@ uint64_t RebuildStacks(capture::Capture* c, const std::vector<char>& replaced,
     }
     remap[n] = node;
   }
-  capture::Samples& s = c->samples;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s.stack[i] != kNone) s.stack[i] = remap[s.stack[i]];
-  }
+  // Every table that holds stacks follows the new tree.
+  auto follow = [&](auto& stacks) {
+    for (size_t i = 0; i < stacks.size(); ++i) {
+      if (stacks[i] != kNone) stacks[i] = remap[stacks[i]];
+    }
+  };
+  follow(c->samples.stack);
+  follow(c->off_cpu.stack);
+  follow(c->syscalls.stack);
   return dropped;
 }
 

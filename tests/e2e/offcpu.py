@@ -96,8 +96,11 @@ writer_tids = {r["tid"] for r in iv if r["thread"] == "slow-writer"}
 check({r["waker_tid"] for r in woken} <= writer_tids and writer_tids,
       "the waker's tid is the writer's: %s" % writer_tids)
 s = woken[0]["stack"]
-check("pipe_reader_read" in s and any("read" in f for f in s[:s.index("pipe_reader_read")]),
-      "the reader blocks in read() called from pipe_reader_read: %s" % s)
+i = s.index("pipe_reader_read") if "pipe_reader_read" in s else 0
+check(i >= 2 and "read" in s[i - 1] and s[i + 1:] == ["pipe_reader", "start_thread", "clone3"],
+      "the reader blocks in libc's read() called from pipe_reader_read: %s" % s)
+check(any(f in ("vfs_read", "ksys_read", "pipe_read") for f in s[:i]),
+      "the kernel part of the reader's stack is there: %s" % s)
 
 # 4. Ping-pong: every hop is shorter than 50 ms, so with --off-cpu-min 50ms
 # the intervals are only counted.

@@ -48,3 +48,25 @@ line = p.stderr.strip()
 check(p.returncode == 1 and len(line.splitlines()) == 1 and "CAP_BPF" in line,
       "unprivileged: one error line naming what is needed (%d: %s)" % (p.returncode, line))
 check(not os.path.exists(denied), "and no capture is written")
+
+# record --syscalls: samples and system calls in one capture; calls of at
+# least --syscall-stack-min carry the caller's stack (the pipe reader's
+# 10 ms reads: innermost frame libc's read, called from pipe_reader_read).
+out = os.path.join(d, "merged.mscap")
+p = run([MICROSCOPE, "record", "-q", "--syscalls", "--syscall-stack-min", "5ms", "-o", out, "--",
+         fixture("offcpu"), "pipe", "10"])
+check(p.returncode == 0, "record --syscalls ran: %s" % p.stderr)
+rep = report(out, "--syscalls")
+check(rep["header"]["samples"] >= 0 and any(r["syscall"] == "read" for r in rep["syscalls"]["rows"]),
+      "the capture has the system call table")
+slow = [s for s in rep["syscalls"]["slowest"] if s["syscall"] == "read" and s["duration_ns"] >= 5e6]
+check(len(slow) >= 5, "the slow reads are among the slowest calls: %d" % len(slow))
+for s in slow:
+    st = s.get("stack") or []
+    i = st.index("pipe_reader_read") if "pipe_reader_read" in st else 0
+    check(i >= 1 and all("read" in f for f in st[:i]) and st[i + 1] == "pipe_reader",
+          "a slow read's stack starts in libc's read called from pipe_reader_read: %s" % st)
+fast = [s for s in rep["syscalls"]["slowest"] if s["duration_ns"] < 5e6]
+check(all(not s.get("stack") for s in fast), "calls shorter than the threshold carry no stack")
+p = run([MICROSCOPE, "record", "-q", "--syscall-stack-min", "5ms", "-o", out, "--", fixture("offcpu"), "pipe", "1"])
+check(p.returncode == 2 and "--syscalls" in p.stderr, "--syscall-stack-min without --syscalls is refused")

@@ -51,7 +51,7 @@ TEST_CASE("SyscallTracer: sees a child's calls, counts and results exact, and it
   }
   close(gate[0]);
   int32_t pids[] = {child};
-  auto tracer = SyscallTracer::Start(pids);
+  auto tracer = SyscallTracer::Start({}, pids);
   REQUIRE_MESSAGE(tracer.ok(), (tracer.ok() ? "" : tracer.status().message()));
   REQUIRE(write(gate[1], "g", 1) == 1);
   close(gate[1]);
