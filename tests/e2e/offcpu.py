@@ -158,3 +158,29 @@ ours = total(r for r in iv if r["thread"] == "sleeper" and any("nanosleep" in f 
 check(theirs > 0.5e9, "offcputime saw the sleeper's nanosleeps: %.1f ms" % (theirs / 1e6))
 check(abs(ours - theirs) <= 0.05 * theirs,
       "blocked time in nanosleep: ours %.1f ms, offcputime %.1f ms (within 5%%)" % (ours / 1e6, theirs / 1e6))
+
+# 7. Without BPF privileges the recording goes on without the BPF parts: one
+# line for each says why, and the capture's settings say it too.
+nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+os.chmod(d, 0o777)
+out = os.path.join(d, "nobody.mscap")
+p = run(nobody + [MICROSCOPE, "record", "--off-cpu", "--syscalls", "-o", out, "--", fx, "sleep", "10"])
+lines = p.stderr.strip().splitlines()
+check(p.returncode == 0, "unprivileged record --off-cpu --syscalls still records (%d: %s)" % (p.returncode, p.stderr))
+check(sum("off-CPU time not recorded" in l and "CAP_BPF" in l for l in lines) == 1 and
+      sum("system calls not recorded" in l and "CAP_BPF" in l for l in lines) == 1,
+      "one line for each BPF part, naming what is needed: %s" % lines)
+settings = json.loads(run([CAPTURE_OFFCPU, out]).stdout.splitlines()[0])
+check(settings["off_cpu"].startswith("off: ") and "CAP_BPF" in settings["off_cpu"],
+      "the settings say off-CPU was off and why: %s" % settings["off_cpu"])
+rep = report(out)
+check(rep["header"]["samples"] > 0, "the CPU samples are there")
+
+# 8. The deep preset records off-CPU time unless --no-off-cpu says not to.
+out = os.path.join(d, "deep.mscap")
+record(out, [fx, "sleep", "10"], ["--preset", "deep"])
+check(json.loads(run([CAPTURE_OFFCPU, out]).stdout.splitlines()[0])["off_cpu"] == "on",
+      "--preset deep turns --off-cpu on")
+record(out, [fx, "sleep", "10"], ["--preset", "deep", "--no-off-cpu"])
+check(json.loads(run([CAPTURE_OFFCPU, out]).stdout.splitlines()[0])["off_cpu"] == "",
+      "--no-off-cpu turns it off again")
