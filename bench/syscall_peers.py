@@ -46,7 +46,7 @@ for r in range(args.runs):
             rep = json.loads(subprocess.run([os.path.join(build, "microscope"), "report", "--json", cap],
                                             capture_output=True, text=True).stdout)
             recorded.append(rep["syscalls"]["calls"])
-            lost.append(sum(x["count"] for x in rep["header"]["problems"] if "lost" in x["kind"]))
+            lost.append(rep["header"]["lost_records"])
 base = statistics.median(loops["unprofiled"])
 print("%d getppid calls, medians of %d runs" % (args.calls, args.runs))
 print("%-15s %10s %10s" % ("tool", "loop s", "slowdown"))

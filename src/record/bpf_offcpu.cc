@@ -200,4 +200,8 @@ OffCpuLoss OffCpuTracer::Loss() const {
   return total;
 }
 
+int OffCpuTracer::wait_fd() const {
+  return ring_buffer__epoll_fd(state_->ring);
+}
+
 }  // namespace microscope::record

@@ -73,6 +73,9 @@ class OffCpuTracer {
   std::vector<OffCpuShortCount> ShortCounts() const;
   OffCpuLoss Loss() const;
 
+  // Readable when events are waiting (the BPF ring's epoll fd).
+  int wait_fd() const;
+
   struct State;  // libbpf's objects; defined in the .cc only
 
  private:

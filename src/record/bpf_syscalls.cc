@@ -139,4 +139,8 @@ uint64_t SyscallTracer::lost() const {
   return total;
 }
 
+int SyscallTracer::wait_fd() const {
+  return ring_buffer__epoll_fd(state_->ring);
+}
+
 }  // namespace microscope::record

@@ -60,6 +60,9 @@ class SyscallTracer {
   // Calls whose event found the ring full.
   uint64_t lost() const;
 
+  // Readable when events are waiting (the BPF ring's epoll fd).
+  int wait_fd() const;
+
   struct State;  // libbpf's objects; defined in the .cc only
 
  private:

@@ -176,11 +176,12 @@ Status Collector::Disable() {
   return OkStatus();
 }
 
-void Collector::Wait(int timeout_ms) {
+void Collector::Wait(int timeout_ms, std::span<const int> extra_fds) {
   std::vector<pollfd> fds;
   for (const Ring& r : rings_) {
     if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
   }
+  for (int fd : extra_fds) fds.push_back({fd, POLLIN, 0});
   poll(fds.data(), fds.size(), timeout_ms);
 }
 

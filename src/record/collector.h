@@ -59,8 +59,9 @@ class Collector {
   Status AddTask(pid_t tid, bool enable_on_exec);
   Status Disable();
 
-  // Waits up to `timeout_ms` for a ring to reach its watermark.
-  void Wait(int timeout_ms);
+  // Waits up to `timeout_ms` for a ring to reach its watermark, or for one
+  // of `extra_fds` (the BPF rings) to be readable.
+  void Wait(int timeout_ms, std::span<const int> extra_fds = {});
   // Copies every complete record out of the rings.
   void Drain();
 

@@ -290,12 +290,29 @@ Result<std::unique_ptr<SyscallTracer>> StartSyscalls(const RecordOptions& option
   return std::move(tracer).value();
 }
 
+// Sorts what was appended to `list` after `sorted` (already in order) and
+// merges it in.
+template <typename T, typename Less>
+void SortNewPart(std::vector<T>* list, size_t sorted, Less less) {
+  auto mid = list->begin() + ptrdiff_t(sorted);
+  std::stable_sort(mid, list->end(), less);
+  std::inplace_merge(list->begin(), mid, list->end(), less);
+}
+
 // The BPF parts of a recording: the tracers and what they sent, waiting for
 // the pump.
 struct BpfParts {
   std::unique_ptr<OffCpuTracer> off_cpu;
   std::unique_ptr<SyscallTracer> syscalls;
   BpfEvents events;
+
+  // The BPF rings' fds, to wait on with the perf rings.
+  std::vector<int> WaitFds() const {
+    std::vector<int> fds;
+    if (off_cpu != nullptr) fds.push_back(off_cpu->wait_fd());
+    if (syscalls != nullptr) fds.push_back(syscalls->wait_fd());
+    return fds;
+  }
 
   Status Start(const RecordOptions& options, pid_t target, bool launch,
                capture::Settings* settings) {
@@ -339,9 +356,9 @@ struct BpfParts {
                                   [&](const SyscallEvent& e) { return e.start_ns < start; }),
                    list.end());
       }
-      std::stable_sort(list.begin(), list.end(), [](const SyscallEvent& a, const SyscallEvent& b) {
-        return a.end_ns() < b.end_ns();
-      });
+      SortNewPart(
+          &list, std::min(before, list.size()),
+          [](const SyscallEvent& a, const SyscallEvent& b) { return a.end_ns() < b.end_ns(); });
     }
   }
 
@@ -597,10 +614,11 @@ Result<int> RunRecord(const RecordOptions& options) {
   }
 
   StatusLine status(!options.quiet);
+  const std::vector<int> bpf_fds = bpf.WaitFds();
   bool by_duration = false;
   uint64_t previous_drain = start;
   for (;;) {
-    collector->Wait(50);
+    collector->Wait(50, bpf_fds);
     uint64_t now = MonotonicNow();
     collector->Drain();
     bpf.Poll(false, launch, start, &processor);
