@@ -33,9 +33,12 @@ const volatile __u32 ustack_size = 16384;
 #include "targets.bpf.h"
 #include "user_stack.bpf.h"
 
+// Entries are about 1.2 KiB (the kernel stack rides along): allocated as
+// threads appear, not all up front.
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 65536);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, __u32);  // tid
   __type(value, struct offcpu_start);
 } starts SEC(".maps");
@@ -106,7 +109,9 @@ static __always_inline void send(struct offcpu_event *e) {
   // The reader polls on a timer; wake it early only when a lot is waiting.
   __u64 flags =
       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (4 << 20) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-  if (bpf_ringbuf_output(&events, e, bytes, flags) != 0) count_lost(e->end_ns - e->start_ns, 0);
+  if (bpf_ringbuf_output(&events, e, bytes, flags) != 0) {
+    count_lost(e->start_ns != 0 ? e->end_ns - e->start_ns : 0, 0);
+  }
 }
 
 // Fills the event's fixed fields from the interval (not regs, user stack).
@@ -136,16 +141,17 @@ static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 
   struct offcpu_event *e = bpf_map_lookup_elem(&scratch, &cpu);
   if (!e) return;
   struct task_struct *task = bpf_get_current_task_btf();
-  if (BPF_CORE_READ(task, mm)) {
+  e->has_regs = 0;
+  e->ustack_size = 0;
+  if (BPF_CORE_READ(task, mm) && s->has_regs) {
     fill_regs(e, (struct pt_regs *)bpf_task_pt_regs(task));
-    if (e->regs[7] == s->user_sp && e->regs[8] == s->user_ip) {
-      copy_event_stack(e);
+    if (e->regs[7] == s->regs[7] && e->regs[8] == s->regs[8]) {
+      copy_event_stack(e);  // no user code ran since the switch-in
     } else {
-      e->ustack_size = 0;
+      // It returned to user space since (it blocked outside a system call,
+      // in a page fault): its registers then, and no stack.
+      __builtin_memcpy(e->regs, s->regs, sizeof(e->regs));
     }
-  } else {
-    e->has_regs = 0;
-    e->ustack_size = 0;
   }
   begin_event(e, s, pid, tid);
   bpf_get_current_comm(e->comm, sizeof(e->comm));
@@ -160,15 +166,23 @@ static __always_inline int is_open(struct offcpu_start *s) {
 
 static __always_inline void open_interval(struct offcpu_start *s, __u64 now, __u32 pid,
                                           __u8 state) {
+  // A wakeup can be traced before the sleeper's switch-out (try_to_wake_up
+  // fires sched_waking, then waits for the sleeper to leave its CPU): keep a
+  // waker seen just before a sleep; a preemption has none.
+  int early = (s->flags & MICROSCOPE_OFFCPU_EARLY_WAKER) && state != MICROSCOPE_STATE_PREEMPTED &&
+              now - s->waker_ns < 1000000;
   s->start_ns = now;
   s->end_ns = 0;
   s->pid = pid;
-  s->waker_tid = 0;
-  s->waker_pid = 0;
-  s->waker_comm[0] = 0;
+  if (!early) {
+    s->waker_tid = 0;
+    s->waker_pid = 0;
+    s->waker_comm[0] = 0;
+  }
   s->state = state;
   s->flags = 0;
   s->kstack_size = 0;
+  s->has_regs = 0;
 }
 
 static __always_inline void close_interval(struct offcpu_start *s) {
@@ -206,6 +220,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
       __u32 zero = 0;
       struct offcpu_start *s = bpf_map_lookup_elem(&fresh, &zero);
       if (s) {
+        s->flags = 0;
         open_interval(s, now, pid, state_of(preempt, prev_state));
         if (bpf_map_update_elem(&starts, &tid, s, BPF_ANY) != 0) count_lost(0, 1);
       }
@@ -238,8 +253,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   struct pt_regs *regs = 0;
   if (BPF_CORE_READ(next, mm)) {
     regs = (struct pt_regs *)bpf_task_pt_regs(next);
-    s->user_sp = BPF_CORE_READ(regs, sp);
-    s->user_ip = BPF_CORE_READ(regs, ip);
+    read_user_regs(s->regs, regs);
+    s->has_regs = 1;
   }
   if (s->state != MICROSCOPE_STATE_PREEMPTED) return 0;  // sent from its own context
   // Preempted: it resumes wherever it was. Send it now, with its saved
@@ -262,15 +277,28 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   return 0;
 }
 
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_thread_exit, struct task_struct *p, bool group_dead) {
+  forget_if_group_dead(p, group_dead);
+  return 0;
+}
+
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_waking, struct task_struct *p) {
   if (!followed(p)) return 0;
   __u32 tid = BPF_CORE_READ(p, pid);
   struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
-  if (!s || !is_open(s) || s->end_ns != 0) return 0;
+  if (!s) return 0;
+  if (is_open(s)) {
+    if (s->end_ns != 0) return 0;  // already switched in
+  } else {
+    if (s->end_ns != 0) return 0;  // switched in, not yet sent
+    s->flags |= MICROSCOPE_OFFCPU_EARLY_WAKER;  // the switch-out is still to come
+  }
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   s->waker_tid = (__u32)pid_tgid;
   s->waker_pid = pid_tgid >> 32;
+  s->waker_ns = bpf_ktime_get_ns();
   bpf_get_current_comm(s->waker_comm, sizeof(s->waker_comm));
   return 0;
 }

@@ -16,6 +16,7 @@
 /* offcpu_event.flags (capture kOffCpu* bits). */
 #define MICROSCOPE_OFFCPU_CUT_AT_START 1
 #define MICROSCOPE_OFFCPU_NO_USER_STACK 4
+#define MICROSCOPE_OFFCPU_EARLY_WAKER 0x80 /* in offcpu_start only: waker seen before switch-out */
 
 /* One interval off CPU of a followed thread, at least min_ns long. The
  * user stack follows the fixed part: ustack_size bytes from regs[7] (SP). */
@@ -47,10 +48,10 @@ struct offcpu_event {
 struct offcpu_start {
   __u64 start_ns;
   __u64 end_ns; /* 0: still off CPU */
-  __u64 user_sp; /* the user registers at switch-in */
-  __u64 user_ip;
+  __u64 regs[17];   /* the user registers at switch-in (perf order) */
+  __u64 waker_ns;   /* when the waker was seen (an early one may precede the switch-out) */
   __u32 kstack_size; /* bytes of kstack: the kernel stack at switch-in */
-  __u32 reserved2;
+  __u32 has_regs;
   __u64 kstack[MICROSCOPE_KSTACK_MAX];
   __u32 pid;
   __u32 waker_tid;

@@ -55,6 +55,15 @@ struct {
   __type(value, __u64);
 } lost SEC(".maps");
 
+// exit and exit_group never return: their entries go with the thread.
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_thread_exit, struct task_struct *p, bool group_dead) {
+  __u32 tid = BPF_CORE_READ(p, pid);
+  bpf_map_delete_elem(&starts, &tid);
+  forget_if_group_dead(p, group_dead);
+  return 0;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_enter, struct pt_regs *regs, long id) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();

@@ -25,4 +25,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   return 0;
 }
 
+// At a thread's exit (sched_process_exit): once its whole process is gone,
+// the process is no longer followed (its tgid may be reused).
+static __always_inline void forget_if_group_dead(struct task_struct *p, bool group_dead) {
+  if (!group_dead) return;
+  __u32 tgid = BPF_CORE_READ(p, tgid);
+  bpf_map_delete_elem(&targets, &tgid);
+}
+
 #endif

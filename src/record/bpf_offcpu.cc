@@ -75,10 +75,11 @@ int OffCpuStateOfLetter(char letter) {
       return MICROSCOPE_STATE_SLEEPING;
     case 'D':
       return MICROSCOPE_STATE_UNINTERRUPTIBLE;
-    case 'R':
-      return -1;
-    default:
+    case 'T':
+    case 't':
       return MICROSCOPE_STATE_OTHER;
+    default:  // R running; Z, X gone (a zombie leader never runs again)
+      return -1;
   }
 }
 
@@ -130,6 +131,16 @@ Status OffCpuTracer::SeedOffCpu(int32_t pid, int32_t tid, uint8_t state) {
   return OkStatus();
 }
 
+void OffCpuTracer::Unseed(int32_t tid) {
+  __u32 key = uint32_t(tid);
+  offcpu_start s;
+  bpf_map* starts = state_->skel->maps.starts;
+  if (bpf_map__lookup_elem(starts, &key, sizeof(key), &s, sizeof(s), 0) != 0) return;
+  if (s.start_ns == 0 && s.end_ns == 0 && (s.flags & MICROSCOPE_OFFCPU_CUT_AT_START) != 0) {
+    bpf_map__delete_elem(starts, &key, sizeof(key), 0);
+  }
+}
+
 Status OffCpuTracer::Poll(int timeout_ms, std::vector<OffCpuInterval>* out) {
   state_->sink = out;
   int n = ring_buffer__poll(state_->ring, timeout_ms);
@@ -161,7 +172,18 @@ Status OffCpuTracer::Finish(std::vector<OffCpuInterval>* out) {
     iv.waker_pid = s.waker_pid;
     iv.waker_comm = CommOf(s.waker_comm);
     iv.state = s.state;
-    iv.flags = uint8_t(s.flags | MICROSCOPE_OFFCPU_NO_USER_STACK);
+    iv.flags =
+        uint8_t((s.flags & ~MICROSCOPE_OFFCPU_EARLY_WAKER) | MICROSCOPE_OFFCPU_NO_USER_STACK);
+    if (s.end_ns != 0) {
+      // Switched in, not yet sent: the stacks saved at switch-in, no user
+      // stack bytes (the leaf frame only).
+      size_t frames = std::min<size_t>(s.kstack_size / 8, MICROSCOPE_KSTACK_MAX);
+      iv.kernel_stack.assign(s.kstack, s.kstack + frames);
+      if (s.has_regs) {
+        iv.has_regs = true;
+        std::memcpy(iv.regs, s.regs, sizeof(iv.regs));
+      }
+    }
     out->push_back(std::move(iv));
   }
   return OkStatus();

@@ -65,6 +65,9 @@ class OffCpuTracer {
   // A thread found off CPU when the recording began (attach): its interval
   // starts then and is marked cut at start.
   Status SeedOffCpu(int32_t pid, int32_t tid, uint8_t state);
+  // Takes a seed back (the thread was seen running after all), unless the
+  // program has meanwhile seen the thread switch.
+  void Unseed(int32_t tid);
   // Appends the intervals that are ready, waiting up to `timeout_ms`.
   Status Poll(int timeout_ms, std::vector<OffCpuInterval>* out);
   // Detaches the programs and appends what remains: intervals still open
@@ -84,7 +87,7 @@ class OffCpuTracer {
 };
 
 // The state letter of /proc/PID/task/TID/stat as an OffCpuState; -1 when the
-// thread is running.
+// thread is running or gone (a zombie).
 int OffCpuStateOfLetter(char letter);
 
 }  // namespace microscope::record

@@ -250,12 +250,20 @@ std::unique_ptr<OffCpuTracer> StartOffCpu(const RecordOptions& options, pid_t ta
       "switch-in");
   if (!launch) {
     // Threads already blocked began their interval before the recording.
+    std::vector<pid_t> seeded;
     for (pid_t tid : ListTasks(target)) {
       char state = 0;
       pid_t ppid = 0;
       if (!ReadStat(pid_t(tid), &state, &ppid)) continue;
       int off = OffCpuStateOfLetter(state);
-      if (off >= 0) (void)(*tracer)->SeedOffCpu(target, tid, uint8_t(off));
+      if (off >= 0 && (*tracer)->SeedOffCpu(target, tid, uint8_t(off)).ok()) seeded.push_back(tid);
+    }
+    // A thread that woke between the look and the seed would carry a false
+    // interval until its next switch: look again.
+    for (pid_t tid : seeded) {
+      char state = 0;
+      pid_t ppid = 0;
+      if (ReadStat(tid, &state, &ppid) && OffCpuStateOfLetter(state) < 0) (*tracer)->Unseed(tid);
     }
   }
   return std::move(tracer).value();
@@ -324,26 +332,27 @@ struct BpfParts {
   }
 
   // Takes what the tracers have (at the end, what remains in their maps
-  // too). In launch mode, drops what happened before `start`: the wait at
-  // the gate, before exec, is not the program's.
-  void Poll(bool finish, bool launch, uint64_t start, Processor* processor) {
+  // too), dropping what lies outside [start, end) (launch mode only for the
+  // start: an attach keeps the intervals it cut).
+  void Poll(bool finish, bool launch, uint64_t start, uint64_t end, Processor* processor) {
     if (off_cpu != nullptr) {
       std::vector<OffCpuInterval>& list = events.off_cpu;
       size_t before = list.size();
       Status polled = finish ? off_cpu->Finish(&list) : off_cpu->Poll(0, &list);
       if (!polled.ok()) processor->CountProblem("off-CPU events not read", polled.message());
-      if (launch) {
-        list.erase(std::remove_if(list.begin() + ptrdiff_t(before), list.end(),
-                                  [&](const OffCpuInterval& iv) {
-                                    return iv.start_ns != 0 && iv.start_ns < start;
-                                  }),
-                   list.end());
-      }
+      // Outside the recording: in launch mode the wait at the gate, before
+      // exec, which is not the program's; and what began after the end.
+      list.erase(std::remove_if(list.begin() + ptrdiff_t(before), list.end(),
+                                [&](const OffCpuInterval& iv) {
+                                  return iv.start_ns != 0 &&
+                                         ((launch && iv.start_ns < start) || iv.start_ns >= end);
+                                }),
+                 list.end());
       for (size_t i = std::min(before, list.size()); i < list.size(); ++i) {
         if (list[i].time_ns == 0) list[i].time_ns = MonotonicNow();  // still open at the end
       }
-      std::stable_sort(
-          list.begin(), list.end(),
+      SortNewPart(
+          &list, std::min(before, list.size()),
           [](const OffCpuInterval& a, const OffCpuInterval& b) { return a.time_ns < b.time_ns; });
     }
     if (syscalls != nullptr) {
@@ -351,11 +360,11 @@ struct BpfParts {
       size_t before = list.size();
       Status polled = syscalls->Poll(0, &list);
       if (!polled.ok()) processor->CountProblem("system call events not read", polled.message());
-      if (launch) {
-        list.erase(std::remove_if(list.begin() + ptrdiff_t(before), list.end(),
-                                  [&](const SyscallEvent& e) { return e.start_ns < start; }),
-                   list.end());
-      }
+      list.erase(std::remove_if(list.begin() + ptrdiff_t(before), list.end(),
+                                [&](const SyscallEvent& e) {
+                                  return (launch && e.start_ns < start) || e.start_ns >= end;
+                                }),
+                 list.end());
       SortNewPart(
           &list, std::min(before, list.size()),
           [](const SyscallEvent& a, const SyscallEvent& b) { return a.end_ns() < b.end_ns(); });
@@ -621,7 +630,7 @@ Result<int> RunRecord(const RecordOptions& options) {
     collector->Wait(50, bpf_fds);
     uint64_t now = MonotonicNow();
     collector->Drain();
-    bpf.Poll(false, launch, start, &processor);
+    bpf.Poll(false, launch, start, UINT64_MAX, &processor);
     // Records stamped before the previous drain began were in the rings then
     // (the kernel writes a record as it stamps it; 10 ms is the margin), so
     // they can be processed now without any earlier record still to come.
@@ -657,7 +666,7 @@ Result<int> RunRecord(const RecordOptions& options) {
     if (g_stop_signal == SIGTERM || g_stop_signal == SIGHUP) kill(target, g_stop_signal);
   }
   collector->Drain();
-  bpf.Poll(true, launch, start, &processor);
+  bpf.Poll(true, launch, start, end, &processor);
   status.Clear();
 
   settings.end_time = end;

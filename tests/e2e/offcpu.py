@@ -113,6 +113,21 @@ check(counted >= 3000, "the short intervals are counted (%d for 2 x 2000 hops)" 
 check(all(r["end"] - r["start"] >= 50000000 for r in iv if r["flags"] & 3 == 0),
       "no interval shorter than the threshold carries a stack")
 
+# 4b. More CPU-bound threads than CPUs: they preempt each other. A
+# preempted thread's interval carries its registers and, when the thread
+# that took its CPU shares its address space, its user stack.
+out = os.path.join(d, "crowd.mscap")
+record(out, [fx, "crowd", str(2 * os.cpu_count() + 1)], ["--off-cpu", "--off-cpu-min", "100us"])
+settings, iv, shorts = rows(out)
+pre = [r for r in iv if r["thread"] == "crowd" and r["state"] == "preempted"]
+check(len(pre) >= 5, "the crowd's threads are preempted: %d intervals" % len(pre))
+with_user = [r for r in pre if "crowd_work" in r["stack"]]
+check(len(with_user) >= 0.5 * len(pre), "most preempted intervals have the user stack: %d of %d (%s)"
+      % (len(with_user), len(pre), with_user[0]["stack"] if with_user else pre[0]["stack"]))
+s = with_user[0]["stack"]
+check(s[s.index("crowd_work") + 1:] == ["crowd", "start_thread", "clone3"],
+      "a preempted crowd thread was in crowd_work, called from crowd: %s" % s)
+
 # 5. Attach: the process is asleep when the recording starts (cut at start),
 # and --duration stops while the main thread still waits in pthread_join
 # (cut at end).

@@ -50,23 +50,34 @@ check(p.returncode == 1 and len(line.splitlines()) == 1 and "CAP_BPF" in line,
 check(not os.path.exists(denied), "and no capture is written")
 
 # record --syscalls: samples and system calls in one capture; calls of at
-# least --syscall-stack-min carry the caller's stack (the pipe reader's
-# 10 ms reads: innermost frame libc's read, called from pipe_reader_read).
+# least --syscall-stack-min carry the caller's stack (the sleeper's 8 ms
+# nanosleeps: innermost frames libc's nanosleep, called from sleep_phase).
 out = os.path.join(d, "merged.mscap")
 p = run([MICROSCOPE, "record", "-q", "--syscalls", "--syscall-stack-min", "5ms", "-o", out, "--",
-         fixture("offcpu"), "pipe", "10"])
+         fixture("offcpu"), "sleep", "20"])
 check(p.returncode == 0, "record --syscalls ran: %s" % p.stderr)
 rep = report(out, "--syscalls")
-check(rep["header"]["samples"] >= 0 and any(r["syscall"] == "read" for r in rep["syscalls"]["rows"]),
-      "the capture has the system call table")
-slow = [s for s in rep["syscalls"]["slowest"] if s["syscall"] == "read" and s["duration_ns"] >= 5e6]
-check(len(slow) >= 5, "the slow reads are among the slowest calls: %d" % len(slow))
+check(rep["header"]["samples"] > 0 and any(r["syscall"] == "clock_nanosleep" for r in rep["syscalls"]["rows"]),
+      "the capture has the samples and the system call table")
+slow = [s for s in rep["syscalls"]["slowest"] if s["syscall"] == "clock_nanosleep" and s["duration_ns"] >= 5e6]
+check(len(slow) >= 10, "the slow nanosleeps are among the slowest calls: %d" % len(slow))
 for s in slow:
     st = s.get("stack") or []
-    i = st.index("pipe_reader_read") if "pipe_reader_read" in st else 0
-    check(i >= 1 and all("read" in f for f in st[:i]) and st[i + 1] == "pipe_reader",
-          "a slow read's stack starts in libc's read called from pipe_reader_read: %s" % st)
+    i = st.index("sleep_phase") if "sleep_phase" in st else 0
+    check(i >= 1 and all("sleep" in f for f in st[:i]) and st[i + 1:] == ["sleeper", "start_thread", "clone3"],
+          "a slow nanosleep's stack starts in libc's nanosleep called from sleep_phase: %s" % st)
 fast = [s for s in rep["syscalls"]["slowest"] if s["duration_ns"] < 5e6]
 check(all(not s.get("stack") for s in fast), "calls shorter than the threshold carry no stack")
+# microscope syscalls (no samples: a dummy perf event brings the mappings)
+# gives slow calls the same stacks.
+only = os.path.join(d, "only.mscap")
+p = run([MICROSCOPE, "syscalls", "-q", "--syscall-stack-min", "5ms", "-o", only, "--",
+         fixture("offcpu"), "pipe", "10"])
+check(p.returncode == 0, "syscalls --syscall-stack-min ran: %s" % p.stderr)
+rep = report(only, "--syscalls")
+check(rep["header"]["samples"] == 0, "a syscall-only recording has no samples")
+slow = [s for s in rep["syscalls"]["slowest"] if s["syscall"] == "read" and s["duration_ns"] >= 5e6]
+check(len(slow) >= 5 and all("pipe_reader_read" in (s.get("stack") or []) for s in slow),
+      "its slow reads carry pipe_reader_read's stack: %s" % (slow[0].get("stack") if slow else None))
 p = run([MICROSCOPE, "record", "-q", "--syscall-stack-min", "5ms", "-o", out, "--", fixture("offcpu"), "pipe", "1"])
 check(p.returncode == 2 and "--syscalls" in p.stderr, "--syscall-stack-min without --syscalls is refused")
