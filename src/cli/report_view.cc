@@ -130,14 +130,20 @@ void PrintHeader(FILE* out, const ReportData& d, const ReportViews& v, const Col
   fprintf(out, "%s\n", FormatValue(s.duration_ns, "nanoseconds").c_str());
   const bool off_metric = d.metric == analysis::Metric::kOffCpu;
   label(off_metric ? "intervals" : "samples");
-  fprintf(out, "%llu (%s of %s)", static_cast<unsigned long long>(s.samples),
-          FormatValue(s.value, s.unit).c_str(), s.metric.c_str());
-  if (s.frequency != 0) fprintf(out, " at %u Hz", s.frequency);
-  fprintf(out, ", %zu threads\n", s.threads.size());
+  if (s.samples == 0 && s.frequency == 0 && !off_metric) {
+    fprintf(out, "none (a recording of BPF parts only)\n");
+  } else {
+    fprintf(out, "%llu (%s of %s)", static_cast<unsigned long long>(s.samples),
+            FormatValue(s.value, s.unit).c_str(), s.metric.c_str());
+    if (s.frequency != 0) fprintf(out, " at %u Hz", s.frequency);
+    fprintf(out, ", %zu threads\n", s.threads.size());
+  }
   PrintOffCpuHeader(out, d, label);
-  label("names");
-  fprintf(out, "%.1f%% of %s have fully named stacks (unnamed frames show as module+0xoffset)\n",
-          Percent(s.fully_named, s.samples), off_metric ? "intervals" : "samples");
+  if (s.samples > 0) {
+    label("names");
+    fprintf(out, "%.1f%% of %s have fully named stacks (unnamed frames show as module+0xoffset)\n",
+            Percent(s.fully_named, s.samples), off_metric ? "intervals" : "samples");
+  }
   if (s.symbols == "later") {
     label("symbols");
     fprintf(out, "recorded with --symbolize later: name frames with `microscope symbolize FILE`\n");
