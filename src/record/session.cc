@@ -225,8 +225,16 @@ class StatusLine {
   uint64_t last_ = 0;
 };
 
-// Starts the off-CPU tracer for `target`, or says in one line (and in the
-// settings) why the recording goes on without it.
+// A BPF part the kernel refused: the recording goes on without it, and one
+// line on stderr, a note and the part's setting say why.
+void GoOnWithout(const char* part, const Status& why, std::string* setting,
+                 capture::Settings* settings) {
+  *setting = "off: " + why.message();
+  settings->notes.push_back(std::string(part) + " not recorded: " + why.message());
+  fprintf(stderr, "microscope: %s not recorded: %s\n", part, why.message().c_str());
+}
+
+// Starts the off-CPU tracer for `target`, or goes on without it.
 std::unique_ptr<OffCpuTracer> StartOffCpu(const RecordOptions& options, pid_t target, bool launch,
                                           capture::Settings* settings) {
   OffCpuTracer::Options o;
@@ -235,10 +243,7 @@ std::unique_ptr<OffCpuTracer> StartOffCpu(const RecordOptions& options, pid_t ta
   int32_t pids[] = {target};
   auto tracer = OffCpuTracer::Start(o, pids);
   if (!tracer.ok()) {
-    settings->off_cpu = "off: " + tracer.status().message();
-    settings->notes.push_back("off-CPU not recorded: " + tracer.status().message());
-    fprintf(stderr, "microscope: off-CPU time not recorded: %s\n",
-            tracer.status().message().c_str());
+    GoOnWithout("off-CPU time", tracer.status(), &settings->off_cpu, settings);
     return nullptr;
   }
   settings->off_cpu = "on";
@@ -246,8 +251,8 @@ std::unique_ptr<OffCpuTracer> StartOffCpu(const RecordOptions& options, pid_t ta
   settings->notes.push_back(
       "off-CPU: sched_switch intervals of the target's threads (BPF); shorter than " +
       std::to_string(options.off_cpu_min_ns / 1000) +
-      " us only counted; stacks of sleeps taken when schedule() returns, of preemptions at "
-      "switch-in");
+      " us only counted; user stacks of blocked system calls taken at their exit, of "
+      "preemptions at switch-in");
   if (!launch) {
     // Threads already blocked began their interval before the recording.
     std::vector<pid_t> seeded;
@@ -281,10 +286,7 @@ Result<std::unique_ptr<SyscallTracer>> StartSyscalls(const RecordOptions& option
   auto tracer = SyscallTracer::Start(o, pids);
   if (!tracer.ok()) {
     if (!options.samples) return tracer.status();
-    settings->syscalls = "off: " + tracer.status().message();
-    settings->notes.push_back("system calls not recorded: " + tracer.status().message());
-    fprintf(stderr, "microscope: system calls not recorded: %s\n",
-            tracer.status().message().c_str());
+    GoOnWithout("system calls", tracer.status(), &settings->syscalls, settings);
     return std::unique_ptr<SyscallTracer>();
   }
   settings->syscalls = "on";
