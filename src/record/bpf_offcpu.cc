@@ -1,7 +1,6 @@
 #include "src/record/bpf_offcpu.h"
 
 #include <linux/types.h>
-#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -12,7 +11,7 @@
 
 #include "bpf/offcpu.h"
 #include "bpf/offcpu.skel.h"
-#include "src/record/bpf_syscalls.h"
+#include "src/record/bpf_loader.h"
 
 namespace microscope::record {
 
@@ -63,10 +62,6 @@ int OnEvent(void* ctx, void* data, size_t size) {
   return 0;
 }
 
-Status Failed(const char* what, int err) {
-  return Status::Error(std::string(what) + ": " + std::strerror(err < 0 ? -err : err));
-}
-
 }  // namespace
 
 int OffCpuStateOfLetter(char letter) {
@@ -91,12 +86,10 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
   auto state = std::make_unique<State>();
   libbpf_set_print(nullptr);
   state->skel = offcpu_bpf__open();
-  if (state->skel == nullptr) return Failed("cannot open the off-CPU BPF programs", errno);
+  if (state->skel == nullptr) return BpfFailed("cannot open the off-CPU BPF programs", errno);
   state->skel->rodata->min_ns = options.min_ns;
   state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, 65528);
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return Failed("cannot count the CPUs", cpus);
-  bpf_map__set_max_entries(state->skel->maps.scratch, uint32_t(cpus));
+  RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
   if (int err = offcpu_bpf__load(state->skel); err != 0) {
     return BpfLoadError("the kernel refused the off-CPU BPF programs", err);
   }
@@ -104,10 +97,10 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
   for (int32_t pid : pids) RETURN_IF_ERROR(tracer->Follow(pid));
   State& s = *tracer->state_;
   if (int err = offcpu_bpf__attach(s.skel); err != 0) {
-    return Failed("cannot attach the off-CPU BPF programs", err);
+    return BpfFailed("cannot attach the off-CPU BPF programs", err);
   }
   s.ring = ring_buffer__new(bpf_map__fd(s.skel->maps.events), OnEvent, &s, nullptr);
-  if (s.ring == nullptr) return Failed("cannot read the off-CPU ring buffer", errno);
+  if (s.ring == nullptr) return BpfFailed("cannot read the off-CPU ring buffer", errno);
   return tracer;
 }
 
@@ -126,7 +119,7 @@ Status OffCpuTracer::SeedOffCpu(int32_t pid, int32_t tid, uint8_t state) {
   if (bpf_map__update_elem(state_->skel->maps.starts, &key, sizeof(key), &s, sizeof(s),
                            BPF_NOEXIST) != 0 &&
       errno != EEXIST) {
-    return Failed("cannot seed an off-CPU thread", errno);
+    return BpfFailed("cannot seed an off-CPU thread", errno);
   }
   return OkStatus();
 }
@@ -143,11 +136,9 @@ void OffCpuTracer::Unseed(int32_t tid) {
 
 Status OffCpuTracer::Poll(int timeout_ms, std::vector<OffCpuInterval>* out) {
   state_->sink = out;
-  int n = ring_buffer__poll(state_->ring, timeout_ms);
-  if (n >= 0 || n == -EINTR) n = ring_buffer__consume(state_->ring);
+  Status read = ConsumeRing(state_->ring, timeout_ms, "reading the off-CPU ring buffer");
   state_->sink = nullptr;
-  if (n < 0 && n != -EINTR) return Failed("reading the off-CPU ring buffer", n);
-  return OkStatus();
+  return read;
 }
 
 Status OffCpuTracer::Finish(std::vector<OffCpuInterval>* out) {
@@ -206,15 +197,8 @@ std::vector<OffCpuShortCount> OffCpuTracer::ShortCounts() const {
 
 OffCpuLoss OffCpuTracer::Loss() const {
   OffCpuLoss total;
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return total;
-  std::vector<offcpu_lost> values(static_cast<size_t>(cpus));
-  __u32 zero = 0;
-  if (bpf_map__lookup_elem(state_->skel->maps.lost, &zero, sizeof(zero), values.data(),
-                           values.size() * sizeof(offcpu_lost), 0) != 0) {
-    return total;
-  }
-  for (const offcpu_lost& v : values) {
+  total.malformed = state_->malformed;
+  for (const offcpu_lost& v : ReadPerCpu<offcpu_lost>(state_->skel->maps.lost)) {
     total.intervals += v.count;
     total.total_ns += v.total_ns;
     total.untracked += v.untracked;

@@ -45,6 +45,7 @@ struct OffCpuLoss {
   uint64_t intervals = 0;  // sent into a full ring
   uint64_t total_ns = 0;
   uint64_t untracked = 0;  // switch-outs the map of open intervals had no room for
+  uint64_t malformed = 0;  // events shorter than their fixed part (dropped)
 };
 
 class OffCpuTracer {

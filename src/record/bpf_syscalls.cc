@@ -1,7 +1,6 @@
 #include "src/record/bpf_syscalls.h"
 
 #include <linux/types.h>
-#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -13,6 +12,7 @@
 
 #include "bpf/syscalls.h"
 #include "bpf/syscalls.skel.h"
+#include "src/record/bpf_loader.h"
 
 namespace microscope::record {
 
@@ -56,22 +56,7 @@ int OnEvent(void* ctx, void* data, size_t size) {
   return 0;
 }
 
-Status Failed(const char* what, int err) {
-  return Status::Error(std::string(what) + ": " + std::strerror(err < 0 ? -err : err));
-}
-
 }  // namespace
-
-Status BpfLoadError(const char* what, int err) {
-  Status failed = Failed(what, err);
-  if (err == -EPERM || err == -EACCES) {
-    return Status::Error(failed.message() + " (run as root, or grant CAP_BPF and CAP_PERFMON)");
-  }
-  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-    return Status::Error(failed.message() + " (this kernel has no BTF: /sys/kernel/btf/vmlinux)");
-  }
-  return failed;
-}
 
 SyscallTracer::SyscallTracer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 SyscallTracer::~SyscallTracer() = default;
@@ -81,12 +66,10 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(const Options& optio
   auto state = std::make_unique<State>();
   libbpf_set_print(nullptr);  // errors come back as statuses, not as log lines
   state->skel = syscalls_bpf__open();
-  if (state->skel == nullptr) return Failed("cannot open the syscall BPF programs", errno);
+  if (state->skel == nullptr) return BpfFailed("cannot open the syscall BPF programs", errno);
   state->skel->rodata->stack_min_ns = options.stack_min_ns;
   state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, 65528);
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return Failed("cannot count the CPUs", cpus);
-  bpf_map__set_max_entries(state->skel->maps.scratch, uint32_t(cpus));
+  RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
   if (int err = syscalls_bpf__load(state->skel); err != 0) {
     return BpfLoadError("the kernel refused the syscall BPF programs", err);
   }
@@ -94,20 +77,11 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(const Options& optio
   for (int32_t pid : pids) RETURN_IF_ERROR(tracer->Follow(pid));
   State& s = *tracer->state_;
   if (int err = syscalls_bpf__attach(s.skel); err != 0) {
-    return Failed("cannot attach the syscall BPF programs", err);
+    return BpfFailed("cannot attach the syscall BPF programs", err);
   }
   s.ring = ring_buffer__new(bpf_map__fd(s.skel->maps.events), OnEvent, &s, nullptr);
-  if (s.ring == nullptr) return Failed("cannot read the syscall ring buffer", errno);
+  if (s.ring == nullptr) return BpfFailed("cannot read the syscall ring buffer", errno);
   return tracer;
-}
-
-Status FollowTgid(bpf_map* targets, int32_t pid) {
-  __u32 key = uint32_t(pid);
-  __u8 one = 1;
-  if (bpf_map__update_elem(targets, &key, sizeof(key), &one, sizeof(one), BPF_ANY) != 0) {
-    return Failed("cannot follow the process", errno);
-  }
-  return OkStatus();
 }
 
 Status SyscallTracer::Follow(int32_t pid) {
@@ -116,26 +90,14 @@ Status SyscallTracer::Follow(int32_t pid) {
 
 Status SyscallTracer::Poll(int timeout_ms, std::vector<SyscallEvent>* out) {
   state_->sink = out;
-  int n = ring_buffer__poll(state_->ring, timeout_ms);
-  // The program wakes us only once a batch has gathered: take what is
-  // there whether or not a wakeup came.
-  if (n >= 0 || n == -EINTR) n = ring_buffer__consume(state_->ring);
+  Status read = ConsumeRing(state_->ring, timeout_ms, "reading the syscall ring buffer");
   state_->sink = nullptr;
-  if (n < 0 && n != -EINTR) return Failed("reading the syscall ring buffer", n);
-  return OkStatus();
+  return read;
 }
 
 uint64_t SyscallTracer::lost() const {
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return 0;
-  std::vector<uint64_t> values(size_t(cpus), 0);
-  __u32 zero = 0;
-  if (bpf_map__lookup_elem(state_->skel->maps.lost, &zero, sizeof(zero), values.data(),
-                           values.size() * sizeof(uint64_t), 0) != 0) {
-    return 0;
-  }
   uint64_t total = 0;
-  for (uint64_t v : values) total += v;
+  for (uint64_t v : ReadPerCpu<uint64_t>(state_->skel->maps.lost)) total += v;
   return total;
 }
 

@@ -12,8 +12,6 @@
 
 #include "capture/result.h"
 
-struct bpf_map;  // libbpf's
-
 namespace microscope::record {
 
 struct SyscallEvent {
@@ -32,13 +30,6 @@ struct SyscallEvent {
   std::vector<uint8_t> user_stack;
   uint64_t end_ns() const { return start_ns + duration_ns; }
 };
-
-// A BPF object the kernel would not load (`err`: libbpf's negative errno),
-// with what to change: privileges, or a kernel with BTF.
-Status BpfLoadError(const char* what, int err);
-
-// Adds a process (tgid) to a BPF object's `targets` map (bpf/targets.bpf.h).
-Status FollowTgid(::bpf_map* targets, int32_t pid);
 
 class SyscallTracer {
  public:

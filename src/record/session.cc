@@ -255,20 +255,20 @@ std::unique_ptr<OffCpuTracer> StartOffCpu(const RecordOptions& options, pid_t ta
       "preemptions at switch-in");
   if (!launch) {
     // Threads already blocked began their interval before the recording.
-    std::vector<pid_t> seeded;
-    for (pid_t tid : ListTasks(target)) {
+    auto off_state = [](pid_t tid) {  // -1: running, gone or unreadable
       char state = 0;
       pid_t ppid = 0;
-      if (!ReadStat(pid_t(tid), &state, &ppid)) continue;
-      int off = OffCpuStateOfLetter(state);
+      return ReadStat(tid, &state, &ppid) ? OffCpuStateOfLetter(state) : -1;
+    };
+    std::vector<pid_t> seeded;
+    for (pid_t tid : ListTasks(target)) {
+      int off = off_state(tid);
       if (off >= 0 && (*tracer)->SeedOffCpu(target, tid, uint8_t(off)).ok()) seeded.push_back(tid);
     }
     // A thread that woke between the look and the seed would carry a false
     // interval until its next switch: look again.
     for (pid_t tid : seeded) {
-      char state = 0;
-      pid_t ppid = 0;
-      if (ReadStat(tid, &state, &ppid) && OffCpuStateOfLetter(state) < 0) (*tracer)->Unseed(tid);
+      if (off_state(tid) < 0) (*tracer)->Unseed(tid);
     }
   }
   return std::move(tracer).value();
@@ -383,6 +383,10 @@ struct BpfParts {
                                 std::to_string(loss.intervals) + " intervals, " +
                                     std::to_string(loss.total_ns / 1000000) + " ms");
         settings->lost_records += loss.intervals;
+      }
+      if (loss.malformed > 0) {
+        processor->CountProblem("malformed off-CPU events dropped",
+                                std::to_string(loss.malformed) + " events");
       }
       if (loss.untracked > 0) {
         processor->CountProblem("off-CPU switch-outs not tracked (map of open intervals full)",

@@ -1,0 +1,66 @@
+#include "src/record/bpf_loader.h"
+
+#include <linux/types.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace microscope::record {
+
+Status BpfFailed(const char* what, int err) {
+  return Status::Error(std::string(what) + ": " + std::strerror(err < 0 ? -err : err));
+}
+
+Status BpfLoadError(const char* what, int err) {
+  Status failed = BpfFailed(what, err);
+  if (err == -EPERM || err == -EACCES) {
+    return Status::Error(failed.message() + " (run as root, or grant CAP_BPF and CAP_PERFMON)");
+  }
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+    return Status::Error(failed.message() + " (this kernel has no BTF: /sys/kernel/btf/vmlinux)");
+  }
+  return failed;
+}
+
+Status FollowTgid(bpf_map* targets, int32_t pid) {
+  __u32 key = uint32_t(pid);
+  __u8 one = 1;
+  if (bpf_map__update_elem(targets, &key, sizeof(key), &one, sizeof(one), BPF_ANY) != 0) {
+    return BpfFailed("cannot follow the process", errno);
+  }
+  return OkStatus();
+}
+
+Status SizeScratchPerCpu(bpf_map* scratch) {
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return BpfFailed("cannot count the CPUs", cpus);
+  if (int err = bpf_map__set_max_entries(scratch, uint32_t(cpus)); err != 0) {
+    return BpfFailed("cannot size the BPF scratch map", err);
+  }
+  return OkStatus();
+}
+
+Status ConsumeRing(ring_buffer* ring, int timeout_ms, const char* what) {
+  int n = ring_buffer__poll(ring, timeout_ms);
+  if (n >= 0 || n == -EINTR) n = ring_buffer__consume(ring);
+  if (n < 0 && n != -EINTR) return BpfFailed(what, n);
+  return OkStatus();
+}
+
+std::vector<uint8_t> ReadPerCpuBytes(bpf_map* map, size_t value_size) {
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return {};
+  std::vector<uint8_t> bytes(static_cast<size_t>(cpus) * value_size);
+  __u32 zero = 0;
+  if (bpf_map__lookup_elem(map, &zero, sizeof(zero), bytes.data(), bytes.size(), 0) != 0) {
+    return {};
+  }
+  return bytes;
+}
+
+}  // namespace microscope::record

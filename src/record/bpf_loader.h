@@ -1,0 +1,49 @@
+// Steps the BPF loaders (bpf_offcpu.cc, bpf_syscalls.cc) share: errors that
+// say what to change, following processes, sizing the per-CPU scratch map,
+// reading the ring and the per-CPU counters. Only .cc files include libbpf.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "capture/result.h"
+
+struct bpf_map;      // libbpf's
+struct ring_buffer;  // libbpf's
+
+namespace microscope::record {
+
+// `what` failed with `err` (an errno, either sign).
+Status BpfFailed(const char* what, int err);
+
+// A BPF object the kernel would not load (`err`: libbpf's negative errno),
+// with what to change: privileges, or a kernel with BTF.
+Status BpfLoadError(const char* what, int err);
+
+// Adds a process (tgid) to a BPF object's `targets` map (bpf/targets.bpf.h).
+Status FollowTgid(::bpf_map* targets, int32_t pid);
+
+// Gives an ARRAY map one slot per possible CPU (a scratch event per CPU,
+// too large for a per-CPU array's values), before the object is loaded.
+Status SizeScratchPerCpu(::bpf_map* scratch);
+
+// Waits up to `timeout_ms` for `ring`, then takes every event there: the
+// programs wake the reader only once a batch has gathered, so whatever is
+// waiting is taken whether or not a wakeup came.
+Status ConsumeRing(::ring_buffer* ring, int timeout_ms, const char* what);
+
+// Slot 0 of a per-CPU array map: `value_size` bytes per possible CPU, back
+// to back; empty when they cannot be read.
+std::vector<uint8_t> ReadPerCpuBytes(::bpf_map* map, size_t value_size);
+
+// The same as values of T (plain counters), one per possible CPU.
+template <typename T>
+std::vector<T> ReadPerCpu(::bpf_map* map) {
+  std::vector<uint8_t> bytes = ReadPerCpuBytes(map, sizeof(T));
+  std::vector<T> values(bytes.size() / sizeof(T));
+  if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return values;
+}
+
+}  // namespace microscope::record
