@@ -105,7 +105,7 @@ static __always_inline void copy_event_stack(struct offcpu_event *e) {
 }
 
 static __always_inline void send(struct offcpu_event *e) {
-  __u64 bytes = MICROSCOPE_OFFCPU_FIXED_SIZE + (e->ustack_size & 0xffff);
+  __u64 bytes = MICROSCOPE_OFFCPU_FIXED_SIZE + (e->ustack_size & (MICROSCOPE_USTACK_ROOM - 1));
   // The reader polls on a timer; wake it early only when a lot is waiting.
   __u64 flags =
       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (4 << 20) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;

@@ -4,8 +4,9 @@
 #ifndef MICROSCOPE_BPF_OFFCPU_H
 #define MICROSCOPE_BPF_OFFCPU_H
 
+#include "stack_copy.h"
+
 #define MICROSCOPE_KSTACK_MAX 127   /* kernel frames (perf_event_max_stack's default) */
-#define MICROSCOPE_USTACK_MAX 65536 /* room for user stack; at most 65528 bytes are copied */
 
 /* Off-CPU states (capture OffCpuState). */
 #define MICROSCOPE_STATE_SLEEPING 0
@@ -24,7 +25,7 @@ struct offcpu_event {
   __u64 start_ns; /* switch-out (bpf_ktime_get_ns: CLOCK_MONOTONIC); 0 with CUT_AT_START */
   __u64 end_ns;   /* switch-in */
   __u64 time_ns;  /* when the stacks were taken */
-  __u64 regs[17]; /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
+  __u64 regs[MICROSCOPE_USER_REGS];
   __u32 pid;
   __u32 tid;
   __u32 waker_tid; /* 0: no wakeup seen */
@@ -38,17 +39,17 @@ struct offcpu_event {
   char comm[16];
   char waker_comm[16];
   __u64 kstack[MICROSCOPE_KSTACK_MAX];
-  __u8 ustack[MICROSCOPE_USTACK_MAX];
+  __u8 ustack[MICROSCOPE_USTACK_ROOM];
 };
 
-#define MICROSCOPE_OFFCPU_FIXED_SIZE (sizeof(struct offcpu_event) - MICROSCOPE_USTACK_MAX)
+#define MICROSCOPE_OFFCPU_FIXED_SIZE (sizeof(struct offcpu_event) - MICROSCOPE_USTACK_ROOM)
 
 /* A thread still off CPU (or switched in, its interval not yet sent), as the
  * loader finds it in the map at the end. */
 struct offcpu_start {
   __u64 start_ns;
   __u64 end_ns; /* 0: still off CPU */
-  __u64 regs[17];   /* the user registers at switch-in (perf order) */
+  __u64 regs[MICROSCOPE_USER_REGS]; /* the user registers at switch-in */
   __u64 waker_ns;   /* when the waker was seen (an early one may precede the switch-out) */
   __u32 kstack_size; /* bytes of kstack: the kernel stack at switch-in */
   __u32 has_regs;

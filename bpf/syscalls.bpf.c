@@ -125,7 +125,7 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
       fill_call(&e->call, s, ret, pid_tgid, duration);
       read_user_regs(e->regs, regs);
       e->ustack_size = copy_user_stack(e->ustack, e->regs[7], ustack_size);
-      __u64 bytes = MICROSCOPE_SYSCALL_STACK_FIXED_SIZE + (e->ustack_size & 0xffff);
+      __u64 bytes = MICROSCOPE_SYSCALL_STACK_FIXED_SIZE + (e->ustack_size & (MICROSCOPE_USTACK_ROOM - 1));
       if (bpf_ringbuf_output(&events, e, bytes, wakeup_flags()) != 0) count_lost();
       bpf_map_delete_elem(&starts, &tid);
       return 0;

@@ -4,6 +4,8 @@
 #ifndef MICROSCOPE_BPF_SYSCALLS_H
 #define MICROSCOPE_BPF_SYSCALLS_H
 
+#include "stack_copy.h"
+
 #define MICROSCOPE_SYSCALL_ARGS 3
 
 /* One finished system call of a followed thread. */
@@ -23,12 +25,12 @@ struct syscall_event {
  * user registers at the call's exit and ustack_size bytes of its stack. */
 struct syscall_stack_event {
   struct syscall_event call;
-  __u64 regs[17]; /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
+  __u64 regs[MICROSCOPE_USER_REGS];
   __u32 ustack_size;
   __u32 reserved;
-  __u8 ustack[65536];
+  __u8 ustack[MICROSCOPE_USTACK_ROOM];
 };
 
-#define MICROSCOPE_SYSCALL_STACK_FIXED_SIZE (sizeof(struct syscall_stack_event) - 65536)
+#define MICROSCOPE_SYSCALL_STACK_FIXED_SIZE (sizeof(struct syscall_stack_event) - MICROSCOPE_USTACK_ROOM)
 
 #endif

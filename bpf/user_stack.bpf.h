@@ -4,8 +4,7 @@
 #ifndef MICROSCOPE_BPF_USER_STACK_H
 #define MICROSCOPE_BPF_USER_STACK_H
 
-#define MICROSCOPE_USER_REGS 17      /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
-#define MICROSCOPE_USTACK_ROOM 65536 /* bytes a stack buffer holds; at most 65528 copied */
+#include "stack_copy.h"
 
 static __always_inline void read_user_regs(__u64 *out, struct pt_regs *r) {
   out[0] = BPF_CORE_READ(r, ax);
@@ -35,7 +34,7 @@ static __always_inline __u32 copy_user_stack(__u8 *dst, __u64 sp, __u32 want) {
   if ((sp >> 47) != 0) return 0;  // not a user stack pointer
   __u32 size = want;
   for (int i = 0; i < 8 && size >= 256; ++i) {
-    size &= 0xffff;  // the verifier's bound: the buffer holds 65536 bytes
+    size &= MICROSCOPE_USTACK_ROOM - 1;  // the verifier's bound: the buffer's size
     if (bpf_probe_read_user(dst, size, (const void *)sp) == 0) return size;
     size /= 2;
   }

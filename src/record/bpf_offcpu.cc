@@ -88,7 +88,7 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
   state->skel = offcpu_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the off-CPU BPF programs", errno);
   state->skel->rodata->min_ns = options.min_ns;
-  state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, 65528);
+  state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
   RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
   if (int err = offcpu_bpf__load(state->skel); err != 0) {
     return BpfLoadError("the kernel refused the off-CPU BPF programs", err);

@@ -68,7 +68,7 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(const Options& optio
   state->skel = syscalls_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the syscall BPF programs", errno);
   state->skel->rodata->stack_min_ns = options.stack_min_ns;
-  state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, 65528);
+  state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
   RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
   if (int err = syscalls_bpf__load(state->skel); err != 0) {
     return BpfLoadError("the kernel refused the syscall BPF programs", err);
