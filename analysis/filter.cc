@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "base/duration.h"
+
 namespace microscope::analysis {
 namespace {
 
@@ -16,23 +18,6 @@ Result<std::optional<std::regex>> Compile(const std::string& pattern, const char
   }
 }
 
-bool ParseDuration(const std::string& text, uint64_t* ns) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || v < 0) return false;
-  std::string unit(end);
-  double scale = unit.empty() || unit == "s" ? 1e9
-                 : unit == "ms"              ? 1e6
-                 : unit == "us"              ? 1e3
-                 : unit == "ns"              ? 1
-                 : unit == "m"               ? 60e9
-                                             : -1;
-  if (scale < 0) return false;
-  *ns = uint64_t(v * scale);
-  return true;
-}
-
 }  // namespace
 
 Status ParseTimeRange(const std::string& text, FilterSpec* spec) {
@@ -41,14 +26,15 @@ Status ParseTimeRange(const std::string& text, FilterSpec* spec) {
     return Status::Error("--time '" + text + "': use FROM..TO, e.g. 1s..2.5s, ..500ms, 2s..");
   }
   std::string from = text.substr(0, dots), to = text.substr(dots + 2);
-  uint64_t v;
   if (!from.empty()) {
-    if (!ParseDuration(from, &v)) return Status::Error("--time: cannot read '" + from + "'");
-    spec->from_ns = v;
+    Result<uint64_t> v = ParseDuration(from);
+    if (!v.ok()) return v.status().WithContext("--time");
+    spec->from_ns = *v;
   }
   if (!to.empty()) {
-    if (!ParseDuration(to, &v)) return Status::Error("--time: cannot read '" + to + "'");
-    spec->to_ns = v;
+    Result<uint64_t> v = ParseDuration(to);
+    if (!v.ok()) return v.status().WithContext("--time");
+    spec->to_ns = *v;
   }
   if (spec->from_ns && spec->to_ns && *spec->from_ns > *spec->to_ns) {
     return Status::Error("--time '" + text + "': FROM is after TO");

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "analysis/keys.h"
+#include "base/status.h"
 #include "capture/capture.h"
-#include "capture/result.h"
 
 namespace microscope::analysis {
 

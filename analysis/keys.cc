@@ -4,17 +4,13 @@
 #include <map>
 #include <tuple>
 
+#include "base/hex.h"
+
 namespace microscope::analysis {
 
 using capture::kNone;
 
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string BaseName(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -55,11 +51,11 @@ FunctionKeys::FunctionKeys(const capture::Capture& capture, Granularity granular
       if (f.kind == capture::FrameKind::kNamed) {
         name = f.function != kNone ? capture.str(capture.functions[f.function].name) : "?";
       } else if (f.function != kNone) {
-        name = capture.str(capture.functions[f.function].name) + " @" + Hex(f.address);
+        name = capture.str(capture.functions[f.function].name) + " @" + HexAddress(f.address);
       } else if (f.module == kNone) {
-        name = Hex(f.address);
+        name = HexAddress(f.address);
       } else {
-        name = BaseName(capture.str(capture.modules[f.module].path)) + "+" + Hex(f.address);
+        name = BaseName(capture.str(capture.modules[f.module].path)) + "+" + HexAddress(f.address);
       }
       names_.push_back(std::move(name));
       key_frame_.push_back(capture::FrameId(i));

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 
 namespace microscope::capture {
 

@@ -6,8 +6,8 @@
 #include <span>
 #include <string>
 
+#include "base/status.h"
 #include "capture/capture.h"
-#include "capture/result.h"
 
 namespace microscope::capture {
 

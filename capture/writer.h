@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "capture/capture.h"
-#include "capture/result.h"
 
 namespace microscope::capture {
 

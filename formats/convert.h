@@ -9,8 +9,8 @@
 
 #include "analysis/filter.h"
 #include "analysis/profile.h"
+#include "base/status.h"
 #include "capture/capture.h"
-#include "capture/result.h"
 
 namespace microscope::formats {
 

@@ -7,8 +7,8 @@
 
 #include "analysis/filter.h"
 #include "analysis/keys.h"
+#include "base/status.h"
 #include "capture/capture.h"
-#include "capture/result.h"
 
 namespace microscope::formats {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 
 namespace microscope::formats {
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "analysis/profile.h"
+#include "base/hex.h"
 #include "capture/reader.h"
 #include "formats/capture_builder.h"
 #include "formats/gzip.h"
@@ -55,16 +56,6 @@ void AddValueType(protozero::pbf_writer& pw, uint32_t field, Strings& s, const s
   protozero::pbf_writer vt(pw, field);
   vt.add_int64(1, s.Id(type));
   vt.add_int64(2, s.Id(unit));
-}
-
-std::string Hex(const std::vector<uint8_t>& bytes) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
 }
 
 std::vector<uint8_t> Unhex(const std::string& s) {
@@ -207,7 +198,7 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
     mapping.add_uint64(3, module_base[m] + kModuleSpan);
     mapping.add_uint64(4, 0);
     mapping.add_int64(5, s.Id(c.str(c.modules[m].path)));
-    mapping.add_int64(6, s.Id(Hex(c.modules[m].build_id)));
+    mapping.add_int64(6, s.Id(HexBytes(c.modules[m].build_id)));
     mapping.add_bool(7, module_named[m]);
     mapping.add_bool(8, module_lines[m]);
     mapping.add_bool(9, module_lines[m]);

@@ -20,8 +20,8 @@
 
 #include "analysis/filter.h"
 #include "analysis/profile.h"
+#include "base/status.h"
 #include "capture/capture.h"
-#include "capture/result.h"
 
 namespace microscope::formats {
 

@@ -18,8 +18,9 @@ Runner AddSymbolizeCommand(CLI::App& app);
 
 Runner AddSyscallsCommand(CLI::App& app);
 
-// "30s", "500ms", "2m", "1.5" (seconds) into nanoseconds.
-bool ParseDuration(const std::string& text, uint64_t* ns);
+// A positive duration (base/duration.h) given to `option`, into
+// nanoseconds; otherwise prints the error and returns false.
+bool ParseDurationOption(const char* option, const std::string& text, uint64_t* ns);
 // --syscall-stack-min TIME (record and syscalls), read into `text`.
 void AddSyscallStackMinOption(CLI::App* cmd, std::string* text);
 

@@ -4,12 +4,12 @@
 
 #include "analysis/filter.h"
 #include "analysis/profile.h"
+#include "base/open_file.h"
 #include "capture/container.h"
 #include "capture/reader.h"
 #include "formats/convert.h"
 #include "src/cli/commands.h"
 #include "src/cli/filter_options.h"
-#include "src/util/open_file.h"
 
 namespace microscope::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "analysis/filter.h"
-#include "capture/result.h"
+#include "base/status.h"
 
 namespace microscope::cli {
 

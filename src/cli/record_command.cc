@@ -1,33 +1,21 @@
 #include <cstdlib>
 #include <memory>
 
+#include "base/duration.h"
 #include "src/cli/commands.h"
 #include "src/record/session.h"
 
 namespace microscope::cli {
 
-// "30s", "500ms", "2m", "1.5" (seconds).
-bool ParseDuration(const std::string& text, uint64_t* ns) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || v <= 0) return false;
-  std::string unit(end);
-  double scale;
-  if (unit.empty() || unit == "s") {
-    scale = 1e9;
-  } else if (unit == "ms") {
-    scale = 1e6;
-  } else if (unit == "us") {
-    scale = 1e3;
-  } else if (unit == "m") {
-    scale = 60e9;
-  } else if (unit == "h") {
-    scale = 3600e9;
-  } else {
+bool ParseDurationOption(const char* option, const std::string& text, uint64_t* ns) {
+  Result<uint64_t> v = ParseDuration(text);
+  if (v.ok() && *v == 0) v = Status::Error("'" + text + "' is not a positive duration");
+  if (!v.ok()) {
+    PrintError(std::string(option) + ": " + v.status().message());
     return false;
   }
-  *ns = uint64_t(v * scale);
-  return *ns > 0;
+  *ns = *v;
+  return true;
 }
 
 void AddSyscallStackMinOption(CLI::App* cmd, std::string* text) {
@@ -115,15 +103,11 @@ Runner AddRecordCommand(CLI::App& app) {
         PrintError("--syscall-stack-min needs --syscalls");
         return 2;
       }
-      if (!ParseDuration(*stack_min, &options->syscall_stack_min_ns)) {
-        PrintError("--syscall-stack-min: cannot read '" + *stack_min + "' (use e.g. 1ms, 200us)");
+      if (!ParseDurationOption("--syscall-stack-min", *stack_min, &options->syscall_stack_min_ns)) {
         return 2;
       }
     }
-    if (!ParseDuration(*off_cpu_min, &options->off_cpu_min_ns)) {
-      PrintError("--off-cpu-min: cannot read '" + *off_cpu_min + "' (use e.g. 20us, 1ms)");
-      return 2;
-    }
+    if (!ParseDurationOption("--off-cpu-min", *off_cpu_min, &options->off_cpu_min_ns)) return 2;
     if (options->stack_copy % 8 != 0) {
       PrintError("--stack-copy " + std::to_string(options->stack_copy) + " is not a multiple of 8");
       return 2;
@@ -131,8 +115,8 @@ Runner AddRecordCommand(CLI::App& app) {
     options->call_graph = *call_graph == "fp"      ? record::Processor::CallGraph::kFramePointer
                           : *call_graph == "dwarf" ? record::Processor::CallGraph::kDwarf
                                                    : record::Processor::CallGraph::kAuto;
-    if (!duration->empty() && !ParseDuration(*duration, &options->duration_ns)) {
-      PrintError("--duration: cannot read '" + *duration + "' (use e.g. 10s, 500ms, 2m)");
+    if (!duration->empty() &&
+        !ParseDurationOption("--duration", *duration, &options->duration_ns)) {
       return 2;
     }
     if (options->pid == 0 && options->command.empty()) {

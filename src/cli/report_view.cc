@@ -3,16 +3,14 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "base/percent.h"
+
 namespace microscope::cli {
 namespace {
 
 using analysis::CallTree;
 using analysis::Cost;
 using nlohmann::ordered_json;
-
-double Percent(uint64_t part, uint64_t whole) {
-  return whole == 0 ? 0.0 : 100.0 * double(part) / double(whole);
-}
 
 struct Colors {
   bool on;
@@ -531,8 +529,7 @@ void PrintSyscalls(FILE* out, const ReportData& d, const Colors& c) {
   fprintf(out, "%7s %11s %11s %9s %9s  %s\n", "% time", "seconds", "usecs/call", "calls", "errors",
           "syscall");
   for (const analysis::SyscallRow& r : t.rows) {
-    fprintf(out, "%7.2f %11.6f %11llu %9llu %9s  %s\n",
-            t.total_ns == 0 ? 0.0 : 100.0 * double(r.total_ns) / double(t.total_ns),
+    fprintf(out, "%7.2f %11.6f %11llu %9llu %9s  %s\n", Percent(r.total_ns, t.total_ns),
             double(r.total_ns) / 1e9, static_cast<unsigned long long>(r.mean_ns() / 1000),
             static_cast<unsigned long long>(r.calls),
             r.errors == 0 ? "" : std::to_string(r.errors).c_str(), r.name.c_str());

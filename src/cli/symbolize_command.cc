@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/percent.h"
 #include "capture/reader.h"
 #include "capture/writer.h"
 #include "src/cli/commands.h"
@@ -22,16 +23,16 @@ struct SymbolizeCommandOptions {
   symbols::SymbolizeOptions how;
 };
 
-std::string Percent(uint64_t part, uint64_t whole) {
+std::string PercentText(uint64_t part, uint64_t whole) {
   char buf[32];
-  snprintf(buf, sizeof(buf), "%.1f%%", whole == 0 ? 100.0 : 100.0 * double(part) / double(whole));
+  snprintf(buf, sizeof(buf), "%.1f%%", Percent(part, whole));
   return buf;
 }
 
 void PrintText(const symbols::SymbolizeSummary& s, const std::string& in, const std::string& out) {
   printf("%s -> %s: %llu of %llu frames named (%s), %llu changed\n", in.c_str(), out.c_str(),
          static_cast<unsigned long long>(s.named), static_cast<unsigned long long>(s.frames),
-         Percent(s.named, s.frames).c_str(), static_cast<unsigned long long>(s.changed));
+         PercentText(s.named, s.frames).c_str(), static_cast<unsigned long long>(s.changed));
   for (const symbols::ModuleSummary& m : s.modules) {
     printf("\n%s\n  build ID %s\n", m.path.c_str(),
            m.build_id.empty() ? "none" : m.build_id.c_str());
@@ -39,7 +40,7 @@ void PrintText(const symbols::SymbolizeSummary& s, const std::string& in, const 
         "  frames %llu: %llu named (%s), %llu with file:line, %llu newly named, %llu inlined-call "
         "frames added\n",
         static_cast<unsigned long long>(m.frames), static_cast<unsigned long long>(m.named),
-        Percent(m.named, m.frames).c_str(), static_cast<unsigned long long>(m.with_lines),
+        PercentText(m.named, m.frames).c_str(), static_cast<unsigned long long>(m.with_lines),
         static_cast<unsigned long long>(m.newly_named),
         static_cast<unsigned long long>(m.inline_frames));
     for (const auto& [why, n] : m.unnamed) {

@@ -30,12 +30,12 @@ Runner AddSyscallsCommand(CLI::App& app) {
   cmd->add_flag("-q,--quiet", options->quiet, "no summary on stderr");
   cmd->add_option("command", options->command, "program and arguments to launch (after --)");
   return [options, duration, stack_min]() {
-    if (!duration->empty() && !ParseDuration(*duration, &options->duration_ns)) {
-      PrintError("--duration " + *duration + ": not a time (e.g. 10s, 500ms, 2m)");
+    if (!duration->empty() &&
+        !ParseDurationOption("--duration", *duration, &options->duration_ns)) {
       return 2;
     }
-    if (!stack_min->empty() && !ParseDuration(*stack_min, &options->syscall_stack_min_ns)) {
-      PrintError("--syscall-stack-min " + *stack_min + ": not a time (e.g. 1ms, 200us)");
+    if (!stack_min->empty() &&
+        !ParseDurationOption("--syscall-stack-min", *stack_min, &options->syscall_stack_min_ns)) {
       return 2;
     }
     if ((options->pid != 0) == !options->command.empty()) {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 
 struct bpf_map;      // libbpf's
 struct ring_buffer;  // libbpf's

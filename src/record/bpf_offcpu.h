@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 
 namespace microscope::record {
 

@@ -127,7 +127,9 @@ Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
       return Status::Error("not permitted to profile pid " + std::to_string(tid) +
                            " (perf_event_open: " + std::strerror(err) + "); " + PermissionAdvice());
     }
-    if (err == ESRCH) return Status::Error("no such process: " + std::to_string(tid));
+    if (err == ESRCH) {
+      return Status::Error(StatusCode::kNotFound, "no such process: " + std::to_string(tid));
+    }
     return Status::Error("perf_event_open on pid " + std::to_string(tid) + " cpu " +
                          std::to_string(cpu) + ": " + std::strerror(err));
   }
@@ -138,7 +140,7 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
     Result<int> fd = OpenEvent(tid, cpus_[i], enable_on_exec);
     if (!fd.ok()) {
       // A task that exited between listing and opening is not an error.
-      if (fd.status().message().starts_with("no such process") && !events_.empty()) {
+      if (fd.status().code() == StatusCode::kNotFound && !events_.empty()) {
         return OkStatus();
       }
       return fd.status();

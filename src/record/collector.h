@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/scoped_fd.h"
+#include "base/status.h"
 #include "src/record/decode.h"
-#include "src/util/scoped_fd.h"
 
 namespace microscope::record {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "src/util/byte_reader.h"
+#include "base/byte_reader.h"
 
 namespace microscope::record {
 namespace {

@@ -8,7 +8,7 @@
 #include <span>
 #include <string_view>
 
-#include "capture/result.h"
+#include "base/status.h"
 
 namespace microscope::record {
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/hex.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
 
@@ -34,15 +35,6 @@ ModuleKind KindOfPath(std::string_view path) {
     return ModuleKind::kAnonymous;
   }
   return ModuleKind::kFile;
-}
-
-// The running kernel's vDSO as mapped into this process: the same image the
-// kernel maps into every 64-bit process, so the target's vDSO frames can be
-// named from it without reading target memory.
-std::string HexAddress(uint64_t address) {
-  char buf[24];
-  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(address));
-  return buf;
 }
 
 }  // namespace
@@ -134,8 +126,7 @@ capture::ModuleId Processor::InternModule(std::string_view path,
   if (build_id.empty() && path == "[vdso]") build_id = vdso_id;
   // One module per build ID (the same file under two paths is one image);
   // without a build ID, one per path.
-  std::string key =
-      build_id.empty() ? "p:" + std::string(path) : "b:" + symbols::HexString(build_id);
+  std::string key = build_id.empty() ? "p:" + std::string(path) : "b:" + HexBytes(build_id);
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;
   capture::Module m;

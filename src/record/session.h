@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 #include "src/record/bpf_offcpu.h"
 #include "src/record/bpf_syscalls.h"
 #include "src/record/decode.h"

@@ -13,8 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "src/util/open_file.h"
-#include "src/util/scoped_fd.h"
+#include "base/hex.h"
+#include "base/open_file.h"
+#include "base/scoped_fd.h"
 
 namespace microscope::symbols {
 namespace {
@@ -175,17 +176,6 @@ Result<std::vector<LoadSegment>> ElfLoadSegments(Elf* elf) {
   return loads;
 }
 
-std::string HexString(std::span<const uint8_t> bytes) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
-
 bool ElfImage::OffsetToVaddr(uint64_t offset, uint64_t* vaddr) const {
   return symbols::OffsetToVaddr(loads, offset, vaddr);
 }
@@ -233,7 +223,7 @@ Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path, bool fin
   struct stat st;
   if (fstat(fd.get(), &st) == 0) image->file_size = uint64_t(st.st_size);
   if (find_debug_file && image->symbol_source != ".symtab" && image->build_id.size() > 1) {
-    std::string hex = HexString(image->build_id);
+    std::string hex = HexBytes(image->build_id);
     std::string debug =
         "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
     ScopedFd dfd;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 #include "src/symbols/symbol_table.h"
 
 namespace microscope::symbols {
@@ -60,8 +60,6 @@ Status AddPltSymbolsOf(const std::string& binary, ElfImage* image);
 
 // The same from an image in memory (the vDSO).
 Result<std::unique_ptr<ElfImage>> LoadElfImageFromMemory(std::span<const uint8_t> bytes);
-
-std::string HexString(std::span<const uint8_t> bytes);
 
 // Our own vDSO image (the one the kernel maps into every 64-bit process),
 // or empty when the auxiliary vector has none.

@@ -17,8 +17,8 @@
 #include <filesystem>
 #include <mutex>
 
+#include "base/open_file.h"
 #include "capture/container.h"
-#include "src/util/open_file.h"
 
 namespace microscope::symbols {
 namespace {

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 
 namespace microscope::symbols {
 

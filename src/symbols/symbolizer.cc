@@ -13,6 +13,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/hex.h"
 #include "capture/string_table.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
@@ -99,7 +100,7 @@ class DirectoryIndex {
       std::string path = it->path().string();
       if (path.find("/.build-id/") != std::string::npos) continue;  // looked up directly
       auto id = ReadBuildId(path);
-      if (id.ok() && !id->empty()) by_id_[HexString(*id)].push_back(path);
+      if (id.ok() && !id->empty()) by_id_[HexBytes(*id)].push_back(path);
     }
   }
   std::string dir_;
@@ -165,7 +166,7 @@ bool Resolver::Try(const std::string& candidate, const std::string& where, Modul
   if (*id != build_id_) {
     *mismatch = true;
     sum->looked.push_back(where + " " + candidate + ": build ID mismatch (file has " +
-                          (id->empty() ? std::string("none") : HexString(*id)) + ")");
+                          (id->empty() ? std::string("none") : HexBytes(*id)) + ")");
     return false;
   }
   std::string found = where + " " + candidate + ": build ID matches";
@@ -247,7 +248,7 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
                               ModuleSummary* sum) {
   ModuleFiles files;
   build_id_ = mod.build_id;
-  hex_ = HexString(mod.build_id);
+  hex_ = HexBytes(mod.build_id);
   if (mod.kind == ModuleKind::kAnonymous) {
     files.reason = kAnonymous;
     return files;
@@ -256,7 +257,7 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
     std::vector<uint8_t> host = KernelBuildId();
     if (host != mod.build_id || (host.empty() && !options_.this_host)) {
       sum->looked.push_back("/proc/kallsyms: this host's kernel has build ID " +
-                            (host.empty() ? std::string("unknown") : HexString(host)));
+                            (host.empty() ? std::string("unknown") : HexBytes(host)));
       files.reason = host.empty() ? kNoBuildId : kMismatch;
       return files;
     }
@@ -300,7 +301,7 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
     } else {
       sum->looked.push_back(
           "this process's vDSO: " +
-          (image.ok() ? "build ID " + HexString((*image)->build_id) : image.status().message()));
+          (image.ok() ? "build ID " + HexBytes((*image)->build_id) : image.status().message()));
       mismatch = image.ok();
     }
   }
@@ -555,7 +556,7 @@ Result<SymbolizeSummary> Symbolize(capture::Capture* capture, const SymbolizeOpt
     ModuleSummary sum;
     sum.module = m;
     sum.path = mod.path < c.strings.size() ? c.strings[mod.path] : "";
-    sum.build_id = HexString(mod.build_id);
+    sum.build_id = HexBytes(mod.build_id);
     ModuleFiles files = resolver.Resolve(mod, sum.path, &sum);
     // The recorded segments when there are some: a debug file's have no
     // file offsets.

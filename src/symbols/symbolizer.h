@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "capture/capture.h"
-#include "capture/result.h"
 
 namespace microscope::symbols {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 #include "src/unwind/dwarf_expr.h"
 
 namespace microscope::unwind {

@@ -8,8 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "src/util/open_file.h"
-#include "src/util/scoped_fd.h"
+#include "base/hex.h"
+#include "base/open_file.h"
+#include "base/scoped_fd.h"
 
 namespace microscope::unwind {
 namespace {
@@ -39,14 +40,14 @@ bool ModuleCfi::Bias(uint64_t start, uint64_t pgoff, uint64_t* bias) const {
 Result<std::shared_ptr<const ModuleCfi>> CfiCache::Get(const std::vector<uint8_t>& build_id,
                                                        const std::string& path,
                                                        std::span<const uint8_t> image) {
-  std::string key = build_id.empty() ? "path:" + path : symbols::HexString(build_id);
+  std::string key = build_id.empty() ? "path:" + path : HexBytes(build_id);
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;
   auto loaded = image.empty() ? LoadModuleCfi(path) : LoadModuleCfiFromMemory(image);
   if (!loaded.ok()) return loaded.status();
   if (!build_id.empty() && !(*loaded)->build_id.empty() && (*loaded)->build_id != build_id) {
-    return Status::Error("build ID mismatch: recorded " + symbols::HexString(build_id) +
-                         ", file has " + symbols::HexString((*loaded)->build_id));
+    return Status::Error("build ID mismatch: recorded " + HexBytes(build_id) + ", file has " +
+                         HexBytes((*loaded)->build_id));
   }
   std::shared_ptr<const ModuleCfi> shared = std::move(loaded).value();
   modules_.emplace(key, shared);

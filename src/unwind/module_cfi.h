@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
+#include "base/status.h"
 #include "src/symbols/elf_image.h"
 #include "src/unwind/cfi_table.h"
 

@@ -62,6 +62,15 @@ TEST_CASE("Filter: thread by name or tid, pid, and time range relative to the st
   CHECK(ComputeFlat(c, keys, *SampleFilter::Make(c, keys, spec)).all.samples == 5);
   CHECK_FALSE(ParseTimeRange("5s", &spec).ok());
   CHECK_FALSE(ParseTimeRange("3s..1s", &spec).ok());
+  // The same grammar as record's options: hours and microseconds too.
+  spec = {};
+  REQUIRE(ParseTimeRange("1h..2h", &spec).ok());
+  CHECK(*spec.from_ns == 3600000000000ull);
+  CHECK(*spec.to_ns == 7200000000000ull);
+  spec = {};
+  REQUIRE(ParseTimeRange("..500us", &spec).ok());
+  CHECK(*spec.to_ns == 500000ull);
+  CHECK_FALSE(ParseTimeRange("1x..2s", &spec).ok());
 }
 
 TEST_CASE("Tree: inverted puts sampled functions first, then their callers") {

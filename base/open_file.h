@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "capture/result.h"
-#include "src/util/scoped_fd.h"
+#include "base/scoped_fd.h"
+#include "base/status.h"
 
 namespace microscope {
 

@@ -1,32 +1,52 @@
 // Status and Result<T>: the project's one error vocabulary (no exceptions
-// cross a layer). It lives in capture/, the lowest layer, so that every layer
-// above can use it without capture/ depending on anything.
+// cross a layer). It lives in base/, below every other layer. A Status has a
+// code, for callers that decide by what went wrong, and a message, for the
+// user; callers never match the message's text.
 #pragma once
 
-#include <optional>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
 
 namespace microscope {
 
+// What went wrong, for a caller that acts on it (the text is for people).
+enum class StatusCode : uint8_t {
+  kOk = 0,
+  kUnknown = 1,           // no caller distinguishes it
+  kInvalidArgument = 2,   // a flag or value the user gave
+  kNotFound = 3,          // the file, process or section is not there
+  kPermissionDenied = 4,  // the kernel or the file system refused
+  kUnavailable = 5,       // this host or kernel lacks it (no BTF, no BPF)
+  kDataLoss = 6,          // malformed or truncated input (capture, ELF, DWARF, record)
+  kInternal = 7,          // our own invariant broke
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  static Status Error(std::string message) { return Status(std::move(message)); }
+  static Status Error(std::string message) {
+    return Status(StatusCode::kUnknown, std::move(message));
+  }
+  static Status Error(StatusCode code, std::string message) {
+    return Status(code == StatusCode::kOk ? StatusCode::kUnknown : code, std::move(message));
+  }
 
-  bool ok() const { return !message_.has_value(); }
-  const std::string& message() const { return *message_; }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
 
-  // Prefixes the message with where the error happened ("FILE: ").
+  // Prefixes the message with where the error happened ("FILE: "); the code stays.
   Status WithContext(const std::string& context) const {
     if (ok()) return *this;
-    return Status(context + ": " + *message_);
+    return Status(code_, context + ": " + message_);
   }
 
  private:
-  explicit Status(std::string message) : message_(std::move(message)) {}
-  std::optional<std::string> message_;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
 };
 
 inline Status OkStatus() {

@@ -1,0 +1,30 @@
+#include "base/hex.h"
+
+namespace microscope {
+namespace {
+constexpr char kDigits[] = "0123456789abcdef";
+}  // namespace
+
+std::string HexAddress(uint64_t value) {
+  char buf[18];
+  char* p = buf + sizeof(buf);
+  do {
+    *--p = kDigits[value & 15];
+    value >>= 4;
+  } while (value != 0);
+  *--p = 'x';
+  *--p = '0';
+  return std::string(p, buf + sizeof(buf));
+}
+
+std::string HexBytes(std::span<const uint8_t> bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 15]);
+  }
+  return out;
+}
+
+}  // namespace microscope

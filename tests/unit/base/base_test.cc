@@ -1,0 +1,70 @@
+#include <doctest.h>
+
+#include "base/duration.h"
+#include "base/hex.h"
+#include "base/percent.h"
+#include "base/status.h"
+
+namespace microscope {
+namespace {
+
+uint64_t Ns(const char* text) {
+  Result<uint64_t> v = ParseDuration(text);
+  REQUIRE_MESSAGE(v.ok(), text);
+  return *v;
+}
+
+TEST_CASE("ParseDuration: every unit, on every command") {
+  CHECK(Ns("500ns") == 500);
+  CHECK(Ns("20us") == 20000);
+  CHECK(Ns("20\xC2\xB5s") == 20000);
+  CHECK(Ns("1.5ms") == 1500000);
+  CHECK(Ns("2s") == 2000000000);
+  CHECK(Ns("2") == 2000000000);  // a bare number is seconds
+  CHECK(Ns("2m") == 120000000000);
+  CHECK(Ns("1h") == 3600000000000);
+  CHECK(Ns("0") == 0);
+  CHECK(Ns(".5s") == 500000000);
+}
+
+TEST_CASE("ParseDuration: refuses what is not a duration, saying why") {
+  for (const char* bad : {"", "s", "-1s", "1x", "1 s", " 1s", "1.2.3s", "inf", "nan", "1e3", "0x10",
+                          "1ss", "99999999999h"}) {
+    Result<uint64_t> v = ParseDuration(bad);
+    CHECK_MESSAGE(!v.ok(), bad);
+    if (!v.ok()) {
+      CHECK(v.status().code() == StatusCode::kInvalidArgument);
+      CHECK(v.status().message().find("is not a duration") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("Hex: addresses with 0x, bytes as pairs") {
+  CHECK(HexAddress(0) == "0x0");
+  CHECK(HexAddress(0x1f40) == "0x1f40");
+  CHECK(HexAddress(~0ull) == "0xffffffffffffffff");
+  const uint8_t id[] = {0x00, 0x9c, 0xff};
+  CHECK(HexBytes(id) == "009cff");
+  CHECK(HexBytes({}) == "");
+}
+
+TEST_CASE("Percent: nothing of nothing is 0") {
+  CHECK(Percent(0, 0) == 0.0);
+  CHECK(Percent(1, 4) == 25.0);
+  CHECK(Percent(4, 4) == 100.0);
+}
+
+TEST_CASE("Status: the code survives context; Error never makes an ok status") {
+  Status s = Status::Error(StatusCode::kNotFound, "no such process: 4");
+  CHECK(!s.ok());
+  Status c = s.WithContext("pid 4");
+  CHECK(c.code() == StatusCode::kNotFound);
+  CHECK(c.message() == "pid 4: no such process: 4");
+  CHECK(Status::Error("x").code() == StatusCode::kUnknown);
+  CHECK(!Status::Error(StatusCode::kOk, "x").ok());
+  CHECK(OkStatus().ok());
+  CHECK(OkStatus().code() == StatusCode::kOk);
+}
+
+}  // namespace
+}  // namespace microscope
