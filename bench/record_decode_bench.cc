@@ -6,7 +6,7 @@
 
 #include "src/record/decode.h"
 #include "src/record/processor.h"
-#include "src/record/session.h"
+#include "src/record/pump.h"
 #include "tests/unit/record/record_builder.h"
 
 using namespace microscope;

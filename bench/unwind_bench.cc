@@ -45,9 +45,6 @@ struct Recording {
   std::vector<StoredSample> samples;
 };
 
-constexpr int kPerfToDwarf[17] = {0, 3, 2,  1,  4,  5,  6,  7, unwind::kRegRa,
-                                  8, 9, 10, 11, 12, 13, 14, 15};
-
 Recording RecordFixture(const std::vector<std::string>& argv) {
   Recording rec;
   CollectorOptions o;
@@ -102,12 +99,13 @@ Recording RecordFixture(const std::vector<std::string>& argv) {
           e->filename[0] == '/') {
         rec.maps.push_back({e->addr, e->addr + e->len, e->pgoff, std::string(e->filename),
                             std::vector<uint8_t>(e->build_id.begin(), e->build_id.end())});
-      } else if (e->type == EventType::kSample && e->regs_abi != 0 && e->regs.size() == 17 * 8) {
+      } else if (e->type == EventType::kSample && e->regs_abi != 0 &&
+                 e->regs.size() == record::kUserRegCount * 8) {
         StoredSample st;
-        for (int i = 0; i < 17; ++i) {
+        for (size_t i = 0; i < record::kUserRegCount; ++i) {
           uint64_t v;
           std::memcpy(&v, e->regs.data() + i * 8, 8);
-          st.regs.Set(kPerfToDwarf[i], v);
+          st.regs.Set(record::kUserRegToDwarf[i], v);
         }
         st.stack.assign(e->stack.begin(), e->stack.end());
         st.tid = e->tid;
@@ -219,9 +217,9 @@ bool MemoryRead(Dwfl*, Dwarf_Addr addr, Dwarf_Word* result, void* arg) {
 
 bool SetInitialRegisters(Dwfl_Thread* thread, void* arg) {
   auto* ctx = static_cast<DwflContext*>(arg);
-  Dwarf_Word regs[17];
-  for (int i = 0; i < 17; ++i) regs[i] = ctx->current->regs.value[i];
-  return dwfl_thread_state_registers(thread, 0, 17, regs);
+  Dwarf_Word regs[unwind::kRegCount];
+  for (int i = 0; i < unwind::kRegCount; ++i) regs[i] = ctx->current->regs.value[i];
+  return dwfl_thread_state_registers(thread, 0, unwind::kRegCount, regs);
 }
 
 int CountFrame(Dwfl_Frame* frame, void* arg) {

@@ -3,7 +3,7 @@
 
 #include "base/duration.h"
 #include "src/cli/commands.h"
-#include "src/record/session.h"
+#include "src/cli/recording.h"
 
 namespace microscope::cli {
 
@@ -26,6 +26,7 @@ void AddSyscallStackMinOption(CLI::App* cmd, std::string* text) {
 
 Runner AddRecordCommand(CLI::App& app) {
   auto options = std::make_shared<record::RecordOptions>();
+  auto quiet = std::make_shared<bool>(false);
   auto duration = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "record",
@@ -81,9 +82,10 @@ Runner AddRecordCommand(CLI::App& app) {
                 "syscalls` does, in the same capture");
   auto stack_min = std::make_shared<std::string>();
   AddSyscallStackMinOption(cmd, stack_min.get());
-  cmd->add_flag("-q,--quiet", options->quiet, "no status line or summary on stderr");
+  cmd->add_flag("-q,--quiet", *quiet, "no status line or summary on stderr");
   cmd->add_option("command", options->command, "program and arguments to launch (after --)");
-  return [options, duration, freq, stack, call_graph, off_cpu, off_cpu_min, stack_min]() -> int {
+  return [options, quiet, duration, freq, stack, call_graph, off_cpu, off_cpu_min,
+          stack_min]() -> int {
     // The preset fills what the user did not set explicitly.
     struct Preset {
       const char* name;
@@ -127,12 +129,7 @@ Runner AddRecordCommand(CLI::App& app) {
       PrintError("record: give either a program to launch or --pid, not both");
       return 2;
     }
-    Result<int> status = record::RunRecord(*options);
-    if (!status.ok()) {
-      PrintError(status.status().message());
-      return 1;
-    }
-    return *status;
+    return RunRecording(*options, *quiet);
   };
 }
 

@@ -2,12 +2,13 @@
 #include <string>
 
 #include "src/cli/commands.h"
-#include "src/record/session.h"
+#include "src/cli/recording.h"
 
 namespace microscope::cli {
 
 Runner AddSyscallsCommand(CLI::App& app) {
   auto options = std::make_shared<record::RecordOptions>();
+  auto quiet = std::make_shared<bool>(false);
   options->output = "syscalls.mscap";
   options->samples = false;
   options->syscalls = true;
@@ -27,9 +28,9 @@ Runner AddSyscallsCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("-d,--duration", *duration, "stop after TIME (e.g. 10s, 500ms, 2m)");
   AddSyscallStackMinOption(cmd, stack_min.get());
-  cmd->add_flag("-q,--quiet", options->quiet, "no summary on stderr");
+  cmd->add_flag("-q,--quiet", *quiet, "no summary on stderr");
   cmd->add_option("command", options->command, "program and arguments to launch (after --)");
-  return [options, duration, stack_min]() {
+  return [options, quiet, duration, stack_min]() {
     if (!duration->empty() &&
         !ParseDurationOption("--duration", *duration, &options->duration_ns)) {
       return 2;
@@ -42,12 +43,7 @@ Runner AddSyscallsCommand(CLI::App& app) {
       PrintError("give either -- PROG ARGS or --pid PID");
       return 2;
     }
-    auto status = record::RunRecord(*options);
-    if (!status.ok()) {
-      PrintError(status.status().message());
-      return 1;
-    }
-    return *status;
+    return RunRecording(*options, *quiet);
   };
 }
 

@@ -12,34 +12,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "src/record/source_events.h"
 
 namespace microscope::record {
-
-struct OffCpuInterval {
-  uint64_t start_ns = 0;  // 0: off CPU since before the recording (cut at start)
-  uint64_t end_ns = 0;    // 0: still off CPU at the end (cut at end)
-  uint64_t time_ns = 0;   // when the stacks were taken (orders it among samples)
-  uint32_t pid = 0;
-  uint32_t tid = 0;
-  uint32_t waker_tid = 0;
-  uint32_t waker_pid = 0;
-  uint8_t state = 0;  // capture::OffCpuState
-  uint8_t flags = 0;  // capture::kOffCpu* bits
-  bool has_regs = false;
-  std::string comm;
-  std::string waker_comm;
-  std::vector<uint64_t> kernel_stack;  // innermost first
-  uint64_t regs[17] = {};              // perf's order: AX BX CX DX SI DI BP SP IP R8..R15
-  std::vector<uint8_t> user_stack;     // from regs SP upward
-};
-
-struct OffCpuShortCount {
-  uint32_t pid = 0;
-  uint32_t tid = 0;
-  uint8_t state = 0;
-  uint64_t count = 0;
-  uint64_t total_ns = 0;
-};
 
 struct OffCpuLoss {
   uint64_t intervals = 0;  // sent into a full ring

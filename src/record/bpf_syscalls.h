@@ -11,25 +11,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "src/record/source_events.h"
 
 namespace microscope::record {
-
-struct SyscallEvent {
-  uint64_t start_ns = 0;  // CLOCK_MONOTONIC
-  uint64_t duration_ns = 0;
-  int64_t ret = 0;  // -errno on failure
-  uint64_t args[3] = {};
-  uint32_t pid = 0;
-  uint32_t tid = 0;
-  uint32_t nr = 0;   // x86-64 system call number
-  std::string comm;  // the thread's name
-  // Calls at least stack_min_ns long: the caller's user registers (perf's
-  // order: AX BX CX DX SI DI BP SP IP R8..R15) and stack at the call's exit.
-  bool has_stack = false;
-  uint64_t regs[17] = {};
-  std::vector<uint8_t> user_stack;
-  uint64_t end_ns() const { return start_ns + duration_ns; }
-};
 
 class SyscallTracer {
  public:

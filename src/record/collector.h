@@ -17,6 +17,7 @@
 #include "base/scoped_fd.h"
 #include "base/status.h"
 #include "src/record/decode.h"
+#include "src/record/user_regs.h"
 
 namespace microscope::record {
 
@@ -44,10 +45,6 @@ struct CollectorOptions {
   // the process, thread and mapping records (for BPF-only recordings).
   bool sample = true;
 };
-
-// perf_event's user register mask the collector asks for with a stack copy:
-// AX BX CX DX SI DI BP SP IP and R8..R15 (DS, ES, FS, GS are refused).
-inline constexpr uint64_t kUserRegsMask = 0xff01ffull;
 
 class Collector {
  public:

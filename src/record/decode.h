@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <set>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -94,5 +97,27 @@ static_assert(sizeof(RecordHeader) == 8, "perf_event_header is 8 bytes");
 
 // Decodes `record` (header included). Errors name the field and offset.
 Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& layout);
+
+// Walks an arena of records back to back (as the collector copies them out
+// of a ring), calling `fn(type, record)` with each whole record, header
+// included, until `fn` returns false. Returns the offset of the first record
+// not taken; a header that does not fit ends the walk at the arena's end.
+template <typename Fn>
+size_t ForEachRecord(std::span<const uint8_t> arena, Fn fn) {
+  size_t off = 0;
+  while (off + sizeof(RecordHeader) <= arena.size()) {
+    RecordHeader h;
+    std::memcpy(&h, arena.data() + off, sizeof(h));
+    if (h.size < sizeof(h) || off + h.size > arena.size()) return arena.size();
+    if (!fn(h.type, arena.subspan(off, h.size))) break;
+    off += h.size;
+  }
+  return off;
+}
+
+// The threads whose FORK record is in the arenas: created by a thread whose
+// events were already open, so they inherited those events.
+std::set<uint32_t> ForkedTids(const std::vector<std::vector<uint8_t>>& arenas,
+                              const SampleLayout& layout);
 
 }  // namespace microscope::record

@@ -339,20 +339,15 @@ bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* in
   return true;
 }
 
-// perf's user register order for the mask the collector requests (AX BX CX
-// DX SI DI BP SP IP, then R8..R15) as DWARF register numbers.
-static constexpr int kPerfToDwarf[17] = {0, 3, 2,  1,  4,  5,  6,  7, unwind::kRegRa,
-                                         8, 9, 10, 11, 12, 13, 14, 15};
-
 capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
-  if (e.regs_abi == 0 || e.regs.size() < sizeof(kPerfToDwarf) / sizeof(int) * 8) {
+  if (e.regs_abi == 0 || e.regs.size() < kUserRegCount * 8) {
     return StackEnd::kKernelOnly;
   }
   unwind::Registers regs;
-  for (size_t i = 0; i < 17; ++i) {
+  for (size_t i = 0; i < kUserRegCount; ++i) {
     uint64_t v;
     std::memcpy(&v, e.regs.data() + i * 8, 8);
-    regs.Set(kPerfToDwarf[i], v);
+    regs.Set(kUserRegToDwarf[i], v);
   }
   struct Map : unwind::CodeMap {
     Processor* self;
@@ -467,8 +462,8 @@ capture::ThreadId Processor::BpfThread(uint32_t pid, uint32_t tid, uint64_t time
 // Appends to scratch_ the user frames unwound from registers and stack bytes
 // copied by BPF (frame pointers in the copy where a module has no CFI, also
 // in fp recordings).
-capture::StackEnd Processor::UnwindCopiedStack(const uint64_t (&regs)[17],
-                                               std::span<const uint8_t> stack, ProcessState& proc) {
+capture::StackEnd Processor::UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
+                                               ProcessState& proc) {
   Event e;
   e.regs_abi = 2;  // PERF_SAMPLE_REGS_ABI_64
   e.regs = std::span(reinterpret_cast<const uint8_t*>(regs), sizeof(regs));

@@ -16,9 +16,8 @@
 
 #include "capture/capture.h"
 #include "capture/string_table.h"
-#include "src/record/bpf_offcpu.h"
-#include "src/record/bpf_syscalls.h"
 #include "src/record/decode.h"
+#include "src/record/source_events.h"
 #include "src/symbols/elf_image.h"
 #include "src/unwind/module_cfi.h"
 #include "src/unwind/unwinder.h"
@@ -95,7 +94,7 @@ class Processor {
   void SortOffCpuByStart();
   void SortSyscallsByStart();
   capture::ThreadId BpfThread(uint32_t pid, uint32_t tid, uint64_t time, const std::string& comm);
-  capture::StackEnd UnwindCopiedStack(const uint64_t (&regs)[17], std::span<const uint8_t> stack,
+  capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
                                       ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
   const unwind::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);

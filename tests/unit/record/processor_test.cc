@@ -5,7 +5,7 @@
 
 #include "capture/reader.h"
 #include "src/record/processor.h"
-#include "src/record/session.h"
+#include "src/record/pump.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/symbolizer.h"
 #include "tests/unit/record/record_builder.h"

@@ -1,0 +1,13 @@
+// What the record and syscalls commands share: the process set-up a
+// recording needs (open-file limit, stop signals), the status line, the
+// lines for parts left out, and the summary once the capture is written.
+#pragma once
+
+#include "src/record/session.h"
+
+namespace microscope::cli {
+
+// Records as `options` say; returns the command's exit status.
+int RunRecording(const record::RecordOptions& options, bool quiet);
+
+}  // namespace microscope::cli

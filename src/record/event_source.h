@@ -1,0 +1,93 @@
+// A source of time-stamped events beside the perf rings: the BPF programs
+// (off-CPU time, system calls) today; the runtime walkers and the probes SDK
+// next. The recording starts the sources the options ask for (sources.cc),
+// waits on their fds with the perf rings, polls each one every round, and
+// the pump (pump.h) hands their events to the processor merged with the ring
+// events in time order. A source is one file implementing EventSource and
+// one line in sources.cc.
+#pragma once
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "capture/capture.h"
+#include "src/record/processor.h"
+#include "src/record/record_options.h"
+
+namespace microscope::record {
+
+// What a source is started with.
+struct SourceContext {
+  const RecordOptions& options;
+  pid_t target;  // the launched program (still at its gate) or the attached process
+  bool launch;
+  // The source says here whether it is on, with what settings, and notes.
+  capture::Settings* settings;
+};
+
+// The span of the recording a poll may keep events from: [start, end).
+struct PollWindow {
+  uint64_t start = 0;
+  uint64_t end = UINT64_MAX;  // UINT64_MAX while the recording runs
+  bool launch = false;        // before `start` is the launched program's gate, not its run
+  bool final = false;         // the recording has ended: take everything left
+};
+
+class EventSource {
+ public:
+  virtual ~EventSource() = default;
+
+  // Readable when events are waiting; -1 when there is nothing to wait on.
+  virtual int wait_fd() const = 0;
+  // Takes the events that are ready (all of them when `window.final`).
+  // Read errors become counted problems.
+  virtual void Poll(const PollWindow& window, Processor* processor) = 0;
+
+  // Events taken and not yet delivered, in the order of time_at().
+  virtual size_t pending() const = 0;
+  // When the event's stacks were taken: its place among the samples.
+  virtual uint64_t time_at(size_t i) const = 0;
+  virtual void Deliver(size_t i, Processor* processor) = 0;
+  // Forgets the first `n` pending events (delivered).
+  virtual void Consume(size_t n) = 0;
+
+  // After the last events went through the pump: counts and losses.
+  virtual void Finish(Processor* processor, capture::Settings* settings) = 0;
+};
+
+// An EventSource whose pending events are a list of T kept in time order.
+// Subclasses append what they read with Take().
+template <typename T>
+class QueuedSource : public EventSource {
+ public:
+  size_t pending() const final { return queue_.size(); }
+  uint64_t time_at(size_t i) const final { return TimeOf(queue_[i]); }
+  void Consume(size_t n) final { queue_.erase(queue_.begin(), queue_.begin() + ptrdiff_t(n)); }
+
+ protected:
+  virtual uint64_t TimeOf(const T& event) const = 0;
+  const T& at(size_t i) const { return queue_[i]; }
+
+  // Moves `fresh` into the queue, keeping what `keep` accepts, in time order
+  // (each read is sorted and merged in; the backlog is not sorted again).
+  template <typename Keep>
+  void Take(std::vector<T>* fresh, Keep keep) {
+    const size_t sorted = queue_.size();
+    for (T& e : *fresh) {
+      if (keep(e)) queue_.push_back(std::move(e));
+    }
+    fresh->clear();
+    auto less = [this](const T& a, const T& b) { return TimeOf(a) < TimeOf(b); };
+    auto mid = queue_.begin() + ptrdiff_t(sorted);
+    std::stable_sort(mid, queue_.end(), less);
+    std::inplace_merge(queue_.begin(), mid, queue_.end(), less);
+  }
+
+ private:
+  std::vector<T> queue_;
+};
+
+}  // namespace microscope::record

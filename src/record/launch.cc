@@ -1,0 +1,120 @@
+#include "src/record/launch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace microscope::record {
+namespace {
+
+Status Errno(const char* what) {
+  return Status::Error(std::string(what) + ": " + std::strerror(errno));
+}
+
+// The child: waits at the gate, then execs. Exec failure is reported
+// through `err_fd` (close-on-exec, so success closes it silently).
+[[noreturn]] void RunChild(int gate_fd, int err_fd, const std::vector<std::string>& command) {
+  char c;
+  ssize_t n;
+  do {
+    n = read(gate_fd, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) _exit(127);  // the recorder went away: do not run unprofiled
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  execvp(argv[0], argv.data());
+  int err = errno;
+  ssize_t ignored = write(err_fd, &err, sizeof(err));
+  (void)ignored;
+  _exit(127);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LaunchedChild>> LaunchedChild::Fork(
+    const std::vector<std::string>& command) {
+  if (command.empty()) return Status::Error(StatusCode::kInvalidArgument, "no program to launch");
+  // The gate is a socket so that opening it after the child died fails with
+  // EPIPE instead of raising SIGPIPE in the recorder (send MSG_NOSIGNAL).
+  int gate[2], err[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate) != 0) return Errno("socketpair");
+  ScopedFd gate_ours(gate[0]), gate_child(gate[1]);
+  if (pipe2(err, O_CLOEXEC) != 0) return Errno("pipe");
+  ScopedFd err_ours(err[0]), err_child(err[1]);
+  pid_t pid = fork();
+  if (pid < 0) return Errno("fork");
+  if (pid == 0) {
+    gate_ours.Reset();  // or the child's read would never see our end close
+    err_ours.Reset();
+    RunChild(gate_child.get(), err_child.get(), command);
+  }
+  // The child's ends close here: a read of exec_error_ ends at its exec.
+  return std::unique_ptr<LaunchedChild>(
+      new LaunchedChild(pid, std::move(gate_ours), std::move(err_ours), command[0]));
+}
+
+LaunchedChild::~LaunchedChild() {
+  if (released_ || reaped_) return;
+  gate_.Reset();  // the child sees the gate close and exits without running
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+Status LaunchedChild::Release() {
+  char go = 1;
+  ssize_t sent;
+  do {
+    sent = send(gate_.get(), &go, 1, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  released_ = true;
+  gate_.Reset();
+  if (sent != 1) {
+    Wait();
+    return Status::Error("cannot release the launched program");
+  }
+  int err = 0;
+  ssize_t n;
+  do {
+    n = read(exec_error_.get(), &err, sizeof(err));
+  } while (n < 0 && errno == EINTR);
+  exec_error_.Reset();
+  if (n == sizeof(err)) {
+    Wait();
+    return Status::Error(StatusCode::kNotFound,
+                         "cannot run " + program_ + ": " + std::strerror(err));
+  }
+  return OkStatus();
+}
+
+bool LaunchedChild::Exited(int* wait_status) {
+  if (!reaped_ && waitpid(pid_, &wait_status_, WNOHANG) == pid_) reaped_ = true;
+  if (reaped_) *wait_status = wait_status_;
+  return reaped_;
+}
+
+int LaunchedChild::Wait() {
+  while (!reaped_) {
+    if (waitpid(pid_, &wait_status_, 0) == pid_) {
+      reaped_ = true;
+    } else if (errno != EINTR) {
+      break;
+    }
+  }
+  return wait_status_;
+}
+
+int ExitStatusForShell(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+}  // namespace microscope::record

@@ -1,0 +1,113 @@
+#include "src/record/offcpu_source.h"
+
+#include <time.h>
+
+#include <string>
+#include <vector>
+
+#include "src/record/bpf_offcpu.h"
+#include "src/record/proc.h"
+
+namespace microscope::record {
+namespace {
+
+uint64_t MonotonicNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// An OffCpuState for a thread's state letter; -1: running, gone or unreadable.
+int OffState(pid_t tid) {
+  char state = ThreadState(tid);
+  return state != 0 ? OffCpuStateOfLetter(state) : -1;
+}
+
+class OffCpuSource final : public QueuedSource<OffCpuInterval> {
+ public:
+  explicit OffCpuSource(std::unique_ptr<OffCpuTracer> tracer) : tracer_(std::move(tracer)) {}
+
+  // Threads already blocked when an attach begins began their interval
+  // before the recording.
+  void SeedBlockedThreads(pid_t target) {
+    std::vector<pid_t> seeded;
+    for (pid_t tid : ListTasks(target)) {
+      int off = OffState(tid);
+      if (off >= 0 && tracer_->SeedOffCpu(target, tid, uint8_t(off)).ok()) seeded.push_back(tid);
+    }
+    // A thread that woke between the look and the seed would carry a false
+    // interval until its next switch: look again.
+    for (pid_t tid : seeded) {
+      if (OffState(tid) < 0) tracer_->Unseed(tid);
+    }
+  }
+
+  int wait_fd() const override { return tracer_->wait_fd(); }
+
+  void Poll(const PollWindow& w, Processor* processor) override {
+    Status polled = w.final ? tracer_->Finish(&fresh_) : tracer_->Poll(0, &fresh_);
+    if (!polled.ok()) processor->CountProblem("off-CPU events not read", polled.message());
+    const uint64_t now = MonotonicNow();
+    for (OffCpuInterval& iv : fresh_) {
+      if (iv.time_ns == 0) iv.time_ns = now;  // still open at the end
+    }
+    // Outside the recording: in launch mode the wait at the gate, before
+    // exec, which is not the program's; and what began after the end. An
+    // attach keeps the intervals it cut (start 0).
+    Take(&fresh_, [&](const OffCpuInterval& iv) {
+      return iv.start_ns == 0 || !((w.launch && iv.start_ns < w.start) || iv.start_ns >= w.end);
+    });
+  }
+
+  void Deliver(size_t i, Processor* processor) override { processor->AddOffCpu(at(i)); }
+
+  void Finish(Processor* processor, capture::Settings* settings) override {
+    for (const OffCpuShortCount& c : tracer_->ShortCounts()) processor->AddOffCpuShort(c);
+    OffCpuLoss loss = tracer_->Loss();
+    if (loss.intervals > 0) {
+      processor->CountProblem("off-CPU intervals lost (BPF ring buffer full)",
+                              std::to_string(loss.intervals) + " intervals, " +
+                                  std::to_string(loss.total_ns / 1000000) + " ms");
+      settings->lost_records += loss.intervals;
+    }
+    if (loss.malformed > 0) {
+      processor->CountProblem("malformed off-CPU events dropped",
+                              std::to_string(loss.malformed) + " events");
+    }
+    if (loss.untracked > 0) {
+      processor->CountProblem("off-CPU switch-outs not tracked (map of open intervals full)",
+                              std::to_string(loss.untracked) + " times");
+    }
+    tracer_.reset();
+  }
+
+ private:
+  uint64_t TimeOf(const OffCpuInterval& iv) const override { return iv.time_ns; }
+
+  std::unique_ptr<OffCpuTracer> tracer_;
+  std::vector<OffCpuInterval> fresh_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& context) {
+  const RecordOptions& options = context.options;
+  OffCpuTracer::Options o;
+  o.min_ns = options.off_cpu_min_ns;
+  o.stack_copy = options.stack_copy;
+  int32_t pids[] = {context.target};
+  ASSIGN_OR_RETURN(std::unique_ptr<OffCpuTracer> tracer, OffCpuTracer::Start(o, pids));
+  capture::Settings* settings = context.settings;
+  settings->off_cpu = "on";
+  settings->off_cpu_min = options.off_cpu_min_ns;
+  settings->notes.push_back(
+      "off-CPU: sched_switch intervals of the target's threads (BPF); shorter than " +
+      std::to_string(options.off_cpu_min_ns / 1000) +
+      " us only counted; user stacks of blocked system calls taken at their exit, of "
+      "preemptions at switch-in");
+  auto source = std::make_unique<OffCpuSource>(std::move(tracer));
+  if (!context.launch) source->SeedBlockedThreads(context.target);
+  return std::unique_ptr<EventSource>(std::move(source));
+}
+
+}  // namespace microscope::record

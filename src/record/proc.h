@@ -1,0 +1,36 @@
+// What the recorder reads of running processes from /proc: their threads
+// and states, command lines, and executable mappings (to seed an attach as
+// perf synthesizes them). Every read tolerates the process going away.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/record/processor.h"
+
+namespace microscope::record {
+
+// The thread ids of `pid`, sorted; empty when it is gone.
+std::vector<pid_t> ListTasks(pid_t pid);
+
+// The state letter of /proc/TID/stat (R, S, D, Z, ...); 0 when unreadable.
+char ThreadState(pid_t tid);
+
+// True when no thread of `pid` is left running: the leader may have exited
+// (a zombie) while other threads go on.
+bool ProcessGone(pid_t pid);
+
+// /proc/PID/cmdline as arguments.
+std::vector<std::string> ReadCommandLine(pid_t pid);
+
+// /proc/sys/kernel/perf_event_max_stack (127 when unreadable).
+uint32_t MaxStack();
+
+// Seeds the processor with a running process's threads and executable
+// mappings at `time` (before the events start).
+void SeedFromProc(pid_t pid, uint64_t time, Processor* processor);
+
+}  // namespace microscope::record

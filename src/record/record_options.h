@@ -1,0 +1,39 @@
+// What a recording is asked to do: the record and syscalls commands fill
+// it, the recording (session.h) and its event sources (sources.h) read it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/record/processor.h"
+
+namespace microscope::record {
+
+struct RecordOptions {
+  std::string output = "microscope.mscap";
+  uint32_t frequency = 999;
+  uint64_t duration_ns = 0;  // 0: until the target exits or a stop is asked for
+  uint32_t mmap_pages = 0;   // ring data pages per CPU (power of two); 0: by call graph
+  Processor::CallGraph call_graph = Processor::CallGraph::kAuto;
+  uint32_t stack_copy = 16384;  // bytes of user stack per sample (dwarf, auto)
+  std::string preset = "default";
+  // "now": name frames from this host's files before writing; "later":
+  // store module identities and offsets only (`microscope symbolize`).
+  std::string symbolize = "now";
+  // Event sources. Off-CPU intervals (sched_switch) of the target's threads;
+  // shorter ones than off_cpu_min_ns are only counted.
+  bool off_cpu = false;
+  uint64_t off_cpu_min_ns = 20000;
+  // System calls (raw_syscalls) of the target's threads; calls at least
+  // syscall_stack_min_ns long carry the caller's user stack (0: none).
+  bool syscalls = false;
+  uint64_t syscall_stack_min_ns = 0;
+  // false: no CPU samples, only the process and mapping records the event
+  // sources need (`microscope syscalls`); then the sources are required.
+  bool samples = true;
+  std::vector<std::string> command;  // launch mode
+  int pid = 0;                       // attach mode when non-zero
+};
+
+}  // namespace microscope::record

@@ -1,0 +1,45 @@
+#include "src/record/sources.h"
+
+#include "src/record/offcpu_source.h"
+#include "src/record/syscall_source.h"
+
+namespace microscope::record {
+namespace {
+
+struct SourceKind {
+  const char* part;  // how a refusal names it
+  bool (*wanted)(const RecordOptions&);
+  Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
+  std::string capture::Settings::*setting;  // "on", or "off: why"
+};
+
+// One line per source.
+const SourceKind kSources[] = {
+    {"off-CPU time", [](const RecordOptions& o) { return o.off_cpu; }, StartOffCpuSource,
+     &capture::Settings::off_cpu},
+    {"system calls", [](const RecordOptions& o) { return o.syscalls; }, StartSyscallSource,
+     &capture::Settings::syscalls},
+};
+
+}  // namespace
+
+Result<std::vector<std::unique_ptr<EventSource>>> StartSources(
+    const SourceContext& context, const std::function<void(const std::string&)>& warn) {
+  std::vector<std::unique_ptr<EventSource>> sources;
+  for (const SourceKind& kind : kSources) {
+    if (!kind.wanted(context.options)) continue;
+    Result<std::unique_ptr<EventSource>> started = kind.start(context);
+    if (started.ok()) {
+      sources.push_back(std::move(started).value());
+      continue;
+    }
+    if (!context.options.samples) return started.status();
+    const std::string why = started.status().message();
+    context.settings->*kind.setting = "off: " + why;
+    context.settings->notes.push_back(std::string(kind.part) + " not recorded: " + why);
+    warn(std::string(kind.part) + " not recorded: " + why);
+  }
+  return sources;
+}
+
+}  // namespace microscope::record
