@@ -1,0 +1,206 @@
+#include <doctest.h>
+
+#include <utility>
+#include <vector>
+
+#include "capture/reader.h"
+#include "src/record/pump.h"
+#include "tests/unit/record/record_builder.h"
+
+using namespace microscope;
+using namespace microscope::record;
+using namespace microscope::testing;
+using capture::kNone;
+
+namespace {
+
+constexpr uint64_t kUser = uint64_t(-512);
+
+// A source whose events are plain times; each delivery notes its time and
+// how many samples the processor had then (what went before it).
+class TimesSource final : public QueuedSource<uint64_t> {
+ public:
+  void Add(std::vector<uint64_t> times) {
+    Take(&times, [](uint64_t) { return true; });
+  }
+  int wait_fd() const override { return -1; }
+  void Poll(const PollWindow&, Processor*) override {}
+  void Deliver(size_t i, Processor* p) override { delivered.push_back({at(i), p->sample_count()}); }
+  void Finish(Processor*, capture::Settings*) override {}
+  std::vector<std::pair<uint64_t, uint64_t>> delivered;
+
+ private:
+  uint64_t TimeOf(const uint64_t& t) const override { return t; }
+};
+
+std::vector<std::unique_ptr<EventSource>> Sources(TimesSource** a, TimesSource** b) {
+  std::vector<std::unique_ptr<EventSource>> s;
+  s.push_back(std::make_unique<TimesSource>());
+  s.push_back(std::make_unique<TimesSource>());
+  *a = static_cast<TimesSource*>(s[0].get());
+  *b = static_cast<TimesSource*>(s[1].get());
+  return s;
+}
+
+void Put(std::vector<uint8_t>* arena, const std::vector<uint8_t>& record) {
+  arena->insert(arena->end(), record.begin(), record.end());
+}
+
+TEST_CASE("Pump: source events are merged with ring records by time, rings first at a tie") {
+  std::vector<std::vector<uint8_t>> arenas(1);
+  Put(&arenas[0], SampleRecord(10, 10, 10, {kUser, 0x1}));
+  Put(&arenas[0], SampleRecord(10, 10, 20, {kUser, 0x2}));
+  Put(&arenas[0], SampleRecord(10, 10, 30, {kUser, 0x3}));
+  TimesSource *a, *b;
+  auto sources = Sources(&a, &b);
+  a->Add({25, 5, 20});  // read out of order: kept in time order
+  b->Add({20, 35});
+  Processor p(Processor::Options{});
+  PumpArenas(&arenas, CollectorLayout(), 30, &p, sources);
+  // a's 5 comes before every sample; at t=20 the sample, then a, then b.
+  CHECK(a->delivered == std::vector<std::pair<uint64_t, uint64_t>>{{5, 0}, {20, 2}, {25, 2}});
+  CHECK(b->delivered == std::vector<std::pair<uint64_t, uint64_t>>{{20, 2}});
+  CHECK(a->pending() == 0);
+  REQUIRE(b->pending() == 1);  // t=35 waits for a later watermark
+  CHECK(b->time_at(0) == 35);
+  CHECK(p.sample_count() == 3);
+  b->Add({33});  // read in a later round, before the waiting one
+  PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p, sources);
+  CHECK(b->delivered == std::vector<std::pair<uint64_t, uint64_t>>{{20, 2}, {33, 3}, {35, 3}});
+  CHECK(b->pending() == 0);
+}
+
+TEST_CASE("ForkedTids: the FORK records' threads, decoded, across arenas") {
+  std::vector<std::vector<uint8_t>> arenas(2);
+  Put(&arenas[0], SampleRecord(10, 10, 1, {kUser, 0x1}));
+  Put(&arenas[0], TaskRecord(kRecordFork, 10, 10, 11, 10, 2));
+  Put(&arenas[1], TaskRecord(kRecordExit, 10, 10, 12, 10, 3));
+  Put(&arenas[1], TaskRecord(kRecordFork, 20, 10, 20, 10, 4));
+  CHECK(ForkedTids(arenas, CollectorLayout()) == std::set<uint32_t>{11, 20});
+  // A record cut short is not read past its arena.
+  arenas[1].resize(arenas[1].size() - 4);
+  CHECK(ForkedTids(arenas, CollectorLayout()) == std::set<uint32_t>{11});
+}
+
+OffCpuInterval Interval(uint32_t tid, uint64_t start, uint64_t end) {
+  OffCpuInterval iv;
+  iv.pid = 10;
+  iv.tid = tid;
+  iv.start_ns = start;
+  iv.end_ns = end;
+  iv.time_ns = end != 0 ? end : start;
+  iv.comm = "t" + std::to_string(tid);
+  return iv;
+}
+
+TEST_CASE("Processor::AddOffCpu: stacks, states, wakers and cut intervals") {
+  Processor p(Processor::Options{});
+  p.settings().start_time = 5;
+  p.AddProcess(10, 1, "app", 5);
+  p.AddMapping(10, 0x400000, 0x401000, 0, "//anon", {}, 5);
+  OffCpuInterval blocked = Interval(11, 40, 60);
+  blocked.state = 1;  // uninterruptible
+  blocked.kernel_stack = {0xffffffff81000010ull, 0xffffffff81000020ull, 0x1234 /* not kernel */};
+  blocked.has_regs = true;
+  blocked.regs[8] = 0x400010;  // IP, in the anonymous mapping; no frame pointer to follow
+  blocked.waker_tid = 12;
+  blocked.waker_comm = "waker";
+  OffCpuInterval early = Interval(12, 0, 30);  // off CPU since before the recording
+  early.flags = capture::kOffCpuCutAtStart;
+  early.state = 200;                          // out of range: kept as "other"
+  OffCpuInterval open = Interval(13, 70, 0);  // still off CPU at the end
+  p.AddOffCpu(blocked);
+  p.AddOffCpu(early);
+  p.AddOffCpu(open);
+  capture::Capture c = p.Finish(100);
+  REQUIRE(capture::ValidateCapture(c).ok());
+  const capture::OffCpu& o = c.off_cpu;
+  REQUIRE(o.size() == 3);
+  // Sorted by start; the early one starts with the recording.
+  CHECK(o.start == std::vector<uint64_t>{5, 40, 70});
+  CHECK(o.end == std::vector<uint64_t>{30, 60, 100});
+  CHECK(o.flags[0] == capture::kOffCpuCutAtStart);
+  CHECK(o.flags[2] == capture::kOffCpuCutAtEnd);
+  CHECK(o.state[0] == capture::OffCpuState::kOther);
+  CHECK(o.state[1] == capture::OffCpuState::kUninterruptible);
+  CHECK(c.str(o.waker_name[1]) == "waker");
+  CHECK(o.waker_tid[1] == 12);
+  CHECK(o.waker_name[0] == kNone);
+  // Leaf first: the two kernel frames (the first where the stack was
+  // taken, the next a return address), then the user frame from the regs.
+  std::vector<capture::Frame> frames;
+  for (uint32_t n = o.stack[1]; n != kNone; n = c.stacks.parent[n])
+    frames.push_back(c.frames[c.stacks.frame[n]]);
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[0].kind == capture::FrameKind::kKernel);
+  CHECK(frames[0].address == 0xffffffff81000010ull);
+  CHECK(frames[1].address == 0xffffffff8100001full);
+  CHECK(frames[2].kind == capture::FrameKind::kNative);
+  CHECK(frames[2].address == 0x400010);
+  CHECK(o.stack[0] == kNone);
+  CHECK(o.stack_end[0] == capture::StackEnd::kEmpty);
+  // A thread first seen in an event takes its process's name (as after a
+  // fork), not the event's, until a COMM record names it.
+  CHECK(c.threads[o.thread[1]].tid == 11);
+  CHECK(c.str(c.threads[o.thread[1]].name) == "app");
+}
+
+TEST_CASE("Processor::AddSyscall: rows in start order, a stack only for calls that carry one") {
+  Processor p(Processor::Options{});
+  p.AddProcess(10, 1, "app", 5);
+  p.AddMapping(10, 0x400000, 0x401000, 0, "//anon", {}, 5);
+  SyscallEvent slow;
+  slow.pid = 10;
+  slow.tid = 10;
+  slow.start_ns = 50;
+  slow.duration_ns = 40;
+  slow.nr = 0;
+  slow.ret = -11;
+  slow.args[0] = 3;
+  slow.has_stack = true;
+  slow.regs[8] = 0x400020;
+  SyscallEvent quick = slow;
+  quick.start_ns = 20;
+  quick.duration_ns = 1;
+  quick.nr = 39;
+  quick.ret = 10;
+  quick.has_stack = false;
+  p.AddSyscall(slow);  // delivered at their exits: 90, then... out of start order
+  p.AddSyscall(quick);
+  capture::Capture c = p.Finish(100);
+  REQUIRE(capture::ValidateCapture(c).ok());
+  const capture::Syscalls& y = c.syscalls;
+  REQUIRE(y.size() == 2);
+  CHECK(y.time == std::vector<uint64_t>{20, 50});
+  CHECK(y.nr == std::vector<uint32_t>{39, 0});
+  CHECK(y.ret == std::vector<int64_t>{10, -11});
+  CHECK(y.arg0[1] == 3);
+  REQUIRE(y.stack.size() == 2);
+  CHECK(y.stack[0] == kNone);
+  REQUIRE(y.stack[1] != kNone);
+  CHECK(c.frames[c.stacks.frame[y.stack[1]]].address == 0x400020);
+
+  Processor none(Processor::Options{});
+  none.AddSyscall(quick);
+  capture::Capture n = none.Finish(100);
+  CHECK(n.syscalls.size() == 1);
+  CHECK(n.syscalls.stack.empty());  // no call carried a stack: no column
+}
+
+TEST_CASE("Processor::AddOffCpuShort: counts go to the thread's latest row") {
+  Processor p(Processor::Options{});
+  p.AddProcess(10, 1, "app", 5);
+  p.AddThread(10, 11, "first", 5);
+  std::vector<std::vector<uint8_t>> arenas(1);
+  Put(&arenas[0], TaskRecord(kRecordExit, 10, 10, 11, 10, 20));
+  Put(&arenas[0], TaskRecord(kRecordFork, 10, 10, 11, 10, 30));  // tid 11 reused
+  PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p);
+  p.AddOffCpuShort({10, 11, 0, 7, 700});
+  capture::Capture c = p.Finish(100);
+  REQUIRE(c.off_cpu_short.size() == 1);
+  CHECK(c.threads[c.off_cpu_short.thread[0]].start_time == 30);
+  CHECK(c.off_cpu_short.count[0] == 7);
+  CHECK(c.off_cpu_short.total[0] == 700);
+}
+
+}  // namespace
