@@ -1,5 +1,7 @@
 #include <doctest.h>
 
+#include <algorithm>
+
 #include "analysis/profile.h"
 #include "analysis/summary.h"
 #include "tests/unit/capture/test_capture.h"
@@ -34,9 +36,10 @@ TEST_CASE("Flat: recursion counts a function's total once per sample") {
   c.samples.stack[0] = 6;
   FunctionKeys keys(c);
   Flat flat = ComputeFlat(c, keys);
-  for (const auto& r : flat.rows) {
-    if (keys.Name(r.key) == "run") CHECK(r.total.samples == 10);
-  }
+  auto run = std::find_if(flat.rows.begin(), flat.rows.end(),
+                          [&](const FlatRow& r) { return keys.Name(r.key) == "run"; });
+  REQUIRE(run != flat.rows.end());
+  CHECK(run->total.samples == 10);
 }
 
 TEST_CASE("Tree: callers first, merged by function, children by total") {

@@ -22,6 +22,15 @@ uint64_t SelfOf(const Flat& f, const FunctionKeys& k, const std::string& name) {
   }
   return 0;
 }
+
+// The row named `name`, or null: a test REQUIREs it before checking it, so
+// a missing row fails instead of passing unchecked.
+const DiffRow* RowNamed(const std::vector<DiffRow>& rows, const std::string& name) {
+  for (const DiffRow& r : rows) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
 }  // namespace
 
 TEST_CASE("Filter: focus keeps stacks through a function, exclude drops them") {
@@ -98,8 +107,11 @@ TEST_CASE("Tree: collapsing recursion merges a function's self-calls") {
   CallTree plain = ComputeTree(c, keys);
   CallTree collapsed = ComputeTree(c, keys, {}, {false, true});
   CHECK(plain.nodes.size() == collapsed.nodes.size() + 2);
+  REQUIRE(collapsed.roots.size() == 1);
   const TreeNode& main = collapsed.nodes[collapsed.roots[0]];
+  REQUIRE(main.children.size() == 1);
   const TreeNode& run = collapsed.nodes[main.children[0]];
+  REQUIRE_FALSE(run.children.empty());
   CHECK(keys.Name(run.key) == "run");
   for (uint32_t ch : run.children) CHECK(keys.Name(collapsed.nodes[ch].key) != "run");
 }
@@ -134,20 +146,18 @@ TEST_CASE("Diff: shares per function and path; different quantities are refused"
   for (size_t i = 0; i < other.samples.size(); ++i) other.samples.stack[i] = 3;
   auto d = Diff(base, other);
   REQUIRE(d.ok());
+  REQUIRE_FALSE(d->self.empty());
   const DiffRow& top = d->self[0];
   CHECK((top.name == "cold" || top.name == "hot"));
-  for (const auto& r : d->self) {
-    if (r.name == "hot") CHECK(r.delta() == doctest::Approx(-0.7));
-    if (r.name == "cold") CHECK(r.delta() == doctest::Approx(0.7));
-  }
-  bool path_found = false;
-  for (const auto& r : d->paths) {
-    if (r.name == "main;run;cold") {
-      path_found = true;
-      CHECK(r.other_share == doctest::Approx(1.0));
-    }
-  }
-  CHECK(path_found);
+  const DiffRow* hot = RowNamed(d->self, "hot");
+  const DiffRow* cold = RowNamed(d->self, "cold");
+  REQUIRE(hot != nullptr);
+  REQUIRE(cold != nullptr);
+  CHECK(hot->delta() == doctest::Approx(-0.7));
+  CHECK(cold->delta() == doctest::Approx(0.7));
+  const DiffRow* path = RowNamed(d->paths, "main;run;cold");
+  REQUIRE(path != nullptr);
+  CHECK(path->other_share == doctest::Approx(1.0));
   other.settings.metric = "alloc_space";
   other.settings.unit = "bytes";
   auto refused = Diff(base, other);

@@ -1,0 +1,272 @@
+#include "analysis/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/syscalls.h"
+#include "base/percent.h"
+
+namespace microscope::analysis {
+namespace {
+
+ReportCost Share(const Cost& c, uint64_t all) {
+  return {c.samples, c.value, Percent(c.value, all)};
+}
+
+ReportFunction Function(const FunctionKeys& keys, KeyId key, const Cost& self, const Cost& total,
+                        uint64_t all) {
+  return {keys.Name(key), keys.ModuleName(key), Share(self, all), Share(total, all)};
+}
+
+// The first `top` of `order`, up to the first row `shown` refuses.
+template <typename Shown>
+std::vector<uint32_t> TopRows(const std::vector<uint32_t>& order, size_t top, Shown shown) {
+  std::vector<uint32_t> out;
+  for (uint32_t i : order) {
+    if (out.size() == top || !shown(i)) break;
+    out.push_back(i);
+  }
+  return out;
+}
+
+ReportFlat BuildFlat(const Flat& flat, const FunctionKeys& keys, size_t top) {
+  ReportFlat out;
+  const uint64_t all = flat.all.value;
+  out.all = Share(flat.all, all);
+  std::vector<uint32_t> order(flat.rows.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    const FlatRow& r = flat.rows[i];
+    out.rows.push_back(Function(keys, r.key, r.self, r.total, all));
+    order[i] = i;
+  }
+  out.by_self = TopRows(order, top, [&](uint32_t i) { return flat.rows[i].self.samples > 0; });
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return flat.rows[a].total.value > flat.rows[b].total.value;
+  });
+  out.by_total = TopRows(order, top, [&](uint32_t i) { return flat.rows[i].total.samples > 0; });
+  return out;
+}
+
+// Pruning: a node under `min_percent` of the total is left out, and its
+// subtree with it.
+bool KeptInTree(const CallTree& tree, uint32_t node, double min_percent) {
+  return Percent(tree.nodes[node].total.value, tree.all.value) >= min_percent;
+}
+
+uint32_t AddTreeNode(const CallTree& tree, const FunctionKeys& keys, uint32_t node,
+                     double min_percent, ReportTree* out) {
+  const TreeNode& n = tree.nodes[node];
+  const uint32_t at = uint32_t(out->nodes.size());
+  out->nodes.push_back({Function(keys, n.key, n.self, n.total, tree.all.value), {}});
+  for (uint32_t child : n.children) {
+    if (!KeptInTree(tree, child, min_percent)) continue;
+    uint32_t added = AddTreeNode(tree, keys, child, min_percent, out);
+    out->nodes[at].children.push_back(added);
+  }
+  return at;
+}
+
+ReportTree BuildTree(const CallTree& tree, const FunctionKeys& keys, double min_percent) {
+  ReportTree out;
+  out.inverted = tree.inverted;
+  for (uint32_t root : tree.roots) {
+    if (KeptInTree(tree, root, min_percent)) {
+      out.roots.push_back(AddTreeNode(tree, keys, root, min_percent, &out));
+    }
+  }
+  return out;
+}
+
+std::vector<ReportThread> BuildThreads(const std::vector<ThreadCost>& threads, uint64_t all) {
+  std::vector<ReportThread> out;
+  for (const ThreadCost& t : threads) {
+    out.push_back({t.tid, t.pid, t.name, Share(Cost{t.samples, t.value}, all)});
+  }
+  return out;
+}
+
+ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes) {
+  ReportLanes out;
+  out.start = lanes.start;
+  out.bucket_ns = lanes.bucket_ns;
+  out.bucket_count = lanes.bucket_count;
+  for (Lane& lane : lanes.lanes) {
+    for (uint32_t b : lane.buckets) out.peak = std::max(out.peak, b);
+    out.any_off_cpu = out.any_off_cpu || lane.off_cpu_ns > 0;
+    ReportLane r;
+    const capture::Thread& t = c.threads[lane.thread];
+    r.tid = t.tid;
+    r.name = c.str(t.name);
+    r.total = lane.total;
+    for (size_t i = 0; i < lane.buckets.size(); ++i) r.cells.push_back(CellOf(lanes, lane, i));
+    r.buckets = std::move(lane.buckets);
+    r.off_cpu = std::move(lane.off_cpu);
+    r.off_cpu_ns = lane.off_cpu_ns;
+    out.lanes.push_back(std::move(r));
+  }
+  return out;
+}
+
+ReportOffCpuTotal OffCpuShare(const OffCpuStateTotal& t, uint64_t all) {
+  return {t.intervals, t.shorts, t.total_ns, Percent(t.total_ns, all)};
+}
+
+ReportOffCpu BuildOffCpu(const capture::Capture& c, OffCpuSummary o, size_t top) {
+  ReportOffCpu out;
+  const uint64_t all = o.total_ns();
+  for (uint8_t s = 0; s < capture::kOffCpuStateCount; ++s) {
+    out.states[s] = OffCpuShare(o.by_state[s], all);
+  }
+  for (const OffCpuThreadState& r : o.by_thread_state) {
+    const capture::Thread& t = c.threads[r.thread];
+    out.threads.push_back({t.tid, c.str(t.name), r.state, OffCpuShare(r.total, all)});
+  }
+  for (ThreadWakers& tw : o.wakers) {
+    const capture::Thread& t = c.threads[tw.thread];
+    out.wakers.push_back({t.tid, c.str(t.name), tw.count, tw.total_ns, std::move(tw.wakers)});
+  }
+  out.shown_threads = std::min(top, out.threads.size());
+  out.shown_wakers = std::min(top, out.wakers.size());
+  o.by_thread_state.clear();
+  o.wakers.clear();
+  out.totals = std::move(o);
+  return out;
+}
+
+// Function names and modules, innermost first.
+std::vector<ReportFrame> StackFrames(const capture::Capture& c, const FunctionKeys& keys,
+                                     capture::StackId stack) {
+  std::vector<ReportFrame> out;
+  for (uint32_t n = stack; n != capture::kNone; n = c.stacks.parent[n]) {
+    KeyId k = keys.KeyOf(c.stacks.frame[n]);
+    out.push_back({keys.Name(k), keys.ModuleName(k)});
+  }
+  return out;
+}
+
+ReportSyscalls BuildSyscalls(const capture::Capture& c, const FunctionKeys& keys, size_t top) {
+  SyscallTable t = ComputeSyscalls(c, top);
+  ReportSyscalls out;
+  out.calls = t.calls;
+  out.errors = t.errors;
+  out.total_ns = t.total_ns;
+  for (SyscallRow& r : t.rows) {
+    out.rows.push_back({r.nr, std::move(r.name), r.calls, r.errors, r.total_ns, r.mean_ns(),
+                        r.max_ns, Percent(r.total_ns, t.total_ns)});
+  }
+  for (SlowCall& s : t.slowest) {
+    const capture::Thread& th = c.threads[s.thread];
+    out.slowest.push_back({std::move(s.name), th.tid, c.str(th.name), s.time,
+                           s.time - c.settings.start_time, s.duration_ns, s.ret, ErrnoName(s.ret),
+                           StackFrames(c, keys, s.stack)});
+  }
+  return out;
+}
+
+// A table shows its top rows while their change shows as more than 0.00%.
+ReportDiffTable DiffTable(std::vector<DiffRow> rows, size_t top) {
+  ReportDiffTable out;
+  while (out.shown < rows.size() && out.shown < top &&
+         std::fabs(100 * rows[out.shown].delta()) >= 0.005) {
+    ++out.shown;
+  }
+  out.rows = std::move(rows);
+  return out;
+}
+
+ReportDiff BuildDiff(DiffResult d, size_t top) {
+  return {d.metric,
+          d.unit,
+          d.base_total,
+          d.other_total,
+          DiffTable(std::move(d.self), top),
+          DiffTable(std::move(d.total), top),
+          DiffTable(std::move(d.paths), top)};
+}
+
+ReportHeader BuildHeader(const capture::Capture& original, const capture::Capture& cap,
+                         Metric metric, const ReportQuery& q) {
+  ReportHeader h;
+  h.summary = Summarize(cap);
+  h.metric = metric;
+  const Summary& s = h.summary;
+  h.off_cpu = BuildOffCpu(original, SummarizeOffCpu(original), q.top);
+  const OffCpuSummary& o = h.off_cpu.totals;
+  h.show_off_cpu = o.any() || !o.status.empty();
+  h.show_metric = o.any() || metric != Metric::kCpu;
+  h.named_percent = Percent(s.fully_named, s.samples);
+  const uint64_t complete = s.stack_ends[uint8_t(capture::StackEnd::kComplete)];
+  const uint64_t fp = s.stack_ends[uint8_t(capture::StackEnd::kFramePointerEnd)];
+  h.ended_early = complete + fp < s.samples ? s.samples - complete - fp : 0;
+  h.complete_percent = Percent(complete, s.samples);
+  h.syscalls = cap.settings.syscalls;
+  h.syscall_stack_min = cap.settings.syscall_stack_min;
+  h.filter_text = q.filter_text;
+  return h;
+}
+
+// A syscall-only capture shows its table by default.
+bool SyscallsShown(const capture::Capture& c, const ReportViews& v) {
+  return v.syscalls || (c.samples.size() == 0 && c.syscalls.size() > 0 && c.off_cpu.size() == 0);
+}
+
+// The other capture of a diff, measured in `metric`.
+Result<DiffResult> DiffWith(const capture::Capture& cap, const capture::Capture& other,
+                            Metric metric, const ReportQuery& q) {
+  if (Status ok = CheckMetric(other, metric); !ok.ok()) return ok.WithContext(q.other_name);
+  if (metric == Metric::kCpu) return Diff(cap, other, q.granularity, q.filter);
+  capture::Capture measured = ForMetric(other, metric, MetricOptions{q.views.by_state});
+  return Diff(cap, measured, q.granularity, q.filter);
+}
+
+// The views that read the filtered samples of the chosen metric (`cap`);
+// lanes and the off-CPU tables read the capture's own CPU samples and
+// intervals (`original`).
+void BuildViews(const capture::Capture& original, const capture::Capture& cap,
+                const FunctionKeys& keys, const SampleFilter& filter, const ReportQuery& q,
+                ReportModel* m) {
+  const ReportViews& v = q.views;
+  m->flat = BuildFlat(ComputeFlat(cap, keys, filter), keys, q.top);
+  if (v.by_state) {
+    m->by_state = BuildOffCpu(cap, SummarizeOffCpu(original, filter, q.top), q.top);
+  }
+  if (v.tree) {
+    m->tree = BuildTree(ComputeTree(cap, keys, filter, {false, q.collapse_recursion}), keys,
+                        q.min_percent);
+  }
+  if (v.inverted) {
+    m->inverted = BuildTree(ComputeTree(cap, keys, filter, {true, q.collapse_recursion}), keys,
+                            q.min_percent);
+  }
+  if (v.threads) m->threads = BuildThreads(ThreadTotals(cap, filter), m->flat.all.value);
+  if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width));
+  if (SyscallsShown(original, v)) m->syscalls = BuildSyscalls(cap, keys, q.top);
+}
+
+}  // namespace
+
+Result<ReportModel> BuildReport(const capture::Capture& original, const ReportQuery& q,
+                                const capture::Capture* other) {
+  const Metric metric = q.metric.value_or(DefaultMetric(original));
+  if (Status ok = CheckMetric(original, metric); !ok.ok()) return ok.WithContext(q.capture_name);
+  std::optional<capture::Capture> for_metric;
+  if (metric != Metric::kCpu) for_metric = ForMetric(original, metric, {q.views.by_state});
+  const capture::Capture& cap = for_metric ? *for_metric : original;
+  FunctionKeys keys(cap, q.granularity);
+  Result<SampleFilter> filter = SampleFilter::Make(cap, keys, q.filter);
+  if (!filter.ok()) return filter.status().WithContext(q.capture_name);
+  ReportModel m;
+  m.min_percent = q.min_percent;
+  m.header = BuildHeader(original, cap, metric, q);
+  BuildViews(original, cap, keys, *filter, q, &m);
+  if (other != nullptr) {
+    ASSIGN_OR_RETURN(DiffResult diff, DiffWith(cap, *other, metric, q));
+    m.diff = BuildDiff(std::move(diff), q.top);
+  }
+  const ReportViews& v = q.views;
+  const bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls;
+  m.show_flat = v.flat || !any;
+  return m;
+}
+
+}  // namespace microscope::analysis

@@ -1,0 +1,242 @@
+// The report as a model: what `microscope report` shows, built once from a
+// capture and a typed query, for every renderer (the terminal text in
+// src/cli, the JSON in formats/report_json, a browser view). Every number,
+// name, pruning decision and order a renderer shows is decided here; a
+// renderer only lays the model out. Pure: no I/O, no clock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/diff.h"
+#include "analysis/filter.h"
+#include "analysis/keys.h"
+#include "analysis/lanes.h"
+#include "analysis/profile.h"
+#include "analysis/summary.h"
+#include "base/status.h"
+#include "capture/capture.h"
+
+namespace microscope::analysis {
+
+// Which views a report asks for. With none of them (and no diff), a report
+// shows the flat tables.
+struct ReportViews {
+  bool flat = false;
+  bool tree = false;
+  bool inverted = false;
+  bool threads = false;
+  bool lanes = false;
+  bool syscalls = false;
+  bool by_state = false;  // off-CPU time per state and thread, and who woke each thread
+};
+
+struct ReportQuery {
+  std::optional<Metric> metric;  // none: DefaultMetric of the capture
+  Granularity granularity = Granularity::kFunction;
+  bool collapse_recursion = false;
+  FilterSpec filter;
+  // The filter as the user wrote it ("thread worker-a, focus /re/"), shown
+  // with what it kept; empty when none.
+  std::string filter_text;
+  ReportViews views;
+  double min_percent = 0.5;  // tree nodes below this share of the total are pruned
+  size_t top = 20;           // rows per table
+  size_t lane_width = 60;    // columns of the lanes timeline
+  // How errors name the capture and the diff's other capture ("FILE: ...").
+  std::string capture_name;
+  std::string other_name;
+};
+
+// Samples and value, and the value's share of its view's total in percent.
+struct ReportCost {
+  uint64_t samples = 0;
+  uint64_t value = 0;
+  double percent = 0;
+};
+
+struct ReportFunction {
+  std::string name;
+  std::string module;  // module file's base name, [unmapped], or empty for named frames
+  ReportCost self;
+  ReportCost total;
+};
+
+// All functions the filter kept, and the rows each flat table shows.
+struct ReportFlat {
+  ReportCost all;
+  std::vector<ReportFunction> rows;  // by self value desc, then total, then name
+  // Rows (indexes into `rows`) of the table by self: the top ones, up to
+  // the first without self samples.
+  std::vector<uint32_t> by_self;
+  // Of the table by total: by total value desc (ties as in `rows`), the top
+  // ones, up to the first without samples.
+  std::vector<uint32_t> by_total;
+};
+
+// A call tree with the nodes under min_percent of the total pruned (and
+// their subtrees with them).
+struct ReportTreeNode {
+  ReportFunction function;
+  std::vector<uint32_t> children;  // by total value desc, then name
+};
+
+struct ReportTree {
+  bool inverted = false;
+  std::vector<ReportTreeNode> nodes;
+  std::vector<uint32_t> roots;  // by total value desc, then name
+};
+
+struct ReportThread {
+  int32_t tid;
+  int32_t pid;
+  std::string name;
+  ReportCost cost;  // percent of the flat total
+};
+
+struct ReportLane {
+  int32_t tid;
+  std::string name;
+  uint64_t total = 0;  // samples
+  std::vector<uint32_t> buckets;
+  std::array<std::vector<uint64_t>, capture::kOffCpuStateCount> off_cpu;  // see analysis::Lane
+  uint64_t off_cpu_ns = 0;
+  std::vector<LaneCell> cells;  // what each column shows (CellOf)
+};
+
+struct ReportLanes {
+  uint64_t start = 0;
+  uint64_t bucket_ns = 1;
+  size_t bucket_count = 0;
+  uint32_t peak = 1;         // the most samples in one bucket of any lane, at least 1
+  bool any_off_cpu = false;  // some lane has off-CPU time
+  std::vector<ReportLane> lanes;
+};
+
+struct ReportOffCpuTotal {
+  uint64_t intervals = 0;
+  uint64_t shorts = 0;
+  uint64_t total_ns = 0;
+  double percent = 0;  // of all off-CPU time
+};
+
+struct ReportOffCpuThread {
+  int32_t tid;
+  std::string name;
+  capture::OffCpuState state;
+  ReportOffCpuTotal total;
+};
+
+struct ReportWakers {
+  int32_t tid;
+  std::string name;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  std::vector<Waker> wakers;  // at most `top`
+};
+
+// Off-CPU time (OffCpuSummary) with its threads named and its shares.
+struct ReportOffCpu {
+  OffCpuSummary totals;  // counts only: by_thread_state and wakers are below, named
+  std::array<ReportOffCpuTotal, capture::kOffCpuStateCount> states;
+  std::vector<ReportOffCpuThread> threads;  // by total desc, then tid, then state
+  std::vector<ReportWakers> wakers;         // by time woken desc, then tid
+  size_t shown_threads = 0;                 // rows of `threads` a table shows (top)
+  size_t shown_wakers = 0;                  // likewise of `wakers`
+};
+
+struct ReportFrame {
+  std::string name;
+  std::string module;
+};
+
+struct ReportSyscallRow {
+  uint32_t nr = 0;
+  std::string name;
+  uint64_t calls = 0;
+  uint64_t errors = 0;
+  uint64_t total_ns = 0;
+  uint64_t mean_ns = 0;
+  uint64_t max_ns = 0;
+  double percent = 0;  // of the time in all calls
+};
+
+struct ReportSlowCall {
+  std::string name;
+  int32_t tid;
+  std::string thread_name;
+  uint64_t time = 0;
+  uint64_t since_start_ns = 0;  // time after the recording's start
+  uint64_t duration_ns = 0;
+  int64_t ret = 0;
+  std::string errno_name;          // empty: not an error
+  std::vector<ReportFrame> stack;  // innermost first
+};
+
+struct ReportSyscalls {
+  uint64_t calls = 0;
+  uint64_t errors = 0;
+  uint64_t total_ns = 0;
+  std::vector<ReportSyscallRow> rows;   // by total time, longest first
+  std::vector<ReportSlowCall> slowest;  // longest first, at most `top`
+};
+
+// One table of a diff: every row, and how many a table shows (the top
+// ones, up to the first whose change rounds to 0.00%).
+struct ReportDiffTable {
+  std::vector<DiffRow> rows;  // by |delta| desc, then name
+  size_t shown = 0;
+};
+
+struct ReportDiff {
+  std::string metric;
+  std::string unit;
+  uint64_t base_total = 0;
+  uint64_t other_total = 0;
+  ReportDiffTable self;
+  ReportDiffTable total;
+  ReportDiffTable paths;
+};
+
+// The header's facts beyond the capture's summary.
+struct ReportHeader {
+  Summary summary;  // of the capture whose samples are the metric
+  Metric metric = Metric::kCpu;
+  ReportOffCpu off_cpu;       // unfiltered
+  bool show_off_cpu = false;  // the capture traced off-CPU time, or tried to
+  bool show_metric = false;   // off-CPU time to choose from, or a metric other than cpu
+  double named_percent = 0;   // samples (intervals) with fully named stacks
+  // Stacks that ended before their outermost frame (neither complete nor
+  // at the end of a frame pointer chain), and the complete ones' share.
+  uint64_t ended_early = 0;
+  double complete_percent = 0;
+  std::string syscalls;  // settings.syscalls: how system calls were traced
+  uint64_t syscall_stack_min = 0;
+  std::string filter_text;  // empty: no filter
+};
+
+struct ReportModel {
+  ReportHeader header;
+  bool show_flat = false;  // the flat tables are one of the views shown
+  ReportFlat flat;         // always: the header's filter line and the JSON use it
+  std::optional<ReportOffCpu> by_state;
+  std::optional<ReportSyscalls> syscalls;
+  std::optional<ReportTree> tree;
+  std::optional<ReportTree> inverted;
+  std::optional<std::vector<ReportThread>> threads;
+  std::optional<ReportLanes> lanes;
+  std::optional<ReportDiff> diff;
+  double min_percent = 0.5;  // the trees' pruning, for their titles
+};
+
+// The report of `capture` for `query`; with `other`, its diff against it
+// (both captures measured in the same metric and filtered alike). Errors:
+// a metric the capture cannot give, a filter that matches no thread or a
+// bad regex, captures of different quantities.
+Result<ReportModel> BuildReport(const capture::Capture& capture, const ReportQuery& query,
+                                const capture::Capture* other = nullptr);
+
+}  // namespace microscope::analysis

@@ -1,0 +1,236 @@
+#include "formats/report_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace microscope::formats {
+namespace {
+
+using analysis::ReportModel;
+using nlohmann::ordered_json;
+
+ordered_json CostJson(const analysis::ReportCost& c) {
+  return {{"samples", c.samples}, {"value", c.value}, {"percent", c.percent}};
+}
+
+ordered_json FunctionJson(const analysis::ReportFunction& f) {
+  return {{"function", f.name},
+          {"module", f.module},
+          {"self", CostJson(f.self)},
+          {"total", CostJson(f.total)}};
+}
+
+ordered_json TreeNodeJson(const analysis::ReportTree& tree, uint32_t i) {
+  const analysis::ReportTreeNode& n = tree.nodes[i];
+  ordered_json node = FunctionJson(n.function);
+  ordered_json children = ordered_json::array();
+  for (uint32_t c : n.children) children.push_back(TreeNodeJson(tree, c));
+  node["children"] = std::move(children);
+  return node;
+}
+
+ordered_json TreeJson(const analysis::ReportTree& tree) {
+  ordered_json roots = ordered_json::array();
+  for (uint32_t r : tree.roots) roots.push_back(TreeNodeJson(tree, r));
+  return roots;
+}
+
+ordered_json DiffRowsJson(const analysis::ReportDiffTable& table, bool with_module) {
+  ordered_json out = ordered_json::array();
+  for (const analysis::DiffRow& r : table.rows) {
+    ordered_json j = {{"name", r.name}};
+    if (with_module) j["module"] = r.module;
+    j["base_value"] = r.base_value;
+    j["other_value"] = r.other_value;
+    j["base_share"] = r.base_share;
+    j["other_share"] = r.other_share;
+    j["delta"] = r.delta();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+ordered_json SummaryJson(const analysis::Summary& s) {
+  ordered_json j;
+  j["command"] = s.command;
+  j["mode"] = s.mode;
+  j["target_pid"] = s.target_pid;
+  j["frequency"] = s.frequency;
+  j["call_graph"] = s.call_graph;
+  j["stack_copy"] = s.stack_copy;
+  j["metric"] = s.metric;
+  j["unit"] = s.unit;
+  j["duration_ns"] = s.duration_ns;
+  j["samples"] = s.samples;
+  j["value"] = s.value;
+  j["fully_named_samples"] = s.fully_named;
+  j["symbols"] = s.symbols;
+  j["lost_records"] = s.lost_records;
+  j["lost_samples"] = s.lost_samples;
+  j["throttles"] = s.throttles;
+  j["kernel_frames"] = s.kernel_frames;
+  ordered_json ends = ordered_json::object();
+  for (uint8_t e = 0; e < capture::kStackEndCount; ++e) {
+    ends[capture::StackEndName(capture::StackEnd(e))] = s.stack_ends[e];
+  }
+  j["stack_ends"] = ends;
+  j["processes"] = ordered_json::array();
+  for (const auto& p : s.processes) {
+    j["processes"].push_back({{"pid", p.pid},
+                              {"parent_pid", p.parent_pid},
+                              {"command", p.command},
+                              {"exit_status", p.exit_status},
+                              {"samples", p.samples}});
+  }
+  j["threads"] = ordered_json::array();
+  for (const auto& t : s.threads) {
+    j["threads"].push_back(
+        {{"tid", t.tid}, {"pid", t.pid}, {"name", t.name}, {"samples", t.samples}});
+  }
+  j["problems"] = ordered_json::array();
+  for (const auto& p : s.problems) {
+    j["problems"].push_back({{"kind", p.kind}, {"count", p.count}, {"example", p.example}});
+  }
+  j["notes"] = s.notes;
+  return j;
+}
+
+ordered_json OffCpuTotalJson(const analysis::ReportOffCpuTotal& t) {
+  return {{"intervals", t.intervals}, {"short", t.shorts}, {"total_ns", t.total_ns}};
+}
+
+ordered_json OffCpuJson(const analysis::ReportOffCpu& r) {
+  const analysis::OffCpuSummary& o = r.totals;
+  ordered_json j = {{"status", o.status},
+                    {"min_ns", o.min_ns},
+                    {"intervals", o.intervals},
+                    {"interval_ns", o.interval_ns},
+                    {"cut_at_start", o.cut_at_start},
+                    {"cut_at_start_ns", o.cut_at_start_ns},
+                    {"cut_at_end", o.cut_at_end},
+                    {"cut_at_end_ns", o.cut_at_end_ns},
+                    {"no_user_stack", o.no_user_stack},
+                    {"short", o.shorts},
+                    {"short_ns", o.short_ns},
+                    {"total_ns", o.total_ns()}};
+  ordered_json states = ordered_json::object();
+  for (uint8_t s = 0; s < capture::kOffCpuStateCount; ++s) {
+    states[capture::OffCpuStateName(capture::OffCpuState(s))] = OffCpuTotalJson(r.states[s]);
+  }
+  j["states"] = states;
+  j["threads"] = ordered_json::array();
+  for (const auto& t : r.threads) {
+    ordered_json row = OffCpuTotalJson(t.total);
+    row["tid"] = t.tid;
+    row["state"] = capture::OffCpuStateName(t.state);
+    j["threads"].push_back(std::move(row));
+  }
+  j["wakers"] = ordered_json::array();
+  for (const auto& tw : r.wakers) {
+    ordered_json by = ordered_json::array();
+    for (const auto& w : tw.wakers) {
+      by.push_back(
+          {{"tid", w.tid}, {"name", w.name}, {"count", w.count}, {"total_ns", w.total_ns}});
+    }
+    j["wakers"].push_back(
+        {{"tid", tw.tid}, {"count", tw.count}, {"total_ns", tw.total_ns}, {"wakers", by}});
+  }
+  return j;
+}
+
+ordered_json SyscallsJson(const analysis::ReportSyscalls& t) {
+  ordered_json y;
+  y["calls"] = t.calls;
+  y["errors"] = t.errors;
+  y["total_ns"] = t.total_ns;
+  y["rows"] = ordered_json::array();
+  for (const auto& r : t.rows) {
+    y["rows"].push_back({{"syscall", r.name},
+                         {"nr", r.nr},
+                         {"calls", r.calls},
+                         {"errors", r.errors},
+                         {"total_ns", r.total_ns},
+                         {"mean_ns", r.mean_ns},
+                         {"max_ns", r.max_ns}});
+  }
+  y["slowest"] = ordered_json::array();
+  for (const auto& s : t.slowest) {
+    ordered_json stack = ordered_json::array();
+    for (const analysis::ReportFrame& f : s.stack) stack.push_back(f.name);
+    y["slowest"].push_back({{"syscall", s.name},
+                            {"tid", s.tid},
+                            {"time", s.time},
+                            {"duration_ns", s.duration_ns},
+                            {"ret", s.ret},
+                            {"errno", s.errno_name},
+                            {"stack", std::move(stack)}});
+  }
+  return y;
+}
+
+ordered_json ThreadsJson(const std::vector<analysis::ReportThread>& threads) {
+  ordered_json out = ordered_json::array();
+  for (const auto& t : threads) {
+    out.push_back({{"tid", t.tid},
+                   {"pid", t.pid},
+                   {"name", t.name},
+                   {"samples", t.cost.samples},
+                   {"value", t.cost.value},
+                   {"percent", t.cost.percent}});
+  }
+  return out;
+}
+
+ordered_json LanesJson(const analysis::ReportLanes& l) {
+  ordered_json lanes = ordered_json::array();
+  for (const auto& lane : l.lanes) {
+    ordered_json lj = {
+        {"tid", lane.tid}, {"name", lane.name}, {"total", lane.total}, {"buckets", lane.buckets}};
+    if (lane.off_cpu_ns > 0) {
+      lj["off_cpu_ns"] = lane.off_cpu_ns;
+      ordered_json per = ordered_json::object();
+      for (uint8_t s = 0; s < capture::kOffCpuStateCount; ++s) {
+        if (!lane.off_cpu[s].empty())
+          per[capture::OffCpuStateName(capture::OffCpuState(s))] = lane.off_cpu[s];
+      }
+      lj["off_cpu"] = std::move(per);
+    }
+    lanes.push_back(std::move(lj));
+  }
+  return {{"start_ns", l.start}, {"bucket_ns", l.bucket_ns}, {"lanes", lanes}};
+}
+
+ordered_json DiffJson(const analysis::ReportDiff& d) {
+  return {{"metric", d.metric},
+          {"unit", d.unit},
+          {"base_total", d.base_total},
+          {"other_total", d.other_total},
+          {"self", DiffRowsJson(d.self, true)},
+          {"total", DiffRowsJson(d.total, true)},
+          {"paths", DiffRowsJson(d.paths, false)}};
+}
+
+}  // namespace
+
+std::string ReportJson(const ReportModel& m) {
+  ordered_json j;
+  j["header"] = SummaryJson(m.header.summary);
+  if (m.header.show_off_cpu) j["off_cpu"] = OffCpuJson(m.header.off_cpu);
+  if (m.by_state) j["by_state"] = OffCpuJson(*m.by_state);
+  if (!m.header.filter_text.empty()) j["filter"] = m.header.filter_text;
+  j["all"] = CostJson(m.flat.all);
+  j["functions"] = ordered_json::array();
+  for (const auto& r : m.flat.rows) j["functions"].push_back(FunctionJson(r));
+  if (m.syscalls) j["syscalls"] = SyscallsJson(*m.syscalls);
+  if (m.tree) j["tree"] = TreeJson(*m.tree);
+  if (m.inverted) j["inverted"] = TreeJson(*m.inverted);
+  if (m.threads) j["threads"] = ThreadsJson(*m.threads);
+  if (m.lanes) j["lanes"] = LanesJson(*m.lanes);
+  if (m.diff) j["diff"] = DiffJson(*m.diff);
+  return j.dump(1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+void WriteReportJson(FILE* out, const ReportModel& m) {
+  fprintf(out, "%s\n", ReportJson(m).c_str());
+}
+
+}  // namespace microscope::formats

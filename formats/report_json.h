@@ -1,0 +1,23 @@
+// The report model (analysis/report.h) as one JSON document: what
+// `microscope report --json` prints and what scripts and the e2e tests read.
+// Keys and their order are the API: header, off_cpu, by_state, filter, all,
+// functions, syscalls, tree, inverted, threads, lanes, diff (each optional
+// part only when the model has it). Lists are whole: the `top` and
+// min-change pruning of the text tables does not apply, the trees' pruning
+// by min-percent does.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "analysis/report.h"
+
+namespace microscope::formats {
+
+// The document, indented by one space, invalid UTF-8 replaced.
+std::string ReportJson(const analysis::ReportModel& model);
+
+// ReportJson and a newline, to `out`.
+void WriteReportJson(FILE* out, const analysis::ReportModel& model);
+
+}  // namespace microscope::formats
