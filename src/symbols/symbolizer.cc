@@ -203,8 +203,9 @@ bool Resolver::Try(const std::string& candidate, const std::string& where, Modul
                ((*lines)->from_cache ? ", decoded tables from the cache)" : ")");
       files->lines = std::move(lines).value();
       used = true;
-    } else if (!lines.status().message().starts_with("no ")) {
+    } else if (lines.status().code() != StatusCode::kNotFound) {
       // A file that claims DWARF but cannot be read: say so, keep going.
+      // (kNotFound: a file without DWARF lines, such as a stripped binary.)
       sum->problems.push_back(candidate + ": " + lines.status().message());
       found += ", DWARF unreadable";
     }
