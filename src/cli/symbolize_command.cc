@@ -1,8 +1,10 @@
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/percent.h"
 #include "capture/reader.h"
@@ -78,14 +80,29 @@ void PrintJson(const symbols::SymbolizeSummary& s, const std::string& in, const 
   printf("%s\n", j.dump(2).c_str());
 }
 
+// libdebuginfod (elfutils 0.188) takes its servers only from
+// $DEBUGINFOD_URLS, read at each query; it has no call that takes them. So
+// --debuginfod must reach it through the environment, and this is the one
+// place that changes it: the command, on the main thread, before anything
+// that could start a thread (reading the capture, symbolizing), so no
+// concurrent getenv can race with setenv. The symbolizer is given the same
+// servers and never sets the environment itself (symbolizer.h).
+void SetDebuginfodServers(std::vector<std::string>* urls) {
+  if (!urls->empty()) {
+    setenv("DEBUGINFOD_URLS", symbols::DebuginfodUrlsValue(*urls).c_str(), 1);
+  } else if (const char* env = getenv("DEBUGINFOD_URLS"); env != nullptr && *env != '\0') {
+    urls->push_back(env);
+  }
+}
+
 int RunSymbolize(SymbolizeCommandOptions& o) {
+  SetDebuginfodServers(&o.how.debuginfod_urls);
   if (o.output.empty()) o.output = o.input;  // in place, through a temporary + rename
   auto cap = capture::ReadCapture(o.input);
   if (!cap.ok()) {
     PrintError(cap.status().WithContext(o.input).message());
     return 1;
   }
-  o.how.use_debuginfod_env = true;
   if (!o.no_cache) o.how.cache_dir = symbols::DefaultCacheDir();
   auto summary = symbols::Symbolize(&*cap, o.how);
   if (!summary.ok()) {

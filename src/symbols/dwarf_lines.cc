@@ -27,7 +27,9 @@ class DwarfReader {
   ~DwarfReader() {
     if (dbg_ != nullptr) dwarf_finish(dbg_, nullptr);
   }
-  bool Load(const char* path, std::string* error);
+  // kNotFound: the file has no DWARF, or none with lines or functions;
+  // kDataLoss: its DWARF is damaged.
+  Status Load(const char* path);
 
  private:
   using Row = LineTableData::Row;
@@ -52,7 +54,7 @@ class DwarfReader {
   uint32_t Intern(const char* s);
   bool Unsigned(Dwarf_Die die, Dwarf_Half at, uint64_t* value);
   bool ProducedByGcc(Dwarf_Die cu);
-  bool ReadUnit(Dwarf_Die cu, std::string* error);
+  void ReadUnit(Dwarf_Die cu);
   void Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_t depth, int level);
   void AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent, uint32_t depth,
                 uint32_t* scope_out);
@@ -78,7 +80,7 @@ uint32_t DwarfReader::Intern(const char* s) {
   return it->second;
 }
 
-bool DwarfReader::Load(const char* path, std::string* error) {
+Status DwarfReader::Load(const char* path) {
   Dwarf_Error err = nullptr;
   // Every DIE, attribute, string and list is freed here as soon as it is
   // used, so libdwarf need not track its allocations (a search tree that
@@ -86,15 +88,14 @@ bool DwarfReader::Load(const char* path, std::string* error) {
   dwarf_set_de_alloc_flag(0);
   int res = dwarf_init_path(path, nullptr, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, nullptr, nullptr,
                             &dbg_, nullptr, 0, nullptr, &err);
-  if (res == DW_DLV_NO_ENTRY) {
-    *error = "no DWARF debug information";
-    return false;
-  }
+  if (res == DW_DLV_NO_ENTRY)
+    return Status::Error(StatusCode::kNotFound, "no DWARF debug information");
   if (res != DW_DLV_OK) {
-    *error = std::string("unreadable DWARF: ") + dwarf_errmsg(err);
+    Status unreadable =
+        Status::Error(StatusCode::kDataLoss, std::string("unreadable DWARF: ") + dwarf_errmsg(err));
     dwarf_dealloc_error(nullptr, err);
     dbg_ = nullptr;
-    return false;
+    return unreadable;
   }
   for (;;) {
     Dwarf_Unsigned next = 0;
@@ -103,23 +104,23 @@ bool DwarfReader::Load(const char* path, std::string* error) {
                                  nullptr, nullptr, &next, &unit_type, &err);
     if (res == DW_DLV_NO_ENTRY) break;
     if (res != DW_DLV_OK) {
-      *error = std::string("bad .debug_info unit header: ") + dwarf_errmsg(err);
+      Status bad = Status::Error(StatusCode::kDataLoss,
+                                 std::string("bad .debug_info unit header: ") + dwarf_errmsg(err));
       Drop(err);
-      return false;
+      return bad;
     }
     Dwarf_Die cu = nullptr;
     if (dwarf_siblingof_b(dbg_, nullptr, true, &cu, &err) != DW_DLV_OK) {
-      *error = std::string("bad .debug_info unit: ") + dwarf_errmsg(err);
+      Status bad = Status::Error(StatusCode::kDataLoss,
+                                 std::string("bad .debug_info unit: ") + dwarf_errmsg(err));
       Drop(err);
-      return false;
+      return bad;
     }
-    bool ok = ReadUnit(cu, error);
+    ReadUnit(cu);
     dwarf_dealloc_die(cu);
-    if (!ok) return false;
   }
   if (out_.rows.empty() && out_.scopes.empty()) {
-    *error = "no line or function information in its DWARF";
-    return false;
+    return Status::Error(StatusCode::kNotFound, "no line or function information in its DWARF");
   }
   // By address; at one address the last row wins, and an end-of-sequence
   // row yields to a row that starts there.
@@ -137,10 +138,10 @@ bool DwarfReader::Load(const char* path, std::string* error) {
   out_.rows = std::move(unique);
   BuildSegments();
   names_.clear();
-  return true;
+  return OkStatus();
 }
 
-bool DwarfReader::ReadUnit(Dwarf_Die cu, std::string* error) {
+void DwarfReader::ReadUnit(Dwarf_Die cu) {
   Dwarf_Error err = nullptr;
   Unit unit;
   Dwarf_Half version = 0, offset_size = 0;
@@ -209,8 +210,6 @@ bool DwarfReader::ReadUnit(Dwarf_Die cu, std::string* error) {
     Drop(err);
   }
   Walk(cu, unit, kNone, 0, 0);
-  (void)error;
-  return true;
 }
 
 bool DwarfReader::ProducedByGcc(Dwarf_Die cu) {
@@ -506,9 +505,9 @@ void DwarfReader::BuildSegments() {
 }  // namespace
 }  // namespace microscope::symbols
 
-extern "C" __attribute__((visibility("default"))) bool microscope_read_dwarf_lines(
-    const char* path, microscope::symbols::LineTableData* out, std::string* error) {
+extern "C" __attribute__((visibility("default"))) microscope::Status microscope_read_dwarf_lines_v2(
+    const char* path, microscope::symbols::LineTableData* out) {
   *out = {};
   microscope::symbols::DwarfReader reader(out);
-  return reader.Load(path, error);
+  return reader.Load(path);
 }

@@ -14,21 +14,10 @@
 #include <cstring>
 
 #include "base/hex.h"
-#include "base/open_file.h"
-#include "base/scoped_fd.h"
+#include "src/symbols/elf_handle.h"
 
 namespace microscope::symbols {
 namespace {
-
-struct ElfDeleter {
-  void operator()(Elf* e) const { elf_end(e); }
-};
-using ElfPtr = std::unique_ptr<Elf, ElfDeleter>;
-
-void InitLibelf() {
-  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
-  (void)ok;
-}
 
 Status ElfError(const char* what) {
   return Status::Error(std::string(what) + ": " + elf_errmsg(-1));
@@ -144,15 +133,6 @@ Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
   return image;
 }
 
-// Opens `path` and returns an Elf handle that reads through `fd`.
-Result<ElfPtr> OpenElf(const std::string& path, ScopedFd* fd) {
-  InitLibelf();
-  ASSIGN_OR_RETURN(*fd, OpenRegularFile(path));
-  ElfPtr elf(elf_begin(fd->get(), ELF_C_READ_MMAP, nullptr));
-  if (!elf) return ElfError("not readable as ELF");
-  return elf;
-}
-
 }  // namespace
 
 std::vector<uint8_t> ElfBuildId(Elf* elf) {
@@ -194,44 +174,39 @@ bool OffsetToVaddr(std::span<const LoadSegment> loads, uint64_t offset, uint64_t
 }
 
 Result<std::vector<uint8_t>> ReadBuildId(const std::string& path) {
-  ScopedFd fd;
-  ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
-  return ElfBuildId(elf.get());
+  ASSIGN_OR_RETURN(ElfFile file, OpenElfFile(path));
+  return ElfBuildId(file.elf.get());
 }
 
 Result<ElfLayout> ReadElfLayout(const std::string& path) {
-  ScopedFd fd;
-  ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
+  ASSIGN_OR_RETURN(ElfFile file, OpenElfFile(path));
   ElfLayout layout;
-  layout.build_id = ElfBuildId(elf.get());
-  ASSIGN_OR_RETURN(layout.loads, ElfLoadSegments(elf.get()));
+  layout.build_id = ElfBuildId(file.elf.get());
+  ASSIGN_OR_RETURN(layout.loads, ElfLoadSegments(file.elf.get()));
   return layout;
 }
 
 Status AddPltSymbolsOf(const std::string& binary, ElfImage* image) {
-  ScopedFd fd;
-  ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(binary, &fd));
-  AddPltSymbols(elf.get(), &image->symbols);
+  ASSIGN_OR_RETURN(ElfFile file, OpenElfFile(binary));
+  AddPltSymbols(file.elf.get(), &image->symbols);
   image->symbols.Finish();
   return OkStatus();
 }
 
 Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path, bool find_debug_file) {
-  ScopedFd fd;
-  ASSIGN_OR_RETURN(ElfPtr elf, OpenElf(path, &fd));
-  ASSIGN_OR_RETURN(std::unique_ptr<ElfImage> image, ReadImage(elf.get()));
+  ASSIGN_OR_RETURN(ElfFile file, OpenElfFile(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<ElfImage> image, ReadImage(file.elf.get()));
   struct stat st;
-  if (fstat(fd.get(), &st) == 0) image->file_size = uint64_t(st.st_size);
+  if (fstat(file.fd.get(), &st) == 0) image->file_size = uint64_t(st.st_size);
   if (find_debug_file && image->symbol_source != ".symtab" && image->build_id.size() > 1) {
     std::string hex = HexBytes(image->build_id);
     std::string debug =
         "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-    ScopedFd dfd;
-    auto delf = OpenElf(debug, &dfd);
-    if (delf.ok() && ElfBuildId(delf->get()) == image->build_id) {
+    auto dfile = OpenElfFile(debug);
+    if (dfile.ok() && ElfBuildId(dfile->elf.get()) == image->build_id) {
       SymbolTable table;
-      if (AddSymbols(delf->get(), SHT_SYMTAB, &table)) {
-        AddPltSymbols(elf.get(), &table);
+      if (AddSymbols(dfile->elf.get(), SHT_SYMTAB, &table)) {
+        AddPltSymbols(file.elf.get(), &table);
         image->symbols = std::move(table);
         image->symbol_source = debug;
       }
@@ -242,9 +217,7 @@ Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path, bool fin
 }
 
 Result<std::unique_ptr<ElfImage>> LoadElfImageFromMemory(std::span<const uint8_t> bytes) {
-  InitLibelf();
-  ElfPtr elf(elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(bytes.data())), bytes.size()));
-  if (!elf) return ElfError("not readable as ELF");
+  ASSIGN_OR_RETURN(ElfPtr elf, ElfFromMemory(bytes));
   ASSIGN_OR_RETURN(std::unique_ptr<ElfImage> image, ReadImage(elf.get()));
   image->file_size = bytes.size();
   image->symbols.Finish();

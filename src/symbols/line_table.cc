@@ -18,6 +18,7 @@
 #include <mutex>
 
 #include "base/open_file.h"
+#include "base/scoped_fd.h"
 #include "capture/container.h"
 
 namespace microscope::symbols {
@@ -228,48 +229,58 @@ std::string DefaultCacheDir() {
 
 namespace {
 
+// The child's 'E' message: a StatusCode byte, then the text. The child is
+// untrusted like its input, so a code this build does not know is kUnknown
+// (and a reply without one is the reader failing, not "not found").
+Status ChildError(std::span<const uint8_t> reply) {
+  if (reply.empty()) return Status::Error("the DWARF reader failed without a message");
+  uint8_t code = reply[0];
+  if (code == uint8_t(StatusCode::kOk) || code > uint8_t(StatusCode::kInternal)) {
+    code = uint8_t(StatusCode::kUnknown);
+  }
+  return Status::Error(StatusCode(code), std::string(reply.begin() + 1, reply.end()));
+}
+
 // libdwarf 20210528 is not safe on hostile input (a damaged
 // .debug_rnglists header makes it free a block twice and abort), and debug
 // files are untrusted. So the plugin reads in a forked child, which sends
-// the table back serialized ('K' + the cache format) or an error ('E' +
-// text); the parent validates it like a cache entry. A crash costs the
-// module its lines, never the process.
+// the table back serialized ('K' + the cache format) or an error ('E', one
+// byte of StatusCode, then the message); the parent validates it like a
+// cache entry. A crash costs the module its lines, never the process.
 Result<LineTableData> ReadInChild(const std::string& path) {
   const Plugin& plugin = LoadPlugin();
-  if (plugin.read == nullptr) return Status::Error(plugin.error);
+  if (plugin.read == nullptr) return Status::Error(StatusCode::kUnavailable, plugin.error);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return Status::Error(std::string("pipe: ") + strerror(errno));
+  ScopedFd read_end(fds[0]);
+  ScopedFd write_end(fds[1]);
   pid_t child = fork();
-  if (child < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return Status::Error(std::string("fork: ") + strerror(errno));
-  }
+  if (child < 0) return Status::Error(std::string("fork: ") + strerror(errno));
   if (child == 0) {
-    close(fds[0]);
+    read_end.Reset();
     // A crash here must end the child plainly, whatever handlers the
     // parent installed.
     for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
     LineTableData data;
-    std::string error;
     std::vector<uint8_t> out;
-    if (plugin.read(path.c_str(), &data, &error)) {
+    Status read = plugin.read(path.c_str(), &data);
+    if (read.ok()) {
       out = SerializeLineTable(data, 0, 0);
       out.insert(out.begin(), 'K');
     } else {
-      out.assign(error.begin(), error.end());
-      out.insert(out.begin(), 'E');
+      out.assign(read.message().begin(), read.message().end());
+      out.insert(out.begin(), {uint8_t('E'), uint8_t(read.code())});
     }
     size_t done = 0;
     while (done < out.size()) {
-      ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+      ssize_t n = write(write_end.get(), out.data() + done, out.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) _exit(3);
       done += size_t(n);
     }
     _exit(0);
   }
-  close(fds[1]);
+  write_end.Reset();
   // Damaged DWARF can also make a reader loop: it gets a deadline.
   constexpr int kDeadlineSeconds = 120;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kDeadlineSeconds);
@@ -283,32 +294,34 @@ Result<LineTableData> ReadInChild(const std::string& path) {
       timed_out = true;
       break;
     }
-    pollfd pfd{fds[0], POLLIN, 0};
+    pollfd pfd{read_end.get(), POLLIN, 0};
     int ready = poll(&pfd, 1, int(std::min<int64_t>(left.count(), 1000)));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) continue;
-    ssize_t n = read(fds[0], buf, sizeof(buf));
+    ssize_t n = read(read_end.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     bytes.insert(bytes.end(), buf, buf + n);
   }
-  close(fds[0]);
+  read_end.Reset();
   if (timed_out) kill(child, SIGKILL);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    return Status::Error("the DWARF reader took over " + std::to_string(kDeadlineSeconds) +
-                         " s on this file and was stopped: damaged DWARF");
+    return Status::Error(StatusCode::kDataLoss,
+                         "the DWARF reader took over " + std::to_string(kDeadlineSeconds) +
+                             " s on this file and was stopped: damaged DWARF");
   }
   if (WIFSIGNALED(status)) {
-    return Status::Error("the DWARF reader (libdwarf) crashed on this file (signal " +
-                         std::to_string(WTERMSIG(status)) + "): damaged DWARF");
+    return Status::Error(StatusCode::kDataLoss,
+                         "the DWARF reader (libdwarf) crashed on this file (signal " +
+                             std::to_string(WTERMSIG(status)) + "): damaged DWARF");
   }
   if (bytes.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return Status::Error("the DWARF reader failed (exit status " + std::to_string(status) + ")");
   }
-  if (bytes[0] == 'E') return Status::Error(std::string(bytes.begin() + 1, bytes.end()));
+  if (bytes[0] == 'E') return ChildError(std::span<const uint8_t>(bytes).subspan(1));
   auto data = ParseLineTable(std::span<const uint8_t>(bytes).subspan(1), 0, 0);
   if (!data.ok()) return data.status().WithContext("the DWARF reader's table");
   return data;

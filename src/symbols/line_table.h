@@ -79,7 +79,9 @@ class LineTable {
 
 // Reads `path`'s DWARF through the plugin, or the cached table for
 // `build_id` when one was saved from this same file (size and mtime), and
-// saves a fresh one. `cache_dir` empty: no cache. Errors say what was wrong.
+// saves a fresh one. `cache_dir` empty: no cache. Errors say what was wrong;
+// kNotFound means the file has no DWARF lines or functions, which is no
+// problem of the file's.
 Result<std::unique_ptr<LineTable>> OpenLineTable(const std::string& path,
                                                  const std::string& build_id_hex = "",
                                                  const std::string& cache_dir = "");
@@ -95,8 +97,11 @@ std::vector<uint8_t> SerializeLineTable(const LineTableData& data, uint64_t file
 Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t file_size,
                                      int64_t mtime_ns);
 
-// The plugin's one entry point (C linkage, looked up with dlsym).
-using ReadDwarfLinesFn = bool (*)(const char* path, LineTableData* out, std::string* error);
-inline constexpr const char* kReadDwarfLinesSymbol = "microscope_read_dwarf_lines";
+// The plugin's one entry point (C linkage, looked up with dlsym). Its error
+// is kNotFound when the file has no DWARF lines or functions (nothing to
+// report), kDataLoss when its DWARF is damaged. The _v2 name: a plugin of
+// the older signature (bool and a message only) is refused, not called.
+using ReadDwarfLinesFn = Status (*)(const char* path, LineTableData* out);
+inline constexpr const char* kReadDwarfLinesSymbol = "microscope_read_dwarf_lines_v2";
 
 }  // namespace microscope::symbols

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "base/hex.h"
+#include "base/scoped_fd.h"
 #include "capture/string_table.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
@@ -58,6 +59,16 @@ const Debuginfod& LoadDebuginfod() {
   }();
   return lib;
 }
+
+// Owners of what libdebuginfod hands out: its client, and the cache path
+// it strdups for each file found.
+struct DebuginfodClientDeleter {
+  void operator()(debuginfod_client* client) const { LoadDebuginfod().end(client); }
+};
+using DebuginfodClient = std::unique_ptr<debuginfod_client, DebuginfodClientDeleter>;
+struct FreeDeleter {
+  void operator()(char* p) const { free(p); }
+};
 
 bool IsRegularFile(const std::string& path) {
   struct stat st;
@@ -119,20 +130,16 @@ struct ModuleFiles {
   const char* reason = kNoFile;       // why frames stay unnamed when nothing is usable
 };
 
+// Finds each module's files. Not copyable: it owns the debuginfod client
+// and refers to the caller's options.
 class Resolver {
  public:
-  explicit Resolver(const SymbolizeOptions& options) : options_(options) {
+  explicit Resolver(const SymbolizeOptions& options)
+      : options_(options), urls_(DebuginfodUrlsValue(options.debuginfod_urls)) {
     for (const std::string& dir : options.debug_dirs) indexes_.emplace_back(dir);
-    urls_ = options.debuginfod_urls;
-    if (urls_.empty() && options.use_debuginfod_env) {
-      if (const char* env = getenv("DEBUGINFOD_URLS"); env != nullptr && *env != '\0') {
-        urls_.push_back(env);
-      }
-    }
   }
-  ~Resolver() {
-    if (client_ != nullptr) LoadDebuginfod().end(client_);
-  }
+  Resolver(const Resolver&) = delete;
+  Resolver& operator=(const Resolver&) = delete;
 
   ModuleFiles Resolve(const capture::Module& mod, const std::string& path, ModuleSummary* sum);
   std::string recorded_boot_id_;
@@ -145,8 +152,8 @@ class Resolver {
 
   const SymbolizeOptions& options_;
   std::vector<DirectoryIndex> indexes_;
-  std::vector<std::string> urls_;
-  debuginfod_client* client_ = nullptr;
+  const std::string urls_;  // $DEBUGINFOD_URLS's value for the servers to ask
+  DebuginfodClient client_;
   std::vector<uint8_t> build_id_;
   std::string hex_;
   std::string original_;  // the module's own file under the sysroot, when it matched
@@ -203,8 +210,9 @@ bool Resolver::Try(const std::string& candidate, const std::string& where, Modul
                ((*lines)->from_cache ? ", decoded tables from the cache)" : ")");
       files->lines = std::move(lines).value();
       used = true;
-    } else if (!lines.status().message().starts_with("no ")) {
+    } else if (lines.status().code() != StatusCode::kNotFound) {
       // A file that claims DWARF but cannot be read: say so, keep going.
+      // (kNotFound: a file without DWARF lines, such as a stripped binary.)
       sum->problems.push_back(candidate + ": " + lines.status().message());
       found += ", DWARF unreadable";
     }
@@ -216,32 +224,37 @@ bool Resolver::Try(const std::string& candidate, const std::string& where, Modul
 
 void Resolver::TryDebuginfod(ModuleFiles* files, ModuleSummary* sum, bool* mismatch) {
   if (urls_.empty()) return;
-  std::string joined;
-  for (const std::string& u : urls_) joined += (joined.empty() ? "" : " ") + u;
+  const std::string where = "debuginfod " + urls_;
+  // The servers come from the environment (see SymbolizeOptions); asking
+  // with any other value would ask servers nobody named.
+  const char* env = getenv(DEBUGINFOD_URLS_ENV_VAR);
+  if (env == nullptr || urls_ != env) {
+    sum->looked.push_back(where + ": not asked: $" DEBUGINFOD_URLS_ENV_VAR " is " +
+                          (env == nullptr ? std::string("unset") : "'" + std::string(env) + "'") +
+                          ", not these servers");
+    return;
+  }
   const Debuginfod& lib = LoadDebuginfod();
   if (lib.begin == nullptr) {
-    sum->looked.push_back("debuginfod " + joined + ": " + lib.error);
+    sum->looked.push_back(where + ": " + lib.error);
     return;
   }
   if (client_ == nullptr) {
-    // libdebuginfod reads the servers from the environment at each query.
-    setenv("DEBUGINFOD_URLS", joined.c_str(), 1);
-    client_ = lib.begin();
+    client_.reset(lib.begin());
     if (client_ == nullptr) {
-      sum->looked.push_back("debuginfod: client could not start");
+      sum->looked.push_back(where + ": client could not start");
       return;
     }
   }
-  char* path = nullptr;
-  int fd = lib.find_debuginfo(client_, build_id_.data(), int(build_id_.size()), &path);
-  if (fd < 0) {
-    sum->looked.push_back("debuginfod " + joined + ": " + strerror(-fd));
+  char* raw_path = nullptr;
+  int found = lib.find_debuginfo(client_.get(), build_id_.data(), int(build_id_.size()), &raw_path);
+  std::unique_ptr<char, FreeDeleter> path(raw_path);
+  if (found < 0) {
+    sum->looked.push_back(where + ": " + strerror(-found));
     return;
   }
-  close(fd);
-  std::string local = path != nullptr ? path : "";
-  free(path);
-  Try(local, "debuginfod " + joined + " ->", files, sum, mismatch);
+  ScopedFd fd(found);  // the file is read again by path, as every candidate is
+  Try(path != nullptr ? path.get() : "", where + " ->", files, sum, mismatch);
 }
 
 ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& path,
@@ -502,6 +515,12 @@ std::vector<capture::Segment> ToSegments(const std::vector<LoadSegment>& loads) 
 }
 
 }  // namespace
+
+std::string DebuginfodUrlsValue(const std::vector<std::string>& urls) {
+  std::string value;
+  for (const std::string& u : urls) value += (value.empty() ? "" : " ") + u;
+  return value;
+}
 
 void AddModuleLayouts(capture::Capture* capture) {
   for (capture::Module& mod : capture->modules) {

@@ -18,9 +18,17 @@ namespace microscope::symbols {
 struct SymbolizeOptions {
   std::vector<std::string> debug_dirs;  // searched first, in order
   std::string sysroot;                  // "" is "/"
-  // debuginfod servers; when empty, $DEBUGINFOD_URLS if `use_debuginfod_env`.
+  // The debuginfod servers to ask (none: debuginfod is not asked).
+  //
+  // libdebuginfod (elfutils 0.188) takes its servers only from
+  // $DEBUGINFOD_URLS, which it reads at each query; it has no call that
+  // takes them. A library must not change process state (another thread may
+  // be reading the environment: setenv is not thread-safe), so the
+  // symbolizer never sets it. The caller sets $DEBUGINFOD_URLS to
+  // DebuginfodUrlsValue(these) while the process has one thread
+  // (src/cli/symbolize_command.cc), and the symbolizer asks only when the
+  // environment holds exactly these servers; otherwise it says so.
   std::vector<std::string> debuginfod_urls;
-  bool use_debuginfod_env = false;
   // The capture was recorded on this host a moment ago: the kernel is named
   // from /proc/kallsyms and the vDSO from our own image when their build IDs
   // match this host's (checked either way).
@@ -28,6 +36,10 @@ struct SymbolizeOptions {
   // Decoded DWARF tables are kept here by build ID ("" : no cache).
   std::string cache_dir;
 };
+
+// $DEBUGINFOD_URLS's value for `urls`: separated by spaces, as libdebuginfod
+// reads it.
+std::string DebuginfodUrlsValue(const std::vector<std::string>& urls);
 
 // Why a frame stayed unnamed.
 inline constexpr const char* kNoFile = "no file found";

@@ -16,6 +16,13 @@ constexpr uint32_t kNoGeneral = 0xFFFFFFFFu;
 struct FrameDeleter {
   void operator()(Dwarf_Frame* f) const { free(f); }
 };
+struct DwarfDeleter {
+  void operator()(Dwarf* d) const { dwarf_end(d); }
+};
+// For the CFI of dwarf_getcfi_elf only: dwarf_getcfi's belongs to its Dwarf.
+struct CfiDeleter {
+  void operator()(Dwarf_CFI* c) const { dwarf_cfi_end(c); }
+};
 
 // FDE start addresses from .eh_frame_hdr's binary-search table, for the
 // encodings every x86-64 toolchain emits (eh_frame_ptr pcrel|sdata4,
@@ -123,17 +130,18 @@ const CfiRow* CfiTable::Find(uint64_t vaddr) const {
 
 Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
   std::unique_ptr<CfiTable> t(new CfiTable());
-  Dwarf_CFI* cfi = dwarf_getcfi_elf(elf);
-  Dwarf* dwarf = nullptr;
+  // Exactly one of the two owns the CFI read below.
+  std::unique_ptr<Dwarf_CFI, CfiDeleter> eh_frame(dwarf_getcfi_elf(elf));
+  std::unique_ptr<Dwarf, DwarfDeleter> dwarf;
+  Dwarf_CFI* cfi = eh_frame.get();
   t->source_ = ".eh_frame";
   if (cfi == nullptr) {
     // No .eh_frame: a .debug_frame in the file itself will do.
-    dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
-    if (dwarf != nullptr) cfi = dwarf_getcfi(dwarf);
+    dwarf.reset(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
+    if (dwarf != nullptr) cfi = dwarf_getcfi(dwarf.get());
     t->source_ = ".debug_frame";
   }
   if (cfi == nullptr) {
-    if (dwarf != nullptr) dwarf_end(dwarf);
     t->source_ = "none";
     t->Finish();
     return t;
@@ -244,11 +252,6 @@ Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
       pc = end;
       covered_to = std::max(covered_to, pc);
     }
-  }
-  if (dwarf != nullptr) {
-    dwarf_end(dwarf);
-  } else {
-    dwarf_cfi_end(cfi);
   }
   t->Finish();
   return t;

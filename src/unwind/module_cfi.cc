@@ -1,24 +1,13 @@
 #include "src/unwind/module_cfi.h"
 
-#include <elfutils/libdwelf.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "base/hex.h"
-#include "base/open_file.h"
-#include "base/scoped_fd.h"
+#include "src/symbols/elf_handle.h"
 
 namespace microscope::unwind {
 namespace {
 
 Result<std::unique_ptr<ModuleCfi>> FromElf(Elf* elf) {
-  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
-    return Status::Error(std::string("not readable as ELF: ") + elf_errmsg(-1));
-  }
+  if (elf_kind(elf) != ELF_K_ELF) return Status::Error(StatusCode::kDataLoss, "not an ELF file");
   auto m = std::make_unique<ModuleCfi>();
   m->build_id = symbols::ElfBuildId(elf);
   ASSIGN_OR_RETURN(m->loads, symbols::ElfLoadSegments(elf));
@@ -55,20 +44,13 @@ Result<std::shared_ptr<const ModuleCfi>> CfiCache::Get(const std::vector<uint8_t
 }
 
 Result<std::unique_ptr<ModuleCfi>> LoadModuleCfi(const std::string& path) {
-  elf_version(EV_CURRENT);
-  ASSIGN_OR_RETURN(ScopedFd fd, OpenRegularFile(path));
-  Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
-  auto result = FromElf(elf);
-  if (elf != nullptr) elf_end(elf);
-  return result;
+  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
+  return FromElf(file.elf.get());
 }
 
 Result<std::unique_ptr<ModuleCfi>> LoadModuleCfiFromMemory(std::span<const uint8_t> image) {
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(image.data())), image.size());
-  auto result = FromElf(elf);
-  if (elf != nullptr) elf_end(elf);
-  return result;
+  ASSIGN_OR_RETURN(symbols::ElfPtr elf, symbols::ElfFromMemory(image));
+  return FromElf(elf.get());
 }
 
 }  // namespace microscope::unwind

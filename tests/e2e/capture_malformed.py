@@ -6,10 +6,9 @@ import random
 
 from common import *
 
-require_perf()
 d = tmpdir()
 good = d + "/good.mscap"
-record(good, [fixture("split"), "60"])
+make_capture(good, "split")
 data = open(good, "rb").read()
 
 

@@ -1,6 +1,8 @@
 """Shared helpers for the end-to-end tests: run the real microscope binary on
 the real fixtures and read its JSON report. A test that needs perf_event
-skips (exit 77) outside CI when perf_event is not usable, and fails in CI."""
+skips (exit 77) outside CI when perf_event is not usable, and fails in CI.
+A test of what reads captures (report, convert, malformed input) builds its
+capture with make_capture instead, and runs anywhere."""
 import atexit
 import json
 import shutil
@@ -66,6 +68,14 @@ def record(out, command, extra=(), expect_rc=0):
     if expect_rc is not None and p.returncode != expect_rc:
         fail("record %s exited %d (want %d): %s" % (command, p.returncode, expect_rc, p.stderr))
     return p
+
+
+def make_capture(out, shape):
+    """A capture shaped like a recording of a fixture, built without perf
+    (tests/tools/capture_make.cc lists the shapes)."""
+    p = run([os.environ["CAPTURE_MAKE"], out, shape])
+    if p.returncode != 0:
+        fail("capture_make %s exited %d: %s" % (shape, p.returncode, p.stderr))
 
 
 def report(path, *extra):

@@ -1,14 +1,14 @@
-"""folded, Chrome trace and speedscope output of a real recording, and folded
+"""folded, Chrome trace and speedscope output of a capture shaped like a
+recording of the threads fixture (built without perf), and folded
 import: folded lines equal the tree's leaf counts; the Chrome JSON follows the
 Trace Event rules; speedscope's file parses with every frame resolving."""
 import json
 
 from common import *
 
-require_perf()
 d = tmpdir()
 cap = d + "/threads.mscap"
-record(cap, [fixture("threads"), "600"])
+make_capture(cap, "threads")
 rep = report(cap, "--tree", "--min-percent", "0")
 
 # folded: each line's count is the tree's self count at that path.

@@ -5,7 +5,6 @@ import re
 
 from common import *
 
-require_perf()
 PPROF = os.environ.get("PPROF")
 if not PPROF or not os.path.exists(PPROF):
     if os.environ.get("CI") == "true":
@@ -14,7 +13,7 @@ if not PPROF or not os.path.exists(PPROF):
     sys.exit(SKIP)
 d = tmpdir()
 cap = d + "/threads.mscap"
-record(cap, [fixture("threads"), "600"])
+make_capture(cap, "threads")
 pb = d + "/threads.pb.gz"
 p = run([MICROSCOPE, "convert", cap, "--to", "pprof", "-o", pb])
 check(p.returncode == 0, "convert --to pprof (%s)" % p.stderr)

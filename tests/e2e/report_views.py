@@ -1,12 +1,12 @@
-"""report's views and filters on real recordings: --inverted, --threads,
+"""report's views and filters on captures shaped like recordings of the
+threads and split fixtures (built without perf, tests/tools/capture_make.cc): --inverted, --threads,
 --lanes, --focus/--exclude/--thread/--time/--pid, --granularity, --diff of two
 recordings whose hot function changes, colors on a terminal only."""
 from common import *
 
-require_perf()
 d = tmpdir()
 threads = d + "/threads.mscap"
-record(threads, [fixture("threads"), "600"])
+make_capture(threads, "threads")
 
 # --thread keeps one thread's samples; by name and by tid agree.
 rep = report(threads, "--thread", "worker-a")
@@ -61,8 +61,8 @@ check(len(by_addr["functions"]) >= len(report(threads)["functions"]), "address g
 
 # --diff: two recordings of split whose hot function changes (70/30, then 30/70).
 base, other = d + "/base.mscap", d + "/other.mscap"
-record(base, [fixture("split"), "400"])
-record(other, [fixture("split"), "400", "0", "swap"])
+make_capture(base, "split")
+make_capture(other, "split-swap")
 diff = report(base, "--diff", other)["diff"]
 # Totals: the work itself is in burn_units, inlined into hot and cold.
 delta = {r["name"]: r["delta"] for r in diff["total"]}
@@ -81,7 +81,7 @@ check(p.returncode == 1 and "not a valid regex" in p.stderr, "bad regex refused:
 p = run([MICROSCOPE, "report", threads, "--thread", "nobody"])
 check(p.returncode == 1 and "no thread 'nobody'" in p.stderr, "unknown thread refused: %r" % p.stderr.strip())
 
-# --granularity line: DWARF lines and inline chains found at record time.
+# --granularity line: the lines and inline chains a recording stores.
 # burn_units is inlined into hot: its samples sit on burn.h's loop lines,
 # and hot's own frame on the line of split.c that calls it.
 lines = report(base, "--granularity", "line")

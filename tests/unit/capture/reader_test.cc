@@ -125,8 +125,136 @@ int FlipBytes(const std::vector<uint8_t>& good, uint32_t seed, F accepted) {
 }
 }  // namespace
 
+namespace {
+// What ReadCapture promises code above capture/ (capture.h), checked here
+// independently of the reader: every index in range, stack parents earlier
+// (so walks end), columns of one length, times in order. A read that
+// broke any of these would be unsafe to index; false means the reader's
+// validation let it through.
+bool SafeToIndex(const Capture& c) {
+  auto in = [](uint32_t id, size_t n, bool optional) {
+    return (optional && id == kNone) || id < n;
+  };
+  const size_t ns = c.strings.size();
+  for (const Module& m : c.modules) {
+    if (!in(m.path, ns, false) || uint8_t(m.kind) > uint8_t(ModuleKind::kAnonymous)) return false;
+  }
+  for (const Mapping& m : c.mappings) {
+    if (!in(m.process, c.processes.size(), false) || !in(m.module, c.modules.size(), false) ||
+        m.start >= m.end) {
+      return false;
+    }
+  }
+  for (const Process& p : c.processes) {
+    if (!in(p.command, ns, true)) return false;
+  }
+  for (const Thread& t : c.threads) {
+    if (!in(t.process, c.processes.size(), false) || !in(t.name, ns, true)) return false;
+  }
+  for (const Function& f : c.functions) {
+    if (!in(f.name, ns, false) || !in(f.raw_name, ns, true) ||
+        !in(f.module, c.modules.size(), true)) {
+      return false;
+    }
+  }
+  for (const Frame& f : c.frames) {
+    if (uint8_t(f.kind) > uint8_t(FrameKind::kInline) || !in(f.module, c.modules.size(), true) ||
+        !in(f.function, c.functions.size(), true) || !in(f.file, ns, true)) {
+      return false;
+    }
+  }
+  if (c.stacks.parent.size() != c.stacks.frame.size()) return false;
+  for (size_t i = 0; i < c.stacks.size(); ++i) {
+    if ((c.stacks.parent[i] != kNone && c.stacks.parent[i] >= i) ||
+        !in(c.stacks.frame[i], c.frames.size(), false)) {
+      return false;
+    }
+  }
+  const Samples& s = c.samples;
+  if (s.thread.size() != s.size() || s.stack.size() != s.size() || s.weight.size() != s.size() ||
+      s.end.size() != s.size() || (!s.count.empty() && s.count.size() != s.size())) {
+    return false;
+  }
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (!in(s.thread[i], c.threads.size(), false) || !in(s.stack[i], c.stacks.size(), true) ||
+        uint8_t(s.end[i]) >= kStackEndCount || (i > 0 && s.time[i] < s.time[i - 1])) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < c.syscalls.size(); ++i) {
+    if (c.syscalls.thread.size() != c.syscalls.size() ||
+        !in(c.syscalls.thread[i], c.threads.size(), false) ||
+        !in(c.syscalls.StackAt(i), c.stacks.size(), true)) {
+      return false;
+    }
+  }
+  const OffCpu& o = c.off_cpu;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o.thread.size() != o.size() || o.stack.size() != o.size() || o.end.size() != o.size() ||
+        !in(o.thread[i], c.threads.size(), false) || !in(o.stack[i], c.stacks.size(), true) ||
+        o.end[i] < o.start[i]) {
+      return false;
+    }
+  }
+  for (const Problem& p : c.problems) {
+    if (!in(p.kind, ns, false) || !in(p.example, ns, true)) return false;
+  }
+  return true;
+}
+
+// An accepted capture is a capture: safe to index, valid again, and it
+// writes back to the very bytes it was read from (so nothing was read
+// half-way or differently from what the next reader will see).
+void CheckAccepted(const Capture& r) {
+  CHECK(SafeToIndex(r));
+  CHECK(ValidateCapture(r).ok());
+  std::vector<uint8_t> rewritten = SerializeCapture(r);
+  auto again = ParseCapturePayload(rewritten);
+  REQUIRE(again.ok());
+  CHECK(SerializeCapture(*again) == rewritten);
+}
+}  // namespace
+
+TEST_CASE("Capture: the independent index check catches what the reader must refuse") {
+  // SafeToIndex is the oracle of the byte-flip tests: it must see a bad
+  // index, or it would vouch for a broken reader.
+  Capture c = testing::MakeTestCapture();
+  CHECK(SafeToIndex(c));
+  SUBCASE("stack") {
+    c.samples.stack[0] = uint32_t(c.stacks.size());
+  }
+  SUBCASE("thread") {
+    c.samples.thread[1] = 7;
+  }
+  SUBCASE("parent") {
+    c.stacks.parent[0] = 3;
+  }
+  SUBCASE("frame") {
+    c.stacks.frame[2] = 99;
+  }
+  SUBCASE("function") {
+    c.frames[0].function = 50;
+  }
+  SUBCASE("string") {
+    c.functions[0].name = uint32_t(c.strings.size());
+  }
+  SUBCASE("time") {
+    c.samples.time[3] = 0;
+  }
+  CHECK_FALSE(SafeToIndex(c));
+}
+
 TEST_CASE("Capture: random byte flips in the payload never crash the reader") {
-  CHECK(FlipBytes(SerializeCapture(testing::MakeTestCapture()), 1234, [](const Capture&) {}) > 0);
+  int accepted = 0;
+  int refused =
+      FlipBytes(SerializeCapture(testing::MakeTestCapture()), 1234, [&](const Capture& r) {
+        ++accepted;
+        CheckAccepted(r);
+      });
+  CHECK(refused > 0);
+  // Some flips land where the reader may accept them (padding, values
+  // without references): the accepted branch is exercised, not dead.
+  CHECK(accepted > 0);
 }
 
 TEST_CASE("Capture: payloads too short for a FlatBuffer are refused, not read") {
@@ -294,6 +422,7 @@ TEST_CASE("Capture: random byte flips in an off-CPU payload never crash the read
       CHECK(r.off_cpu.thread[i] < r.threads.size());
       CHECK(r.off_cpu.end[i] >= r.off_cpu.start[i]);
     }
+    CheckAccepted(r);
   });
   CHECK(refused > 0);
   CHECK(accepted > 0);

@@ -274,7 +274,33 @@ TEST_CASE("LineTable: DWARF that crashes libdwarf is an error for that file, not
   std::ofstream(tmp, std::ios::binary) << bytes;
   auto table = microscope::symbols::OpenLineTable(tmp);
   REQUIRE(!table.ok());
+  CHECK(table.status().code() == microscope::StatusCode::kDataLoss);
   CHECK(table.status().message().find("crashed") != std::string::npos);
   MESSAGE(table.status().message());
   std::remove(tmp.c_str());
+}
+
+TEST_CASE("LineTable: a file without DWARF is kNotFound, carried from the plugin's child") {
+  // The symbolizer tells "nothing to read" (no problem of the file's) from
+  // "damaged" by this code alone, so it must survive the child protocol.
+  const char* path = std::getenv("FIXTURE_UNWIND");
+  REQUIRE(path != nullptr);
+  std::string stripped = "/tmp/microscope-nodwarf-" + std::to_string(getpid());
+  REQUIRE(std::system(("objcopy --strip-debug " + std::string(path) + " " + stripped).c_str()) ==
+          0);
+  auto table = microscope::symbols::OpenLineTable(stripped);
+  std::remove(stripped.c_str());
+  REQUIRE(!table.ok());
+  CHECK(table.status().code() == microscope::StatusCode::kNotFound);
+  CHECK(!table.status().message().empty());
+
+  // Not ELF at all: libdwarf finds nothing to read either, or calls it
+  // damaged; never kUnknown, which would mean the code was lost on the way.
+  std::string text = "/tmp/microscope-notelf-" + std::to_string(getpid());
+  std::ofstream(text) << "not an ELF file, only text\n";
+  auto other = microscope::symbols::OpenLineTable(text);
+  std::remove(text.c_str());
+  REQUIRE(!other.ok());
+  CHECK((other.status().code() == microscope::StatusCode::kNotFound ||
+         other.status().code() == microscope::StatusCode::kDataLoss));
 }
