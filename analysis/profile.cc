@@ -1,5 +1,7 @@
 #include "analysis/profile.h"
 
+#include "capture/stack_interner.h"
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -61,7 +63,10 @@ namespace {
 // Appends pseudo frames (named, no module) and stack nodes to a capture.
 class PseudoFrames {
  public:
-  explicit PseudoFrames(capture::Capture* c) : c_(c), base_stacks_(c->stacks.size()) {}
+  explicit PseudoFrames(capture::Capture* c)
+      : c_(c),
+        base_stacks_(c->stacks.size()),
+        stacks_(&c->stacks, capture::StackInterner::NewFramesOnly{}) {}
   capture::FrameId Frame(const std::string& name) {
     c_->strings.push_back(name);
     c_->functions.push_back({capture::StringId(c_->strings.size() - 1), kNone, kNone});
@@ -70,9 +75,7 @@ class PseudoFrames {
     return capture::FrameId(c_->frames.size() - 1);
   }
   capture::StackId Node(capture::StackId parent, capture::FrameId frame) {
-    c_->stacks.parent.push_back(parent);
-    c_->stacks.frame.push_back(frame);
-    return capture::StackId(c_->stacks.size() - 1);
+    return stacks_.Intern(parent, frame);
   }
   // The child of `stack` (kNone: a root) naming `state`, made once.
   capture::StackId StateLeaf(capture::StackId stack, capture::OffCpuState state) {
@@ -89,6 +92,7 @@ class PseudoFrames {
  private:
   capture::Capture* c_;
   size_t base_stacks_;
+  capture::StackInterner stacks_;
   std::array<capture::FrameId, capture::kOffCpuStateCount> state_frame_{kNone, kNone, kNone, kNone};
   std::array<std::vector<capture::StackId>, capture::kOffCpuStateCount> state_leaf_;
 };

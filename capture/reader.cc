@@ -4,6 +4,7 @@
 
 #include "capture/container.h"
 #include "capture/schema_generated.h"
+#include "capture/stack_interner.h"
 
 namespace microscope::capture {
 namespace {
@@ -222,7 +223,6 @@ Status ValidateCapture(const Capture& c) {
   for (size_t i = 0; i < n; ++i) {
     RETURN_IF_ERROR(
         CheckRef(s.thread[i], c.threads.size(), false, "samples", i, "thread", "threads"));
-    RETURN_IF_ERROR(CheckRef(s.stack[i], c.stacks.size(), true, "samples", i, "stack", "stacks"));
     if (uint8_t(s.end[i]) >= kStackEndCount) {
       return Status::Error(Where("samples", i, "end") + " has unknown value " +
                            std::to_string(int(s.end[i])));
@@ -244,15 +244,9 @@ Status ValidateCapture(const Capture& c) {
       return Status::Error(Where("syscalls", i, "time") + " goes back in time");
     }
   }
-  if (!y.stack.empty()) {
-    if (y.stack.size() != ny) {
-      return Status::Error("syscalls.stack has " + std::to_string(y.stack.size()) + " rows for " +
-                           std::to_string(ny) + " calls");
-    }
-    for (size_t i = 0; i < ny; ++i) {
-      RETURN_IF_ERROR(
-          CheckRef(y.stack[i], c.stacks.size(), true, "syscalls", i, "stack", "stacks"));
-    }
+  if (!y.stack.empty() && y.stack.size() != ny) {
+    return Status::Error("syscalls.stack has " + std::to_string(y.stack.size()) + " rows for " +
+                         std::to_string(ny) + " calls");
   }
   const OffCpu& o = c.off_cpu;
   const size_t no = o.start.size();
@@ -264,7 +258,6 @@ Status ValidateCapture(const Capture& c) {
   for (size_t i = 0; i < no; ++i) {
     RETURN_IF_ERROR(
         CheckRef(o.thread[i], c.threads.size(), false, "off_cpu", i, "thread", "threads"));
-    RETURN_IF_ERROR(CheckRef(o.stack[i], c.stacks.size(), true, "off_cpu", i, "stack", "stacks"));
     RETURN_IF_ERROR(CheckRef(o.waker_name[i], ns, true, "off_cpu", i, "waker_name", "strings"));
     if (uint8_t(o.stack_end[i]) >= kStackEndCount) {
       return Status::Error(Where("off_cpu", i, "stack_end") + " has unknown value " +
@@ -303,7 +296,14 @@ Status ValidateCapture(const Capture& c) {
     RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
     RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));
   }
-  return OkStatus();
+  // Every table that holds stacks points into the tree (or at no stack).
+  Status stacks = OkStatus();
+  ForEachStackColumn(c, [&](const char* table, const auto& column) {
+    for (size_t i = 0; i < column.size() && stacks.ok(); ++i) {
+      stacks = CheckRef(column[i], c.stacks.size(), true, table, i, "stack", "stacks");
+    }
+  });
+  return stacks;
 }
 
 Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {

@@ -96,17 +96,7 @@ capture::ThreadId CaptureBuilder::Thread(int32_t pid, int32_t tid, std::string_v
 }
 
 capture::StackId CaptureBuilder::Stack(const std::vector<capture::FrameId>& frames) {
-  capture::StackId node = kNone;
-  for (size_t i = frames.size(); i-- > 0;) {
-    auto [it, inserted] =
-        stacks_.try_emplace({node, frames[i]}, capture::StackId(capture_.stacks.size()));
-    if (inserted) {
-      capture_.stacks.parent.push_back(node);
-      capture_.stacks.frame.push_back(frames[i]);
-    }
-    node = it->second;
-  }
-  return node;
+  return stacks_.InternLeafFirst(frames);
 }
 
 void CaptureBuilder::Sample(uint64_t time, capture::ThreadId thread, capture::StackId stack,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "capture/capture.h"
+#include "capture/stack_interner.h"
 #include "capture/string_table.h"
 
 namespace microscope::formats {
@@ -47,7 +48,7 @@ class CaptureBuilder {
       frames_;
   std::map<int32_t, capture::ProcessId> processes_;
   std::map<std::tuple<int32_t, int32_t, std::string>, capture::ThreadId> threads_;
-  std::map<std::pair<capture::StackId, capture::FrameId>, capture::StackId> stacks_;
+  capture::StackInterner stacks_{&capture_.stacks};
 };
 
 }  // namespace microscope::formats

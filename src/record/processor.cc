@@ -39,7 +39,8 @@ ModuleKind KindOfPath(std::string_view path) {
 
 }  // namespace
 
-Processor::Processor(Options options) : options_(options), strings_(&capture_.strings) {
+Processor::Processor(Options options)
+    : options_(options), strings_(&capture_.strings), stacks_(&capture_.stacks) {
   if (!options_.cfi_cache) options_.cfi_cache = std::make_shared<unwind::CfiCache>();
 }
 
@@ -443,9 +444,7 @@ void Permute(Col& column, const std::vector<uint32_t>& order) {
 }  // namespace
 
 capture::StackId Processor::InternScratch() {
-  capture::StackId node = kNone;
-  for (size_t i = scratch_.size(); i-- > 0;) node = InternStackNode(node, scratch_[i]);
-  return node;
+  return stacks_.InternLeafFirst(scratch_);
 }
 
 // A thread named by a BPF event: its row, named from the event when no
@@ -608,16 +607,6 @@ void Processor::Process(const Event& e) {
     case EventType::kOther:
       break;
   }
-}
-
-capture::StackId Processor::InternStackNode(capture::StackId parent, FrameId frame) {
-  uint64_t key = (uint64_t(parent) << 32) | frame;
-  auto [it, inserted] = stack_nodes_.try_emplace(key, capture::StackId(capture_.stacks.size()));
-  if (inserted) {
-    capture_.stacks.parent.push_back(parent);
-    capture_.stacks.frame.push_back(frame);
-  }
-  return it->second;
 }
 
 void Processor::SortSamplesByTime() {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "capture/capture.h"
+#include "capture/stack_interner.h"
 #include "capture/string_table.h"
 #include "src/record/decode.h"
 #include "src/record/source_events.h"
@@ -102,7 +103,6 @@ class Processor {
   void OnComm(const Event& e);
   void OnFork(const Event& e);
   void OnExit(const Event& e);
-  capture::StackId InternStackNode(capture::StackId parent, capture::FrameId frame);
   void SortSamplesByTime();
 
   Options options_;
@@ -112,7 +112,7 @@ class Processor {
   std::unordered_map<uint32_t, capture::ThreadId> threads_;
   std::unordered_map<std::string, capture::ModuleId> modules_;
   std::unordered_map<FrameKey, capture::FrameId, FrameKeyHash> frames_;
-  std::unordered_map<uint64_t, capture::StackId> stack_nodes_;
+  capture::StackInterner stacks_;
   capture::ModuleId kernel_module_ = capture::kNone;
   std::vector<capture::FrameId> scratch_;
   // Unwind state: per module its CFI (loaded on first use, shared by every

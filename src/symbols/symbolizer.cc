@@ -15,6 +15,7 @@
 
 #include "base/hex.h"
 #include "base/scoped_fd.h"
+#include "capture/stack_interner.h"
 #include "capture/string_table.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
@@ -438,17 +439,12 @@ uint64_t RebuildStacks(capture::Capture* c, const std::vector<char>& replaced,
                        const std::vector<std::vector<FrameId>>& inlined) {
   capture::Stacks old = std::move(c->stacks);
   c->stacks = {};
-  std::unordered_map<uint64_t, capture::StackId> nodes;
+  capture::StackInterner stacks(&c->stacks);
   std::vector<uint32_t> depth;
   auto intern = [&](capture::StackId parent, FrameId frame) {
-    uint64_t key = (uint64_t(parent) << 32) | frame;
-    auto [it, inserted] = nodes.try_emplace(key, capture::StackId(c->stacks.size()));
-    if (inserted) {
-      c->stacks.parent.push_back(parent);
-      c->stacks.frame.push_back(frame);
-      depth.push_back(parent == kNone ? 1 : depth[parent] + 1);
-    }
-    return it->second;
+    capture::StackId node = stacks.Intern(parent, frame);
+    if (node == depth.size()) depth.push_back(parent == kNone ? 1 : depth[parent] + 1);
+    return node;
   };
   // How many old frames hang below each node at most (parents come first):
   // inlined calls go in only where the stacks through them stay within the
@@ -485,14 +481,11 @@ uint64_t RebuildStacks(capture::Capture* c, const std::vector<char>& replaced,
     remap[n] = node;
   }
   // Every table that holds stacks follows the new tree.
-  auto follow = [&](auto& stacks) {
-    for (size_t i = 0; i < stacks.size(); ++i) {
-      if (stacks[i] != kNone) stacks[i] = remap[stacks[i]];
+  capture::ForEachStackColumn(*c, [&](const char*, auto& column) {
+    for (size_t i = 0; i < column.size(); ++i) {
+      if (column[i] != kNone) column[i] = remap[column[i]];
     }
-  };
-  follow(c->samples.stack);
-  follow(c->off_cpu.stack);
-  follow(c->syscalls.stack);
+  });
   return dropped;
 }
 

@@ -40,8 +40,11 @@ for name in ("unwind", "unwind_cpp", "libunwind_plugin.so"):
     check("debug_info" not in run(["readelf", "-S", dst]).stdout, name + " is stripped")
 
 later = os.path.join(d, "later.mscap")
-script = "%s recurse 300; %s; %s dlopen %s" % (os.path.join(app, "unwind"), os.path.join(app, "unwind_cpp"),
-                                               os.path.join(app, "unwind"), os.path.join(app, "libunwind_plugin.so"))
+# Enough distinct addresses for the eu-addr2line comparison below on a fast
+# machine: the recursion, qsort's comparator, C++ and the plugin.
+unwind = os.path.join(app, "unwind")
+script = "%s recurse 300; %s qsort; %s; %s dlopen %s" % (
+    unwind, unwind, os.path.join(app, "unwind_cpp"), unwind, os.path.join(app, "libunwind_plugin.so"))
 record(later, ["sh", "-c", script], extra=["--symbolize", "later"])
 rep = report(later)
 check(rep["header"]["symbols"] == "later", "the capture says it was recorded with --symbolize later")

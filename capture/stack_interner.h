@@ -1,0 +1,47 @@
+// The one way stacks enter a capture's prefix tree (Stacks), and the one
+// list of the tables whose rows point into it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+
+#include "capture/capture.h"
+
+namespace microscope::capture {
+
+// Interns stacks into `stacks`: one node per (parent, frame), so equal
+// stacks and equal prefixes share nodes. Nodes already in `stacks` are found
+// too. Used by the recorder, symbolize's rebuild, the importers and the
+// analysis' pseudo frames.
+class StackInterner {
+ public:
+  explicit StackInterner(Stacks* stacks);
+  // Only for adding nodes under new frames (pseudo frames): the nodes
+  // already in `stacks` cannot be asked for, so they are not indexed.
+  struct NewFramesOnly {};
+  StackInterner(Stacks* stacks, NewFramesOnly) : stacks_(stacks) {}
+  StackInterner(const StackInterner&) = delete;
+  StackInterner& operator=(const StackInterner&) = delete;
+
+  // The node for `frame` called from `parent` (kNone: a root).
+  StackId Intern(StackId parent, FrameId frame);
+  // The node for `frames`, leaf first as unwinders list them; kNone when empty.
+  StackId InternLeafFirst(std::span<const FrameId> frames);
+
+ private:
+  Stacks* stacks_;
+  std::unordered_map<uint64_t, StackId> nodes_;
+};
+
+// Calls fn(table_name, column) with each table's stack column (samples,
+// off-CPU intervals, system calls): whatever remaps, checks or counts stacks
+// walks this list, so a new table that holds stacks is added here once.
+template <typename CaptureT, typename Fn>
+void ForEachStackColumn(CaptureT& c, Fn fn) {
+  fn("samples", c.samples.stack);
+  fn("off_cpu", c.off_cpu.stack);
+  fn("syscalls", c.syscalls.stack);
+}
+
+}  // namespace microscope::capture
