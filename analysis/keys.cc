@@ -68,6 +68,8 @@ std::string FunctionKeys::ModuleName(KeyId key) const {
   const capture::Frame& f = capture_.frames[key_frame_[key]];
   capture::ModuleId m = f.module;
   if (m == kNone && f.function != kNone) m = capture_.functions[f.function].module;
+  // An interpreted frame's place is its source file.
+  if (f.kind == capture::FrameKind::kInterpreted) return BaseName(capture_.str(f.file));
   if (m == kNone) return f.kind == capture::FrameKind::kNamed ? "" : "[unmapped]";
   return BaseName(capture_.str(capture_.modules[m].path));
 }

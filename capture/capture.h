@@ -27,7 +27,16 @@ inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 inline constexpr uint32_t kMaxStackDepth = 4096;
 
 enum class ModuleKind : uint8_t { kFile = 0, kKernel = 1, kVdso = 2, kAnonymous = 3 };
-enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kUnmapped = 2, kNamed = 3, kInline = 4 };
+// schema.fbs says what each kind's fields hold; kInterpreted frames keep
+// the function's first line in `address`.
+enum class FrameKind : uint8_t {
+  kNative = 0,
+  kKernel = 1,
+  kUnmapped = 2,
+  kNamed = 3,
+  kInline = 4,
+  kInterpreted = 5,
+};
 // Why a stack stops where it does (schema.fbs documents each value).
 enum class StackEnd : uint8_t {
   kFramePointerEnd = 0,

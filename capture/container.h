@@ -22,9 +22,10 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // 1.2 samples.count, settings.metric/unit, FrameKind.Named;
 // 2.0 Frame gained file and line (a struct grew: 1.x readers cannot read it);
 // 2.1 module segments, raw names; 2.2 syscalls, boot_id; 2.3 off-CPU
-// intervals and counts, syscall stacks, settings of the BPF parts.
+// intervals and counts, syscall stacks, settings of the BPF parts; 2.4
+// FrameKind.Interpreted (a 2.3 reader refuses such frames by their kind).
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 3;
+inline constexpr uint16_t kFormatMinor = 4;
 // A reader refuses payloads claiming more than this: a corrupt size must not
 // make us allocate the machine's memory.
 // FlatBuffers buffers are limited to 2 GiB.

@@ -182,9 +182,13 @@ Status ValidateCapture(const Capture& c) {
   }
   for (size_t i = 0; i < c.frames.size(); ++i) {
     const Frame& f = c.frames[i];
-    if (uint8_t(f.kind) > uint8_t(FrameKind::kInline)) {
+    if (uint8_t(f.kind) > uint8_t(FrameKind::kInterpreted)) {
       return Status::Error(Where("frames", i, "kind") + " has unknown value " +
                            std::to_string(int(f.kind)));
+    }
+    if (f.kind == FrameKind::kInterpreted && (f.function == kNone || f.module != kNone)) {
+      return Status::Error(Where("frames", i, "function") +
+                           ": an interpreted frame is known by its function, not a module");
     }
     RETURN_IF_ERROR(CheckRef(f.module, c.modules.size(), true, "frames", i, "module", "modules"));
     RETURN_IF_ERROR(

@@ -206,6 +206,7 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
   // pprof functions are (name, source file) pairs: an inlined line's file
   // differs from its function's own.
   std::map<std::pair<capture::FunctionId, capture::StringId>, uint64_t> pprof_functions;
+  std::map<capture::FunctionId, uint64_t> start_lines;  // of interpreted functions
   for (const auto& [group, id] : location_ids) {
     const capture::Frame& fr = c.frames[group.back()];  // the outermost: holds the address
     protozero::pbf_writer loc(pw, kLocation);
@@ -215,14 +216,17 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
     if (mapped) {
       loc.add_uint64(2, fr.module + 1);
       loc.add_uint64(3, module_base[fr.module] + fr.address);
-    } else if (fr.kind != capture::FrameKind::kNamed) {
-      loc.add_uint64(3, fr.address);
+    } else if (fr.kind != capture::FrameKind::kNamed &&
+               fr.kind != capture::FrameKind::kInterpreted) {
+      loc.add_uint64(3, fr.address);  // interpreted frames have no address (it holds a line)
     }
     for (capture::FrameId f : group) {
       const capture::Frame& line_frame = c.frames[f];
       if (line_frame.function == kNone) continue;
       auto [it, inserted] = pprof_functions.try_emplace({line_frame.function, line_frame.file},
                                                         pprof_functions.size() + 1);
+      if (line_frame.kind == capture::FrameKind::kInterpreted)
+        start_lines[line_frame.function] = line_frame.address;
       protozero::pbf_writer line(loc, 4);
       line.add_uint64(1, it->second);
       if (line_frame.line != 0) line.add_int64(2, line_frame.line);
@@ -236,6 +240,8 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
     const capture::Function& fn = c.functions[key.first];
     func.add_int64(3, s.Id(c.str(fn.raw_name != kNone ? fn.raw_name : fn.name)));
     if (key.second != kNone) func.add_int64(4, s.Id(c.str(key.second)));
+    if (auto start = start_lines.find(key.first); start != start_lines.end())
+      func.add_int64(5, int64_t(start->second));
   }
   if (c.settings.end_time > c.settings.start_time) {
     pw.add_int64(kDurationNanos, int64_t(c.settings.end_time - c.settings.start_time));

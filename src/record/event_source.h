@@ -56,6 +56,10 @@ class EventSource {
 
   // After the last events went through the pump: counts and losses.
   virtual void Finish(Processor* processor, capture::Settings* settings) = 0;
+
+  // A runtime's source also places frames in the stacks (splicer.h); the
+  // recording registers it with the processor. Null: it does not.
+  virtual StackSplicer* splicer() { return nullptr; }
 };
 
 // An EventSource whose pending events are a list of T kept in time order.

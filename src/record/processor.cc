@@ -201,6 +201,7 @@ void Processor::OnMmap2(const Event& e) {
   m.time_start = e.time;
   capture_.mappings.push_back(m);
   p.live[e.addr] = uint32_t(capture_.mappings.size() - 1);
+  AnnounceMapping(e.pid, uint32_t(capture_.mappings.size() - 1));
 }
 
 void Processor::OnComm(const Event& e) {
@@ -235,6 +236,7 @@ void Processor::OnFork(const Event& e) {
         m.time_end = 0;
         capture_.mappings.push_back(m);
         child.live[m.start] = uint32_t(capture_.mappings.size() - 1);
+        AnnounceMapping(e.pid, uint32_t(capture_.mappings.size() - 1));
       }
     }
   }
@@ -265,6 +267,7 @@ FrameId Processor::InternFrame(FrameKind kind, ModuleId module, uint64_t address
   capture_.frames.push_back({kind, module, address, kNone});
   FrameId id = FrameId(capture_.frames.size() - 1);
   frames_.emplace(key, id);
+  if (!splicers_.empty()) frame_tag_.push_back(TagOf(module, address));
   return id;
 }
 
@@ -413,7 +416,7 @@ void Processor::OnSample(const Event& e) {
   } else if (!saw_user) {
     end = StackEnd::kKernelOnly;
   }
-  capture::StackId node = InternScratch();
+  capture::StackId node = InternScratch(e.pid, e.tid, e.time);
   capture::Samples& s = capture_.samples;
   s.time.push_back(e.time);
   s.thread.push_back(thread);
@@ -443,7 +446,8 @@ void Permute(Col& column, const std::vector<uint32_t>& order) {
 
 }  // namespace
 
-capture::StackId Processor::InternScratch() {
+capture::StackId Processor::InternScratch(uint32_t pid, uint32_t tid, uint64_t time) {
+  if (!splicers_.empty()) SpliceScratch(pid, tid, time);
   return stacks_.InternLeafFirst(scratch_);
 }
 
@@ -480,7 +484,7 @@ void Processor::AddSyscall(const SyscallEvent& call) {
   if (call.has_stack) {
     scratch_.clear();
     UnwindCopiedStack(call.regs, call.user_stack, EnsureProcess(call.pid, call.start_ns));
-    stack = InternScratch();
+    stack = InternScratch(call.pid, call.tid, call.end_ns());
   }
   capture::Syscalls& y = capture_.syscalls;
   y.time.push_back(call.start_ns);
@@ -514,7 +518,7 @@ void Processor::AddOffCpu(const OffCpuInterval& iv) {
   o.start.push_back(start);
   o.end.push_back(end);
   o.thread.push_back(thread);
-  o.stack.push_back(InternScratch());
+  o.stack.push_back(InternScratch(iv.pid, iv.tid, iv.time_ns));
   o.stack_end.push_back(stack_end);
   o.state.push_back(
       capture::OffCpuState(std::min<uint8_t>(iv.state, capture::kOffCpuStateCount - 1)));

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -19,13 +20,14 @@
 #include "capture/string_table.h"
 #include "src/record/decode.h"
 #include "src/record/source_events.h"
+#include "src/record/splicer.h"
 #include "src/symbols/elf_image.h"
 #include "src/unwind/module_cfi.h"
 #include "src/unwind/unwinder.h"
 
 namespace microscope::record {
 
-class Processor {
+class Processor : private CodeMarks, private FrameInterner {
  public:
   // How user frames are found: the kernel's frame-pointer chain, or our
   // unwinder over the copied registers and stack (CFI only, or CFI where a
@@ -54,6 +56,10 @@ class Processor {
   // A finished system call from BPF, in time order (its exit) with Process().
   void AddSyscall(const SyscallEvent& call);
   void CountProblem(std::string_view kind, std::string_view example);
+  // A runtime's splicer (not owned; it outlives the processor's use): told
+  // of every executable mapping, those already known first, and given every
+  // stack with a frame in code it marked.
+  void AddSplicer(StackSplicer* splicer);
   void SetExitStatus(uint32_t pid, int status);
 
   // Closes open rows at `end_time` and returns the capture (unnamed).
@@ -91,7 +97,13 @@ class Processor {
   capture::FrameId KernelFrame(uint64_t address);
   void OnSample(const Event& e);
   capture::StackEnd UnwindUser(const Event& e, ProcessState& proc);
-  capture::StackId InternScratch();
+  capture::StackId InternScratch(uint32_t pid, uint32_t tid, uint64_t time);
+  // Runtimes (splicer.h).
+  void AnnounceMapping(uint32_t pid, uint32_t mapping_row);
+  uint8_t TagOf(capture::ModuleId module, uint64_t offset) const;
+  void SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time);
+  void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) override;
+  capture::FrameId Interpreted(const InterpretedFrame& frame) override;
   void SortOffCpuByStart();
   void SortSyscallsByStart();
   capture::ThreadId BpfThread(uint32_t pid, uint32_t tid, uint64_t time, const std::string& comm);
@@ -129,6 +141,21 @@ class Processor {
     std::string example;
   };
   std::map<std::string, ProblemCount, std::less<>> problems_;
+  // Runtimes: their splicers, the code they marked (per module, sorted),
+  // each frame's tag (kept only while a splicer is registered), and the
+  // interpreted functions and frames by their text.
+  struct CodeRange {
+    uint64_t begin, end;
+    uint8_t tag;
+  };
+  std::vector<StackSplicer*> splicers_;
+  std::vector<std::vector<CodeRange>> module_marks_;
+  std::vector<char> module_announced_;
+  std::vector<uint8_t> frame_tag_;
+  std::vector<uint8_t> scratch_tags_;
+  std::map<std::tuple<capture::StringId, capture::StringId, uint32_t>, capture::FunctionId>
+      interpreted_functions_;
+  std::map<std::pair<capture::FunctionId, uint32_t>, capture::FrameId> interpreted_frames_;
 };
 
 }  // namespace microscope::record

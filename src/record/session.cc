@@ -144,6 +144,7 @@ class Recording {
     ASSIGN_OR_RETURN(sources_, record::StartSources(context, hooks_.warn));
     for (const auto& s : sources_) {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());
+      if (s->splicer() != nullptr) processor_.AddSplicer(s->splicer());
     }
     return OkStatus();
   }
@@ -259,7 +260,6 @@ void Recording::Stop(bool by_duration) {
   }
   Pump(UINT64_MAX);
   for (const auto& s : sources_) s->Finish(&processor_, &settings());
-  sources_.clear();
   if (exited_) processor_.SetExitStatus(uint32_t(target_), ExitStatusForShell(wait_status_));
 }
 

@@ -1,5 +1,6 @@
 #include <doctest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -218,4 +219,40 @@ TEST_CASE("Folded: random text never crashes the reader, and what it accepts val
     }
   }
   CHECK(accepted > 0);
+}
+
+TEST_CASE("pprof: interpreted frames are functions with file, line and start line, no address") {
+  auto c = testing::MakeTestCapture();
+  // hot (frame 2) runs a Python function: main > run > hot > handle (app.py:12, from line 10).
+  c.strings.push_back("handle");
+  c.strings.push_back("app.py");
+  c.functions.push_back({capture::StringId(c.strings.size() - 2), capture::kNone});
+  c.frames.push_back({capture::FrameKind::kInterpreted, capture::kNone, 10,
+                      capture::FunctionId(c.functions.size() - 1),
+                      capture::StringId(c.strings.size() - 1), 12});
+  c.stacks.parent.push_back(2);
+  c.stacks.frame.push_back(capture::FrameId(c.frames.size() - 1));
+  for (size_t i = 0; i < 7; ++i) c.samples.stack[i] = capture::StackId(c.stacks.size() - 1);
+  REQUIRE(capture::ValidateCapture(c).ok());
+  std::vector<uint8_t> pb = formats::WritePprof(c, {});
+  auto back = formats::ReadPprof(pb);
+  REQUIRE(back.ok());
+  CHECK(FlatByName(c) == FlatByName(*back));
+  CHECK(std::get<0>(FlatByName(*back).at("handle")) == 7);
+  bool found = false;
+  for (const auto& f : back->frames) {
+    if (f.function == capture::kNone || back->str(back->functions[f.function].name) != "handle")
+      continue;
+    found = true;
+    CHECK(back->str(f.file) == "app.py");
+    CHECK(f.line == 12);
+    CHECK(f.module == capture::kNone);  // no mapping, no address
+  }
+  CHECK(found);
+  // The function's start line (field 5) is written: 0x28 0x0a in the gzip'd
+  // payload's Function message.
+  auto raw = formats::Gunzip(pb, size_t(1) << 26);
+  REQUIRE(raw.ok());
+  const std::vector<uint8_t> start_line = {0x28, 0x0a};
+  CHECK(std::search(raw->begin(), raw->end(), start_line.begin(), start_line.end()) != raw->end());
 }

@@ -1,0 +1,98 @@
+// Processor: the runtimes' seam (splicer.h). Marks are per module, so each
+// frame's tag is found once, when the frame is first interned; a stack is
+// handed to the splicers only when one of its frames is tagged.
+#include <algorithm>
+
+#include "src/record/processor.h"
+
+namespace microscope::record {
+
+using capture::FrameId;
+using capture::kNone;
+
+void Processor::AddSplicer(StackSplicer* splicer) {
+  splicers_.push_back(splicer);
+  frame_tag_.resize(capture_.frames.size(), 0);
+  // Mappings already known (an attach seeds them before sources start).
+  module_announced_.assign(capture_.modules.size(), 0);
+  for (auto& [pid, process] : processes_) {
+    for (const auto& [start, row] : process.live) AnnounceMapping(pid, row);
+  }
+}
+
+void Processor::AnnounceMapping(uint32_t pid, uint32_t mapping_row) {
+  if (splicers_.empty()) return;
+  const capture::Mapping& m = capture_.mappings[mapping_row];
+  if (module_announced_.size() <= m.module) module_announced_.resize(m.module + 1, 0);
+  const capture::Module& mod = capture_.modules[m.module];
+  MappedModule mapped;
+  mapped.pid = pid;
+  mapped.module = m.module;
+  mapped.path = capture_.str(mod.path);
+  mapped.build_id = mod.build_id;
+  mapped.start = m.start;
+  mapped.end = m.end;
+  mapped.file_offset = m.file_offset;
+  mapped.first = !module_announced_[m.module];
+  module_announced_[m.module] = 1;
+  for (StackSplicer* s : splicers_) s->OnModuleMapped(mapped, this);
+}
+
+void Processor::Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) {
+  if (module >= capture_.modules.size() || begin >= end || tag == 0) return;
+  if (module_marks_.size() <= module) module_marks_.resize(module + 1);
+  auto& ranges = module_marks_[module];
+  CodeRange range{begin, end, tag};
+  ranges.insert(
+      std::upper_bound(ranges.begin(), ranges.end(), range,
+                       [](const CodeRange& a, const CodeRange& b) { return a.begin < b.begin; }),
+      range);
+  // Frames interned before the mark learn it now.
+  for (size_t f = 0; f < capture_.frames.size() && f < frame_tag_.size(); ++f) {
+    const capture::Frame& frame = capture_.frames[f];
+    if (frame.module == module && frame.kind == capture::FrameKind::kNative)
+      frame_tag_[f] = TagOf(module, frame.address);
+  }
+}
+
+uint8_t Processor::TagOf(capture::ModuleId module, uint64_t offset) const {
+  if (module == kNone || module >= module_marks_.size()) return 0;
+  const auto& ranges = module_marks_[module];
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), offset,
+                             [](uint64_t o, const CodeRange& r) { return o < r.begin; });
+  if (it == ranges.begin()) return 0;
+  --it;
+  return offset < it->end ? it->tag : 0;
+}
+
+void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time) {
+  for (StackSplicer* splicer : splicers_) {
+    scratch_tags_.resize(scratch_.size());
+    bool any = false;
+    for (size_t i = 0; i < scratch_.size(); ++i) {
+      FrameId f = scratch_[i];
+      scratch_tags_[i] = f < frame_tag_.size() ? frame_tag_[f] : 0;
+      any |= scratch_tags_[i] != 0;
+    }
+    if (!any) return;
+    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_}, this);
+  }
+}
+
+FrameId Processor::Interpreted(const InterpretedFrame& frame) {
+  capture::StringId name = strings_.Intern(frame.function);
+  capture::StringId file = frame.file.empty() ? kNone : strings_.Intern(frame.file);
+  auto [fn, new_function] = interpreted_functions_.try_emplace(
+      {name, file, frame.first_line}, capture::FunctionId(capture_.functions.size()));
+  if (new_function) capture_.functions.push_back({name, kNone, kNone});
+  auto [it, inserted] =
+      interpreted_frames_.try_emplace({fn->second, frame.line}, FrameId(capture_.frames.size()));
+  if (inserted) {
+    capture_.frames.push_back(
+        {capture::FrameKind::kInterpreted, kNone, frame.first_line, fn->second, file, frame.line});
+    if (!splicers_.empty()) frame_tag_.push_back(0);
+  }
+  return it->second;
+}
+
+}  // namespace microscope::record

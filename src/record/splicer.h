@@ -1,0 +1,73 @@
+// The seam where a runtime (CPython, V8) puts its interpreted frames into
+// the native stacks. A runtime's event source hands the processor a
+// StackSplicer (EventSource::splicer()); the processor then
+//  - tells it each executable mapping as it appears, so it can mark the code
+//    ranges whose frames it replaces (the interpreter's eval loop), found
+//    from the module's own symbols: frames are not named at record time;
+//  - calls Splice for every stack (sample, off-CPU interval, system call)
+//    that holds a marked frame, after unwinding and before interning, with
+//    an interner for the interpreted frames it inserts.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "capture/capture.h"
+
+namespace microscope::record {
+
+// An executable mapping of a process, as the processor recorded it.
+struct MappedModule {
+  uint32_t pid = 0;
+  capture::ModuleId module = capture::kNone;
+  std::string_view path;
+  std::span<const uint8_t> build_id;
+  uint64_t start = 0;  // the mapping's addresses
+  uint64_t end = 0;
+  uint64_t file_offset = 0;
+  bool first = false;  // the module's first mapping in the recording
+};
+
+// Where a splicer marks code: file-offset ranges of a module, each with a
+// tag (non-zero, the splicer's own meaning) that Splice sees again.
+class CodeMarks {
+ public:
+  virtual ~CodeMarks() = default;
+  virtual void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) = 0;
+};
+
+// One frame of interpreted code, by its text.
+struct InterpretedFrame {
+  std::string_view function;  // qualified name
+  std::string_view file;
+  uint32_t line = 0;
+  uint32_t first_line = 0;  // of the function: tells apart same-named functions of a file
+};
+
+class FrameInterner {
+ public:
+  virtual ~FrameInterner() = default;
+  virtual capture::FrameId Interpreted(const InterpretedFrame& frame) = 0;
+};
+
+// The stack being spliced, leaf first (kernel frames first, then user
+// frames): frames[i] and, for each, the tag of the code range it is in (0:
+// none). The splicer edits `frames` (and may leave `tags` stale).
+struct SpliceStack {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t time = 0;
+  std::vector<capture::FrameId>* frames = nullptr;
+  std::span<const uint8_t> tags;
+};
+
+class StackSplicer {
+ public:
+  virtual ~StackSplicer() = default;
+  virtual void OnModuleMapped(const MappedModule& mapping, CodeMarks* marks) = 0;
+  virtual void Splice(const SpliceStack& stack, FrameInterner* interner) = 0;
+};
+
+}  // namespace microscope::record
