@@ -14,6 +14,7 @@ void PrintError(const std::string& message) {
 int main(int argc, char** argv) {
   using namespace microscope::cli;
   CLI::App app{"microscope: a sampling profiler for Linux"};
+  app.set_version_flag("--version", "microscope " MICROSCOPE_VERSION);
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, Runner>> commands;
   Runner record = AddRecordCommand(app);

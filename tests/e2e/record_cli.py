@@ -1,6 +1,7 @@
 """record's command-line contract: errors, Ctrl-C, --duration in launch
 mode, a killed recorder leaves no file, -q is quiet, privileges."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -25,6 +26,19 @@ p = run([MICROSCOPE, "record", "-q", "-o", d + "/q.mscap", "--", fixture("split"
 check(p.returncode == 0 and p.stderr == "", "-q is quiet: %r" % p.stderr)
 p = run([MICROSCOPE, "record", "-o", d + "/v.mscap", "--", fixture("split"), "5"])
 check("microscope: wrote " + d + "/v.mscap" in p.stderr, "summary line: %r" % p.stderr)
+
+# --version names the release.
+p = run([MICROSCOPE, "--version"])
+check(p.returncode == 0 and re.fullmatch(r"microscope \d+\.\d+\.\d+\n", p.stdout) is not None,
+      "--version: %r" % p.stdout)
+
+# One duration grammar on every option (ns to h), and one error for what is not one.
+p = run([MICROSCOPE, "record", "-q", "-o", d + "/ns.mscap", "--off-cpu-min", "500ns", "--duration", "1h",
+         "--", fixture("split"), "5"])
+check(p.returncode == 0, "--off-cpu-min 500ns --duration 1h accepted: %r" % p.stderr)
+p = run([MICROSCOPE, "record", "-q", "--duration", "5parsecs", "--", fixture("split"), "5"])
+check(p.returncode == 2 and "--duration: '5parsecs' is not a duration" in p.stderr,
+      "a bad duration names the option and the value: %r" % p.stderr)
 
 # On a terminal, a live status line (elapsed, samples, lost) on stderr; none with -q.
 # `script` gives the recorder a pseudo-terminal.
