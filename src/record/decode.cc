@@ -104,6 +104,86 @@ Status ReadSample(ByteReader& r, const SampleLayout& l, Event* e) {
   return OkStatus();
 }
 
+// MMAP2: the mapping, its file (by name, and by build ID when the kernel
+// sends one) and protection.
+Status ReadMmap2(ByteReader& r, uint16_t misc, Event* e) {
+  e->type = EventType::kMmap2;
+  READ_OR_FAIL(r, &e->pid, "mmap2.pid");
+  READ_OR_FAIL(r, &e->tid, "mmap2.tid");
+  READ_OR_FAIL(r, &e->addr, "mmap2.addr");
+  READ_OR_FAIL(r, &e->len, "mmap2.len");
+  READ_OR_FAIL(r, &e->pgoff, "mmap2.pgoff");
+  if (misc & kMiscMmapBuildId) {
+    uint8_t size;
+    uint8_t reserved[3];
+    READ_OR_FAIL(r, &size, "mmap2.build_id_size");
+    READ_OR_FAIL(r, &reserved, "mmap2.reserved");
+    std::span<const uint8_t> id;
+    if (!r.View(20, &id)) return Truncated("mmap2.build_id", r.offset());
+    if (size > 20) {
+      return Status::Error("mmap2 build_id_size " + std::to_string(size) + " exceeds 20");
+    }
+    e->build_id = id.first(size);
+  } else {
+    if (!r.Skip(24)) return Truncated("mmap2.maj/min/ino/ino_generation", r.offset());
+  }
+  READ_OR_FAIL(r, &e->prot, "mmap2.prot");
+  READ_OR_FAIL(r, &e->flags, "mmap2.flags");
+  // The filename is NUL-terminated and padded to 8 bytes; the trailer follows.
+  if (!r.PaddedString(&e->filename)) {
+    return Status::Error("mmap2 filename is not NUL-terminated within the record at offset " +
+                         std::to_string(r.offset()));
+  }
+  if (e->len == 0 || e->addr + e->len < e->addr) {
+    return Status::Error("mmap2 range is empty or wraps the address space");
+  }
+  return OkStatus();
+}
+
+Status ReadComm(ByteReader& r, uint16_t misc, Event* e) {
+  e->type = EventType::kComm;
+  e->exec = (misc & kMiscCommExec) != 0;
+  READ_OR_FAIL(r, &e->pid, "comm.pid");
+  READ_OR_FAIL(r, &e->tid, "comm.tid");
+  if (!r.PaddedString(&e->comm)) {
+    return Status::Error("comm name is not NUL-terminated within the record at offset " +
+                         std::to_string(r.offset()));
+  }
+  return OkStatus();
+}
+
+// FORK and EXIT, with their trailer.
+Status ReadTask(ByteReader& r, const SampleLayout& layout, uint32_t type, Event* e) {
+  e->type = type == kRecordFork ? EventType::kFork : EventType::kExit;
+  READ_OR_FAIL(r, &e->pid, "task.pid");
+  READ_OR_FAIL(r, &e->ppid, "task.ppid");
+  READ_OR_FAIL(r, &e->tid, "task.tid");
+  READ_OR_FAIL(r, &e->ptid, "task.ptid");
+  READ_OR_FAIL(r, &e->time, "task.time");
+  // The trailer repeats pid/tid/time; keep the record's own values.
+  Event trailer;
+  if (layout.sample_id_all) RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
+  e->cpu = trailer.cpu;
+  e->id = trailer.id;
+  return OkStatus();
+}
+
+// THROTTLE and UNTHROTTLE, with their trailer.
+Status ReadThrottle(ByteReader& r, const SampleLayout& layout, uint32_t type, Event* e) {
+  e->type = type == kRecordThrottle ? EventType::kThrottle : EventType::kUnthrottle;
+  uint64_t time, stream;
+  READ_OR_FAIL(r, &time, "throttle.time");
+  READ_OR_FAIL(r, &e->id, "throttle.id");
+  READ_OR_FAIL(r, &stream, "throttle.stream_id");
+  e->time = time;
+  Event trailer;
+  if (layout.sample_id_all) RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
+  e->pid = trailer.pid;
+  e->tid = trailer.tid;
+  e->cpu = trailer.cpu;
+  return OkStatus();
+}
+
 }  // namespace
 
 uint64_t Event::CallchainAt(size_t i) const {
@@ -130,65 +210,16 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
       e.type = EventType::kSample;
       RETURN_IF_ERROR(ReadSample(r, layout, &e));
       return e;
-    case kRecordMmap2: {
-      e.type = EventType::kMmap2;
-      READ_OR_FAIL(r, &e.pid, "mmap2.pid");
-      READ_OR_FAIL(r, &e.tid, "mmap2.tid");
-      READ_OR_FAIL(r, &e.addr, "mmap2.addr");
-      READ_OR_FAIL(r, &e.len, "mmap2.len");
-      READ_OR_FAIL(r, &e.pgoff, "mmap2.pgoff");
-      if (h.misc & kMiscMmapBuildId) {
-        uint8_t size;
-        uint8_t reserved[3];
-        READ_OR_FAIL(r, &size, "mmap2.build_id_size");
-        READ_OR_FAIL(r, &reserved, "mmap2.reserved");
-        std::span<const uint8_t> id;
-        if (!r.View(20, &id)) return Truncated("mmap2.build_id", r.offset());
-        if (size > 20) {
-          return Status::Error("mmap2 build_id_size " + std::to_string(size) + " exceeds 20");
-        }
-        e.build_id = id.first(size);
-      } else {
-        if (!r.Skip(24)) return Truncated("mmap2.maj/min/ino/ino_generation", r.offset());
-      }
-      READ_OR_FAIL(r, &e.prot, "mmap2.prot");
-      READ_OR_FAIL(r, &e.flags, "mmap2.flags");
-      // The filename is NUL-terminated and padded to 8 bytes; the trailer follows.
-      if (!r.PaddedString(&e.filename)) {
-        return Status::Error("mmap2 filename is not NUL-terminated within the record at offset " +
-                             std::to_string(r.offset()));
-      }
-      if (e.len == 0 || e.addr + e.len < e.addr) {
-        return Status::Error("mmap2 range is empty or wraps the address space");
-      }
+    case kRecordMmap2:
+      RETURN_IF_ERROR(ReadMmap2(r, h.misc, &e));
       break;
-    }
-    case kRecordComm: {
-      e.type = EventType::kComm;
-      e.exec = (h.misc & kMiscCommExec) != 0;
-      READ_OR_FAIL(r, &e.pid, "comm.pid");
-      READ_OR_FAIL(r, &e.tid, "comm.tid");
-      if (!r.PaddedString(&e.comm)) {
-        return Status::Error("comm name is not NUL-terminated within the record at offset " +
-                             std::to_string(r.offset()));
-      }
+    case kRecordComm:
+      RETURN_IF_ERROR(ReadComm(r, h.misc, &e));
       break;
-    }
     case kRecordFork:
-    case kRecordExit: {
-      e.type = h.type == kRecordFork ? EventType::kFork : EventType::kExit;
-      READ_OR_FAIL(r, &e.pid, "task.pid");
-      READ_OR_FAIL(r, &e.ppid, "task.ppid");
-      READ_OR_FAIL(r, &e.tid, "task.tid");
-      READ_OR_FAIL(r, &e.ptid, "task.ptid");
-      READ_OR_FAIL(r, &e.time, "task.time");
-      // The trailer repeats pid/tid/time; keep the record's own values.
-      Event trailer;
-      if (layout.sample_id_all) RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
-      e.cpu = trailer.cpu;
-      e.id = trailer.id;
+    case kRecordExit:
+      RETURN_IF_ERROR(ReadTask(r, layout, h.type, &e));
       return e;
-    }
     case kRecordLost:
       e.type = EventType::kLost;
       READ_OR_FAIL(r, &e.id, "lost.id");
@@ -199,20 +230,9 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
       READ_OR_FAIL(r, &e.lost, "lost_samples.lost");
       break;
     case kRecordThrottle:
-    case kRecordUnthrottle: {
-      e.type = h.type == kRecordThrottle ? EventType::kThrottle : EventType::kUnthrottle;
-      uint64_t time, stream;
-      READ_OR_FAIL(r, &time, "throttle.time");
-      READ_OR_FAIL(r, &e.id, "throttle.id");
-      READ_OR_FAIL(r, &stream, "throttle.stream_id");
-      e.time = time;
-      Event trailer;
-      if (layout.sample_id_all) RETURN_IF_ERROR(ReadTrailer(r, layout, &trailer));
-      e.pid = trailer.pid;
-      e.tid = trailer.tid;
-      e.cpu = trailer.cpu;
+    case kRecordUnthrottle:
+      RETURN_IF_ERROR(ReadThrottle(r, layout, h.type, &e));
       return e;
-    }
     default:
       e.type = EventType::kOther;
       return e;

@@ -87,6 +87,11 @@ inline constexpr uint32_t kRecordLostSamples = 13;
 inline constexpr uint16_t kMiscCommExec = 1 << 13;
 inline constexpr uint16_t kMiscMmapBuildId = 1 << 14;
 inline constexpr uint16_t kMiscCpumodeMask = 7;
+// Callchain words at or above kContextMax mark where the next addresses
+// come from (PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER), not frames.
+inline constexpr uint64_t kContextKernel = uint64_t(-128);
+inline constexpr uint64_t kContextUser = uint64_t(-512);
+inline constexpr uint64_t kContextMax = uint64_t(-4095);
 
 struct RecordHeader {
   uint32_t type;

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/hex.h"
+#include "src/record/row_order.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
 
@@ -23,10 +24,6 @@ using capture::kNone;
 using capture::ModuleId;
 using capture::ModuleKind;
 using capture::StackEnd;
-
-constexpr uint64_t kContextKernel = uint64_t(-128);
-constexpr uint64_t kContextUser = uint64_t(-512);
-constexpr uint64_t kContextMax = uint64_t(-4095);
 
 ModuleKind KindOfPath(std::string_view path) {
   if (path == "[vdso]") return ModuleKind::kVdso;
@@ -299,84 +296,6 @@ FrameId Processor::KernelFrame(uint64_t address) {
   return InternFrame(FrameKind::kKernel, kernel_module_, address);
 }
 
-namespace {
-constexpr uint64_t kUnknownBias = ~0ull;
-}  // namespace
-
-const unwind::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
-  if (module_unwind_.size() <= module) module_unwind_.resize(capture_.modules.size());
-  ModuleUnwind& mu = module_unwind_[module];
-  if (mu.tried) return mu.cfi.get();
-  mu.tried = true;
-  const capture::Module& mod = capture_.modules[module];
-  const std::string& path = capture_.strings[mod.path];
-  if (mod.kind == ModuleKind::kAnonymous || mod.kind == ModuleKind::kKernel) return nullptr;
-  auto loaded = options_.cfi_cache->Get(
-      mod.build_id, path,
-      mod.kind == ModuleKind::kVdso ? symbols::OwnVdsoImage() : std::span<const uint8_t>());
-  if (!loaded.ok()) {
-    CountProblem("module not unwound (no CFI read)", path + ": " + loaded.status().message());
-    return nullptr;
-  }
-  mu.cfi = std::move(loaded).value();
-  return mu.cfi.get();
-}
-
-bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info) {
-  auto it = proc.live.upper_bound(pc);
-  if (it == proc.live.begin()) return false;
-  uint32_t row = std::prev(it)->second;
-  const capture::Mapping& m = capture_.mappings[row];
-  if (pc >= m.end) return false;
-  const unwind::ModuleCfi* cfi = ModuleUnwindInfo(m.module);
-  info->table = cfi != nullptr ? cfi->table.get() : nullptr;
-  info->bias = 0;
-  if (cfi == nullptr) return true;
-  if (mapping_bias_.size() <= row) mapping_bias_.resize(capture_.mappings.size(), kUnknownBias);
-  uint64_t& bias = mapping_bias_[row];
-  if (bias == kUnknownBias && !cfi->Bias(m.start, m.file_offset, &bias)) {
-    info->table = nullptr;  // a mapping no segment explains: no CFI for it
-    bias = kUnknownBias;
-    return true;
-  }
-  info->bias = bias;
-  return true;
-}
-
-capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
-  if (e.regs_abi == 0 || e.regs.size() < kUserRegCount * 8) {
-    return StackEnd::kKernelOnly;
-  }
-  unwind::Registers regs;
-  for (size_t i = 0; i < kUserRegCount; ++i) {
-    uint64_t v;
-    std::memcpy(&v, e.regs.data() + i * 8, 8);
-    regs.Set(kUserRegToDwarf[i], v);
-  }
-  struct Map : unwind::CodeMap {
-    Processor* self;
-    ProcessState* proc;
-    bool Lookup(uint64_t pc, unwind::CodeInfo* info) override {
-      return self->LookupCode(*proc, pc, info);
-    }
-  } map;
-  map.self = this;
-  map.proc = &proc;
-  unwind_frames_.resize(options_.max_user_frames);
-  unwind::StackImage stack{regs.value[unwind::kRegRsp], e.stack};
-  unwind::Policy policy =
-      options_.call_graph == CallGraph::kAuto ? unwind::Policy::kAuto : unwind::Policy::kDwarf;
-  unwind::UnwindResult r = unwind::Unwind(regs, stack, map, policy, unwind_frames_);
-  for (size_t i = 0; i < r.frames; ++i) {
-    const unwind::Frame& f = unwind_frames_[i];
-    scratch_.push_back(UserFrame(proc, f.exact ? f.pc : f.pc - 1));
-  }
-  if (r.end == StackEnd::kUnmappedPc) {
-    scratch_.push_back(UserFrame(proc, regs.value[unwind::kRegRa]));  // still show where it was
-  }
-  return r.end;
-}
-
 void Processor::OnSample(const Event& e) {
   capture::ThreadId thread = EnsureThread(e.pid, e.tid, e.time);
   ProcessState& proc = EnsureProcess(e.pid, e.time);
@@ -425,158 +344,9 @@ void Processor::OnSample(const Event& e) {
   s.end.push_back(end);
 }
 
-namespace {
-
-// Row order that sorts `times` (ties keep their order).
-template <typename Times>
-std::vector<uint32_t> StableOrder(const Times& times) {
-  std::vector<uint32_t> order(times.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t a, uint32_t b) { return times[a] < times[b]; });
-  return order;
-}
-
-template <typename Col>
-void Permute(Col& column, const std::vector<uint32_t>& order) {
-  Col sorted(column.size());
-  for (size_t i = 0; i < order.size(); ++i) sorted[i] = column[order[i]];
-  column = std::move(sorted);
-}
-
-}  // namespace
-
 capture::StackId Processor::InternScratch(uint32_t pid, uint32_t tid, uint64_t time) {
   if (!splicers_.empty()) SpliceScratch(pid, tid, time);
   return stacks_.InternLeafFirst(scratch_);
-}
-
-// A thread named by a BPF event: its row, named from the event when no
-// COMM record named it.
-capture::ThreadId Processor::BpfThread(uint32_t pid, uint32_t tid, uint64_t time,
-                                       const std::string& comm) {
-  capture::ThreadId thread = EnsureThread(pid, tid, time);
-  if (capture_.threads[thread].name == kNone && !comm.empty()) {
-    capture_.threads[thread].name = strings_.Intern(comm);
-  }
-  return thread;
-}
-
-// Appends to scratch_ the user frames unwound from registers and stack bytes
-// copied by BPF (frame pointers in the copy where a module has no CFI, also
-// in fp recordings).
-capture::StackEnd Processor::UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
-                                               ProcessState& proc) {
-  Event e;
-  e.regs_abi = 2;  // PERF_SAMPLE_REGS_ABI_64
-  e.regs = std::span(reinterpret_cast<const uint8_t*>(regs), sizeof(regs));
-  e.stack = stack;
-  if (options_.call_graph != CallGraph::kFramePointer) return UnwindUser(e, proc);
-  options_.call_graph = CallGraph::kAuto;
-  StackEnd end = UnwindUser(e, proc);
-  options_.call_graph = CallGraph::kFramePointer;
-  return end;
-}
-
-void Processor::AddSyscall(const SyscallEvent& call) {
-  capture::ThreadId thread = BpfThread(call.pid, call.tid, call.start_ns, call.comm);
-  capture::StackId stack = kNone;
-  if (call.has_stack) {
-    scratch_.clear();
-    UnwindCopiedStack(call.regs, call.user_stack, EnsureProcess(call.pid, call.start_ns));
-    stack = InternScratch(call.pid, call.tid, call.end_ns());
-  }
-  capture::Syscalls& y = capture_.syscalls;
-  y.time.push_back(call.start_ns);
-  y.duration.push_back(call.duration_ns);
-  y.thread.push_back(thread);
-  y.nr.push_back(call.nr);
-  y.ret.push_back(call.ret);
-  y.arg0.push_back(call.args[0]);
-  y.arg1.push_back(call.args[1]);
-  y.arg2.push_back(call.args[2]);
-  y.stack.push_back(stack);
-}
-
-void Processor::AddOffCpu(const OffCpuInterval& iv) {
-  const uint64_t start = iv.start_ns != 0 ? iv.start_ns : capture_.settings.start_time;
-  const uint64_t end = iv.end_ns;  // 0 (still off CPU): closed by Finish
-  capture::ThreadId thread = BpfThread(iv.pid, iv.tid, std::max(start, iv.time_ns), iv.comm);
-  ProcessState& proc = EnsureProcess(iv.pid, iv.time_ns);
-  scratch_.clear();
-  // bpf_get_stack's first address is where the stack was taken; the rest
-  // are return addresses.
-  for (size_t i = 0; i < iv.kernel_stack.size(); ++i) {
-    uint64_t a = iv.kernel_stack[i];
-    if (a >= kContextMax || a < 0xffff800000000000ull) continue;  // not a kernel text address
-    scratch_.push_back(KernelFrame(i == 0 ? a : a - 1));
-  }
-  StackEnd stack_end =
-      iv.has_regs ? UnwindCopiedStack(iv.regs, iv.user_stack, proc) : StackEnd::kKernelOnly;
-  if (scratch_.empty()) stack_end = StackEnd::kEmpty;
-  capture::OffCpu& o = capture_.off_cpu;
-  o.start.push_back(start);
-  o.end.push_back(end);
-  o.thread.push_back(thread);
-  o.stack.push_back(InternScratch(iv.pid, iv.tid, iv.time_ns));
-  o.stack_end.push_back(stack_end);
-  o.state.push_back(
-      capture::OffCpuState(std::min<uint8_t>(iv.state, capture::kOffCpuStateCount - 1)));
-  o.waker_tid.push_back(int32_t(iv.waker_tid));
-  o.waker_name.push_back(iv.waker_tid != 0 ? strings_.Intern(iv.waker_comm) : kNone);
-  o.flags.push_back(uint8_t(iv.flags & capture::kOffCpuFlagsMask));
-}
-
-void Processor::AddOffCpuShort(const OffCpuShortCount& c) {
-  capture::OffCpuShort& s = capture_.off_cpu_short;
-  // Counts are read at the end: the thread may have exited by then. Its
-  // latest row is the one they belong to.
-  capture::ThreadId thread = kNone;
-  if (auto live = threads_.find(c.tid); live != threads_.end()) {
-    thread = live->second;
-  } else {
-    for (size_t i = capture_.threads.size(); i-- > 0;) {
-      if (capture_.threads[i].tid == int32_t(c.tid)) {
-        thread = capture::ThreadId(i);
-        break;
-      }
-    }
-  }
-  if (thread == kNone) thread = EnsureThread(c.pid, c.tid, capture_.settings.start_time);
-  s.thread.push_back(thread);
-  s.state.push_back(
-      capture::OffCpuState(std::min<uint8_t>(c.state, capture::kOffCpuStateCount - 1)));
-  s.count.push_back(c.count);
-  s.total.push_back(c.total_ns);
-}
-
-void Processor::SortSyscallsByStart() {
-  capture::Syscalls& y = capture_.syscalls;
-  if (std::all_of(y.stack.begin(), y.stack.end(), [](uint32_t n) { return n == kNone; })) {
-    y.stack.clear();  // no call carried a stack: no column
-  }
-  if (std::is_sorted(y.time.begin(), y.time.end())) return;
-  std::vector<uint32_t> order = StableOrder(y.time);
-  for (auto* column : {&y.time, &y.duration, &y.arg0, &y.arg1, &y.arg2}) Permute(*column, order);
-  Permute(y.thread, order);
-  Permute(y.nr, order);
-  Permute(y.ret, order);
-  if (!y.stack.empty()) Permute(y.stack, order);
-}
-
-void Processor::SortOffCpuByStart() {
-  capture::OffCpu& o = capture_.off_cpu;
-  if (std::is_sorted(o.start.begin(), o.start.end())) return;
-  std::vector<uint32_t> order = StableOrder(o.start);
-  Permute(o.start, order);
-  Permute(o.end, order);
-  Permute(o.thread, order);
-  Permute(o.stack, order);
-  Permute(o.stack_end, order);
-  Permute(o.state, order);
-  Permute(o.waker_tid, order);
-  Permute(o.waker_name, order);
-  Permute(o.flags, order);
 }
 
 void Processor::Process(const Event& e) {
@@ -615,18 +385,13 @@ void Processor::Process(const Event& e) {
 
 void Processor::SortSamplesByTime() {
   capture::Samples& s = capture_.samples;
-  if (std::is_sorted(s.time.begin(), s.time.end())) return;
   // A record stamped before the pump's watermark but written after it (a
   // long vCPU stall) was processed one round late: put samples back in order.
   size_t late = 0;
   for (size_t i = 1; i < s.size(); ++i) late += s.time[i] < s.time[i - 1];
-  CountProblem("records arrived late and were reordered", std::to_string(late) + " samples");
-  std::vector<uint32_t> order = StableOrder(s.time);
-  Permute(s.time, order);
-  Permute(s.thread, order);
-  Permute(s.stack, order);
-  Permute(s.weight, order);
-  Permute(s.end, order);
+  if (SortRowsBy(s.time, s.time, s.thread, s.stack, s.weight, s.end, s.count)) {
+    CountProblem("records arrived late and were reordered", std::to_string(late) + " samples");
+  }
 }
 
 capture::Capture Processor::Finish(uint64_t end_time) {

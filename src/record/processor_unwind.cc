@@ -1,0 +1,91 @@
+// Processor: user stacks unwound from copied registers and stack bytes,
+// with each module's CFI (loaded once per build ID) and each mapping's bias.
+#include <cstring>
+
+#include "src/record/processor.h"
+
+namespace microscope::record {
+
+using capture::ModuleId;
+using capture::ModuleKind;
+using capture::StackEnd;
+
+namespace {
+constexpr uint64_t kUnknownBias = ~0ull;
+}  // namespace
+
+const unwind::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
+  if (module_unwind_.size() <= module) module_unwind_.resize(capture_.modules.size());
+  ModuleUnwind& mu = module_unwind_[module];
+  if (mu.tried) return mu.cfi.get();
+  mu.tried = true;
+  const capture::Module& mod = capture_.modules[module];
+  const std::string& path = capture_.strings[mod.path];
+  if (mod.kind == ModuleKind::kAnonymous || mod.kind == ModuleKind::kKernel) return nullptr;
+  auto loaded = options_.cfi_cache->Get(
+      mod.build_id, path,
+      mod.kind == ModuleKind::kVdso ? symbols::OwnVdsoImage() : std::span<const uint8_t>());
+  if (!loaded.ok()) {
+    CountProblem("module not unwound (no CFI read)", path + ": " + loaded.status().message());
+    return nullptr;
+  }
+  mu.cfi = std::move(loaded).value();
+  return mu.cfi.get();
+}
+
+bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info) {
+  auto it = proc.live.upper_bound(pc);
+  if (it == proc.live.begin()) return false;
+  uint32_t row = std::prev(it)->second;
+  const capture::Mapping& m = capture_.mappings[row];
+  if (pc >= m.end) return false;
+  const unwind::ModuleCfi* cfi = ModuleUnwindInfo(m.module);
+  info->table = cfi != nullptr ? cfi->table.get() : nullptr;
+  info->bias = 0;
+  if (cfi == nullptr) return true;
+  if (mapping_bias_.size() <= row) mapping_bias_.resize(capture_.mappings.size(), kUnknownBias);
+  uint64_t& bias = mapping_bias_[row];
+  if (bias == kUnknownBias && !cfi->Bias(m.start, m.file_offset, &bias)) {
+    info->table = nullptr;  // a mapping no segment explains: no CFI for it
+    bias = kUnknownBias;
+    return true;
+  }
+  info->bias = bias;
+  return true;
+}
+
+capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
+  if (e.regs_abi == 0 || e.regs.size() < kUserRegCount * 8) {
+    return StackEnd::kKernelOnly;
+  }
+  unwind::Registers regs;
+  for (size_t i = 0; i < kUserRegCount; ++i) {
+    uint64_t v;
+    std::memcpy(&v, e.regs.data() + i * 8, 8);
+    regs.Set(kUserRegToDwarf[i], v);
+  }
+  struct Map : unwind::CodeMap {
+    Processor* self;
+    ProcessState* proc;
+    bool Lookup(uint64_t pc, unwind::CodeInfo* info) override {
+      return self->LookupCode(*proc, pc, info);
+    }
+  } map;
+  map.self = this;
+  map.proc = &proc;
+  unwind_frames_.resize(options_.max_user_frames);
+  unwind::StackImage stack{regs.value[unwind::kRegRsp], e.stack};
+  unwind::Policy policy =
+      options_.call_graph == CallGraph::kAuto ? unwind::Policy::kAuto : unwind::Policy::kDwarf;
+  unwind::UnwindResult r = unwind::Unwind(regs, stack, map, policy, unwind_frames_);
+  for (size_t i = 0; i < r.frames; ++i) {
+    const unwind::Frame& f = unwind_frames_[i];
+    scratch_.push_back(UserFrame(proc, f.exact ? f.pc : f.pc - 1));
+  }
+  if (r.end == StackEnd::kUnmappedPc) {
+    scratch_.push_back(UserFrame(proc, regs.value[unwind::kRegRa]));  // still show where it was
+  }
+  return r.end;
+}
+
+}  // namespace microscope::record
