@@ -41,10 +41,16 @@ Status CheckMetric(const capture::Capture& c, Metric metric) {
   if (metric == Metric::kCpu || c.off_cpu.size() > 0 || c.off_cpu_short.size() > 0) {
     return OkStatus();
   }
-  std::string why = c.settings.off_cpu.empty() ? "it was recorded without off-CPU tracing"
-                                               : "off-CPU tracing was " + c.settings.off_cpu;
+  const std::string state = c.settings.SourceState(capture::kOffCpuSource);
+  std::string why =
+      state.empty() ? "it was recorded without off-CPU tracing" : "off-CPU tracing was " + state;
   return Status::Error(std::string("--metric ") + MetricName(metric) +
                        ": no off-CPU intervals in this capture (" + why + ")");
+}
+
+uint64_t OffCpuMin(const capture::Capture& c) {
+  const capture::SourceSetting* off = c.settings.Source(capture::kOffCpuSource);
+  return off != nullptr ? off->Value("min_ns") : 0;
 }
 
 std::string ShortOffCpuFrameName(uint64_t min_ns) {
@@ -141,8 +147,7 @@ capture::Capture ForMetric(const capture::Capture& c, Metric metric, const Metri
     uint64_t at = c.settings.start_time;
     if (cpu_rows > 0) at = std::min(at, s.time.front());
     if (o.size() > 0) at = std::min(at, o.start.front());
-    capture::StackId node =
-        pseudo.Node(kNone, pseudo.Frame(ShortOffCpuFrameName(c.settings.off_cpu_min)));
+    capture::StackId node = pseudo.Node(kNone, pseudo.Frame(ShortOffCpuFrameName(OffCpuMin(c))));
     const capture::OffCpuShort& sh = c.off_cpu_short;
     for (size_t i = 0; i < sh.size(); ++i) {
       capture::StackId st = options.by_state ? pseudo.StateLeaf(node, sh.state[i]) : node;

@@ -73,7 +73,7 @@ const char* MetricName(Metric metric);
 Metric DefaultMetric(const capture::Capture& capture);
 
 // An error for kOffCpu or kWall over a capture without off-CPU intervals,
-// saying why it has none (settings.off_cpu).
+// saying why it has none (the off-cpu source's state).
 Status CheckMetric(const capture::Capture& capture, Metric metric);
 
 struct MetricOptions {
@@ -85,6 +85,8 @@ struct MetricOptions {
 // The name of the pseudo frame that holds a thread's short off-CPU
 // intervals: "[off-CPU intervals under 100 µs, no stack]".
 std::string ShortOffCpuFrameName(uint64_t off_cpu_min_ns);
+// The recording's --off-cpu-min in ns (0 when off-CPU time was not asked for).
+uint64_t OffCpuMin(const capture::Capture& c);
 // "[sleeping]" and so on.
 std::string OffCpuStateFrameName(capture::OffCpuState state);
 

@@ -199,8 +199,9 @@ ReportHeader BuildHeader(const capture::Capture& original, const capture::Captur
   const uint64_t fp = s.stack_ends[uint8_t(capture::StackEnd::kFramePointerEnd)];
   h.ended_early = complete + fp < s.samples ? s.samples - complete - fp : 0;
   h.complete_percent = Percent(complete, s.samples);
-  h.syscalls = cap.settings.syscalls;
-  h.syscall_stack_min = cap.settings.syscall_stack_min;
+  h.syscalls = cap.settings.SourceState(capture::kSyscallSource);
+  if (const capture::SourceSetting* sys = cap.settings.Source(capture::kSyscallSource))
+    h.syscall_stack_min = sys->Value("stack_min_ns");
   h.filter_text = q.filter_text;
   return h;
 }

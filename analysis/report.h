@@ -213,7 +213,7 @@ struct ReportHeader {
   // at the end of a frame pointer chain), and the complete ones' share.
   uint64_t ended_early = 0;
   double complete_percent = 0;
-  std::string syscalls;  // settings.syscalls: how system calls were traced
+  std::string syscalls;  // the syscalls source's state: how system calls were traced
   uint64_t syscall_stack_min = 0;
   std::string filter_text;  // empty: no filter
 };

@@ -88,8 +88,10 @@ std::vector<ThreadCost> ThreadTotals(const capture::Capture& c, const SampleFilt
 OffCpuSummary SummarizeOffCpu(const capture::Capture& c, const SampleFilter& filter,
                               size_t top_wakers) {
   OffCpuSummary s;
-  s.status = c.settings.off_cpu;
-  s.min_ns = c.settings.off_cpu_min;
+  if (const capture::SourceSetting* off = c.settings.Source(capture::kOffCpuSource)) {
+    s.status = off->state;
+    s.min_ns = off->Value("min_ns");
+  }
   constexpr size_t kStates = capture::kOffCpuStateCount;
   std::vector<OffCpuStateTotal> per(c.threads.size() * kStates);
   // (thread, waker tid, waker name) -> waker

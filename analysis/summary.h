@@ -101,7 +101,7 @@ struct ThreadWakers {
 };
 
 struct OffCpuSummary {
-  std::string status;   // settings.off_cpu: "", "on" or "off: why"
+  std::string status;   // the off-cpu source: "", "on" or "off: why"
   uint64_t min_ns = 0;  // settings.off_cpu_min
   uint64_t intervals = 0;
   uint64_t interval_ns = 0;

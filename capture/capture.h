@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "capture/column.h"
@@ -173,7 +175,7 @@ struct OffCpu {
   size_t size() const { return start.size(); }
 };
 
-// Intervals shorter than settings.off_cpu_min, counted per thread and state.
+// Intervals shorter than the off-cpu source's min_ns, counted per thread and state.
 struct OffCpuShort {
   std::vector<ThreadId> thread;
   std::vector<OffCpuState> state;
@@ -186,6 +188,21 @@ struct Problem {
   StringId kind = kNone;
   uint64_t count = 0;
   StringId example = kNone;
+};
+
+// An event source the recording asked for (off-CPU time, system calls,
+// a runtime walker): whether it ran, and its own settings. A new source
+// needs no field here.
+struct SourceSetting {
+  std::string name;   // "off-cpu", "syscalls", ...
+  std::string state;  // "on", or "off: why" (refused; the recording went on)
+  std::vector<std::pair<std::string, uint64_t>> values;  // e.g. {"min_ns", 20000}
+  uint64_t Value(std::string_view key) const {
+    for (const auto& [k, v] : values) {
+      if (k == key) return v;
+    }
+    return 0;
+  }
 };
 
 struct Settings {
@@ -211,12 +228,36 @@ struct Settings {
   std::string unit = "nanoseconds";
   std::string symbols;  // "now", "later" or "symbolize"; empty in older captures
   std::string boot_id;  // the recording's boot: KASLR moves the kernel at each boot
-  // Each BPF part: empty (not asked for), "on", or "off: why".
-  std::string off_cpu;
-  std::string syscalls;
-  uint64_t off_cpu_min = 0;        // ns
-  uint64_t syscall_stack_min = 0;  // ns; 0: no stacks for calls
+  std::vector<SourceSetting> sources;  // in the order they started
+
+  // The source named `name`, or null when the recording did not ask for it.
+  const SourceSetting* Source(std::string_view name) const {
+    for (const SourceSetting& s : sources) {
+      if (s.name == name) return &s;
+    }
+    return nullptr;
+  }
+  // "" (not asked for), "on", or "off: why".
+  std::string SourceState(std::string_view name) const {
+    const SourceSetting* s = Source(name);
+    return s != nullptr ? s->state : "";
+  }
+  // Adds the source, or replaces what was said of it.
+  SourceSetting& SetSource(std::string name, std::string state) {
+    for (SourceSetting& s : sources) {
+      if (s.name == name) {
+        s.state = std::move(state);
+        return s;
+      }
+    }
+    sources.push_back({std::move(name), std::move(state), {}});
+    return sources.back();
+  }
 };
+
+// The sources this recorder has, by the names their settings use.
+inline constexpr std::string_view kOffCpuSource = "off-cpu";    // values: min_ns
+inline constexpr std::string_view kSyscallSource = "syscalls";  // values: stack_min_ns
 
 struct Capture {
   std::vector<std::string> strings;

@@ -46,7 +46,7 @@ std::vector<std::string> Strings(
   return out;
 }
 
-Settings ToSettings(const fbs::Settings* s) {
+Result<Settings> ToSettings(const fbs::Settings* s) {
   Settings out;
   if (s == nullptr) return out;
   out.mode = Str(s->mode());
@@ -71,10 +71,30 @@ Settings ToSettings(const fbs::Settings* s) {
   if (s->unit()) out.unit = s->unit()->str();
   out.symbols = Str(s->symbols());
   out.boot_id = Str(s->boot_id());
-  out.off_cpu = Str(s->off_cpu());
-  out.syscalls = Str(s->syscalls());
-  out.off_cpu_min = s->off_cpu_min();
-  out.syscall_stack_min = s->syscall_stack_min();
+  if (s->sources() != nullptr) {
+    for (const fbs::SourceSetting* src : *s->sources()) {
+      SourceSetting& to = out.SetSource(Str(src->name()), Str(src->state()));
+      std::vector<std::string> keys = Strings(src->keys());
+      size_t values = src->values() != nullptr ? src->values()->size() : 0;
+      if (values != keys.size()) {
+        return Status::Error(StatusCode::kDataLoss,
+                             "settings.sources[" + to.name + "]: " + std::to_string(keys.size()) +
+                                 " keys but " + std::to_string(values) + " values");
+      }
+      for (size_t i = 0; i < keys.size(); ++i)
+        to.values.push_back({keys[i], src->values()->Get(i)});
+    }
+  } else {
+    // A 2.3 capture: its BPF parts had fields of their own.
+    if (s->off_cpu() != nullptr && s->off_cpu()->size() > 0) {
+      out.SetSource(std::string(kOffCpuSource), Str(s->off_cpu())).values = {
+          {"min_ns", s->off_cpu_min()}};
+    }
+    if (s->syscalls() != nullptr && s->syscalls()->size() > 0) {
+      out.SetSource(std::string(kSyscallSource), Str(s->syscalls())).values = {
+          {"stack_min_ns", s->syscall_stack_min()}};
+    }
+  }
   return out;
 }
 
@@ -483,7 +503,7 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       c.problems.push_back({p->kind(), p->count(), p->example()});
     }
   }
-  c.settings = ToSettings(root->settings());
+  ASSIGN_OR_RETURN(c.settings, ToSettings(root->settings()));
   c.backing = std::move(backing);
   RETURN_IF_ERROR(ValidateCapture(c));
   return c;

@@ -25,8 +25,24 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   auto unit = b.CreateString(s.unit);
   auto symbols = b.CreateString(s.symbols);
   auto boot_id = b.CreateString(s.boot_id);
-  auto off_cpu = b.CreateString(s.off_cpu);
-  auto syscalls = b.CreateString(s.syscalls);
+  // 2.3 readers know the BPF parts by fields of their own.
+  const SourceSetting* off = s.Source(kOffCpuSource);
+  const SourceSetting* sys = s.Source(kSyscallSource);
+  auto off_cpu = b.CreateString(off != nullptr ? off->state : "");
+  auto syscalls = b.CreateString(sys != nullptr ? sys->state : "");
+  std::vector<flatbuffers::Offset<fbs::SourceSetting>> source_rows;
+  for (const SourceSetting& src : s.sources) {
+    std::vector<std::string> keys;
+    std::vector<uint64_t> values;
+    for (const auto& [k, v] : src.values) {
+      keys.push_back(k);
+      values.push_back(v);
+    }
+    source_rows.push_back(
+        fbs::CreateSourceSetting(b, b.CreateString(src.name), b.CreateString(src.state),
+                                 b.CreateVectorOfStrings(keys), b.CreateVector(values)));
+  }
+  auto sources = b.CreateVector(source_rows);
   fbs::SettingsBuilder sb(b);
   sb.add_mode(mode);
   sb.add_command(command);
@@ -52,8 +68,9 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   sb.add_unit(unit);
   sb.add_off_cpu(off_cpu);
   sb.add_syscalls(syscalls);
-  sb.add_off_cpu_min(s.off_cpu_min);
-  sb.add_syscall_stack_min(s.syscall_stack_min);
+  sb.add_off_cpu_min(off != nullptr ? off->Value("min_ns") : 0);
+  sb.add_syscall_stack_min(sys != nullptr ? sys->Value("stack_min_ns") : 0);
+  sb.add_sources(sources);
   return sb.Finish();
 }
 

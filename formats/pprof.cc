@@ -88,7 +88,7 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
   if (original.off_cpu_short.size() > 0) {
     with_short = original;
     short_node = analysis::AppendPseudoFrame(
-        &*with_short, analysis::ShortOffCpuFrameName(original.settings.off_cpu_min), kNone);
+        &*with_short, analysis::ShortOffCpuFrameName(analysis::OffCpuMin(original)), kNone);
   }
   const capture::Capture& c = with_short ? *with_short : original;
   // Aggregate rows per (stack, thread, off-CPU state or kCpuRow): values

@@ -65,7 +65,7 @@ unsigned long long Ull(uint64_t v) {
 }
 
 // The metric, the off-CPU totals and incomplete intervals, and what each
-// BPF part of the recording did (settings.off_cpu, settings.syscalls).
+// event source of the recording did (its settings.sources entry).
 void PrintOffCpuHeader(FILE* out, const analysis::ReportHeader& h, const Label& label) {
   const analysis::OffCpuSummary& o = h.off_cpu.totals;
   if (h.show_metric) {

@@ -98,8 +98,8 @@ Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& cont
   int32_t pids[] = {context.target};
   ASSIGN_OR_RETURN(std::unique_ptr<OffCpuTracer> tracer, OffCpuTracer::Start(o, pids));
   capture::Settings* settings = context.settings;
-  settings->off_cpu = "on";
-  settings->off_cpu_min = options.off_cpu_min_ns;
+  settings->SetSource(std::string(capture::kOffCpuSource), "on").values = {
+      {"min_ns", options.off_cpu_min_ns}};
   settings->notes.push_back(
       "off-CPU: sched_switch intervals of the target's threads (BPF); shorter than " +
       std::to_string(options.off_cpu_min_ns / 1000) +

@@ -7,18 +7,18 @@ namespace microscope::record {
 namespace {
 
 struct SourceKind {
-  const char* part;  // how a refusal names it
+  std::string_view name;  // in the capture's settings (capture::SourceSetting)
+  const char* part;       // how a refusal names it
   bool (*wanted)(const RecordOptions&);
   Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
-  std::string capture::Settings::*setting;  // "on", or "off: why"
 };
 
 // One line per source.
 const SourceKind kSources[] = {
-    {"off-CPU time", [](const RecordOptions& o) { return o.off_cpu; }, StartOffCpuSource,
-     &capture::Settings::off_cpu},
-    {"system calls", [](const RecordOptions& o) { return o.syscalls; }, StartSyscallSource,
-     &capture::Settings::syscalls},
+    {capture::kOffCpuSource, "off-CPU time", [](const RecordOptions& o) { return o.off_cpu; },
+     StartOffCpuSource},
+    {capture::kSyscallSource, "system calls", [](const RecordOptions& o) { return o.syscalls; },
+     StartSyscallSource},
 };
 
 }  // namespace
@@ -35,7 +35,7 @@ Result<std::vector<std::unique_ptr<EventSource>>> StartSources(
     }
     if (!context.options.samples) return started.status();
     const std::string why = started.status().message();
-    context.settings->*kind.setting = "off: " + why;
+    context.settings->SetSource(std::string(kind.name), "off: " + why);
     context.settings->notes.push_back(std::string(kind.part) + " not recorded: " + why);
     warn(std::string(kind.part) + " not recorded: " + why);
   }

@@ -51,8 +51,8 @@ Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& con
   int32_t pids[] = {context.target};
   ASSIGN_OR_RETURN(std::unique_ptr<SyscallTracer> tracer, SyscallTracer::Start(o, pids));
   capture::Settings* settings = context.settings;
-  settings->syscalls = "on";
-  settings->syscall_stack_min = options.syscall_stack_min_ns;
+  settings->SetSource(std::string(capture::kSyscallSource), "on").values = {
+      {"stack_min_ns", options.syscall_stack_min_ns}};
   std::string note = "system calls: raw_syscalls enter/exit of the target's threads (BPF)";
   if (options.syscall_stack_min_ns != 0) {
     note += "; calls of at least " + std::to_string(options.syscall_stack_min_ns / 1000) +

@@ -45,7 +45,10 @@ int main(int argc, char** argv) {
   }
   printf(
       "{\"kind\":\"settings\",\"off_cpu\":%s,\"off_cpu_min\":%llu,\"start\":%llu,\"end\":%llu}\n",
-      Json(c->settings.off_cpu).c_str(), (unsigned long long)c->settings.off_cpu_min,
+      Json(c->settings.SourceState("off-cpu")).c_str(),
+      (unsigned long long)(c->settings.Source("off-cpu") != nullptr
+                               ? c->settings.Source("off-cpu")->Value("min_ns")
+                               : 0),
       (unsigned long long)c->settings.start_time, (unsigned long long)c->settings.end_time);
   auto frame_name = [&](FrameId f) {
     const Frame& fr = c->frames[f];

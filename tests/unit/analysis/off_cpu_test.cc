@@ -95,7 +95,7 @@ TEST_CASE("Metric: default and refusal without off-CPU data") {
   Status none = CheckMetric(plain, Metric::kOffCpu);
   REQUIRE_FALSE(none.ok());
   CHECK(none.message().find("recorded without off-CPU tracing") != std::string::npos);
-  plain.settings.off_cpu = "off: the kernel refused";
+  plain.settings.SetSource("off-cpu", "off: the kernel refused");
   CHECK(CheckMetric(plain, Metric::kWall).message().find("off: the kernel refused") !=
         std::string::npos);
   Metric m = Metric::kCpu;

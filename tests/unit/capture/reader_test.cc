@@ -6,6 +6,7 @@
 
 #include "capture/container.h"
 #include "capture/reader.h"
+#include "capture/schema_generated.h"
 #include "capture/writer.h"
 #include "tests/unit/capture/test_capture.h"
 
@@ -329,7 +330,8 @@ void SetCalls(Capture* c, const std::vector<ThreadId>& threads, std::vector<Stac
 TEST_CASE("Capture: off-CPU tables, syscall stacks and BPF settings round trip") {
   Capture c = testing::MakeOffCpuCapture();
   SetCalls(&c, {0, 1}, {kNone, 3});
-  c.settings.syscall_stack_min = 20;
+  c.settings.SetSource("syscalls", "off: test").values = {{"stack_min_ns", 20}};
+  c.settings.SetSource("python", "on").values = {{"walked", 7}, {"versions", 3}};
   std::string path =
       (std::filesystem::temp_directory_path() / ("offcpu." + std::to_string(getpid()) + ".mscap"))
           .string();
@@ -354,10 +356,15 @@ TEST_CASE("Capture: off-CPU tables, syscall stacks and BPF settings round trip")
   CHECK(r->off_cpu_short.total == c.off_cpu_short.total);
   CHECK(r->syscalls.stack == c.syscalls.stack);
   CHECK(r->syscalls.StackAt(1) == 3);
-  CHECK(r->settings.off_cpu == "on");
-  CHECK(r->settings.syscalls == "off: test");
-  CHECK(r->settings.off_cpu_min == 1000);
-  CHECK(r->settings.syscall_stack_min == 20);
+  // Sources round trip whole, in order, whatever their names and values.
+  REQUIRE(r->settings.sources.size() == 3);
+  CHECK(r->settings.sources[0].name == "off-cpu");
+  CHECK(r->settings.SourceState("off-cpu") == "on");
+  CHECK(r->settings.SourceState("syscalls") == "off: test");
+  CHECK(r->settings.SourceState("nothing") == "");
+  CHECK(r->settings.Source("off-cpu")->Value("min_ns") == 1000);
+  CHECK(r->settings.Source("syscalls")->Value("stack_min_ns") == 20);
+  CHECK(r->settings.Source("python")->values == c.settings.Source("python")->values);
   // Without the optional stack column every call has none.
   c.syscalls.stack.clear();
   auto plain = ParseCapturePayload(SerializeCapture(c));
@@ -426,4 +433,49 @@ TEST_CASE("Capture: random byte flips in an off-CPU payload never crash the read
   });
   CHECK(refused > 0);
   CHECK(accepted > 0);
+}
+
+TEST_CASE(
+    "Capture: a 2.3 capture's BPF parts are read as sources; uneven source values are refused") {
+  // A payload as 2.3 wrote it: the parts in fields of their own, no sources.
+  auto legacy = [](bool with_sources, bool uneven) {
+    flatbuffers::FlatBufferBuilder b;
+    auto on = b.CreateString("on");
+    auto off = b.CreateString("off: no BTF");
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<microscope::fb::SourceSetting>>>
+        sources;
+    if (with_sources) {
+      std::vector<std::string> keys = {"a", "b"};
+      std::vector<uint64_t> values = {1};
+      if (!uneven) values.push_back(2);
+      sources = b.CreateVector(std::vector{microscope::fb::CreateSourceSetting(
+          b, b.CreateString("python"), b.CreateString("on"), b.CreateVectorOfStrings(keys),
+          b.CreateVector(values))});
+    }
+    microscope::fb::SettingsBuilder sb(b);
+    sb.add_off_cpu(on);
+    sb.add_off_cpu_min(5000);
+    sb.add_syscalls(off);
+    sb.add_syscall_stack_min(0);
+    if (with_sources) sb.add_sources(sources);
+    auto settings = sb.Finish();
+    microscope::fb::CaptureBuilder cb(b);
+    cb.add_settings(settings);
+    microscope::fb::FinishCaptureBuffer(b, cb.Finish());
+    return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  };
+  auto old = ParseCapturePayload(legacy(false, false));
+  REQUIRE(old.ok());
+  REQUIRE(old->settings.sources.size() == 2);
+  CHECK(old->settings.SourceState("off-cpu") == "on");
+  CHECK(old->settings.Source("off-cpu")->Value("min_ns") == 5000);
+  CHECK(old->settings.SourceState("syscalls") == "off: no BTF");
+  // With sources (2.4) the list is what counts.
+  auto fresh = ParseCapturePayload(legacy(true, false));
+  REQUIRE(fresh.ok());
+  REQUIRE(fresh->settings.sources.size() == 1);
+  CHECK(fresh->settings.Source("python")->Value("b") == 2);
+  auto uneven = ParseCapturePayload(legacy(true, true));
+  REQUIRE_FALSE(uneven.ok());
+  CHECK(uneven.status().message() == "settings.sources[python]: 2 keys but 1 values");
 }

@@ -74,9 +74,8 @@ capture::Capture MakeOffCpuCapture() {
   c.off_cpu_short.state = {OffCpuState::kSleeping, OffCpuState::kPreempted};
   c.off_cpu_short.count = {5, 2};
   c.off_cpu_short.total = {50, 8};
-  c.settings.off_cpu = "on";
-  c.settings.off_cpu_min = 1000;
-  c.settings.syscalls = "off: test";
+  c.settings.SetSource("off-cpu", "on").values = {{"min_ns", 1000}};
+  c.settings.SetSource("syscalls", "off: test");
   return c;
 }
 

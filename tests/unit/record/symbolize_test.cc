@@ -134,7 +134,7 @@ Fixture MakeFixture(const std::string& path) {
     o.waker_name.push_back(kNone);
     o.flags.push_back(0);
   }
-  c.settings.off_cpu = "on";
+  c.settings.SetSource("off-cpu", "on");
   for (StackId s : {StackId(3), StackId(2), kNone}) {
     Syscalls& y = c.syscalls;
     y.time.push_back(300 + y.size());
