@@ -159,8 +159,12 @@ bool SafeToIndex(const Capture& c) {
     }
   }
   for (const Frame& f : c.frames) {
-    if (uint8_t(f.kind) > uint8_t(FrameKind::kInline) || !in(f.module, c.modules.size(), true) ||
-        !in(f.function, c.functions.size(), true) || !in(f.file, ns, true)) {
+    if (uint8_t(f.kind) > uint8_t(FrameKind::kInterpreted) ||
+        !in(f.module, c.modules.size(), true) || !in(f.function, c.functions.size(), true) ||
+        !in(f.file, ns, true)) {
+      return false;
+    }
+    if (f.kind == FrameKind::kInterpreted && (f.function == kNone || f.module != kNone)) {
       return false;
     }
   }
@@ -419,6 +423,16 @@ TEST_CASE("Capture: every bad off-CPU row is refused, naming table, row and fiel
 TEST_CASE("Capture: random byte flips in an off-CPU payload never crash the reader") {
   Capture c = testing::MakeOffCpuCapture();
   SetCalls(&c, {1}, {3});
+  // 2.4's parts too: an interpreted frame under a stack, and a source's values.
+  c.strings.push_back("handle");
+  c.strings.push_back("app.py");
+  c.functions.push_back({StringId(c.strings.size() - 2), kNone, kNone});
+  c.frames.push_back({FrameKind::kInterpreted, kNone, 10, FunctionId(c.functions.size() - 1),
+                      StringId(c.strings.size() - 1), 12});
+  c.stacks.parent.push_back(0);
+  c.stacks.frame.push_back(FrameId(c.frames.size() - 1));
+  c.off_cpu.stack[1] = StackId(c.stacks.size() - 1);
+  c.settings.SetSource("python", "on").values = {{"walked", 3}};
   std::vector<uint8_t> good = SerializeCapture(c);
   REQUIRE(ParseCapturePayload(good).ok());
   int accepted = 0;
