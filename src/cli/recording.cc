@@ -2,12 +2,12 @@
 
 #include <signal.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
+#include "base/clock.h"
 #include "src/cli/commands.h"
 
 namespace microscope::cli {
@@ -38,12 +38,6 @@ void RaiseFdLimit() {
   }
 }
 
-uint64_t MonotonicNow() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 // "recording 1.2 s, 1234 samples, 0 lost", redrawn at most 4 times a
 // second, on a terminal only.
 class StatusLine {
@@ -51,7 +45,7 @@ class StatusLine {
   explicit StatusLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
   void Update(const record::RecordProgress& p) {
     if (!enabled_) return;
-    uint64_t now = MonotonicNow();
+    uint64_t now = MonotonicNowNs();
     if (now - last_ < 250'000'000ull) return;
     last_ = now;
     fprintf(stderr, "\r\033[Kmicroscope: recording %.1f s, %llu samples, %llu lost",

@@ -1,21 +1,14 @@
 #include "src/record/offcpu_source.h"
 
-#include <time.h>
-
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "src/record/bpf_offcpu.h"
 #include "src/record/proc.h"
 
 namespace microscope::record {
 namespace {
-
-uint64_t MonotonicNow() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 // An OffCpuState for a thread's state letter; -1: running, gone or unreadable.
 int OffState(pid_t tid) {
@@ -47,7 +40,7 @@ class OffCpuSource final : public QueuedSource<OffCpuInterval> {
   void Poll(const PollWindow& w, Processor* processor) override {
     Status polled = w.final ? tracer_->Finish(&fresh_) : tracer_->Poll(0, &fresh_);
     if (!polled.ok()) processor->CountProblem("off-CPU events not read", polled.message());
-    const uint64_t now = MonotonicNow();
+    const uint64_t now = MonotonicNowNs();
     for (OffCpuInterval& iv : fresh_) {
       if (iv.time_ns == 0) iv.time_ns = now;  // still open at the end
     }

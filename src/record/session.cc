@@ -2,7 +2,6 @@
 
 #include <signal.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "base/clock.h"
 #include "capture/reader.h"
 #include "capture/writer.h"
 #include "src/record/collector.h"
@@ -23,12 +23,6 @@
 
 namespace microscope::record {
 namespace {
-
-uint64_t MonotonicNow() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 CollectorOptions CollectorOptionsFor(const RecordOptions& options) {
   CollectorOptions c;
@@ -158,7 +152,7 @@ class Recording {
     RETURN_IF_ERROR(StartSources());
     const std::string& program = options_.command[0];
     std::string base = program.substr(program.rfind('/') + 1).substr(0, 15);
-    start_ = MonotonicNow();
+    start_ = MonotonicNowNs();
     processor_.AddProcess(uint32_t(target_), uint32_t(getpid()), base, start_);
     processor_.AddThread(uint32_t(target_), uint32_t(target_), base, start_);
     return OkStatus();
@@ -170,7 +164,7 @@ class Recording {
     if (kill(target_, 0) != 0 && errno == ESRCH) {
       return Status::Error(StatusCode::kNotFound, "no process with pid " + std::to_string(target_));
     }
-    start_ = MonotonicNow();
+    start_ = MonotonicNowNs();
     RETURN_IF_ERROR(OpenEveryThread(target_, collector_.get()));
     settings().command = ReadCommandLine(target_);
     SeedFromProc(target_, start_, &processor_);
@@ -208,7 +202,7 @@ void Recording::Run() {
   const PollWindow running{start_, UINT64_MAX, child_ != nullptr, false};
   for (;;) {
     collector_->Wait(50, wait_fds_);
-    uint64_t now = MonotonicNow();
+    uint64_t now = MonotonicNowNs();
     collector_->Drain();
     Poll(running);
     // Records stamped before the previous drain began were in the rings then
@@ -232,7 +226,7 @@ void Recording::Run() {
 }
 
 void Recording::Stop(bool by_duration) {
-  end_ = MonotonicNow();
+  end_ = MonotonicNowNs();
   (void)collector_->Disable();
   if (child_ != nullptr && !exited_) {
     // --duration ends the program as `timeout` would; a SIGTERM or SIGHUP

@@ -17,8 +17,6 @@ using capture::kNone;
 
 namespace {
 
-constexpr uint64_t kUser = uint64_t(-512);
-
 capture::Capture Run(const std::vector<std::vector<uint8_t>>& records, bool symbolize = false) {
   std::vector<uint8_t> arena;
   for (const auto& r : records) arena.insert(arena.end(), r.begin(), r.end());
@@ -51,13 +49,13 @@ std::string ModulePath(const capture::Capture& c, const capture::Frame& f) {
 TEST_CASE("Processor: addresses bind to the mapping in force at the sample's time") {
   auto c = Run({
       Mmap2Record(10, 0x400000, 0x10000, 0x1000, "/bin/old", 10),
-      SampleRecord(10, 10, 20, {kUser, 0x400100}),
+      SampleRecord(10, 10, 20, {record::kContextUser, 0x400100}),
       // Replaced by a new mapping over the same range.
       Mmap2Record(10, 0x400000, 0x10000, 0, "/lib/new.so", 30),
-      SampleRecord(10, 10, 40, {kUser, 0x400100}),
+      SampleRecord(10, 10, 40, {record::kContextUser, 0x400100}),
       // exec drops the whole address space.
       CommRecord(10, 10, "newprog", true, 50),
-      SampleRecord(10, 10, 60, {kUser, 0x400100}),
+      SampleRecord(10, 10, 60, {record::kContextUser, 0x400100}),
   });
   REQUIRE(c.samples.size() == 3);
   auto f0 = FramesOf(c, 0);
@@ -77,7 +75,7 @@ TEST_CASE("Processor: a partial remap keeps the untouched parts of a mapping") {
   auto c = Run({
       Mmap2Record(10, 0x400000, 0x3000, 0, "/bin/a", 10),
       Mmap2Record(10, 0x401000, 0x1000, 0, "/bin/b", 20),
-      SampleRecord(10, 10, 30, {kUser, 0x400010, 0x401010, 0x402010}),
+      SampleRecord(10, 10, 30, {record::kContextUser, 0x400010, 0x401010, 0x402010}),
   });
   auto f = FramesOf(c, 0);
   REQUIRE(f.size() == 3);
@@ -93,11 +91,12 @@ TEST_CASE("Processor: fork copies mappings; threads get names; events arrive out
   auto c = Run({
       // Records from two CPUs' rings interleave out of time order: the
       // processor must sort them.
-      SampleRecord(11, 11, 50, {kUser, 0x400100}),
+      SampleRecord(11, 11, 50, {record::kContextUser, 0x400100}),
       Mmap2Record(10, 0x400000, 0x10000, 0, "/bin/parent", 10),
       CommRecord(10, 10, "parent", false, 11), TaskRecord(kRecordFork, 11, 10, 11, 10, 20),
       TaskRecord(kRecordFork, 10, 10, 12, 10, 25), CommRecord(10, 12, "helper", false, 26),
-      SampleRecord(10, 12, 60, {kUser, 0x400200}), TaskRecord(kRecordExit, 10, 10, 12, 10, 70),
+      SampleRecord(10, 12, 60, {record::kContextUser, 0x400200}),
+      TaskRecord(kRecordExit, 10, 10, 12, 10, 70),
       TaskRecord(kRecordExit, 10, 10, 12, 10, 70),  // duplicate delivery
   });
   REQUIRE(c.samples.size() == 2);
@@ -115,8 +114,8 @@ TEST_CASE("Processor: fork copies mappings; threads get names; events arrive out
 TEST_CASE("Processor: stacks share prefixes; end reasons are typed") {
   auto c = Run({
       Mmap2Record(10, 0x400000, 0x10000, 0, "/bin/a", 1),
-      SampleRecord(10, 10, 2, {kUser, 0x400010, 0x400020, 0x400030}),
-      SampleRecord(10, 10, 3, {kUser, 0x400040, 0x400020, 0x400030}),
+      SampleRecord(10, 10, 2, {record::kContextUser, 0x400010, 0x400020, 0x400030}),
+      SampleRecord(10, 10, 3, {record::kContextUser, 0x400040, 0x400020, 0x400030}),
       SampleRecord(10, 10, 4, {uint64_t(-128), 0xffffffff81000000}),
       SampleRecord(10, 10, 5, {}),
   });
@@ -147,7 +146,7 @@ TEST_CASE("Processor: frames are named from the module's symbol table, checked b
   }
   REQUIRE(offset != 0);
   auto good = Run({Mmap2Record(10, base, 0x100000, 0, split, 1, (*image)->build_id),
-                   SampleRecord(10, 10, 2, {kUser, base + offset + 2})},
+                   SampleRecord(10, 10, 2, {record::kContextUser, base + offset + 2})},
                   /*symbolize=*/true);
   auto f = FramesOf(good, 0);
   REQUIRE(f[0].function != kNone);
@@ -155,7 +154,7 @@ TEST_CASE("Processor: frames are named from the module's symbol table, checked b
   CHECK(good.problems.empty());
 
   auto decoy = Run({Mmap2Record(10, base, 0x100000, 0, split, 1, {1, 2, 3, 4}),
-                    SampleRecord(10, 10, 2, {kUser, base + offset + 2})},
+                    SampleRecord(10, 10, 2, {record::kContextUser, base + offset + 2})},
                    /*symbolize=*/true);
   CHECK(FramesOf(decoy, 0)[0].function == kNone);
   REQUIRE(decoy.problems.size() == 1);
@@ -168,9 +167,9 @@ TEST_CASE("Pump: only records up to the watermark are processed, the rest wait")
     a.insert(a.end(), r.begin(), r.end());
   };
   put(arenas[0], Mmap2Record(10, 0x400000, 0x1000, 0, "/bin/a", 5));
-  put(arenas[0], SampleRecord(10, 10, 30, {kUser, 0x400010}));
-  put(arenas[1], SampleRecord(10, 10, 20, {kUser, 0x400020}));
-  put(arenas[1], SampleRecord(10, 10, 40, {kUser, 0x400030}));
+  put(arenas[0], SampleRecord(10, 10, 30, {record::kContextUser, 0x400010}));
+  put(arenas[1], SampleRecord(10, 10, 20, {record::kContextUser, 0x400020}));
+  put(arenas[1], SampleRecord(10, 10, 40, {record::kContextUser, 0x400030}));
   Processor::Options o;
   Processor p(o);
   PumpArenas(&arenas, CollectorLayout(), 30, &p);
@@ -195,7 +194,7 @@ TEST_CASE("Processor: lost records, lost samples and throttling are counted") {
   RecordBuilder unthrottle(kRecordUnthrottle);
   unthrottle.Put<uint64_t>(8).Put<uint64_t>(7).Put<uint64_t>(0).Trailer(10, 10, 8);
   auto c = Run({lost.Finish(), lost_samples.Finish(), throttle.Finish(), unthrottle.Finish(),
-                SampleRecord(10, 10, 9, {kUser, 0x1})});
+                SampleRecord(10, 10, 9, {record::kContextUser, 0x1})});
   CHECK(c.settings.lost_records == 42);
   CHECK(c.settings.lost_samples == 3);
   CHECK(c.settings.throttles == 1);
@@ -207,13 +206,13 @@ TEST_CASE("Processor: the process ends with its last thread, not its leader; pid
       Mmap2Record(10, 0x400000, 0x10000, 0, "/bin/a", 1),
       CommRecord(10, 10, "a", false, 2),
       TaskRecord(kRecordFork, 10, 10, 11, 10, 3),
-      TaskRecord(kRecordExit, 10, 10, 10, 10, 4),  // the leader leaves first
-      SampleRecord(10, 11, 5, {kUser, 0x400010}),  // its thread still runs in /bin/a
+      TaskRecord(kRecordExit, 10, 10, 10, 10, 4),                 // the leader leaves first
+      SampleRecord(10, 11, 5, {record::kContextUser, 0x400010}),  // its thread still runs in /bin/a
       TaskRecord(kRecordExit, 10, 10, 11, 10, 6),
       // pid 10 is reused by a child of pid 1 that maps another program.
       TaskRecord(kRecordFork, 10, 1, 10, 1, 7),
       Mmap2Record(10, 0x400000, 0x10000, 0, "/bin/b", 8),
-      SampleRecord(10, 10, 9, {kUser, 0x400010}),
+      SampleRecord(10, 10, 9, {record::kContextUser, 0x400010}),
   });
   REQUIRE(c.samples.size() == 2);
   CHECK(ModulePath(c, FramesOf(c, 0)[0]) == "/bin/a");
@@ -229,11 +228,11 @@ TEST_CASE("Processor: a record processed late is put back in time order") {
   auto put = [&](const std::vector<uint8_t>& r) {
     arenas[0].insert(arenas[0].end(), r.begin(), r.end());
   };
-  put(SampleRecord(10, 10, 50, {kUser, 0x1}));
+  put(SampleRecord(10, 10, 50, {record::kContextUser, 0x1}));
   Processor::Options o;
   Processor p(o);
   PumpArenas(&arenas, CollectorLayout(), 60, &p);
-  put(SampleRecord(10, 10, 40, {kUser, 0x2}));  // stamped before the last watermark
+  put(SampleRecord(10, 10, 40, {record::kContextUser, 0x2}));  // stamped before the last watermark
   PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p);
   auto c = p.Finish(100);
   CHECK(c.samples.time == std::vector<uint64_t>{40, 50});

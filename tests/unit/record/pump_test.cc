@@ -14,8 +14,6 @@ using capture::kNone;
 
 namespace {
 
-constexpr uint64_t kUser = uint64_t(-512);
-
 // A source whose events are plain times; each delivery notes its time and
 // how many samples the processor had then (what went before it).
 class TimesSource final : public QueuedSource<uint64_t> {
@@ -48,9 +46,9 @@ void Put(std::vector<uint8_t>* arena, const std::vector<uint8_t>& record) {
 
 TEST_CASE("Pump: source events are merged with ring records by time, rings first at a tie") {
   std::vector<std::vector<uint8_t>> arenas(1);
-  Put(&arenas[0], SampleRecord(10, 10, 10, {kUser, 0x1}));
-  Put(&arenas[0], SampleRecord(10, 10, 20, {kUser, 0x2}));
-  Put(&arenas[0], SampleRecord(10, 10, 30, {kUser, 0x3}));
+  Put(&arenas[0], SampleRecord(10, 10, 10, {record::kContextUser, 0x1}));
+  Put(&arenas[0], SampleRecord(10, 10, 20, {record::kContextUser, 0x2}));
+  Put(&arenas[0], SampleRecord(10, 10, 30, {record::kContextUser, 0x3}));
   TimesSource *a, *b;
   auto sources = Sources(&a, &b);
   a->Add({25, 5, 20});  // read out of order: kept in time order
@@ -72,7 +70,7 @@ TEST_CASE("Pump: source events are merged with ring records by time, rings first
 
 TEST_CASE("ForkedTids: the FORK records' threads, decoded, across arenas") {
   std::vector<std::vector<uint8_t>> arenas(2);
-  Put(&arenas[0], SampleRecord(10, 10, 1, {kUser, 0x1}));
+  Put(&arenas[0], SampleRecord(10, 10, 1, {record::kContextUser, 0x1}));
   Put(&arenas[0], TaskRecord(kRecordFork, 10, 10, 11, 10, 2));
   Put(&arenas[1], TaskRecord(kRecordExit, 10, 10, 12, 10, 3));
   Put(&arenas[1], TaskRecord(kRecordFork, 20, 10, 20, 10, 4));

@@ -16,8 +16,6 @@ using capture::kNone;
 
 namespace {
 
-constexpr uint64_t kUser = uint64_t(-512);
-
 // A runtime stand-in: marks [0x100, 0x200) of /bin/interp as its eval loop
 // and puts two interpreted frames (callee first) in place of each frame
 // there.
@@ -66,9 +64,10 @@ TEST_CASE("Splicer: marked code is replaced by interpreted frames keyed by their
   put(Mmap2Record(10, 0x500000, 0x1000, 0, "/lib/other.so", 2));
   put(TaskRecord(kRecordFork, 11, 10, 11, 10, 3));  // the child inherits both mappings
   // Leaf in the eval loop, called from main's native code at 0x400010.
-  put(SampleRecord(10, 10, 5, {kUser, 0x400150, 0x400011}));
-  put(SampleRecord(10, 10, 6, {kUser, 0x500010, 0x400011}));  // nothing marked: not spliced
-  put(SampleRecord(11, 11, 7, {kUser, 0x400150, 0x400011}));
+  put(SampleRecord(10, 10, 5, {record::kContextUser, 0x400150, 0x400011}));
+  put(SampleRecord(10, 10, 6,
+                   {record::kContextUser, 0x500010, 0x400011}));  // nothing marked: not spliced
+  put(SampleRecord(11, 11, 7, {record::kContextUser, 0x400150, 0x400011}));
   ProcessArenas({arena}, CollectorLayout(), &p);
   capture::Capture c = p.Finish(100);
   REQUIRE(capture::ValidateCapture(c).ok());
@@ -116,7 +115,7 @@ TEST_CASE("Splicer: functions of the same name in other files or at other lines 
   Processor p(Processor::Options{});
   p.AddSplicer(&splicer);
   p.AddMapping(10, 0x400000, 0x401000, 0, "/bin/interp", {}, 1);
-  ProcessArenas({SampleRecord(10, 10, 5, {kUser, 0x400150})}, CollectorLayout(), &p);
+  ProcessArenas({SampleRecord(10, 10, 5, {record::kContextUser, 0x400150})}, CollectorLayout(), &p);
   capture::Capture c = p.Finish(100);
   REQUIRE(capture::ValidateCapture(c).ok());
   std::vector<capture::FrameId> frames;

@@ -1,0 +1,17 @@
+// The recording's clock: CLOCK_MONOTONIC in nanoseconds, the clock of perf
+// samples and BPF events (bpf_ktime_get_ns).
+#pragma once
+
+#include <time.h>
+
+#include <cstdint>
+
+namespace microscope {
+
+inline uint64_t MonotonicNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+}  // namespace microscope
