@@ -1,11 +1,13 @@
 #include "src/record/offcpu_source.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
 #include "src/record/bpf_offcpu.h"
 #include "src/record/proc.h"
+#include "src/record/row_order.h"
 
 namespace microscope::record {
 namespace {
@@ -52,10 +54,11 @@ class OffCpuSource final : public QueuedSource<OffCpuInterval> {
     });
   }
 
-  void Deliver(size_t i, Processor* processor) override { processor->AddOffCpu(at(i)); }
+  void Deliver(size_t i, Processor* processor) override { AppendOffCpu(at(i), processor); }
 
   void Finish(Processor* processor, capture::Settings* settings) override {
-    for (const OffCpuShortCount& c : tracer_->ShortCounts()) processor->AddOffCpuShort(c);
+    for (const OffCpuShortCount& c : tracer_->ShortCounts()) AppendOffCpuShort(c, processor);
+    FinishOffCpuRows(&processor->capture(), settings->end_time);
     OffCpuLoss loss = tracer_->Loss();
     if (loss.intervals > 0) {
       processor->CountProblem("off-CPU intervals lost (BPF ring buffer full)",
@@ -81,7 +84,55 @@ class OffCpuSource final : public QueuedSource<OffCpuInterval> {
   std::vector<OffCpuInterval> fresh_;
 };
 
+capture::OffCpuState StateOf(uint8_t state) {
+  return capture::OffCpuState(std::min<uint8_t>(state, capture::kOffCpuStateCount - 1));
+}
+
 }  // namespace
+
+void AppendOffCpu(const OffCpuInterval& iv, Processor* processor) {
+  capture::Capture& c = processor->capture();
+  const uint64_t start = iv.start_ns != 0 ? iv.start_ns : c.settings.start_time;
+  capture::ThreadId thread =
+      processor->EventThread(iv.pid, iv.tid, std::max(start, iv.time_ns), iv.comm);
+  capture::StackEnd stack_end;
+  capture::StackId stack =
+      processor->EventStack(iv.pid, iv.tid, iv.time_ns, iv.kernel_stack,
+                            iv.has_regs ? &iv.regs : nullptr, iv.user_stack, &stack_end);
+  capture::OffCpu& o = c.off_cpu;
+  o.start.push_back(start);
+  o.end.push_back(iv.end_ns);  // 0 (still off CPU): closed by FinishOffCpuRows
+  o.thread.push_back(thread);
+  o.stack.push_back(stack);
+  o.stack_end.push_back(stack_end);
+  o.state.push_back(StateOf(iv.state));
+  o.waker_tid.push_back(int32_t(iv.waker_tid));
+  o.waker_name.push_back(iv.waker_tid != 0 ? processor->Intern(iv.waker_comm) : capture::kNone);
+  o.flags.push_back(uint8_t(iv.flags & capture::kOffCpuFlagsMask));
+}
+
+void AppendOffCpuShort(const OffCpuShortCount& count, Processor* processor) {
+  // Counts are read at the end: the thread may have exited by then. Its
+  // latest row is the one they belong to.
+  capture::ThreadId thread = processor->LatestThread(count.pid, count.tid);
+  capture::OffCpuShort& s = processor->capture().off_cpu_short;
+  s.thread.push_back(thread);
+  s.state.push_back(StateOf(count.state));
+  s.count.push_back(count.count);
+  s.total.push_back(count.total_ns);
+}
+
+void FinishOffCpuRows(capture::Capture* c, uint64_t end_time) {
+  capture::OffCpu& o = c->off_cpu;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o.end[i] == 0 || o.end[i] > end_time) {
+      o.end[i] = std::max(end_time, o.start[i]);
+      o.flags[i] |= capture::kOffCpuCutAtEnd;
+    }
+  }
+  SortRowsBy(o.start, o.start, o.end, o.thread, o.stack, o.stack_end, o.state, o.waker_tid,
+             o.waker_name, o.flags);
+}
 
 Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& context) {
   const RecordOptions& options = context.options;

@@ -396,15 +396,6 @@ void Processor::SortSamplesByTime() {
 
 capture::Capture Processor::Finish(uint64_t end_time) {
   SortSamplesByTime();
-  capture::OffCpu& o = capture_.off_cpu;
-  for (size_t i = 0; i < o.size(); ++i) {
-    if (o.end[i] == 0 || o.end[i] > end_time) {
-      o.end[i] = std::max(end_time, o.start[i]);
-      o.flags[i] |= capture::kOffCpuCutAtEnd;
-    }
-  }
-  SortOffCpuByStart();
-  SortSyscallsByStart();
   for (auto& t : capture_.threads) {
     if (t.end_time == 0) t.end_time = end_time;
   }

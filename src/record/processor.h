@@ -19,8 +19,8 @@
 #include "capture/stack_interner.h"
 #include "capture/string_table.h"
 #include "src/record/decode.h"
-#include "src/record/source_events.h"
 #include "src/record/splicer.h"
+#include "src/record/user_regs.h"
 #include "src/symbols/elf_image.h"
 #include "src/unwind/module_cfi.h"
 #include "src/unwind/unwinder.h"
@@ -50,11 +50,23 @@ class Processor : private CodeMarks, private FrameInterner {
                   std::span<const uint8_t> build_id, uint64_t time);
 
   void Process(const Event& e);
-  // An off-CPU interval from BPF, in time order (time_ns) with Process().
-  void AddOffCpu(const OffCpuInterval& iv);
-  void AddOffCpuShort(const OffCpuShortCount& c);
-  // A finished system call from BPF, in time order (its exit) with Process().
-  void AddSyscall(const SyscallEvent& call);
+
+  // For event sources, which append their own rows to capture() as the
+  // pump delivers their events in time order (event_source.h).
+  // The thread an event names as of `time`, named `comm` when no COMM
+  // record named it.
+  capture::ThreadId EventThread(uint32_t pid, uint32_t tid, uint64_t time, std::string_view comm);
+  // The thread's latest row (it may have exited), or a new one from the start.
+  capture::ThreadId LatestThread(uint32_t pid, uint32_t tid);
+  // A stack BPF took at `time`: `kernel` as bpf_get_stack gives it (where
+  // it was taken, then return addresses), then, given `regs`, the user
+  // frames unwound from them and `user_stack`; spliced and interned. `*end`
+  // (when given) says how it ended.
+  capture::StackId EventStack(uint32_t pid, uint32_t tid, uint64_t time,
+                              std::span<const uint64_t> kernel, const UserRegs* regs,
+                              std::span<const uint8_t> user_stack, capture::StackEnd* end);
+  capture::StringId Intern(std::string_view s);
+  capture::Capture& capture() { return capture_; }
   void CountProblem(std::string_view kind, std::string_view example);
   // A runtime's splicer (not owned; it outlives the processor's use): told
   // of every executable mapping, those already known first, and given every
@@ -104,9 +116,6 @@ class Processor : private CodeMarks, private FrameInterner {
   void SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time);
   void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) override;
   capture::FrameId Interpreted(const InterpretedFrame& frame) override;
-  void SortOffCpuByStart();
-  void SortSyscallsByStart();
-  capture::ThreadId BpfThread(uint32_t pid, uint32_t tid, uint64_t time, const std::string& comm);
   capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
                                       ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);

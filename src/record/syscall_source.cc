@@ -1,9 +1,11 @@
 #include "src/record/syscall_source.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "src/record/bpf_syscalls.h"
+#include "src/record/row_order.h"
 
 namespace microscope::record {
 namespace {
@@ -22,9 +24,10 @@ class SyscallSource final : public QueuedSource<SyscallEvent> {
     });
   }
 
-  void Deliver(size_t i, Processor* processor) override { processor->AddSyscall(at(i)); }
+  void Deliver(size_t i, Processor* processor) override { AppendSyscall(at(i), processor); }
 
   void Finish(Processor* processor, capture::Settings* settings) override {
+    FinishSyscallRows(&processor->capture());
     if (uint64_t lost = tracer_->lost(); lost > 0) {
       processor->CountProblem("system calls lost (BPF ring buffer full)",
                               std::to_string(lost) + " calls");
@@ -42,6 +45,33 @@ class SyscallSource final : public QueuedSource<SyscallEvent> {
 };
 
 }  // namespace
+
+void AppendSyscall(const SyscallEvent& call, Processor* processor) {
+  capture::ThreadId thread = processor->EventThread(call.pid, call.tid, call.start_ns, call.comm);
+  capture::StackId stack = capture::kNone;
+  if (call.has_stack) {
+    stack = processor->EventStack(call.pid, call.tid, call.end_ns(), {}, &call.regs,
+                                  call.user_stack, nullptr);
+  }
+  capture::Syscalls& y = processor->capture().syscalls;
+  y.time.push_back(call.start_ns);
+  y.duration.push_back(call.duration_ns);
+  y.thread.push_back(thread);
+  y.nr.push_back(call.nr);
+  y.ret.push_back(call.ret);
+  y.arg0.push_back(call.args[0]);
+  y.arg1.push_back(call.args[1]);
+  y.arg2.push_back(call.args[2]);
+  y.stack.push_back(stack);
+}
+
+void FinishSyscallRows(capture::Capture* c) {
+  capture::Syscalls& y = c->syscalls;
+  if (std::all_of(y.stack.begin(), y.stack.end(), [](uint32_t n) { return n == capture::kNone; })) {
+    y.stack.clear();  // no call carried a stack: no column
+  }
+  SortRowsBy(y.time, y.time, y.duration, y.arg0, y.arg1, y.arg2, y.thread, y.nr, y.ret, y.stack);
+}
 
 Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& context) {
   const RecordOptions& options = context.options;

@@ -7,9 +7,16 @@
 
 #include "base/status.h"
 #include "src/record/event_source.h"
+#include "src/record/source_events.h"
 
 namespace microscope::record {
 
 Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& context);
+
+// The source's rows, apart from BPF so that tests can give them events: a
+// call (in time order of its exit with the processor's other events), and
+// at the end all put in start order.
+void AppendSyscall(const SyscallEvent& call, Processor* processor);
+void FinishSyscallRows(capture::Capture* capture);
 
 }  // namespace microscope::record

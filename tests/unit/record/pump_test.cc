@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "capture/reader.h"
+#include "src/record/offcpu_source.h"
 #include "src/record/pump.h"
+#include "src/record/syscall_source.h"
 #include "tests/unit/record/record_builder.h"
 
 using namespace microscope;
@@ -91,7 +93,7 @@ OffCpuInterval Interval(uint32_t tid, uint64_t start, uint64_t end) {
   return iv;
 }
 
-TEST_CASE("Processor::AddOffCpu: stacks, states, wakers and cut intervals") {
+TEST_CASE("Off-CPU rows: stacks, states, wakers and cut intervals") {
   Processor p(Processor::Options{});
   p.settings().start_time = 5;
   p.AddProcess(10, 1, "app", 5);
@@ -107,9 +109,10 @@ TEST_CASE("Processor::AddOffCpu: stacks, states, wakers and cut intervals") {
   early.flags = capture::kOffCpuCutAtStart;
   early.state = 200;                          // out of range: kept as "other"
   OffCpuInterval open = Interval(13, 70, 0);  // still off CPU at the end
-  p.AddOffCpu(blocked);
-  p.AddOffCpu(early);
-  p.AddOffCpu(open);
+  AppendOffCpu(blocked, &p);
+  AppendOffCpu(early, &p);
+  AppendOffCpu(open, &p);
+  FinishOffCpuRows(&p.capture(), 100);
   capture::Capture c = p.Finish(100);
   REQUIRE(capture::ValidateCapture(c).ok());
   const capture::OffCpu& o = c.off_cpu;
@@ -143,7 +146,7 @@ TEST_CASE("Processor::AddOffCpu: stacks, states, wakers and cut intervals") {
   CHECK(c.str(c.threads[o.thread[1]].name) == "app");
 }
 
-TEST_CASE("Processor::AddSyscall: rows in start order, a stack only for calls that carry one") {
+TEST_CASE("System-call rows: in start order, a stack only for calls that carry one") {
   Processor p(Processor::Options{});
   p.AddProcess(10, 1, "app", 5);
   p.AddMapping(10, 0x400000, 0x401000, 0, "//anon", {}, 5);
@@ -163,8 +166,9 @@ TEST_CASE("Processor::AddSyscall: rows in start order, a stack only for calls th
   quick.nr = 39;
   quick.ret = 10;
   quick.has_stack = false;
-  p.AddSyscall(slow);  // delivered at their exits: 90, then... out of start order
-  p.AddSyscall(quick);
+  AppendSyscall(slow, &p);  // delivered at their exits: out of start order
+  AppendSyscall(quick, &p);
+  FinishSyscallRows(&p.capture());
   capture::Capture c = p.Finish(100);
   REQUIRE(capture::ValidateCapture(c).ok());
   const capture::Syscalls& y = c.syscalls;
@@ -179,13 +183,14 @@ TEST_CASE("Processor::AddSyscall: rows in start order, a stack only for calls th
   CHECK(c.frames[c.stacks.frame[y.stack[1]]].address == 0x400020);
 
   Processor none(Processor::Options{});
-  none.AddSyscall(quick);
+  AppendSyscall(quick, &none);
+  FinishSyscallRows(&none.capture());
   capture::Capture n = none.Finish(100);
   CHECK(n.syscalls.size() == 1);
   CHECK(n.syscalls.stack.empty());  // no call carried a stack: no column
 }
 
-TEST_CASE("Processor::AddOffCpuShort: counts go to the thread's latest row") {
+TEST_CASE("Off-CPU short counts go to the thread's latest row") {
   Processor p(Processor::Options{});
   p.AddProcess(10, 1, "app", 5);
   p.AddThread(10, 11, "first", 5);
@@ -193,7 +198,7 @@ TEST_CASE("Processor::AddOffCpuShort: counts go to the thread's latest row") {
   Put(&arenas[0], TaskRecord(kRecordExit, 10, 10, 11, 10, 20));
   Put(&arenas[0], TaskRecord(kRecordFork, 10, 10, 11, 10, 30));  // tid 11 reused
   PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p);
-  p.AddOffCpuShort({10, 11, 0, 7, 700});
+  AppendOffCpuShort({10, 11, 0, 7, 700}, &p);
   capture::Capture c = p.Finish(100);
   REQUIRE(c.off_cpu_short.size() == 1);
   CHECK(c.threads[c.off_cpu_short.thread[0]].start_time == 30);
