@@ -19,11 +19,14 @@ namespace microscope {
 
 inline Result<ScopedFd> OpenRegularFile(const std::string& path) {
   ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd.valid()) return Status::Error(std::string("cannot open: ") + std::strerror(errno));
+  if (!fd.valid()) {
+    return Status::Error(CodeOfErrno(errno), std::string("cannot open: ") + std::strerror(errno));
+  }
   struct stat st;
   if (fstat(fd.get(), &st) != 0)
     return Status::Error(std::string("cannot stat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return Status::Error("not a regular file");
+  if (!S_ISREG(st.st_mode))
+    return Status::Error(StatusCode::kInvalidArgument, "not a regular file");
   return fd;
 }
 

@@ -53,6 +53,22 @@ inline Status OkStatus() {
   return Status();
 }
 
+// The code for an errno: not found, refused, or other.
+inline StatusCode CodeOfErrno(int err) {
+  if (err < 0) err = -err;
+  switch (err) {
+    case 2:   // ENOENT
+    case 3:   // ESRCH
+    case 20:  // ENOTDIR
+      return StatusCode::kNotFound;
+    case 1:   // EPERM
+    case 13:  // EACCES
+      return StatusCode::kPermissionDenied;
+    default:
+      return StatusCode::kUnknown;
+  }
+}
+
 template <typename T>
 class [[nodiscard]] Result {
  public:

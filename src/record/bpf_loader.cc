@@ -13,16 +13,19 @@
 namespace microscope::record {
 
 Status BpfFailed(const char* what, int err) {
-  return Status::Error(std::string(what) + ": " + std::strerror(err < 0 ? -err : err));
+  return Status::Error(CodeOfErrno(err),
+                       std::string(what) + ": " + std::strerror(err < 0 ? -err : err));
 }
 
 Status BpfLoadError(const char* what, int err) {
   Status failed = BpfFailed(what, err);
   if (err == -EPERM || err == -EACCES) {
-    return Status::Error(failed.message() + " (run as root, or grant CAP_BPF and CAP_PERFMON)");
+    return Status::Error(StatusCode::kPermissionDenied,
+                         failed.message() + " (run as root, or grant CAP_BPF and CAP_PERFMON)");
   }
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-    return Status::Error(failed.message() + " (this kernel has no BTF: /sys/kernel/btf/vmlinux)");
+    return Status::Error(StatusCode::kUnavailable,
+                         failed.message() + " (this kernel has no BTF: /sys/kernel/btf/vmlinux)");
   }
   return failed;
 }

@@ -2,6 +2,7 @@
 
 #include "base/duration.h"
 #include "base/hex.h"
+#include "base/open_file.h"
 #include "base/percent.h"
 #include "base/status.h"
 
@@ -64,6 +65,25 @@ TEST_CASE("Status: the code survives context; Error never makes an ok status") {
   CHECK(!Status::Error(StatusCode::kOk, "x").ok());
   CHECK(OkStatus().ok());
   CHECK(OkStatus().code() == StatusCode::kOk);
+}
+
+}  // namespace
+}  // namespace microscope
+
+namespace microscope {
+namespace {
+
+TEST_CASE("OpenRegularFile: what went wrong is a code, not only words") {
+  Result<ScopedFd> missing = OpenRegularFile("/nonexistent/microscope/file");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  Result<ScopedFd> dir = OpenRegularFile("/tmp");
+  REQUIRE_FALSE(dir.ok());
+  CHECK(dir.status().code() == StatusCode::kInvalidArgument);
+  CHECK(OpenRegularFile("/proc/self/status").ok());
+  CHECK(CodeOfErrno(-13) == StatusCode::kPermissionDenied);
+  CHECK(CodeOfErrno(3) == StatusCode::kNotFound);
+  CHECK(CodeOfErrno(22) == StatusCode::kUnknown);
 }
 
 }  // namespace
