@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "src/symbols/dwarf_ranges.h"
 #include "src/symbols/line_table.h"
 
 namespace microscope::symbols {
@@ -58,13 +59,9 @@ class DwarfReader {
   void Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_t depth, int level);
   void AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent, uint32_t depth,
                 uint32_t* scope_out);
-  bool Ranges(Dwarf_Die die, const Unit& unit, std::vector<std::pair<uint64_t, uint64_t>>* out);
   uint32_t NameOf(Dwarf_Die die, int hops);
   void BuildSegments();
-  void Drop(Dwarf_Error& err) {
-    if (err != nullptr) dwarf_dealloc_error(dbg_, err);
-    err = nullptr;
-  }
+  void Drop(Dwarf_Error& err) { DropError(dbg_, err); }
 
   LineTableData& out_;
   Dwarf_Debug dbg_ = nullptr;
@@ -282,7 +279,7 @@ void DwarfReader::Walk(Dwarf_Die die, const Unit& unit, uint32_t parent, uint32_
 void DwarfReader::AddScope(Dwarf_Die die, Dwarf_Half tag, const Unit& unit, uint32_t parent,
                            uint32_t depth, uint32_t* scope_out) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  if (!Ranges(die, unit, &ranges) || ranges.empty()) return;
+  if (!ReadRanges(dbg_, die, unit.version, &ranges) || ranges.empty()) return;
   Scope scope{kNone, kNone, kNone, 0};
   scope.parent = parent;
   scope.name = NameOf(die, 0);
@@ -319,94 +316,6 @@ bool DwarfReader::Unsigned(Dwarf_Die die, Dwarf_Half at, uint64_t* value) {
     Dwarf_Unsigned v = 0;
     ok = dwarf_formudata(attr, &v, &err) == DW_DLV_OK;
     *value = v;
-  }
-  Drop(err);
-  dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);
-  return ok;
-}
-
-bool DwarfReader::Ranges(Dwarf_Die die, const Unit& unit,
-                         std::vector<std::pair<uint64_t, uint64_t>>* out) {
-  Dwarf_Error err = nullptr;
-  Dwarf_Addr lo = 0, hi = 0;
-  Dwarf_Half form = 0;
-  Dwarf_Form_Class form_class = DW_FORM_CLASS_UNKNOWN;
-  if (dwarf_lowpc(die, &lo, &err) == DW_DLV_OK) {
-    if (dwarf_highpc_b(die, &hi, &form, &form_class, &err) == DW_DLV_OK) {
-      if (form_class == DW_FORM_CLASS_CONSTANT) hi += lo;
-      out->push_back({lo, hi});
-      return true;
-    }
-    Drop(err);
-    return false;
-  }
-  Drop(err);
-  Dwarf_Attribute attr = nullptr;
-  if (dwarf_attr(die, DW_AT_ranges, &attr, &err) != DW_DLV_OK) {
-    Drop(err);
-    return false;
-  }
-  bool ok = false;
-  if (unit.version >= 5) {
-    Dwarf_Half attr_form = 0;
-    Dwarf_Unsigned value = 0;
-    if (dwarf_whatform(attr, &attr_form, &err) == DW_DLV_OK &&
-        (attr_form == DW_FORM_rnglistx ? dwarf_formudata(attr, &value, &err)
-                                       : dwarf_global_formref(attr, &value, &err)) == DW_DLV_OK) {
-      Dwarf_Rnglists_Head head = nullptr;
-      Dwarf_Unsigned count = 0, global_offset = 0;
-      if (dwarf_rnglists_get_rle_head(attr, attr_form, value, &head, &count, &global_offset,
-                                      &err) == DW_DLV_OK) {
-        ok = true;
-        for (Dwarf_Unsigned i = 0; i < count; ++i) {
-          unsigned length = 0, code = 0;
-          Dwarf_Unsigned raw1 = 0, raw2 = 0, start = 0, end = 0;
-          Dwarf_Bool unavailable = false;
-          if (dwarf_get_rnglists_entry_fields_a(head, i, &length, &code, &raw1, &raw2, &unavailable,
-                                                &start, &end, &err) != DW_DLV_OK) {
-            Drop(err);
-            ok = false;
-            break;
-          }
-          if (code == DW_RLE_end_of_list) break;
-          if (code == DW_RLE_base_address || code == DW_RLE_base_addressx || unavailable) continue;
-          out->push_back({start, end});
-        }
-        dwarf_dealloc_rnglists_head(head);
-      }
-    }
-  } else {
-    Dwarf_Off offset = 0;
-    if (dwarf_global_formref(attr, &offset, &err) == DW_DLV_OK) {
-      Dwarf_Ranges* ranges = nullptr;
-      Dwarf_Signed count = 0;
-      Dwarf_Unsigned bytes = 0;
-      Dwarf_Off real = 0;
-      if (dwarf_get_ranges_b(dbg_, offset, die, &real, &ranges, &count, &bytes, &err) ==
-          DW_DLV_OK) {
-        ok = true;
-        // Entries are relative to the CU's base address until a base
-        // address selection entry says otherwise.
-        uint64_t base = 0;
-        Dwarf_Die cu = nullptr;
-        Dwarf_Off cu_offset = 0;
-        if (dwarf_CU_dieoffset_given_die(die, &cu_offset, &err) == DW_DLV_OK &&
-            dwarf_offdie_b(dbg_, cu_offset, true, &cu, &err) == DW_DLV_OK) {
-          Dwarf_Addr cu_low = 0;
-          if (dwarf_lowpc(cu, &cu_low, &err) == DW_DLV_OK) base = cu_low;
-          dwarf_dealloc_die(cu);
-        }
-        for (Dwarf_Signed i = 0; i < count; ++i) {
-          if (ranges[i].dwr_type == DW_RANGES_END) break;
-          if (ranges[i].dwr_type == DW_RANGES_ADDRESS_SELECTION) {
-            base = ranges[i].dwr_addr2;
-            continue;
-          }
-          out->push_back({base + ranges[i].dwr_addr1, base + ranges[i].dwr_addr2});
-        }
-        dwarf_ranges_dealloc(dbg_, ranges, count);
-      }
-    }
   }
   Drop(err);
   dwarf_dealloc(dbg_, attr, DW_DLA_ATTR);

@@ -94,6 +94,139 @@ bool IsCfaOffset(const Dwarf_Op* ops, size_t n, int64_t* offset) {
   return false;
 }
 
+// An ELF file's CFI and its owner: .eh_frame, else a .debug_frame in the
+// file itself.
+struct ElfCfi {
+  std::unique_ptr<Dwarf_CFI, CfiDeleter> eh_frame;
+  std::unique_ptr<Dwarf, DwarfDeleter> dwarf;  // owns the .debug_frame CFI
+  Dwarf_CFI* cfi = nullptr;
+  const char* source = "none";
+};
+
+ElfCfi OpenCfi(Elf* elf) {
+  ElfCfi c;
+  c.eh_frame.reset(dwarf_getcfi_elf(elf));
+  if (c.eh_frame != nullptr) {
+    c.cfi = c.eh_frame.get();
+    c.source = ".eh_frame";
+    return c;
+  }
+  c.dwarf.reset(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
+  if (c.dwarf != nullptr) c.cfi = dwarf_getcfi(c.dwarf.get());
+  if (c.cfi != nullptr) c.source = ".debug_frame";
+  return c;
+}
+
+// Fills `row`'s fast rules from `frame`. False when the rules do not all
+// have the fast shape; the row then takes general rules (and keeps the
+// fields set so far).
+bool FastRules(Dwarf_Frame* frame, CfiRow* row) {
+  Dwarf_Op* cfa_ops = nullptr;
+  size_t cfa_n = 0;
+  if (dwarf_frame_cfa(frame, &cfa_ops, &cfa_n) != 0 || cfa_n != 1 ||
+      cfa_ops[0].atom != DW_OP_bregx ||
+      (cfa_ops[0].number != uint64_t(kRegRsp) && cfa_ops[0].number != uint64_t(kRegRbp)) ||
+      int64_t(cfa_ops[0].number2) != int32_t(cfa_ops[0].number2)) {
+    return false;
+  }
+  row->cfa_reg = uint8_t(cfa_ops[0].number);
+  row->cfa_offset = int32_t(cfa_ops[0].number2);
+  Dwarf_Op mem[3];
+  Dwarf_Op* ops = nullptr;
+  size_t n = 0;
+  int64_t off = 0;
+  // Return address.
+  if (dwarf_frame_register(frame, kRegRa, mem, &ops, &n) != 0) return false;
+  if (n == 0 && ops == mem) {
+    row->flags |= CfiRow::kRaUndefined;
+  } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
+    row->ra_offset = int16_t(off);
+  } else {
+    return false;
+  }
+  // RBP.
+  if (dwarf_frame_register(frame, kRegRbp, mem, &ops, &n) != 0) return false;
+  if (n == 0) {
+    if (ops == mem) row->flags |= CfiRow::kRbpUndefined;
+  } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
+    row->flags |= CfiRow::kRbpSaved;
+    row->rbp_offset = int16_t(off);
+  } else {
+    return false;
+  }
+  // RSP must be the CFA (val_offset 0) or unspecified for the fast path.
+  if (dwarf_frame_register(frame, kRegRsp, mem, &ops, &n) == 0) {
+    bool sp_is_cfa =
+        n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_stack_value;
+    if (!(sp_is_cfa || n == 0)) return false;
+  }
+  return true;
+}
+
+// Appends `ops` to `exprs`, setting where they start and how many.
+void AddExpr(const Dwarf_Op* ops, size_t n, std::vector<ExprOp>* exprs, uint32_t* begin,
+             uint32_t* len) {
+  *begin = uint32_t(exprs->size());
+  *len = uint32_t(n);
+  for (size_t i = 0; i < n; ++i) exprs->push_back({ops[i].atom, ops[i].number, ops[i].number2});
+}
+
+// Every rule of `frame`, for the general evaluator; expressions go to `exprs`.
+GeneralRow GeneralRules(Dwarf_Frame* frame, std::vector<ExprOp>* exprs) {
+  GeneralRow g;
+  Dwarf_Op* cfa_ops = nullptr;
+  size_t cfa_n = 0;
+  if (dwarf_frame_cfa(frame, &cfa_ops, &cfa_n) == 0 && cfa_n > 0) {
+    AddExpr(cfa_ops, cfa_n, exprs, &g.cfa_begin, &g.cfa_len);
+  }
+  Dwarf_Op mem[3];
+  Dwarf_Op* ops = nullptr;
+  size_t n = 0;
+  for (int r = 0; r < kRegCount; ++r) {
+    if (dwarf_frame_register(frame, r, mem, &ops, &n) != 0) {
+      g.regs[r].kind = RuleKind::kUndefined;
+    } else if (n == 0) {
+      g.regs[r].kind = ops == mem ? RuleKind::kUndefined : RuleKind::kSame;
+    } else {
+      g.regs[r].kind = RuleKind::kExpr;
+      AddExpr(ops, n, exprs, &g.regs[r].expr_begin, &g.regs[r].expr_len);
+    }
+  }
+  return g;
+}
+
+// The row for [pc, end) under `frame`'s rules; rules without the fast
+// shape go to `general`, their expressions to `exprs`.
+CfiRow MakeRow(Dwarf_Frame* frame, uint64_t pc, uint64_t end, bool signal,
+               std::vector<GeneralRow>* general, std::vector<ExprOp>* exprs) {
+  CfiRow row{};
+  row.start = pc;
+  row.length = uint32_t(std::min<uint64_t>(end - pc, 0xFFFFFFFFu));
+  row.general = kNoGeneral;
+  if (signal) row.flags |= CfiRow::kSignal;
+  if (FastRules(frame, &row) && !signal) return row;
+  GeneralRow g = GeneralRules(frame, exprs);
+  row.flags |= CfiRow::kGeneral;
+  if (g.regs[kRegRa].kind == RuleKind::kUndefined) row.flags |= CfiRow::kRaUndefined;
+  row.general = uint32_t(general->size());
+  general->push_back(g);
+  row.cfa_reg = 0;
+  row.cfa_offset = 0;
+  return row;
+}
+
+// Appends `row`, extending the last row instead when the same rules
+// continue.
+void AppendRow(std::vector<CfiRow>* rows, const CfiRow& row) {
+  if (!rows->empty() && rows->back().start + rows->back().length == row.start &&
+      rows->back().SameRules(row) && (row.flags & CfiRow::kGeneral) == 0 &&
+      uint64_t(rows->back().length) + row.length < 0xFFFFFFFFu) {
+    rows->back().length += row.length;
+  } else {
+    rows->push_back(row);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<CfiTable> CfiTable::FromRows(std::vector<CfiRow> rows,
@@ -130,125 +263,27 @@ const CfiRow* CfiTable::Find(uint64_t vaddr) const {
 
 Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
   std::unique_ptr<CfiTable> t(new CfiTable());
-  // Exactly one of the two owns the CFI read below.
-  std::unique_ptr<Dwarf_CFI, CfiDeleter> eh_frame(dwarf_getcfi_elf(elf));
-  std::unique_ptr<Dwarf, DwarfDeleter> dwarf;
-  Dwarf_CFI* cfi = eh_frame.get();
-  t->source_ = ".eh_frame";
-  if (cfi == nullptr) {
-    // No .eh_frame: a .debug_frame in the file itself will do.
-    dwarf.reset(dwarf_begin_elf(elf, DWARF_C_READ, nullptr));
-    if (dwarf != nullptr) cfi = dwarf_getcfi(dwarf.get());
-    t->source_ = ".debug_frame";
-  }
-  if (cfi == nullptr) {
-    t->source_ = "none";
+  ElfCfi cfi = OpenCfi(elf);
+  t->source_ = cfi.source;
+  if (cfi.cfi == nullptr) {
     t->Finish();
     return t;
   }
   t->has_cfi_ = true;
   std::vector<uint64_t> starts = FdeStartsFromHdr(elf);
   if (starts.empty()) starts = FunctionStarts(elf);
-
-  auto add_expr = [&](const Dwarf_Op* ops, size_t n, uint32_t* begin, uint32_t* len) {
-    *begin = uint32_t(t->exprs_.size());
-    *len = uint32_t(n);
-    for (size_t i = 0; i < n; ++i)
-      t->exprs_.push_back({ops[i].atom, ops[i].number, ops[i].number2});
-  };
-
+  // From each start, step through the rule sets that follow one another.
   uint64_t covered_to = 0;
   for (uint64_t candidate : starts) {
     uint64_t pc = std::max(candidate, covered_to);
     for (int guard = 0; guard < 1 << 20; ++guard) {
       Dwarf_Frame* raw = nullptr;
-      if (dwarf_cfi_addrframe(cfi, pc, &raw) != 0) break;
+      if (dwarf_cfi_addrframe(cfi.cfi, pc, &raw) != 0) break;
       std::unique_ptr<Dwarf_Frame, FrameDeleter> frame(raw);
       Dwarf_Addr start = 0, end = 0;
       bool signal = false;
       if (dwarf_frame_info(frame.get(), &start, &end, &signal) < 0 || end <= pc) break;
-      CfiRow row{};
-      row.start = pc;
-      row.length = uint32_t(std::min<uint64_t>(end - pc, 0xFFFFFFFFu));
-      row.general = kNoGeneral;
-      if (signal) row.flags |= CfiRow::kSignal;
-
-      Dwarf_Op* cfa_ops = nullptr;
-      size_t cfa_n = 0;
-      bool fast =
-          dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_n) == 0 && cfa_n == 1 &&
-          cfa_ops[0].atom == DW_OP_bregx &&
-          (cfa_ops[0].number == uint64_t(kRegRsp) || cfa_ops[0].number == uint64_t(kRegRbp)) &&
-          int64_t(cfa_ops[0].number2) == int32_t(cfa_ops[0].number2);
-      if (fast) {
-        row.cfa_reg = uint8_t(cfa_ops[0].number);
-        row.cfa_offset = int32_t(cfa_ops[0].number2);
-      }
-      Dwarf_Op mem[3];
-      Dwarf_Op* ops = nullptr;
-      size_t n = 0;
-      int64_t off = 0;
-      // Return address.
-      if (fast && dwarf_frame_register(frame.get(), kRegRa, mem, &ops, &n) == 0) {
-        if (n == 0 && ops == mem) {
-          row.flags |= CfiRow::kRaUndefined;
-        } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
-          row.ra_offset = int16_t(off);
-        } else {
-          fast = false;
-        }
-      } else {
-        fast = false;
-      }
-      // RBP.
-      if (fast && dwarf_frame_register(frame.get(), kRegRbp, mem, &ops, &n) == 0) {
-        if (n == 0) {
-          if (ops == mem) row.flags |= CfiRow::kRbpUndefined;
-        } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
-          row.flags |= CfiRow::kRbpSaved;
-          row.rbp_offset = int16_t(off);
-        } else {
-          fast = false;
-        }
-      } else {
-        fast = false;
-      }
-      // RSP must be the CFA (val_offset 0) or unspecified for the fast path.
-      if (fast && dwarf_frame_register(frame.get(), kRegRsp, mem, &ops, &n) == 0) {
-        bool sp_is_cfa =
-            n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_stack_value;
-        if (!(sp_is_cfa || n == 0)) fast = false;
-      }
-      if (signal) fast = false;
-      if (!fast) {
-        GeneralRow g;
-        if (dwarf_frame_cfa(frame.get(), &cfa_ops, &cfa_n) == 0 && cfa_n > 0) {
-          add_expr(cfa_ops, cfa_n, &g.cfa_begin, &g.cfa_len);
-        }
-        for (int r = 0; r < kRegCount; ++r) {
-          if (dwarf_frame_register(frame.get(), r, mem, &ops, &n) != 0) {
-            g.regs[r].kind = RuleKind::kUndefined;
-          } else if (n == 0) {
-            g.regs[r].kind = ops == mem ? RuleKind::kUndefined : RuleKind::kSame;
-          } else {
-            g.regs[r].kind = RuleKind::kExpr;
-            add_expr(ops, n, &g.regs[r].expr_begin, &g.regs[r].expr_len);
-          }
-        }
-        row.flags |= CfiRow::kGeneral;
-        if (g.regs[kRegRa].kind == RuleKind::kUndefined) row.flags |= CfiRow::kRaUndefined;
-        row.general = uint32_t(t->general_.size());
-        t->general_.push_back(g);
-        row.cfa_reg = 0;
-        row.cfa_offset = 0;
-      }
-      if (!t->rows_.empty() && t->rows_.back().start + t->rows_.back().length == row.start &&
-          t->rows_.back().SameRules(row) && (row.flags & CfiRow::kGeneral) == 0 &&
-          uint64_t(t->rows_.back().length) + row.length < 0xFFFFFFFFu) {
-        t->rows_.back().length += row.length;  // same rules continue: one row
-      } else {
-        t->rows_.push_back(row);
-      }
+      AppendRow(&t->rows_, MakeRow(frame.get(), pc, end, signal, &t->general_, &t->exprs_));
       pc = end;
       covered_to = std::max(covered_to, pc);
     }
