@@ -23,9 +23,16 @@ Status ElfError(const char* what) {
   return Status::Error(std::string(what) + ": " + elf_errmsg(-1));
 }
 
-// Adds STT_FUNC / STT_GNU_IFUNC symbols from the first section of `type`.
-// Global symbols are added before local and weak ones so that, at an address
-// with aliases, the table keeps the exported name.
+// Whether section `index` holds code (labels count only there).
+bool IsCode(Elf* elf, size_t index) {
+  GElf_Shdr shdr;
+  Elf_Scn* s = elf_getscn(elf, index);
+  return s != nullptr && gelf_getshdr(s, &shdr) != nullptr && (shdr.sh_flags & SHF_EXECINSTR);
+}
+
+// Adds STT_FUNC / STT_GNU_IFUNC symbols, and NOTYPE labels in code (the
+// loader's _start, assembly entry points, as perf does), from the first
+// section of `type`, with their binding: the table picks among aliases.
 bool AddSymbols(Elf* elf, uint32_t type, SymbolTable* table) {
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf, scn)) != nullptr) {
@@ -34,17 +41,18 @@ bool AddSymbols(Elf* elf, uint32_t type, SymbolTable* table) {
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr || shdr.sh_entsize == 0) return false;
     size_t count = shdr.sh_size / shdr.sh_entsize;
-    for (int pass = 0; pass < 2; ++pass) {
+    {
       for (size_t i = 0; i < count; ++i) {
         GElf_Sym sym;
         if (gelf_getsym(data, int(i), &sym) == nullptr) break;
         int t = GELF_ST_TYPE(sym.st_info);
-        if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-            sym.st_value == 0) {
-          continue;
-        }
-        bool global = GELF_ST_BIND(sym.st_info) == STB_GLOBAL;
-        if (global != (pass == 0)) continue;
+        bool function = t == STT_FUNC || t == STT_GNU_IFUNC;
+        bool label = t == STT_NOTYPE && sym.st_shndx < SHN_LORESERVE && IsCode(elf, sym.st_shndx);
+        if ((!function && !label) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+        int bind = GELF_ST_BIND(sym.st_info);
+        SymbolTable::Binding binding = bind == STB_GLOBAL ? SymbolTable::Binding::kGlobal
+                                       : bind == STB_WEAK ? SymbolTable::Binding::kWeak
+                                                          : SymbolTable::Binding::kLocal;
         const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
         if (name == nullptr || *name == '\0') continue;
         // "memcpy@@GLIBC_2.14": the version is not part of the function's name.
@@ -60,12 +68,51 @@ bool AddSymbols(Elf* elf, uint32_t type, SymbolTable* table) {
             size = owner.sh_addr + owner.sh_size - sym.st_value;
           }
         }
-        table->Add(sym.st_value, size, n.substr(0, n.find('@')));
+        table->Add(sym.st_value, size, n.substr(0, n.find('@')), binding,
+                   label ? SymbolTable::Type::kLabel : SymbolTable::Type::kFunction);
       }
     }
     return true;
   }
   return false;
+}
+
+// The functions `elf` exports under their default version (.dynsym with
+// .gnu.version: a set 0x8000 bit marks a hidden, compatibility version).
+std::vector<std::string> DefaultExports(Elf* elf) {
+  Elf_Data* syms = nullptr;
+  Elf_Data* versions = nullptr;
+  GElf_Shdr dynsym{};
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
+    if (shdr.sh_type == SHT_DYNSYM) {
+      syms = elf_getdata(scn, nullptr);
+      dynsym = shdr;
+    } else if (shdr.sh_type == SHT_GNU_versym) {
+      versions = elf_getdata(scn, nullptr);
+    }
+  }
+  std::vector<std::string> names;
+  if (syms == nullptr || dynsym.sh_entsize == 0) return names;
+  size_t count = dynsym.sh_size / dynsym.sh_entsize;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Sym sym;
+    if (gelf_getsym(syms, int(i), &sym) == nullptr) break;
+    int t = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+    if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+        (bind != STB_GLOBAL && bind != STB_WEAK)) {
+      continue;
+    }
+    GElf_Versym version = 0;
+    if (versions != nullptr && gelf_getversym(versions, int(i), &version) != nullptr &&
+        (version & 0x8000) != 0) {
+      continue;
+    }
+    const char* name = elf_strptr(elf, dynsym.sh_link, sym.st_name);
+    if (name != nullptr && *name != '\0') names.emplace_back(name);
+  }
+  return names;
 }
 
 Elf_Scn* SectionByName(Elf* elf, std::string_view wanted, GElf_Shdr* shdr) {
@@ -130,6 +177,7 @@ Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
     image->symbol_source = ".dynsym";
   }
   AddPltSymbols(elf, &image->symbols);
+  image->symbols.AddDefaultExports(DefaultExports(elf));
   return image;
 }
 
@@ -189,6 +237,7 @@ Result<ElfLayout> ReadElfLayout(const std::string& path) {
 Status AddPltSymbolsOf(const std::string& binary, ElfImage* image) {
   ASSIGN_OR_RETURN(ElfFile file, OpenElfFile(binary));
   AddPltSymbols(file.elf.get(), &image->symbols);
+  image->symbols.AddDefaultExports(DefaultExports(file.elf.get()));
   image->symbols.Finish();
   return OkStatus();
 }
@@ -204,9 +253,10 @@ Result<std::unique_ptr<ElfImage>> LoadElfImage(const std::string& path, bool fin
         "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
     auto dfile = OpenElfFile(debug);
     if (dfile.ok() && ElfBuildId(dfile->elf.get()) == image->build_id) {
-      SymbolTable table;
+      SymbolTable table(SymbolTable::Aliases::kPublicName);
       if (AddSymbols(dfile->elf.get(), SHT_SYMTAB, &table)) {
         AddPltSymbols(file.elf.get(), &table);
+        table.AddDefaultExports(DefaultExports(file.elf.get()));
         image->symbols = std::move(table);
         image->symbol_source = debug;
       }

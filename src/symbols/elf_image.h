@@ -31,7 +31,7 @@ struct ElfImage {
   std::vector<uint8_t> build_id;
   uint64_t file_size = 0;
   std::vector<LoadSegment> loads;
-  SymbolTable symbols;
+  SymbolTable symbols{SymbolTable::Aliases::kPublicName};
   std::string symbol_source;  // ".symtab", ".dynsym", or a debug file's path
 
   // Link-time address of a file offset, or false when no PT_LOAD covers it.

@@ -80,26 +80,31 @@ FrameNamer::FrameInfo FrameNamer::LookUp(const ModuleFiles& files,
   FrameInfo info;
   uint64_t vaddr = address;
   bool mapped = true;
+  bool exported = false;  // the symbol table names it as the program exports it
+  auto from_symbols = [&](uint64_t at) {
+    SymbolTable::Match m = files.image->symbols.Find(at);
+    exported = m.exported;
+    return std::string(m.name);
+  };
   if (files.kernel) {
     info.function = std::string(files.kernel->Lookup(address));
   } else if (!segments.empty()) {
     mapped = OffsetToVaddr(segments, address, &vaddr);
-    if (mapped && files.image != nullptr) {
-      info.function = std::string(files.image->symbols.Lookup(vaddr));
-    }
+    if (mapped && files.image != nullptr) info.function = from_symbols(vaddr);
   } else if (files.image != nullptr) {
     mapped = !files.layout.empty() && OffsetToVaddr(files.layout, address, &vaddr);
-    if (mapped) info.function = std::string(files.image->symbols.Lookup(vaddr));
+    if (mapped) info.function = from_symbols(vaddr);
   }
   if (!mapped || files.lines == nullptr) return info;
   files.lines->Lookup(vaddr, &source_);
   if (source_.empty()) return info;
   const SourceFrame& outer = source_.back();
-  // The DWARF names the function holding the code, as addr2line,
-  // eu-addr2line and pprof do: __GI_abort rather than its alias abort,
-  // msort_with_tmp for its .part.0 piece. The symbol table names code the
-  // DWARF does not cover.
-  if (outer.function != kNoName) info.function = files.lines->String(outer.function);
+  // A function the module exports is named as it exports it, as perf and
+  // gdb do: malloc, not the DWARF's __GI___libc_malloc (the name users type
+  // in --focus). Otherwise the DWARF names the function holding the code,
+  // as addr2line and pprof do: msort_with_tmp for its .part.0 piece; the
+  // symbol table names code the DWARF does not cover.
+  if (outer.function != kNoName && !exported) info.function = files.lines->String(outer.function);
   info.file = files.lines->String(outer.file);
   info.line = outer.line;
   info.inlined.assign(source_.begin(), source_.end() - 1);

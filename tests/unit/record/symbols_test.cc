@@ -1,5 +1,7 @@
 #include <doctest.h>
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,6 +30,72 @@ TEST_CASE("SymbolTable: lookup honours sizes and aliases") {
   CHECK(t.Lookup(0x1100).empty());  // past first's size, before the next symbol
   CHECK(t.Lookup(0xfff).empty());
   CHECK(t.Lookup(0x999999) == "open_ended");
+}
+
+TEST_CASE("SymbolTable: among aliases, the name a user would type") {
+  using B = SymbolTable::Binding;
+  SymbolTable t(SymbolTable::Aliases::kPublicName);
+  // glibc's free: a local __GI_ alias, two globals, a compatibility version.
+  t.Add(0x1000, 0x100, "__GI___libc_free", B::kLocal);
+  t.Add(0x1000, 0x100, "cfree", B::kGlobal);
+  t.Add(0x1000, 0x100, "__libc_free", B::kGlobal);
+  t.Add(0x1000, 0x100, "free", B::kGlobal);
+  t.AddDefaultExports({"free", "__libc_free"});
+  // A weak and a strong global: the strong one.
+  t.Add(0x2000, 0x10, "clock_gettime", B::kWeak);
+  t.Add(0x2000, 0x10, "__vdso_clock_gettime", B::kGlobal);
+  // A label in code (the loader's _start) names code no function holds,
+  // and loses to a function at its address.
+  t.Add(0x3000, 0x100, "_start", B::kLocal, SymbolTable::Type::kLabel);
+  t.Add(0x3008, 0x8, "_dl_start_user", B::kLocal, SymbolTable::Type::kLabel);
+  t.Add(0x4000, 0x20, "entry_label", B::kGlobal, SymbolTable::Type::kLabel);
+  t.Add(0x4000, 0x10, "real_function", B::kLocal);
+  t.Finish();
+  CHECK(t.Lookup(0x1010) == "free");
+  CHECK(t.Find(0x1010).exported);
+  CHECK(t.Lookup(0x2004) == "__vdso_clock_gettime");
+  CHECK(t.Lookup(0x3007) == "_start");
+  CHECK_FALSE(t.Find(0x3007).exported);  // a label is never preferred over the DWARF
+  CHECK(t.Lookup(0x3009) == "_dl_start_user");
+  CHECK(t.Lookup(0x4008) == "real_function");
+  CHECK(t.Lookup(0x4018).empty());  // the function's size, not the label's, bounds it
+  // Finish again (more exports arrive with a binary's PLT): the choice is redone.
+  SymbolTable again(SymbolTable::Aliases::kPublicName);
+  again.Add(0x1000, 0x100, "cfree", B::kGlobal);
+  again.Add(0x1000, 0x100, "free", B::kGlobal);
+  again.Finish();
+  CHECK(again.Lookup(0x1000) == "cfree");  // perf's rule alone: the longer name
+  again.AddDefaultExports({"free"});
+  again.Finish();
+  CHECK(again.Lookup(0x1000) == "free");
+}
+
+TEST_CASE("ElfImage: libc's allocator and the loader's entry by the names users know") {
+  // libc6-dbg (scripts/setup) gives libc and the loader their full symbol tables.
+  void* handle = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(handle != nullptr);
+  for (const char* name : {"malloc", "free"}) {
+    Dl_info info;
+    void* at = dlsym(handle, name);
+    REQUIRE((at != nullptr && dladdr(at, &info) != 0));
+    auto image = LoadElfImage(info.dli_fname, /*find_debug_file=*/true);
+    REQUIRE(image.ok());
+    uint64_t vaddr = uint64_t(at) - uint64_t(info.dli_fbase);
+    CHECK((*image)->symbols.Lookup(vaddr) == name);
+    CHECK((*image)->symbols.Find(vaddr).exported);
+  }
+  dlclose(handle);
+  const char* loader = "/lib64/ld-linux-x86-64.so.2";
+  std::ifstream in(loader, std::ios::binary);
+  Elf64_Ehdr ehdr{};
+  REQUIRE(in.read(reinterpret_cast<char*>(&ehdr), sizeof(ehdr)));
+  auto ld = LoadElfImage(loader, /*find_debug_file=*/true);
+  REQUIRE(ld.ok());
+  if ((*ld)->symbol_source == ".dynsym") {
+    MESSAGE("no debug file for the loader: _start is not in its .dynsym");
+  } else {
+    CHECK((*ld)->symbols.Lookup(ehdr.e_entry + 7) == "_start");
+  }
 }
 
 TEST_CASE("Kallsyms: parses functions, ignores data, refuses hidden addresses") {
