@@ -70,8 +70,9 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("-d,--duration", f->duration, "stop after TIME (e.g. 10s, 500ms, 2m)");
   cmd->add_option("-m,--mmap-pages", f->options.mmap_pages,
-                  "ring buffer data pages per CPU, a power of two (more: fewer losses)")
-      ->capture_default_str()
+                  "ring buffer data pages per CPU, a power of two (more: fewer losses). "
+                  "Default: 256 with -g fp; with a stack copy, room for a quarter second of "
+                  "samples per CPU: 512 (quick), 2048 (default), 16384 (deep) pages")
       ->check(CLI::Range(1u, 1u << 16));
   cmd->add_option("--symbolize", f->options.symbolize,
                   "now: name frames (functions, file:line, inlined calls) from this host's "

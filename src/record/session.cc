@@ -24,21 +24,16 @@
 namespace microscope::record {
 namespace {
 
+bool CopiesStack(const RecordOptions& options) {
+  return options.samples && options.call_graph != Processor::CallGraph::kFramePointer;
+}
+
 CollectorOptions CollectorOptionsFor(const RecordOptions& options) {
   CollectorOptions c;
   c.frequency = options.frequency;
   c.sample = options.samples;
-  const bool copy_stack =
-      options.samples && options.call_graph != Processor::CallGraph::kFramePointer;
-  c.stack_copy = copy_stack ? options.stack_copy : 0;
-  // Each sample takes about stack_copy bytes of ring with a stack copy:
-  // size each CPU's ring for a quarter second of samples (1 to 64 MiB).
-  uint32_t pages = 256;
-  if (copy_stack) {
-    uint64_t want = uint64_t(c.stack_copy + 512) * options.frequency / 4 / 4096;
-    while (pages < want && pages < 16384) pages *= 2;
-  }
-  c.ring_pages = options.mmap_pages != 0 ? options.mmap_pages : pages;
+  c.stack_copy = CopiesStack(options) ? options.stack_copy : 0;
+  c.ring_pages = options.mmap_pages != 0 ? options.mmap_pages : DefaultRingPages(options);
   return c;
 }
 
@@ -286,6 +281,17 @@ Result<int> Recording::Write() {
 }
 
 }  // namespace
+
+uint32_t DefaultRingPages(const RecordOptions& options) {
+  // Each sample takes about stack_copy bytes of ring with a stack copy:
+  // size each CPU's ring for a quarter second of samples (1 to 64 MiB).
+  uint32_t pages = 256;
+  if (CopiesStack(options)) {
+    uint64_t want = uint64_t(options.stack_copy + 512) * options.frequency / 4 / 4096;
+    while (pages < want && pages < 16384) pages *= 2;
+  }
+  return pages;
+}
 
 Result<int> RunRecord(const RecordOptions& options, const RecordHooks& hooks) {
   Processor::Options popts;

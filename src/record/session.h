@@ -40,6 +40,9 @@ struct RecordHooks {
   std::function<void(const RecordSummary&)> written = [](const RecordSummary&) {};
 };
 
+// Ring data pages per CPU when -m is not given (record --help says them).
+uint32_t DefaultRingPages(const RecordOptions& options);
+
 // Records and writes the capture to options.output. Returns the exit
 // status `record` should end with: the launched program's, as a shell
 // reports it, or 0 for an attach.

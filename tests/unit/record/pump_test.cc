@@ -6,6 +6,7 @@
 #include "capture/reader.h"
 #include "src/record/offcpu_source.h"
 #include "src/record/pump.h"
+#include "src/record/session.h"
 #include "src/record/syscall_source.h"
 #include "tests/unit/record/record_builder.h"
 
@@ -204,6 +205,24 @@ TEST_CASE("Off-CPU short counts go to the thread's latest row") {
   CHECK(c.threads[c.off_cpu_short.thread[0]].start_time == 30);
   CHECK(c.off_cpu_short.count[0] == 7);
   CHECK(c.off_cpu_short.total[0] == 700);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("DefaultRingPages: what record --help says -m defaults to") {
+  RecordOptions o;  // the default preset: 999 Hz, 16 KiB
+  o.call_graph = Processor::CallGraph::kAuto;
+  CHECK(DefaultRingPages(o) == 2048);
+  o.frequency = 499;
+  o.stack_copy = 8192;
+  CHECK(DefaultRingPages(o) == 512);  // quick
+  o.frequency = 3999;
+  o.stack_copy = 65528;
+  CHECK(DefaultRingPages(o) == 16384);  // deep
+  o.call_graph = Processor::CallGraph::kFramePointer;
+  CHECK(DefaultRingPages(o) == 256);  // no stack copy
 }
 
 }  // namespace
