@@ -1,5 +1,7 @@
 #include "src/unwind/unwinder.h"
 
+#include <dwarf.h>
+
 #include <cstring>
 
 namespace microscope::unwind {
@@ -22,13 +24,49 @@ struct CopyReader {
   }
 };
 
+// Registers left unknown because their save slot lay outside the copy (a
+// bit per register, by the side it missed): a later CFA that needs one of
+// them ends with the copy's reason, not unsupported-cfi. Only consulted for
+// registers that are unknown, so a known register's stale bit is harmless
+// and the fast step writes here only when it loses RBP.
+struct Unread {
+  uint32_t below = 0;
+  uint32_t above = 0;
+  void Note(int reg, const CopyReader& read) {
+    Forget(reg);
+    (read.above ? above : below) |= 1u << reg;
+  }
+  void Forget(int reg) {
+    below &= ~(1u << reg);
+    above &= ~(1u << reg);
+  }
+  StackEnd Why(uint32_t missing) const {
+    if (above & missing) return StackEnd::kStackCopyExhausted;
+    if (below & missing) return StackEnd::kCfaOutsideCopy;
+    return StackEnd::kUnsupportedCfi;
+  }
+};
+
+// The registers an expression reads (DW_OP_breg*, DW_OP_reg*, DW_OP_bregx).
+uint32_t RegistersRead(std::span<const ExprOp> ops) {
+  uint32_t mask = 0;
+  for (const ExprOp& op : ops) {
+    uint64_t r = kRegCount;
+    if (op.atom >= DW_OP_breg0 && op.atom <= DW_OP_breg31) r = op.atom - DW_OP_breg0;
+    if (op.atom >= DW_OP_reg0 && op.atom <= DW_OP_reg31) r = op.atom - DW_OP_reg0;
+    if (op.atom == DW_OP_bregx) r = op.number;
+    if (r < uint64_t(kRegCount)) mask |= 1u << r;
+  }
+  return mask;
+}
+
 enum class Step { kOk, kDone, kFailed };
 
 // The common x86-64 row, updated in place: only RSP, RBP and the return
 // address survive a fast step (CFI of the caller says nothing of the rest).
-Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, StackEnd* end) {
+Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, Unread& unread, StackEnd* end) {
   if (!regs.Has(row.cfa_reg)) {
-    *end = StackEnd::kUnsupportedCfi;
+    *end = unread.Why(1u << row.cfa_reg);
     return Step::kFailed;
   }
   uint64_t cfa = regs.value[row.cfa_reg] + int64_t(row.cfa_offset);
@@ -41,13 +79,19 @@ Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, StackEnd* en
   uint64_t rbp = regs.value[kRegRbp];
   bool has_rbp = regs.Has(kRegRbp);
   if (row.flags & CfiRow::kRbpSaved) {
-    if (!read(cfa + int64_t(row.rbp_offset), &rbp)) {
-      *end = read.Reason();
-      return Step::kFailed;
-    }
-    has_rbp = true;
+    // Only the CFA and the return address must come from the copy. After an
+    // epilogue's `pop %rbp` GCC's CFI still says "RBP at CFA-16", a slot now
+    // below RSP, where the copy starts: the caller's RBP becomes unknown, as
+    // in elfutils (libdwfl/frame_unwind.c handle_cfi leaves a register whose
+    // rule fails unset, "causing an error later, if used") and libunwind
+    // (apply_reg_state keeps only the slot's address, read when needed);
+    // perf unwinds through both. The register's current value is no proof:
+    // a leaf may save it by `mov` into the red zone below RSP and reuse it.
+    has_rbp = read(cfa + int64_t(row.rbp_offset), &rbp);
+    if (!has_rbp) unread.Note(kRegRbp, read);
   } else if (row.flags & CfiRow::kRbpUndefined) {
     has_rbp = false;
+    unread.Forget(kRegRbp);
   }
   regs.valid = (1u << kRegRsp) | (1u << kRegRa) | (has_rbp ? 1u << kRegRbp : 0u);
   regs.value[kRegRsp] = cfa;
@@ -57,28 +101,39 @@ Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, StackEnd* en
 }
 
 Step StepGeneral(const CfiTable& table, const CfiRow& row, Registers& regs, CopyReader& read,
-                 StackEnd* end) {
+                 Unread& unread, StackEnd* end) {
   const GeneralRow& g = table.general(row.general);
   ReadWord reader = [&](uint64_t a, uint64_t* v) { return read(a, v); };
   ExprResult r;
-  if (g.cfa_len == 0 ||
-      !EvaluateExpr(table.expr(g.cfa_begin, g.cfa_len), regs, false, 0, reader, &r)) {
-    *end = read.below || read.above ? read.Reason() : StackEnd::kUnsupportedCfi;
+  std::span<const ExprOp> cfa_ops = table.expr(g.cfa_begin, g.cfa_len);
+  if (g.cfa_len == 0 || !EvaluateExpr(cfa_ops, regs, false, 0, reader, &r)) {
+    *end =
+        read.below || read.above ? read.Reason() : unread.Why(RegistersRead(cfa_ops) & ~regs.valid);
     return Step::kFailed;
   }
   uint64_t cfa = r.value;
   if (g.regs[kRegRa].kind == RuleKind::kUndefined) return Step::kDone;
   Registers next;
+  Unread next_unread;
   for (int reg = 0; reg < kRegCount; ++reg) {
     const RegRule& rule = g.regs[reg];
     if (rule.kind == RuleKind::kSame) {
-      if (regs.Has(reg)) next.Set(reg, regs.value[reg]);
+      if (regs.Has(reg)) {
+        next.Set(reg, regs.value[reg]);
+      } else {
+        next_unread.below |= unread.below & (1u << reg);
+        next_unread.above |= unread.above & (1u << reg);
+      }
     } else if (rule.kind == RuleKind::kExpr) {
+      // Each register's reads on their own: one register's slot outside the
+      // copy leaves it unknown and does not name the return address's end.
+      read.below = read.above = false;
       if (!EvaluateExpr(table.expr(rule.expr_begin, rule.expr_len), regs, true, cfa, reader, &r)) {
         if (reg == kRegRa) {
           *end = read.below || read.above ? read.Reason() : StackEnd::kUnsupportedCfi;
           return Step::kFailed;
         }
+        if (read.below || read.above) next_unread.Note(reg, read);
         continue;  // an unrecoverable other register stays unknown
       }
       uint64_t v = r.value;
@@ -87,6 +142,7 @@ Step StepGeneral(const CfiTable& table, const CfiRow& row, Registers& regs, Copy
           *end = read.Reason();
           return Step::kFailed;
         }
+        next_unread.Note(reg, read);
         continue;
       }
       next.Set(reg, v);
@@ -94,6 +150,7 @@ Step StepGeneral(const CfiTable& table, const CfiRow& row, Registers& regs, Copy
   }
   if (!next.Has(kRegRsp)) next.Set(kRegRsp, cfa);
   regs = next;
+  unread = next_unread;
   return Step::kOk;
 }
 
@@ -128,6 +185,7 @@ UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& 
     return result;
   }
   bool exact = true;
+  Unread unread;
   for (;;) {
     uint64_t pc = regs.value[kRegRa];
     CodeInfo info;
@@ -155,10 +213,12 @@ UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& 
       // The return address into a signal trampoline is its first
       // instruction, not a call site: name the frame by the exact pc.
       if (signal) out[result.frames - 1].exact = true;
-      step = (row->flags & CfiRow::kGeneral) ? StepGeneral(*info.table, *row, regs, read, &end)
-                                             : StepFast(*row, regs, read, &end);
+      step = (row->flags & CfiRow::kGeneral)
+                 ? StepGeneral(*info.table, *row, regs, read, unread, &end)
+                 : StepFast(*row, regs, read, unread, &end);
     } else if (policy == Policy::kAuto && (info.table == nullptr || !info.table->has_cfi())) {
       step = StepFramePointer(regs, read, &end);
+      unread = {};
     } else {
       result.end = StackEnd::kNoUnwindInfo;
       return result;

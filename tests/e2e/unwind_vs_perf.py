@@ -36,7 +36,7 @@ def our_chains(capture, hot):
     out = run([os.environ["CAPTURE_STACKS"], capture]).stdout
     chains = collections.Counter()
     for line in out.splitlines():
-        leaf, _, callers = line.partition("\t")
+        leaf, callers, _ = line.split("\t")
         if leaf not in hot:
             continue
         chains[tuple(int(x, 16) for x in callers.split(",") if x)] += 1
@@ -66,6 +66,8 @@ cases = [
     ("thread", [fixture("unwind"), "thread"], {"leaf_hot"}),
     ("signal", [fixture("unwind"), "signal"], {"signal_burn"}),
     ("dlopen", [fixture("unwind"), "dlopen", fixture("libunwind_plugin.so")], {"plugin_inner"}),
+    # Samples after an epilogue's pop %rbp: RBP's CFI slot lies below the copy.
+    ("epilogue", [fixture("unwind"), "epilogue"], {"epilogue_hot"}),
     ("c++", [fixture("unwind_cpp")], {"burn_compare(unsigned int, unsigned int)", "burn_compare"}),
 ]
 rates = []

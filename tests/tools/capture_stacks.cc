@@ -1,8 +1,9 @@
 // Test tool: prints each sample's user stack from a capture, one line per
-// sample: "LEAF_FUNCTION<TAB>CALLER_ADDRESSES" with the callers' addresses
-// (module offsets, caller frames at return address - 1) leaf to root, comma
-// separated. Kernel and inline frames are left out. Used to compare with
-// perf script --no-inline.
+// sample: "LEAF_FUNCTION<TAB>CALLER_ADDRESSES<TAB>STACK_END" with the
+// callers' addresses (module offsets, caller frames at return address - 1)
+// leaf to root, comma separated, and why the stack ends (StackEndName).
+// Kernel and inline frames are left out. Used to compare with perf script
+// --no-inline.
 #include <cstdio>
 
 #include "capture/reader.h"
@@ -37,7 +38,8 @@ int main(int argc, char** argv) {
                static_cast<unsigned long long>(f.address));
       callers += buf;
     }
-    if (!first) printf("%s\t%s\n", leaf.c_str(), callers.c_str());
+    if (!first)
+      printf("%s\t%s\t%s\n", leaf.c_str(), callers.c_str(), StackEndName(c->samples.end[i]));
   }
   return 0;
 }

@@ -199,6 +199,61 @@ TEST_CASE("Unwinder: each end reason") {
   }
 }
 
+TEST_CASE("Unwinder: after an epilogue's pop %rbp, RBP's slot below the copy leaves RBP unknown") {
+  // f0 [0x1000,0x1100) right after `pop %rbp`: CFA = RSP+8, RA at CFA-8, and
+  // (no .cfi_restore, as GCC emits it) RBP still "at CFA-16", 8 bytes below
+  // RSP where the copy starts. Its callers are f2 and f3 of ThreeFunctions.
+  Stack s;
+  s.Put(0x7000, 0x402051);  // f0's return address into f2
+  s.Put(0x7018, 0xabcdef);  // f2 saved its caller's RBP at CFA-16
+  s.Put(0x7020, 0x403011);  // f2's return address into f3
+  std::vector<Frame> out(16);
+  auto check_callers = [&](const CfiTable& table) {
+    FakeCode code;
+    code.ranges.push_back({0x401000, 0x404000, &table, 0x400000});
+    auto r = Unwind(Regs(0x401050, 0x7000, 0x1234), s.Image(), code, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kComplete);
+    REQUIRE(r.frames == 3);
+    CHECK(out[1].pc == 0x402051);
+    CHECK(out[2].pc == 0x403011);
+  };
+  CfiRow f2 = FastRow(0x2000, 0x100, kRegRsp, 32, -8, CfiRow::kRbpSaved, -16);
+  CfiRow f3 = FastRow(0x3000, 0x100, kRegRsp, 8, -8, CfiRow::kRaUndefined);
+
+  SUBCASE("fast row") {
+    check_callers(*CfiTable::FromRows(
+        {FastRow(0x1000, 0x100, kRegRsp, 8, -8, CfiRow::kRbpSaved, -16), f2, f3}));
+  }
+  SUBCASE("general row") {
+    // The same rules as expressions: CFA = RSP+8; RA at CFA-8; RBP at
+    // CFA-16; RSP = CFA (libdw's x86-64 default rule).
+    GeneralRow g;
+    std::vector<ExprOp> exprs = {
+        {uint8_t(DW_OP_breg7), 8, 0}, {DW_OP_call_frame_cfa, 0, 0}, {DW_OP_lit8, 0, 0},
+        {DW_OP_minus, 0, 0},          {DW_OP_call_frame_cfa, 0, 0}, {DW_OP_lit16, 0, 0},
+        {DW_OP_minus, 0, 0},          {DW_OP_call_frame_cfa, 0, 0}, {DW_OP_stack_value, 0, 0}};
+    g.cfa_begin = 0;
+    g.cfa_len = 1;
+    g.regs[kRegRa] = {RuleKind::kExpr, 1, 3};
+    g.regs[kRegRbp] = {RuleKind::kExpr, 4, 3};
+    g.regs[kRegRsp] = {RuleKind::kExpr, 7, 2};
+    CfiRow f0 = FastRow(0x1000, 0x100, 0, 0, 0, CfiRow::kGeneral);
+    f0.general = 0;
+    check_callers(*CfiTable::FromRows({f0, f2, f3}, {g}, exprs));
+  }
+  SUBCASE("a caller whose CFA needs that RBP ends there, for want of the copy") {
+    // f1 keeps a frame pointer: CFA = RBP+16. The RBP it needs was in the
+    // slot below the copy.
+    auto table = CfiTable::FromRows({FastRow(0x1000, 0x100, kRegRsp, 8, -8, CfiRow::kRbpSaved, -16),
+                                     FastRow(0x2000, 0x100, kRegRbp, 16), f3});
+    FakeCode code;
+    code.ranges.push_back({0x401000, 0x404000, table.get(), 0x400000});
+    auto r = Unwind(Regs(0x401050, 0x7000, 0x1234), s.Image(), code, Policy::kDwarf, out);
+    CHECK(r.frames == 2);
+    CHECK(r.end == StackEnd::kCfaOutsideCopy);
+  }
+}
+
 TEST_CASE("Unwinder: a general row (signal frame) restores registers from the copy") {
   // Like glibc's __restore_rt: CFA = *(RSP + 16); RA = *(RSP + 24); RSP = *(RSP + 32).
   GeneralRow g;
