@@ -224,8 +224,10 @@ std::string RowHeading(const analysis::ReportNouns& n) {
 
 void PrintFlat(FILE* out, const analysis::ReportFlat& flat, const analysis::ReportNouns& n,
                const Colors& c, bool by_total) {
-  fprintf(out, "\n%sHottest %s by %s%s (self and total: %s)\n", c.bold(), n.rows.c_str(),
-          by_total ? "total time (self + callees)" : "self time", c.reset(), n.counts.c_str());
+  // The self and total columns count samples or intervals: the title says which.
+  fprintf(out, "\n%sHottest %s by %s time%s (%scounts: %s)\n", c.bold(), n.rows.c_str(),
+          by_total ? "total" : "self", c.reset(), by_total ? "self + callees; " : "",
+          n.counts.c_str());
   fprintf(out, "%7s %8s %7s %8s  %s\n", "self%", "self", "total%", "total", RowHeading(n).c_str());
   for (uint32_t i : by_total ? flat.by_total : flat.by_self) {
     const analysis::ReportFunction& r = flat.rows[i];

@@ -121,7 +121,7 @@ check("Hottest lines by self time" in text and "Hottest functions" not in text a
 text = run([MICROSCOPE, "report", "--granularity", "address", base]).stdout
 check("Hottest addresses by total time" in text and "address [module]" in text,
       "--granularity address titles its tables by addresses")
-check("(self and total: samples)" in text, "the flat tables say their counts are samples")
+check("Hottest addresses by self time (counts: samples)" in text, "the flat tables say their counts are samples")
 
 # An imported folded file does not say whether kernel frames were recorded:
 # the header says what its stacks hold instead of "off".
