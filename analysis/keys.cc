@@ -19,6 +19,12 @@ std::string BaseName(const std::string& path) {
 
 }  // namespace
 
+std::string UnnamedFrameName(const capture::Capture& capture, const capture::Frame& frame) {
+  if (frame.module == kNone) return HexAddress(frame.address);
+  return BaseName(capture.str(capture.modules[frame.module].path)) + "+" +
+         HexAddress(frame.address);
+}
+
 FunctionKeys::FunctionKeys(const capture::Capture& capture, Granularity granularity)
     : capture_(capture), granularity_(granularity) {
   frame_key_.resize(capture.frames.size());
@@ -52,10 +58,8 @@ FunctionKeys::FunctionKeys(const capture::Capture& capture, Granularity granular
         name = f.function != kNone ? capture.str(capture.functions[f.function].name) : "?";
       } else if (f.function != kNone) {
         name = capture.str(capture.functions[f.function].name) + " @" + HexAddress(f.address);
-      } else if (f.module == kNone) {
-        name = HexAddress(f.address);
       } else {
-        name = BaseName(capture.str(capture.modules[f.module].path)) + "+" + HexAddress(f.address);
+        name = UnnamedFrameName(capture, f);
       }
       names_.push_back(std::move(name));
       key_frame_.push_back(capture::FrameId(i));

@@ -19,6 +19,11 @@ using KeyId = uint32_t;
 // function); kAddress: every frame address apart.
 enum class Granularity : uint8_t { kFunction, kLine, kAddress };
 
+// What a frame without a function is called everywhere (reports, folded,
+// pprof): its module's base name and file offset ("cc1plus+0x4f2a0"), or
+// its address when it has no module.
+std::string UnnamedFrameName(const capture::Capture& capture, const capture::Frame& frame);
+
 class FunctionKeys {
  public:
   FunctionKeys(const capture::Capture& capture, Granularity granularity = Granularity::kFunction);

@@ -85,8 +85,9 @@ std::vector<ReportThread> BuildThreads(const std::vector<ThreadCost>& threads, u
   return out;
 }
 
-ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes) {
+ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
   ReportLanes out;
+  out.shown = std::min(top, lanes.lanes.size());
   out.start = lanes.start;
   out.bucket_ns = lanes.bucket_ns;
   out.bucket_count = lanes.bucket_count;
@@ -184,6 +185,39 @@ ReportDiff BuildDiff(DiffResult d, size_t top) {
           DiffTable(std::move(d.paths), top)};
 }
 
+// The header names a few processes: a build runs hundreds.
+constexpr size_t kHeaderProcesses = 5;
+
+std::vector<uint32_t> ShownProcesses(const Summary& s) {
+  std::vector<uint32_t> order(s.processes.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  // processes are by pid: a stable sort keeps pid order among ties.
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const ProcessSummary& pa = s.processes[a];
+    const ProcessSummary& pb = s.processes[b];
+    const bool ta = pa.pid == s.target_pid, tb = pb.pid == s.target_pid;
+    if (ta != tb) return ta;
+    return pa.samples > pb.samples;
+  });
+  order.resize(std::min(order.size(), kHeaderProcesses));
+  return order;
+}
+
+bool IsKernelFrame(const capture::Capture& c, const capture::Frame& f) {
+  if (f.kind == capture::FrameKind::kKernel) return true;
+  if (f.function == capture::kNone) return false;
+  const std::string& name = c.str(c.functions[f.function].name);
+  return name.size() > 4 && name.compare(name.size() - 4, 4, "_[k]") == 0;
+}
+
+std::string KernelFrames(const capture::Capture& c) {
+  if (c.settings.mode != "import") return c.settings.kernel_frames ? "on" : "off";
+  for (const capture::Frame& f : c.frames) {
+    if (IsKernelFrame(c, f)) return "in the imported stacks";
+  }
+  return "unknown (imported)";
+}
+
 ReportHeader BuildHeader(const capture::Capture& original, const capture::Capture& cap,
                          Metric metric, const ReportQuery& q) {
   ReportHeader h;
@@ -203,7 +237,19 @@ ReportHeader BuildHeader(const capture::Capture& original, const capture::Captur
   if (const capture::SourceSetting* sys = cap.settings.Source(capture::kSyscallSource))
     h.syscall_stack_min = sys->Value("stack_min_ns");
   h.filter_text = q.filter_text;
+  h.shown_processes = ShownProcesses(s);
+  h.kernel_frames = KernelFrames(original);
   return h;
+}
+
+ReportNouns Nouns(Granularity g, Metric metric) {
+  ReportNouns n;
+  if (g == Granularity::kLine) n = {"line", "lines", ""};
+  if (g == Granularity::kAddress) n = {"address", "addresses", ""};
+  n.counts = metric == Metric::kOffCpu ? "intervals"
+             : metric == Metric::kWall ? "samples and intervals"
+                                       : "samples";
+  return n;
 }
 
 // A syscall-only capture shows its table by default.
@@ -239,8 +285,11 @@ void BuildViews(const capture::Capture& original, const capture::Capture& cap,
     m->inverted = BuildTree(ComputeTree(cap, keys, filter, {true, q.collapse_recursion}), keys,
                             q.min_percent);
   }
-  if (v.threads) m->threads = BuildThreads(ThreadTotals(cap, filter), m->flat.all.value);
-  if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width));
+  if (v.threads) {
+    m->threads = BuildThreads(ThreadTotals(cap, filter), m->flat.all.value);
+    m->shown_threads = std::min(q.top, m->threads->size());
+  }
+  if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width), q.top);
   if (SyscallsShown(original, v)) m->syscalls = BuildSyscalls(cap, keys, q.top);
 }
 
@@ -258,6 +307,7 @@ Result<ReportModel> BuildReport(const capture::Capture& original, const ReportQu
   if (!filter.ok()) return filter.status().WithContext(q.capture_name);
   ReportModel m;
   m.min_percent = q.min_percent;
+  m.nouns = Nouns(q.granularity, metric);
   m.header = BuildHeader(original, cap, metric, q);
   BuildViews(original, cap, keys, *filter, q, &m);
   if (other != nullptr) {

@@ -108,6 +108,7 @@ struct ReportLane {
 };
 
 struct ReportLanes {
+  size_t shown = 0;  // lanes a timeline draws: the first `top`
   uint64_t start = 0;
   uint64_t bucket_ns = 1;
   size_t bucket_count = 0;
@@ -213,20 +214,40 @@ struct ReportHeader {
   // at the end of a frame pointer chain), and the complete ones' share.
   uint64_t ended_early = 0;
   double complete_percent = 0;
+  // Rows of summary.processes the header line names (at most a few): the
+  // target process first, then by samples desc, then pid.
+  std::vector<uint32_t> shown_processes;
+  // Whether the stacks hold kernel frames: "on" or "off" as recorded; an
+  // imported file does not say, so "in the imported stacks" when some frame
+  // is a kernel one (kernel kind, or folded's "_[k]" mark), else "unknown
+  // (imported)".
+  std::string kernel_frames;
   std::string syscalls;  // the syscalls source's state: how system calls were traced
   uint64_t syscall_stack_min = 0;
   std::string filter_text;  // empty: no filter
 };
 
+// What the tables' rows and counts are, for their titles and headings.
+struct ReportNouns {
+  std::string row = "function";  // a row's key at the granularity: function, line, address
+  std::string rows = "functions";
+  // What a table's counts (self, total, a thread's) count: "samples" of
+  // CPU, off-CPU "intervals" (--metric offcpu), or "samples and intervals"
+  // (wall).
+  std::string counts = "samples";
+};
+
 struct ReportModel {
   ReportHeader header;
+  ReportNouns nouns;
   bool show_flat = false;  // the flat tables are one of the views shown
   ReportFlat flat;         // always: the header's filter line and the JSON use it
   std::optional<ReportOffCpu> by_state;
   std::optional<ReportSyscalls> syscalls;
   std::optional<ReportTree> tree;
   std::optional<ReportTree> inverted;
-  std::optional<std::vector<ReportThread>> threads;
+  std::optional<std::vector<ReportThread>> threads;  // every thread; a table shows the first `top`
+  size_t shown_threads = 0;
   std::optional<ReportLanes> lanes;
   std::optional<ReportDiff> diff;
   double min_percent = 0.5;  // the trees' pruning, for their titles

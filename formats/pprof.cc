@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analysis/keys.h"
 #include "analysis/profile.h"
 #include "base/hex.h"
 #include "capture/reader.h"
@@ -206,6 +207,11 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
   // pprof functions are (name, source file) pairs: an inlined line's file
   // differs from its function's own.
   std::map<std::pair<capture::FunctionId, capture::StringId>, uint64_t> pprof_functions;
+  // An unnamed frame is a function of its own, named as reports name it
+  // (UnnamedFrameName): pprof -top drops addresses and would otherwise merge
+  // every unnamed location of a module into one "[module]" row.
+  std::map<std::string, uint64_t> unnamed_functions;
+  uint64_t function_count = 0;
   std::map<capture::FunctionId, uint64_t> start_lines;  // of interpreted functions
   for (const auto& [group, id] : location_ids) {
     const capture::Frame& fr = c.frames[group.back()];  // the outermost: holds the address
@@ -222,9 +228,21 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
     }
     for (capture::FrameId f : group) {
       const capture::Frame& line_frame = c.frames[f];
-      if (line_frame.function == kNone) continue;
-      auto [it, inserted] = pprof_functions.try_emplace({line_frame.function, line_frame.file},
-                                                        pprof_functions.size() + 1);
+      if (line_frame.function == kNone) {
+        if (line_frame.kind == capture::FrameKind::kNamed ||
+            line_frame.kind == capture::FrameKind::kInterpreted)
+          continue;  // no address to name it by
+        std::string name =
+            mapped ? analysis::UnnamedFrameName(c, line_frame) : HexAddress(line_frame.address);
+        auto [it, inserted] = unnamed_functions.try_emplace(name, function_count + 1);
+        if (inserted) ++function_count;
+        protozero::pbf_writer line(loc, 4);
+        line.add_uint64(1, it->second);
+        continue;
+      }
+      auto [it, inserted] =
+          pprof_functions.try_emplace({line_frame.function, line_frame.file}, function_count + 1);
+      if (inserted) ++function_count;
       if (line_frame.kind == capture::FrameKind::kInterpreted)
         start_lines[line_frame.function] = line_frame.address;
       protozero::pbf_writer line(loc, 4);
@@ -242,6 +260,11 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
     if (key.second != kNone) func.add_int64(4, s.Id(c.str(key.second)));
     if (auto start = start_lines.find(key.first); start != start_lines.end())
       func.add_int64(5, int64_t(start->second));
+  }
+  for (const auto& [name, id] : unnamed_functions) {
+    protozero::pbf_writer func(pw, kFunction);
+    func.add_uint64(1, id);
+    func.add_int64(2, s.Id(name));
   }
   if (c.settings.end_time > c.settings.start_time) {
     pw.add_int64(kDurationNanos, int64_t(c.settings.end_time - c.settings.start_time));
@@ -494,6 +517,22 @@ void ParseProfile(std::span<const uint8_t> data, Profile* p, size_t* offset) {
   }
 }
 
+// A location whose one line is a function named as an unnamed frame at its
+// own place (module+0xoffset, or its address), with no file or line: what
+// WritePprof writes for a frame without a name, read back as one.
+bool IsUnnamedFrame(const Profile& p, const PLocation& loc, const capture::Capture& c,
+                    capture::ModuleId module, uint64_t offset_in_file) {
+  if (loc.functions.size() != 1 || loc.lines[0] != 0) return false;
+  auto fn = p.functions.find(loc.functions[0]);
+  if (fn == p.functions.end() || fn->second.second != 0) return false;
+  const int64_t name = fn->second.first;
+  if (name < 0 || size_t(name) >= p.strings.size()) return false;  // the caller's error
+  capture::Frame frame;
+  frame.module = module;
+  frame.address = module != kNone ? offset_in_file : loc.address;
+  return p.strings[size_t(name)] == analysis::UnnamedFrameName(c, frame);
+}
+
 }  // namespace
 
 Result<capture::Capture> ReadPprof(std::span<const uint8_t> file, const std::string& sample_type) {
@@ -566,6 +605,12 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file, const std::str
       module = b.Module(path.empty() ? "[unknown]" : path, Unhex(build_id));
       offset_in_file = loc.address - m->second.start + m->second.offset;
     }
+    if (IsUnnamedFrame(p, loc, b.capture(), module, offset_in_file)) {
+      frames.push_back(module != kNone
+                           ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, kNone)
+                           : b.Frame(capture::FrameKind::kUnmapped, kNone, loc.address, kNone));
+      continue;
+    }
     for (size_t line = 0; line < loc.functions.size(); ++line) {
       auto fn = p.functions.find(loc.functions[line]);
       if (fn == p.functions.end()) {
@@ -587,7 +632,7 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file, const std::str
       if (line_number != 0) b.SetLine(frame, filename, line_number);
       frames.push_back(frame);
     }
-    if (loc.functions.empty()) {
+    if (loc.functions.empty()) {  // as pprof itself writes unsymbolized locations
       frames.push_back(module != kNone
                            ? b.Frame(capture::FrameKind::kNative, module, offset_in_file, kNone)
                            : b.Frame(capture::FrameKind::kUnmapped, kNone, loc.address, kNone));

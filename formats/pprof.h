@@ -7,10 +7,12 @@
 // and thread, and state on off-CPU rows. CPU rows have 0 off_cpu; off-CPU
 // rows have 0 samples and 0 CPU time, their duration as off_cpu (short
 // intervals under a pseudo frame); `metric` picks the default sample type; one location per frame,
-// with the function as its line; one mapping per module with build ID and file offsets (each module
-// gets its own address range so that address - start + offset is the frame's file offset); period
-// and duration. Not carried: sample times (pprof samples have none), stack end reasons,
-// lost/throttle counts, problems, the process tree.
+// with the function as its line (an unnamed frame's function is named module+0xoffset, as reports
+// name it, so that pprof keeps unnamed addresses apart; ReadPprof reads it back unnamed); one
+// mapping per module with build ID and file offsets (each module gets its own address range so that
+// address - start + offset is the frame's file offset); period and duration. Not carried: sample
+// times (pprof samples have none), stack end reasons, lost/throttle counts, problems, the process
+// tree.
 #pragma once
 
 #include <cstdint>

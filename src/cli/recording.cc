@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/clock.h"
+#include "base/plural.h"
 #include "src/cli/commands.h"
 
 namespace microscope::cli {
@@ -66,15 +67,16 @@ class StatusLine {
 };
 
 void PrintSummary(const record::RecordOptions& options, const record::RecordSummary& s) {
-  std::string what = std::to_string(s.samples) + " samples";
+  std::string what = Counted(s.samples, "sample");
   if (!options.samples)
-    what = std::to_string(s.syscalls) + " system calls";
+    what = Counted(s.syscalls, "system call");
   else if (s.syscalls > 0)
-    what += ", " + std::to_string(s.syscalls) + " system calls";
-  if (s.off_cpu > 0) what += ", " + std::to_string(s.off_cpu) + " off-CPU intervals";
-  fprintf(stderr, "microscope: wrote %s: %s, %llu threads, %llu processes, %llu lost\n",
-          options.output.c_str(), what.c_str(), static_cast<unsigned long long>(s.threads),
-          static_cast<unsigned long long>(s.processes), static_cast<unsigned long long>(s.lost));
+    what += ", " + Counted(s.syscalls, "system call");
+  if (s.off_cpu > 0) what += ", " + Counted(s.off_cpu, "off-CPU interval");
+  fprintf(stderr, "microscope: wrote %s: %s, %s, %s, %llu lost\n", options.output.c_str(),
+          what.c_str(), Counted(s.threads, "thread").c_str(),
+          Counted(s.processes, "process", "processes").c_str(),
+          static_cast<unsigned long long>(s.lost));
 }
 
 }  // namespace

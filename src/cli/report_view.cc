@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/plural.h"
+
 namespace microscope::cli {
 namespace {
 
@@ -113,11 +115,19 @@ void PrintRunHeader(FILE* out, const analysis::ReportHeader& h, const Label& lab
   fprintf(out, "%s, pid %d\n", s.mode.c_str(), s.target_pid);
   label("processes");
   fprintf(out, "%zu:", s.processes.size());
-  for (const auto& p : s.processes) {
-    fprintf(out, " %d %s", p.pid, p.command.c_str());
+  const size_t kCommandWidth = 40;  // a compiler's command line runs to pages
+  for (uint32_t i : h.shown_processes) {
+    const auto& p = s.processes[i];
+    std::string command = p.command.size() <= kCommandWidth
+                              ? p.command
+                              : p.command.substr(0, kCommandWidth - 3) + "...";
+    fprintf(out, " %d %s", p.pid, command.c_str());
     if (p.exit_status >= 0) fprintf(out, " (exit %d)", p.exit_status);
     fprintf(out, ";");
   }
+  if (s.processes.size() > h.shown_processes.size())
+    fprintf(out, " ... and %zu more (--json lists all)",
+            s.processes.size() - h.shown_processes.size());
   fprintf(out, "\n");
   label("threads");
   fprintf(out, "%zu:", s.threads.size());
@@ -138,7 +148,7 @@ void PrintRunHeader(FILE* out, const analysis::ReportHeader& h, const Label& lab
     fprintf(out, "%llu (%s of %s)", Ull(s.samples), FormatValue(s.value, s.unit).c_str(),
             s.metric.c_str());
     if (s.frequency != 0) fprintf(out, " at %u Hz", s.frequency);
-    fprintf(out, ", %zu threads\n", s.threads.size());
+    fprintf(out, ", %s\n", Counted(s.threads.size(), "thread").c_str());
   }
 }
 
@@ -179,7 +189,7 @@ void PrintStackHeader(FILE* out, const analysis::ReportHeader& h, const Label& l
             capture::StackEndName(capture::StackEnd(e)));
     first = false;
   }
-  fprintf(out, "%s; kernel frames %s\n", first ? "none" : "", s.kernel_frames ? "on" : "off");
+  fprintf(out, "%s; kernel frames %s\n", first ? "none" : "", h.kernel_frames.c_str());
 }
 
 void PrintHeader(FILE* out, const ReportModel& m, const Colors& c) {
@@ -202,17 +212,23 @@ void PrintHeader(FILE* out, const ReportModel& m, const Colors& c) {
   }
   if (!h.filter_text.empty()) {
     label("filter");
-    fprintf(out, "%s: %llu samples (%s) kept\n", h.filter_text.c_str(), Ull(m.flat.all.samples),
-            FormatValue(m.flat.all.value, s.unit).c_str());
+    fprintf(out, "%s: %llu %s (%s) kept\n", h.filter_text.c_str(), Ull(m.flat.all.samples),
+            m.nouns.counts.c_str(), FormatValue(m.flat.all.value, s.unit).c_str());
   }
 }
 
-void PrintFlat(FILE* out, const analysis::ReportFlat& flat, const Colors& c, bool by_total) {
-  fprintf(out, "\n%s%s%s\n", c.bold(),
-          by_total ? "Hottest functions by total time (self + callees)"
-                   : "Hottest functions by self time",
-          c.reset());
-  fprintf(out, "%7s %8s %7s %8s  %s\n", "self%", "self", "total%", "total", "function [module]");
+// "function [module]", "line [module]", "address [module]".
+std::string RowHeading(const analysis::ReportNouns& n) {
+  return n.row + " [module]";
+}
+
+void PrintFlat(FILE* out, const analysis::ReportFlat& flat, const analysis::ReportNouns& n,
+               const Colors& c, bool by_total) {
+  // The self and total columns count samples or intervals: the title says which.
+  fprintf(out, "\n%sHottest %s by %s time%s (%scounts: %s)\n", c.bold(), n.rows.c_str(),
+          by_total ? "total" : "self", c.reset(), by_total ? "self + callees; " : "",
+          n.counts.c_str());
+  fprintf(out, "%7s %8s %7s %8s  %s\n", "self%", "self", "total%", "total", RowHeading(n).c_str());
   for (uint32_t i : by_total ? flat.by_total : flat.by_self) {
     const analysis::ReportFunction& r = flat.rows[i];
     double sp = r.self.percent, tp = r.total.percent;
@@ -231,25 +247,34 @@ void PrintTreeNode(FILE* out, const analysis::ReportTree& tree, const Colors& c,
   for (uint32_t child : tree.nodes[i].children) PrintTreeNode(out, tree, c, child, depth + 1);
 }
 
-void PrintTree(FILE* out, const analysis::ReportTree& tree, double min_percent, const Colors& c) {
-  fprintf(out, "\n%s%s (below %.2f%% pruned)%s\n", c.bold(),
-          tree.inverted ? "Inverted call tree (sampled functions first, then their callers)"
-                        : "Call tree (callers first)",
-          min_percent, c.reset());
-  fprintf(out, "%7s %7s  %s\n", "total%", "self%", "function [module]");
+void PrintTree(FILE* out, const analysis::ReportTree& tree, double min_percent,
+               const analysis::ReportNouns& n, const Colors& c) {
+  std::string title = tree.inverted
+                          ? "Inverted call tree (sampled " + n.rows + " first, then their callers)"
+                          : "Call tree (callers first)";
+  fprintf(out, "\n%s%s (below %.2f%% pruned)%s\n", c.bold(), title.c_str(), min_percent, c.reset());
+  fprintf(out, "%7s %7s  %s\n", "total%", "self%", RowHeading(n).c_str());
   for (uint32_t r : tree.roots) PrintTreeNode(out, tree, c, r, 0);
 }
 
-void PrintThreads(FILE* out, const std::vector<analysis::ReportThread>& threads,
-                  const std::string& unit, const Colors& c) {
-  fprintf(out, "\n%sThreads%s\n", c.bold(), c.reset());
-  fprintf(out, "%7s %8s %12s  %8s %8s  %s\n", "share", "samples", "value", "pid", "tid", "name");
-  for (const auto& t : threads) {
+// The rows a table left out (-n), when it left any out.
+void PrintMore(FILE* out, size_t more, const char* noun) {
+  if (more > 0)
+    fprintf(out, "... %s not shown (-n shows more rows)\n", Counted(more, noun).c_str());
+}
+
+void PrintThreads(FILE* out, const std::vector<analysis::ReportThread>& threads, size_t shown,
+                  const std::string& unit, const analysis::ReportNouns& n, const Colors& c) {
+  fprintf(out, "\n%sThreads%s (count: %s)\n", c.bold(), c.reset(), n.counts.c_str());
+  fprintf(out, "%7s %8s %12s  %8s %8s  %s\n", "share", "count", "value", "pid", "tid", "name");
+  for (size_t i = 0; i < shown; ++i) {
+    const analysis::ReportThread& t = threads[i];
     double p = t.cost.percent;
     fprintf(out, "%s%6.2f%%%s %8llu %12s  %8d %8d  %s\n", c.heat(p), p, c.reset(),
             Ull(t.cost.samples), FormatValue(t.cost.value, unit).c_str(), t.pid, t.tid,
             t.name.c_str());
   }
+  PrintMore(out, threads.size() - shown, "thread");
 }
 
 void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const Colors& c) {
@@ -265,7 +290,8 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const Colors& c) 
             "= uninterruptible, ~ preempted, ? other; blank: neither; right: samples, off-CPU "
             "time\n");
   }
-  for (const auto& lane : lanes.lanes) {
+  for (size_t l = 0; l < lanes.shown; ++l) {
+    const analysis::ReportLane& lane = lanes.lanes[l];
     std::string name = lane.name + " " + std::to_string(lane.tid);
     fprintf(out, "%-22.22s |", name.c_str());
     for (size_t i = 0; i < lane.buckets.size(); ++i) {
@@ -283,6 +309,7 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const Colors& c) 
     if (lanes.any_off_cpu) fprintf(out, ", %s", Ns(lane.off_cpu_ns).c_str());
     fprintf(out, "\n");
   }
+  PrintMore(out, lanes.lanes.size() - lanes.shown, "lane");
 }
 
 void PrintWakers(FILE* out, const analysis::ReportOffCpu& o, const Colors& c) {
@@ -326,10 +353,10 @@ void PrintByState(FILE* out, const analysis::ReportOffCpu& o, const Colors& c) {
 }
 
 void PrintDiffRows(FILE* out, const analysis::ReportDiffTable& table, const Colors& c,
-                   const char* title, bool with_module) {
-  fprintf(out, "\n%s%s%s\n", c.bold(), title, c.reset());
-  fprintf(out, "%8s %8s %9s  %s\n", "base%", "other%", "delta",
-          with_module ? "function [module]" : "path");
+                   const std::string& title, const std::string& row_heading) {
+  const bool with_module = row_heading != "path";
+  fprintf(out, "\n%s%s%s\n", c.bold(), title.c_str(), c.reset());
+  fprintf(out, "%8s %8s %9s  %s\n", "base%", "other%", "delta", row_heading.c_str());
   for (size_t i = 0; i < table.shown; ++i) {
     const analysis::DiffRow& r = table.rows[i];
     double delta = 100 * r.delta();
@@ -341,13 +368,14 @@ void PrintDiffRows(FILE* out, const analysis::ReportDiffTable& table, const Colo
   if (table.shown == 0) fprintf(out, "(no differences)\n");
 }
 
-void PrintDiff(FILE* out, const analysis::ReportDiff& diff, const Colors& c) {
+void PrintDiff(FILE* out, const analysis::ReportDiff& diff, const analysis::ReportNouns& n,
+               const Colors& c) {
   fprintf(out, "\n%sDifference%s: base %s, other %s of %s (shares of each capture's total)\n",
           c.bold(), c.reset(), FormatValue(diff.base_total, diff.unit).c_str(),
           FormatValue(diff.other_total, diff.unit).c_str(), diff.metric.c_str());
-  PrintDiffRows(out, diff.self, c, "Self share change per function", true);
-  PrintDiffRows(out, diff.total, c, "Total share change per function", true);
-  PrintDiffRows(out, diff.paths, c, "Total share change per call path", false);
+  PrintDiffRows(out, diff.self, c, "Self share change per " + n.row, RowHeading(n));
+  PrintDiffRows(out, diff.total, c, "Total share change per " + n.row, RowHeading(n));
+  PrintDiffRows(out, diff.paths, c, "Total share change per call path", "path");
 }
 
 // The caller's stack, innermost frame first, as a backtrace reads.
@@ -414,14 +442,14 @@ void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
   if (m.syscalls) PrintSyscalls(out, *m.syscalls, c);
   if (m.by_state) PrintByState(out, *m.by_state, c);
   if (m.show_flat) {
-    PrintFlat(out, m.flat, c, /*by_total=*/false);
-    PrintFlat(out, m.flat, c, /*by_total=*/true);
+    PrintFlat(out, m.flat, m.nouns, c, /*by_total=*/false);
+    PrintFlat(out, m.flat, m.nouns, c, /*by_total=*/true);
   }
-  if (m.tree) PrintTree(out, *m.tree, m.min_percent, c);
-  if (m.inverted) PrintTree(out, *m.inverted, m.min_percent, c);
-  if (m.threads) PrintThreads(out, *m.threads, m.header.summary.unit, c);
+  if (m.tree) PrintTree(out, *m.tree, m.min_percent, m.nouns, c);
+  if (m.inverted) PrintTree(out, *m.inverted, m.min_percent, m.nouns, c);
+  if (m.threads) PrintThreads(out, *m.threads, m.shown_threads, m.header.summary.unit, m.nouns, c);
   if (m.lanes) PrintLanes(out, *m.lanes, c);
-  if (m.diff) PrintDiff(out, *m.diff, c);
+  if (m.diff) PrintDiff(out, *m.diff, m.nouns, c);
 }
 
 }  // namespace microscope::cli

@@ -38,6 +38,33 @@ if theirs != ours:
 check(theirs == ours, "pprof -top equals report's flat table (%d functions)" % len(ours))
 check(re.search(r"burn_units \(inline\)", top) is not None, "pprof sees burn_units as an inline line of its caller's location")
 
+# Unnamed frames: pprof -top drops addresses at its default (function)
+# granularity, so unnamed locations sharing a function-less mapping would be
+# one "[cc1plus]" row; each address is a function of its own, named as
+# report names it, and the rows equal report's.
+build = d + "/build.mscap"
+make_capture(build, "build")
+build_pb = d + "/build.pb.gz"
+p = run([MICROSCOPE, "convert", build, "--to", "pprof", "-o", build_pb])
+check(p.returncode == 0, "convert the build capture --to pprof (%s)" % p.stderr)
+top = run([PPROF, "-top", "-sample_index=samples", "-nodecount=100000", "-nodefraction=0", build_pb]).stdout
+build_theirs = {}
+for line in top.splitlines():
+    m = re.match(r"\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(.+)$", line)
+    if m:
+        build_theirs[m.group(3).strip()] = (int(m.group(1)), int(m.group(2)))
+build_ours = {f["function"]: (f["self"]["samples"], f["total"]["samples"]) for f in report(build)["functions"]}
+check("[cc1plus]" not in build_theirs, "pprof -top has no merged [cc1plus] row: %s" % sorted(build_theirs))
+check(build_theirs.get("cc1plus+0x4000") == (40, 40) and build_theirs.get("cc1plus+0x40c0") == (160, 160),
+      "pprof -top lists each unnamed address as module+0xoffset: %s" % build_theirs)
+check(build_theirs == build_ours, "pprof -top equals report's flat table for unnamed frames")
+back_build = d + "/build-back.mscap"
+check(run([MICROSCOPE, "convert", build_pb, "-o", back_build]).returncode == 0, "build pprof imports")
+back_rep = report(back_build)
+check(sorted((f["function"], f["self"]["samples"]) for f in back_rep["functions"]) ==
+      sorted((k, v[0]) for k, v in build_ours.items()), "unnamed frames survive the round trip")
+check(back_rep["header"]["fully_named_samples"] == 0, "and are read back unnamed, not as named functions")
+
 # pprof -traces: each trace (thread label + stack) with its count equals the
 # capture's stacks per thread, as `convert --to folded --per-thread` lists them.
 traces = run([PPROF, "-traces", "-sample_index=samples", pb]).stdout

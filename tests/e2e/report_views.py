@@ -90,3 +90,46 @@ burn = [n for n in names if n.startswith("burn_units ")]
 hot = [n for n in names if n.startswith("hot ")]
 check(burn and all("burn.h:" in n for n in burn), "burn_units' lines are in burn.h: %s" % burn)
 check(hot and all("split.c:" in n for n in hot), "hot's line is its call site in split.c: %s" % hot)
+
+# A build: make and 40 cc1plus processes with long command lines, one
+# thread each. -n is rows per table, --threads and --lanes included.
+build = d + "/build.mscap"
+make_capture(build, "build")
+text = run([MICROSCOPE, "report", "--threads", "-n", "10", build]).stdout
+thread_rows = [l for l in text.split("Threads", 1)[1].splitlines() if l.endswith(" cc1plus") or l.endswith(" make")]
+check(len(thread_rows) == 10, "--threads -n 10 prints 10 thread rows (%d)" % len(thread_rows))
+check("... 30 threads not shown (-n shows more rows)" in text, "and says how many it left out")
+check(len(report(build, "--threads", "-n", "10")["threads"]) == 40, "--json still lists every thread with samples")
+text = run([MICROSCOPE, "report", "--lanes", "-n", "5", build]).stdout
+lane_rows = [l for l in text.split("Thread lanes", 1)[1].splitlines() if "|" in l]
+check(len(lane_rows) == 5, "--lanes -n 5 draws 5 lanes (%d)" % len(lane_rows))
+check("... 35 lanes not shown (-n shows more rows)" in text, "and says how many it left out")
+# The header's processes line stays one line: a few processes, commands cut.
+line = [l for l in text.splitlines() if l.startswith("processes")][0]
+check(len(line) < 400, "the processes line is %d characters" % len(line))
+check(line.startswith("processes   41: 4000 make (exit 0);") and "... and 36 more (--json lists all)" in line,
+      "it names the launched process first and counts the rest: %s" % line)
+
+# One thread, one process: singular.
+text = run([MICROSCOPE, "report", base]).stdout
+check(", 1 thread\n" in text and "1 threads" not in text, "'1 thread', not '1 threads'")
+
+# --granularity line and address: the tables say what their rows are.
+text = run([MICROSCOPE, "report", "--granularity", "line", base]).stdout
+check("Hottest lines by self time" in text and "Hottest functions" not in text and "line [module]" in text,
+      "--granularity line titles its tables by lines")
+text = run([MICROSCOPE, "report", "--granularity", "address", base]).stdout
+check("Hottest addresses by total time" in text and "address [module]" in text,
+      "--granularity address titles its tables by addresses")
+check("Hottest addresses by self time (counts: samples)" in text, "the flat tables say their counts are samples")
+
+# An imported folded file does not say whether kernel frames were recorded:
+# the header says what its stacks hold instead of "off".
+folded = d + "/kernel.folded"
+with open(folded, "w") as f:
+    f.write("main;read;entry_SYSCALL_64_[k];ksys_read_[k] 5\nmain;work 3\n")
+imported = d + "/kernel.mscap"
+check(run([MICROSCOPE, "convert", folded, "-o", imported]).returncode == 0, "folded with kernel frames imports")
+text = run([MICROSCOPE, "report", imported]).stdout
+check("kernel frames in the imported stacks" in text and "kernel frames off" not in text,
+      "an import with _[k] frames does not claim kernel frames off")

@@ -1,12 +1,16 @@
 // Test tool: writes a capture shaped like a recording of a fixture, built
 // directly with capture/'s tables, so the e2e tests of what reads captures
 // (report, convert, malformed input) need no perf_event privileges and get
-// the same capture every run. Usage: capture_make OUT threads|split|split-swap
+// the same capture every run. Usage: capture_make OUT threads|split|split-swap|build
 //   threads     the threads fixture: worker-a, worker-b and worker-c burn 1, 2
 //               and 3 shares in work_a/b/c, each with burn_units inlined
 //               (burn.h lines), called from thread_a/b/c under start_thread
 //   split       the split fixture: main > run > hot 70%, cold 30%, burn_units
 //               inlined into both; split-swap: 30/70
+//   build       a parallel build: make (pid 4000) and 40 cc1plus processes
+//               with long command lines, one thread each, their samples in
+//               main and 4 unnamed addresses of cc1plus (1, 2, 3 and 4
+//               shares)
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -31,6 +35,7 @@ class Builder {
     c_.mappings.push_back({0, 0, 0x555555554000, 0x555555564000, 0, kStart, kEnd});
     c_.settings.mode = "launch";
     c_.settings.command = {path};
+    c_.settings.target_pid = 4000;
     c_.settings.frequency = 999;
     c_.settings.call_graph = "fp";
     c_.settings.host = "capture_make";
@@ -41,9 +46,23 @@ class Builder {
     c_.settings.symbols = "now";
   }
 
-  ThreadId Thread(int32_t tid, const std::string& name) {
-    c_.threads.push_back({tid, 0, String(name), kStart, kEnd});
+  ThreadId Thread(int32_t tid, const std::string& name, ProcessId process = 0) {
+    c_.threads.push_back({tid, process, String(name), kStart, kEnd});
     return ThreadId(c_.threads.size() - 1);
+  }
+
+  // Another process, with the module mapped as in the first.
+  ProcessId Process(int32_t pid, int32_t parent, const std::string& command) {
+    c_.processes.push_back({pid, parent, String(command), 0, kStart, kEnd});
+    ProcessId p = ProcessId(c_.processes.size() - 1);
+    c_.mappings.push_back({p, 0, 0x555555554000, 0x555555564000, 0, kStart, kEnd});
+    return p;
+  }
+
+  // A native frame without a name (no symbol covers `address`).
+  FrameId Unnamed(uint64_t address) {
+    c_.frames.push_back({FrameKind::kNative, module_, address, kNone, kNone, 0});
+    return FrameId(c_.frames.size() - 1);
   }
 
   // A native frame of `function` at file offset `address`, source file:line.
@@ -178,11 +197,32 @@ Capture Split(bool swap) {
   return b.capture();
 }
 
+Capture Build() {
+  Builder b("make", "/usr/libexec/gcc/x86_64-linux-gnu/14/cc1plus");
+  b.Thread(4000, "make");
+  FrameId main_fn = b.Native("main", 0x2000, "main.cc", 39);
+  std::vector<StackId> stacks;
+  for (int k = 0; k < 4; ++k) stacks.push_back(b.Stack({main_fn, b.Unnamed(0x4000 + 0x40 * k)}));
+  std::vector<std::pair<ThreadId, StackId>> rows;
+  for (int i = 0; i < 40; ++i) {
+    std::string source = "src/module_" + std::to_string(i) + ".cc";
+    ProcessId p = b.Process(4001 + i, 4000,
+                            "cc1plus -quiet -I include -I build/generated -D_GNU_SOURCE " + source +
+                                " -o /tmp/cc" + std::to_string(i) + ".s");
+    ThreadId t = b.Thread(4001 + i, "cc1plus", p);
+    for (int k = 0; k < 4; ++k) {
+      for (int n = 0; n <= k; ++n) rows.push_back({t, stacks[k]});
+    }
+  }
+  b.Samples(rows);
+  return b.capture();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: capture_make OUT threads|split|split-swap\n");
+    fprintf(stderr, "usage: capture_make OUT threads|split|split-swap|build\n");
     return 2;
   }
   std::string shape = argv[2];
@@ -191,6 +231,8 @@ int main(int argc, char** argv) {
     c = Threads();
   } else if (shape == "split" || shape == "split-swap") {
     c = Split(shape == "split-swap");
+  } else if (shape == "build") {
+    c = Build();
   } else {
     fprintf(stderr, "unknown shape %s\n", shape.c_str());
     return 2;

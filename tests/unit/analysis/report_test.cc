@@ -1,6 +1,7 @@
 #include <doctest.h>
 
 #include "analysis/report.h"
+#include "capture/reader.h"
 #include "tests/unit/capture/test_capture.h"
 
 using namespace microscope;
@@ -231,4 +232,74 @@ TEST_CASE("Report: lanes name their threads, their peak and what each column sho
   CHECK(app.cells[1] == LaneCell::kOnCpu);
   CHECK(m.lanes->lanes[1].name == "worker");
   CHECK(m.lanes->lanes[1].cells[0] == LaneCell::kSleeping);
+}
+
+TEST_CASE("Report: -n is rows per table for the threads and lanes too, with every row kept") {
+  auto c = testing::MakeOffCpuCapture();
+  ReportQuery q;
+  q.views.threads = true;
+  q.views.lanes = true;
+  q.metric = Metric::kOffCpu;  // both threads have off-CPU time
+  q.top = 1;
+  ReportModel m = Build(c, q);
+  REQUIRE(m.threads);
+  CHECK(m.threads->size() == 2);  // the JSON lists all
+  CHECK(m.shown_threads == 1);
+  REQUIRE(m.lanes);
+  CHECK(m.lanes->lanes.size() == 2);
+  CHECK(m.lanes->shown == 1);
+  q.top = 20;
+  m = Build(c, q);
+  CHECK(m.shown_threads == 2);
+  CHECK(m.lanes->shown == 2);
+}
+
+TEST_CASE("Report: the header names a few processes, the target first, then by samples") {
+  auto c = testing::MakeTestCapture();
+  for (int32_t pid = 200; pid < 210; ++pid) c.processes.push_back({pid, 100, 5, 0, 10, 1000});
+  REQUIRE(capture::ValidateCapture(c).ok());
+  auto shown = [](const ReportModel& m) {
+    std::vector<int32_t> pids;
+    for (uint32_t i : m.header.shown_processes) pids.push_back(m.header.summary.processes[i].pid);
+    return pids;
+  };
+  // pid 100 has the samples; the others none, in pid order.
+  CHECK(shown(Build(c, {})) == std::vector<int32_t>{100, 200, 201, 202, 203});
+  c.settings.target_pid = 205;
+  CHECK(shown(Build(c, {})) == std::vector<int32_t>{205, 100, 200, 201, 202});
+}
+
+TEST_CASE("Report: kernel frames as recorded, or as found in an imported file's stacks") {
+  auto c = testing::MakeOffCpuCapture();  // holds a kernel frame (schedule)
+  CHECK(Build(c, {}).header.kernel_frames == "off");
+  c.settings.kernel_frames = true;
+  CHECK(Build(c, {}).header.kernel_frames == "on");
+  c.settings.mode = "import";
+  CHECK(Build(c, {}).header.kernel_frames == "in the imported stacks");
+  auto folded = testing::MakeTestCapture();
+  folded.settings.mode = "import";
+  CHECK(Build(folded, {}).header.kernel_frames == "unknown (imported)");
+  // stackcollapse-perf marks kernel functions "_[k]".
+  folded.strings[folded.functions[3].name] = "do_syscall_64_[k]";
+  CHECK(Build(folded, {}).header.kernel_frames == "in the imported stacks");
+}
+
+TEST_CASE("Report: tables say what their rows are and what their counts count") {
+  auto c = testing::MakeOffCpuCapture();
+  ReportModel m = Build(c, {});
+  CHECK(m.nouns.row == "function");
+  CHECK(m.nouns.rows == "functions");
+  CHECK(m.nouns.counts == "samples");
+  ReportQuery q;
+  q.granularity = Granularity::kLine;
+  q.metric = Metric::kOffCpu;
+  m = Build(c, q);
+  CHECK(m.nouns.rows == "lines");
+  CHECK(m.nouns.counts == "intervals");
+  q.granularity = Granularity::kAddress;
+  q.metric = Metric::kWall;
+  m = Build(c, q);
+  CHECK(m.nouns.row == "address");
+  CHECK(m.nouns.rows == "addresses");
+  CHECK(m.nouns.counts == "samples and intervals");
 }

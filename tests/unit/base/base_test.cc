@@ -4,6 +4,7 @@
 #include "base/hex.h"
 #include "base/open_file.h"
 #include "base/percent.h"
+#include "base/plural.h"
 #include "base/status.h"
 
 namespace microscope {
@@ -53,6 +54,13 @@ TEST_CASE("Percent: nothing of nothing is 0") {
   CHECK(Percent(0, 0) == 0.0);
   CHECK(Percent(1, 4) == 25.0);
   CHECK(Percent(4, 4) == 100.0);
+}
+
+TEST_CASE("Counted: singular for one, plural otherwise") {
+  CHECK(Counted(1, "thread") == "1 thread");
+  CHECK(Counted(0, "thread") == "0 threads");
+  CHECK(Counted(2, "process", "processes") == "2 processes");
+  CHECK(Counted(1, "process", "processes") == "1 process");
 }
 
 TEST_CASE("Status: the code survives context; Error never makes an ok status") {

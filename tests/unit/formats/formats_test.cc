@@ -109,6 +109,38 @@ TEST_CASE("pprof: corrupt input is an error naming where, never a crash") {
   CHECK(r.status().message().find("gzip data is truncated") == 0);
 }
 
+TEST_CASE("pprof: unnamed frames are a function per address, and read back unnamed") {
+  auto c = testing::MakeTestCapture();
+  // main > run > app+0x50 (stack 4) and main > run > app+0x60: pprof -top
+  // drops addresses, so one function for both would merge them in one row.
+  c.frames.push_back({capture::FrameKind::kNative, 0, 0x60, capture::kNone});
+  c.stacks.parent.push_back(1);
+  c.stacks.frame.push_back(capture::FrameId(c.frames.size() - 1));
+  for (size_t i = 0; i < 3; ++i) c.samples.stack[i] = 4;
+  for (size_t i = 3; i < 5; ++i) c.samples.stack[i] = capture::StackId(c.stacks.size() - 1);
+  REQUIRE(capture::ValidateCapture(c).ok());
+  std::vector<uint8_t> pb = formats::WritePprof(c, {});
+  auto raw = formats::Gunzip(pb, size_t(1) << 26);
+  REQUIRE(raw.ok());
+  std::string text(raw->begin(), raw->end());
+  CHECK(text.find("app+0x50") != std::string::npos);
+  CHECK(text.find("app+0x60") != std::string::npos);
+  auto back = formats::ReadPprof(pb);
+  REQUIRE(back.ok());
+  CHECK(FlatByName(c) == FlatByName(*back));
+  CHECK(std::get<0>(FlatByName(*back).at("app+0x60")) == 2);
+  size_t unnamed = 0;
+  for (const auto& f : back->frames) {
+    if (f.function != capture::kNone) continue;
+    ++unnamed;
+    CHECK(f.kind == capture::FrameKind::kNative);
+    CHECK((f.address == 0x50 || f.address == 0x60));
+    CHECK(back->modules[f.module].build_id == std::vector<uint8_t>{0xab, 0xcd});
+  }
+  CHECK(unnamed == 2);
+  CHECK(back->functions.size() == 4);  // main, run, hot, cold: none for the addresses
+}
+
 TEST_CASE("Chrome trace: valid JSON, named tracks, nested slices, frames that resolve") {
   auto c = testing::MakeTestCapture();
   FunctionKeys keys(c);
