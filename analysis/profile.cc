@@ -1,10 +1,10 @@
 #include "analysis/profile.h"
 
-#include "capture/stack_interner.h"
-
 #include <algorithm>
 #include <array>
 #include <map>
+
+#include "capture/stack_interner.h"
 
 namespace microscope::analysis {
 
@@ -109,6 +109,26 @@ capture::StackId AppendPseudoFrame(capture::Capture* c, const std::string& name,
                                    capture::StackId parent) {
   PseudoFrames pseudo(c);
   return pseudo.Node(parent, pseudo.Frame(name));
+}
+
+capture::Capture WithoutInlines(const capture::Capture& c) {
+  capture::Capture out = c;
+  out.stacks = {};
+  capture::StackInterner stacks(&out.stacks);
+  std::vector<capture::StackId> remap(c.stacks.size(), kNone);
+  for (size_t n = 0; n < c.stacks.size(); ++n) {
+    capture::StackId parent = c.stacks.parent[n] == kNone ? kNone : remap[c.stacks.parent[n]];
+    capture::FrameId f = c.stacks.frame[n];
+    // An inline frame's time goes to the frame below it, the function that
+    // holds the code.
+    remap[n] = c.frames[f].kind == capture::FrameKind::kInline ? parent : stacks.Intern(parent, f);
+  }
+  capture::ForEachStackColumn(out, [&](const char*, auto& column) {
+    for (size_t i = 0; i < column.size(); ++i) {
+      if (column[i] != kNone) column[i] = remap[column[i]];
+    }
+  });
+  return out;
 }
 
 capture::Capture ForMetric(const capture::Capture& c, Metric metric, const MetricOptions& options) {

@@ -106,6 +106,11 @@ capture::StackId AppendPseudoFrame(capture::Capture* capture, const std::string&
 capture::Capture ForMetric(const capture::Capture& capture, Metric metric,
                            const MetricOptions& options = {});
 
+// The capture with inlined calls folded into the functions that hold them
+// (report and convert --inlines off, as perf report credits them): every
+// table's stacks without their inline frames. Frame ids stay valid.
+capture::Capture WithoutInlines(const capture::Capture& capture);
+
 // Samples and value ending in each stack node (index = StackId); samples
 // without a stack are added to `no_stack`.
 std::vector<Cost> CostPerStack(const capture::Capture& capture, const SampleFilter& filter,

@@ -46,6 +46,9 @@ struct ReportQuery {
   double min_percent = 0.5;  // tree nodes below this share of the total are pruned
   size_t top = 20;           // rows per table
   size_t lane_width = 60;    // columns of the lanes timeline
+  // Inlined calls as frames of their own (as pprof shows them), or folded
+  // into the function that holds them (as perf report does).
+  bool inlines = true;
   // How errors name the capture and the diff's other capture ("FILE: ...").
   std::string capture_name;
   std::string other_name;

@@ -24,6 +24,9 @@ bool ParseDurationOption(const char* option, const std::string& text, uint64_t* 
 // --syscall-stack-min TIME (record and syscalls), read into `text`.
 void AddSyscallStackMinOption(CLI::App* cmd, std::string* text);
 
+// --inlines on|off (report and convert), read into `text`.
+void AddInlinesOption(CLI::App* cmd, std::string* text);
+
 // Prints "microscope: error: MESSAGE" to stderr.
 void PrintError(const std::string& message);
 

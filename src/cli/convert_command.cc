@@ -19,6 +19,7 @@ struct ConvertOptions {
   std::string output;
   std::string to;
   std::string metric;  // empty: analysis::DefaultMetric
+  std::string inlines = "on";
   bool per_thread = false;
   FilterOptions filter;
 };
@@ -54,10 +55,17 @@ int RunConvert(ConvertOptions& o) {
     cap->settings.command = {o.input};
     if (formats::ExportFormatFor(o.to, o.output).empty()) o.to = "mscap";
   }
+  const std::string format = formats::ExportFormatFor(o.to, o.output);
+  if (o.inlines == "off") {
+    if (format == "mscap") {
+      PrintError("--inlines off applies to exports, not to a capture (use it in report)");
+      return 2;
+    }
+    *cap = analysis::WithoutInlines(*cap);
+  }
   analysis::Metric metric = analysis::DefaultMetric(*cap);
   if (!o.metric.empty()) analysis::ParseMetric(o.metric, &metric);  // checked by CLI11
-  Status written = formats::Export(*cap, formats::ExportFormatFor(o.to, o.output), o.filter.spec,
-                                   o.per_thread, o.output, metric);
+  Status written = formats::Export(*cap, format, o.filter.spec, o.per_thread, o.output, metric);
   if (!written.ok()) {
     PrintError(written.WithContext(o.output).message());
     return 1;
@@ -99,6 +107,7 @@ Runner AddConvertCommand(CLI::App& app) {
                   "pprof, chrome, folded, speedscope, or mscap (default: by -o's name)")
       ->check(CLI::IsMember({"pprof", "chrome", "folded", "speedscope", "mscap"}));
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
+  AddInlinesOption(cmd, &o->inlines);
   cmd->add_option("--metric", o->metric,
                   "cpu, offcpu or wall, as report --metric (default: cpu, or offcpu for a "
                   "capture with off-CPU intervals and no samples)")

@@ -5,6 +5,15 @@
 
 namespace microscope::cli {
 
+void AddInlinesOption(CLI::App* cmd, std::string* text) {
+  cmd->add_option("--inlines", *text,
+                  "on: functions inlined into others are frames of their own, with their "
+                  "time (as pprof shows them); off: their time goes to the function that "
+                  "holds their code (as perf report credits it)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+}
+
 void PrintError(const std::string& message) {
   fprintf(stderr, "microscope: error: %s\n", message.c_str());
 }

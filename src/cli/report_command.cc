@@ -19,6 +19,7 @@ struct ReportOptions {
   std::string diff;
   std::string metric;  // empty: analysis::DefaultMetric
   std::string granularity = "function";
+  std::string inlines = "on";
   std::string color = "auto";
   bool json = false;
   FilterOptions filter;
@@ -38,6 +39,7 @@ analysis::ReportQuery Query(const ReportOptions& o) {
     analysis::Metric metric;
     if (analysis::ParseMetric(o.metric, &metric)) q.metric = metric;
   }
+  q.inlines = o.inlines == "on";
   q.granularity = o.granularity == "address" ? analysis::Granularity::kAddress
                   : o.granularity == "line"  ? analysis::Granularity::kLine
                                              : analysis::Granularity::kFunction;
@@ -116,6 +118,7 @@ Runner AddReportCommand(CLI::App& app) {
                 "[state] frame in every view");
   cmd->add_option("--diff", o->diff, "compare with OTHER.mscap (shares of each total)");
   o->filter.Register(cmd);
+  AddInlinesOption(cmd, &o->inlines);
   cmd->add_option("--granularity", o->granularity,
                   "function, line (function and source line, where DWARF lines were found), "
                   "or address")

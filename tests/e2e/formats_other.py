@@ -94,3 +94,19 @@ check(any(frames[f]["name"] == "work_b" for p in j["profiles"] for s in p["sampl
 # convert --help says what each format cannot carry.
 h = run([MICROSCOPE, "convert", "--help"]).stdout
 check("cannot carry" in h and "folded      time" in h, "convert --help lists what each format drops")
+
+# convert --inlines off: inlined burn_units folds into the functions that hold it.
+split = d + "/split.mscap"
+make_capture(split, "split")
+on, off = d + "/on.folded", d + "/off.folded"
+check(run([MICROSCOPE, "convert", split, "-o", on]).returncode == 0, "convert split to folded")
+check(run([MICROSCOPE, "convert", split, "--inlines", "off", "-o", off]).returncode == 0,
+      "convert --inlines off")
+on_lines = open(on).read().split("\n")
+off_lines = open(off).read().split("\n")
+check(any(l.split(" ")[0].endswith(";burn_units") for l in on_lines if l), "burn_units is a frame: %s" % on_lines)
+check(not any("burn_units" in l for l in off_lines), "no burn_units with --inlines off: %s" % off_lines)
+count = lambda lines: sum(int(l.rsplit(" ", 1)[1]) for l in lines if l)
+check(count(on_lines) == count(off_lines), "the same samples either way")
+p = run([MICROSCOPE, "convert", split, "--inlines", "off", "-o", d + "/x.mscap"])
+check(p.returncode == 2 and "applies to exports" in p.stderr, "--inlines off refused for a capture: %r" % p.stderr)

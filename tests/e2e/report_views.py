@@ -81,6 +81,16 @@ check(p.returncode == 1 and "not a valid regex" in p.stderr, "bad regex refused:
 p = run([MICROSCOPE, "report", threads, "--thread", "nobody"])
 check(p.returncode == 1 and "no thread 'nobody'" in p.stderr, "unknown thread refused: %r" % p.stderr.strip())
 
+# --inlines off: burn_units' time goes to the functions it is inlined into
+# (as perf report credits it); on (the default) it is a frame of its own.
+on = functions(report(base, "--flat", "--top", "50"))
+off = functions(report(base, "--flat", "--top", "50", "--inlines", "off"))
+check("burn_units" in on and "burn_units" not in off, "--inlines off folds burn_units away")
+check(off["hot"][0] + off["cold"][0] == on["burn_units"][0] + on["hot"][0] + on["cold"][0],
+      "its self samples go to hot and cold: %s -> %s" % (on, off))
+check(run([MICROSCOPE, "report", "--inlines", "sideways", base]).returncode != 0,
+      "--inlines takes on or off")
+
 # --granularity line: the lines and inline chains a recording stores.
 # burn_units is inlined into hot: its samples sit on burn.h's loop lines,
 # and hot's own frame on the line of split.c that calls it.

@@ -73,3 +73,34 @@ TEST_CASE("Summary: header facts") {
   CHECK(s.stack_ends[0] == 10);
   CHECK(s.fully_named == 10);  // main > run > hot|cold: all named
 }
+
+TEST_CASE("WithoutInlines: inlined calls' time goes to the function holding their code") {
+  capture::Capture c = testing::MakeTestCapture();
+  // hot (frame 2, at 0x30) gets an inlined call, inner, under it in 7 samples.
+  c.strings.push_back("inner");
+  c.functions.push_back({capture::StringId(c.strings.size() - 1), 0});
+  c.frames.push_back(
+      {capture::FrameKind::kInline, 0, 0x30, capture::FunctionId(c.functions.size() - 1)});
+  c.stacks.parent.push_back(2);
+  c.stacks.frame.push_back(capture::FrameId(c.frames.size() - 1));
+  for (size_t i = 0; i < 7; ++i) c.samples.stack[i] = capture::StackId(c.stacks.size() - 1);
+  c.off_cpu.stack.push_back(capture::StackId(c.stacks.size() - 1));
+  auto self_of = [](const capture::Capture& cap, const std::string& name) -> int64_t {
+    FunctionKeys keys(cap);
+    for (const auto& r : ComputeFlat(cap, keys).rows) {
+      if (keys.Name(r.key) == name) return int64_t(r.self.samples);
+    }
+    return -1;  // no row
+  };
+  REQUIRE(self_of(c, "inner") == 7);
+  REQUIRE(self_of(c, "hot") == 0);
+  capture::Capture folded = WithoutInlines(c);
+  CHECK(self_of(folded, "inner") == -1);
+  CHECK(self_of(folded, "hot") == 7);
+  CHECK(self_of(folded, "cold") == self_of(c, "cold"));
+  // Every table's stacks follow, and frame ids hold.
+  CHECK(folded.frames.size() == c.frames.size());
+  CHECK(folded.off_cpu.stack.back() == folded.samples.stack[0]);
+  CHECK(folded.frames[folded.stacks.frame[folded.samples.stack[0]]].kind ==
+        capture::FrameKind::kNative);
+}
