@@ -122,9 +122,16 @@ void SeedFromProc(pid_t pid, uint64_t time, Processor* processor) {
     std::string name = Trim(ReadSmallFile(proc + "/task/" + std::to_string(tid) + "/comm"));
     processor->AddThread(uint32_t(pid), uint32_t(tid), name, time);
   }
+  AddExecutableMappings(pid, time, processor);
+}
+
+bool AddExecutableMappings(pid_t pid, uint64_t time, Processor* processor) {
+  const std::string proc = ProcDir(pid);
   std::ifstream maps(proc + "/maps");
+  if (!maps) return false;
   std::string line;
   while (std::getline(maps, line)) AddMapsLine(proc, line, pid, time, processor);
+  return true;
 }
 
 }  // namespace microscope::record

@@ -33,4 +33,8 @@ uint32_t MaxStack();
 // mappings at `time` (before the events start).
 void SeedFromProc(pid_t pid, uint64_t time, Processor* processor);
 
+// Adds a running process's executable mappings at `time` (those already
+// known are kept as they are); false when the process is gone.
+bool AddExecutableMappings(pid_t pid, uint64_t time, Processor* processor);
+
 }  // namespace microscope::record

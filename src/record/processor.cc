@@ -97,6 +97,13 @@ void Processor::AddMapping(uint32_t pid, uint64_t start, uint64_t end, uint64_t 
   OnMmap2(e);
 }
 
+std::vector<uint32_t> Processor::LiveProcesses() const {
+  std::vector<uint32_t> pids;
+  for (const auto& [pid, state] : processes_) pids.push_back(pid);
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
 void Processor::CountProblem(std::string_view kind, std::string_view example) {
   auto it = problems_.find(kind);
   if (it == problems_.end()) it = problems_.emplace(std::string(kind), ProblemCount{}).first;
@@ -368,6 +375,7 @@ void Processor::Process(const Event& e) {
       break;
     case EventType::kLost:
       capture_.settings.lost_records += e.lost;
+      loss_seen_ = true;
       break;
     case EventType::kLostSamples:
       capture_.settings.lost_samples += e.lost;

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "capture/capture.h"
@@ -66,6 +67,12 @@ class Processor : private CodeMarks, private FrameInterner {
                               std::span<const uint64_t> kernel, const UserRegs* regs,
                               std::span<const uint8_t> user_stack, capture::StackEnd* end);
   capture::StringId Intern(std::string_view s);
+
+  // Records were lost since the last call (a LOST record was processed):
+  // the mappings they held may be missing.
+  bool TakeLoss() { return std::exchange(loss_seen_, false); }
+  // The processes alive as of the events processed so far, sorted.
+  std::vector<uint32_t> LiveProcesses() const;
   capture::Capture& capture() { return capture_; }
   void CountProblem(std::string_view kind, std::string_view example);
   // A runtime's splicer (not owned; it outlives the processor's use): told
@@ -150,6 +157,7 @@ class Processor : private CodeMarks, private FrameInterner {
     std::string example;
   };
   std::map<std::string, ProblemCount, std::less<>> problems_;
+  bool loss_seen_ = false;
   // Runtimes: their splicers, the code they marked (per module, sorted),
   // each frame's tag (kept only while a splicer is registered), and the
   // interpreted functions and frames by their text.

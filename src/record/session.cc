@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/plural.h"
 #include "capture/reader.h"
 #include "capture/writer.h"
 #include "src/record/collector.h"
@@ -171,6 +172,20 @@ class Recording {
   }
   void Pump(uint64_t watermark) {
     PumpArenas(&collector_->arenas(), collector_->layout(), watermark, &processor_, sources_);
+    if (processor_.TakeLoss()) RecoverMappings();
+  }
+  // Lost records may have held mappings (MMAP2): without them later samples
+  // of those processes bind to nothing. Read them again from /proc, as
+  // they are now, for every process still alive.
+  void RecoverMappings() {
+    const uint64_t now = MonotonicNowNs();
+    size_t read = 0;
+    for (uint32_t pid : processor_.LiveProcesses())
+      read += AddExecutableMappings(pid_t(pid), now, &processor_);
+    if (read > 0) {
+      processor_.CountProblem("mappings re-read from /proc after records were lost",
+                              Counted(read, "process", "processes"));
+    }
   }
   bool TargetEnded() {
     return child_ != nullptr ? child_->Exited(&wait_status_) : ProcessGone(target_);

@@ -11,5 +11,10 @@ h = report(out)["header"]
 check(h["lost_records"] > 0, "%d lost records counted" % h["lost_records"])
 text = run([MICROSCOPE, "report", out]).stdout
 check("lost        %d records" % h["lost_records"] in text, "report header shows the loss")
+# The lost records may have held mappings: those of the processes still
+# alive are read again from /proc, and the problems say so.
+kinds = {pr["kind"] for pr in h["problems"]}
+check("mappings re-read from /proc after records were lost" in kinds,
+      "mappings re-read after the loss: %s" % sorted(kinds))
 p = run([MICROSCOPE, "record", "-q", "-m", "3", "-o", out, "--", fixture("split"), "1"])
 check(p.returncode == 1 and "--mmap-pages 3 is not a power of two" in p.stderr, "bad -m refused: %r" % p.stderr)

@@ -1,10 +1,13 @@
 #include <doctest.h>
 
+#include <unistd.h>
+
 #include <utility>
 #include <vector>
 
 #include "capture/reader.h"
 #include "src/record/offcpu_source.h"
+#include "src/record/proc.h"
 #include "src/record/pump.h"
 #include "src/record/session.h"
 #include "src/record/syscall_source.h"
@@ -223,6 +226,29 @@ TEST_CASE("DefaultRingPages: what record --help says -m defaults to") {
   CHECK(DefaultRingPages(o) == 16384);  // deep
   o.call_graph = Processor::CallGraph::kFramePointer;
   CHECK(DefaultRingPages(o) == 256);  // no stack copy
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("After lost records, a live process's mappings are read again, once each") {
+  Processor p(Processor::Options{});
+  const uint32_t self = uint32_t(getpid());
+  p.AddProcess(self, 1, "unit_record", 1);
+  CHECK_FALSE(p.TakeLoss());
+  RecordBuilder lost(kRecordLost);
+  lost.Put<uint64_t>(7).Put<uint64_t>(3).Trailer(self, self, 5);
+  ProcessArenas({lost.Finish()}, CollectorLayout(), &p);
+  CHECK(p.TakeLoss());
+  CHECK_FALSE(p.TakeLoss());  // taken
+  CHECK(p.LiveProcesses() == std::vector<uint32_t>{self});
+  REQUIRE(AddExecutableMappings(pid_t(self), 10, &p));
+  const size_t mapped = p.capture().mappings.size();
+  CHECK(mapped > 0);
+  REQUIRE(AddExecutableMappings(pid_t(self), 20, &p));
+  CHECK(p.capture().mappings.size() == mapped);  // the same mappings are not added twice
+  CHECK_FALSE(AddExecutableMappings(pid_t(0x7ffffff0), 30, &p));  // no such process
 }
 
 }  // namespace
