@@ -59,6 +59,7 @@ std::string WriteFolded(const capture::Capture& c, const analysis::FunctionKeys&
 
 Result<capture::Capture> ReadFolded(std::string_view text) {
   CaptureBuilder b;
+  bool kernel_frames = false;
   capture::ThreadId thread = b.Thread(0, 0, "folded");
   size_t line_no = 0;
   size_t pos = 0;
@@ -97,6 +98,7 @@ Result<capture::Capture> ReadFolded(std::string_view text) {
       if (semi == std::string_view::npos) semi = stack.size();
       std::string_view name = stack.substr(start, semi - start);
       if (name.empty()) return where("empty frame name at column " + std::to_string(start + 1));
+      kernel_frames |= name.ends_with("_[k]");  // perf script's and FlameGraph's kernel mark
       frames.push_back(
           b.Frame(capture::FrameKind::kNamed, capture::kNone, 0, b.Function(name, capture::kNone)));
       start = semi + 1;
@@ -112,6 +114,7 @@ Result<capture::Capture> ReadFolded(std::string_view text) {
   c.settings.metric = "samples";
   c.settings.unit = "count";
   c.settings.recorder = "microscope convert (folded)";
+  c.settings.kernel_frames = kernel_frames;
   RETURN_IF_ERROR(capture::ValidateCapture(c));
   return std::move(c);
 }

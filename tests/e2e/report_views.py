@@ -143,3 +143,9 @@ check(run([MICROSCOPE, "convert", folded, "-o", imported]).returncode == 0, "fol
 text = run([MICROSCOPE, "report", imported]).stdout
 check("kernel frames in the imported stacks" in text and "kernel frames off" not in text,
       "an import with _[k] frames does not claim kernel frames off")
+check(report(imported)["header"]["kernel_frames"] is True, "nor does its JSON header")
+plain = d + "/plain.folded"
+with open(plain, "w") as f:
+    f.write("main;work 3\n")
+check(run([MICROSCOPE, "convert", plain, "-o", d + "/plain.mscap"]).returncode == 0, "folded without kernel frames imports")
+check(report(d + "/plain.mscap")["header"]["kernel_frames"] is False, "one without _[k] frames has none")
