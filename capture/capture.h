@@ -258,6 +258,7 @@ struct Settings {
 // The sources this recorder has, by the names their settings use.
 inline constexpr std::string_view kOffCpuSource = "off-cpu";    // values: min_ns
 inline constexpr std::string_view kSyscallSource = "syscalls";  // values: stack_min_ns
+inline constexpr std::string_view kExitSource = "exits";        // every process's exit status
 
 struct Capture {
   std::vector<std::string> strings;

@@ -1,5 +1,6 @@
 #include "src/record/sources.h"
 
+#include "src/record/exit_source.h"
 #include "src/record/offcpu_source.h"
 #include "src/record/syscall_source.h"
 
@@ -9,16 +10,21 @@ namespace {
 struct SourceKind {
   std::string_view name;  // in the capture's settings (capture::SourceSetting)
   const char* part;       // how a refusal names it
+  // A part every recording tries: refused, it says why in the settings
+  // only, not on stderr (an unprivileged user would see it each time).
+  bool quiet;
   bool (*wanted)(const RecordOptions&);
   Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
 };
 
 // One line per source.
 const SourceKind kSources[] = {
-    {capture::kOffCpuSource, "off-CPU time", [](const RecordOptions& o) { return o.off_cpu; },
-     StartOffCpuSource},
-    {capture::kSyscallSource, "system calls", [](const RecordOptions& o) { return o.syscalls; },
-     StartSyscallSource},
+    {capture::kOffCpuSource, "off-CPU time", false,
+     [](const RecordOptions& o) { return o.off_cpu; }, StartOffCpuSource},
+    {capture::kSyscallSource, "system calls", false,
+     [](const RecordOptions& o) { return o.syscalls; }, StartSyscallSource},
+    {capture::kExitSource, "exit statuses", true, [](const RecordOptions&) { return true; },
+     StartExitSource},
 };
 
 }  // namespace
@@ -33,11 +39,11 @@ Result<std::vector<std::unique_ptr<EventSource>>> StartSources(
       sources.push_back(std::move(started).value());
       continue;
     }
-    if (!context.options.samples) return started.status();
+    if (!context.options.samples && !kind.quiet) return started.status();
     const std::string why = started.status().message();
     context.settings->SetSource(std::string(kind.name), "off: " + why);
     context.settings->notes.push_back(std::string(kind.part) + " not recorded: " + why);
-    warn(std::string(kind.part) + " not recorded: " + why);
+    if (!kind.quiet) warn(std::string(kind.part) + " not recorded: " + why);
   }
   return sources;
 }

@@ -23,3 +23,11 @@ check({"forkexec", "split"} <= names, "thread names forkexec and split: %s" % so
 # Frames of the child after exec must come from the split binary, not the parent's mappings.
 hot_modules = {f["module"] for f in rep["functions"] if f["function"] == "hot"}
 check(hot_modules == {"split"}, "hot is in module split: %s" % hot_modules)
+
+# Every process that exited has its exit status, not only the launched one
+# (BPF on sched_process_exit): a normal exit, a kill, and the program's own.
+out = d + "/exits.mscap"
+record(out, ["sh", "-c", 'sh -c "exit 3"; sh -c "kill -9 \\$\\$"; exit 5'], expect_rc=5)
+procs = {p["pid"]: p for p in report(out)["header"]["processes"]}
+statuses = sorted(p.get("exit_status") for p in procs.values())
+check(statuses == [3, 5, 137], "exit statuses 3, 137 (SIGKILL) and 5: %s" % statuses)
