@@ -164,7 +164,7 @@ void BM_UnwindMicroscope(benchmark::State& state, const std::string& fixture) {
   code.rec = &rec;
   code.cache = &cache;
   for (const Map& m : rec.maps) {
-    auto c = cache.Get(m.build_id, m.path);
+    auto c = cache.Get(m.build_id, std::span(&m.path, 1));
     code.cfi.push_back(c.ok() ? *c : nullptr);
     uint64_t b = 0;
     if (c.ok()) (*c)->Bias(m.start, m.pgoff, &b);

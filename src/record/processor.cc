@@ -184,10 +184,43 @@ void Processor::EndAllMappings(ProcessState& p, uint64_t time) {
   p.live.clear();
 }
 
+void Processor::NoteRoot(uint32_t pid, ProcessState& p, ModuleId module) {
+  if (!p.root_known) {
+    p.root = roots_.Open(pid_t(pid));
+    p.root_known = true;
+  }
+  if (p.root == ProcessRoots::kHostRoot) return;
+  if (module_roots_.size() <= module) module_roots_.resize(module + 1);
+  std::vector<uint32_t>& seen = module_roots_[module];
+  if (std::find(seen.begin(), seen.end(), p.root) == seen.end()) seen.push_back(p.root);
+}
+
+std::vector<std::vector<std::string>> Processor::TargetPaths() const {
+  std::vector<std::vector<std::string>> paths(capture_.modules.size());
+  for (size_t m = 0; m < module_roots_.size() && m < paths.size(); ++m) {
+    const std::string& path = capture_.strings[capture_.modules[m].path];
+    for (uint32_t root : module_roots_[m]) paths[m].push_back(roots_.PathIn(root, path));
+  }
+  return paths;
+}
+
+std::vector<std::string> Processor::ModuleFiles(ModuleId module) const {
+  std::vector<std::string> files;
+  const capture::Module& mod = capture_.modules[module];
+  const std::string& path = capture_.strings[mod.path];
+  bool elsewhere = module < module_roots_.size() && !module_roots_[module].empty();
+  if (elsewhere) {
+    for (uint32_t root : module_roots_[module]) files.push_back(roots_.PathIn(root, path));
+  }
+  if (!elsewhere || !mod.build_id.empty()) files.push_back(path);
+  return files;
+}
+
 void Processor::OnMmap2(const Event& e) {
   if ((e.prot & PROT_EXEC) == 0) return;
   ProcessState& p = EnsureProcess(e.pid, e.time);
   ModuleId module = InternModule(e.filename, e.build_id);
+  if (!e.filename.empty() && e.filename[0] == '/') NoteRoot(e.pid, p, module);
   uint64_t end = e.addr + e.len;
   auto same = p.live.find(e.addr);
   if (same != p.live.end()) {
@@ -215,6 +248,7 @@ void Processor::OnComm(const Event& e) {
   if (e.exec) {
     ProcessState& p = EnsureProcess(e.pid, e.time);
     EndAllMappings(p, e.time);  // exec replaces the whole address space
+    p.root_known = false;       // and may follow a change of namespace
     capture_.processes[p.row].command = name;
   }
 }

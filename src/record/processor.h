@@ -20,6 +20,7 @@
 #include "capture/stack_interner.h"
 #include "capture/string_table.h"
 #include "src/record/decode.h"
+#include "src/record/process_roots.h"
 #include "src/record/splicer.h"
 #include "src/record/user_regs.h"
 #include "src/symbols/elf_image.h"
@@ -85,6 +86,14 @@ class Processor : private CodeMarks, private FrameInterner {
   capture::Capture Finish(uint64_t end_time);
 
   capture::Settings& settings() { return capture_.settings; }
+  // Per module, the paths of its file as the processes that mapped it see
+  // it, through their own roots (process_roots.h); empty for modules only
+  // processes sharing our root mapped. Valid while the processor lives.
+  std::vector<std::vector<std::string>> TargetPaths() const;
+  // The files to read module `module` from: the targets' views first, then
+  // the recorded path on this host (proved by build ID; left out when the
+  // module has no build ID and a target sees the path elsewhere).
+  std::vector<std::string> ModuleFiles(capture::ModuleId module) const;
   uint64_t sample_count() const { return capture_.samples.size(); }
 
  private:
@@ -92,6 +101,9 @@ class Processor : private CodeMarks, private FrameInterner {
     capture::ProcessId row;
     std::map<uint64_t, uint32_t> live;  // mapping start -> mapping row
     uint32_t live_threads = 0;          // the process ends with its last thread
+    // Its root (ProcessRoots), opened at its first file mapping after exec.
+    bool root_known = false;
+    uint32_t root = ProcessRoots::kHostRoot;
   };
   struct FrameKey {
     uint64_t address;
@@ -127,6 +139,9 @@ class Processor : private CodeMarks, private FrameInterner {
                                       ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
   const unwind::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
+  // Remembers the root through which `module`, just mapped by process
+  // `pid`, is reached (once per process and exec, never per sample).
+  void NoteRoot(uint32_t pid, ProcessState& p, capture::ModuleId module);
   void OnMmap2(const Event& e);
   void OnComm(const Event& e);
   void OnFork(const Event& e);
@@ -152,6 +167,9 @@ class Processor : private CodeMarks, private FrameInterner {
   std::vector<ModuleUnwind> module_unwind_;
   std::vector<uint64_t> mapping_bias_;
   std::vector<unwind::Frame> unwind_frames_;
+  // Other roots than ours, and per module the roots its mappers see.
+  ProcessRoots roots_;
+  std::vector<std::vector<uint32_t>> module_roots_;
   struct ProblemCount {
     uint64_t count = 0;
     std::string example;

@@ -23,7 +23,7 @@ const unwind::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
   const std::string& path = capture_.strings[mod.path];
   if (mod.kind == ModuleKind::kAnonymous || mod.kind == ModuleKind::kKernel) return nullptr;
   auto loaded = options_.cfi_cache->Get(
-      mod.build_id, path,
+      mod.build_id, ModuleFiles(module),
       mod.kind == ModuleKind::kVdso ? symbols::OwnVdsoImage() : std::span<const uint8_t>());
   if (!loaded.ok()) {
     CountProblem("module not unwound (no CFI read)", path + ": " + loaded.status().message());

@@ -268,12 +268,16 @@ void Recording::Stop(bool by_duration) {
 }
 
 Result<int> Recording::Write() {
+  // The targets' own views of their files (their roots stay open while
+  // processor_ lives), taken before Finish hands the capture over.
+  std::vector<std::vector<std::string>> target_paths = processor_.TargetPaths();
   capture::Capture cap = processor_.Finish(end_);
   cap.settings.symbols = options_.symbolize;
-  symbols::AddModuleLayouts(&cap);
+  symbols::AddModuleLayouts(&cap, target_paths);
   if (options_.symbolize == "now") {
     symbols::SymbolizeOptions how;
     how.this_host = true;
+    how.target_paths = std::move(target_paths);
     how.cache_dir = symbols::DefaultCacheDir();
     auto named = symbols::Symbolize(&cap, how);
     if (!named.ok()) return named.status().WithContext("symbolizing the recording");

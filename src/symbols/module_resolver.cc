@@ -79,7 +79,10 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
   if (mod.kind == ModuleKind::kKernel) return ResolveKernel(mod, sum);
   Search s{.sum = sum};
   if (mod.kind == ModuleKind::kVdso) TryOwnVdso(mod, &s);
-  if (mod.build_id.empty()) return ResolveWithoutBuildId(path, &s);
+  static const std::vector<std::string> kNone;
+  const std::vector<std::string>& targets =
+      sum->module < options_.target_paths.size() ? options_.target_paths[sum->module] : kNone;
+  if (mod.build_id.empty()) return ResolveWithoutBuildId(path, targets, &s);
   std::string original = path.starts_with("/") ? Join(options_.sysroot, path) : "";
   for (auto& [where, candidate] : Candidates()) {
     if (s.complete || s.Done()) break;
@@ -89,7 +92,20 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
     if (variant && !IsRegularFile(candidate)) continue;
     Try(candidate, where, &s);
   }
-  bool original_matches = !original.empty() && !s.complete && TryOriginal(original, &s);
+  // The module's own binary: as the recording processes saw it (through
+  // their roots) first, then at the recorded path here.
+  std::vector<std::pair<std::string, std::string>> originals;
+  for (const std::string& t : targets) originals.push_back({"target's root", t});
+  if (!original.empty()) originals.push_back({"", original});
+  bool original_matches = false;
+  for (auto& [where, file] : originals) {
+    if (s.complete) break;
+    if (TryOriginal(file, where, &s)) {
+      original = file;
+      original_matches = true;
+      break;
+    }
+  }
   if (!s.complete && !s.Done()) TryDebuginfod(&s);
   ModuleFiles& files = s.files;
   // Symbols from a debug file lack the PLT stubs (.plt has no bytes there):
@@ -149,11 +165,18 @@ void Resolver::TryOwnVdso(const capture::Module& mod, Search* s) {
   }
 }
 
-ModuleFiles Resolver::ResolveWithoutBuildId(const std::string& path, Search* s) {
+ModuleFiles Resolver::ResolveWithoutBuildId(const std::string& path,
+                                            const std::vector<std::string>& targets, Search* s) {
   // Nothing can be proven without a build ID; at record time the file is
-  // the one that was mapped a moment ago.
-  if (options_.this_host && path.starts_with("/")) {
-    Try(path, "no build ID recorded; this host's", s);
+  // the one that was mapped a moment ago, as its process saw it: never this
+  // host's file at that path when the process sees another.
+  if (options_.this_host) {
+    for (const std::string& t : targets) {
+      if (s->files.image == nullptr) Try(t, "no build ID recorded; the target's root:", s);
+    }
+    if (targets.empty() && path.starts_with("/")) {
+      Try(path, "no build ID recorded; this host's", s);
+    }
   }
   if (s->files.image == nullptr) s->files.reason = kNoBuildId;
   return std::move(s->files);
@@ -176,9 +199,10 @@ std::vector<std::pair<std::string, std::string>> Resolver::Candidates() {
   return candidates;
 }
 
-bool Resolver::TryOriginal(const std::string& original, Search* s) {
+bool Resolver::TryOriginal(const std::string& original, const std::string& where, Search* s) {
   if (!s->Done()) {
     const std::string& root = options_.sysroot;
+    if (!where.empty()) return Try(original, where, s);
     return Try(original, root.empty() || root == "/" ? "original path" : "original path in sysroot",
                s);
   }

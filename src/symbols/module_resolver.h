@@ -70,11 +70,13 @@ class Resolver {
 
   ModuleFiles ResolveKernel(const capture::Module& mod, ModuleSummary* sum);
   void TryOwnVdso(const capture::Module& mod, Search* s);
-  ModuleFiles ResolveWithoutBuildId(const std::string& path, Search* s);
+  ModuleFiles ResolveWithoutBuildId(const std::string& path,
+                                    const std::vector<std::string>& targets, Search* s);
   // Where the module's debug files may be, as (where, path) pairs, in order.
   std::vector<std::pair<std::string, std::string>> Candidates();
   // Tries the module's own file; true when it is the module's.
-  bool TryOriginal(const std::string& original, Search* s);
+  // `where` names the place in the summary ("": the recorded path).
+  bool TryOriginal(const std::string& original, const std::string& where, Search* s);
   // Tries one candidate; true when it proved to be the module's file.
   bool Try(const std::string& candidate, const std::string& where, Search* s);
   bool TakeSymbols(const std::string& candidate, Search* s, std::string* found);

@@ -66,8 +66,10 @@ std::string DebuginfodUrlsValue(const std::vector<std::string>& urls) {
   return value;
 }
 
-void AddModuleLayouts(capture::Capture* capture) {
-  for (capture::Module& mod : capture->modules) {
+void AddModuleLayouts(capture::Capture* capture,
+                      const std::vector<std::vector<std::string>>& target_paths) {
+  for (size_t m = 0; m < capture->modules.size(); ++m) {
+    capture::Module& mod = capture->modules[m];
     if (!mod.segments.empty()) continue;
     if (mod.kind == ModuleKind::kVdso) {
       auto own = OwnVdsoImage();
@@ -78,9 +80,17 @@ void AddModuleLayouts(capture::Capture* capture) {
       continue;
     }
     if (mod.kind != ModuleKind::kFile || mod.path >= capture->strings.size()) continue;
-    auto layout = ReadElfLayout(capture->strings[mod.path]);
-    if (!layout.ok() || (!mod.build_id.empty() && layout->build_id != mod.build_id)) continue;
-    mod.segments = ToSegments(layout->loads);
+    // The targets' views of the file first; the recorded path on this host
+    // only when proved by build ID, or when no target sees it elsewhere.
+    std::vector<std::string> files;
+    if (m < target_paths.size()) files = target_paths[m];
+    if (files.empty() || !mod.build_id.empty()) files.push_back(capture->strings[mod.path]);
+    for (const std::string& file : files) {
+      auto layout = ReadElfLayout(file);
+      if (!layout.ok() || (!mod.build_id.empty() && layout->build_id != mod.build_id)) continue;
+      mod.segments = ToSegments(layout->loads);
+      break;
+    }
     if (mod.segments.size() > 256) mod.segments.clear();  // what readers accept
   }
 }

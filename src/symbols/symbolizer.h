@@ -33,6 +33,11 @@ struct SymbolizeOptions {
   // from /proc/kallsyms and the vDSO from our own image when their build IDs
   // match this host's (checked either way).
   bool this_host = false;
+  // Per module (by id), its file as the recorded processes saw it, through
+  // their own roots (/proc/self/fd/N/path): tried before the recorded path,
+  // which a program in another mount namespace may not see. At record time
+  // only; each is proved by build ID like any other file.
+  std::vector<std::vector<std::string>> target_paths;
   // Decoded DWARF tables are kept here by build ID ("" : no cache).
   std::string cache_dir;
 };
@@ -76,7 +81,8 @@ struct SymbolizeSummary {
 // host's files, checked by build ID; the vDSO from our own image), so that
 // frames' file offsets can be turned into addresses on any host, even from
 // debug files, whose segments have no file offsets. Record time only.
-void AddModuleLayouts(capture::Capture* capture);
+void AddModuleLayouts(capture::Capture* capture,
+                      const std::vector<std::vector<std::string>>& target_paths = {});
 
 // Names `capture`'s frames in place. A frame is changed only when it gains
 // information (a name, a line, inlined calls), so a symbolized capture can

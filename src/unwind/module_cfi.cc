@@ -27,18 +27,32 @@ bool ModuleCfi::Bias(uint64_t start, uint64_t pgoff, uint64_t* bias) const {
 }
 
 Result<std::shared_ptr<const ModuleCfi>> CfiCache::Get(const std::vector<uint8_t>& build_id,
-                                                       const std::string& path,
+                                                       std::span<const std::string> paths,
                                                        std::span<const uint8_t> image) {
-  std::string key = build_id.empty() ? "path:" + path : HexBytes(build_id);
+  std::string key = !build_id.empty() ? HexBytes(build_id)
+                    : paths.empty()   ? std::string("image")
+                                      : "path:" + paths.front();
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;
-  auto loaded = image.empty() ? LoadModuleCfi(path) : LoadModuleCfiFromMemory(image);
-  if (!loaded.ok()) return loaded.status();
-  if (!build_id.empty() && !(*loaded)->build_id.empty() && (*loaded)->build_id != build_id) {
-    return Status::Error("build ID mismatch: recorded " + HexBytes(build_id) + ", file has " +
-                         HexBytes((*loaded)->build_id));
+  Status why = Status::Error(StatusCode::kNotFound, "no file to read");
+  std::unique_ptr<ModuleCfi> found;
+  auto take = [&](Result<std::unique_ptr<ModuleCfi>> loaded, const std::string& where) {
+    if (!loaded.ok()) {
+      why = loaded.status();
+    } else if (!build_id.empty() && !(*loaded)->build_id.empty() &&
+               (*loaded)->build_id != build_id) {
+      why = Status::Error(where + "build ID mismatch: recorded " + HexBytes(build_id) +
+                          ", file has " + HexBytes((*loaded)->build_id));
+    } else {
+      found = std::move(loaded).value();
+    }
+  };
+  if (!image.empty()) take(LoadModuleCfiFromMemory(image), "");
+  for (size_t i = 0; found == nullptr && image.empty() && i < paths.size(); ++i) {
+    take(LoadModuleCfi(paths[i]), paths[i] + ": ");
   }
-  std::shared_ptr<const ModuleCfi> shared = std::move(loaded).value();
+  if (found == nullptr) return why;
+  std::shared_ptr<const ModuleCfi> shared = std::move(found);
   modules_.emplace(key, shared);
   return shared;
 }

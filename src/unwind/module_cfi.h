@@ -32,11 +32,13 @@ Result<std::unique_ptr<ModuleCfi>> LoadModuleCfi(const std::string& path);
 // maps the module, and by successive recordings in one program.
 class CfiCache {
  public:
-  // The CFI of the module with `build_id` (when known) at `path`, or of the
-  // in-memory `image` (the vDSO) when it is non-empty. A file whose build ID
-  // differs from the recorded one is refused.
+  // The CFI of the module with `build_id` (when known) from the first of
+  // `paths` that holds it (the target's view of the file first, when it has
+  // its own root), or of the in-memory `image` (the vDSO) when it is
+  // non-empty. A file whose build ID differs from the recorded one is
+  // refused and the next path tried.
   Result<std::shared_ptr<const ModuleCfi>> Get(const std::vector<uint8_t>& build_id,
-                                               const std::string& path,
+                                               std::span<const std::string> paths,
                                                std::span<const uint8_t> image = {});
 
  private:
