@@ -20,24 +20,17 @@ struct {
   __uint(max_entries, 1 << 16);  // 64 KiB: thousands of exits between two reads
 } events SEC(".maps");
 
-// Exits whose event did not fit in the ring: counted, never silently gone.
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u64);
-} lost SEC(".maps");
+// Exits whose event did not fit in the ring.
+#include "lost_count.bpf.h"
 
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct* p, bool group_dead) {
+int BPF_PROG(on_exit, struct task_struct *p, bool group_dead) {
   if (!group_dead) return 0;
   __u32 tgid = BPF_CORE_READ(p, tgid);
   if (!followed_tgid(tgid)) return 0;
-  struct exit_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  struct exit_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (e == 0) {
-    __u32 zero = 0;
-    __u64* n = bpf_map_lookup_elem(&lost, &zero);
-    if (n) *n += 1;
+    count_lost();
   } else {
     e->time_ns = bpf_ktime_get_ns();
     e->pid = tgid;

@@ -47,13 +47,8 @@ struct {
   __uint(max_entries, 1 << 24);  // 16 MiB: about 0.1 s of calls at 2 million a second
 } events SEC(".maps");
 
-// Calls whose event did not fit in the ring: counted, never silently gone.
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u64);
-} lost SEC(".maps");
+// Calls whose event did not fit in the ring.
+#include "lost_count.bpf.h"
 
 // exit and exit_group never return: their entries go with the thread.
 SEC("tp_btf/sched_process_exit")
@@ -79,12 +74,6 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id) {
   s.args[2] = BPF_CORE_READ(regs, dx);
   bpf_map_update_elem(&starts, &tid, &s, BPF_ANY);
   return 0;
-}
-
-static __always_inline void count_lost(void) {
-  __u32 zero = 0;
-  __u64 *n = bpf_map_lookup_elem(&lost, &zero);
-  if (n) *n += 1;
 }
 
 static __always_inline void fill_call(struct syscall_event *e, struct start *s, long ret,
