@@ -33,9 +33,11 @@ std::string ExportFormatFor(const std::string& to, const std::string& output) {
   return "";
 }
 
-Status Export(const capture::Capture& original, const std::string& format,
-              const analysis::FilterSpec& spec, bool per_thread, const std::string& output,
-              analysis::Metric metric) {
+Status Export(const capture::Capture& recorded, const std::string& format,
+              const std::string& output, const ExportOptions& options) {
+  const analysis::FilterSpec& spec = options.filter;
+  const analysis::Metric metric = options.metric;
+  const bool per_thread = options.per_thread;
   if (format.empty()) {
     return Status::Error("say which format to write: --to pprof|chrome|folded|speedscope");
   }
@@ -43,8 +45,15 @@ Status Export(const capture::Capture& original, const std::string& format,
     if (!spec.empty()) {
       return Status::Error("filters apply to exports, not to a capture (filter it in report)");
     }
-    return capture::WriteCapture(original, output);
+    if (!options.inlines) {
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "--inlines off applies to exports, not to a capture (use it in report)");
+    }
+    return capture::WriteCapture(recorded, output);
   }
+  std::optional<capture::Capture> folded;
+  if (!options.inlines) folded = analysis::WithoutInlines(recorded);
+  const capture::Capture& original = folded ? *folded : recorded;
   RETURN_IF_ERROR(analysis::CheckMetric(original, metric));
   // Folded and speedscope write the metric's samples; the others read the
   // capture's own samples and off-CPU tables.

@@ -19,14 +19,23 @@ namespace microscope::formats {
 // empty when neither says.
 std::string ExportFormatFor(const std::string& to, const std::string& output);
 
-// Writes `capture` as `format` to `output` through a temporary name.
-// `metric`: folded (then in µs, not counts, for offcpu and wall) and
-// speedscope write that metric's samples (analysis::ForMetric); pprof has
-// every type and makes it the default; chrome always draws CPU samples and
-// off-CPU intervals; mscap is the capture itself.
-Status Export(const capture::Capture& capture, const std::string& format,
-              const analysis::FilterSpec& filter, bool per_thread, const std::string& output,
-              analysis::Metric metric = analysis::Metric::kCpu);
+struct ExportOptions {
+  analysis::FilterSpec filter;
+  bool per_thread = false;  // folded: one stack per thread
+  // Folded (then in µs, not counts, for offcpu and wall) and speedscope
+  // write that metric's samples (analysis::ForMetric); pprof has every type
+  // and makes it the default; chrome always draws CPU samples and off-CPU
+  // intervals.
+  analysis::Metric metric = analysis::Metric::kCpu;
+  // false: inlined calls folded into their functions (analysis::WithoutInlines).
+  bool inlines = true;
+};
+
+// Writes `capture` as `format` to `output` through a temporary name; mscap
+// is the capture itself (filters and --inlines off are refused for it, the
+// latter as kInvalidArgument).
+Status Export(const capture::Capture& capture, const std::string& format, const std::string& output,
+              const ExportOptions& options);
 
 // Reads a pprof profile (gzipped or raw protobuf) or folded stacks.
 Result<capture::Capture> ImportProfile(std::span<const uint8_t> bytes);

@@ -55,20 +55,16 @@ int RunConvert(ConvertOptions& o) {
     cap->settings.command = {o.input};
     if (formats::ExportFormatFor(o.to, o.output).empty()) o.to = "mscap";
   }
-  const std::string format = formats::ExportFormatFor(o.to, o.output);
-  if (o.inlines == "off") {
-    if (format == "mscap") {
-      PrintError("--inlines off applies to exports, not to a capture (use it in report)");
-      return 2;
-    }
-    *cap = analysis::WithoutInlines(*cap);
-  }
-  analysis::Metric metric = analysis::DefaultMetric(*cap);
-  if (!o.metric.empty()) analysis::ParseMetric(o.metric, &metric);  // checked by CLI11
-  Status written = formats::Export(*cap, format, o.filter.spec, o.per_thread, o.output, metric);
+  formats::ExportOptions how;
+  how.filter = o.filter.spec;
+  how.per_thread = o.per_thread;
+  how.metric = analysis::DefaultMetric(*cap);
+  if (!o.metric.empty()) analysis::ParseMetric(o.metric, &how.metric);  // checked by CLI11
+  how.inlines = o.inlines == "on";
+  Status written = formats::Export(*cap, formats::ExportFormatFor(o.to, o.output), o.output, how);
   if (!written.ok()) {
     PrintError(written.WithContext(o.output).message());
-    return 1;
+    return written.code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   return 0;
 }
