@@ -297,15 +297,12 @@ void BuildViews(const capture::Capture& original, const capture::Capture& cap,
 
 Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQuery& q,
                                 const capture::Capture* other) {
+  std::optional<capture::Capture> folded, other_folded;
   if (!q.inlines) {
-    capture::Capture folded = WithoutInlines(recorded);
-    ReportQuery without = q;
-    without.inlines = true;
-    if (other == nullptr) return BuildReport(folded, without, nullptr);
-    capture::Capture other_folded = WithoutInlines(*other);
-    return BuildReport(folded, without, &other_folded);
+    folded = WithoutInlines(recorded);
+    if (other != nullptr) other = &other_folded.emplace(WithoutInlines(*other));
   }
-  const capture::Capture& original = recorded;
+  const capture::Capture& original = folded ? *folded : recorded;
   const Metric metric = q.metric.value_or(DefaultMetric(original));
   if (Status ok = CheckMetric(original, metric); !ok.ok()) return ok.WithContext(q.capture_name);
   std::optional<capture::Capture> for_metric;
