@@ -195,24 +195,26 @@ void Processor::NoteRoot(uint32_t pid, ProcessState& p, ModuleId module) {
   if (std::find(seen.begin(), seen.end(), p.root) == seen.end()) seen.push_back(p.root);
 }
 
+std::vector<std::string> Processor::PathsInTargetRoots(ModuleId module) const {
+  std::vector<std::string> paths;
+  if (module >= module_roots_.size()) return paths;
+  const std::string& path = capture_.strings[capture_.modules[module].path];
+  for (uint32_t root : module_roots_[module]) paths.push_back(roots_.PathIn(root, path));
+  return paths;
+}
+
 std::vector<std::vector<std::string>> Processor::TargetPaths() const {
   std::vector<std::vector<std::string>> paths(capture_.modules.size());
-  for (size_t m = 0; m < module_roots_.size() && m < paths.size(); ++m) {
-    const std::string& path = capture_.strings[capture_.modules[m].path];
-    for (uint32_t root : module_roots_[m]) paths[m].push_back(roots_.PathIn(root, path));
-  }
+  for (size_t m = 0; m < paths.size(); ++m) paths[m] = PathsInTargetRoots(ModuleId(m));
   return paths;
 }
 
 std::vector<std::string> Processor::ModuleFiles(ModuleId module) const {
-  std::vector<std::string> files;
+  std::vector<std::string> files = PathsInTargetRoots(module);
   const capture::Module& mod = capture_.modules[module];
-  const std::string& path = capture_.strings[mod.path];
-  bool elsewhere = module < module_roots_.size() && !module_roots_[module].empty();
-  if (elsewhere) {
-    for (uint32_t root : module_roots_[module]) files.push_back(roots_.PathIn(root, path));
-  }
-  if (!elsewhere || !mod.build_id.empty()) files.push_back(path);
+  // A file the target sees elsewhere is never taken from the host path
+  // unless its build ID can prove it.
+  if (files.empty() || !mod.build_id.empty()) files.push_back(capture_.strings[mod.path]);
   return files;
 }
 

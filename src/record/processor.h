@@ -94,6 +94,9 @@ class Processor : private CodeMarks, private FrameInterner {
   // the recorded path on this host (proved by build ID; left out when the
   // module has no build ID and a target sees the path elsewhere).
   std::vector<std::string> ModuleFiles(capture::ModuleId module) const;
+  // `module`'s recorded path reached through the roots of the targets that
+  // mapped it from another file system (empty: none did).
+  std::vector<std::string> PathsInTargetRoots(capture::ModuleId module) const;
   uint64_t sample_count() const { return capture_.samples.size(); }
 
  private:
