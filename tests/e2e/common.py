@@ -111,3 +111,21 @@ def samples_under_chain(rep, chain):
     of callers ending at the last function)."""
     chain = tuple(chain)
     return sum(v for p, v in tree_paths(rep).items() if p[-len(chain):] == chain)
+
+
+def leaf_samples(rep, leaf):
+    """(path, total samples) of every tree node of function `leaf` (its
+    inlined callees, such as burn_units, are below it)."""
+    out = []
+
+    def walk(node, prefix):
+        path = prefix + (node["function"],)
+        if node["function"] == leaf and node["total"]["samples"]:
+            out.append((path, node["total"]["samples"]))
+            return
+        for c in node["children"]:
+            walk(c, path)
+
+    for r in rep["tree"]:
+        walk(r, ())
+    return out

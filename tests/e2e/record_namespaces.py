@@ -41,22 +41,6 @@ def prepare(name, decoy):
     return ns_dir
 
 
-def leaf_rows(rep):
-    out = []
-
-    def walk(node, prefix):
-        path = prefix + (node["function"],)
-        if node["function"] == "leaf_hot" and node["total"]["samples"]:
-            out.append((path, node["total"]["samples"]))
-            return
-        for c in node["children"]:
-            walk(c, path)
-
-    for r in rep["tree"]:
-        walk(r, ())
-    return out
-
-
 def complete(path):
     return len(path) == len(EXPECTED) and all(
         p == e or p in ALIASES.get(e, ()) for p, e in zip(path, EXPECTED))
@@ -66,7 +50,7 @@ def verify(name, out, decoy):
     rep = report(out, "--tree", "--min-percent", "0")
     h = rep["header"]
     fn = functions(rep)
-    rows = leaf_rows(rep)
+    rows = leaf_samples(rep, "leaf_hot")
     leaf = sum(n for _, n in rows)
     good = sum(n for p, n in rows if complete(p))
     mine = [p for p in h["processes"] if p["samples"] > 0]

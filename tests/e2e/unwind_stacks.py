@@ -60,24 +60,6 @@ def matches(path, expected):
     return all(any(same_function(p, e) for p in it) for e in expected)
 
 
-def leaf_samples(rep, leaf):
-    """(path, total samples) of every tree node of function `leaf` (its
-    inlined callees, such as burn_units, are below it)."""
-    out = []
-
-    def walk(node, prefix):
-        path = prefix + (node["function"],)
-        if node["function"] == leaf and node["total"]["samples"]:
-            out.append((path, node["total"]["samples"]))
-            return
-        for c in node["children"]:
-            walk(c, path)
-
-    for r in rep["tree"]:
-        walk(r, ())
-    return out
-
-
 for mode in ("auto", "dwarf"):
     for name, cmd, leaf, expected in CASES:
         out = "%s/%s-%s.mscap" % (d, name, mode)
