@@ -33,7 +33,7 @@ d = tmpdir()
 for mode, end in (("fp", "frame-pointer-end"), ("auto", "complete")):
     print("-- call graph", mode)
     out = d + "/split-%s.mscap" % mode
-    record(out, [fixture("split"), "400"], ["-g", mode])
+    record(out, [fixture("split"), "1200"], ["-g", mode])
     rep = report(out, "--tree", "--min-percent", "0")
     check_split(rep, end)
 # The program's exit status is record's exit status.
