@@ -8,10 +8,13 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/scoped_fd.h"
@@ -56,19 +59,34 @@ class Collector {
   Status AddTask(pid_t tid, bool enable_on_exec);
   Status Disable();
 
-  // Waits up to `timeout_ms` for a ring to reach its watermark, or for one
-  // of `extra_fds` (the BPF rings) to be readable.
+  // From now until StopDraining, a thread of its own empties the rings as
+  // they fill, as perf record's does, so that nothing the reader does between
+  // rounds (the CFI of a large module it meets first takes a second on a
+  // busy machine) leaves a ring full: the kernel drops what a full ring
+  // cannot take. The records wait in memory for Collect, up to a bound past
+  // which the rings are left to fill and the kernel counts what it drops.
+  Status StartDraining();
+  // Stops the thread and moves what it drained onto arenas().
+  void StopDraining();
+  // Waits up to `timeout_ms` for records (drained by the thread, or in a ring
+  // past its watermark when there is none), or for one of `extra_fds` (the
+  // BPF rings) to be readable.
   void Wait(int timeout_ms, std::span<const int> extra_fds = {});
-  // Copies every complete record out of the rings.
+  // Moves the records drained since the last call onto arenas() (or drains
+  // the rings here, without the thread) and returns when the drain that
+  // copied the last of them began: every record written before that time is
+  // now in arenas().
+  uint64_t Collect();
+  // Copies every complete record out of the rings (not while draining).
   void Drain();
 
   // Records copied out, ring by ring, back to back (each 8-byte aligned).
   std::vector<std::vector<uint8_t>>& arenas() { return arenas_; }
   SampleLayout layout() const { return layout_; }
   bool kernel_frames() const { return kernel_frames_; }
-  uint64_t samples() const { return stats_.samples; }
-  uint64_t lost() const { return stats_.lost; }
-  uint64_t ring_errors() const { return stats_.errors; }
+  uint64_t samples() const { return Stats().samples; }
+  uint64_t lost() const { return Stats().lost; }
+  uint64_t ring_errors() const { return Stats().errors; }
   uint32_t ring_pages() const { return options_.ring_pages; }
   bool ring_shrunk() const { return ring_shrunk_; }
 
@@ -82,7 +100,9 @@ class Collector {
   };
   explicit Collector(const CollectorOptions& options);
   Result<int> OpenEvent(pid_t tid, int cpu, bool enable_on_exec);
-  void DrainRing(size_t index);
+  void DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats);
+  void DrainLoop();
+  RingCopyStats Stats() const;
 
   CollectorOptions options_;
   SampleLayout layout_;
@@ -91,8 +111,19 @@ class Collector {
   std::vector<ScopedFd> events_;
   std::vector<Ring> rings_;  // one per CPU, same order as cpus_
   std::vector<std::vector<uint8_t>> arenas_;
-  RingCopyStats stats_;
   bool ring_shrunk_ = false;
+
+  // Shared with the drain thread, under mutex_.
+  mutable std::mutex mutex_;
+  std::condition_variable room_;  // the backlog fell below its bound, or stop
+  RingCopyStats stats_;
+  std::vector<std::vector<uint8_t>> drained_;  // per ring, not yet collected
+  size_t backlog_ = 0;                         // bytes in drained_
+  uint64_t drained_at_ = 0;
+  bool stop_ = false;
+  ScopedFd wake_fd_;  // eventfd: the thread drained something
+  ScopedFd stop_fd_;  // eventfd: the thread is to stop
+  std::thread thread_;
 };
 
 // One line that says what to change when perf_event_open is refused.

@@ -210,17 +210,19 @@ void Recording::Run() {
   bool by_duration = false;
   uint64_t previous_drain = start_;
   const PollWindow running{start_, UINT64_MAX, child_ != nullptr, false};
+  Status draining = collector_->StartDraining();
+  if (!draining.ok()) hooks_.warn(draining.message() + "; the rings are drained between rounds");
   for (;;) {
     collector_->Wait(50, wait_fds_);
     uint64_t now = MonotonicNowNs();
-    collector_->Drain();
+    uint64_t drained = collector_->Collect();
     Poll(running);
     // Records stamped before the previous drain began were in the rings then
     // (the kernel writes a record as it stamps it; 10 ms is the margin), so
     // they can be processed now without any earlier record still to come.
     // This keeps memory bounded by a round's records, not the recording's.
     if (previous_drain > start_ + 10'000'000) Pump(previous_drain - 10'000'000);
-    previous_drain = now;
+    previous_drain = drained;
     hooks_.progress({now - start_, collector_->samples(), collector_->lost()});
     if (TargetEnded()) {
       exited_ = child_ != nullptr;
@@ -238,6 +240,7 @@ void Recording::Run() {
 void Recording::Stop(bool by_duration) {
   end_ = MonotonicNowNs();
   (void)collector_->Disable();
+  collector_->StopDraining();
   if (child_ != nullptr && !exited_) {
     // --duration ends the program as `timeout` would; a SIGTERM or SIGHUP
     // sent to microscope alone is passed on. After Ctrl-C the program got the

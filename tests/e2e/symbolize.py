@@ -95,9 +95,11 @@ sym = os.path.join(other, "sym.mscap")
 s = symbolize(moved, "--debug-dir", os.path.join(other, "dbg"), out=sym)
 mods = fixture_modules(s)
 check(set(mods) == set(build_ids), "every fixture module is in the summary: %s" % sorted(mods))
+unnamed = sorted("%s+0x%x" % k for k, chain in frames_of(sym).items() if not chain or not chain[-1][0])
 for name, m in mods.items():
     check(m["named"] == m["frames"] and m["frames"] > 0,
-          "%s: %d of %d frames named from the debug tree" % (name, m["named"], m["frames"]))
+          "%s: %d of %d frames named from the debug tree (unnamed: %s)" %
+          (name, m["named"], m["frames"], ", ".join(u for u in unnamed if u.startswith(name + "+"))))
     check(m["used"] and m["used"][0].startswith(os.path.join(other, "dbg", ".build-id")),
           "%s: named from its .build-id debug file (%s)" % (name, m["used"]))
 check(mods["unwind"]["inline_frames"] > 0, "inlined calls became frames of their own")
