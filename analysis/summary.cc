@@ -21,6 +21,7 @@ Summary Summarize(const capture::Capture& c) {
   s.duration_ns = st.end_time > st.start_time ? st.end_time - st.start_time : 0;
   s.lost_records = st.lost_records;
   s.lost_samples = st.lost_samples;
+  s.lost_task_records = st.lost_task_records;
   s.throttles = st.throttles;
   s.kernel_frames = st.kernel_frames;
   s.notes = st.notes;

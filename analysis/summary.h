@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct Summary {
   std::string unit;
   uint64_t lost_records = 0;
   uint64_t lost_samples = 0;
+  std::optional<uint64_t> lost_task_records;  // of lost_records; unknown before 2.5
   uint64_t throttles = 0;
   bool kernel_frames = false;
   std::array<uint64_t, capture::kStackEndCount> stack_ends{};

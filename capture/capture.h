@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -221,6 +222,9 @@ struct Settings {
   uint64_t end_time = 0;
   uint64_t lost_records = 0;
   uint64_t lost_samples = 0;
+  // Of lost_records, those of mappings, processes and threads (2.5; older
+  // captures: not known).
+  std::optional<uint64_t> lost_task_records;
   uint64_t throttles = 0;
   uint64_t unthrottles = 0;
   std::vector<std::string> notes;

@@ -64,6 +64,7 @@ Result<Settings> ToSettings(const fbs::Settings* s) {
   out.end_time = s->end_time();
   out.lost_records = s->lost_records();
   out.lost_samples = s->lost_samples();
+  if (s->lost_task_records().has_value()) out.lost_task_records = *s->lost_task_records();
   out.throttles = s->throttles();
   out.unthrottles = s->unthrottles();
   out.notes = Strings(s->notes());

@@ -168,8 +168,15 @@ void PrintStackHeader(FILE* out, const analysis::ReportHeader& h, const Label& l
     fprintf(out, "named by `microscope symbolize` (see notes)\n");
   }
   label("lost");
-  fprintf(out, "%llu records, %llu samples; throttled %llu times\n", Ull(s.lost_records),
-          Ull(s.lost_samples), Ull(s.throttles));
+  fprintf(out, "%llu records", Ull(s.lost_records));
+  if (s.lost_records > 0 && s.lost_task_records) {
+    // Which ring lost them says what the loss costs.
+    uint64_t tasks = std::min(*s.lost_task_records, s.lost_records);
+    fprintf(out, " (%llu of samples, %llu of mappings, processes and threads%s)",
+            Ull(s.lost_records - tasks), Ull(tasks),
+            tasks > 0 ? ": frames in a lost mapping stay unnamed" : "");
+  }
+  fprintf(out, ", %llu samples; throttled %llu times\n", Ull(s.lost_samples), Ull(s.throttles));
   if (!s.call_graph.empty()) {
     label("call graph");
     fprintf(out, "%s", s.call_graph.c_str());

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -77,23 +78,32 @@ Result<std::unique_ptr<Collector>> Collector::Create(const CollectorOptions& opt
   }
   std::unique_ptr<Collector> c(new Collector(options));
   c->cpus_ = PossibleCpus();
-  c->rings_.resize(c->cpus_.size());
-  for (size_t i = 0; i < c->cpus_.size(); ++i) {
-    c->rings_[i].cpu = c->cpus_[i];
-    c->rings_[i].fd = -1;
+  // Sample rings first (when sampling), then task rings, each in CPU order.
+  // The locked-memory limit of an unprivileged user (perf_event_mlock_kb per
+  // CPU) hardly holds one ring per CPU: there, task records share the
+  // sample ring as in perf record, and a loss's kind is not known.
+  const bool apart = options.sample && geteuid() == 0;
+  for (int cpu : c->cpus_) {
+    if (options.sample)
+      c->rings_.push_back({.cpu = cpu, .fd = -1, .samples = true, .tasks = !apart});
   }
-  c->arenas_.resize(c->cpus_.size());
+  for (int cpu : c->cpus_) {
+    if (apart || !options.sample)
+      c->rings_.push_back({.cpu = cpu, .fd = -1, .samples = false, .tasks = true});
+  }
+  c->arenas_.resize(c->rings_.size());
   return c;
 }
 
-Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
+Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exec) {
+  const int cpu = ring.cpu;
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof(attr));
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = options_.sample ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_DUMMY;
-  attr.freq = options_.sample ? 1 : 0;
-  attr.sample_freq = options_.sample ? options_.frequency : 0;
+  attr.config = ring.samples ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_DUMMY;
+  attr.freq = ring.samples ? 1 : 0;
+  attr.sample_freq = ring.samples ? options_.frequency : 0;
   attr.sample_type = layout_.sample_type;
   // A launched program's events start at its exec; an attached process's
   // start at once, so that its FORK records tell which new threads the
@@ -101,26 +111,30 @@ Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
   attr.disabled = enable_on_exec ? 1 : 0;
   attr.enable_on_exec = enable_on_exec ? 1 : 0;
   attr.inherit = 1;
-  attr.mmap = 1;  // mmap2 needs mmap set too (RECIPES.md)
-  attr.mmap2 = 1;
-  attr.comm = 1;
-  attr.comm_exec = 1;
-  attr.task = 1;
+  if (ring.tasks) {
+    attr.mmap = 1;  // mmap2 needs mmap set too (RECIPES.md)
+    attr.mmap2 = 1;
+    attr.comm = 1;
+    attr.comm_exec = 1;
+    attr.task = 1;
+    attr.build_id = 1;
+  }
   attr.sample_id_all = 1;
-  attr.build_id = 1;
   attr.use_clockid = 1;
   attr.clockid = CLOCK_MONOTONIC;
   attr.exclude_hv = 1;
   attr.exclude_kernel = kernel_frames_ ? 0 : 1;
   attr.exclude_callchain_kernel = kernel_frames_ ? 0 : 1;
-  if (options_.stack_copy != 0 && options_.sample) {
-    // User frames come from our unwinder over the copy; keep the kernel's part.
+  if (options_.stack_copy != 0) {
+    // User frames come from our unwinder over the copy; keep the kernel's
+    // part. (A task ring's dummy event never samples, but every event of the
+    // recording has the same sample layout.)
     attr.exclude_callchain_user = 1;
     attr.sample_regs_user = kUserRegsMask;
     attr.sample_stack_user = options_.stack_copy;
   }
   attr.watermark = 1;
-  attr.wakeup_watermark = uint32_t(options_.ring_pages * getpagesize() / 4);
+  attr.wakeup_watermark = uint32_t(RingPages(ring) * getpagesize() / 4);
   for (;;) {
     long fd = PerfEventOpen(&attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd >= 0) return int(fd);
@@ -144,9 +158,14 @@ Result<int> Collector::OpenEvent(pid_t tid, int cpu, bool enable_on_exec) {
   }
 }
 
+uint32_t Collector::RingPages(const Ring& ring) const {
+  return !ring.samples && options_.sample ? std::max(1u, options_.ring_pages / 8)
+                                          : options_.ring_pages;
+}
+
 Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
-  for (size_t i = 0; i < cpus_.size(); ++i) {
-    Result<int> fd = OpenEvent(tid, cpus_[i], enable_on_exec);
+  for (size_t i = 0; i < rings_.size(); ++i) {
+    Result<int> fd = OpenEvent(tid, rings_[i], enable_on_exec);
     if (!fd.ok()) {
       // A task that exited between listing and opening is not an error.
       if (fd.status().code() == StatusCode::kNotFound && !events_.empty()) {
@@ -160,7 +179,7 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
       size_t page = size_t(getpagesize());
       void* base = MAP_FAILED;
       for (;;) {
-        ring.data_size = size_t(options_.ring_pages) * page;
+        ring.data_size = size_t(RingPages(ring)) * page;
         ring.map_size = ring.data_size + page;
         base = mmap(nullptr, ring.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
         // Without privileges the locked-memory limit (kernel.perf_event_mlock_kb)
@@ -203,7 +222,8 @@ void Collector::Wait(int timeout_ms, std::span<const int> extra_fds) {
 void Collector::Drain() {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < rings_.size(); ++i) {
-    if (rings_[i].base != nullptr) DrainRing(i, &arenas_[i], &stats_);
+    if (rings_[i].base != nullptr)
+      DrainRing(i, &arenas_[i], rings_[i].samples ? &stats_ : &task_stats_);
   }
 }
 
@@ -253,11 +273,11 @@ void Collector::DrainLoop() {
       if (stop_) return;
     }
     uint64_t began = MonotonicNowNs();
-    RingCopyStats stats;
+    RingCopyStats stats, task_stats;
     size_t bytes = 0;
     for (size_t i = 0; i < rings_.size(); ++i) {
       if (rings_[i].base == nullptr) continue;
-      DrainRing(i, &copied[i], &stats);
+      DrainRing(i, &copied[i], rings_[i].samples ? &stats : &task_stats);
       bytes += copied[i].size();
     }
     std::lock_guard lock(mutex_);
@@ -271,9 +291,8 @@ void Collector::DrainLoop() {
     }
     backlog_ += bytes;
     drained_at_ = began;
-    stats_.samples += stats.samples;
-    stats_.lost += stats.lost;
-    stats_.errors += stats.errors;
+    stats_.Add(stats);
+    task_stats_.Add(task_stats);
     if (bytes > 0) {
       uint64_t one = 1;
       (void)!write(wake_fd_.get(), &one, sizeof(one));
@@ -289,24 +308,43 @@ uint64_t Collector::Collect() {
   }
   uint64_t count;
   if (wake_fd_.valid()) (void)!read(wake_fd_.get(), &count, sizeof(count));
-  std::lock_guard lock(mutex_);
-  for (size_t i = 0; i < drained_.size(); ++i) {
-    if (arenas_[i].empty()) {
-      arenas_[i].swap(drained_[i]);
-    } else {
-      arenas_[i].insert(arenas_[i].end(), drained_[i].begin(), drained_[i].end());
-    }
-    drained_[i].clear();
+  // Only swaps under the lock: appending megabytes there kept the drain
+  // thread waiting for a reader that the machine's load had descheduled
+  // (gaps of 170-280 ms between drains under make -j16 on 2 cores).
+  std::vector<std::vector<uint8_t>> taken(drained_.size());
+  uint64_t at;
+  {
+    std::lock_guard lock(mutex_);
+    taken.swap(drained_);
+    drained_.resize(taken.size());
+    backlog_ = 0;
+    at = drained_at_;
   }
-  backlog_ = 0;
   room_.notify_one();
+  for (size_t i = 0; i < taken.size(); ++i) {
+    if (arenas_[i].empty()) {
+      arenas_[i].swap(taken[i]);
+    } else {
+      arenas_[i].insert(arenas_[i].end(), taken[i].begin(), taken[i].end());
+    }
+  }
   if (!thread_.joinable()) drained_.clear();  // stopped: later calls drain here
-  return drained_at_;
+  return at;
 }
 
 RingCopyStats Collector::Stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  RingCopyStats all = stats_;
+  all.Add(task_stats_);
+  return all;
+}
+
+std::optional<uint64_t> Collector::lost_task_records() const {
+  for (const Ring& r : rings_) {
+    if (r.samples && r.tasks) return std::nullopt;
+  }
+  std::lock_guard lock(mutex_);
+  return task_stats_.lost;
 }
 
 uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t head,

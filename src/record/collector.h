@@ -1,6 +1,7 @@
-// Owns every perf_event fd and ring of a recording. Opens one cpu-clock
-// event per CPU for each task handed to it (inherit=1, so the threads and
-// children the task starts later are covered), shares one ring per CPU via
+// Owns every perf_event fd and ring of a recording. Opens a cpu-clock event
+// and a dummy event (for task records) per CPU for each task handed to it
+// (inherit=1, so the threads and children the task starts later are
+// covered), shares a sample ring and a task ring per CPU via
 // PERF_EVENT_IOC_SET_OUTPUT, and copies raw records out of the rings into
 // per-ring arenas. It parses nothing but record headers: decoding and state
 // belong to decode.cc and processor.cc.
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -28,6 +30,11 @@ struct RingCopyStats {
   uint64_t samples = 0;
   uint64_t lost = 0;
   uint64_t errors = 0;  // corrupt headers; the rest of that read was dropped
+  void Add(const RingCopyStats& o) {
+    samples += o.samples;
+    lost += o.lost;
+    errors += o.errors;
+  }
 };
 
 // Copies the complete records in [tail, head) of a ring's data area (whose
@@ -87,19 +94,30 @@ class Collector {
   uint64_t samples() const { return Stats().samples; }
   uint64_t lost() const { return Stats().lost; }
   uint64_t ring_errors() const { return Stats().errors; }
+  // Of lost(), the records lost from the task rings: mappings, processes,
+  // threads and their names; not known when they share the sample rings.
+  std::optional<uint64_t> lost_task_records() const;
   uint32_t ring_pages() const { return options_.ring_pages; }
   bool ring_shrunk() const { return ring_shrunk_; }
 
  private:
+  // Each CPU has two rings (as root), so that a flood of samples never costs
+  // a mapping or a process record and a loss says which kind it was: samples
+  // go to one; a dummy event per task and CPU brings the task records
+  // (mappings, comm, fork, exit) to the other, an eighth of its size. Without
+  // sampling only the task rings exist.
   struct Ring {
     int cpu;
     int fd;  // the event whose buffer this is (owned by events_)
+    bool samples = false;  // its events sample the CPU
+    bool tasks = false;    // its events bring task records
     void* base = nullptr;
     size_t map_size = 0;
     size_t data_size = 0;
   };
   explicit Collector(const CollectorOptions& options);
-  Result<int> OpenEvent(pid_t tid, int cpu, bool enable_on_exec);
+  Result<int> OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exec);
+  uint32_t RingPages(const Ring& ring) const;
   void DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats);
   void DrainLoop();
   RingCopyStats Stats() const;
@@ -109,14 +127,15 @@ class Collector {
   bool kernel_frames_;
   std::vector<int> cpus_;
   std::vector<ScopedFd> events_;
-  std::vector<Ring> rings_;  // one per CPU, same order as cpus_
+  std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
   std::vector<std::vector<uint8_t>> arenas_;
   bool ring_shrunk_ = false;
 
   // Shared with the drain thread, under mutex_.
   mutable std::mutex mutex_;
   std::condition_variable room_;  // the backlog fell below its bound, or stop
-  RingCopyStats stats_;
+  RingCopyStats stats_;           // the sample rings
+  RingCopyStats task_stats_;      // the task rings
   std::vector<std::vector<uint8_t>> drained_;  // per ring, not yet collected
   size_t backlog_ = 0;                         // bytes in drained_
   uint64_t drained_at_ = 0;

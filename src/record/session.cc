@@ -261,6 +261,7 @@ void Recording::Stop(bool by_duration) {
         "ring buffer reduced to " + std::to_string(collector_->ring_pages()) +
         " pages per CPU by the locked-memory limit (kernel.perf_event_mlock_kb)");
   }
+  settings().lost_task_records = collector_->lost_task_records();
   if (collector_->ring_errors() > 0) {
     processor_.CountProblem("corrupt ring data dropped",
                             std::to_string(collector_->ring_errors()) + " times");
