@@ -43,6 +43,15 @@ TEST_CASE("Capture: write then read gives the same tables") {
   CHECK(d.settings.command == c.settings.command);
   CHECK(d.settings.notes == c.settings.notes);
   CHECK(d.settings.frequency == 999);
+  CHECK(!d.settings.lost_task_records.has_value());  // not set: not known
+  // 2.5: of the lost records, those of the task rings; 0 is a value.
+  for (uint64_t lost : {0ull, 7ull}) {
+    c.settings.lost_records = 9;
+    c.settings.lost_task_records = lost;
+    auto again = ParseCapturePayload(SerializeCapture(c));
+    REQUIRE(again.ok());
+    CHECK(again->settings.lost_task_records == lost);
+  }
 }
 
 namespace {
