@@ -154,6 +154,16 @@ bool FastRules(Dwarf_Frame* frame, CfiRow* row) {
   } else {
     return false;
   }
+  // RBX, for a caller whose CFA is RBX-based.
+  if (dwarf_frame_register(frame, kRegRbx, mem, &ops, &n) != 0) return false;
+  if (n == 0) {
+    if (ops == mem) row->flags |= CfiRow::kRbxUndefined;
+  } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
+    row->flags |= CfiRow::kRbxSaved;
+    row->rbx_offset = int16_t(off);
+  } else {
+    return false;
+  }
   // RSP must be the CFA (val_offset 0) or unspecified for the fast path.
   if (dwarf_frame_register(frame, kRegRsp, mem, &ops, &n) == 0) {
     bool sp_is_cfa =

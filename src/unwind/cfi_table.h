@@ -5,8 +5,11 @@
 // listed in .eh_frame_hdr (or, lacking it, every function symbol) is stepped
 // through with dwarf_cfi_addrframe, and each [start, end) rule set becomes a
 // row. Rows of the common x86-64 shape ("CFA = RSP|RBP + k; RA at CFA+n;
-// RBP same or at CFA+m") are "fast"; any other (signal frames, CFA
-// expressions) keeps its full rule set for the general evaluator.
+// RBP and RBX same or at CFA+m") are "fast"; any other (signal frames, CFA
+// expressions) keeps its full rule set for the general evaluator. RBX is
+// followed as well as RBP because glibc's lazy-binding trampoline
+// (_dl_runtime_resolve) realigns its stack and defines its CFA from RBX,
+// which its callee saved.
 #pragma once
 
 #include <libelf.h>
@@ -46,6 +49,8 @@ struct CfiRow {
   static constexpr uint8_t kRbpSaved = 4;     // caller's RBP at CFA + rbp_offset
   static constexpr uint8_t kRbpUndefined = 8;
   static constexpr uint8_t kSignal = 16;  // a signal frame: the caller's pc is exact
+  static constexpr uint8_t kRbxSaved = 32;  // caller's RBX at CFA + rbx_offset
+  static constexpr uint8_t kRbxUndefined = 64;
 
   uint64_t start;
   uint32_t length;
@@ -53,13 +58,14 @@ struct CfiRow {
   uint32_t general;
   int16_t ra_offset;
   int16_t rbp_offset;
+  int16_t rbx_offset;
   uint8_t cfa_reg;
   uint8_t flags;
 
   bool SameRules(const CfiRow& o) const {
     return general == o.general && cfa_offset == o.cfa_offset && ra_offset == o.ra_offset &&
-           rbp_offset == o.rbp_offset && cfa_reg == o.cfa_reg && flags == o.flags &&
-           (flags & kGeneral) == 0;
+           rbp_offset == o.rbp_offset && rbx_offset == o.rbx_offset && cfa_reg == o.cfa_reg &&
+           flags == o.flags && (flags & kGeneral) == 0;
   }
 };
 static_assert(sizeof(CfiRow) == 32, "rows stay compact");

@@ -11,6 +11,7 @@
 namespace microscope::unwind {
 
 // DWARF x86-64 register numbers (RAX RDX RCX RBX RSI RDI RBP RSP R8..R15, RA).
+inline constexpr int kRegRbx = 3;
 inline constexpr int kRegRbp = 6;
 inline constexpr int kRegRsp = 7;
 inline constexpr int kRegRa = 16;

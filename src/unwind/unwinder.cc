@@ -62,8 +62,9 @@ uint32_t RegistersRead(std::span<const ExprOp> ops) {
 
 enum class Step { kOk, kDone, kFailed };
 
-// The common x86-64 row, updated in place: only RSP, RBP and the return
-// address survive a fast step (CFI of the caller says nothing of the rest).
+// The common x86-64 row, updated in place: only RSP, RBP, RBX and the
+// return address survive a fast step (CFI of the caller says nothing of the
+// rest).
 Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, Unread& unread, StackEnd* end) {
   if (!regs.Has(row.cfa_reg)) {
     *end = unread.Why(1u << row.cfa_reg);
@@ -93,10 +94,23 @@ Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, Unread& unre
     has_rbp = false;
     unread.Forget(kRegRbp);
   }
-  regs.valid = (1u << kRegRsp) | (1u << kRegRa) | (has_rbp ? 1u << kRegRbp : 0u);
+  // RBX as RBP.
+  uint64_t rbx = regs.value[kRegRbx];
+  bool has_rbx = regs.Has(kRegRbx);
+  if (row.flags & CfiRow::kRbxSaved) {
+    CopyReader rbx_read{read.stack};
+    has_rbx = rbx_read(cfa + int64_t(row.rbx_offset), &rbx);
+    if (!has_rbx) unread.Note(kRegRbx, rbx_read);
+  } else if (row.flags & CfiRow::kRbxUndefined) {
+    has_rbx = false;
+    unread.Forget(kRegRbx);
+  }
+  regs.valid = (1u << kRegRsp) | (1u << kRegRa) | (has_rbp ? 1u << kRegRbp : 0u) |
+               (has_rbx ? 1u << kRegRbx : 0u);
   regs.value[kRegRsp] = cfa;
   regs.value[kRegRa] = ra;
   regs.value[kRegRbp] = rbp;
+  regs.value[kRegRbx] = rbx;
   return Step::kOk;
 }
 
@@ -174,6 +188,30 @@ Step StepFramePointer(Registers& regs, CopyReader& read, StackEnd* end) {
   return Step::kOk;
 }
 
+// True when `regs` is the frame of a process's first instruction: the
+// stack pointer is where the kernel left argc, argv, a null, envp, a null
+// and the auxiliary vector. The dynamic loader's _start has no CFI, and
+// calls _dl_start with that stack pointer, so its frame proves the stack
+// whole as the CFI end marker of the program's own _start does.
+bool AtProcessEntry(const Registers& regs, const StackImage& stack) {
+  if (!regs.Has(kRegRsp)) return false;
+  const uint64_t sp = regs.value[kRegRsp];
+  uint64_t argc, word;
+  if (!stack.Read(sp, &argc) || argc > stack.bytes.size() / 8) return false;
+  uint64_t at = sp + 8;
+  for (uint64_t i = 0; i < argc; ++i, at += 8) {
+    if (!stack.Read(at, &word) || word <= sp) return false;  // argv strings lie above
+  }
+  if (!stack.Read(at, &word) || word != 0) return false;
+  for (at += 8;; at += 8) {  // envp, up to its null
+    if (!stack.Read(at, &word)) return false;
+    if (word == 0) break;
+    if (word <= sp) return false;
+  }
+  // The first auxiliary vector key: a small AT_* number (AT_NULL ends it).
+  return stack.Read(at + 8, &word) && word > 0 && word < 256;
+}
+
 }  // namespace
 
 UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& code, Policy policy,
@@ -220,7 +258,7 @@ UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& 
       step = StepFramePointer(regs, read, &end);
       unread = {};
     } else {
-      result.end = StackEnd::kNoUnwindInfo;
+      result.end = AtProcessEntry(regs, stack) ? StackEnd::kComplete : StackEnd::kNoUnwindInfo;
       return result;
     }
     if (step == Step::kDone) {

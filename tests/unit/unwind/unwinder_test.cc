@@ -254,6 +254,62 @@ TEST_CASE("Unwinder: after an epilogue's pop %rbp, RBP's slot below the copy lea
   }
 }
 
+TEST_CASE("Unwinder: a caller whose CFA is RBX-based gets RBX from its callee's fast row") {
+  // As glibc's lazy-binding trampoline _dl_runtime_resolve (f2: CFA = RBX+32
+  // after it realigns RSP) and _dl_fixup (f1: a fast row that saves RBX).
+  GeneralRow g;
+  std::vector<ExprOp> exprs = {
+      {uint8_t(DW_OP_breg3), 32, 0}, {DW_OP_call_frame_cfa, 0, 0}, {DW_OP_lit8, 0, 0},
+      {DW_OP_minus, 0, 0},           {DW_OP_call_frame_cfa, 0, 0}, {DW_OP_stack_value, 0, 0}};
+  g.cfa_begin = 0;
+  g.cfa_len = 1;
+  g.regs[kRegRa] = {RuleKind::kExpr, 1, 3};
+  g.regs[kRegRsp] = {RuleKind::kExpr, 4, 2};
+  CfiRow f2 = FastRow(0x2000, 0x100, 0, 0, 0, CfiRow::kGeneral);
+  f2.general = 0;
+  CfiRow f1 = FastRow(0x1000, 0x100, kRegRsp, 16, -8, CfiRow::kRbxSaved);
+  f1.rbx_offset = -16;
+  auto t = CfiTable::FromRows(
+      {f1, f2, FastRow(0x3000, 0x100, kRegRsp, 8, -8, CfiRow::kRaUndefined)}, {g}, exprs);
+  FakeCode code;
+  code.ranges.push_back({0x401000, 0x404000, t.get(), 0x400000});
+  Stack s;
+  s.Put(0x7000, 0x7040);    // f1 saved the caller's RBX at CFA-16
+  s.Put(0x7008, 0x402051);  // f1's return address into f2
+  s.Put(0x7058, 0x403011);  // f2's return address at CFA-8 (CFA = 0x7040 + 32)
+  std::vector<Frame> out(8);
+  auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
+  CHECK(r.end == StackEnd::kComplete);
+  REQUIRE(r.frames == 3);
+  CHECK(out[2].pc == 0x403011);
+}
+
+TEST_CASE("Unwinder: a frame without CFI at the process's first stack pointer ends it whole") {
+  // The dynamic loader's _start has no CFI; it calls _dl_start (f1) with the
+  // stack pointer the kernel left: argc, argv, null, envp, null, auxv.
+  auto t = CfiTable::FromRows({FastRow(0x1000, 0x100, kRegRsp, 8)});
+  FakeCode code;
+  code.ranges.push_back({0x401000, 0x406000, t.get(), 0x400000});
+  Stack s;
+  s.Put(0x7000, 0x405078);  // f1's return address into _start (no row)
+  s.Put(0x7008, 2);         // argc, at f1's CFA
+  s.Put(0x7010, 0x7f00);    // argv[0], argv[1]: strings above
+  s.Put(0x7018, 0x7f10);
+  s.Put(0x7020, 0);
+  s.Put(0x7028, 0x7f20);  // envp[0]
+  s.Put(0x7030, 0);
+  s.Put(0x7038, 33);  // AT_SYSINFO_EHDR
+  std::vector<Frame> out(8);
+  auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
+  CHECK(r.end == StackEnd::kComplete);
+  CHECK(r.frames == 2);
+  // Anything else there is not the entry: the stack ends for want of CFI.
+  s.Put(0x7020, 0x7f30);  // no null after argv
+  r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
+  CHECK(r.end == StackEnd::kNoUnwindInfo);
+  CHECK(r.frames == 2);
+}
+
 TEST_CASE("Unwinder: a general row (signal frame) restores registers from the copy") {
   // Like glibc's __restore_rt: CFA = *(RSP + 16); RA = *(RSP + 24); RSP = *(RSP + 32).
   GeneralRow g;
