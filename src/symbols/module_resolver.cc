@@ -84,7 +84,7 @@ ModuleFiles Resolver::Resolve(const capture::Module& mod, const std::string& pat
       sum->module < options_.target_paths.size() ? options_.target_paths[sum->module] : kNone;
   if (mod.build_id.empty()) return ResolveWithoutBuildId(path, targets, &s);
   std::string original = path.starts_with("/") ? Join(options_.sysroot, path) : "";
-  for (auto& [where, candidate] : Candidates()) {
+  for (auto& [where, candidate] : Candidates(path, targets)) {
     if (s.complete || s.Done()) break;
     // Missing .build-id variants are not worth a line each; the first is.
     bool variant = where == "debug dir" && !candidate.ends_with(".debug") &&
@@ -182,7 +182,8 @@ ModuleFiles Resolver::ResolveWithoutBuildId(const std::string& path,
   return std::move(s->files);
 }
 
-std::vector<std::pair<std::string, std::string>> Resolver::Candidates() {
+std::vector<std::pair<std::string, std::string>> Resolver::Candidates(
+    const std::string& path, const std::vector<std::string>& targets) {
   std::string sub = hex_.substr(0, 2) + "/" + hex_.substr(2);
   std::vector<std::pair<std::string, std::string>> candidates;
   for (size_t i = 0; i < options_.debug_dirs.size(); ++i) {
@@ -196,6 +197,14 @@ std::vector<std::pair<std::string, std::string>> Resolver::Candidates() {
   }
   candidates.push_back(
       {"sysroot", Join(options_.sysroot, "/usr/lib/debug/.build-id/" + sub + ".debug")});
+  // A container ships its debug files in its own root, where its processes
+  // see the module: ROOT/usr/lib/debug, ROOT being the target's path less
+  // the recorded one.
+  for (const std::string& t : targets) {
+    if (t.size() <= path.size() || !t.ends_with(path)) continue;
+    std::string root = t.substr(0, t.size() - path.size());
+    candidates.push_back({"target's root", root + "/usr/lib/debug/.build-id/" + sub + ".debug"});
+  }
   return candidates;
 }
 

@@ -73,7 +73,8 @@ class Resolver {
   ModuleFiles ResolveWithoutBuildId(const std::string& path,
                                     const std::vector<std::string>& targets, Search* s);
   // Where the module's debug files may be, as (where, path) pairs, in order.
-  std::vector<std::pair<std::string, std::string>> Candidates();
+  std::vector<std::pair<std::string, std::string>> Candidates(
+      const std::string& path, const std::vector<std::string>& targets);
   // Tries the module's own file; true when it is the module's.
   // `where` names the place in the summary ("": the recorded path).
   bool TryOriginal(const std::string& original, const std::string& where, Search* s);

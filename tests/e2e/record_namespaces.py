@@ -5,9 +5,10 @@ cases, another build of another program). Launched under unshare and
 attached with --pid, its hot function must be named and at least 90% of its
 samples must have complete stacks: its files are read through its own root
 (/proc/PID/root), proved by build ID; the host's file at the same path is
-refused."""
+refused. A stripped program is named from the debug file in its own root."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -73,6 +74,25 @@ for name, unshare, decoy in (("launch-mnt", MNT, False), ("launch-pid", PID, Tru
     record(out, unshare + ["sh", "-c", inside(ns_dir, 200)])
     check(decoy or not os.path.exists(ns_dir + "/unwind"), "%s: the binary's path is not on the host" % name)
     verify(name, out, decoy)
+
+# A container that ships its debug files: a stripped copy of the fixture,
+# its debug file in the namespace's own /usr/lib/debug (a tmpfs there hides
+# the host's), found through the target's root and proved by build ID.
+name = "debug-in-root"
+ns_dir = prepare(name, False)
+stripped, debug = d + "/unwind.stripped", d + "/unwind.debug"
+shutil.copy(fixture("unwind"), stripped)
+check(run(["objcopy", "--only-keep-debug", stripped, debug]).returncode == 0, "objcopy --only-keep-debug")
+check(run(["strip", "--strip-all", stripped]).returncode == 0, "strip --strip-all")
+bid = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", stripped]).stdout).group(1)
+check(not os.path.exists("/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])),
+      "the host has no debug file for this build")
+out = "%s/%s.mscap" % (d, name)
+script = ("mount -t tmpfs none {ns} && cp {bin} {ns}/unwind && mount -t tmpfs none /usr/lib/debug && "
+          "mkdir -p /usr/lib/debug/.build-id/{a} && cp {dbg} /usr/lib/debug/.build-id/{a}/{b}.debug && "
+          "exec {ns}/unwind recurse 200").format(ns=ns_dir, bin=stripped, dbg=debug, a=bid[:2], b=bid[2:])
+record(out, MNT + ["sh", "-c", script])
+verify(name, out, False)
 
 # Symbolized later on this host, the capture meets only the decoy at the
 # recorded path: refused by build ID, never used for names.
