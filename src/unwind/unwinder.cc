@@ -62,9 +62,32 @@ uint32_t RegistersRead(std::span<const ExprOp> ops) {
 
 enum class Step { kOk, kDone, kFailed };
 
+// RBX's save slot, read only when a general row needs RBX (glibc's
+// _dl_runtime_resolve defines its CFA from it). Followed only on a second
+// pass over a stack whose first ended unsupported-cfi: following it at
+// every fast step cost 8-15% of the unwinder's time (unwind_bench).
+struct LazyRbx {
+  bool pending = false;
+  uint64_t slot = 0;
+  // Puts RBX in `regs` from its slot, or leaves it unknown with the reason.
+  void Resolve(Registers& regs, const StackImage& stack, Unread& unread) {
+    if (!pending) return;
+    pending = false;
+    CopyReader read{stack};
+    uint64_t v;
+    if (read(slot, &v)) {
+      regs.Set(kRegRbx, v);
+      unread.Forget(kRegRbx);
+    } else {
+      unread.Note(kRegRbx, read);
+    }
+  }
+};
+
 // The common x86-64 row, updated in place: only RSP, RBP, RBX and the
 // return address survive a fast step (CFI of the caller says nothing of the
 // rest).
+template <bool track_rbx>
 Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, Unread& unread, StackEnd* end) {
   if (!regs.Has(row.cfa_reg)) {
     *end = unread.Why(1u << row.cfa_reg);
@@ -94,28 +117,19 @@ Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, Unread& unre
     has_rbp = false;
     unread.Forget(kRegRbp);
   }
-  // RBX as RBP.
-  uint64_t rbx = regs.value[kRegRbx];
-  bool has_rbx = regs.Has(kRegRbx);
-  if (row.flags & CfiRow::kRbxSaved) {
-    CopyReader rbx_read{read.stack};
-    has_rbx = rbx_read(cfa + int64_t(row.rbx_offset), &rbx);
-    if (!has_rbx) unread.Note(kRegRbx, rbx_read);
-  } else if (row.flags & CfiRow::kRbxUndefined) {
-    has_rbx = false;
-    unread.Forget(kRegRbx);
-  }
-  regs.valid = (1u << kRegRsp) | (1u << kRegRa) | (has_rbp ? 1u << kRegRbp : 0u) |
-               (has_rbx ? 1u << kRegRbx : 0u);
+  // RBX keeps its value on the second pass; a row that saves it is applied
+  // by the caller.
+  const uint32_t keep_rbx = track_rbx ? regs.valid & (1u << kRegRbx) : 0u;
+  regs.valid = (1u << kRegRsp) | (1u << kRegRa) | (has_rbp ? 1u << kRegRbp : 0u) | keep_rbx;
   regs.value[kRegRsp] = cfa;
   regs.value[kRegRa] = ra;
   regs.value[kRegRbp] = rbp;
-  regs.value[kRegRbx] = rbx;
   return Step::kOk;
 }
 
 Step StepGeneral(const CfiTable& table, const CfiRow& row, Registers& regs, CopyReader& read,
-                 Unread& unread, StackEnd* end) {
+                 Unread& unread, LazyRbx& rbx, StackEnd* end) {
+  rbx.Resolve(regs, read.stack, unread);
   const GeneralRow& g = table.general(row.general);
   ReadWord reader = [&](uint64_t a, uint64_t* v) { return read(a, v); };
   ExprResult r;
@@ -212,10 +226,9 @@ bool AtProcessEntry(const Registers& regs, const StackImage& stack) {
   return stack.Read(at + 8, &word) && word > 0 && word < 256;
 }
 
-}  // namespace
-
-UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& code, Policy policy,
-                    std::span<Frame> out) {
+template <bool track_rbx>
+UnwindResult UnwindPass(const Registers& initial, const StackImage& stack, CodeMap& code,
+                        Policy policy, std::span<Frame> out) {
   UnwindResult result;
   Registers regs = initial;
   if (!regs.Has(kRegRa) || !regs.Has(kRegRsp)) {
@@ -224,6 +237,7 @@ UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& 
   }
   bool exact = true;
   Unread unread;
+  LazyRbx rbx;
   for (;;) {
     uint64_t pc = regs.value[kRegRa];
     CodeInfo info;
@@ -252,11 +266,22 @@ UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& 
       // instruction, not a call site: name the frame by the exact pc.
       if (signal) out[result.frames - 1].exact = true;
       step = (row->flags & CfiRow::kGeneral)
-                 ? StepGeneral(*info.table, *row, regs, read, unread, &end)
-                 : StepFast(*row, regs, read, unread, &end);
+                 ? StepGeneral(*info.table, *row, regs, read, unread, rbx, &end)
+                 : StepFast<track_rbx>(*row, regs, read, unread, &end);
+      if constexpr (track_rbx) {
+        if ((row->flags & (CfiRow::kRbxSaved | CfiRow::kRbxUndefined)) != 0 &&
+            (row->flags & CfiRow::kGeneral) == 0 && step == Step::kOk) {
+          // RBX was saved at CFA + offset (the new RSP is the CFA), or lost.
+          regs.Clear(kRegRbx);
+          rbx.pending = (row->flags & CfiRow::kRbxSaved) != 0;
+          rbx.slot = regs.value[kRegRsp] + int64_t(row->rbx_offset);
+          if (!rbx.pending) unread.Forget(kRegRbx);
+        }
+      }
     } else if (policy == Policy::kAuto && (info.table == nullptr || !info.table->has_cfi())) {
       step = StepFramePointer(regs, read, &end);
       unread = {};
+      rbx = {};
     } else {
       result.end = AtProcessEntry(regs, stack) ? StackEnd::kComplete : StackEnd::kNoUnwindInfo;
       return result;
@@ -280,6 +305,15 @@ UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& 
     }
     exact = signal;
   }
+}
+
+}  // namespace
+
+UnwindResult Unwind(const Registers& initial, const StackImage& stack, CodeMap& code, Policy policy,
+                    std::span<Frame> out) {
+  UnwindResult r = UnwindPass<false>(initial, stack, code, policy, out);
+  if (r.end == StackEnd::kUnsupportedCfi) r = UnwindPass<true>(initial, stack, code, policy, out);
+  return r;
 }
 
 }  // namespace microscope::unwind
