@@ -209,6 +209,10 @@ bool EvaluateExpr(std::span<const ExprOp> ops, const Registers& regs, bool has_c
           is_value = true;
           ok = true;
           break;
+        case DW_OP_regx:  // the register's value: libdw's form of DW_CFA_register
+          ok = PushRegister(regs, op.number, 0, &s);
+          is_value = true;
+          break;
         case DW_OP_nop:
           ok = true;
           break;

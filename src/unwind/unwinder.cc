@@ -47,14 +47,15 @@ struct Unread {
   }
 };
 
-// The registers an expression reads (DW_OP_breg*, DW_OP_reg*, DW_OP_bregx).
+// The registers an expression reads (DW_OP_breg*, DW_OP_reg*, DW_OP_bregx,
+// DW_OP_regx).
 uint32_t RegistersRead(std::span<const ExprOp> ops) {
   uint32_t mask = 0;
   for (const ExprOp& op : ops) {
     uint64_t r = kRegCount;
     if (op.atom >= DW_OP_breg0 && op.atom <= DW_OP_breg31) r = op.atom - DW_OP_breg0;
     if (op.atom >= DW_OP_reg0 && op.atom <= DW_OP_reg31) r = op.atom - DW_OP_reg0;
-    if (op.atom == DW_OP_bregx) r = op.number;
+    if (op.atom == DW_OP_bregx || op.atom == DW_OP_regx) r = op.number;
     if (r < uint64_t(kRegCount)) mask |= 1u << r;
   }
   return mask;
@@ -294,8 +295,10 @@ UnwindResult UnwindPass(const Registers& initial, const StackImage& stack, CodeM
       result.end = end;
       return result;
     }
-    // The stack grows down: every caller's frame lies above its callee's.
-    if (regs.value[kRegRsp] <= sp && !signal) {
+    // The stack grows down: every caller's frame lies above its callee's,
+    // except that an interrupted frame may hold its return address in a
+    // register with nothing pushed (glibc's __vfork pops it into RDI).
+    if ((regs.value[kRegRsp] < sp || (regs.value[kRegRsp] == sp && !exact)) && !signal) {
       result.end = StackEnd::kCfaOutsideCopy;
       return result;
     }

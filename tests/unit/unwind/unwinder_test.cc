@@ -284,6 +284,42 @@ TEST_CASE("Unwinder: a caller whose CFA is RBX-based gets RBX from its callee's 
   CHECK(out[2].pc == 0x403011);
 }
 
+TEST_CASE("Unwinder: an interrupted frame's return address in a register (DW_CFA_register)") {
+  // glibc's __vfork pops its return address into RDI before the system
+  // call: CFA = RSP, RA = RDI (libdw gives DW_OP_regx 5), nothing on the stack.
+  GeneralRow g;
+  std::vector<ExprOp> exprs = {{uint8_t(DW_OP_breg7), 0, 0}, {DW_OP_regx, 5, 0}};
+  g.cfa_begin = 0;
+  g.cfa_len = 1;
+  g.regs[kRegRa] = {RuleKind::kExpr, 1, 1};
+  CfiRow vfork = FastRow(0x1000, 0x100, 0, 0, 0, CfiRow::kGeneral);
+  vfork.general = 0;
+  auto t = CfiTable::FromRows({vfork, FastRow(0x3000, 0x100, kRegRsp, 8, -8, CfiRow::kRaUndefined)},
+                              {g}, exprs);
+  FakeCode code;
+  code.ranges.push_back({0x401000, 0x404000, t.get(), 0x400000});
+  Stack s;
+  Registers regs = Regs(0x401008, 0x7000);
+  regs.Set(5, 0x403011);
+  std::vector<Frame> out(8);
+  auto r = Unwind(regs, s.Image(), code, Policy::kDwarf, out);
+  CHECK(r.end == StackEnd::kComplete);
+  REQUIRE(r.frames == 2);
+  CHECK(out[1].pc == 0x403011);
+  // A caller (not interrupted) must have pushed its return address: the
+  // same rules one frame up (with RBP, which a fast step keeps, as the
+  // register) prove nothing.
+  exprs[1].number = kRegRbp;
+  vfork.start = 0x2000;
+  auto t2 = CfiTable::FromRows({FastRow(0x1000, 0x100, kRegRsp, 8), vfork}, {g}, exprs);
+  FakeCode code2;
+  code2.ranges.push_back({0x401000, 0x404000, t2.get(), 0x400000});
+  s.Put(0x7000, 0x402011);  // the leaf's return address into the "vfork" row
+  r = Unwind(Regs(0x401008, 0x7000, 0x403011), s.Image(), code2, Policy::kDwarf, out);
+  CHECK(r.end == StackEnd::kCfaOutsideCopy);
+  CHECK(r.frames == 2);
+}
+
 TEST_CASE("Unwinder: a frame without CFI at the process's first stack pointer ends it whole") {
   // The dynamic loader's _start has no CFI; it calls _dl_start (f1) with the
   // stack pointer the kernel left: argc, argv, null, envp, null, auxv.
