@@ -53,8 +53,9 @@ enum class StackEnd : uint8_t {
   kBadReturnAddress = 8,
   kUnmappedPc = 9,
   kUnsupportedCfi = 10,
+  kInExec = 11,  // (2.5) inside execve: the replaced program's pc, no stack
 };
-inline constexpr uint8_t kStackEndCount = 11;
+inline constexpr uint8_t kStackEndCount = 12;
 
 const char* StackEndName(StackEnd end);
 

@@ -138,6 +138,8 @@ const char* StackEndName(StackEnd end) {
       return "unmapped-pc";
     case StackEnd::kUnsupportedCfi:
       return "unsupported-cfi";
+    case StackEnd::kInExec:
+      return "in-exec";
   }
   return "unknown";
 }

@@ -249,6 +249,7 @@ void Processor::OnComm(const Event& e) {
   capture_.threads[t].name = name;
   if (e.exec) {
     ProcessState& p = EnsureProcess(e.pid, e.time);
+    p.before_exec = p.live;
     EndAllMappings(p, e.time);  // exec replaces the whole address space
     p.root_known = false;       // and may follow a change of namespace
     capture_.processes[p.row].command = name;
@@ -311,19 +312,21 @@ FrameId Processor::InternFrame(FrameKind kind, ModuleId module, uint64_t address
   return id;
 }
 
+FrameId Processor::MappedFrame(uint32_t row, uint64_t address) {
+  // File-backed code is identified by file offset, so the same code loaded
+  // at different addresses is one frame; anonymous code (JIT) has no file
+  // and keeps its virtual address.
+  const capture::Mapping& m = capture_.mappings[row];
+  const capture::Module& mod = capture_.modules[m.module];
+  uint64_t normalized =
+      mod.kind == ModuleKind::kAnonymous ? address : address - m.start + m.file_offset;
+  return InternFrame(FrameKind::kNative, m.module, normalized);
+}
+
 FrameId Processor::UserFrame(ProcessState& p, uint64_t address) {
   auto it = p.live.upper_bound(address);
-  if (it != p.live.begin()) {
-    const capture::Mapping& m = capture_.mappings[std::prev(it)->second];
-    if (address < m.end) {
-      // File-backed code is identified by file offset, so the same code
-      // loaded at different addresses is one frame; anonymous code (JIT)
-      // has no file and keeps its virtual address.
-      const capture::Module& mod = capture_.modules[m.module];
-      uint64_t normalized =
-          mod.kind == ModuleKind::kAnonymous ? address : address - m.start + m.file_offset;
-      return InternFrame(FrameKind::kNative, m.module, normalized);
-    }
+  if (it != p.live.begin() && address < capture_.mappings[std::prev(it)->second].end) {
+    return MappedFrame(std::prev(it)->second, address);
   }
   CountProblem(
       "user address outside any known mapping",

@@ -107,6 +107,9 @@ class Processor : private CodeMarks, private FrameInterner {
     // Its root (ProcessRoots), opened at its first file mapping after exec.
     bool root_known = false;
     uint32_t root = ProcessRoots::kHostRoot;
+    // The mappings its last exec replaced, until it runs the new program: a
+    // sample taken inside execve holds the old program's pc.
+    std::map<uint64_t, uint32_t> before_exec;
   };
   struct FrameKey {
     uint64_t address;
@@ -128,6 +131,7 @@ class Processor : private CodeMarks, private FrameInterner {
   void EndAllMappings(ProcessState& p, uint64_t time);
   capture::FrameId InternFrame(capture::FrameKind kind, capture::ModuleId module, uint64_t address);
   capture::FrameId UserFrame(ProcessState& p, uint64_t address);
+  capture::FrameId MappedFrame(uint32_t mapping_row, uint64_t address);
   capture::FrameId KernelFrame(uint64_t address);
   void OnSample(const Event& e);
   capture::StackEnd UnwindUser(const Event& e, ProcessState& proc);

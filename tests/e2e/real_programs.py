@@ -112,6 +112,10 @@ check(names["gzip"] == rounds and names["ls"] == rounds and names["sh"] == 1,
 check(all(p.get("exit_status") == 0 for p in procs),
       "storm: every process has its exit status (0): %s" %
       [p for p in procs if p.get("exit_status") != 0][:3])
+# A sample inside execve holds the replaced program's pc: named there
+# (in-exec), not left in no mapping.
+check(h["stack_ends"]["unmapped-pc"] == 0,
+      "storm: no pc outside every mapping (in-exec: %d)" % h["stack_ends"]["in-exec"])
 rep = report(cap, "--focus", "^_start$", "-n", "1000")
 loader = [f for f in rep["functions"] if f["module"].startswith("ld-linux") and f["function"] == "_start"]
 check(loader and loader[0]["total"]["samples"] > 0,

@@ -6,6 +6,7 @@
 #include "capture/reader.h"
 #include "src/record/processor.h"
 #include "src/record/pump.h"
+#include "src/record/user_regs.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/symbolizer.h"
 #include "tests/unit/record/record_builder.h"
@@ -241,4 +242,57 @@ TEST_CASE("Processor: a record processed late is put back in time order") {
   for (const auto& pr : c.problems)
     counted |= c.str(pr.kind) == "records arrived late and were reordered";
   CHECK(counted);
+}
+
+TEST_CASE("Processor: a sample inside execve names the replaced program's pc (in-exec)") {
+  Processor::Options o;
+  o.call_graph = Processor::CallGraph::kDwarf;
+  Processor p(o);
+  p.AddProcess(10, 1, "old", 0);
+  p.AddMapping(10, 0x7f0000000000, 0x7f0000010000, 0, "/nonexistent/old/libc.so.6", {}, 0);
+  Event exec;
+  exec.type = EventType::kComm;
+  exec.pid = exec.tid = 10;
+  exec.time = 200;
+  exec.comm = "new";
+  exec.exec = true;
+  p.Process(exec);
+  Event mmap;
+  mmap.type = EventType::kMmap2;
+  mmap.pid = mmap.tid = 10;
+  mmap.time = 210;
+  mmap.addr = 0x550000000000;
+  mmap.len = 0x10000;
+  mmap.prot = 5;  // PROT_READ | PROT_EXEC
+  mmap.filename = "/nonexistent/new/prog";
+  p.Process(mmap);
+  // In the kernel (a kernel frame), with the old program's registers and
+  // no stack: as a sample inside execve is.
+  const uint64_t chain[] = {kContextKernel, 0xffffffff81000010ull};
+  auto sample = [&](uint64_t time, uint64_t pc) {
+    static uint64_t regs[kUserRegCount];
+    regs[8] = pc;              // IP
+    regs[7] = 0x7ffd00000000;  // SP
+    Event s;
+    s.type = EventType::kSample;
+    s.pid = s.tid = 10;
+    s.time = time;
+    s.period = 1;
+    s.callchain = std::span(reinterpret_cast<const uint8_t*>(chain), sizeof(chain));
+    s.regs_abi = 2;  // PERF_SAMPLE_REGS_ABI_64
+    s.regs = std::span(reinterpret_cast<const uint8_t*>(regs), sizeof(regs));
+    p.Process(s);
+  };
+  sample(300, 0x7f0000001234);  // inside execve
+  sample(400, 0x550000000100);  // the new program has run
+  sample(500, 0x7f0000001234);  // the old range now names nothing
+  capture::Capture c = p.Finish(1000);
+  REQUIRE(c.samples.size() == 3);
+  CHECK(c.samples.end[0] == capture::StackEnd::kInExec);
+  auto f = FramesOf(c, 0);
+  REQUIRE(f.size() == 2);
+  CHECK(f[0].kind == capture::FrameKind::kKernel);  // leaf first: the kernel's execve
+  CHECK(ModulePath(c, f[1]) == "/nonexistent/old/libc.so.6");
+  CHECK(f[1].address == 0x1234);
+  CHECK(c.samples.end[2] == capture::StackEnd::kUnmappedPc);
 }
