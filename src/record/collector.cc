@@ -266,6 +266,11 @@ void Collector::DrainLoop() {
   std::vector<std::vector<uint8_t>> copied(rings_.size());
   for (;;) {
     poll(fds.data(), fds.size(), 50);
+    // An event whose task exited polls as hung up for good: wait on the
+    // others (and the 50 ms tick), still draining its ring each round.
+    for (size_t i = 0; i + 1 < fds.size(); ++i) {
+      if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) fds[i].fd = -1;
+    }
     {
       // Past the bound the rings are left to fill until Collect makes room.
       std::unique_lock lock(mutex_);

@@ -404,7 +404,7 @@ TEST_CASE("Capture: every bad off-CPU row is refused, naming table, row and fiel
       {"unknown state", [](Capture& c) { c.off_cpu.state[3] = OffCpuState(4); },
        "off_cpu[3].state has unknown value 4"},
       {"unknown stack end", [](Capture& c) { c.off_cpu.stack_end[0] = StackEnd(kStackEndCount); },
-       "off_cpu[0].stack_end has unknown value 11"},
+       "off_cpu[0].stack_end has unknown value 12"},
       {"end before start", [](Capture& c) { c.off_cpu.end[1] = 19; },
        "off_cpu[1].end is before its start"},
       {"out of order", [](Capture& c) { c.off_cpu.start[2] = 15; },
