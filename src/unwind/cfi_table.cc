@@ -144,24 +144,21 @@ bool FastRules(Dwarf_Frame* frame, CfiRow* row) {
   } else {
     return false;
   }
-  // RBP.
-  if (dwarf_frame_register(frame, kRegRbp, mem, &ops, &n) != 0) return false;
-  if (n == 0) {
-    if (ops == mem) row->flags |= CfiRow::kRbpUndefined;
-  } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
-    row->flags |= CfiRow::kRbpSaved;
-    row->rbp_offset = int16_t(off);
-  } else {
-    return false;
-  }
-  // RBX, for a caller whose CFA is RBX-based.
-  if (dwarf_frame_register(frame, kRegRbx, mem, &ops, &n) != 0) return false;
-  if (n == 0) {
-    if (ops == mem) row->flags |= CfiRow::kRbxUndefined;
-  } else if (IsCfaOffset(ops, n, &off) && off == int16_t(off)) {
-    row->flags |= CfiRow::kRbxSaved;
-    row->rbx_offset = int16_t(off);
-  } else {
+  // RBP, and RBX for a caller whose CFA is RBX-based: same, undefined, or
+  // saved at CFA + offset.
+  auto saved = [&](int reg, uint8_t saved_flag, uint8_t undefined_flag, int16_t* offset) {
+    if (dwarf_frame_register(frame, reg, mem, &ops, &n) != 0) return false;
+    if (n == 0) {
+      if (ops == mem) row->flags |= undefined_flag;
+      return true;
+    }
+    if (!IsCfaOffset(ops, n, &off) || off != int16_t(off)) return false;
+    row->flags |= saved_flag;
+    *offset = int16_t(off);
+    return true;
+  };
+  if (!saved(kRegRbp, CfiRow::kRbpSaved, CfiRow::kRbpUndefined, &row->rbp_offset) ||
+      !saved(kRegRbx, CfiRow::kRbxSaved, CfiRow::kRbxUndefined, &row->rbx_offset)) {
     return false;
   }
   // RSP must be the CFA (val_offset 0) or unspecified for the fast path.

@@ -129,3 +129,20 @@ def leaf_samples(rep, leaf):
     for r in rep["tree"]:
         walk(r, ())
     return out
+
+
+def perf_user_stacks(data):
+    """Each sample of a perf.data file as its user frames (address, symbol),
+    leaf first, from `perf script --no-inline` (frames as unwound, without
+    inlined functions); kernel frames are left out."""
+    out = run(["perf", "script", "--no-inline", "-i", data, "-F", "ip,sym,dso"], timeout=600).stdout
+    stacks = []
+    for block in out.split("\n\n"):
+        frames = []
+        for line in block.strip().splitlines():
+            parts = line.split(None, 1)
+            if len(parts) < 2 or "[kernel.kallsyms]" in parts[1]:
+                continue
+            frames.append((int(parts[0], 16), parts[1].rpartition(" (")[0].strip()))
+        stacks.append(frames)
+    return stacks

@@ -25,15 +25,9 @@ ROOTS = {"_start", "clone3", "__clone3", "clone", "__clone"}
 
 
 def perf_whole(data):
-    out = run(["perf", "script", "--no-inline", "-i", data, "-F", "ip,sym,dso"], timeout=600).stdout
     user = whole = 0
-    for block in out.split("\n\n"):
-        frames = []
-        for line in block.strip().splitlines():
-            parts = line.split(None, 1)
-            if len(parts) < 2 or "[kernel.kallsyms]" in parts[1]:
-                continue
-            frames.append(parts[1].rpartition(" (")[0].strip())
+    for stack in perf_user_stacks(data):
+        frames = [sym for _, sym in stack]
         if not frames:
             continue
         user += 1

@@ -15,18 +15,11 @@ d = tmpdir()
 
 
 def perf_chains(data, hot):
-    """perf script blocks, one line per frame ("ADDR SYM (DSO)"), leaf first;
-    --no-inline: frames as unwound, without inlined functions (microscope
-    names inline frames only after symbolization with debug information)."""
-    out = run(["perf", "script", "--no-inline", "-i", data, "-F", "ip,sym,dso"]).stdout
+    """Caller chains of the samples whose leaf is hot (without inlined
+    functions: microscope names inline frames only after symbolization with
+    debug information)."""
     chains = collections.Counter()
-    for block in out.split("\n\n"):
-        frames = []
-        for line in block.strip().splitlines():
-            parts = line.split(None, 1)
-            if len(parts) < 2 or "[kernel.kallsyms]" in parts[1]:
-                continue
-            frames.append((int(parts[0], 16), parts[1].rpartition(" (")[0].strip()))
+    for frames in perf_user_stacks(data):
         if frames and frames[0][1] in hot:
             chains[tuple(a for a, _ in frames[1:])] += 1
     return chains
