@@ -1,8 +1,8 @@
 """Programs nobody here wrote, as Debian ships them, recorded side by side
 with `perf record --call-graph dwarf` (perf's default 8 KiB stack copy,
 microscope's default 16 KiB): a stripped compressor (gzip -9), a database
-(sqlite3 running recursive queries and an index build) and a storm of
-short-lived processes. For each, the share of samples whose user stack
+(sqlite3 running recursive queries and an index build), a parallel C++
+build and a storm of short-lived processes. For each, the share of samples whose user stack
 reaches the process entry (or a thread's start) is at least perf's and
 nothing is lost; the storm keeps every process it started, with its name
 and exit status, and names the dynamic loader's entry `_start`."""
@@ -13,7 +13,8 @@ import shutil
 from common import *
 
 require_perf()
-for tool, package in (("perf", "linux-perf"), ("gzip", "gzip"), ("sqlite3", "sqlite3")):
+for tool, package in (("perf", "linux-perf"), ("gzip", "gzip"), ("sqlite3", "sqlite3"),
+                      ("make", "make"), ("g++", "g++")):
     if shutil.which(tool) is None:
         fail("%s (Debian package %s, installed by scripts/setup) is needed" % (tool, package))
 d = tmpdir()
@@ -91,6 +92,25 @@ CREATE INDEX ti ON t(s);
 SELECT count(*) FROM t a JOIN t b ON a.s = b.s;
 """)
 compare("sqlite3", ["sqlite3", ":memory:", ".read " + sql])
+
+# A build: make -j8 of 8 C++ files, 26 processes (sh, which runs rm and
+# becomes make; g++, cc1plus and as for each file). Reading cc1plus's CFI the first time takes the reader
+# about a second on a loaded machine: the rings must still be drained.
+build = os.path.join(d, "build")
+os.mkdir(build)
+objs = []
+for i in range(8):
+    with open(os.path.join(build, "f%d.cc" % i), "w") as f:
+        f.write("#include <algorithm>\n#include <map>\n#include <string>\n#include <vector>\n"
+                "int f%d(int n) { std::map<std::string, std::vector<int>> m;\n"
+                "  for (int i = 0; i < n; i++) m[std::to_string(i %% %d)].push_back(i);\n"
+                "  int s = 0; for (auto& [k, v] : m) s += std::count(v.begin(), v.end(), %d);\n"
+                "  return s; }\n" % (i, i + 3, i))
+    objs.append("f%d.o" % i)
+with open(os.path.join(build, "Makefile"), "w") as f:
+    f.write("all: %s\n%%.o: %%.cc\n\tg++ -O2 -c $< -o $@\n" % " ".join(objs))
+cap, h = compare("build", ["sh", "-c", "rm -f %s/*.o && exec make -s -j8 -C %s" % (build, build)])
+check(len(h["processes"]) == 26, "build: %d processes kept of 26 started" % len(h["processes"]))
 
 # A storm: 250 rounds of two short programs, 501 processes in all, each
 # using a millisecond or two of CPU: sampled at 4999 Hz.
