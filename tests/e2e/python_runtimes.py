@@ -1,0 +1,54 @@
+"""The CPython releases this Debian does not ship (3.13, 3.14, 3.15), as
+scripts/fetch-python gets them from Debian's newer suites into a cache
+outside the repository: each runs, is the version asked for, carries
+CPython's debug offsets (cookie "xdebugpy", then its hex version) at the
+start of its .PyRuntime section in the file itself, where the Python walker
+reads its layout, and records here with whole native stacks (the binaries
+are pointed at their own suite's loader and glibc)."""
+import re
+import struct
+
+from common import *
+
+require_perf()
+script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "fetch-python")
+p = run([script, "3.13", "3.14", "3.15"], timeout=900)
+if p.returncode != 0:
+    why = "scripts/fetch-python failed (%d): %s" % (p.returncode, p.stderr.strip()[-500:])
+    if os.environ.get("CI") == "true":
+        fail(why)
+    print("SKIP: " + why)
+    sys.exit(SKIP)
+pythons = dict(line.split("\t") for line in p.stdout.splitlines())
+check(sorted(pythons) == ["3.13", "3.14", "3.15"], "three interpreters: %s" % pythons)
+again = run([script, "3.13"])
+check(again.returncode == 0 and "fetching" not in again.stderr, "a cached version is not fetched again")
+d = tmpdir()
+
+FIB = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(32))\n"
+for version, python in sorted(pythons.items()):
+    out = run([python, "-c", "import sys, threading, ctypes, json; print('%d.%d' % sys.version_info[:2])"])
+    check(out.returncode == 0 and out.stdout.strip() == version,
+          "%s runs with threading, ctypes and json (%r)" % (version, out.stdout + out.stderr[-300:]))
+    sections = run(["readelf", "-SW", python]).stdout
+    m = re.search(r"\.PyRuntime\s+PROGBITS\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
+    check(m is not None, "%s has a .PyRuntime section" % version)
+    with open(python, "rb") as f:
+        f.seek(int(m.group(2), 16))
+        cookie, hexversion = struct.unpack("<8sQ", f.read(16))
+    major, minor = (int(x) for x in version.split("."))
+    check(cookie == b"xdebugpy" and hexversion >> 16 == (major << 8 | minor),
+          "%s: debug offsets in the file (cookie %r, version 0x%08x)" % (version, cookie, hexversion))
+    cap = os.path.join(d, "fib%s.mscap" % version)
+    record(cap, [python, "-c", FIB])
+    rep = report(cap)
+    h = rep["header"]
+    names = {f["function"] for f in rep["functions"] if f["module"] == "python" + version}
+    check(h["samples"] > 50 and h["stack_ends"]["complete"] >= 0.9 * h["samples"],
+          "%s: %d samples, %d with whole stacks" % (version, h["samples"], h["stack_ends"]["complete"]))
+    # Every sample runs the script under PyEval_EvalCode (exported in every
+    # version; 3.14's evaluation loop is split into tail-called functions).
+    check("PyEval_EvalCode" in names and
+          rep["functions"] and any(f["function"] == "PyEval_EvalCode" and
+                                   f["total"]["samples"] >= 0.9 * h["samples"] for f in rep["functions"]),
+          "%s: the interpreter's frames are named, PyEval_EvalCode under 90%% of samples" % version)
