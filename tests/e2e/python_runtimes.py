@@ -4,7 +4,13 @@ outside the repository: each runs, is the version asked for, carries
 CPython's debug offsets (cookie "xdebugpy", then its hex version) at the
 start of its .PyRuntime section in the file itself, where the Python walker
 reads its layout, and records here with whole native stacks (the binaries
-are pointed at their own suite's loader and glibc)."""
+are pointed at their own suite's loader and glibc).
+
+The layout read from each file (src/runtimes/python/layout, with the shape
+of _Py_DebugOffsets from CPython's headers) is checked against the running
+interpreter itself, through ctypes: its own thread state's native thread
+id, the interpreter's thread list, the running frame's code object, and
+that code's qualified name and first line."""
 import re
 import struct
 
@@ -25,6 +31,32 @@ again = run([script, "3.13"])
 check(again.returncode == 0 and "fetching" not in again.stderr, "a cached version is not fetched again")
 d = tmpdir()
 
+PROBE = r"""
+import ctypes, sys, threading
+L = dict((k, int(v)) for k, v in (line.split() for line in sys.argv[1].splitlines()[1:]))
+P = ctypes.c_void_p
+def probe():
+    get = ctypes.pythonapi.PyThreadState_Get
+    get.restype = P
+    t = get()
+    interp_get = ctypes.pythonapi.PyInterpreterState_Get
+    interp_get.restype = P
+    interp = interp_get()
+    frame = P.from_address(t + L["thread_current_frame"]).value
+    exe = P.from_address(frame + L["frame_executable"]).value & ~3  # 3.14+: a tagged stack ref
+    return {
+        "native_thread_id": ctypes.c_ulong.from_address(t + L["thread_native_id"]).value ==
+                            threading.get_native_id(),
+        "threads_head": P.from_address(interp + L["interp_threads_head"]).value == t,
+        "frame_executable": exe == id(probe.__code__),
+        "code_qualname": P.from_address(exe + L["code_qualname"]).value == id(probe.__code__.co_qualname),
+        "code_firstlineno": ctypes.c_int.from_address(exe + L["code_firstlineno"]).value ==
+                            probe.__code__.co_firstlineno,
+    }
+r = probe()
+print(" ".join("%s=%s" % kv for kv in sorted(r.items())))
+sys.exit(0 if all(r.values()) else 1)
+"""
 FIB = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(32))\n"
 for version, python in sorted(pythons.items()):
     out = run([python, "-c", "import sys, threading, ctypes, json; print('%d.%d' % sys.version_info[:2])"])
@@ -39,6 +71,12 @@ for version, python in sorted(pythons.items()):
     major, minor = (int(x) for x in version.split("."))
     check(cookie == b"xdebugpy" and hexversion >> 16 == (major << 8 | minor),
           "%s: debug offsets in the file (cookie %r, version 0x%08x)" % (version, cookie, hexversion))
+    layout = run([os.environ["PYTHON_LAYOUT"], python])
+    check(layout.returncode == 0 and layout.stdout.startswith("version " + version + "."),
+          "%s: layout read from the file (%s)" % (version, (layout.stdout + layout.stderr).split("\n")[0]))
+    live = run([python, "-c", PROBE, layout.stdout])
+    check(live.returncode == 0, "%s: the layout matches the running interpreter: %s" %
+          (version, (live.stdout + live.stderr).strip()[-400:]))
     cap = os.path.join(d, "fib%s.mscap" % version)
     record(cap, [python, "-c", FIB])
     rep = report(cap)

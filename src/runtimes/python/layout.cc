@@ -1,0 +1,170 @@
+#include "src/runtimes/python/layout.h"
+
+#include <gelf.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/hex.h"
+#include "src/symbols/elf_handle.h"
+
+namespace microscope::runtimes::python {
+namespace {
+
+constexpr char kCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
+
+struct Field {
+  uint16_t index;  // of the offset, in 64-bit words from the struct's start
+  uint16_t size;   // of its struct's size
+};
+struct Shape {
+  int minor;
+  uint16_t words;  // words the reader needs
+  Field fields[25];
+};
+constexpr Shape kShapes[] = {
+#include "src/runtimes/python/debug_offsets_fields.inc"
+};
+
+// In the order of the generated table's fields.
+uint64_t Layout::*const kTargets[] = {
+    &Layout::runtime_interpreters_head,
+    &Layout::interp_next,
+    &Layout::interp_threads_head,
+    &Layout::interp_gil_holder,
+    &Layout::thread_next,
+    &Layout::thread_interp,
+    &Layout::thread_current_frame,
+    &Layout::thread_id,
+    &Layout::thread_native_id,
+    &Layout::frame_previous,
+    &Layout::frame_executable,
+    &Layout::frame_instr_ptr,
+    &Layout::frame_owner,
+    &Layout::code_filename,
+    &Layout::code_name,
+    &Layout::code_qualname,
+    &Layout::code_linetable,
+    &Layout::code_firstlineno,
+    &Layout::code_adaptive,
+    &Layout::object_type,
+    &Layout::bytes_size,
+    &Layout::bytes_data,
+    &Layout::str_state,
+    &Layout::str_length,
+    &Layout::str_ascii_data,
+};
+static_assert(std::size(kTargets) == std::size(Shape{}.fields), "one target per field");
+
+uint64_t Word(std::span<const uint8_t> bytes, size_t index) {
+  uint64_t v;
+  std::memcpy(&v, bytes.data() + index * 8, 8);
+  return v;
+}
+
+}  // namespace
+
+std::string Layout::Version() const {
+  return std::to_string(hex_version >> 24) + "." + std::to_string((hex_version >> 16) & 0xff) +
+         "." + std::to_string((hex_version >> 8) & 0xff);
+}
+
+std::string KnownReleases() {
+  std::string out;
+  for (const Shape& s : kShapes) out += (out.empty() ? "3." : ", 3.") + std::to_string(s.minor);
+  return out;
+}
+
+Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> runtime) {
+  if (runtime.size() < 16 || std::memcmp(runtime.data(), kCookie, 8) != 0) {
+    return Status::Error(
+        StatusCode::kNotFound,
+        "no CPython debug offsets at _PyRuntime (cookie \"xdebugpy\" at offset 0)");
+  }
+  Layout l;
+  l.hex_version = Word(runtime, 1);
+  l.minor = int((l.hex_version >> 16) & 0xff);
+  const Shape* shape = nullptr;
+  for (const Shape& s : kShapes) {
+    if ((l.hex_version >> 24) == 3 && s.minor == l.minor) shape = &s;
+  }
+  if (shape == nullptr) {
+    return Status::Error(StatusCode::kUnavailable,
+                         "CPython " + l.Version() + " (debug offsets version " +
+                             HexAddress(l.hex_version) +
+                             ") is not a release this recorder reads (" + KnownReleases() + ")");
+  }
+  if (runtime.size() < size_t(shape->words) * 8) {
+    return Status::Error(StatusCode::kDataLoss,
+                         "CPython " + l.Version() +
+                             " debug offsets: " + std::to_string(runtime.size()) + " bytes, need " +
+                             std::to_string(shape->words * 8));
+  }
+  for (size_t i = 0; i < std::size(kTargets); ++i) {
+    const Field& f = shape->fields[i];
+    uint64_t offset = Word(runtime, f.index);
+    uint64_t size = Word(runtime, f.size);
+    // An offset outside its own struct means the shape is not this file's.
+    if (offset >= size || size > (1u << 20)) {
+      return Status::Error(StatusCode::kDataLoss,
+                           "CPython " + l.Version() + " debug offsets: word " +
+                               std::to_string(f.index) + " = " + std::to_string(offset) +
+                               " is not inside its struct (size " + std::to_string(size) + ")");
+    }
+    l.*kTargets[i] = offset;
+  }
+  return l;
+}
+
+Result<Layout> LayoutFromElfFile(const std::string& path) {
+  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
+  Elf* elf = file.elf.get();
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
+    return Status::Error(path + ": no section names (" + elf_errmsg(-1) + ")");
+  }
+  // The .PyRuntime section, else the _PyRuntime symbol's section and offset.
+  Elf_Scn* where = nullptr;
+  uint64_t at = 0;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name != nullptr && std::strcmp(name, ".PyRuntime") == 0) where = scn;
+  }
+  for (Elf_Scn* scn = nullptr; where == nullptr && (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
+      continue;
+    Elf_Data* syms = elf_getdata(scn, nullptr);
+    for (size_t i = 0; syms != nullptr && sh.sh_entsize != 0 && i < sh.sh_size / sh.sh_entsize;
+         ++i) {
+      GElf_Sym sym;
+      const char* name = gelf_getsym(syms, int(i), &sym) != nullptr
+                             ? elf_strptr(elf, sh.sh_link, sym.st_name)
+                             : nullptr;
+      if (name == nullptr || std::strcmp(name, "_PyRuntime") != 0) continue;
+      Elf_Scn* holder = elf_getscn(elf, sym.st_shndx);
+      GElf_Shdr hs;
+      if (holder != nullptr && gelf_getshdr(holder, &hs) != nullptr && sym.st_value >= hs.sh_addr) {
+        where = holder;
+        at = sym.st_value - hs.sh_addr;
+      }
+      break;
+    }
+  }
+  if (where == nullptr) {
+    return Status::Error(StatusCode::kNotFound,
+                         path + ": no _PyRuntime (not a CPython interpreter)");
+  }
+  Elf_Data* data = elf_getdata(where, nullptr);
+  if (data == nullptr || data->d_buf == nullptr || at > data->d_size) {
+    return Status::Error(StatusCode::kDataLoss, path + ": _PyRuntime has no bytes in the file");
+  }
+  auto bytes = std::span(static_cast<const uint8_t*>(data->d_buf) + at, data->d_size - at);
+  Result<Layout> layout = LayoutFromDebugOffsets(bytes);
+  if (!layout.ok()) return layout.status().WithContext(path);
+  return layout;
+}
+
+}  // namespace microscope::runtimes::python

@@ -1,0 +1,63 @@
+// Where a CPython release keeps what the Python walker reads: offsets into
+// the runtime, interpreter, thread, frame, code, bytes and str objects.
+// From 3.13 on, CPython publishes them at the start of _PyRuntime
+// (_Py_DebugOffsets: the cookie "xdebugpy", its hex version, then groups of
+// offsets each led by its struct's size), in the file's .PyRuntime section
+// as in the live process; only the struct's shape differs between releases,
+// and comes from CPython's own headers (debug_offsets_fields.inc). Nothing
+// is guessed: a release without a shape here is refused by name.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+
+namespace microscope::runtimes::python {
+
+struct Layout {
+  uint64_t hex_version = 0;  // PY_VERSION_HEX, e.g. 0x030d05f0 for 3.13.5
+  int minor = 0;
+  uint64_t runtime_interpreters_head = 0;
+  uint64_t interp_next = 0;
+  uint64_t interp_threads_head = 0;
+  uint64_t interp_gil_holder = 0;  // offset of the GIL holder's thread state
+  uint64_t thread_next = 0;
+  uint64_t thread_interp = 0;
+  uint64_t thread_current_frame = 0;
+  uint64_t thread_id = 0;
+  uint64_t thread_native_id = 0;
+  uint64_t frame_previous = 0;
+  uint64_t frame_executable = 0;
+  uint64_t frame_instr_ptr = 0;
+  uint64_t frame_owner = 0;
+  uint64_t code_filename = 0;
+  uint64_t code_name = 0;
+  uint64_t code_qualname = 0;
+  uint64_t code_linetable = 0;
+  uint64_t code_firstlineno = 0;
+  uint64_t code_adaptive = 0;  // the code's first instruction
+  uint64_t object_type = 0;
+  uint64_t bytes_size = 0;
+  uint64_t bytes_data = 0;
+  uint64_t str_state = 0;
+  uint64_t str_length = 0;
+  uint64_t str_ascii_data = 0;  // sizeof(PyASCIIObject): where ASCII text starts
+
+  std::string Version() const;  // "3.13.5"
+};
+
+// The layout from the first bytes of _PyRuntime. Refuses (naming what and
+// where) a missing cookie, a release whose shape is not known, bytes too
+// short for it, and an offset not inside the size of its own struct.
+Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> runtime);
+
+// The same from an ELF file: its .PyRuntime section, else the _PyRuntime
+// symbol of .dynsym or .symtab.
+Result<Layout> LayoutFromElfFile(const std::string& path);
+
+// The releases this reader knows the shape of, as "3.13, 3.14, 3.15".
+std::string KnownReleases();
+
+}  // namespace microscope::runtimes::python
