@@ -2,7 +2,8 @@
 scripts/fetch-python gets them from Debian's newer suites into a cache
 outside the repository: each runs, is the version asked for, carries
 CPython's debug offsets (cookie "xdebugpy", then its hex version) at the
-start of its .PyRuntime section in the file itself, where the Python walker
+start of its .PyRuntime section in the file itself (Debian's own 3.11 has
+none: its layout is a table), where the Python walker
 reads its layout, and records here with whole native stacks (the binaries
 are pointed at their own suite's loader and glibc).
 
@@ -29,6 +30,9 @@ pythons = dict(line.split("\t") for line in p.stdout.splitlines())
 check(sorted(pythons) == ["3.13", "3.14", "3.15"], "three interpreters: %s" % pythons)
 again = run([script, "3.13"])
 check(again.returncode == 0 and "fetching" not in again.stderr, "a cached version is not fetched again")
+# Debian's own 3.11 (scripts/setup's python3): no debug offsets, the table.
+pythons["3.11"] = "/usr/bin/python3.11"
+check(os.path.exists(pythons["3.11"]), "Debian's python3.11 is installed")
 d = tmpdir()
 
 PROBE = r"""
@@ -42,7 +46,11 @@ def probe():
     interp_get = ctypes.pythonapi.PyInterpreterState_Get
     interp_get.restype = P
     interp = interp_get()
-    frame = P.from_address(t + L["thread_current_frame"]).value
+    if "thread_cframe" in L:  # 3.11: the current frame is behind the thread's _PyCFrame
+        cframe = P.from_address(t + L["thread_cframe"]).value
+        frame = P.from_address(cframe + L["cframe_current_frame"]).value
+    else:
+        frame = P.from_address(t + L["thread_current_frame"]).value
     exe = P.from_address(frame + L["frame_executable"]).value & ~3  # 3.14+: a tagged stack ref
     return {
         "native_thread_id": ctypes.c_ulong.from_address(t + L["thread_native_id"]).value ==
@@ -62,6 +70,9 @@ for version, python in sorted(pythons.items()):
     out = run([python, "-c", "import sys, threading, ctypes, json; print('%d.%d' % sys.version_info[:2])"])
     check(out.returncode == 0 and out.stdout.strip() == version,
           "%s runs with threading, ctypes and json (%r)" % (version, out.stdout + out.stderr[-300:]))
+    if version == "3.11":
+        with open(python, "rb") as f:
+            check(b"xdebugpy" not in f.read(), "3.11 publishes no debug offsets: its layout is a table")
     sections = run(["readelf", "-SW", python]).stdout
     m = re.search(r"\.PyRuntime\s+PROGBITS\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
     check(m is not None, "%s has a .PyRuntime section" % version)
@@ -69,8 +80,9 @@ for version, python in sorted(pythons.items()):
         f.seek(int(m.group(2), 16))
         cookie, hexversion = struct.unpack("<8sQ", f.read(16))
     major, minor = (int(x) for x in version.split("."))
-    check(cookie == b"xdebugpy" and hexversion >> 16 == (major << 8 | minor),
-          "%s: debug offsets in the file (cookie %r, version 0x%08x)" % (version, cookie, hexversion))
+    if version != "3.11":
+        check(cookie == b"xdebugpy" and hexversion >> 16 == (major << 8 | minor),
+              "%s: debug offsets in the file (cookie %r, version 0x%08x)" % (version, cookie, hexversion))
     layout = run([os.environ["PYTHON_LAYOUT"], python])
     check(layout.returncode == 0 and layout.stdout.startswith("version " + version + "."),
           "%s: layout read from the file (%s)" % (version, (layout.stdout + layout.stderr).split("\n")[0]))

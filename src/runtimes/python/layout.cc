@@ -70,8 +70,8 @@ std::string Layout::Version() const {
 }
 
 std::string KnownReleases() {
-  std::string out;
-  for (const Shape& s : kShapes) out += (out.empty() ? "3." : ", 3.") + std::to_string(s.minor);
+  std::string out = "3.11";
+  for (const Shape& s : kShapes) out += ", 3." + std::to_string(s.minor);
   return out;
 }
 
@@ -116,23 +116,57 @@ Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> runtime) {
   return l;
 }
 
-Result<Layout> LayoutFromElfFile(const std::string& path) {
-  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
-  Elf* elf = file.elf.get();
-  size_t shstrndx;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
-    return Status::Error(path + ": no section names (" + elf_errmsg(-1) + ")");
+Result<Layout> Layout311(uint64_t hex_version) {
+  if ((hex_version >> 16) != 0x030b) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "version " + HexAddress(hex_version) + " is not CPython 3.11");
   }
-  // The .PyRuntime section, else the _PyRuntime symbol's section and offset.
-  Elf_Scn* where = nullptr;
-  uint64_t at = 0;
+  // Include/internal/pycore_runtime.h, pycore_interp.h, cpython/pystate.h,
+  // pycore_frame.h, cpython/code.h and cpython/unicodeobject.h at 3.11, as
+  // read live from Debian's 3.11.2 and pyenv's 3.11.7, and checked by
+  // e2e python_runtimes against the running interpreter.
+  Layout l;
+  l.hex_version = hex_version;
+  l.minor = 11;
+  l.runtime_interpreters_head = 40;
+  l.runtime_gil_holder = 576;  // gilstate.tstate_current
+  l.interp_next = 0;
+  l.interp_threads_head = 16;
+  l.interp_gil_holder = Layout::kAbsent;
+  l.thread_next = 8;
+  l.thread_interp = 16;
+  l.thread_cframe = 56;
+  l.cframe_current_frame = 8;
+  l.thread_current_frame = Layout::kAbsent;
+  l.thread_id = 152;
+  l.thread_native_id = 160;
+  l.frame_executable = 32;  // f_code
+  l.frame_previous = 48;
+  l.frame_instr_ptr = 56;  // prev_instr
+  l.instr_is_previous = true;
+  l.frame_is_entry = 68;
+  l.frame_owner = 69;
+  l.code_firstlineno = 72;
+  l.code_filename = 112;
+  l.code_name = 120;
+  l.code_qualname = 128;
+  l.code_linetable = 136;
+  l.code_adaptive = 184;
+  l.object_type = 8;
+  l.bytes_size = 16;
+  l.bytes_data = 32;
+  l.str_length = 16;
+  l.str_state = 32;
+  l.str_ascii_data = 48;
+  return l;
+}
+
+namespace {
+
+// The file bytes of `name`'s symbol (.dynsym or .symtab), from its address
+// to its section's end; empty when there is no such symbol with bytes.
+std::span<const uint8_t> SymbolBytes(Elf* elf, const char* name) {
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr) continue;
-    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (name != nullptr && std::strcmp(name, ".PyRuntime") == 0) where = scn;
-  }
-  for (Elf_Scn* scn = nullptr; where == nullptr && (scn = elf_nextscn(elf, scn)) != nullptr;) {
     GElf_Shdr sh;
     if (gelf_getshdr(scn, &sh) == nullptr || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
       continue;
@@ -140,31 +174,66 @@ Result<Layout> LayoutFromElfFile(const std::string& path) {
     for (size_t i = 0; syms != nullptr && sh.sh_entsize != 0 && i < sh.sh_size / sh.sh_entsize;
          ++i) {
       GElf_Sym sym;
-      const char* name = gelf_getsym(syms, int(i), &sym) != nullptr
-                             ? elf_strptr(elf, sh.sh_link, sym.st_name)
-                             : nullptr;
-      if (name == nullptr || std::strcmp(name, "_PyRuntime") != 0) continue;
+      if (gelf_getsym(syms, int(i), &sym) == nullptr) continue;
+      const char* n = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (n == nullptr || std::strcmp(n, name) != 0) continue;
       Elf_Scn* holder = elf_getscn(elf, sym.st_shndx);
       GElf_Shdr hs;
-      if (holder != nullptr && gelf_getshdr(holder, &hs) != nullptr && sym.st_value >= hs.sh_addr) {
-        where = holder;
-        at = sym.st_value - hs.sh_addr;
-      }
-      break;
+      if (holder == nullptr || gelf_getshdr(holder, &hs) == nullptr || sym.st_value < hs.sh_addr)
+        return {};
+      Elf_Data* data = elf_getdata(holder, nullptr);
+      uint64_t at = sym.st_value - hs.sh_addr;
+      if (data == nullptr || data->d_buf == nullptr || at > data->d_size) return {};
+      return std::span(static_cast<const uint8_t*>(data->d_buf) + at, data->d_size - at);
     }
   }
-  if (where == nullptr) {
+  return {};
+}
+
+}  // namespace
+
+Result<Layout> LayoutFromElfFile(const std::string& path) {
+  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
+  Elf* elf = file.elf.get();
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
+    return Status::Error(path + ": no section names (" + elf_errmsg(-1) + ")");
+  }
+  // The .PyRuntime section, else the _PyRuntime symbol.
+  std::span<const uint8_t> runtime;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    Elf_Data* data = name != nullptr && std::strcmp(name, ".PyRuntime") == 0
+                         ? elf_getdata(scn, nullptr)
+                         : nullptr;
+    if (data != nullptr && data->d_buf != nullptr)
+      runtime = std::span(static_cast<const uint8_t*>(data->d_buf), data->d_size);
+  }
+  if (runtime.empty()) runtime = SymbolBytes(elf, "_PyRuntime");
+  if (runtime.empty()) {
     return Status::Error(StatusCode::kNotFound,
                          path + ": no _PyRuntime (not a CPython interpreter)");
   }
-  Elf_Data* data = elf_getdata(where, nullptr);
-  if (data == nullptr || data->d_buf == nullptr || at > data->d_size) {
-    return Status::Error(StatusCode::kDataLoss, path + ": _PyRuntime has no bytes in the file");
+  Result<Layout> layout = LayoutFromDebugOffsets(runtime);
+  if (layout.ok()) return layout;
+  if (layout.status().code() != StatusCode::kNotFound) return layout.status().WithContext(path);
+  // No debug offsets (before 3.13): the release from Py_Version.
+  std::span<const uint8_t> version = SymbolBytes(elf, "Py_Version");
+  if (version.size() < 8) {
+    return Status::Error(StatusCode::kNotFound,
+                         path + ": no CPython debug offsets and no Py_Version");
   }
-  auto bytes = std::span(static_cast<const uint8_t*>(data->d_buf) + at, data->d_size - at);
-  Result<Layout> layout = LayoutFromDebugOffsets(bytes);
-  if (!layout.ok()) return layout.status().WithContext(path);
-  return layout;
+  uint64_t hex;
+  std::memcpy(&hex, version.data(), 8);
+  if ((hex >> 16) == 0x030b) return Layout311(hex);
+  Layout unknown;
+  unknown.hex_version = hex;
+  return Status::Error(StatusCode::kUnavailable,
+                       path + ": CPython " + unknown.Version() +
+                           " publishes no debug offsets and has no table here (" + KnownReleases() +
+                           ")");
 }
 
 }  // namespace microscope::runtimes::python

@@ -4,8 +4,10 @@
 // (_Py_DebugOffsets: the cookie "xdebugpy", its hex version, then groups of
 // offsets each led by its struct's size), in the file's .PyRuntime section
 // as in the live process; only the struct's shape differs between releases,
-// and comes from CPython's own headers (debug_offsets_fields.inc). Nothing
-// is guessed: a release without a shape here is refused by name.
+// and comes from CPython's own headers (debug_offsets_fields.inc). 3.11
+// publishes no offsets: its layout is a table, checked against Debian's
+// python3.11 and a shared-libpython 3.11, chosen by the file's Py_Version.
+// Nothing is guessed: a release without a shape or table is refused by name.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,9 @@
 namespace microscope::runtimes::python {
 
 struct Layout {
+  // An offset this release does not have (the 3.11-only ones below, or the
+  // ones 3.11 reaches another way).
+  static constexpr uint64_t kAbsent = ~0ull;
   uint64_t hex_version = 0;  // PY_VERSION_HEX, e.g. 0x030d05f0 for 3.13.5
   int minor = 0;
   uint64_t runtime_interpreters_head = 0;
@@ -44,6 +49,15 @@ struct Layout {
   uint64_t str_state = 0;
   uint64_t str_length = 0;
   uint64_t str_ascii_data = 0;  // sizeof(PyASCIIObject): where ASCII text starts
+  // 3.11 only: the thread's current frame is behind its _PyCFrame
+  // (thread_current_frame is then kAbsent), an entry frame is flagged by
+  // is_entry, frame_instr_ptr is prev_instr (the last instruction run, not
+  // the next), and the GIL holder is in the runtime, not the interpreter.
+  uint64_t thread_cframe = kAbsent;
+  uint64_t cframe_current_frame = kAbsent;
+  uint64_t frame_is_entry = kAbsent;
+  bool instr_is_previous = false;
+  uint64_t runtime_gil_holder = kAbsent;
 
   std::string Version() const;  // "3.13.5"
 };
@@ -53,8 +67,12 @@ struct Layout {
 // short for it, and an offset not inside the size of its own struct.
 Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> runtime);
 
-// The same from an ELF file: its .PyRuntime section, else the _PyRuntime
-// symbol of .dynsym or .symtab.
+// The layout of CPython 3.11 (hex version `hex_version`), from a table.
+Result<Layout> Layout311(uint64_t hex_version);
+
+// The same from an ELF file: the debug offsets at its .PyRuntime section
+// (else its _PyRuntime symbol); without them, by its Py_Version, the 3.11
+// table.
 Result<Layout> LayoutFromElfFile(const std::string& path);
 
 // The releases this reader knows the shape of, as "3.13, 3.14, 3.15".

@@ -65,3 +65,14 @@ TEST_CASE("Python layout: what cannot be read is refused by name") {
     CHECK(l.status().message().find("not inside its struct") != std::string::npos);
   }
 }
+
+TEST_CASE("Python layout: 3.11 is a table, for 3.11 only") {
+  auto l = Layout311(0x030b02f0);
+  REQUIRE(l.ok());
+  CHECK(l->Version() == "3.11.2");
+  CHECK(l->thread_current_frame == Layout::kAbsent);  // behind the _PyCFrame
+  CHECK(l->thread_cframe == 56);
+  CHECK(l->instr_is_previous);
+  CHECK(!Layout311(0x030d05f0).ok());
+  CHECK(KnownReleases() == "3.11, 3.13, 3.14, 3.15");
+}
