@@ -11,7 +11,9 @@ The layout read from each file (src/runtimes/python/layout, with the shape
 of _Py_DebugOffsets from CPython's headers) is checked against the running
 interpreter itself, through ctypes: its own thread state's native thread
 id, the interpreter's thread list, the running frame's code object, and
-that code's qualified name and first line."""
+that code's qualified name and first line. The line-table reader gives
+every instruction of every code object of a few standard modules the line
+CPython's own co_lines() gives it."""
 import re
 import struct
 
@@ -65,6 +67,21 @@ r = probe()
 print(" ".join("%s=%s" % kv for kv in sorted(r.items())))
 sys.exit(0 if all(r.values()) else 1)
 """
+# Every code object of a few standard modules, with CPython's own line for
+# each range of instructions (co_lines), for the line-table reader.
+DUMP = r"""
+import importlib, types
+def walk(co):
+    yield co
+    for c in co.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from walk(c)
+for name in ("json.decoder", "argparse", "threading", "dataclasses", "inspect", "email.message", "ast"):
+    path = importlib.import_module(name).__file__
+    for co in walk(compile(open(path, encoding="utf-8").read(), path, "exec")):
+        print(co.co_firstlineno, co.co_linetable.hex() or "00", ";".join(
+            "%d,%d,%s" % (s, e, "-" if l is None else l) for s, e, l in co.co_lines()))
+"""
 FIB = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(32))\n"
 for version, python in sorted(pythons.items()):
     out = run([python, "-c", "import sys, threading, ctypes, json; print('%d.%d' % sys.version_info[:2])"])
@@ -89,6 +106,11 @@ for version, python in sorted(pythons.items()):
     live = run([python, "-c", PROBE, layout.stdout])
     check(live.returncode == 0, "%s: the layout matches the running interpreter: %s" %
           (version, (live.stdout + live.stderr).strip()[-400:]))
+    dump = run([python, "-c", DUMP])
+    lines = run([os.environ["PYTHON_LINES"]], input=dump.stdout)
+    m = re.match(r"(\d+) code objects, (\d+) code units, (\d+) mismatches", lines.stdout)
+    check(dump.returncode == 0 and lines.returncode == 0 and m and int(m.group(2)) > 50000,
+          "%s: co_linetable read as CPython reads it: %s" % (version, (lines.stdout + lines.stderr).strip()))
     cap = os.path.join(d, "fib%s.mscap" % version)
     record(cap, [python, "-c", FIB])
     rep = report(cap)

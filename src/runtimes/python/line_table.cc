@@ -1,0 +1,73 @@
+#include "src/runtimes/python/line_table.h"
+
+namespace microscope::runtimes::python {
+namespace {
+
+// Reads the table's variable-length numbers: 6-bit chunks, least
+// significant first, 0x40 set on every chunk but the last.
+struct Reader {
+  std::span<const uint8_t> bytes;
+  size_t pos = 0;
+  bool ok = true;
+  uint8_t Byte() {
+    if (pos >= bytes.size()) {
+      ok = false;
+      return 0;
+    }
+    return bytes[pos++];
+  }
+  uint64_t Varint() {
+    uint64_t value = 0;
+    for (int shift = 0; ok && shift < 64; shift += 6) {
+      uint8_t b = Byte();
+      value |= uint64_t(b & 0x3f) << shift;
+      if ((b & 0x40) == 0) return value;
+    }
+    ok = false;
+    return 0;
+  }
+  int64_t Svarint() {
+    uint64_t v = Varint();
+    return (v & 1) ? -int64_t(v >> 1) : int64_t(v >> 1);
+  }
+};
+
+}  // namespace
+
+LineLookup LineOfInstruction(std::span<const uint8_t> table, int first_line, uint32_t unit) {
+  Reader r{table};
+  int64_t line = first_line;
+  uint64_t start = 0;
+  while (r.pos < table.size()) {
+    uint8_t head = r.Byte();
+    if ((head & 0x80) == 0) return {LineLookup::kMalformed, 0};
+    const int code = (head >> 3) & 15;
+    const uint64_t length = (head & 7) + 1;
+    bool has_line = true;
+    if (code == 15) {
+      has_line = false;  // no location
+    } else if (code == 14) {
+      line += r.Svarint();  // long form: line delta, end line, columns
+      r.Varint();
+      r.Varint();
+      r.Varint();
+    } else if (code == 13) {
+      line += r.Svarint();  // no columns
+    } else if (code >= 10) {
+      line += code - 10;  // one-line forms: start and end column bytes
+      r.Byte();
+      r.Byte();
+    } else {
+      r.Byte();  // short form: same line, a column byte
+    }
+    if (!r.ok) return {LineLookup::kMalformed, 0};
+    if (unit < start + length) {
+      if (!has_line) return {LineLookup::kNoLine, 0};
+      return {LineLookup::kLine, int(line)};
+    }
+    start += length;
+  }
+  return {LineLookup::kPastEnd, 0};
+}
+
+}  // namespace microscope::runtimes::python

@@ -1,0 +1,33 @@
+#include <doctest.h>
+
+#include <vector>
+
+#include "src/runtimes/python/line_table.h"
+
+using namespace microscope::runtimes::python;
+
+TEST_CASE("Python line table: each entry form moves the line as CPython's locations.md says") {
+  const std::vector<uint8_t> table = {
+      0x80 | (0 << 3) | 1,  0x05,                        // short form, 2 units: same line (10)
+      0x80 | (11 << 3) | 0, 4,           9,              // one-line form: +1 (11), 1 unit
+      0x80 | (13 << 3) | 2, 0x07,                        // no columns: svarint 7 = -3 (8), 3 units
+      0x80 | (14 << 3) | 0, 0x40 | 0x04, 0x01, 0, 1, 2,  // long: varint 68 = +34 (42)
+      0x80 | (15 << 3) | 1,                              // no location, 2 units
+      0x80 | (12 << 3) | 0, 0,           1,              // one-line form: +2 (44)
+  };
+  auto at = [&](uint32_t unit) { return LineOfInstruction(table, 10, unit); };
+  CHECK(at(0).line == 10);
+  CHECK(at(1).line == 10);
+  CHECK(at(2).line == 11);
+  CHECK(at(3).line == 8);
+  CHECK(at(5).line == 8);
+  CHECK(at(6).line == 42);
+  CHECK(at(7).kind == LineLookup::kNoLine);
+  CHECK(at(8).kind == LineLookup::kNoLine);
+  CHECK(at(9).line == 44);
+  CHECK(at(10).kind == LineLookup::kPastEnd);
+  // A table cut inside an entry, or an entry without its first bit.
+  CHECK(LineOfInstruction(std::span(table).first(6), 10, 5).kind == LineLookup::kMalformed);
+  const std::vector<uint8_t> bad = {0x05};
+  CHECK(LineOfInstruction(bad, 1, 0).kind == LineLookup::kMalformed);
+}
