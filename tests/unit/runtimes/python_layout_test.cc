@@ -76,3 +76,21 @@ TEST_CASE("Python layout: 3.11 is a table, for 3.11 only") {
   CHECK(!Layout311(0x030d05f0).ok());
   CHECK(KnownReleases() == "3.11, 3.13, 3.14, 3.15");
 }
+
+TEST_CASE("Python layout: byte flips in a runtime image give a layout or a refusal") {
+  const auto good = Runtime313();
+  uint64_t seed = 12345;
+  size_t read = 0, refused = 0;
+  for (int round = 0; round < 20000; ++round) {
+    auto bytes = good;
+    for (int flips = 0; flips < 3; ++flips) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      bytes[(seed >> 33) % bytes.size()] ^= uint8_t(1u << ((seed >> 20) % 8));
+    }
+    auto l = LayoutFromDebugOffsets(bytes);
+    (l.ok() ? read : refused)++;
+    if (l.ok()) CHECK(l->thread_native_id < 1u << 20);
+  }
+  CHECK(read > 0);
+  CHECK(refused > 0);
+}
