@@ -11,11 +11,15 @@ The layout read from each file (src/runtimes/python/layout, with the shape
 of _Py_DebugOffsets from CPython's headers) is checked against the running
 interpreter itself, through ctypes: its own thread state's native thread
 id, the interpreter's thread list, the running frame's code object, and
-that code's qualified name and first line. The line-table reader gives
+that code's qualified name and first line. Code objects are read out of a
+running interpreter (process_vm_readv), each object proved by its type,
+with a non-ASCII name refused for now. The line-table reader gives
 every instruction of every code object of a few standard modules the line
 CPython's own co_lines() gives it."""
+import json
 import re
 import struct
+import subprocess
 
 from common import *
 
@@ -82,6 +86,22 @@ for name in ("json.decoder", "argparse", "threading", "dataclasses", "inspect", 
         print(co.co_firstlineno, co.co_linetable.hex() or "00", ";".join(
             "%d,%d,%s" % (s, e, "-" if l is None else l) for s, e, l in co.co_lines()))
 """
+# A target for the code-object reader: prints where its code objects are
+# and what they hold, then waits to be read.
+TARGET = """import json, sys, time
+def alpha_fn(x):
+    return x + 1
+class Klass:
+    def method(self):
+        return 2
+def \u00f1ame():
+    pass
+codes = [alpha_fn.__code__, Klass.method.__code__, \u00f1ame.__code__]
+print(json.dumps({"addresses": [id(c) for c in codes] + [id("not code")],
+                  "expected": [[c.co_qualname, c.co_filename, c.co_firstlineno, len(c.co_linetable)]
+                               for c in codes[:2]]}), flush=True)
+time.sleep(60)
+"""
 FIB = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(32))\n"
 for version, python in sorted(pythons.items()):
     out = run([python, "-c", "import sys, threading, ctypes, json; print('%d.%d' % sys.version_info[:2])"])
@@ -111,6 +131,21 @@ for version, python in sorted(pythons.items()):
     m = re.match(r"(\d+) code objects, (\d+) code units, (\d+) mismatches", lines.stdout)
     check(dump.returncode == 0 and lines.returncode == 0 and m and int(m.group(2)) > 50000,
           "%s: co_linetable read as CPython reads it: %s" % (version, (lines.stdout + lines.stderr).strip()))
+    target_py = os.path.join(d, "target%s.py" % version)
+    with open(target_py, "w", encoding="utf-8") as f:
+        f.write(TARGET)
+    target = subprocess.Popen([python, target_py], stdout=subprocess.PIPE, text=True)
+    try:
+        told = json.loads(target.stdout.readline())
+        got = run([os.environ["PYTHON_CODE"], str(target.pid), python] +
+                  [str(a) for a in told["addresses"]]).stdout.splitlines()
+    finally:
+        target.kill()
+        target.wait()
+    want = ["%s|%s|%d|%d" % tuple(e) for e in told["expected"]]
+    check(got[:2] == want, "%s: code objects read from the live process: %s (want %s)" % (version, got[:2], want))
+    check(len(got) == 4 and "not a compact ASCII string" in got[2] and "has type" in got[3],
+          "%s: a non-ASCII name and a str at a code address are refused: %s" % (version, got[2:]))
     cap = os.path.join(d, "fib%s.mscap" % version)
     record(cap, [python, "-c", FIB])
     rep = report(cap)

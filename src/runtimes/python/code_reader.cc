@@ -1,0 +1,131 @@
+#include "src/runtimes/python/code_reader.h"
+
+#include <gelf.h>
+#include <sys/uio.h>
+
+#include <cstring>
+
+#include "base/hex.h"
+#include "src/symbols/elf_handle.h"
+
+namespace microscope::runtimes::python {
+namespace {
+
+constexpr uint64_t kMaxName = 4096;          // characters of a file or function name
+constexpr uint64_t kMaxLineTable = 1 << 20;  // bytes of a line table
+
+template <typename T>
+bool ReadValue(ProcessMemory& memory, uint64_t address, T* out) {
+  return memory.Read(address, out, sizeof(T));
+}
+
+Status Unreadable(const char* what, uint64_t address) {
+  return Status::Error(StatusCode::kUnavailable,
+                       std::string(what) + " at " + HexAddress(address) + " is not readable");
+}
+
+Status CheckType(ProcessMemory& memory, const Layout& layout, uint64_t object, uint64_t want,
+                 const char* what) {
+  uint64_t type;
+  if (!ReadValue(memory, object + layout.object_type, &type)) return Unreadable(what, object);
+  if (type != want) {
+    return Status::Error(StatusCode::kDataLoss, std::string(what) + " at " + HexAddress(object) +
+                                                    " has type " + HexAddress(type) + ", not " +
+                                                    HexAddress(want));
+  }
+  return OkStatus();
+}
+
+Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout, const TypeAddresses& types,
+                            uint64_t str, const char* what) {
+  RETURN_IF_ERROR(CheckType(memory, layout, str, types.str, what));
+  uint32_t state;
+  int64_t length;
+  if (!ReadValue(memory, str + layout.str_state, &state) ||
+      !ReadValue(memory, str + layout.str_length, &length)) {
+    return Unreadable(what, str);
+  }
+  // PyASCIIObject.state: interned (2 bits), kind (3), compact, ascii.
+  const bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  if (!compact || !ascii) {
+    return Status::Error(StatusCode::kUnavailable,
+                         std::string(what) + " at " + HexAddress(str) +
+                             " is not a compact ASCII string (not read yet)");
+  }
+  if (length < 0 || uint64_t(length) > kMaxName) {
+    return Status::Error(StatusCode::kDataLoss, std::string(what) + " at " + HexAddress(str) +
+                                                    " claims " + std::to_string(length) +
+                                                    " characters");
+  }
+  std::string out(size_t(length), '\0');
+  if (length > 0 && !memory.Read(str + layout.str_ascii_data, out.data(), out.size())) {
+    return Unreadable(what, str);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool ProcessMemory::Read(uint64_t address, void* out, size_t size) {
+  iovec local{out, size};
+  iovec remote{reinterpret_cast<void*>(address), size};
+  return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == ssize_t(size);
+}
+
+Result<TypeAddresses> TypeAddressesFromElf(const std::string& path, uint64_t bias) {
+  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
+  TypeAddresses t;
+  Elf* elf = file.elf.get();
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0)
+      continue;
+    Elf_Data* syms = elf_getdata(scn, nullptr);
+    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Sym sym;
+      if (gelf_getsym(syms, int(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF) continue;
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (name == nullptr) continue;
+      if (std::strcmp(name, "PyCode_Type") == 0) t.code = sym.st_value + bias;
+      if (std::strcmp(name, "PyUnicode_Type") == 0) t.str = sym.st_value + bias;
+      if (std::strcmp(name, "PyBytes_Type") == 0) t.bytes = sym.st_value + bias;
+    }
+  }
+  if (t.code == 0 || t.str == 0 || t.bytes == 0) {
+    return Status::Error(StatusCode::kNotFound,
+                         path + ": no PyCode_Type, PyUnicode_Type or PyBytes_Type in .dynsym");
+  }
+  return t;
+}
+
+Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout, const TypeAddresses& types,
+                          uint64_t code) {
+  RETURN_IF_ERROR(CheckType(memory, layout, code, types.code, "code object"));
+  uint64_t filename, qualname, table;
+  int32_t first_line;
+  if (!ReadValue(memory, code + layout.code_filename, &filename) ||
+      !ReadValue(memory, code + layout.code_qualname, &qualname) ||
+      !ReadValue(memory, code + layout.code_linetable, &table) ||
+      !ReadValue(memory, code + layout.code_firstlineno, &first_line)) {
+    return Unreadable("code object", code);
+  }
+  CodeInfo info;
+  info.first_line = first_line;
+  ASSIGN_OR_RETURN(info.filename, ReadStr(memory, layout, types, filename, "co_filename"));
+  ASSIGN_OR_RETURN(info.qualname, ReadStr(memory, layout, types, qualname, "co_qualname"));
+  RETURN_IF_ERROR(CheckType(memory, layout, table, types.bytes, "co_linetable"));
+  int64_t size;
+  if (!ReadValue(memory, table + layout.bytes_size, &size))
+    return Unreadable("co_linetable", table);
+  if (size < 0 || uint64_t(size) > kMaxLineTable) {
+    return Status::Error(StatusCode::kDataLoss, "co_linetable at " + HexAddress(table) +
+                                                    " claims " + std::to_string(size) + " bytes");
+  }
+  info.line_table.resize(size_t(size));
+  if (size > 0 && !memory.Read(table + layout.bytes_data, info.line_table.data(), size_t(size))) {
+    return Unreadable("co_linetable", table);
+  }
+  return info;
+}
+
+}  // namespace microscope::runtimes::python
