@@ -88,7 +88,7 @@ for name in ("json.decoder", "argparse", "threading", "dataclasses", "inspect", 
 """
 # A target for the code-object reader: prints where its code objects are
 # and what they hold, then waits to be read.
-TARGET = """import json, sys, time
+TARGET = """import json, sys, threading, time
 def alpha_fn(x):
     return x + 1
 class Klass:
@@ -97,7 +97,15 @@ class Klass:
 def \u00f1ame():
     pass
 codes = [alpha_fn.__code__, Klass.method.__code__, \u00f1ame.__code__]
-print(json.dumps({"addresses": [id(c) for c in codes] + [id("not code")],
+ready = threading.Barrier(3)
+def idle():
+    ready.wait()
+    time.sleep(60)
+for _ in range(2):
+    threading.Thread(target=idle, daemon=True).start()
+ready.wait()
+tids = sorted(t.native_id for t in threading.enumerate())
+print(json.dumps({"addresses": [id(c) for c in codes] + [id("not code")], "tids": tids,
                   "expected": [[c.co_qualname, c.co_filename, c.co_firstlineno, len(c.co_linetable)]
                                for c in codes[:2]]}), flush=True)
 time.sleep(60)
@@ -142,6 +150,9 @@ for version, python in sorted(pythons.items()):
     finally:
         target.kill()
         target.wait()
+    check(sorted(got[0].split()[1:]) == sorted(str(t) for t in told["tids"]),
+          "%s: the interpreter's thread list read live: %s (threading: %s)" % (version, got[0], told["tids"]))
+    got = got[1:]
     want = ["%s|%s|%d|%d" % tuple(e) for e in told["expected"]]
     check(got[:2] == want, "%s: code objects read from the live process: %s (want %s)" % (version, got[:2], want))
     check(len(got) == 4 and "not a compact ASCII string" in got[2] and "has type" in got[3],

@@ -1,7 +1,8 @@
 // Test tool: reads code objects out of a running CPython process.
 //   python_code PID INTERPRETER_ELF ADDRESS...
-// For each address prints "QUALNAME|FILENAME|FIRST_LINE|LINE_TABLE_BYTES",
-// or "error: WHY". The interpreter's load bias comes from /proc/PID/maps.
+// Prints "threads TID..." (the native ids of its Python threads), then for
+// each address "QUALNAME|FILENAME|FIRST_LINE|LINE_TABLE_BYTES", or
+// "error: WHY". The interpreter's load bias comes from /proc/PID/maps.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -46,12 +47,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   uint64_t bias = start - ((*image)->loads[0].vaddr & ~uint64_t(0xfff));
-  auto types = TypeAddressesFromElf(path, bias);
+  auto types = InterpreterAddressesFromElf(path, bias);
   if (!types.ok()) {
     fprintf(stderr, "%s\n", types.status().message().c_str());
     return 1;
   }
   ProcessMemory memory(pid);
+  auto threads = ListThreads(memory, *layout, *types);
+  if (threads.ok()) {
+    printf("threads");
+    for (const PythonThread& t : *threads)
+      printf(" %llu", static_cast<unsigned long long>(t.native_id));
+    printf("\n");
+  } else {
+    printf("threads error: %s\n", threads.status().message().c_str());
+  }
   for (int i = 3; i < argc; ++i) {
     auto code = ReadCode(memory, *layout, *types, std::strtoull(argv[i], nullptr, 0));
     if (code.ok()) {

@@ -36,8 +36,8 @@ Status CheckType(ProcessMemory& memory, const Layout& layout, uint64_t object, u
   return OkStatus();
 }
 
-Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout, const TypeAddresses& types,
-                            uint64_t str, const char* what) {
+Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout,
+                            const InterpreterAddresses& types, uint64_t str, const char* what) {
   RETURN_IF_ERROR(CheckType(memory, layout, str, types.str, what));
   uint32_t state;
   int64_t length;
@@ -72,9 +72,9 @@ bool ProcessMemory::Read(uint64_t address, void* out, size_t size) {
   return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == ssize_t(size);
 }
 
-Result<TypeAddresses> TypeAddressesFromElf(const std::string& path, uint64_t bias) {
+Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path, uint64_t bias) {
   ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
-  TypeAddresses t;
+  InterpreterAddresses t;
   Elf* elf = file.elf.get();
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
     GElf_Shdr sh;
@@ -86,20 +86,54 @@ Result<TypeAddresses> TypeAddressesFromElf(const std::string& path, uint64_t bia
       if (gelf_getsym(syms, int(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF) continue;
       const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
       if (name == nullptr) continue;
+      if (std::strcmp(name, "_PyRuntime") == 0) t.runtime = sym.st_value + bias;
       if (std::strcmp(name, "PyCode_Type") == 0) t.code = sym.st_value + bias;
       if (std::strcmp(name, "PyUnicode_Type") == 0) t.str = sym.st_value + bias;
       if (std::strcmp(name, "PyBytes_Type") == 0) t.bytes = sym.st_value + bias;
     }
   }
-  if (t.code == 0 || t.str == 0 || t.bytes == 0) {
-    return Status::Error(StatusCode::kNotFound,
-                         path + ": no PyCode_Type, PyUnicode_Type or PyBytes_Type in .dynsym");
+  if (t.runtime == 0 || t.code == 0 || t.str == 0 || t.bytes == 0) {
+    return Status::Error(StatusCode::kNotFound, path +
+                                                    ": no _PyRuntime, PyCode_Type, PyUnicode_Type "
+                                                    "or PyBytes_Type in .dynsym");
   }
   return t;
 }
 
-Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout, const TypeAddresses& types,
-                          uint64_t code) {
+Result<std::vector<PythonThread>> ListThreads(ProcessMemory& memory, const Layout& layout,
+                                              const InterpreterAddresses& at, size_t max_threads) {
+  std::vector<PythonThread> threads;
+  uint64_t interp;
+  if (!ReadValue(memory, at.runtime + layout.runtime_interpreters_head, &interp)) {
+    return Unreadable("_PyRuntime", at.runtime);
+  }
+  // Both lists are bounded: a cycle in target memory ends at the bound.
+  for (int interpreters = 0; interp != 0 && interpreters < 64; ++interpreters) {
+    uint64_t state;
+    if (!ReadValue(memory, interp + layout.interp_threads_head, &state)) {
+      return Unreadable("interpreter state", interp);
+    }
+    while (state != 0) {
+      if (threads.size() == max_threads) {
+        return Status::Error(StatusCode::kDataLoss,
+                             "more than " + std::to_string(max_threads) + " Python threads");
+      }
+      PythonThread t{.state = state};
+      if (!ReadValue(memory, state + layout.thread_native_id, &t.native_id) ||
+          !ReadValue(memory, state + layout.thread_next, &state)) {
+        return Unreadable("thread state", t.state);
+      }
+      threads.push_back(t);
+    }
+    if (!ReadValue(memory, interp + layout.interp_next, &interp)) {
+      return Unreadable("interpreter state", interp);
+    }
+  }
+  return threads;
+}
+
+Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout,
+                          const InterpreterAddresses& types, uint64_t code) {
   RETURN_IF_ERROR(CheckType(memory, layout, code, types.code, "code object"));
   uint64_t filename, qualname, table;
   int32_t first_line;

@@ -27,14 +27,15 @@ class ProcessMemory {
   pid_t pid_;
 };
 
-// Where the target's type objects are: the interpreter module's symbols
-// plus its load bias.
-struct TypeAddresses {
-  uint64_t code = 0;   // PyCode_Type
+// Where the target's runtime state and type objects are: the interpreter
+// module's symbols plus its load bias.
+struct InterpreterAddresses {
+  uint64_t runtime = 0;  // _PyRuntime
+  uint64_t code = 0;     // PyCode_Type
   uint64_t str = 0;    // PyUnicode_Type
   uint64_t bytes = 0;  // PyBytes_Type
 };
-Result<TypeAddresses> TypeAddressesFromElf(const std::string& path, uint64_t bias);
+Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path, uint64_t bias);
 
 struct CodeInfo {
   std::string filename;
@@ -43,9 +44,20 @@ struct CodeInfo {
   std::vector<uint8_t> line_table;
 };
 
+// The threads of every interpreter of the process: each thread state's
+// address and its native thread id (as the target's pid namespace sees it),
+// at most `max_threads` of them; refused when a list is unreadable.
+struct PythonThread {
+  uint64_t state = 0;
+  uint64_t native_id = 0;
+};
+Result<std::vector<PythonThread>> ListThreads(ProcessMemory& memory, const Layout& layout,
+                                              const InterpreterAddresses& at,
+                                              size_t max_threads = 4096);
+
 // The code object at `code`. Names that are not compact ASCII strings are
 // refused (their other encodings are not read yet).
-Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout, const TypeAddresses& types,
-                          uint64_t code);
+Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout,
+                          const InterpreterAddresses& types, uint64_t code);
 
 }  // namespace microscope::runtimes::python

@@ -38,7 +38,7 @@ struct FakeMemory : ProcessMemory {
   }
 };
 
-constexpr TypeAddresses kTypes{.code = 0x1000, .str = 0x2000, .bytes = 0x3000};
+constexpr InterpreterAddresses kTypes{.code = 0x1000, .str = 0x2000, .bytes = 0x3000};
 
 // A 3.11-laid-out code object at 0x10000, its names and line table after it.
 FakeMemory Target(const Layout& l) {
@@ -90,4 +90,24 @@ TEST_CASE("Python code reader: names and line table of a proved code object") {
     CHECK(ReadCode(m, l, kTypes, 0x90000).status().message().find("not readable") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("Python code reader: thread lists, and a cycle in them, end at their bound") {
+  Layout l = *Layout311(0x030b02f0);
+  FakeMemory m;
+  m.regions[0x20000] = std::string(0x2000, '\0');
+  InterpreterAddresses at = kTypes;
+  at.runtime = 0x20000;
+  m.Put<uint64_t>(0x20000 + l.runtime_interpreters_head, 0x20800);
+  m.Put<uint64_t>(0x20800 + l.interp_threads_head, 0x21000);
+  m.Put<uint64_t>(0x21000 + l.thread_native_id, 41);
+  m.Put<uint64_t>(0x21000 + l.thread_next, 0x21400);
+  m.Put<uint64_t>(0x21400 + l.thread_native_id, 42);
+  auto threads = ListThreads(m, l, at);
+  REQUIRE(threads.ok());
+  REQUIRE(threads->size() == 2);
+  CHECK((*threads)[0].native_id == 41);
+  CHECK((*threads)[1].state == 0x21400);
+  m.Put<uint64_t>(0x21400 + l.thread_next, 0x21000);  // a cycle
+  CHECK(ListThreads(m, l, at, 8).status().message().find("more than 8") != std::string::npos);
 }
