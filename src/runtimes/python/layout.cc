@@ -113,6 +113,8 @@ Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> runtime) {
     }
     l.*kTargets[i] = offset;
   }
+  // PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8.
+  l.str_compact_data = l.str_ascii_data + 16;
   return l;
 }
 
@@ -158,6 +160,7 @@ Result<Layout> Layout311(uint64_t hex_version) {
   l.str_length = 16;
   l.str_state = 32;
   l.str_ascii_data = 48;
+  l.str_compact_data = 72;  // utf8_length, utf8 and wstr_length follow
   return l;
 }
 

@@ -49,6 +49,9 @@ struct Layout {
   uint64_t str_state = 0;
   uint64_t str_length = 0;
   uint64_t str_ascii_data = 0;  // sizeof(PyASCIIObject): where ASCII text starts
+  // sizeof(PyCompactUnicodeObject): where other compact text starts (its
+  // 1-, 2- or 4-byte code points)
+  uint64_t str_compact_data = 0;
   // 3.11 only: the thread's current frame is behind its _PyCFrame
   // (thread_current_frame is then kAbsent), an entry frame is flagged by
   // is_entry, frame_instr_ptr is prev_instr (the last instruction run, not

@@ -52,7 +52,7 @@ FakeMemory Target(const Layout& l) {
   for (auto [at, text] :
        {std::pair<uint64_t, const char*>{0x10400, "app.py"}, {0x10800, "Cls.run"}}) {
     m.Put<uint64_t>(at + l.object_type, kTypes.str);
-    m.Put<uint32_t>(at + l.str_state, (1u << 5) | (1u << 6));  // compact, ascii
+    m.Put<uint32_t>(at + l.str_state, (1u << 2) | (1u << 5) | (1u << 6));  // 1-byte, compact, ascii
     m.Put<int64_t>(at + l.str_length, int64_t(strlen(text)));
     m.Put(at + l.str_ascii_data, text, strlen(text));
   }
@@ -74,6 +74,20 @@ TEST_CASE("Python code reader: names and line table of a proved code object") {
   CHECK(code->first_line == 7);
   CHECK(code->line_table.size() == 3);
 
+  SUBCASE("a UCS-2 name becomes UTF-8") {
+    m.Put<uint32_t>(0x10800 + l.str_state, (2u << 2) | (1u << 5));  // 2-byte, compact
+    m.Put<int64_t>(0x10800 + l.str_length, 2);
+    const uint16_t text[] = {0x394, 0x6f22};  // Delta, a CJK ideograph
+    m.Put(0x10800 + l.str_compact_data, text, sizeof(text));
+    auto wide = ReadCode(m, l, kTypes, 0x10000);
+    REQUIRE(wide.ok());
+    CHECK(wide->qualname == "\xce\x94\xe6\xbc\xa2");
+  }
+  SUBCASE("a legacy (not compact) string is refused") {
+    m.Put<uint32_t>(0x10800 + l.str_state, (2u << 2));
+    CHECK(ReadCode(m, l, kTypes, 0x10000).status().message().find("not a compact string") !=
+          std::string::npos);
+  }
   SUBCASE("another type at the address") {
     m.Put<uint64_t>(0x10000 + l.object_type, kTypes.str);
     CHECK(ReadCode(m, l, kTypes, 0x10000).status().message().find("has type") != std::string::npos);
