@@ -115,17 +115,6 @@ std::vector<std::string> DefaultExports(Elf* elf) {
   return names;
 }
 
-Elf_Scn* SectionByName(Elf* elf, std::string_view wanted, GElf_Shdr* shdr) {
-  size_t shstrndx;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-    if (gelf_getshdr(scn, shdr) == nullptr) continue;
-    const char* name = elf_strptr(elf, shstrndx, shdr->sh_name);
-    if (name != nullptr && wanted == name) return scn;
-  }
-  return nullptr;
-}
-
 // Names x86-64 PLT stubs "function@plt", as perf and objdump do: entry i of
 // .rela.plt is the i-th 16-byte stub of .plt.sec, or of .plt after PLT0.
 void AddPltSymbols(Elf* elf, SymbolTable* table) {
@@ -182,6 +171,46 @@ Result<std::unique_ptr<ElfImage>> ReadImage(Elf* elf) {
 }
 
 }  // namespace
+
+Elf_Scn* SectionByName(Elf* elf, std::string_view wanted, GElf_Shdr* shdr) {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    if (gelf_getshdr(scn, shdr) == nullptr) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr->sh_name);
+    if (name != nullptr && wanted == name) return scn;
+  }
+  return nullptr;
+}
+
+bool FindSymbol(Elf* elf, std::string_view wanted, GElf_Sym* out) {
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr ||
+        (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || sh.sh_entsize == 0) {
+      continue;
+    }
+    Elf_Data* syms = elf_getdata(scn, nullptr);
+    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
+      if (gelf_getsym(syms, int(i), out) == nullptr || out->st_shndx == SHN_UNDEF) continue;
+      const char* name = elf_strptr(elf, sh.sh_link, out->st_name);
+      if (name != nullptr && wanted == name) return true;
+    }
+  }
+  return false;
+}
+
+std::span<const uint8_t> SymbolFileBytes(Elf* elf, const GElf_Sym& sym) {
+  Elf_Scn* holder = elf_getscn(elf, sym.st_shndx);
+  GElf_Shdr sh;
+  if (holder == nullptr || gelf_getshdr(holder, &sh) == nullptr || sym.st_value < sh.sh_addr) {
+    return {};
+  }
+  Elf_Data* data = elf_getdata(holder, nullptr);
+  uint64_t at = sym.st_value - sh.sh_addr;
+  if (data == nullptr || data->d_buf == nullptr || at > data->d_size) return {};
+  return std::span(static_cast<const uint8_t*>(data->d_buf) + at, data->d_size - at);
+}
 
 std::vector<uint8_t> ElfBuildId(Elf* elf) {
   const void* id = nullptr;

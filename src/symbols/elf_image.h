@@ -3,12 +3,14 @@
 // symbols. Read with elfutils' libelf; every failure is a Status naming the file.
 #pragma once
 
+#include <gelf.h>
 #include <libelf.h>
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -70,6 +72,13 @@ std::string Demangle(const std::string& name);
 
 // The pieces both symbolization and unwinding read from an open ELF.
 std::vector<uint8_t> ElfBuildId(Elf* elf);
+// The section named `wanted` (its header in *shdr), or null.
+Elf_Scn* SectionByName(Elf* elf, std::string_view wanted, GElf_Shdr* shdr);
+// The defined symbol named `wanted` in .dynsym or .symtab; false if none.
+bool FindSymbol(Elf* elf, std::string_view wanted, GElf_Sym* out);
+// The file's bytes from a symbol's address to its section's end; empty when
+// the section has no bytes in the file (.bss) or does not hold the address.
+std::span<const uint8_t> SymbolFileBytes(Elf* elf, const GElf_Sym& sym);
 Result<std::vector<LoadSegment>> ElfLoadSegments(Elf* elf);
 
 }  // namespace microscope::symbols

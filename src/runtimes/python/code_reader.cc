@@ -7,6 +7,7 @@
 
 #include "base/hex.h"
 #include "src/symbols/elf_handle.h"
+#include "src/symbols/elf_image.h"
 
 namespace microscope::runtimes::python {
 namespace {
@@ -100,26 +101,17 @@ Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path
   ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
   InterpreterAddresses t;
   Elf* elf = file.elf.get();
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0)
-      continue;
-    Elf_Data* syms = elf_getdata(scn, nullptr);
-    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      if (gelf_getsym(syms, int(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF) continue;
-      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
-      if (name == nullptr) continue;
-      if (std::strcmp(name, "_PyRuntime") == 0) t.runtime = sym.st_value + bias;
-      if (std::strcmp(name, "PyCode_Type") == 0) t.code = sym.st_value + bias;
-      if (std::strcmp(name, "PyUnicode_Type") == 0) t.str = sym.st_value + bias;
-      if (std::strcmp(name, "PyBytes_Type") == 0) t.bytes = sym.st_value + bias;
-    }
+  GElf_Sym sym;
+  for (auto [name, field] : {std::pair{"_PyRuntime", &InterpreterAddresses::runtime},
+                             std::pair{"PyCode_Type", &InterpreterAddresses::code},
+                             std::pair{"PyUnicode_Type", &InterpreterAddresses::str},
+                             std::pair{"PyBytes_Type", &InterpreterAddresses::bytes}}) {
+    if (symbols::FindSymbol(elf, name, &sym)) t.*field = sym.st_value + bias;
   }
   if (t.runtime == 0 || t.code == 0 || t.str == 0 || t.bytes == 0) {
     return Status::Error(StatusCode::kNotFound, path +
                                                     ": no _PyRuntime, PyCode_Type, PyUnicode_Type "
-                                                    "or PyBytes_Type in .dynsym");
+                                                    "or PyBytes_Type symbol");
   }
   return t;
 }

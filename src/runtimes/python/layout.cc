@@ -7,6 +7,7 @@
 
 #include "base/hex.h"
 #include "src/symbols/elf_handle.h"
+#include "src/symbols/elf_image.h"
 
 namespace microscope::runtimes::python {
 namespace {
@@ -164,57 +165,20 @@ Result<Layout> Layout311(uint64_t hex_version) {
   return l;
 }
 
-namespace {
-
-// The file bytes of `name`'s symbol (.dynsym or .symtab), from its address
-// to its section's end; empty when there is no such symbol with bytes.
-std::span<const uint8_t> SymbolBytes(Elf* elf, const char* name) {
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
-      continue;
-    Elf_Data* syms = elf_getdata(scn, nullptr);
-    for (size_t i = 0; syms != nullptr && sh.sh_entsize != 0 && i < sh.sh_size / sh.sh_entsize;
-         ++i) {
-      GElf_Sym sym;
-      if (gelf_getsym(syms, int(i), &sym) == nullptr) continue;
-      const char* n = elf_strptr(elf, sh.sh_link, sym.st_name);
-      if (n == nullptr || std::strcmp(n, name) != 0) continue;
-      Elf_Scn* holder = elf_getscn(elf, sym.st_shndx);
-      GElf_Shdr hs;
-      if (holder == nullptr || gelf_getshdr(holder, &hs) == nullptr || sym.st_value < hs.sh_addr)
-        return {};
-      Elf_Data* data = elf_getdata(holder, nullptr);
-      uint64_t at = sym.st_value - hs.sh_addr;
-      if (data == nullptr || data->d_buf == nullptr || at > data->d_size) return {};
-      return std::span(static_cast<const uint8_t*>(data->d_buf) + at, data->d_size - at);
-    }
-  }
-  return {};
-}
-
-}  // namespace
-
 Result<Layout> LayoutFromElfFile(const std::string& path) {
   ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
   Elf* elf = file.elf.get();
-  size_t shstrndx;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
-    return Status::Error(path + ": no section names (" + elf_errmsg(-1) + ")");
-  }
   // The .PyRuntime section, else the _PyRuntime symbol.
   std::span<const uint8_t> runtime;
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr) continue;
-    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-    Elf_Data* data = name != nullptr && std::strcmp(name, ".PyRuntime") == 0
-                         ? elf_getdata(scn, nullptr)
-                         : nullptr;
+  GElf_Shdr sh;
+  GElf_Sym sym;
+  if (Elf_Scn* scn = symbols::SectionByName(elf, ".PyRuntime", &sh)) {
+    Elf_Data* data = elf_getdata(scn, nullptr);
     if (data != nullptr && data->d_buf != nullptr)
       runtime = std::span(static_cast<const uint8_t*>(data->d_buf), data->d_size);
   }
-  if (runtime.empty()) runtime = SymbolBytes(elf, "_PyRuntime");
+  if (runtime.empty() && symbols::FindSymbol(elf, "_PyRuntime", &sym))
+    runtime = symbols::SymbolFileBytes(elf, sym);
   if (runtime.empty()) {
     return Status::Error(StatusCode::kNotFound,
                          path + ": no _PyRuntime (not a CPython interpreter)");
@@ -223,7 +187,8 @@ Result<Layout> LayoutFromElfFile(const std::string& path) {
   if (layout.ok()) return layout;
   if (layout.status().code() != StatusCode::kNotFound) return layout.status().WithContext(path);
   // No debug offsets (before 3.13): the release from Py_Version.
-  std::span<const uint8_t> version = SymbolBytes(elf, "Py_Version");
+  std::span<const uint8_t> version;
+  if (symbols::FindSymbol(elf, "Py_Version", &sym)) version = symbols::SymbolFileBytes(elf, sym);
   if (version.size() < 8) {
     return Status::Error(StatusCode::kNotFound,
                          path + ": no CPython debug offsets and no Py_Version");
