@@ -179,8 +179,10 @@ void Processor::EndMappings(ProcessState& p, uint64_t start, uint64_t end, uint6
   }
 }
 
-void Processor::EndAllMappings(ProcessState& p, uint64_t time) {
+void Processor::EndAllMappings(ProcessState& p, uint64_t time,
+                               std::map<uint64_t, uint32_t>* ended) {
   for (auto& [start, row] : p.live) capture_.mappings[row].time_end = time;
+  if (ended != nullptr) ended->swap(p.live);
   p.live.clear();
 }
 
@@ -249,8 +251,9 @@ void Processor::OnComm(const Event& e) {
   capture_.threads[t].name = name;
   if (e.exec) {
     ProcessState& p = EnsureProcess(e.pid, e.time);
-    p.before_exec = p.live;
-    EndAllMappings(p, e.time);  // exec replaces the whole address space
+    // exec replaces the whole address space; the old one is kept for samples
+    // taken inside execve.
+    EndAllMappings(p, e.time, &p.before_exec);
     p.root_known = false;       // and may follow a change of namespace
     capture_.processes[p.row].command = name;
   }

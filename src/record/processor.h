@@ -128,7 +128,9 @@ class Processor : private CodeMarks, private FrameInterner {
   capture::ThreadId EnsureThread(uint32_t pid, uint32_t tid, uint64_t time);
   capture::ModuleId InternModule(std::string_view path, std::span<const uint8_t> build_id);
   void EndMappings(ProcessState& p, uint64_t start, uint64_t end, uint64_t time);
-  void EndAllMappings(ProcessState& p, uint64_t time);
+  // Ends every live mapping; `ended` (when given) receives them.
+  void EndAllMappings(ProcessState& p, uint64_t time,
+                      std::map<uint64_t, uint32_t>* ended = nullptr);
   capture::FrameId InternFrame(capture::FrameKind kind, capture::ModuleId module, uint64_t address);
   capture::FrameId UserFrame(ProcessState& p, uint64_t address);
   capture::FrameId MappedFrame(uint32_t mapping_row, uint64_t address);
