@@ -264,6 +264,9 @@ struct Settings {
 inline constexpr std::string_view kOffCpuSource = "off-cpu";    // values: min_ns
 inline constexpr std::string_view kSyscallSource = "syscalls";  // values: stack_min_ns
 inline constexpr std::string_view kExitSource = "exits";        // every process's exit status
+// values: stacks (with interpreter frames), stacks_all_named, walks, frames,
+// unknown_frames, walks_lost
+inline constexpr std::string_view kPythonSource = "python";
 
 struct Capture {
   std::vector<std::string> strings;

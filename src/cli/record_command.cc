@@ -87,6 +87,12 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
   cmd->add_option("--off-cpu-min", f->off_cpu_min,
                   "off-CPU intervals shorter than TIME are only counted, without stacks")
       ->capture_default_str();
+  cmd->add_option("--python", f->options.python,
+                  "Python frames, walked by BPF at each sample of every process that maps a "
+                  "CPython interpreter and spliced into its native stacks: auto (when BPF "
+                  "loads, otherwise say why), bpf (required), off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bpf", "off"}));
   cmd->add_flag("--syscalls", f->options.syscalls,
                 "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
                 "syscalls` does, in the same capture");

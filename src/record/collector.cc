@@ -175,6 +175,12 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
     }
     events_.emplace_back(*fd);
     Ring& ring = rings_[i];
+    if (ring.samples) {
+      sampling_fds_.push_back(*fd);
+      if (program_fd_ >= 0 && ioctl(*fd, PERF_EVENT_IOC_SET_BPF, program_fd_) != 0) {
+        return Status::Error(std::string("PERF_EVENT_IOC_SET_BPF: ") + std::strerror(errno));
+      }
+    }
     if (ring.fd < 0) {
       size_t page = size_t(getpagesize());
       void* base = MAP_FAILED;
@@ -199,6 +205,53 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
     }
   }
   return OkStatus();
+}
+
+Status Collector::AttachProgram(int prog_fd) {
+  if (!options_.sample) return Status::Error("no sampling events to run a BPF program on");
+  for (int fd : sampling_fds_) {
+    if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog_fd) != 0) {
+      return Status::Error(std::string("PERF_EVENT_IOC_SET_BPF: ") + std::strerror(errno));
+    }
+  }
+  program_fd_ = prog_fd;
+  return OkStatus();
+}
+
+Result<std::vector<std::pair<int, int>>> Collector::OpenOutputEvents() {
+  std::vector<std::pair<int, int>> out;
+  for (const Ring& ring : rings_) {
+    if (!ring.samples) continue;
+    if (ring.fd < 0) return Status::Error("BPF output events need the sample rings open first");
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof(attr));
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_BPF_OUTPUT;
+    attr.sample_period = 1;
+    attr.sample_type = kRawSampleType;
+    attr.sample_id_all = 1;  // the same trailer as the sampling events' (TID TIME CPU IDENTIFIER)
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
+    attr.watermark = 1;
+    attr.wakeup_watermark = uint32_t(RingPages(ring) * getpagesize() / 4);
+    long fd = PerfEventOpen(&attr, -1, ring.cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+      return Status::Error(std::string("perf_event_open of a BPF output event on CPU ") +
+                           std::to_string(ring.cpu) + ": " + std::strerror(errno));
+    }
+    events_.emplace_back(int(fd));
+    uint64_t id = 0;
+    if (ioctl(int(fd), PERF_EVENT_IOC_SET_OUTPUT, ring.fd) != 0 ||
+        ioctl(int(fd), PERF_EVENT_IOC_ID, &id) != 0) {
+      return Status::Error(std::string("BPF output event into the sample ring: ") +
+                           std::strerror(errno));
+    }
+    layout_.raw_ids.insert(std::upper_bound(layout_.raw_ids.begin(), layout_.raw_ids.end(), id),
+                           id);
+    out.emplace_back(ring.cpu, int(fd));
+  }
+  return out;
 }
 
 Status Collector::Disable() {

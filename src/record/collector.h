@@ -66,6 +66,18 @@ class Collector {
   Status AddTask(pid_t tid, bool enable_on_exec);
   Status Disable();
 
+  // Runs BPF program `prog_fd` (a perf_event program) at each sample of
+  // every sampling event, open now or later (PERF_EVENT_IOC_SET_BPF; events
+  // that threads and children inherit run it too). Not with events opened
+  // without sampling.
+  Status AttachProgram(int prog_fd);
+  // Opens one BPF output event per CPU (PERF_COUNT_SW_BPF_OUTPUT) whose
+  // records go to that CPU's sample ring, for a program to write with
+  // bpf_perf_event_output just before its sample; returns (CPU, fd) pairs.
+  // Their samples decode as kRaw records (layout().raw_ids). Call after the
+  // first AddTask.
+  Result<std::vector<std::pair<int, int>>> OpenOutputEvents();
+
   // From now until StopDraining, a thread of its own empties the rings as
   // they fill, as perf record's does, so that nothing the reader does between
   // rounds (the CFI of a large module it meets first takes a second on a
@@ -127,6 +139,8 @@ class Collector {
   bool kernel_frames_;
   std::vector<int> cpus_;
   std::vector<ScopedFd> events_;
+  std::vector<int> sampling_fds_;  // of events_, the events that sample
+  int program_fd_ = -1;            // run at each sample (AttachProgram)
   std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
   std::vector<std::vector<uint8_t>> arenas_;
   bool ring_shrunk_ = false;

@@ -2,6 +2,7 @@
 
 #include <linux/perf_event.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
@@ -102,6 +103,29 @@ Status ReadSample(ByteReader& r, const SampleLayout& l, Event* e) {
     }
   }
   return OkStatus();
+}
+
+// A BPF output event's sample (kRawSampleType).
+Status ReadRaw(ByteReader& r, Event* e) {
+  e->type = EventType::kRaw;
+  uint32_t res, size;
+  READ_OR_FAIL(r, &e->id, "raw.identifier");
+  READ_OR_FAIL(r, &e->pid, "raw.pid");
+  READ_OR_FAIL(r, &e->tid, "raw.tid");
+  READ_OR_FAIL(r, &e->time, "raw.time");
+  READ_OR_FAIL(r, &e->cpu, "raw.cpu");
+  READ_OR_FAIL(r, &res, "raw.res");
+  READ_OR_FAIL(r, &size, "raw.size");
+  if (!r.View(size, &e->raw)) return Truncated("raw.data", r.offset());
+  return OkStatus();
+}
+
+bool IsRawSample(std::span<const uint8_t> body, const SampleLayout& layout) {
+  uint64_t id;
+  if (layout.raw_ids.empty() || !(layout.sample_type & PERF_SAMPLE_IDENTIFIER) || body.size() < 8)
+    return false;
+  std::memcpy(&id, body.data(), 8);
+  return std::binary_search(layout.raw_ids.begin(), layout.raw_ids.end(), id);
 }
 
 // MMAP2: the mapping, its file (by name, and by build ID when the kernel
@@ -207,6 +231,10 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
   ByteReader r(record.subspan(sizeof(h), h.size - sizeof(h)));
   switch (h.type) {
     case kRecordSample:
+      if (IsRawSample(record.subspan(sizeof(h), h.size - sizeof(h)), layout)) {
+        RETURN_IF_ERROR(ReadRaw(r, &e));
+        return e;
+      }
       e.type = EventType::kSample;
       RETURN_IF_ERROR(ReadSample(r, layout, &e));
       return e;

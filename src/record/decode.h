@@ -20,10 +20,20 @@ struct SampleLayout {
   uint64_t sample_type = 0;
   uint64_t regs_user_mask = 0;
   bool sample_id_all = true;
+  // The ids (PERF_SAMPLE_IDENTIFIER) of BPF output events writing into the
+  // same rings, sorted: their samples are kRaw records of their own layout
+  // (kRawSampleType). Needs PERF_SAMPLE_IDENTIFIER in sample_type.
+  std::vector<uint64_t> raw_ids;
 };
+
+// The sample layout of BPF output events (PERF_COUNT_SW_BPF_OUTPUT):
+// IDENTIFIER, TID, TIME, CPU and RAW.
+inline constexpr uint64_t kRawSampleType =
+    (1u << 16) | (1u << 1) | (1u << 2) | (1u << 7) | (1u << 10);
 
 enum class EventType : uint8_t {
   kSample,
+  kRaw,  // a sample of a BPF output event: `raw` holds what the program wrote
   kMmap2,
   kComm,
   kFork,
@@ -52,6 +62,11 @@ struct Event {
   uint64_t regs_abi = 0;
   std::span<const uint8_t> regs;   // u64 per bit of regs_user_mask
   std::span<const uint8_t> stack;  // dyn_size bytes of copied user stack
+  // A runtime's walk written just before this sample into its ring (paired
+  // by the pump; empty when none).
+  std::span<const uint8_t> walk;
+  // kRaw
+  std::span<const uint8_t> raw;
   // kMmap2
   uint64_t addr = 0;
   uint64_t len = 0;

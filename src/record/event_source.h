@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "capture/capture.h"
@@ -19,6 +21,8 @@
 
 namespace microscope::record {
 
+class Collector;
+
 // What a source is started with.
 struct SourceContext {
   const RecordOptions& options;
@@ -26,6 +30,11 @@ struct SourceContext {
   bool launch;
   // The source says here whether it is on, with what settings, and notes.
   capture::Settings* settings;
+  // The perf events and rings (a runtime's walker runs on the sampler's
+  // events and writes into its rings).
+  Collector* collector = nullptr;
+  // One line to the user, as the recording's own warnings go.
+  std::function<void(const std::string&)> warn;
 };
 
 // The span of the recording a poll may keep events from: [start, end).

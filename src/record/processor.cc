@@ -104,10 +104,11 @@ std::vector<uint32_t> Processor::LiveProcesses() const {
   return pids;
 }
 
-void Processor::CountProblem(std::string_view kind, std::string_view example) {
+void Processor::CountProblem(std::string_view kind, std::string_view example, uint64_t times) {
   auto it = problems_.find(kind);
   if (it == problems_.end()) it = problems_.emplace(std::string(kind), ProblemCount{}).first;
-  if (it->second.count++ == 0) it->second.example = std::string(example);
+  if (it->second.count == 0) it->second.example = std::string(example);
+  it->second.count += times;
 }
 
 void Processor::SetExitStatus(uint32_t pid, int status) {
@@ -384,7 +385,7 @@ void Processor::OnSample(const Event& e) {
   } else if (!saw_user) {
     end = StackEnd::kKernelOnly;
   }
-  capture::StackId node = InternScratch(e.pid, e.tid, e.time);
+  capture::StackId node = InternScratch(e.pid, e.tid, e.time, e.walk);
   capture::Samples& s = capture_.samples;
   s.time.push_back(e.time);
   s.thread.push_back(thread);
@@ -393,8 +394,9 @@ void Processor::OnSample(const Event& e) {
   s.end.push_back(end);
 }
 
-capture::StackId Processor::InternScratch(uint32_t pid, uint32_t tid, uint64_t time) {
-  if (!splicers_.empty()) SpliceScratch(pid, tid, time);
+capture::StackId Processor::InternScratch(uint32_t pid, uint32_t tid, uint64_t time,
+                                          std::span<const uint8_t> walk) {
+  if (!splicers_.empty()) SpliceScratch(pid, tid, time, walk);
   return stacks_.InternLeafFirst(scratch_);
 }
 

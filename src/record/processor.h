@@ -21,6 +21,7 @@
 #include "capture/string_table.h"
 #include "src/record/decode.h"
 #include "src/record/process_roots.h"
+#include "src/record/ring_pairing.h"
 #include "src/record/splicer.h"
 #include "src/record/user_regs.h"
 #include "src/symbols/elf_image.h"
@@ -72,10 +73,12 @@ class Processor : private CodeMarks, private FrameInterner {
   // Records were lost since the last call (a LOST record was processed):
   // the mappings they held may be missing.
   bool TakeLoss() { return std::exchange(loss_seen_, false); }
+  // Runtime walks waiting for their samples, ring by ring (the pump's).
+  RingPairing& ring_pairing() { return ring_pairing_; }
   // The processes alive as of the events processed so far, sorted.
   std::vector<uint32_t> LiveProcesses() const;
   capture::Capture& capture() { return capture_; }
-  void CountProblem(std::string_view kind, std::string_view example);
+  void CountProblem(std::string_view kind, std::string_view example, uint64_t times = 1);
   // A runtime's splicer (not owned; it outlives the processor's use): told
   // of every executable mapping, those already known first, and given every
   // stack with a frame in code it marked.
@@ -137,11 +140,12 @@ class Processor : private CodeMarks, private FrameInterner {
   capture::FrameId KernelFrame(uint64_t address);
   void OnSample(const Event& e);
   capture::StackEnd UnwindUser(const Event& e, ProcessState& proc);
-  capture::StackId InternScratch(uint32_t pid, uint32_t tid, uint64_t time);
+  capture::StackId InternScratch(uint32_t pid, uint32_t tid, uint64_t time,
+                                 std::span<const uint8_t> walk = {});
   // Runtimes (splicer.h).
   void AnnounceMapping(uint32_t pid, uint32_t mapping_row);
   uint8_t TagOf(capture::ModuleId module, uint64_t offset) const;
-  void SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time);
+  void SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time, std::span<const uint8_t> walk);
   void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) override;
   capture::FrameId Interpreted(const InterpretedFrame& frame) override;
   capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
@@ -193,6 +197,7 @@ class Processor : private CodeMarks, private FrameInterner {
     uint8_t tag;
   };
   std::vector<StackSplicer*> splicers_;
+  RingPairing ring_pairing_;
   std::vector<std::vector<CodeRange>> module_marks_;
   std::vector<char> module_announced_;
   std::vector<uint8_t> frame_tag_;

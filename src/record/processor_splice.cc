@@ -65,7 +65,8 @@ uint8_t Processor::TagOf(capture::ModuleId module, uint64_t offset) const {
   return offset < it->end ? it->tag : 0;
 }
 
-void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time) {
+void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time,
+                              std::span<const uint8_t> walk) {
   for (StackSplicer* splicer : splicers_) {
     scratch_tags_.resize(scratch_.size());
     bool any = false;
@@ -75,7 +76,7 @@ void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time) {
       any |= scratch_tags_[i] != 0;
     }
     if (!any) return;
-    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_}, this);
+    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_, walk}, this);
   }
 }
 

@@ -34,6 +34,12 @@ std::vector<size_t> DecodeRound(const std::vector<std::vector<uint8_t>>& arenas,
       }
       // Each ring is in time order: stop at its first record past the watermark.
       if (e->time > watermark) return false;
+      RingPairing& pairing = processor->ring_pairing();
+      if (e->type == EventType::kRaw) {
+        pairing.Hold(a, *e);
+        return true;
+      }
+      pairing.Next(a, &*e);
       if (e->type != EventType::kOther) events->push_back(*e);
       return true;
     });
@@ -70,6 +76,12 @@ void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& l
   for (size_t a = 0; a < arenas->size(); ++a) {
     auto& arena = (*arenas)[a];
     arena.erase(arena.begin(), arena.begin() + ptrdiff_t(consumed[a]));
+  }
+  RingPairing& pairing = processor->ring_pairing();
+  pairing.EndRound();
+  if (uint64_t unpaired = pairing.TakeUnpaired(watermark == UINT64_MAX); unpaired > 0) {
+    processor->CountProblem("runtime walks whose sample was lost",
+                            std::to_string(unpaired) + " walks");
   }
 }
 

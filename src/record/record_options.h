@@ -32,6 +32,9 @@ struct RecordOptions {
   // false: no CPU samples, only the process and mapping records the event
   // sources need (`microscope syscalls`); then the sources are required.
   bool samples = true;
+  // Python frames walked by BPF at each sample: "auto" (when BPF loads;
+  // otherwise said once a Python interpreter appears), "bpf" (required), "off".
+  std::string python = "auto";
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };

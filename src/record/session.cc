@@ -130,7 +130,8 @@ class Recording {
   capture::Settings& settings() { return processor_.settings(); }
 
   Status StartSources() {
-    SourceContext context{options_, target_, child_ != nullptr, &settings()};
+    SourceContext context{options_,    target_,          child_ != nullptr,
+                          &settings(), collector_.get(), hooks_.warn};
     ASSIGN_OR_RETURN(sources_, record::StartSources(context, hooks_.warn));
     for (const auto& s : sources_) {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());

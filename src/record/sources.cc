@@ -3,6 +3,7 @@
 #include "src/record/exit_source.h"
 #include "src/record/offcpu_source.h"
 #include "src/record/syscall_source.h"
+#include "src/runtimes/python/source.h"
 
 namespace microscope::record {
 namespace {
@@ -14,17 +15,24 @@ struct SourceKind {
   // only, not on stderr (an unprivileged user would see it each time).
   bool quiet;
   bool (*wanted)(const RecordOptions&);
+  // Refused, the recording stops (otherwise it goes on without the part).
+  bool (*required)(const RecordOptions&);
   Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
 };
 
 // One line per source.
 const SourceKind kSources[] = {
     {capture::kOffCpuSource, "off-CPU time", false,
-     [](const RecordOptions& o) { return o.off_cpu; }, StartOffCpuSource},
+     [](const RecordOptions& o) { return o.off_cpu; },
+     [](const RecordOptions& o) { return !o.samples; }, StartOffCpuSource},
     {capture::kSyscallSource, "system calls", false,
-     [](const RecordOptions& o) { return o.syscalls; }, StartSyscallSource},
+     [](const RecordOptions& o) { return o.syscalls; },
+     [](const RecordOptions& o) { return !o.samples; }, StartSyscallSource},
     {capture::kExitSource, "exit statuses", true, [](const RecordOptions&) { return true; },
-     StartExitSource},
+     [](const RecordOptions&) { return false; }, StartExitSource},
+    {capture::kPythonSource, "Python frames", false,
+     [](const RecordOptions& o) { return o.samples && o.python != "off"; },
+     [](const RecordOptions& o) { return o.python == "bpf"; }, runtimes::python::StartPythonSource},
 };
 
 }  // namespace
@@ -39,7 +47,7 @@ Result<std::vector<std::unique_ptr<EventSource>>> StartSources(
       sources.push_back(std::move(started).value());
       continue;
     }
-    if (!context.options.samples && !kind.quiet) return started.status();
+    if (kind.required(context.options)) return started.status();
     const std::string why = started.status().message();
     context.settings->SetSource(std::string(kind.name), "off: " + why);
     context.settings->notes.push_back(std::string(kind.part) + " not recorded: " + why);

@@ -61,6 +61,9 @@ struct SpliceStack {
   uint64_t time = 0;
   std::vector<capture::FrameId>* frames = nullptr;
   std::span<const uint8_t> tags;
+  // What the runtime's BPF program wrote for this stack (a sample's walk,
+  // paired in ring order); empty when it wrote nothing.
+  std::span<const uint8_t> walk;
 };
 
 class StackSplicer {

@@ -161,6 +161,8 @@ Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout,
   }
   CodeInfo info;
   info.first_line = first_line;
+  info.filename_object = filename;
+  info.qualname_object = qualname;
   ASSIGN_OR_RETURN(info.filename, ReadStr(memory, layout, types, filename, "co_filename"));
   ASSIGN_OR_RETURN(info.qualname, ReadStr(memory, layout, types, qualname, "co_qualname"));
   RETURN_IF_ERROR(CheckType(memory, layout, table, types.bytes, "co_linetable"));

@@ -38,6 +38,8 @@ struct InterpreterAddresses {
 Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path, uint64_t bias);
 
 struct CodeInfo {
+  uint64_t filename_object = 0;  // the str objects the names were read from
+  uint64_t qualname_object = 0;
   std::string filename;
   std::string qualname;
   int first_line = 0;

@@ -1,0 +1,97 @@
+/* The CPython walker's maps and records, shared by bpf/python.bpf.c and its
+ * loader (src/runtimes/python/walker.cc). Plain fixed-width C: both
+ * compilers must lay it out alike. */
+#ifndef MICROSCOPE_BPF_PYTHON_H
+#define MICROSCOPE_BPF_PYTHON_H
+
+#define MICROSCOPE_PY_MAX_FRAMES 128 /* Python frames walked per sample */
+#define MICROSCOPE_PY_SEARCH 32      /* thread states searched per interpreter */
+#define MICROSCOPE_PY_INTERPRETERS 4 /* interpreters searched */
+#define MICROSCOPE_PY_ABSENT 0xffffffffu
+/* Bytes read at once from a frame (from its start) and from a code object
+ * (from code_lo): every offset the walker reads there lies inside. */
+#define MICROSCOPE_PY_CHUNK 128
+
+/* Where one process's interpreter keeps what the walk reads (its release's
+ * Layout), set by the loader when the interpreter module is mapped; offsets
+ * are MICROSCOPE_PY_ABSENT where the release has no such field. */
+struct py_process {
+  __u64 runtime;   /* address of _PyRuntime */
+  __u64 pidns_dev; /* the process's pid namespace (0: the recorder's own) */
+  __u64 pidns_ino;
+  __u32 generation; /* bumped by each refresh of the thread map */
+  __u32 runtime_interpreters_head;
+  __u32 interp_next;
+  __u32 interp_threads_head;
+  __u32 thread_next;
+  __u32 thread_native_id;
+  __u32 thread_current_frame; /* 3.13 on */
+  __u32 thread_cframe;        /* 3.11, 3.12: through the _PyCFrame */
+  __u32 cframe_current_frame;
+  __u32 frame_previous;
+  __u32 frame_executable;
+  __u32 frame_instr_ptr;
+  __u32 frame_owner;
+  __u32 frame_is_entry; /* 3.11 */
+  __u32 code_lo;        /* the least of the three code offsets below */
+  __u32 code_firstlineno;
+  __u32 code_filename;
+  __u32 code_qualname;
+  __u32 code_adaptive;
+  /* Owners of frames that run no Python code (3.12 on: the C stack's shim,
+   * which ends an activation; 3.14 on: the interpreter's base frame);
+   * 0xff: none. */
+  __u8 owner_cstack;
+  __u8 owner_interpreter;
+  __u8 reserved[2];
+};
+
+/* py_threads: a thread's state, refreshed from user space, or found by the
+ * walk (tstate 0: searched in vain at this generation). */
+struct py_thread {
+  __u64 tstate;
+  __u64 native_id; /* as the target's pid namespace sees it */
+  __u32 generation;
+  __u32 reserved;
+};
+
+/* py_walk.status */
+#define MICROSCOPE_PY_WALKED 0     /* frames[0..nframes) are the thread's */
+#define MICROSCOPE_PY_NO_THREAD 1  /* no thread state has this thread's id */
+#define MICROSCOPE_PY_SEVERAL 2    /* more than one thread state has it */
+#define MICROSCOPE_PY_PAST_BOUND 3 /* not among the thread states searched */
+#define MICROSCOPE_PY_UNREADABLE 4 /* target memory failed to read (frames so far kept) */
+#define MICROSCOPE_PY_TRUNCATED 5  /* more frames than MICROSCOPE_PY_MAX_FRAMES */
+
+/* py_frame.instr: the instruction's byte offset from the code's first
+ * instruction (co_code_adaptive), or MICROSCOPE_PY_NO_INSTR; the top bit
+ * marks the last (outermost) frame of an eval loop activation. */
+#define MICROSCOPE_PY_ENTRY 0x80000000u
+#define MICROSCOPE_PY_NO_INSTR 0x7fffffffu
+
+struct py_frame {
+  __u64 code;        /* the code object, as the frame names it */
+  __u64 qualname;    /* and, as the walk read them, its co_qualname, */
+  __u64 filename;    /* co_filename */
+  __s32 firstlineno; /* and co_firstlineno: the proof that user space reads the same object */
+  __u32 instr;
+};
+
+/* One walk, written by bpf_perf_event_output into the sample's own ring
+ * just before the sample: leaf first. */
+#define MICROSCOPE_PY_MAGIC 0x70790001u /* "py", record version 1 */
+struct py_walk {
+  __u32 magic;
+  __u32 pid;
+  __u32 tid;
+  __u8 status;
+  __u8 reserved;
+  __u16 nframes;
+  __u64 tstate;
+  struct py_frame frames[MICROSCOPE_PY_MAX_FRAMES];
+};
+
+#define MICROSCOPE_PY_WALK_FIXED \
+  (sizeof(struct py_walk) - sizeof(struct py_frame) * MICROSCOPE_PY_MAX_FRAMES)
+
+#endif

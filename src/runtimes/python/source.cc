@@ -1,0 +1,391 @@
+#include "src/runtimes/python/source.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/hex.h"
+#include "src/record/collector.h"
+#include "src/runtimes/python/code_reader.h"
+#include "src/runtimes/python/layout.h"
+#include "src/runtimes/python/line_table.h"
+#include "src/runtimes/python/walk.h"
+#include "src/runtimes/python/walker.h"
+#include "src/symbols/elf_handle.h"
+#include "src/symbols/elf_image.h"
+
+namespace microscope::runtimes::python {
+namespace {
+
+using record::FrameInterner;
+using record::InterpretedFrame;
+using record::MappedModule;
+using record::SpliceStack;
+
+constexpr std::string_view kSourceName = capture::kPythonSource;
+constexpr uint8_t kEvalTag = 1;              // _PyEval_EvalFrameDefault's code
+constexpr uint64_t kRefreshNs = 20'000'000;  // thread maps, about every 20 ms
+constexpr size_t kMaxNotes = 16;             // laid-out processes named in the notes
+
+// What a module tells about the interpreter in it, found once per module.
+struct ModuleInfo {
+  bool python = false;  // carries _PyRuntime
+  std::string error;    // a CPython the walker cannot read, and why
+  Layout layout;
+  InterpreterAddresses at;  // link-time addresses (bias 0)
+  std::vector<symbols::LoadSegment> loads;
+};
+
+// The (pid namespace dev, inode) of a process; nullopt when unreadable.
+std::optional<std::pair<uint64_t, uint64_t>> PidNamespace(const std::string& pid) {
+  struct stat st;
+  if (stat(("/proc/" + pid + "/ns/pid").c_str(), &st) != 0) return std::nullopt;
+  return std::pair{uint64_t(st.st_dev), uint64_t(st.st_ino)};
+}
+
+// For a process in another pid namespace: its threads' ids there, mapped to
+// the ids the recorder sees (NSpid's first and last fields).
+std::unordered_map<uint64_t, uint32_t> NamespaceTids(uint32_t pid) {
+  std::unordered_map<uint64_t, uint32_t> out;
+  std::error_code ec;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::ifstream status(entry.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("NSpid:", 0) != 0) continue;
+      std::istringstream in(line.substr(6));
+      uint64_t first = 0, last = 0, v;
+      if (in >> first) {
+        last = first;
+        while (in >> v) last = v;
+        out[last] = uint32_t(first);
+      }
+    }
+  }
+  return out;
+}
+
+struct CodeKey {
+  uint64_t code, qualname, filename;
+  int32_t first_line;
+  bool operator<(const CodeKey& o) const {
+    return std::tie(code, qualname, filename, first_line) <
+           std::tie(o.code, o.qualname, o.filename, o.first_line);
+  }
+};
+struct NamedCode {
+  std::string error;  // non-empty: not named, why
+  CodeInfo info;
+};
+
+struct Process {
+  const ModuleInfo* module = nullptr;
+  InterpreterAddresses at;  // in the process
+  std::unique_ptr<ProcessMemory> memory;
+  bool own_namespace = true;
+  std::map<CodeKey, NamedCode> codes;
+};
+
+class PythonSource final : public record::EventSource, public record::StackSplicer {
+ public:
+  PythonSource(std::unique_ptr<Walker> walker, std::string refused, std::string mode,
+               std::function<void(const std::string&)> warn)
+      : walker_(std::move(walker)),
+        refused_(std::move(refused)),
+        mode_(std::move(mode)),
+        warn_(std::move(warn)) {
+    own_ns_ = PidNamespace("self");
+  }
+
+  int wait_fd() const override { return -1; }
+  void Poll(const record::PollWindow& window, record::Processor* processor) override;
+  size_t pending() const override { return 0; }
+  uint64_t time_at(size_t) const override { return 0; }
+  void Deliver(size_t, record::Processor*) override {}
+  void Consume(size_t) override {}
+  void Finish(record::Processor* processor, capture::Settings* settings) override;
+  record::StackSplicer* splicer() override { return this; }
+
+  void OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) override;
+  void Splice(const SpliceStack& stack, FrameInterner* interner) override;
+
+ private:
+  const ModuleInfo* Module(const MappedModule& mapping, record::CodeMarks* marks);
+  void LayOut(const MappedModule& mapping, const ModuleInfo& module);
+  void RefreshThreads();
+  capture::FrameId Name(Process* process, const WalkFrame& frame, FrameInterner* interner);
+  capture::FrameId Unknown(const std::string& why, FrameInterner* interner) {
+    ++unknown_frames_;
+    return interner->Interpreted({"[unknown Python: " + why + "]", "", 0, 0});
+  }
+  void Problem(const std::string& kind, const std::string& example) {
+    auto& p = problems_[kind];
+    if (p.first++ == 0) p.second = example;
+  }
+
+  std::unique_ptr<Walker> walker_;  // null when refused_
+  std::string refused_;
+  std::string mode_;
+  std::function<void(const std::string&)> warn_;
+  bool warned_ = false;
+  std::optional<std::pair<uint64_t, uint64_t>> own_ns_;
+  std::unordered_map<capture::ModuleId, std::unique_ptr<ModuleInfo>> modules_;
+  std::unordered_map<uint32_t, Process> processes_;
+  std::vector<std::string> notes_;
+  std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
+  uint64_t last_refresh_ = 0;
+  uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, python_frames_ = 0, unknown_frames_ = 0;
+};
+
+const ModuleInfo* PythonSource::Module(const MappedModule& mapping, record::CodeMarks* marks) {
+  auto [it, fresh] = modules_.try_emplace(mapping.module);
+  if (!fresh) return it->second.get();
+  auto info = std::make_unique<ModuleInfo>();
+  // The file as the target sees it (its root may be a container's).
+  std::string path = "/proc/" + std::to_string(mapping.pid) + "/root" + std::string(mapping.path);
+  if (access(path.c_str(), R_OK) != 0) path = std::string(mapping.path);
+  Result<Layout> layout = LayoutFromElfFile(path);
+  if (!layout.ok()) {
+    if (layout.status().code() != StatusCode::kNotFound) {
+      info->python = true;
+      info->error = layout.status().message();
+    }
+  } else {
+    info->python = true;
+    info->layout = *layout;
+    Result<InterpreterAddresses> at = InterpreterAddressesFromElf(path, 0);
+    Result<symbols::ElfFile> file = symbols::OpenElfFile(path);
+    GElf_Sym eval;
+    Result<std::vector<symbols::LoadSegment>> loads =
+        file.ok() ? symbols::ElfLoadSegments(file->elf.get())
+                  : Result<std::vector<symbols::LoadSegment>>(file.status());
+    if (!at.ok()) {
+      info->error = at.status().message();
+    } else if (!loads.ok()) {
+      info->error = loads.status().message();
+    } else if (!symbols::FindSymbol(file->elf.get(), "_PyEval_EvalFrameDefault", &eval)) {
+      info->error = path + ": no _PyEval_EvalFrameDefault symbol";
+    } else {
+      info->at = *at;
+      info->loads = *loads;
+      // Frames in the eval loop are where walks are spliced in.
+      for (const symbols::LoadSegment& s : info->loads) {
+        if (eval.st_value >= s.vaddr && eval.st_value < s.vaddr + s.filesz) {
+          uint64_t off = eval.st_value - s.vaddr + s.offset;
+          marks->Mark(mapping.module, off, off + std::max<uint64_t>(eval.st_size, 1), kEvalTag);
+        }
+      }
+    }
+  }
+  if (info->python && !info->error.empty() && notes_.size() < kMaxNotes)
+    notes_.push_back("Python: " + info->error);
+  it->second = std::move(info);
+  return it->second.get();
+}
+
+void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) {
+  const ModuleInfo* module = Module(mapping, marks);
+  if (!module->python) return;
+  if (!refused_.empty()) {
+    if (!warned_ && warn_) warn_("Python frames not recorded: " + refused_);
+    warned_ = true;
+    return;
+  }
+  if (module->error.empty()) LayOut(mapping, *module);
+}
+
+void PythonSource::LayOut(const MappedModule& mapping, const ModuleInfo& module) {
+  uint64_t vaddr;
+  if (!symbols::OffsetToVaddr(module.loads, mapping.file_offset, &vaddr)) return;
+  const uint64_t bias = mapping.start - vaddr;
+  Process& p = processes_[mapping.pid];
+  if (p.module == &module && p.at.runtime == module.at.runtime + bias) return;  // another segment
+  p = Process{};
+  p.module = &module;
+  p.at = {module.at.runtime + bias, module.at.code + bias, module.at.str + bias,
+          module.at.bytes + bias};
+  p.memory = std::make_unique<ProcessMemory>(pid_t(mapping.pid));
+  ProcessWalk where;
+  where.runtime = p.at.runtime;
+  auto ns = PidNamespace(std::to_string(mapping.pid));
+  p.own_namespace = !ns || !own_ns_ || *ns == *own_ns_;
+  if (!p.own_namespace) std::tie(where.pidns_dev, where.pidns_ino) = *ns;
+  Status set = walker_->SetProcess(mapping.pid, module.layout, where);
+  if (!set.ok()) {
+    Problem("Python process not laid out",
+            "pid " + std::to_string(mapping.pid) + ": " + set.message());
+    processes_.erase(mapping.pid);
+    return;
+  }
+  if (notes_.size() < kMaxNotes) {
+    notes_.push_back("Python: pid " + std::to_string(mapping.pid) + " CPython " +
+                     module.layout.Version() + " (" + std::string(mapping.path) + ")");
+  }
+  last_refresh_ = 0;  // its threads at the next poll
+}
+
+void PythonSource::RefreshThreads() {
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    auto& [pid, p] = *it;
+    Result<std::vector<PythonThread>> threads = ListThreads(*p.memory, p.module->layout, p.at);
+    if (!threads.ok()) {
+      if (kill(pid_t(pid), 0) != 0) {  // gone: its walks are all in the rings already
+        it = processes_.erase(it);
+        continue;
+      }
+      Problem("Python thread list unreadable",
+              "pid " + std::to_string(pid) + ": " + threads.status().message());
+      ++it;
+      continue;
+    }
+    std::unordered_map<uint64_t, uint32_t> tids;
+    if (!p.own_namespace) tids = NamespaceTids(pid);
+    std::vector<Walker::Thread> mapped;
+    for (const PythonThread& t : *threads) {
+      uint64_t tid = t.native_id;
+      if (!p.own_namespace) {
+        auto found = tids.find(t.native_id);
+        if (found == tids.end()) continue;
+        tid = found->second;
+      }
+      if (tid == 0 || tid > UINT32_MAX) continue;
+      mapped.push_back({uint32_t(tid), t.state, t.native_id});
+    }
+    Status set = walker_->SetThreads(pid, mapped);
+    if (!set.ok()) Problem("Python threads not given to the walker", set.message());
+    ++it;
+  }
+}
+
+void PythonSource::Poll(const record::PollWindow&, record::Processor*) {
+  if (walker_ == nullptr) return;
+  const uint64_t now = MonotonicNowNs();
+  if (now - last_refresh_ < kRefreshNs) return;
+  last_refresh_ = now;
+  RefreshThreads();
+}
+
+capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameInterner* interner) {
+  auto [it, fresh] = process->codes.try_emplace({f.code, f.qualname, f.filename, f.first_line});
+  NamedCode& named = it->second;
+  if (fresh) {
+    const ModuleInfo& m = *process->module;
+    Result<CodeInfo> info = ReadCode(*process->memory, m.layout, process->at, f.code);
+    if (!info.ok()) {
+      named.error = "code object unreadable";
+      Problem("Python code objects not named", info.status().message());
+    } else if (info->qualname_object != f.qualname || info->filename_object != f.filename ||
+               info->first_line != f.first_line) {
+      // Freed and its memory reused since the walk: another function's now.
+      named.error = "code object changed since the walk";
+      Problem("Python code objects not named",
+              "code object at " + HexAddress(f.code) + " changed since the walk");
+    } else {
+      named.info = std::move(*info);
+    }
+  }
+  if (!named.error.empty()) return Unknown(named.error, interner);
+  const CodeInfo& info = named.info;
+  uint32_t line = uint32_t(std::max(info.first_line, 0));
+  if (f.instr != WalkFrame::kNoInstr) {
+    LineLookup l = LineOfInstruction(info.line_table, info.first_line, f.instr / 2);
+    if (l.kind == LineLookup::kLine) {
+      line = uint32_t(std::max(l.line, 0));
+    } else if (l.kind != LineLookup::kNoLine) {
+      Problem("Python lines not found",
+              info.qualname + " instruction " + std::to_string(f.instr / 2));
+    }
+  }
+  ++python_frames_;
+  return interner->Interpreted(
+      {info.qualname, info.filename, line, uint32_t(std::max(info.first_line, 0))});
+}
+
+void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
+  ++stacks_;
+  const uint64_t unknown_before = unknown_frames_;
+  auto p = processes_.find(stack.pid);
+  std::optional<Walk> walk;
+  std::string no_walk;
+  if (!refused_.empty()) {
+    no_walk = "not recorded: " + refused_;
+  } else if (p == processes_.end()) {
+    no_walk = "the interpreter was not laid out (yet)";
+  } else if (stack.walk.empty()) {
+    no_walk = "no walk for this stack";
+  } else if (Result<Walk> parsed = ParseWalk(stack.walk); !parsed.ok()) {
+    Problem("malformed Python walks", parsed.status().message());
+    no_walk = "malformed walk";
+  } else if (parsed->pid != stack.pid || parsed->tid != stack.tid) {
+    Problem("Python walks of another thread", "walk of " + std::to_string(parsed->tid) +
+                                                  " paired with a sample of " +
+                                                  std::to_string(stack.tid));
+    no_walk = "walk of another thread";
+  } else {
+    walk = std::move(*parsed);
+    ++walks_;
+  }
+  SpliceHooks hooks;
+  hooks.frame = [&](const WalkFrame& f) { return Name(&p->second, f, interner); };
+  hooks.marker = [&](const std::string& why) { return Unknown(why, interner); };
+  SpliceWalk(walk ? &*walk : nullptr, no_walk, stack.frames, stack.tags, kEvalTag, hooks);
+  if (unknown_frames_ == unknown_before) ++stacks_named_;
+}
+
+void PythonSource::Finish(record::Processor* processor, capture::Settings* settings) {
+  for (const auto& [kind, count_example] : problems_)
+    processor->CountProblem(kind, count_example.second, count_example.first);
+  capture::SourceSetting& s =
+      settings->SetSource(std::string(kSourceName), refused_.empty() ? "on" : "off: " + refused_);
+  s.values = {{"stacks", stacks_},
+              {"stacks_all_named", stacks_named_},
+              {"walks", walks_},
+              {"frames", python_frames_},
+              {"unknown_frames", unknown_frames_},
+              {"walks_lost", walker_ ? walker_->Lost() : 0}};
+  for (std::string& n : notes_) settings->notes.push_back(std::move(n));
+  if (refused_.empty()) {
+    settings->notes.push_back("Python (" + mode_ +
+                              "): frames walked by BPF at each sample of processes whose "
+                              "interpreter was mapped (CPython " +
+                              KnownReleases() + ")");
+  }
+  walker_.reset();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<record::EventSource>> StartPythonSource(
+    const record::SourceContext& context) {
+  const std::string& mode = context.options.python;
+  auto refuse = [&](const Status& why) -> Result<std::unique_ptr<record::EventSource>> {
+    // auto: the recording goes on native-only; Python modules, if any
+    // appear, are then named with the reason.
+    if (mode == "bpf") return why;
+    return std::unique_ptr<record::EventSource>(
+        new PythonSource(nullptr, why.message(), mode, context.warn));
+  };
+  if (context.collector == nullptr) return refuse(Status::Error("no perf events to walk on"));
+  Result<std::unique_ptr<Walker>> walker = Walker::Load();
+  if (!walker.ok()) return refuse(walker.status());
+  Result<std::vector<std::pair<int, int>>> outputs = context.collector->OpenOutputEvents();
+  if (!outputs.ok()) return refuse(outputs.status());
+  if (Status s = (*walker)->SetOutputs(*outputs); !s.ok()) return refuse(s);
+  if (Status s = context.collector->AttachProgram((*walker)->program_fd()); !s.ok())
+    return refuse(s);
+  context.settings->SetSource(std::string(kSourceName), "on");
+  return std::unique_ptr<record::EventSource>(
+      new PythonSource(std::move(*walker), "", mode, context.warn));
+}
+
+}  // namespace microscope::runtimes::python

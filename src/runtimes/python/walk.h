@@ -1,0 +1,57 @@
+// What the BPF walker (bpf/python.bpf.c) writes for a sample, read back
+// from untrusted ring bytes, and where its frames go in the native stack.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "capture/capture.h"
+
+namespace microscope::runtimes::python {
+
+struct WalkFrame {
+  uint64_t code = 0;
+  uint64_t qualname = 0;   // co_qualname, co_filename and co_firstlineno as
+  uint64_t filename = 0;   // the walk read them: the proof that a code
+  int32_t first_line = 0;  // object read later is the one the frame ran
+  // Byte offset of the instruction from co_code_adaptive; kNoInstr: none.
+  uint32_t instr = 0;
+  bool entry = false;  // the outermost frame of its eval loop activation
+  static constexpr uint32_t kNoInstr = 0x7fffffff;
+};
+
+struct Walk {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint8_t status = 0;  // MICROSCOPE_PY_* (bpf/python.h)
+  uint64_t tstate = 0;
+  std::vector<WalkFrame> frames;  // leaf first
+};
+
+// Refuses bytes that are not a whole walk record, saying why.
+Result<Walk> ParseWalk(std::span<const uint8_t> bytes);
+
+// Why a walk ended short, in words ("" when it did not).
+std::string WalkEndReason(uint8_t status);
+
+// Splices a walk's frames into a native stack (leaf first): each native
+// activation of the eval loop (tags[i] == eval_tag) gets, leafward of
+// it, the Python frames it runs, leaf first: the frames up to and
+// including the next entry frame. Where there are more groups of frames
+// than activations, or the walk ended short, the frames that could not be
+// placed follow the native ones and a marker with the reason ends the
+// stack; where the walk gave no frames at all, the marker stands at the
+// innermost activation.
+struct SpliceHooks {
+  std::function<capture::FrameId(const WalkFrame&)> frame;     // a Python frame
+  std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
+};
+void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
+                std::vector<capture::FrameId>* frames, std::span<const uint8_t> tags,
+                uint8_t eval_tag, const SpliceHooks& hooks);
+
+}  // namespace microscope::runtimes::python

@@ -1,0 +1,66 @@
+// Loads bpf/python.bpf.c (the only code that includes its skeleton): the
+// CPython walker that runs at each sample of the recorder's own perf events
+// and writes each walk into the sample's ring. The loader says which
+// processes are laid out how (py_processes) and which thread is which
+// thread state (py_threads).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "src/runtimes/python/layout.h"
+
+namespace microscope::runtimes::python {
+
+// Where one process's walk starts and how it reads.
+struct ProcessWalk {
+  uint64_t runtime = 0;    // address of _PyRuntime
+  uint64_t pidns_dev = 0;  // the target's pid namespace, 0 when it is the recorder's
+  uint64_t pidns_ino = 0;
+};
+
+class Walker {
+ public:
+  // Loads the program and its exec/exit/fork trackers.
+  static Result<std::unique_ptr<Walker>> Load();
+  ~Walker();
+  Walker(const Walker&) = delete;
+  Walker& operator=(const Walker&) = delete;
+
+  int program_fd() const;
+  // Gives each CPU's BPF output event (CPU, fd) to the program.
+  Status SetOutputs(std::span<const std::pair<int, int>> outputs);
+
+  // Lays out process `pid` by `layout`; refused (with the reason) when a
+  // release's offsets do not fit the walk's reads.
+  Status SetProcess(uint32_t pid, const Layout& layout, const ProcessWalk& where);
+  // Bumps the process's generation (searches done in vain are tried again)
+  // and records its threads: (tid as the recorder sees it, thread state,
+  // native id as the target sees it).
+  struct Thread {
+    uint32_t tid;
+    uint64_t tstate;
+    uint64_t native_id;
+  };
+  Status SetThreads(uint32_t pid, std::span<const Thread> threads);
+  void ForgetProcess(uint32_t pid);
+
+  // Walks that did not fit in their ring.
+  uint64_t Lost() const;
+
+  struct State;  // libbpf's objects; defined in the .cc only
+
+ private:
+  explicit Walker(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// The frame owners that run no Python code, for a release: (the C stack's
+// shim, the interpreter's base frame), 0xff where it has none.
+std::pair<uint8_t, uint8_t> NonPythonOwners(int minor);
+
+}  // namespace microscope::runtimes::python
