@@ -56,6 +56,14 @@ struct {
 
 // Walks whose record did not fit in the ring, per CPU.
 #include "lost_count.bpf.h"
+#include "targets.bpf.h"
+
+// Execs of followed processes, so that user space lays a new interpreter
+// out as soon as it is mapped, not when its mapping record is processed.
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 16);
+} py_execs SEC(".maps");
 
 // A word (or byte) of a chunk at an offset the loader checked to lie inside.
 static __always_inline __u64 chunk_word(const __u8* chunk, __u32 off) {
@@ -80,42 +88,36 @@ static __always_inline __u64 namespace_tid(const struct py_process* proc, __u32 
 }
 
 // The thread state whose native_thread_id is `native`, searched in every
-// interpreter's list (one bpf_loop step per thread state read, bounded);
-// sets *status when not exactly one is found.
+// interpreter's list (one bpf_loop step per thread state or interpreter,
+// MICROSCOPE_PY_SEARCH steps at most); sets *status when not exactly one
+// is found.
 struct search_ctx {
   const struct py_process* proc;
   __u64 native;
   __u64 interp;
-  __u64 ts;  // next thread state of interp to read; 0: start interp's list
+  __u64 ts;  // next thread state to read; 0: go on to the next interpreter
   __u64 found;
   __u32 matches;
-  __u32 interpreters;  // interpreters begun
-  __u32 in_list;       // thread states read of the current list
-  __u32 bounded;       // stopped at a bound with states left
+  __u32 seen;     // thread states read
+  __u32 started;  // the first interpreter's list is begun
+  __u32 done;     // every list was read to its end
 };
 
+// Nothing here branches on a count: the verifier would follow every value.
 static long search_step(__u64 i, void* data) {
   struct search_ctx* c = data;
   const struct py_process* proc = c->proc;
-  if (c->ts == 0) {  // the next interpreter's list
-    if (c->interpreters > 0 && read_u64(&c->interp, c->interp + proc->interp_next) != 0)
-      c->interp = 0;
-    if (c->interp == 0) return 1;
-    if (c->interpreters >= MICROSCOPE_PY_INTERPRETERS) {
-      c->bounded = 1;
+  if (c->ts == 0) {
+    if (c->started && read_u64(&c->interp, c->interp + proc->interp_next) != 0) c->interp = 0;
+    c->started = 1;
+    if (c->interp == 0) {
+      c->done = 1;
       return 1;
     }
-    ++c->interpreters;
-    c->in_list = 0;
     if (read_u64(&c->ts, c->interp + proc->interp_threads_head) != 0) c->ts = 0;
     return 0;
   }
-  if (c->in_list >= MICROSCOPE_PY_SEARCH) {
-    c->bounded = 1;
-    c->ts = 0;
-    return 0;
-  }
-  ++c->in_list;
+  ++c->seen;
   __u64 id = 0;
   if (read_u64(&id, c->ts + proc->thread_native_id) == 0 && id == c->native) {
     c->found = c->ts;
@@ -126,18 +128,19 @@ static long search_step(__u64 i, void* data) {
 }
 
 static __always_inline __u64 search_thread(const struct py_process* proc, __u64 native,
-                                           __u8* status) {
+                                           __u8* status, __u32* seen) {
   struct search_ctx c = {.proc = proc, .native = native};
   if (read_u64(&c.interp, proc->runtime + proc->runtime_interpreters_head) != 0) {
     *status = MICROSCOPE_PY_UNREADABLE;
     return 0;
   }
-  bpf_loop(MICROSCOPE_PY_INTERPRETERS * (MICROSCOPE_PY_SEARCH + 2) + 2, search_step, &c, 0);
+  bpf_loop(MICROSCOPE_PY_SEARCH, search_step, &c, 0);
+  *seen = c.seen;
   if (c.matches > 1) {
     *status = MICROSCOPE_PY_SEVERAL;
     return 0;
   }
-  if (c.matches == 0) *status = c.bounded ? MICROSCOPE_PY_PAST_BOUND : MICROSCOPE_PY_NO_THREAD;
+  if (c.matches == 0) *status = c.done ? MICROSCOPE_PY_NO_THREAD : MICROSCOPE_PY_PAST_BOUND;
   return c.found;
 }
 
@@ -148,7 +151,8 @@ static __always_inline __u64 thread_state(const struct py_process* proc, __u32 t
   __u64 native = namespace_tid(proc, tid);
   struct py_thread* known = bpf_map_lookup_elem(&py_threads, &tid);
   if (known) {
-    if (known->tstate == 0 && known->generation == proc->generation) {
+    if (known->tstate == 0 && known->generation == proc->generation &&
+        bpf_ktime_get_ns() - known->searched_ns < MICROSCOPE_PY_RESEARCH_NS) {
       *status = MICROSCOPE_PY_NO_THREAD;
       return 0;
     }
@@ -157,9 +161,15 @@ static __always_inline __u64 thread_state(const struct py_process* proc, __u32 t
         id == native)
       return known->tstate;
   }
-  __u64 ts = search_thread(proc, native, status);
-  if (*status == MICROSCOPE_PY_WALKED || *status == MICROSCOPE_PY_NO_THREAD) {
-    struct py_thread entry = {.tstate = ts, .native_id = native, .generation = proc->generation};
+  __u32 seen = 0;
+  __u64 ts = search_thread(proc, native, status, &seen);
+  // Remembered when found, or when not found among threads that exist (an
+  // interpreter still starting has none yet).
+  if (*status == MICROSCOPE_PY_WALKED || (*status == MICROSCOPE_PY_NO_THREAD && seen > 0)) {
+    struct py_thread entry = {.tstate = ts,
+                              .native_id = native,
+                              .searched_ns = bpf_ktime_get_ns(),
+                              .generation = proc->generation};
     bpf_map_update_elem(&py_threads, &tid, &entry, BPF_ANY);
   }
   return ts;
@@ -186,19 +196,24 @@ static long walk_step(__u64 i, void* data) {
   __u64 code = chunk_word(s->frame, proc->frame_executable) & ~7ull;  // 3.14: a tagged _PyStackRef
   __u64 instr_ptr = chunk_word(s->frame, proc->frame_instr_ptr);
   __u8 owner = chunk_byte(s->frame, proc->frame_owner);
+  const __u64 at = c->frame;
   c->frame = chunk_word(s->frame, proc->frame_previous);
   __u32 n = c->n;
-  if (owner == proc->owner_cstack || owner == proc->owner_interpreter) {
-    // The shim at the bottom of an activation: the frame before it was the
-    // activation's outermost.
-    if (n > 0 && n <= MICROSCOPE_PY_MAX_FRAMES) w->frames[n - 1].instr |= MICROSCOPE_PY_ENTRY;
-    return 0;
-  }
   if (n >= MICROSCOPE_PY_MAX_FRAMES) {
     w->status = MICROSCOPE_PY_TRUNCATED;
     return 1;
   }
   struct py_frame* f = &w->frames[n];
+  if (owner == proc->owner_cstack || owner == proc->owner_interpreter) {
+    // The shim at the bottom of an activation, on that activation's C stack.
+    f->code = at;
+    f->qualname = 0;
+    f->filename = 0;
+    f->firstlineno = 0;
+    f->instr = MICROSCOPE_PY_SHIM;
+    c->n = n + 1;
+    return 0;
+  }
   f->code = code;
   f->qualname = 0;
   f->filename = 0;
@@ -222,8 +237,7 @@ static long walk_step(__u64 i, void* data) {
 static __always_inline void walk_frames(const struct py_process* proc, struct py_scratch* s,
                                         __u64 frame) {
   struct walk_ctx c = {.proc = proc, .s = s, .frame = frame};
-  // Shims take steps too: room for one per two frames.
-  bpf_loop(MICROSCOPE_PY_MAX_FRAMES * 3 / 2 + 1, walk_step, &c, 0);
+  bpf_loop(MICROSCOPE_PY_MAX_FRAMES + 1, walk_step, &c, 0);
   struct py_walk* w = &s->walk;
   if (c.frame != 0 && w->status == MICROSCOPE_PY_WALKED) w->status = MICROSCOPE_PY_TRUNCATED;
   w->nframes = c.n;
@@ -274,6 +288,7 @@ int BPF_PROG(py_exec, struct task_struct* p) {
   __u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
   bpf_map_delete_elem(&py_processes, &tgid);
   bpf_map_delete_elem(&py_threads, &tid);
+  if (followed_tgid(tgid)) bpf_ringbuf_output(&py_execs, &tgid, sizeof(tgid), 0);
   return 0;
 }
 
@@ -285,6 +300,7 @@ int BPF_PROG(py_exit, struct task_struct* p, bool group_dead) {
     __u32 tgid = BPF_CORE_READ(p, tgid);
     bpf_map_delete_elem(&py_processes, &tgid);
   }
+  forget_if_group_dead(p, group_dead);
   return 0;
 }
 

@@ -5,8 +5,7 @@
 #define MICROSCOPE_BPF_PYTHON_H
 
 #define MICROSCOPE_PY_MAX_FRAMES 128 /* Python frames walked per sample */
-#define MICROSCOPE_PY_SEARCH 32      /* thread states searched per interpreter */
-#define MICROSCOPE_PY_INTERPRETERS 4 /* interpreters searched */
+#define MICROSCOPE_PY_SEARCH 64      /* thread states (and interpreters) searched */
 #define MICROSCOPE_PY_ABSENT 0xffffffffu
 /* Bytes read at once from a frame (from its start) and from a code object
  * (from code_lo): every offset the walker reads there lies inside. */
@@ -51,9 +50,11 @@ struct py_process {
 struct py_thread {
   __u64 tstate;
   __u64 native_id; /* as the target's pid namespace sees it */
+  __u64 searched_ns; /* tstate 0: when the search found none (tried again 10 ms on) */
   __u32 generation;
   __u32 reserved;
 };
+#define MICROSCOPE_PY_RESEARCH_NS 10000000ull
 
 /* py_walk.status */
 #define MICROSCOPE_PY_WALKED 0     /* frames[0..nframes) are the thread's */
@@ -64,10 +65,14 @@ struct py_thread {
 #define MICROSCOPE_PY_TRUNCATED 5  /* more frames than MICROSCOPE_PY_MAX_FRAMES */
 
 /* py_frame.instr: the instruction's byte offset from the code's first
- * instruction (co_code_adaptive), or MICROSCOPE_PY_NO_INSTR; the top bit
- * marks the last (outermost) frame of an eval loop activation. */
+ * instruction (co_code_adaptive), or MICROSCOPE_PY_NO_INSTR; ENTRY marks
+ * the last (outermost) frame of an eval loop activation (3.11: is_entry).
+ * A frame with SHIM is not Python code but the shim an activation of the
+ * eval loop pushed below its frames (3.12 on): `code` is the shim's own
+ * address, a local of that activation's native frame. */
 #define MICROSCOPE_PY_ENTRY 0x80000000u
-#define MICROSCOPE_PY_NO_INSTR 0x7fffffffu
+#define MICROSCOPE_PY_SHIM 0x40000000u
+#define MICROSCOPE_PY_NO_INSTR 0x3fffffffu
 
 struct py_frame {
   __u64 code;        /* the code object, as the frame names it */

@@ -350,6 +350,7 @@ void Processor::OnSample(const Event& e) {
   capture::ThreadId thread = EnsureThread(e.pid, e.tid, e.time);
   ProcessState& proc = EnsureProcess(e.pid, e.time);
   scratch_.clear();
+  scratch_sp_.clear();
   uint64_t context = 0;
   bool first_in_context = true;
   bool saw_user = false;

@@ -171,6 +171,7 @@ class Processor : private CodeMarks, private FrameInterner {
   capture::StackInterner stacks_;
   capture::ModuleId kernel_module_ = capture::kNone;
   std::vector<capture::FrameId> scratch_;
+  std::vector<uint64_t> scratch_sp_;  // each unwound frame's stack pointer (0: not known)
   // Unwind state: per module its CFI (loaded on first use, shared by every
   // process mapping it: modules are one per build ID), per mapping its bias.
   struct ModuleUnwind {

@@ -76,7 +76,8 @@ void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time,
       any |= scratch_tags_[i] != 0;
     }
     if (!any) return;
-    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_, walk}, this);
+    scratch_sp_.resize(scratch_.size(), 0);
+    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_, scratch_sp_, walk}, this);
   }
 }
 

@@ -78,9 +78,11 @@ capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
   unwind::Policy policy =
       options_.call_graph == CallGraph::kAuto ? unwind::Policy::kAuto : unwind::Policy::kDwarf;
   unwind::UnwindResult r = unwind::Unwind(regs, stack, map, policy, unwind_frames_);
+  scratch_sp_.resize(scratch_.size(), 0);
   for (size_t i = 0; i < r.frames; ++i) {
     const unwind::Frame& f = unwind_frames_[i];
     scratch_.push_back(UserFrame(proc, f.exact ? f.pc : f.pc - 1));
+    scratch_sp_.push_back(f.sp);
   }
   if (r.end == StackEnd::kUnmappedPc) {
     const uint64_t pc = regs.value[unwind::kRegRa];

@@ -61,6 +61,9 @@ struct SpliceStack {
   uint64_t time = 0;
   std::vector<capture::FrameId>* frames = nullptr;
   std::span<const uint8_t> tags;
+  // Each frame's stack pointer, where the unwinder knew it (0 elsewhere): a
+  // frame's locals lie from it up to the next frame's.
+  std::span<const uint64_t> sps;
   // What the runtime's BPF program wrote for this stack (a sample's walk,
   // paired in ring order); empty when it wrote nothing.
   std::span<const uint8_t> walk;

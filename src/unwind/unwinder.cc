@@ -252,7 +252,7 @@ UnwindResult UnwindPass(const Registers& initial, const StackImage& stack, CodeM
       result.end = StackEnd::kMaxDepth;
       return result;
     }
-    out[result.frames++] = {pc, exact};
+    out[result.frames++] = {pc, exact, regs.value[kRegRsp]};
     // A return address points after the call; look up the call itself.
     uint64_t lookup = (exact ? pc : pc - 1) - info.bias;
     const CfiRow* row = info.table != nullptr ? info.table->Find(lookup) : nullptr;

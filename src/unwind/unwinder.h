@@ -43,7 +43,8 @@ struct StackImage {
 
 struct Frame {
   uint64_t pc;
-  bool exact;  // the interrupted pc (leaf, or the frame a signal interrupted)
+  bool exact;       // the interrupted pc (leaf, or the frame a signal interrupted)
+  uint64_t sp = 0;  // its stack pointer: its locals lie between it and its caller's
 };
 
 struct UnwindResult {

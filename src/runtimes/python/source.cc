@@ -1,7 +1,9 @@
 #include "src/runtimes/python/source.h"
 
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,7 +16,9 @@
 
 #include "base/clock.h"
 #include "base/hex.h"
+#include "base/scoped_fd.h"
 #include "src/record/collector.h"
+#include "src/record/proc.h"
 #include "src/runtimes/python/code_reader.h"
 #include "src/runtimes/python/layout.h"
 #include "src/runtimes/python/line_table.h"
@@ -32,9 +36,13 @@ using record::MappedModule;
 using record::SpliceStack;
 
 constexpr std::string_view kSourceName = capture::kPythonSource;
-constexpr uint8_t kEvalTag = 1;              // _PyEval_EvalFrameDefault's code
+constexpr uint8_t kEvalTag = 1;              // _PyEval_EvalFrameDefault's code (as its symbol says)
+constexpr uint8_t kModuleTag = 2;            // the rest of the interpreter module
 constexpr uint64_t kRefreshNs = 20'000'000;  // thread maps, about every 20 ms
-constexpr size_t kMaxNotes = 16;             // laid-out processes named in the notes
+constexpr size_t kMaxNotes = 16;
+constexpr uint64_t kRetryNs = 2'000'000;  // an exec'd process's maps, every 2 ms
+constexpr uint64_t kExecWindowNs =
+    1'000'000'000;  // for up to 1 s             // laid-out processes named in the notes
 
 // What a module tells about the interpreter in it, found once per module.
 struct ModuleInfo {
@@ -43,7 +51,52 @@ struct ModuleInfo {
   Layout layout;
   InterpreterAddresses at;  // link-time addresses (bias 0)
   std::vector<symbols::LoadSegment> loads;
+  uint64_t eval_begin = 0, eval_end = 0;  // _PyEval_EvalFrameDefault, as file offsets
 };
+
+// What the file at `path` tells about the interpreter in it.
+std::unique_ptr<ModuleInfo> ReadModuleInfo(const std::string& path) {
+  auto info = std::make_unique<ModuleInfo>();
+  Result<Layout> layout = LayoutFromElfFile(path);
+  if (!layout.ok()) {
+    if (layout.status().code() != StatusCode::kNotFound) {
+      info->python = true;
+      info->error = layout.status().message();
+    }
+    return info;
+  }
+  info->python = true;
+  info->layout = *layout;
+  Result<InterpreterAddresses> at = InterpreterAddressesFromElf(path, 0);
+  Result<symbols::ElfFile> file = symbols::OpenElfFile(path);
+  Result<std::vector<symbols::LoadSegment>> loads =
+      file.ok() ? symbols::ElfLoadSegments(file->elf.get())
+                : Result<std::vector<symbols::LoadSegment>>(file.status());
+  GElf_Sym eval;
+  if (!at.ok()) {
+    info->error = at.status().message();
+  } else if (!loads.ok()) {
+    info->error = loads.status().message();
+  } else if (!symbols::FindSymbol(file->elf.get(), "_PyEval_EvalFrameDefault", &eval)) {
+    info->error = path + ": no _PyEval_EvalFrameDefault symbol";
+  } else {
+    info->at = *at;
+    info->loads = *loads;
+    for (const symbols::LoadSegment& s : info->loads) {
+      if (eval.st_value >= s.vaddr && eval.st_value < s.vaddr + s.filesz) {
+        info->eval_begin = eval.st_value - s.vaddr + s.offset;
+        info->eval_end = info->eval_begin + std::max<uint64_t>(eval.st_size, 1);
+      }
+    }
+  }
+  return info;
+}
+
+// The file of a mapping as its process sees it (its root may be a container's).
+std::string TargetFile(uint32_t pid, std::string_view path) {
+  std::string in_root = "/proc/" + std::to_string(pid) + "/root" + std::string(path);
+  return access(in_root.c_str(), R_OK) == 0 ? in_root : std::string(path);
+}
 
 // The (pid namespace dev, inode) of a process; nullopt when unreadable.
 std::optional<std::pair<uint64_t, uint64_t>> PidNamespace(const std::string& pid) {
@@ -93,6 +146,9 @@ struct Process {
   InterpreterAddresses at;  // in the process
   std::unique_ptr<ProcessMemory> memory;
   bool own_namespace = true;
+  // Exited: its walks still wait in the rings, named from what was read
+  // while it ran.
+  bool gone = false;
   std::map<CodeKey, NamedCode> codes;
 };
 
@@ -105,9 +161,18 @@ class PythonSource final : public record::EventSource, public record::StackSplic
         mode_(std::move(mode)),
         warn_(std::move(warn)) {
     own_ns_ = PidNamespace("self");
+    if (walker_ == nullptr) return;
+    wake_ = ScopedFd(epoll_create1(EPOLL_CLOEXEC));
+    timer_ = ScopedFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    for (int fd : {walker_->wait_fd(), timer_.get()}) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      if (wake_.valid() && fd >= 0) epoll_ctl(wake_.get(), EPOLL_CTL_ADD, fd, &ev);
+    }
   }
 
-  int wait_fd() const override { return -1; }
+  int wait_fd() const override { return wake_.get(); }
   void Poll(const record::PollWindow& window, record::Processor* processor) override;
   size_t pending() const override { return 0; }
   uint64_t time_at(size_t) const override { return 0; }
@@ -120,8 +185,14 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   void Splice(const SpliceStack& stack, FrameInterner* interner) override;
 
  private:
+  const ModuleInfo* InfoOf(const std::string& file);
   const ModuleInfo* Module(const MappedModule& mapping, record::CodeMarks* marks);
-  void LayOut(const MappedModule& mapping, const ModuleInfo& module);
+  // Lays out `pid` from the interpreter module mapped at `start`.
+  void LayOut(uint32_t pid, uint64_t start, uint64_t file_offset, const ModuleInfo& module);
+  // Lays out `pid` from /proc/PID/maps (a process that just exec'd, ahead
+  // of its mapping records); false when no interpreter is mapped yet.
+  bool LayOutFromMaps(uint32_t pid);
+  void TakeExecs();
   void RefreshThreads();
   capture::FrameId Name(Process* process, const WalkFrame& frame, FrameInterner* interner);
   capture::FrameId Unknown(const std::string& why, FrameInterner* interner) {
@@ -139,7 +210,13 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   std::function<void(const std::string&)> warn_;
   bool warned_ = false;
   std::optional<std::pair<uint64_t, uint64_t>> own_ns_;
-  std::unordered_map<capture::ModuleId, std::unique_ptr<ModuleInfo>> modules_;
+  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<ModuleInfo>> by_file_;  // dev, inode
+  std::unordered_map<capture::ModuleId, const ModuleInfo*> modules_;
+  // Processes that exec'd and whose interpreter is not mapped yet: until when
+  // /proc/PID/maps is looked at (every kRetryNs, by the timer in wake_).
+  std::unordered_map<uint32_t, uint64_t> execs_;
+  ScopedFd wake_;   // epoll: the walker's exec ring and timer_
+  ScopedFd timer_;  // timerfd
   std::unordered_map<uint32_t, Process> processes_;
   std::vector<std::string> notes_;
   std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
@@ -147,50 +224,40 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, python_frames_ = 0, unknown_frames_ = 0;
 };
 
+const ModuleInfo* PythonSource::InfoOf(const std::string& file) {
+  static const ModuleInfo kNone;
+  struct stat st;
+  if (stat(file.c_str(), &st) != 0) return &kNone;
+  auto [it, fresh] = by_file_.try_emplace({uint64_t(st.st_dev), uint64_t(st.st_ino)});
+  if (fresh) {
+    it->second = ReadModuleInfo(file);
+    const ModuleInfo& info = *it->second;
+    if (info.python && !info.error.empty() && notes_.size() < kMaxNotes)
+      notes_.push_back("Python: " + info.error);
+  }
+  return it->second.get();
+}
+
 const ModuleInfo* PythonSource::Module(const MappedModule& mapping, record::CodeMarks* marks) {
-  auto [it, fresh] = modules_.try_emplace(mapping.module);
-  if (!fresh) return it->second.get();
-  auto info = std::make_unique<ModuleInfo>();
-  // The file as the target sees it (its root may be a container's).
-  std::string path = "/proc/" + std::to_string(mapping.pid) + "/root" + std::string(mapping.path);
-  if (access(path.c_str(), R_OK) != 0) path = std::string(mapping.path);
-  Result<Layout> layout = LayoutFromElfFile(path);
-  if (!layout.ok()) {
-    if (layout.status().code() != StatusCode::kNotFound) {
-      info->python = true;
-      info->error = layout.status().message();
-    }
-  } else {
-    info->python = true;
-    info->layout = *layout;
-    Result<InterpreterAddresses> at = InterpreterAddressesFromElf(path, 0);
-    Result<symbols::ElfFile> file = symbols::OpenElfFile(path);
-    GElf_Sym eval;
-    Result<std::vector<symbols::LoadSegment>> loads =
-        file.ok() ? symbols::ElfLoadSegments(file->elf.get())
-                  : Result<std::vector<symbols::LoadSegment>>(file.status());
-    if (!at.ok()) {
-      info->error = at.status().message();
-    } else if (!loads.ok()) {
-      info->error = loads.status().message();
-    } else if (!symbols::FindSymbol(file->elf.get(), "_PyEval_EvalFrameDefault", &eval)) {
-      info->error = path + ": no _PyEval_EvalFrameDefault symbol";
+  auto [it, fresh] = modules_.try_emplace(mapping.module, nullptr);
+  if (!fresh) return it->second;
+  const ModuleInfo* info = InfoOf(TargetFile(mapping.pid, mapping.path));
+  it->second = info;
+  if (!info->python || !info->error.empty()) return info;
+  // Every stack through the interpreter is handed to Splice; frames in the
+  // eval loop's symbol place the walks of a release without shims (3.11).
+  const uint64_t eb = info->eval_begin, ee = info->eval_end;
+  if (ee > eb) marks->Mark(mapping.module, eb, ee, kEvalTag);
+  for (const symbols::LoadSegment& s : info->loads) {
+    const uint64_t begin = s.offset, end = s.offset + s.filesz;
+    if (ee <= begin || eb >= end) {
+      marks->Mark(mapping.module, begin, end, kModuleTag);
     } else {
-      info->at = *at;
-      info->loads = *loads;
-      // Frames in the eval loop are where walks are spliced in.
-      for (const symbols::LoadSegment& s : info->loads) {
-        if (eval.st_value >= s.vaddr && eval.st_value < s.vaddr + s.filesz) {
-          uint64_t off = eval.st_value - s.vaddr + s.offset;
-          marks->Mark(mapping.module, off, off + std::max<uint64_t>(eval.st_size, 1), kEvalTag);
-        }
-      }
+      marks->Mark(mapping.module, begin, eb, kModuleTag);
+      marks->Mark(mapping.module, ee, end, kModuleTag);
     }
   }
-  if (info->python && !info->error.empty() && notes_.size() < kMaxNotes)
-    notes_.push_back("Python: " + info->error);
-  it->second = std::move(info);
-  return it->second.get();
+  return info;
 }
 
 void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) {
@@ -201,35 +268,51 @@ void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks
     warned_ = true;
     return;
   }
-  if (module->error.empty()) LayOut(mapping, *module);
+  if (module->error.empty()) LayOut(mapping.pid, mapping.start, mapping.file_offset, *module);
 }
 
-void PythonSource::LayOut(const MappedModule& mapping, const ModuleInfo& module) {
+bool PythonSource::LayOutFromMaps(uint32_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream in(line);
+    std::string range, perms, offset, dev, inode, path;
+    if (!(in >> range >> perms >> offset >> dev >> inode >> path)) continue;
+    if (perms.size() < 3 || perms[2] != 'x' || path.empty() || path[0] != '/') continue;
+    const ModuleInfo* info = InfoOf(TargetFile(pid, path));
+    if (!info->python || !info->error.empty()) continue;
+    uint64_t start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    LayOut(pid, start, std::stoull(offset, nullptr, 16), *info);
+    return true;
+  }
+  return false;
+}
+
+void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
+                          const ModuleInfo& module) {
   uint64_t vaddr;
-  if (!symbols::OffsetToVaddr(module.loads, mapping.file_offset, &vaddr)) return;
-  const uint64_t bias = mapping.start - vaddr;
-  Process& p = processes_[mapping.pid];
-  if (p.module == &module && p.at.runtime == module.at.runtime + bias) return;  // another segment
+  if (!symbols::OffsetToVaddr(module.loads, file_offset, &vaddr)) return;
+  const uint64_t bias = start - vaddr;
+  Process& p = processes_[pid];
+  if (p.module == &module && p.at.runtime == module.at.runtime + bias) return;  // known
   p = Process{};
   p.module = &module;
   p.at = {module.at.runtime + bias, module.at.code + bias, module.at.str + bias,
           module.at.bytes + bias};
-  p.memory = std::make_unique<ProcessMemory>(pid_t(mapping.pid));
+  p.memory = std::make_unique<ProcessMemory>(pid_t(pid));
   ProcessWalk where;
   where.runtime = p.at.runtime;
-  auto ns = PidNamespace(std::to_string(mapping.pid));
+  auto ns = PidNamespace(std::to_string(pid));
   p.own_namespace = !ns || !own_ns_ || *ns == *own_ns_;
   if (!p.own_namespace) std::tie(where.pidns_dev, where.pidns_ino) = *ns;
-  Status set = walker_->SetProcess(mapping.pid, module.layout, where);
+  Status set = walker_->SetProcess(pid, module.layout, where);
   if (!set.ok()) {
-    Problem("Python process not laid out",
-            "pid " + std::to_string(mapping.pid) + ": " + set.message());
-    processes_.erase(mapping.pid);
+    Problem("Python process not laid out", "pid " + std::to_string(pid) + ": " + set.message());
+    processes_.erase(pid);
     return;
   }
   if (notes_.size() < kMaxNotes) {
-    notes_.push_back("Python: pid " + std::to_string(mapping.pid) + " CPython " +
-                     module.layout.Version() + " (" + std::string(mapping.path) + ")");
+    notes_.push_back("Python: pid " + std::to_string(pid) + " CPython " + module.layout.Version());
   }
   last_refresh_ = 0;  // its threads at the next poll
 }
@@ -237,10 +320,16 @@ void PythonSource::LayOut(const MappedModule& mapping, const ModuleInfo& module)
 void PythonSource::RefreshThreads() {
   for (auto it = processes_.begin(); it != processes_.end();) {
     auto& [pid, p] = *it;
+    if (p.gone) {
+      ++it;
+      continue;
+    }
     Result<std::vector<PythonThread>> threads = ListThreads(*p.memory, p.module->layout, p.at);
     if (!threads.ok()) {
-      if (kill(pid_t(pid), 0) != 0) {  // gone: its walks are all in the rings already
-        it = processes_.erase(it);
+      const char state = record::ThreadState(pid_t(pid));
+      if (state == 0 || state == 'Z' || state == 'X') {
+        p.gone = true;
+        ++it;
         continue;
       }
       Problem("Python thread list unreadable",
@@ -267,8 +356,30 @@ void PythonSource::RefreshThreads() {
   }
 }
 
+void PythonSource::TakeExecs() {
+  const uint64_t now = MonotonicNowNs();
+  uint64_t expirations;
+  if (timer_.valid()) (void)!read(timer_.get(), &expirations, sizeof(expirations));
+  std::vector<uint32_t> pids;
+  if (Status s = walker_->TakeExecs(&pids); !s.ok()) Problem("Python execs not read", s.message());
+  for (uint32_t pid : pids) execs_[pid] = now + kExecWindowNs;
+  for (auto it = execs_.begin(); it != execs_.end();) {
+    if (LayOutFromMaps(it->first) || now > it->second || kill(pid_t(it->first), 0) != 0) {
+      it = execs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Look again soon while an exec'd process may still map its interpreter
+  // (a shared libpython is mapped by ld.so after the exec).
+  itimerspec t{};
+  if (!execs_.empty()) t.it_value.tv_nsec = t.it_interval.tv_nsec = long(kRetryNs);
+  if (timer_.valid()) timerfd_settime(timer_.get(), 0, &t, nullptr);
+}
+
 void PythonSource::Poll(const record::PollWindow&, record::Processor*) {
   if (walker_ == nullptr) return;
+  TakeExecs();
   const uint64_t now = MonotonicNowNs();
   if (now - last_refresh_ < kRefreshNs) return;
   last_refresh_ = now;
@@ -282,7 +393,10 @@ capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameI
     const ModuleInfo& m = *process->module;
     Result<CodeInfo> info = ReadCode(*process->memory, m.layout, process->at, f.code);
     if (!info.ok()) {
-      named.error = "code object unreadable";
+      named.error = process->gone && info.status().code() == StatusCode::kUnavailable
+                        ? "process exited before its code object was read"
+                    : info.status().code() == StatusCode::kUnavailable ? "code object unreadable"
+                                                                       : "not a code object";
       Problem("Python code objects not named", info.status().message());
     } else if (info->qualname_object != f.qualname || info->filename_object != f.filename ||
                info->first_line != f.first_line) {
@@ -312,8 +426,7 @@ capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameI
 }
 
 void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
-  ++stacks_;
-  const uint64_t unknown_before = unknown_frames_;
+  const uint64_t unknown_before = unknown_frames_, frames_before = python_frames_;
   auto p = processes_.find(stack.pid);
   std::optional<Walk> walk;
   std::string no_walk;
@@ -338,7 +451,10 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   SpliceHooks hooks;
   hooks.frame = [&](const WalkFrame& f) { return Name(&p->second, f, interner); };
   hooks.marker = [&](const std::string& why) { return Unknown(why, interner); };
-  SpliceWalk(walk ? &*walk : nullptr, no_walk, stack.frames, stack.tags, kEvalTag, hooks);
+  SpliceWalk(walk ? &*walk : nullptr, no_walk, stack.frames, stack.tags, stack.sps, kEvalTag,
+             hooks);
+  if (python_frames_ == frames_before && unknown_frames_ == unknown_before) return;
+  ++stacks_;  // with Python frames, or an unknown marker
   if (unknown_frames_ == unknown_before) ++stacks_named_;
 }
 
@@ -383,6 +499,7 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
   if (Status s = (*walker)->SetOutputs(*outputs); !s.ok()) return refuse(s);
   if (Status s = context.collector->AttachProgram((*walker)->program_fd()); !s.ok())
     return refuse(s);
+  if (Status s = (*walker)->Follow(uint32_t(context.target)); !s.ok()) return refuse(s);
   context.settings->SetSource(std::string(kSourceName), "on");
   return std::unique_ptr<record::EventSource>(
       new PythonSource(std::move(*walker), "", mode, context.warn));

@@ -1,6 +1,7 @@
 #include "src/runtimes/python/walk.h"
 
 #include <cstring>
+#include <optional>
 
 #include <linux/types.h>
 
@@ -40,7 +41,8 @@ Result<Walk> ParseWalk(std::span<const uint8_t> bytes) {
     py_frame f;
     std::memcpy(&f, bytes.data() + kFixed + i * sizeof(f), sizeof(f));
     w.frames.push_back({f.code, f.qualname, f.filename, f.firstlineno,
-                        f.instr & ~MICROSCOPE_PY_ENTRY, (f.instr & MICROSCOPE_PY_ENTRY) != 0});
+                        f.instr & ~(MICROSCOPE_PY_ENTRY | MICROSCOPE_PY_SHIM),
+                        (f.instr & MICROSCOPE_PY_ENTRY) != 0, (f.instr & MICROSCOPE_PY_SHIM) != 0});
   }
   return w;
 }
@@ -65,50 +67,103 @@ std::string WalkEndReason(uint8_t status) {
   }
 }
 
+namespace {
+
+// The native frame (index) whose stack holds `address`: the innermost frame
+// whose stack pointer is at or below it, when the next known one is above.
+std::optional<size_t> FrameHolding(std::span<const uint64_t> sps, uint64_t address) {
+  std::optional<size_t> found;
+  for (size_t i = 0; i < sps.size(); ++i) {
+    if (sps[i] == 0) continue;
+    if (sps[i] > address) break;
+    found = i;
+  }
+  // Past the outermost known frame: only within a frame's reach.
+  if (found) {
+    bool outermost = true;
+    for (size_t j = *found + 1; j < sps.size(); ++j) outermost &= sps[j] == 0;
+    if (outermost && address - sps[*found] > (1u << 20)) return std::nullopt;
+  }
+  return found;
+}
+
+struct Group {
+  size_t begin, end;  // in walk.frames
+  uint64_t shim = 0;  // its activation's shim, 0: none
+};
+
+}  // namespace
+
 void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
                 std::vector<capture::FrameId>* frames, std::span<const uint8_t> tags,
-                uint8_t eval_tag, const SpliceHooks& hooks) {
-  std::vector<size_t> activations;  // indexes into *frames, leaf first
+                std::span<const uint64_t> sps, uint8_t eval_tag, const SpliceHooks& hooks) {
+  std::vector<size_t> tagged;  // activations by tag, leaf first
   for (size_t i = 0; i < frames->size() && i < tags.size(); ++i) {
-    if (tags[i] == eval_tag) activations.push_back(i);
+    if (tags[i] == eval_tag) tagged.push_back(i);
   }
-  if (activations.empty()) return;
   std::string reason = walk == nullptr ? no_walk_reason : WalkEndReason(walk->status);
-  if (walk == nullptr || walk->frames.empty()) {
-    // Nothing to place: say why at the innermost activation.
+  // Groups of Python frames, one per activation, leaf first.
+  std::vector<Group> groups;
+  bool by_shim = false;
+  if (walk != nullptr) {
+    size_t begin = 0;
+    for (size_t i = 0; i < walk->frames.size(); ++i) {
+      const WalkFrame& f = walk->frames[i];
+      if (f.shim) {
+        by_shim = true;
+        if (i > begin) groups.push_back({begin, i, f.code});
+        begin = i + 1;
+      } else if (f.entry) {
+        groups.push_back({begin, i + 1});
+        begin = i + 1;
+      }
+    }
+    if (begin < walk->frames.size()) groups.push_back({begin, walk->frames.size()});
+  }
+  if (groups.empty()) {
+    // Nothing to place. A thread that runs no Python code says nothing,
+    // unless the native stack shows the eval loop.
+    if (walk != nullptr && reason.empty() && tagged.empty()) return;
+    if (walk != nullptr && walk->status == 1 /* MICROSCOPE_PY_NO_THREAD */ && tagged.empty())
+      return;
     if (reason.empty()) reason = "the thread ran no Python frame";
-    frames->insert(frames->begin() + ptrdiff_t(activations[0]), hooks.marker(reason));
+    const size_t at = tagged.empty() ? frames->size() : tagged[0];
+    frames->insert(frames->begin() + ptrdiff_t(at), hooks.marker(reason));
     return;
   }
-  // Groups of frames, one per activation, leaf first.
-  std::vector<std::pair<size_t, size_t>> groups;  // [begin, end) in walk->frames
-  size_t begin = 0;
-  for (size_t i = 0; i < walk->frames.size(); ++i) {
-    if (walk->frames[i].entry) {
-      groups.push_back({begin, i + 1});
-      begin = i + 1;
+  // Where each group goes: a native frame index, or none.
+  std::vector<std::optional<size_t>> place(groups.size());
+  size_t placed = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (by_shim) {
+      if (groups[g].shim != 0) place[g] = FrameHolding(sps, groups[g].shim);
+    } else if (g < tagged.size()) {
+      place[g] = tagged[g];
     }
+    // Activations run inside one another: each group's lies further out.
+    if (place[g] && g > 0 && place[g - 1] && *place[g] <= *place[g - 1]) place[g].reset();
+    if (!place[g]) break;
+    ++placed;
   }
-  if (begin < walk->frames.size()) groups.push_back({begin, walk->frames.size()});
-  const size_t placed = std::min(groups.size(), activations.size());
   std::vector<capture::FrameId> out;
   out.reserve(frames->size() + walk->frames.size() + 1);
   size_t next = 0;  // next native frame to copy
   for (size_t g = 0; g < placed; ++g) {
-    const size_t at = activations[g];
+    const size_t at = *place[g];
     out.insert(out.end(), frames->begin() + ptrdiff_t(next), frames->begin() + ptrdiff_t(at));
-    for (size_t i = groups[g].first; i < groups[g].second; ++i)
+    for (size_t i = groups[g].begin; i < groups[g].end; ++i)
       out.push_back(hooks.frame(walk->frames[i]));
     next = at;
   }
   out.insert(out.end(), frames->begin() + ptrdiff_t(next), frames->end());
   for (size_t g = placed; g < groups.size(); ++g) {
-    for (size_t i = groups[g].first; i < groups[g].second; ++i)
+    for (size_t i = groups[g].begin; i < groups[g].end; ++i)
       out.push_back(hooks.frame(walk->frames[i]));
   }
-  if (groups.size() != activations.size()) {
-    std::string why = std::to_string(groups.size()) + " Python activations, " +
-                      std::to_string(activations.size()) + " native";
+  if (placed < groups.size()) {
+    std::string why = std::to_string(groups.size() - placed) + " of " +
+                      std::to_string(groups.size()) +
+                      " Python activations not found in the native stack";
     reason = reason.empty() ? why : why + "; " + reason;
   }
   if (!reason.empty()) out.push_back(hooks.marker(reason));

@@ -20,8 +20,11 @@ struct WalkFrame {
   int32_t first_line = 0;  // object read later is the one the frame ran
   // Byte offset of the instruction from co_code_adaptive; kNoInstr: none.
   uint32_t instr = 0;
-  bool entry = false;  // the outermost frame of its eval loop activation
-  static constexpr uint32_t kNoInstr = 0x7fffffff;
+  bool entry = false;  // the outermost frame of its eval loop activation (3.11)
+  // Not a Python frame: the shim below an activation's frames (3.12 on),
+  // whose address (`code`) lies in that activation's native frame.
+  bool shim = false;
+  static constexpr uint32_t kNoInstr = 0x3fffffff;
 };
 
 struct Walk {
@@ -39,19 +42,22 @@ Result<Walk> ParseWalk(std::span<const uint8_t> bytes);
 std::string WalkEndReason(uint8_t status);
 
 // Splices a walk's frames into a native stack (leaf first): each native
-// activation of the eval loop (tags[i] == eval_tag) gets, leafward of
-// it, the Python frames it runs, leaf first: the frames up to and
-// including the next entry frame. Where there are more groups of frames
-// than activations, or the walk ended short, the frames that could not be
-// placed follow the native ones and a marker with the reason ends the
-// stack; where the walk gave no frames at all, the marker stands at the
-// innermost activation.
+// activation of the eval loop gets, leafward of it, the Python frames it
+// runs, leaf first. From 3.12 an activation is the native frame whose stack
+// holds the shim that ends its frames (by `sps`, each frame's stack
+// pointer), whatever the function is called (compilers split and rename
+// the eval loop); in 3.11 the activations are the frames tagged eval_tag,
+// in order, each running the frames up to its entry frame. Frames that
+// cannot be placed (more activations in the walk than in the native
+// stack, a walk ended short) follow the native ones and a marker with the
+// reason ends the stack; a walk with no frames at all puts its marker at
+// the innermost activation, or at the stack's end when none is known.
 struct SpliceHooks {
   std::function<capture::FrameId(const WalkFrame&)> frame;     // a Python frame
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
 };
 void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
                 std::vector<capture::FrameId>* frames, std::span<const uint8_t> tags,
-                uint8_t eval_tag, const SpliceHooks& hooks);
+                std::span<const uint64_t> sps, uint8_t eval_tag, const SpliceHooks& hooks);
 
 }  // namespace microscope::runtimes::python

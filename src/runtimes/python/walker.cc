@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "bpf/python.h"
@@ -19,10 +20,26 @@ using record::BpfFailed;
 
 struct Walker::State {
   python_bpf* skel = nullptr;
+  ring_buffer* execs = nullptr;
+  std::vector<uint32_t>* sink = nullptr;
   ~State() {
+    if (execs != nullptr) ring_buffer__free(execs);
     if (skel != nullptr) python_bpf__destroy(skel);
   }
 };
+
+namespace {
+
+int OnExec(void* ctx, void* data, size_t size) {
+  auto* state = static_cast<Walker::State*>(ctx);
+  uint32_t pid;
+  if (state->sink == nullptr || size < sizeof(pid)) return 0;
+  std::memcpy(&pid, data, sizeof(pid));
+  state->sink->push_back(pid);
+  return 0;
+}
+
+}  // namespace
 
 Walker::Walker(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Walker::~Walker() = default;
@@ -49,6 +66,9 @@ Result<std::unique_ptr<Walker>> Walker::Load() {
   if (int err = python_bpf__attach(state->skel); err != 0) {
     return BpfFailed("cannot attach the Python walker's process trackers", err);
   }
+  state->execs =
+      ring_buffer__new(bpf_map__fd(state->skel->maps.py_execs), OnExec, state.get(), nullptr);
+  if (state->execs == nullptr) return BpfFailed("cannot read the Python walker's exec ring", errno);
   return std::unique_ptr<Walker>(new Walker(std::move(state)));
 }
 
@@ -148,6 +168,21 @@ Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
 void Walker::ForgetProcess(uint32_t pid) {
   __u32 key = pid;
   bpf_map__delete_elem(state_->skel->maps.py_processes, &key, sizeof(key), 0);
+}
+
+Status Walker::Follow(uint32_t pid) {
+  return record::FollowTgid(state_->skel->maps.targets, int32_t(pid));
+}
+
+int Walker::wait_fd() const {
+  return ring_buffer__epoll_fd(state_->execs);
+}
+
+Status Walker::TakeExecs(std::vector<uint32_t>* pids) {
+  state_->sink = pids;
+  Status read = record::ConsumeRing(state_->execs, 0, "reading the Python walker's exec ring");
+  state_->sink = nullptr;
+  return read;
 }
 
 uint64_t Walker::Lost() const {

@@ -49,6 +49,13 @@ class Walker {
   Status SetThreads(uint32_t pid, std::span<const Thread> threads);
   void ForgetProcess(uint32_t pid);
 
+  // Follows process `pid` and the processes it starts: their execs are
+  // reported (TakeExecs), readable on wait_fd().
+  Status Follow(uint32_t pid);
+  int wait_fd() const;
+  // Appends the pids that exec'd since the last call.
+  Status TakeExecs(std::vector<uint32_t>* pids);
+
   // Walks that did not fit in their ring.
   uint64_t Lost() const;
 
