@@ -1,0 +1,193 @@
+"""Python frames walked by BPF at each sample and spliced into the native
+stacks (record --python bpf), on Debian's python3.11 (an interpreter with
+libpython linked in), on Debian's shared libpython3.11 run by a program of
+its own (tests/fixtures/python/launch.c), and on 3.13, 3.14 and 3.15 from
+Debian's newer suites (scripts/fetch-python).
+
+Each fixture (tests/fixtures/python/workload.py) does a fixed amount of work
+with a known split: a() 75% / b() 25%; recursion 50 calls deep; three
+threads 1:2:3; libc's qsort calling a Python comparison through ctypes;
+multiprocessing children; a module imported mid-run; an exec into another
+CPython. The shares must be within 3 points of the split, and within 5 of
+cProfile's cumulative shares of the same fixture; on 3.13 and 3.14 within 5
+of perf's (perf record -g of the fixture run with -X perf, which names
+Python functions through CPython's perf map). Lines fall inside the right
+function, the Python chains sit where the native code runs them, and
+nearly every sample's Python frames are all named."""
+import re
+
+from common import *
+
+require_perf()
+pythons = {"3.11": [os.path.realpath("/usr/bin/python3.11")],
+           "3.11-shared": [fixture("pylaunch")]}
+for version, path in fetch_pythons().items():
+    pythons[version] = [path]
+check(os.path.exists(pythons["3.11"][0]), "Debian's python3.11 is installed")
+WORKLOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "python",
+                        "workload.py")
+WORKLOAD = os.path.realpath(WORKLOAD)
+d = tmpdir()
+SCALE = "2"
+
+
+def record_fixture(name, python, mode, env=None, extra=()):
+    cap = os.path.join(d, "%s-%s.mscap" % (name, mode))
+    p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "-o", cap, *extra, "--",
+             *python, WORKLOAD, mode, SCALE], env=env, timeout=300)
+    if p.returncode != 0:
+        fail("%s %s: record exited %d: %s" % (name, mode, p.returncode, p.stderr[-2000:]))
+    return cap
+
+
+def tree(cap, *extra):
+    return tree_paths(report(cap, "--tree", "--min-percent", "0", *extra))
+
+
+def under(paths, fn):
+    """Samples whose stack holds `fn` (outermost occurrence only)."""
+    return sum(v for p, v in paths.items() if p[-1] == fn and fn not in p[:-1])
+
+
+def named_share(rep):
+    unknown = sum(f["total"]["samples"] for f in rep["functions"]
+                  if f["function"].startswith("[unknown Python"))
+    return 1 - unknown / max(1, rep["header"]["samples"]), unknown
+
+
+def cprofile_share(python, mode, fns):
+    """Cumulative time of each of `fns` (workload functions) under cProfile."""
+    out = os.path.join(d, "prof")
+    p = run([*python, "-m", "cProfile", "-o", out, WORKLOAD, mode, SCALE], timeout=300)
+    check(p.returncode == 0, "cProfile runs the fixture: %s" % p.stderr[-300:])
+    code = ("import pstats, sys\n"
+            "s = pstats.Stats(sys.argv[1])\n"
+            "for (f, l, n), (cc, nc, tt, ct, callers) in s.stats.items():\n"
+            "    print(n, f, ct)\n")
+    rows = run([*python, "-c", code, out]).stdout.split("\n")
+    cum = {}
+    for row in rows:
+        parts = row.split(" ")
+        if len(parts) == 3 and parts[1].endswith("workload.py") and parts[0] in fns:
+            cum[parts[0]] = float(parts[2])
+    total = sum(cum.get(f, 0) for f in fns)
+    return {f: cum.get(f, 0) / total for f in fns} if total else {}
+
+
+def perf_share(python, mode, fns):
+    """Shares of `fns` among perf's samples of the fixture run with -X perf,
+    by the innermost Python function of each sample."""
+    data = os.path.join(d, "perf.data")
+    # DWARF: this CPython has no frame pointers. The unwinding stops at the
+    # innermost trampoline, which names the innermost Python function.
+    p = run(["perf", "record", "-q", "--call-graph", "dwarf", "-F", "999", "-o", data, "--",
+             *python, "-X", "perf", WORKLOAD, mode, SCALE], timeout=300)
+    check(p.returncode == 0, "perf records the fixture with -X perf: %s" % p.stderr[-300:])
+    script = run(["perf", "script", "-i", data, "-F", "ip,sym"], timeout=600).stdout
+    counts = {f: 0 for f in fns}
+    for block in script.split("\n\n"):
+        m = re.search(r"py::([\w<>.]+):", block)  # the innermost Python function
+        if m and m.group(1) in counts:
+            counts[m.group(1)] += 1
+    total = sum(counts.values())
+    return {f: counts[f] / total for f in fns} if total else {}
+
+
+def near(got, want, points):
+    return abs(got - want) <= points / 100.0
+
+
+names = {}
+for name, python in sorted(pythons.items()):
+    # a() 75% / b() 25%.
+    cap = record_fixture(name, python, "split")
+    rep = report(cap, "--min-percent", "0")
+    paths = tree(cap)
+    a, b = under(paths, "a"), under(paths, "b")
+    share = a / max(1, a + b)
+    check(a + b > 500 and near(share, 0.75, 3),
+          "%s: a() %.1f%% of a()+b() (%d samples; want 75 +- 3)" % (name, 100 * share, a + b))
+    check(any(p[-3:] == ("<module>", "split", "a") for p in paths),
+          "%s: the chain <module> > split > a" % name)
+    mod = [f for f in rep["functions"] if f["function"] == "a"]
+    check(mod and mod[0]["module"] == os.path.basename(WORKLOAD),
+          "%s: a's file is the workload's: %s" % (name, mod[:1]))
+    # Lines: every sample of a() and b() is on its own loop.
+    lines = {}
+    for f in report(cap, "--granularity", "line", "--min-percent", "0")["functions"]:
+        m = re.match(r"(\w+) workload\.py:(\d+)$", f["function"])
+        if m:
+            lines.setdefault(m.group(1), {})[int(m.group(2))] = f["self"]["samples"]
+    for fn, body in (("a", {29, 30, 31, 32, 33}), ("b", {36, 37, 38, 39, 40})):
+        got = set(l for l, n in lines.get(fn, {}).items() if n > 0)
+        check(got and got <= body and got & {31, 32, 38, 39},
+              "%s: %s's samples on its own lines: %s" % (name, fn, sorted(got)))
+    share_named, unknown = named_share(rep)
+    names[name] = share_named
+    check(share_named >= 0.95, "%s: %.2f%% of samples have every Python frame named (%d unknown)" %
+          (name, 100 * share_named, unknown))
+    prof = cprofile_share(python, "split", ["a", "b"])
+    check(prof and near(share, prof["a"], 5),
+          "%s: cProfile's cumulative share of a() %.1f%%, ours %.1f%% (within 5)" %
+          (name, 100 * prof.get("a", 0), 100 * share))
+    if name in ("3.13", "3.14"):
+        peer = perf_share(python, "split", ["a", "b"])
+        check(peer and near(share, peer["a"], 5),
+              "%s: perf -X perf's share of a() %.1f%%, ours %.1f%% (within 5)" %
+              (name, 100 * peer.get("a", 0), 100 * share))
+
+    # Recursion 50 deep.
+    paths = tree(record_fixture(name, python, "recursion"))
+    depth = max((p.count("down") for p in paths), default=0)
+    check(depth == 50, "%s: down() nests 50 deep (deepest %d)" % (name, depth))
+
+    # Threads 1:2:3.
+    paths = tree(record_fixture(name, python, "threads"))
+    t = [under(paths, f) for f in ("t1", "t2", "t3")]
+    shares = [x / max(1, sum(t)) for x in t]
+    check(sum(t) > 500 and all(near(s, w, 3) for s, w in zip(shares, (1 / 6, 2 / 6, 3 / 6))),
+          "%s: threads t1 t2 t3 at %s (want 16.7 33.3 50.0 +- 3)" %
+          (name, " ".join("%.1f" % (100 * s) for s in shares)))
+
+    # A C callback into Python: py_compare under libc's qsort under sort_with_c.
+    paths = tree(record_fixture(name, python, "qsort"))
+    def qsort_at(p):  # glibc's qsort runs qsort_r
+        return next((i for i, f in enumerate(p) if f in ("qsort", "qsort_r")), -1)
+    nested = sum(v for p, v in paths.items() if p[-1] == "py_compare" and "sort_with_c" in p and
+                 p.index("sort_with_c") < qsort_at(p))
+    total = sum(v for p, v in paths.items() if p[-1] == "py_compare")
+    check(total > 50 and nested >= 0.9 * total,
+          "%s: py_compare under qsort under sort_with_c in %d of %d samples" % (name, nested, total))
+
+    # multiprocessing (fork) children: each laid out as its parent was.
+    cap = record_fixture(name, python, "children")
+    rep = report(cap, "--min-percent", "0")
+    by_pid = {}
+    for pid in {p["pid"] for p in rep["header"]["processes"]}:
+        got = tree(cap, "--pid", str(pid))
+        by_pid[pid] = under(got, "child_work")
+    workers = [pid for pid, n in by_pid.items() if n > 50]
+    check(len(workers) >= 2 and rep["header"]["processes"] and
+          not by_pid.get(rep["header"]["target_pid"]),
+          "%s: child_work named in %d child processes: %s" % (name, len(workers), by_pid))
+
+    # A module written and imported mid-run.
+    rep = report(record_fixture(name, python, "imported"), "--min-percent", "0")
+    late = [f for f in rep["functions"] if f["function"] == "late_work"]
+    check(late and late[0]["module"] == "late.py" and late[0]["total"]["samples"] > 100,
+          "%s: late_work named from its late.py: %s" % (name, late[:1]))
+
+# An exec into another CPython: each laid out again. (3.11 into 3.13, 3.13
+# into 3.14, 3.14 into 3.15, 3.15 into 3.11.)
+order = ["3.11", "3.13", "3.14", "3.15"]
+for i, name in enumerate(order):
+    other = pythons[order[(i + 1) % len(order)]][0]
+    env = dict(os.environ, PYTHON_EXEC=other)
+    cap = record_fixture(name + "-exec", pythons[name], "exec", env=env)
+    rep = report(cap, "--min-percent", "0")
+    fns = {f["function"]: f["total"]["samples"] for f in rep["functions"]}
+    check(fns.get("exec_", 0) > 100 and fns.get("exec_target", 0) > 100,
+          "%s exec into %s: exec_ (%d) before and exec_target (%d) after, both named" %
+          (name, os.path.basename(other), fns.get("exec_", 0), fns.get("exec_target", 0)))
+
+print("named shares: " + " ".join("%s %.2f%%" % (k, 100 * v) for k, v in sorted(names.items())))
