@@ -131,6 +131,64 @@ capture::Capture WithoutInlines(const capture::Capture& c) {
   return out;
 }
 
+bool ParseLook(std::string_view text, Look* look) {
+  if (text == "mixed") {
+    *look = Look::kMixed;
+  } else if (text == "python") {
+    *look = Look::kPython;
+  } else if (text == "native") {
+    *look = Look::kNative;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+capture::Capture WithLook(const capture::Capture& c, Look look) {
+  capture::Capture out = c;
+  if (look == Look::kMixed) return out;
+  auto interpreted = [&](capture::FrameId f) {
+    return c.frames[f].kind == capture::FrameKind::kInterpreted;
+  };
+  auto interpreter_own = [&](capture::FrameId f) {
+    const capture::Frame& frame = c.frames[f];
+    return frame.kind != capture::FrameKind::kInterpreted && frame.module != kNone &&
+           frame.module < c.modules.size() &&
+           c.modules[frame.module].runtime != capture::Runtime::kNone;
+  };
+  out.stacks = {};
+  capture::StackInterner stacks(&out.stacks);
+  std::vector<capture::StackId> remap(c.stacks.size(), kNone);
+  std::vector<uint8_t> done(c.stacks.size(), 0);
+  std::vector<capture::FrameId> frames;  // root first
+  auto map = [&](capture::StackId id) {
+    if (done[id]) return remap[id];
+    frames.clear();
+    for (capture::StackId n = id; n != kNone; n = c.stacks.parent[n])
+      frames.push_back(c.stacks.frame[n]);
+    std::reverse(frames.begin(), frames.end());
+    capture::StackId node = kNone;
+    if (look == Look::kNative) {
+      for (capture::FrameId f : frames) {
+        if (!interpreted(f)) node = stacks.Intern(node, f);
+      }
+    } else {
+      auto first = std::find_if(frames.begin(), frames.end(), interpreted);
+      for (auto it = first == frames.end() ? frames.begin() : first; it != frames.end(); ++it) {
+        if (first == frames.end() || !interpreter_own(*it)) node = stacks.Intern(node, *it);
+      }
+    }
+    done[id] = 1;
+    return remap[id] = node;
+  };
+  capture::ForEachStackColumn(out, [&](const char*, auto& column) {
+    for (size_t i = 0; i < column.size(); ++i) {
+      if (column[i] != kNone && column[i] < c.stacks.size()) column[i] = map(column[i]);
+    }
+  });
+  return out;
+}
+
 capture::Capture ForMetric(const capture::Capture& c, Metric metric, const MetricOptions& options) {
   capture::Capture out = c;
   if (metric == Metric::kCpu) return out;

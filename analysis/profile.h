@@ -111,6 +111,23 @@ capture::Capture ForMetric(const capture::Capture& capture, Metric metric,
 // table's stacks without their inline frames. Frame ids stay valid.
 capture::Capture WithoutInlines(const capture::Capture& capture);
 
+// Which frames of a mixed stack (native, kernel and interpreted frames of a
+// runtime's code) a view shows (report and convert --look).
+enum class Look : uint8_t {
+  kMixed,   // every frame
+  kPython,  // from the outermost interpreted frame in, without the
+            // interpreter's own frames (Module.runtime); native code called
+            // from the interpreted code stays where it was called. Stacks
+            // with no interpreted frame stay whole.
+  kNative,  // no interpreted frames (the runtimes' markers included)
+};
+// "mixed", "python", "native"; false for another word.
+bool ParseLook(std::string_view text, Look* look);
+
+// The capture with every table's stacks as `look` shows them. Frame ids
+// stay valid; a stack left empty has no stack (kNone).
+capture::Capture WithLook(const capture::Capture& capture, Look look);
+
 // Samples and value ending in each stack node (index = StackId); samples
 // without a stack are added to `no_stack`.
 std::vector<Cost> CostPerStack(const capture::Capture& capture, const SampleFilter& filter,

@@ -298,9 +298,12 @@ void BuildViews(const capture::Capture& original, const capture::Capture& cap,
 Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQuery& q,
                                 const capture::Capture* other) {
   std::optional<capture::Capture> folded, other_folded;
-  if (!q.inlines) {
-    folded = WithoutInlines(recorded);
-    if (other != nullptr) other = &other_folded.emplace(WithoutInlines(*other));
+  if (!q.inlines || q.look != Look::kMixed) {
+    auto shown = [&](const capture::Capture& c) {
+      return WithLook(q.inlines ? c : WithoutInlines(c), q.look);
+    };
+    folded = shown(recorded);
+    if (other != nullptr) other = &other_folded.emplace(shown(*other));
   }
   const capture::Capture& original = folded ? *folded : recorded;
   const Metric metric = q.metric.value_or(DefaultMetric(original));

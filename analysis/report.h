@@ -49,6 +49,8 @@ struct ReportQuery {
   // Inlined calls as frames of their own (as pprof shows them), or folded
   // into the function that holds them (as perf report does).
   bool inlines = true;
+  // Which frames of mixed Python and native stacks the views show.
+  Look look = Look::kMixed;
   // How errors name the capture and the diff's other capture ("FILE: ...").
   std::string capture_name;
   std::string other_name;

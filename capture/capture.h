@@ -30,6 +30,9 @@ inline constexpr uint32_t kNone = 0xFFFFFFFFu;
 inline constexpr uint32_t kMaxStackDepth = 4096;
 
 enum class ModuleKind : uint8_t { kFile = 0, kKernel = 1, kVdso = 2, kAnonymous = 3 };
+// The runtime whose interpreter a module is (Module.runtime). A value this
+// reader does not know still marks an interpreter.
+enum class Runtime : uint8_t { kNone = 0, kCPython = 1 };
 // schema.fbs says what each kind's fields hold; kInterpreted frames keep
 // the function's first line in `address`.
 enum class FrameKind : uint8_t {
@@ -71,6 +74,7 @@ struct Module {
   uint64_t size = 0;
   ModuleKind kind = ModuleKind::kFile;
   std::vector<Segment> segments;  // PT_LOAD, when the file was read at record time
+  Runtime runtime = Runtime::kNone;  // (2.6) a runtime's interpreter: its frames are its own
 };
 
 struct Mapping {

@@ -410,6 +410,7 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       if (m->build_id()) out.build_id.assign(m->build_id()->begin(), m->build_id()->end());
       out.size = m->size();
       out.kind = ModuleKind(m->kind());
+      out.runtime = Runtime(m->runtime());
       if (m->segments()) {
         if (reinterpret_cast<uintptr_t>(m->segments()->Data()) % alignof(uint64_t) != 0) {
           return Status::Error(Where("modules", c.modules.size(), "segments") +

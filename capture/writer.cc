@@ -104,7 +104,8 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
             : b.CreateVectorOfStructs(MapRows<fbs::Segment>(m.segments, [](const Segment& s) {
                 return fbs::Segment(s.offset, s.vaddr, s.size);
               }));
-    modules.push_back(fbs::CreateModule(b, m.path, id, m.size, fbs::ModuleKind(m.kind), segments));
+    modules.push_back(fbs::CreateModule(b, m.path, id, m.size, fbs::ModuleKind(m.kind), segments,
+                                        uint8_t(m.runtime)));
   }
   auto modules_v = b.CreateVector(modules);
 

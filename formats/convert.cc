@@ -45,14 +45,18 @@ Status Export(const capture::Capture& recorded, const std::string& format,
     if (!spec.empty()) {
       return Status::Error("filters apply to exports, not to a capture (filter it in report)");
     }
-    if (!options.inlines) {
+    if (!options.inlines || options.look != analysis::Look::kMixed) {
       return Status::Error(StatusCode::kInvalidArgument,
-                           "--inlines off applies to exports, not to a capture (use it in report)");
+                           "--inlines off and --look apply to exports, not to a capture (use "
+                           "them in report)");
     }
     return capture::WriteCapture(recorded, output);
   }
   std::optional<capture::Capture> folded;
-  if (!options.inlines) folded = analysis::WithoutInlines(recorded);
+  if (!options.inlines || options.look != analysis::Look::kMixed) {
+    folded = analysis::WithLook(options.inlines ? recorded : analysis::WithoutInlines(recorded),
+                                options.look);
+  }
   const capture::Capture& original = folded ? *folded : recorded;
   RETURN_IF_ERROR(analysis::CheckMetric(original, metric));
   // Folded and speedscope write the metric's samples; the others read the

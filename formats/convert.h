@@ -29,6 +29,8 @@ struct ExportOptions {
   analysis::Metric metric = analysis::Metric::kCpu;
   // false: inlined calls folded into their functions (analysis::WithoutInlines).
   bool inlines = true;
+  // Which frames of mixed Python and native stacks are written.
+  analysis::Look look = analysis::Look::kMixed;
 };
 
 // Writes `capture` as `format` to `output` through a temporary name; mscap

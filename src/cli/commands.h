@@ -26,6 +26,8 @@ void AddSyscallStackMinOption(CLI::App* cmd, std::string* text);
 
 // --inlines on|off (report and convert), read into `text`.
 void AddInlinesOption(CLI::App* cmd, std::string* text);
+// --look mixed|python|native (report and convert), read into `text`.
+void AddLookOption(CLI::App* cmd, std::string* text);
 
 // Prints "microscope: error: MESSAGE" to stderr.
 void PrintError(const std::string& message);

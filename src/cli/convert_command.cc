@@ -20,6 +20,7 @@ struct ConvertOptions {
   std::string to;
   std::string metric;  // empty: analysis::DefaultMetric
   std::string inlines = "on";
+  std::string look = "mixed";
   bool per_thread = false;
   FilterOptions filter;
 };
@@ -61,6 +62,7 @@ int RunConvert(ConvertOptions& o) {
   how.metric = analysis::DefaultMetric(*cap);
   if (!o.metric.empty()) analysis::ParseMetric(o.metric, &how.metric);  // checked by CLI11
   how.inlines = o.inlines == "on";
+  analysis::ParseLook(o.look, &how.look);  // checked by CLI11
   Status written = formats::Export(*cap, formats::ExportFormatFor(o.to, o.output), o.output, how);
   if (!written.ok()) {
     PrintError(written.WithContext(o.output).message());
@@ -104,6 +106,7 @@ Runner AddConvertCommand(CLI::App& app) {
       ->check(CLI::IsMember({"pprof", "chrome", "folded", "speedscope", "mscap"}));
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
   AddInlinesOption(cmd, &o->inlines);
+  AddLookOption(cmd, &o->look);
   cmd->add_option("--metric", o->metric,
                   "cpu, offcpu or wall, as report --metric (default: cpu, or offcpu for a "
                   "capture with off-CPU intervals and no samples)")

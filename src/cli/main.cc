@@ -14,6 +14,15 @@ void AddInlinesOption(CLI::App* cmd, std::string* text) {
       ->check(CLI::IsMember({"on", "off"}));
 }
 
+void AddLookOption(CLI::App* cmd, std::string* text) {
+  cmd->add_option("--look", *text,
+                  "mixed: Python frames among the native and kernel frames that run them; "
+                  "python: from the outermost Python frame in, without the interpreter's own "
+                  "frames (native code called from Python stays); native: no Python frames")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mixed", "python", "native"}));
+}
+
 void PrintError(const std::string& message) {
   fprintf(stderr, "microscope: error: %s\n", message.c_str());
 }

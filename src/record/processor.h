@@ -147,6 +147,7 @@ class Processor : private CodeMarks, private FrameInterner {
   uint8_t TagOf(capture::ModuleId module, uint64_t offset) const;
   void SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time, std::span<const uint8_t> walk);
   void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) override;
+  void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) override;
   capture::FrameId Interpreted(const InterpretedFrame& frame) override;
   capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
                                       ProcessState& proc);

@@ -55,6 +55,10 @@ void Processor::Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uin
   }
 }
 
+void Processor::MarkRuntime(capture::ModuleId module, capture::Runtime runtime) {
+  if (module < capture_.modules.size()) capture_.modules[module].runtime = runtime;
+}
+
 uint8_t Processor::TagOf(capture::ModuleId module, uint64_t offset) const {
   if (module == kNone || module >= module_marks_.size()) return 0;
   const auto& ranges = module_marks_[module];

@@ -36,6 +36,8 @@ class CodeMarks {
  public:
   virtual ~CodeMarks() = default;
   virtual void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) = 0;
+  // The module is `runtime`'s interpreter (capture Module.runtime).
+  virtual void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) = 0;
 };
 
 // One frame of interpreted code, by its text.

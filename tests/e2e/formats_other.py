@@ -109,4 +109,7 @@ check(not any("burn_units" in l for l in off_lines), "no burn_units with --inlin
 count = lambda lines: sum(int(l.rsplit(" ", 1)[1]) for l in lines if l)
 check(count(on_lines) == count(off_lines), "the same samples either way")
 p = run([MICROSCOPE, "convert", split, "--inlines", "off", "-o", d + "/x.mscap"])
-check(p.returncode == 2 and "applies to exports" in p.stderr, "--inlines off refused for a capture: %r" % p.stderr)
+check(p.returncode == 2 and "apply to exports" in p.stderr, "--inlines off refused for a capture: %r" % p.stderr)
+p = run([MICROSCOPE, "convert", split, "--look", "python", "-o", d + "/x.mscap"])
+check(p.returncode == 2 and "--look apply to exports" in p.stderr,
+      "--look refused for a capture: %r" % p.stderr)

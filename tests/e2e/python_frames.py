@@ -158,6 +158,27 @@ for name, python in sorted(pythons.items()):
     total = sum(v for p, v in paths.items() if p[-1] == "py_compare")
     check(total > 50 and nested >= 0.9 * total,
           "%s: py_compare under qsort under sort_with_c in %d of %d samples" % (name, nested, total))
+    if name == "3.13":
+        # --look python: from <module> in, qsort where sort_with_c called it,
+        # none of the interpreter's frames; --look native: no Python frames.
+        cap = os.path.join(d, "%s-qsort.mscap" % name)
+        py = tree(cap, "--look", "python")
+        interp = [p for p in py if any(f.startswith("_PyEval") or f == "PyEval_EvalCode" for f in p)]
+        chain = [p for p, v in py.items() if p[-1] == "py_compare" and v > 0]
+        check(not interp and chain and all(p[0] == "<module>" and 0 <= qsort_at(p) for p in chain),
+              "%s: --look python: %s, no interpreter frames (%d paths with them)" %
+              (name, " > ".join(f for f in chain[0] if not f.startswith("_ctypes")), len(interp)))
+        native = tree(cap, "--look", "native")
+        check(not any("py_compare" in p or "sort_with_c" in p for p in native) and
+              any("_PyEval_EvalFrameDefault" in p and qsort_at(p) >= 0 for p in native),
+              "%s: --look native: no Python frames, the eval loop under and over qsort" % name)
+        # Google's pprof reads the Python frames: function, file and line.
+        pb = os.path.join(d, "qsort.pb.gz")
+        run([MICROSCOPE, "convert", cap, "--to", "pprof", "-o", pb])
+        if os.environ.get("PPROF"):
+            top = run([os.environ["PPROF"], "-lines", "-top", "-nodecount", "200", pb]).stdout
+            check(re.search(r"py_compare \S*workload\.py:\d+", top) is not None,
+                  "%s: Google pprof names py_compare with its file and line" % name)
 
     # multiprocessing (fork) children: each laid out as its parent was.
     cap = record_fixture(name, python, "children")

@@ -247,6 +247,7 @@ const ModuleInfo* PythonSource::Module(const MappedModule& mapping, record::Code
   // Every stack through the interpreter is handed to Splice; frames in the
   // eval loop's symbol place the walks of a release without shims (3.11).
   const uint64_t eb = info->eval_begin, ee = info->eval_end;
+  marks->MarkRuntime(mapping.module, capture::Runtime::kCPython);
   if (ee > eb) marks->Mark(mapping.module, eb, ee, kEvalTag);
   for (const symbols::LoadSegment& s : info->loads) {
     const uint64_t begin = s.offset, end = s.offset + s.filesz;

@@ -70,21 +70,16 @@ std::string WalkEndReason(uint8_t status) {
 namespace {
 
 // The native frame (index) whose stack holds `address`: the innermost frame
-// whose stack pointer is at or below it, when the next known one is above.
+// whose stack pointer is at or below it, when the next known one is above
+// (past the outermost known frame, a frame's extent is not known).
 std::optional<size_t> FrameHolding(std::span<const uint64_t> sps, uint64_t address) {
   std::optional<size_t> found;
   for (size_t i = 0; i < sps.size(); ++i) {
     if (sps[i] == 0) continue;
-    if (sps[i] > address) break;
+    if (sps[i] > address) return found;
     found = i;
   }
-  // Past the outermost known frame: only within a frame's reach.
-  if (found) {
-    bool outermost = true;
-    for (size_t j = *found + 1; j < sps.size(); ++j) outermost &= sps[j] == 0;
-    if (outermost && address - sps[*found] > (1u << 20)) return std::nullopt;
-  }
-  return found;
+  return std::nullopt;
 }
 
 struct Group {

@@ -104,3 +104,59 @@ TEST_CASE("WithoutInlines: inlined calls' time goes to the function holding thei
   CHECK(folded.frames[folded.stacks.frame[folded.samples.stack[0]]].kind ==
         capture::FrameKind::kNative);
 }
+
+TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
+  using capture::FrameKind;
+  capture::Capture c = testing::MakeTestCapture();
+  // Module 0 (/bin/app) is the interpreter: main > run (its eval loop) runs
+  // py_outer, which calls libc's qsort, which calls back into run, which
+  // runs py_cmp. hot (frame 2) is its own code called from py_cmp.
+  c.modules[0].runtime = capture::Runtime::kCPython;
+  c.modules.push_back({0, {0x01}, 4096, capture::ModuleKind::kFile});  // module 1: libc
+  auto function = [&](const char* name) {
+    c.strings.push_back(name);
+    c.functions.push_back({capture::StringId(c.strings.size() - 1), capture::kNone});
+    return capture::FunctionId(c.functions.size() - 1);
+  };
+  auto frame = [&](capture::Frame f) {
+    c.frames.push_back(f);
+    return capture::FrameId(c.frames.size() - 1);
+  };
+  const capture::FrameId outer =
+      frame({FrameKind::kInterpreted, capture::kNone, 1, function("py_outer"), 0, 3});
+  const capture::FrameId qsort = frame({FrameKind::kNative, 1, 0x40, function("qsort")});
+  const capture::FrameId cmp =
+      frame({FrameKind::kInterpreted, capture::kNone, 5, function("py_cmp"), 0, 6});
+  auto node = [&](capture::StackId parent, capture::FrameId f) {
+    c.stacks.parent.push_back(parent);
+    c.stacks.frame.push_back(f);
+    return capture::StackId(c.stacks.size() - 1);
+  };
+  // main > run > py_outer > qsort > run > py_cmp > hot
+  capture::StackId s = node(node(node(1, outer), qsort), 1);
+  s = node(node(s, cmp), 2);
+  for (size_t i = 0; i < 7; ++i) c.samples.stack[i] = s;  // the other 3: main > run > cold
+  auto paths = [](const capture::Capture& cap) {
+    std::vector<std::string> out;
+    for (capture::StackId id : cap.samples.stack) {
+      std::string path;
+      for (capture::StackId n = id; n != capture::kNone; n = cap.stacks.parent[n]) {
+        path = cap.strings[cap.functions[cap.frames[cap.stacks.frame[n]].function].name] +
+               (path.empty() ? "" : ";" + path);
+      }
+      out.push_back(path);
+    }
+    return out;
+  };
+  CHECK(paths(WithLook(c, Look::kMixed)) == paths(c));
+  auto python = paths(WithLook(c, Look::kPython));
+  CHECK(python[0] == "py_outer;qsort;py_cmp");  // hot: the interpreter's own code, left out
+  CHECK(python[9] == "main;run;cold");          // no Python frame: the stack stays whole
+  auto native = paths(WithLook(c, Look::kNative));
+  CHECK(native[0] == "main;run;qsort;run;hot");
+  CHECK(native[9] == "main;run;cold");
+  Look look;
+  CHECK(ParseLook("python", &look));
+  CHECK(look == Look::kPython);
+  CHECK_FALSE(ParseLook("java", &look));
+}

@@ -44,6 +44,16 @@ TEST_CASE("Capture: write then read gives the same tables") {
   CHECK(d.settings.notes == c.settings.notes);
   CHECK(d.settings.frequency == 999);
   CHECK(!d.settings.lost_task_records.has_value());  // not set: not known
+  CHECK(d.modules[0].runtime == Runtime::kNone);
+  // 2.6: an interpreter module says whose; a value this reader does not know
+  // still marks one.
+  for (Runtime runtime : {Runtime::kCPython, Runtime(7)}) {
+    c.modules[0].runtime = runtime;
+    auto again = ParseCapturePayload(SerializeCapture(c));
+    REQUIRE(again.ok());
+    CHECK(again->modules[0].runtime == runtime);
+  }
+  c.modules[0].runtime = Runtime::kNone;
   // 2.5: of the lost records, those of the task rings; 0 is a value.
   for (uint64_t lost : {0ull, 7ull}) {
     c.settings.lost_records = 9;
