@@ -71,7 +71,7 @@ std::string Layout::Version() const {
 }
 
 std::string KnownReleases() {
-  std::string out = "3.11";
+  std::string out = "3.11, 3.12";
   for (const Shape& s : kShapes) out += ", 3." + std::to_string(s.minor);
   return out;
 }
@@ -165,6 +165,53 @@ Result<Layout> Layout311(uint64_t hex_version) {
   return l;
 }
 
+Result<Layout> Layout312(uint64_t hex_version) {
+  if ((hex_version >> 16) != 0x030c) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "version " + HexAddress(hex_version) + " is not CPython 3.12");
+  }
+  // offsetof() over Include/ of CPython 3.12.5 (cpython/pystate.h,
+  // internal/pycore_runtime.h, pycore_interp.h, pycore_frame.h,
+  // cpython/code.h, cpython/unicodeobject.h) compiled for x86-64 Linux;
+  // the same in 3.12.0's headers. 3.12 keeps the current frame behind the
+  // thread's _PyCFrame and prev_instr (the last instruction run), as 3.11,
+  // but marks the bottom of each eval loop activation with a shim frame
+  // owned by the C stack, as 3.13.
+  Layout l;
+  l.hex_version = hex_version;
+  l.minor = 12;
+  l.runtime_interpreters_head = 40;
+  l.interp_next = 0;
+  l.interp_threads_head = 72;
+  l.interp_gil_holder = Layout::kAbsent;  // behind ceval.gil (+384), then last_holder (+8)
+  l.thread_next = 8;
+  l.thread_interp = 16;
+  l.thread_cframe = 56;
+  l.cframe_current_frame = 0;
+  l.thread_current_frame = Layout::kAbsent;
+  l.thread_id = 136;
+  l.thread_native_id = 144;
+  l.frame_executable = 0;  // f_code
+  l.frame_previous = 8;
+  l.frame_instr_ptr = 56;  // prev_instr
+  l.instr_is_previous = true;
+  l.frame_owner = 70;
+  l.code_firstlineno = 68;
+  l.code_filename = 112;
+  l.code_name = 120;
+  l.code_qualname = 128;
+  l.code_linetable = 136;
+  l.code_adaptive = 192;
+  l.object_type = 8;
+  l.bytes_size = 16;
+  l.bytes_data = 32;
+  l.str_length = 16;
+  l.str_state = 32;
+  l.str_ascii_data = 40;    // PyASCIIObject lost wstr in 3.12
+  l.str_compact_data = 56;  // utf8_length, utf8
+  return l;
+}
+
 Result<Layout> LayoutFromElfFile(const std::string& path) {
   ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
   Elf* elf = file.elf.get();
@@ -196,6 +243,7 @@ Result<Layout> LayoutFromElfFile(const std::string& path) {
   uint64_t hex;
   std::memcpy(&hex, version.data(), 8);
   if ((hex >> 16) == 0x030b) return Layout311(hex);
+  if ((hex >> 16) == 0x030c) return Layout312(hex);
   Layout unknown;
   unknown.hex_version = hex;
   return Status::Error(StatusCode::kUnavailable,

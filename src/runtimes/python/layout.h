@@ -6,7 +6,8 @@
 // as in the live process; only the struct's shape differs between releases,
 // and comes from CPython's own headers (debug_offsets_fields.inc). 3.11
 // publishes no offsets: its layout is a table, checked against Debian's
-// python3.11 and a shared-libpython 3.11, chosen by the file's Py_Version.
+// python3.11 and a shared-libpython 3.11, chosen by the file's Py_Version;
+// 3.12's is a table from its headers.
 // Nothing is guessed: a release without a shape or table is refused by name.
 #pragma once
 
@@ -72,6 +73,10 @@ Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> runtime);
 
 // The layout of CPython 3.11 (hex version `hex_version`), from a table.
 Result<Layout> Layout311(uint64_t hex_version);
+// The layout of CPython 3.12, from a table made from CPython's own 3.12
+// headers (no 3.12 runs here: unit tests on memory images laid out by it
+// stand for one).
+Result<Layout> Layout312(uint64_t hex_version);
 
 // The same from an ELF file: the debug offsets at its .PyRuntime section
 // (else its _PyRuntime symbol); without them, by its Py_Version, the 3.11

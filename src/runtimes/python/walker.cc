@@ -95,7 +95,7 @@ uint32_t Offset(uint64_t offset) {
 
 }  // namespace
 
-Status Walker::SetProcess(uint32_t pid, const Layout& l, const ProcessWalk& where) {
+Result<py_process> ProcessOffsets(const Layout& l, const ProcessWalk& where) {
   py_process p{};
   p.runtime = where.runtime;
   p.pidns_dev = where.pidns_dev;
@@ -132,6 +132,11 @@ Status Walker::SetProcess(uint32_t pid, const Layout& l, const ProcessWalk& wher
                          "CPython " + l.Version() +
                              " keeps its frame or code fields where the walker does not read");
   }
+  return p;
+}
+
+Status Walker::SetProcess(uint32_t pid, const Layout& l, const ProcessWalk& where) {
+  ASSIGN_OR_RETURN(py_process p, ProcessOffsets(l, where));
   __u32 key = pid;
   if (bpf_map__update_elem(state_->skel->maps.py_processes, &key, sizeof(key), &p, sizeof(p),
                            BPF_ANY) != 0) {

@@ -11,7 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include <linux/types.h>
+
 #include "base/status.h"
+#include "bpf/python.h"
 #include "src/runtimes/python/layout.h"
 
 namespace microscope::runtimes::python {
@@ -69,5 +72,10 @@ class Walker {
 // The frame owners that run no Python code, for a release: (the C stack's
 // shim, the interpreter's base frame), 0xff where it has none.
 std::pair<uint8_t, uint8_t> NonPythonOwners(int minor);
+
+// What the walker reads for a process laid out by `layout`; refused (with
+// the reason) when a release keeps a field where the walk's reads do not
+// reach.
+Result<py_process> ProcessOffsets(const Layout& layout, const ProcessWalk& where);
 
 }  // namespace microscope::runtimes::python

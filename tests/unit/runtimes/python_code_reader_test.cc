@@ -5,6 +5,7 @@
 #include <string>
 
 #include "src/runtimes/python/code_reader.h"
+#include "src/runtimes/python/walker.h"
 
 using namespace microscope::runtimes::python;
 
@@ -124,4 +125,80 @@ TEST_CASE("Python code reader: thread lists, and a cycle in them, end at their b
   CHECK((*threads)[1].state == 0x21400);
   m.Put<uint64_t>(0x21400 + l.thread_next, 0x21000);  // a cycle
   CHECK(ListThreads(m, l, at, 8).status().message().find("more than 8") != std::string::npos);
+}
+
+// CPython 3.12 cannot run here (no Debian suite has it): memory laid out as
+// its headers lay it out stands for a live 3.12.
+TEST_CASE("Python 3.12: a memory image laid out by its headers is read and walkable") {
+  auto layout = Layout312(0x030c05f0);
+  REQUIRE(layout.ok());
+  const Layout& l = *layout;
+  CHECK(l.Version() == "3.12.5");
+  CHECK(!Layout312(0x030b02f0).ok());
+  // Objects where 3.12 puts their fields (offsetof over its headers).
+  CHECK(l.interp_threads_head == 72);
+  CHECK(l.thread_native_id == 144);
+  CHECK(l.code_firstlineno == 68);
+  CHECK(l.code_adaptive == 192);
+  CHECK(l.str_ascii_data == 40);
+
+  FakeMemory m = Target(l);  // a code object at 0x10000, names at 0x10400 and 0x10800
+  auto code = ReadCode(m, l, kTypes, 0x10000);
+  REQUIRE(code.ok());
+  CHECK(code->qualname == "Cls.run");
+  CHECK(code->filename == "app.py");
+  CHECK(code->first_line == 7);
+  CHECK(code->qualname_object == 0x10800);
+  // A UCS-2 name: its code points after PyCompactUnicodeObject (56 bytes).
+  m.Put<uint32_t>(0x10800 + 32, (2u << 2) | (1u << 5));
+  m.Put<int64_t>(0x10800 + 16, 1);
+  m.Put<uint16_t>(0x10800 + 56, 0x394);
+  CHECK(ReadCode(m, l, kTypes, 0x10000)->qualname == "\xce\x94");
+
+  // The runtime, its interpreter and two threads, the first with its frames
+  // behind its _PyCFrame.
+  m.regions[0x20000] = std::string(0x2000, '\0');
+  InterpreterAddresses at = kTypes;
+  at.runtime = 0x20000;
+  m.Put<uint64_t>(0x20000 + 40, 0x20800);  // interpreters.head
+  m.Put<uint64_t>(0x20800 + 72, 0x21000);  // threads.head
+  m.Put<uint64_t>(0x21000 + 144, 4242);    // native_thread_id
+  m.Put<uint64_t>(0x21000 + 8, 0x21400);   // next
+  m.Put<uint64_t>(0x21400 + 144, 4243);
+  m.Put<uint64_t>(0x21000 + 56, 0x21800);  // cframe
+  m.Put<uint64_t>(0x21800 + 0, 0x21c00);   // cframe->current_frame
+  auto threads = ListThreads(m, l, at);
+  REQUIRE(threads.ok());
+  REQUIRE(threads->size() == 2);
+  CHECK((*threads)[0].native_id == 4242);
+  CHECK((*threads)[1].state == 0x21400);
+  uint64_t cframe = 0, frame = 0;
+  REQUIRE(m.Read(threads->front().state + l.thread_cframe, &cframe, 8));
+  REQUIRE(m.Read(cframe + l.cframe_current_frame, &frame, 8));
+  CHECK(frame == 0x21c00);
+
+  // What the BPF walker is given for it: through the _PyCFrame, the shim
+  // owned by the C stack (3) ending each activation, prev_instr, every
+  // field inside the chunks the walk reads.
+  auto offsets = ProcessOffsets(l, {.runtime = at.runtime});
+  REQUIRE(offsets.ok());
+  CHECK(offsets->thread_current_frame == MICROSCOPE_PY_ABSENT);
+  CHECK(offsets->thread_cframe == 56);
+  CHECK(offsets->frame_owner == 70);
+  CHECK(offsets->owner_cstack == 3);
+  CHECK(offsets->owner_interpreter == 0xff);
+  CHECK(offsets->frame_is_entry == MICROSCOPE_PY_ABSENT);
+  CHECK(offsets->code_lo == 68);
+  CHECK(offsets->code_qualname - offsets->code_lo + 8 <= MICROSCOPE_PY_CHUNK);
+  Layout far = l;
+  far.frame_owner = 200;
+  CHECK(ProcessOffsets(far, {}).status().message().find("does not read") != std::string::npos);
+}
+
+TEST_CASE("Python walker: frame owners that run no Python, per release") {
+  CHECK(NonPythonOwners(11) == std::pair<uint8_t, uint8_t>{0xff, 0xff});  // is_entry instead
+  CHECK(NonPythonOwners(12) == std::pair<uint8_t, uint8_t>{3, 0xff});
+  CHECK(NonPythonOwners(13) == std::pair<uint8_t, uint8_t>{3, 0xff});
+  CHECK(NonPythonOwners(14) == std::pair<uint8_t, uint8_t>{4, 3});  // INTERPRETER inserted as 3
+  CHECK(ProcessOffsets(*Layout311(0x030b02f0), {}).ok());
 }
