@@ -6,6 +6,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf/python.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -46,6 +49,24 @@ Status SizeScratchPerCpu(bpf_map* scratch) {
     return BpfFailed("cannot size the BPF scratch map", err);
   }
   return OkStatus();
+}
+
+Status ShareRuntimeMaps(bpf_map* py_processes, bpf_map* py_threads, const RuntimeMaps& maps) {
+  for (auto [map, fd] : {std::pair{py_processes, maps.python_processes},
+                         std::pair{py_threads, maps.python_threads}}) {
+    if (fd < 0) continue;
+    if (int err = bpf_map__reuse_fd(map, fd); err != 0) {
+      return BpfFailed("cannot share the Python walker's maps", err);
+    }
+  }
+  return OkStatus();
+}
+
+std::vector<uint8_t> WalkRecord(const py_walk& w) {
+  if (w.magic != MICROSCOPE_PY_MAGIC) return {};
+  size_t frames = std::min<size_t>(w.nframes, MICROSCOPE_PY_MAX_FRAMES);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&w);
+  return std::vector<uint8_t>(bytes, bytes + MICROSCOPE_PY_WALK_FIXED + frames * sizeof(py_frame));
 }
 
 Status ConsumeRing(ring_buffer* ring, int timeout_ms, const char* what) {

@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "src/record/source_events.h"
+
+struct py_walk;  // bpf/python.h
 
 struct bpf_map;      // libbpf's
 struct ring_buffer;  // libbpf's
@@ -27,6 +30,14 @@ Status FollowTgid(::bpf_map* targets, int32_t pid);
 // Gives an ARRAY map one slot per possible CPU (a scratch event per CPU,
 // too large for a per-CPU array's values), before the object is loaded.
 Status SizeScratchPerCpu(::bpf_map* scratch);
+
+// Before load: the object's copies of the Python walker's maps become the
+// walker's own (when there is one), so its walks see the same layouts.
+Status ShareRuntimeMaps(::bpf_map* py_processes, ::bpf_map* py_threads, const RuntimeMaps& maps);
+
+// A walk an event carries, as the bytes a py_walk record has (empty when
+// its magic says there is none).
+std::vector<uint8_t> WalkRecord(const py_walk& walk);
 
 // Waits up to `timeout_ms` for `ring`, then takes every event there: the
 // programs wake the reader only once a batch has gathered, so whatever is

@@ -58,6 +58,7 @@ int OnEvent(void* ctx, void* data, size_t size) {
   std::memcpy(out.regs, e->regs, sizeof(out.regs));
   size_t ustack = std::min<size_t>(e->ustack_size, size - MICROSCOPE_OFFCPU_FIXED_SIZE);
   out.user_stack.assign(e->ustack, e->ustack + ustack);
+  out.python_walk = WalkRecord(e->py);
   state->sink->push_back(std::move(out));
   return 0;
 }
@@ -90,6 +91,8 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
   state->skel->rodata->min_ns = options.min_ns;
   state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
   RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
+  RETURN_IF_ERROR(ShareRuntimeMaps(state->skel->maps.py_processes, state->skel->maps.py_threads,
+                                   options.runtime_maps));
   if (int err = offcpu_bpf__load(state->skel); err != 0) {
     return BpfLoadError("the kernel refused the off-CPU BPF programs", err);
   }

@@ -28,6 +28,7 @@ class OffCpuTracer {
   struct Options {
     uint64_t min_ns = 20000;
     uint32_t stack_copy = 16384;  // bytes of user stack per interval
+    RuntimeMaps runtime_maps;     // the Python walker's, to walk Python frames too
   };
   // Loads and attaches the programs, following `pids` (tgids) and the
   // processes they start. Errors say what the kernel refused.

@@ -18,6 +18,7 @@
 #include "capture/capture.h"
 #include "src/record/processor.h"
 #include "src/record/record_options.h"
+#include "src/record/source_events.h"
 
 namespace microscope::record {
 
@@ -35,6 +36,9 @@ struct SourceContext {
   Collector* collector = nullptr;
   // One line to the user, as the recording's own warnings go.
   std::function<void(const std::string&)> warn;
+  // The Python walker's maps, set by its source (started first) for the
+  // sources that take stacks with BPF.
+  RuntimeMaps* runtime_maps = nullptr;
 };
 
 // The span of the recording a poll may keep events from: [start, end).

@@ -96,9 +96,9 @@ void AppendOffCpu(const OffCpuInterval& iv, Processor* processor) {
   capture::ThreadId thread =
       processor->EventThread(iv.pid, iv.tid, std::max(start, iv.time_ns), iv.comm);
   capture::StackEnd stack_end;
-  capture::StackId stack =
-      processor->EventStack(iv.pid, iv.tid, iv.time_ns, iv.kernel_stack,
-                            iv.has_regs ? &iv.regs : nullptr, iv.user_stack, &stack_end);
+  capture::StackId stack = processor->EventStack(iv.pid, iv.tid, iv.time_ns, iv.kernel_stack,
+                                                 iv.has_regs ? &iv.regs : nullptr, iv.user_stack,
+                                                 &stack_end, iv.python_walk);
   capture::OffCpu& o = c.off_cpu;
   o.start.push_back(start);
   o.end.push_back(iv.end_ns);  // 0 (still off CPU): closed by FinishOffCpuRows
@@ -139,6 +139,7 @@ Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& cont
   OffCpuTracer::Options o;
   o.min_ns = options.off_cpu_min_ns;
   o.stack_copy = options.stack_copy;
+  if (context.runtime_maps != nullptr) o.runtime_maps = *context.runtime_maps;
   int32_t pids[] = {context.target};
   ASSIGN_OR_RETURN(std::unique_ptr<OffCpuTracer> tracer, OffCpuTracer::Start(o, pids));
   capture::Settings* settings = context.settings;

@@ -63,11 +63,13 @@ class Processor : private CodeMarks, private FrameInterner {
   capture::ThreadId LatestThread(uint32_t pid, uint32_t tid);
   // A stack BPF took at `time`: `kernel` as bpf_get_stack gives it (where
   // it was taken, then return addresses), then, given `regs`, the user
-  // frames unwound from them and `user_stack`; spliced and interned. `*end`
-  // (when given) says how it ended.
+  // frames unwound from them and `user_stack`; spliced (with `walk`, a
+  // runtime's walk of the same moment) and interned. `*end` (when given)
+  // says how it ended.
   capture::StackId EventStack(uint32_t pid, uint32_t tid, uint64_t time,
                               std::span<const uint64_t> kernel, const UserRegs* regs,
-                              std::span<const uint8_t> user_stack, capture::StackEnd* end);
+                              std::span<const uint8_t> user_stack, capture::StackEnd* end,
+                              std::span<const uint8_t> walk = {});
   capture::StringId Intern(std::string_view s);
 
   // Records were lost since the last call (a LOST record was processed):

@@ -47,7 +47,8 @@ capture::StackEnd Processor::UnwindCopiedStack(const UserRegs& regs, std::span<c
 
 capture::StackId Processor::EventStack(uint32_t pid, uint32_t tid, uint64_t time,
                                        std::span<const uint64_t> kernel, const UserRegs* regs,
-                                       std::span<const uint8_t> user_stack, StackEnd* end) {
+                                       std::span<const uint8_t> user_stack, StackEnd* end,
+                                       std::span<const uint8_t> walk) {
   ProcessState& proc = EnsureProcess(pid, time);
   scratch_.clear();
   scratch_sp_.clear();
@@ -62,7 +63,7 @@ capture::StackId Processor::EventStack(uint32_t pid, uint32_t tid, uint64_t time
       regs != nullptr ? UnwindCopiedStack(*regs, user_stack, proc) : StackEnd::kKernelOnly;
   if (scratch_.empty()) how = StackEnd::kEmpty;
   if (end != nullptr) *end = how;
-  return InternScratch(pid, tid, time);
+  return InternScratch(pid, tid, time, walk);
 }
 
 }  // namespace microscope::record

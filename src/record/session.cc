@@ -130,8 +130,8 @@ class Recording {
   capture::Settings& settings() { return processor_.settings(); }
 
   Status StartSources() {
-    SourceContext context{options_,    target_,          child_ != nullptr,
-                          &settings(), collector_.get(), hooks_.warn};
+    SourceContext context{options_,         target_,     child_ != nullptr, &settings(),
+                          collector_.get(), hooks_.warn, &runtime_maps_};
     ASSIGN_OR_RETURN(sources_, record::StartSources(context, hooks_.warn));
     for (const auto& s : sources_) {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());
@@ -199,6 +199,7 @@ class Recording {
   std::unique_ptr<Collector> collector_;
   std::vector<std::unique_ptr<EventSource>> sources_;
   std::vector<int> wait_fds_;
+  RuntimeMaps runtime_maps_;              // the Python walker's, for the other BPF sources
   std::unique_ptr<LaunchedChild> child_;  // launch mode
   pid_t target_ = 0;
   uint64_t start_ = 0;

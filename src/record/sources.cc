@@ -20,8 +20,12 @@ struct SourceKind {
   Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
 };
 
-// One line per source.
+// One line per source. The runtime walkers come first: the sources that
+// take stacks with BPF walk with their maps.
 const SourceKind kSources[] = {
+    {capture::kPythonSource, "Python frames", false,
+     [](const RecordOptions& o) { return o.samples && o.python != "off"; },
+     [](const RecordOptions& o) { return o.python == "bpf"; }, runtimes::python::StartPythonSource},
     {capture::kOffCpuSource, "off-CPU time", false,
      [](const RecordOptions& o) { return o.off_cpu; },
      [](const RecordOptions& o) { return !o.samples; }, StartOffCpuSource},
@@ -30,9 +34,7 @@ const SourceKind kSources[] = {
      [](const RecordOptions& o) { return !o.samples; }, StartSyscallSource},
     {capture::kExitSource, "exit statuses", true, [](const RecordOptions&) { return true; },
      [](const RecordOptions&) { return false; }, StartExitSource},
-    {capture::kPythonSource, "Python frames", false,
-     [](const RecordOptions& o) { return o.samples && o.python != "off"; },
-     [](const RecordOptions& o) { return o.python == "bpf"; }, runtimes::python::StartPythonSource},
+
 };
 
 }  // namespace

@@ -148,6 +148,44 @@ Result<std::vector<PythonThread>> ListThreads(ProcessMemory& memory, const Layou
   return threads;
 }
 
+Result<std::vector<FrameCode>> ReadFrameCodes(ProcessMemory& memory, const Layout& layout,
+                                              uint64_t tstate, size_t max_frames) {
+  uint64_t frame = 0;
+  if (layout.thread_current_frame != Layout::kAbsent) {
+    if (!ReadValue(memory, tstate + layout.thread_current_frame, &frame))
+      return Unreadable("thread state", tstate);
+  } else {
+    uint64_t cframe = 0;
+    if (!ReadValue(memory, tstate + layout.thread_cframe, &cframe))
+      return Unreadable("thread state", tstate);
+    if (cframe != 0 && !ReadValue(memory, cframe + layout.cframe_current_frame, &frame))
+      return Unreadable("_PyCFrame", cframe);
+  }
+  const auto [shim, base] = NonPythonOwners(layout.minor);
+  std::vector<FrameCode> out;
+  // Bounded: a cycle in target memory ends at the bound.
+  for (size_t steps = 0; frame != 0 && out.size() < max_frames && steps < 2 * max_frames; ++steps) {
+    uint64_t executable, previous;
+    uint8_t owner = 0;
+    if (!ReadValue(memory, frame + layout.frame_executable, &executable) ||
+        !ReadValue(memory, frame + layout.frame_previous, &previous) ||
+        !ReadValue(memory, frame + layout.frame_owner, &owner)) {
+      return Unreadable("interpreter frame", frame);
+    }
+    frame = previous;
+    if (owner == shim || owner == base) continue;
+    FrameCode f;
+    f.code = executable & ~uint64_t(7);  // 3.14 on: a tagged stack reference
+    if (!ReadValue(memory, f.code + layout.code_qualname, &f.qualname) ||
+        !ReadValue(memory, f.code + layout.code_filename, &f.filename) ||
+        !ReadValue(memory, f.code + layout.code_firstlineno, &f.first_line)) {
+      continue;  // not code: the walk will say so
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
 Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout,
                           const InterpreterAddresses& types, uint64_t code) {
   RETURN_IF_ERROR(CheckType(memory, layout, code, types.code, "code object"));

@@ -57,6 +57,19 @@ Result<std::vector<PythonThread>> ListThreads(ProcessMemory& memory, const Layou
                                               const InterpreterAddresses& at,
                                               size_t max_threads = 4096);
 
+// The code objects a thread's frames run, leaf first, each with the fields
+// a BPF walk proves it by (what bpf/python_walk.bpf.h reads, read here from
+// user space): at most `max_frames`; refused when the thread state or its
+// frame chain is unreadable.
+struct FrameCode {
+  uint64_t code = 0;
+  uint64_t qualname = 0;
+  uint64_t filename = 0;
+  int32_t first_line = 0;
+};
+Result<std::vector<FrameCode>> ReadFrameCodes(ProcessMemory& memory, const Layout& layout,
+                                              uint64_t tstate, size_t max_frames = 128);
+
 // The code object at `code`, its names as UTF-8 (compact strings of any
 // kind; a legacy, non-compact string is refused).
 Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout,

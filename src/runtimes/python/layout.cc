@@ -70,6 +70,14 @@ std::string Layout::Version() const {
          "." + std::to_string((hex_version >> 8) & 0xff);
 }
 
+std::pair<uint8_t, uint8_t> NonPythonOwners(int minor) {
+  // enum _frameowner in Include/internal/pycore_frame.h (pycore_interpframe_structs.h
+  // from 3.14): 3.11 marks entry frames with is_entry instead.
+  if (minor <= 11) return {0xff, 0xff};
+  if (minor <= 13) return {3, 0xff};  // FRAME_OWNED_BY_CSTACK
+  return {4, 3};                      // FRAME_OWNED_BY_CSTACK, FRAME_OWNED_BY_INTERPRETER
+}
+
 std::string KnownReleases() {
   std::string out = "3.11, 3.12";
   for (const Shape& s : kShapes) out += ", 3." + std::to_string(s.minor);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "base/status.h"
 
@@ -82,6 +83,10 @@ Result<Layout> Layout312(uint64_t hex_version);
 // (else its _PyRuntime symbol); without them, by its Py_Version, the 3.11
 // table.
 Result<Layout> LayoutFromElfFile(const std::string& path);
+
+// The frame owners that run no Python code, for a release: (the C stack's
+// shim, the interpreter's base frame), 0xff where it has none.
+std::pair<uint8_t, uint8_t> NonPythonOwners(int minor);
 
 // The releases this reader knows the shape of, as "3.13, 3.14, 3.15".
 std::string KnownReleases();

@@ -195,6 +195,8 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   void TakeExecs();
   void RefreshThreads();
   capture::FrameId Name(Process* process, const WalkFrame& frame, FrameInterner* interner);
+  // The code object a walk names by `key`, read and proved once.
+  const NamedCode& Code(Process* process, const CodeKey& key);
   capture::FrameId Unknown(const std::string& why, FrameInterner* interner) {
     ++unknown_frames_;
     return interner->Interpreted({"[unknown Python: " + why + "]", "", 0, 0});
@@ -353,6 +355,15 @@ void PythonSource::RefreshThreads() {
     }
     Status set = walker_->SetThreads(pid, mapped);
     if (!set.ok()) Problem("Python threads not given to the walker", set.message());
+    // The code objects each thread runs now, read while the program runs: a
+    // thread blocked until the program's end is walked (off-CPU, system
+    // calls) at its wake, when the process may be gone by the time its walk
+    // is named.
+    for (const PythonThread& t : *threads) {
+      Result<std::vector<FrameCode>> frames = ReadFrameCodes(*p.memory, p.module->layout, t.state);
+      if (!frames.ok()) continue;
+      for (const FrameCode& f : *frames) Code(&p, {f.code, f.qualname, f.filename, f.first_line});
+    }
     ++it;
   }
 }
@@ -387,28 +398,32 @@ void PythonSource::Poll(const record::PollWindow&, record::Processor*) {
   RefreshThreads();
 }
 
-capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameInterner* interner) {
-  auto [it, fresh] = process->codes.try_emplace({f.code, f.qualname, f.filename, f.first_line});
+const NamedCode& PythonSource::Code(Process* process, const CodeKey& key) {
+  auto [it, fresh] = process->codes.try_emplace(key);
   NamedCode& named = it->second;
-  if (fresh) {
-    const ModuleInfo& m = *process->module;
-    Result<CodeInfo> info = ReadCode(*process->memory, m.layout, process->at, f.code);
-    if (!info.ok()) {
-      named.error = process->gone && info.status().code() == StatusCode::kUnavailable
-                        ? "process exited before its code object was read"
-                    : info.status().code() == StatusCode::kUnavailable ? "code object unreadable"
-                                                                       : "not a code object";
-      Problem("Python code objects not named", info.status().message());
-    } else if (info->qualname_object != f.qualname || info->filename_object != f.filename ||
-               info->first_line != f.first_line) {
-      // Freed and its memory reused since the walk: another function's now.
-      named.error = "code object changed since the walk";
-      Problem("Python code objects not named",
-              "code object at " + HexAddress(f.code) + " changed since the walk");
-    } else {
-      named.info = std::move(*info);
-    }
+  if (!fresh) return named;
+  const ModuleInfo& m = *process->module;
+  Result<CodeInfo> info = ReadCode(*process->memory, m.layout, process->at, key.code);
+  if (!info.ok()) {
+    named.error = process->gone && info.status().code() == StatusCode::kUnavailable
+                      ? "process exited before its code object was read"
+                  : info.status().code() == StatusCode::kUnavailable ? "code object unreadable"
+                                                                     : "not a code object";
+    Problem("Python code objects not named", info.status().message());
+  } else if (info->qualname_object != key.qualname || info->filename_object != key.filename ||
+             info->first_line != key.first_line) {
+    // Freed and its memory reused since the walk: another function's now.
+    named.error = "code object changed since the walk";
+    Problem("Python code objects not named",
+            "code object at " + HexAddress(key.code) + " changed since the walk");
+  } else {
+    named.info = std::move(*info);
   }
+  return named;
+}
+
+capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameInterner* interner) {
+  const NamedCode& named = Code(process, {f.code, f.qualname, f.filename, f.first_line});
   if (!named.error.empty()) return Unknown(named.error, interner);
   const CodeInfo& info = named.info;
   uint32_t line = uint32_t(std::max(info.first_line, 0));
@@ -501,6 +516,7 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
   if (Status s = context.collector->AttachProgram((*walker)->program_fd()); !s.ok())
     return refuse(s);
   if (Status s = (*walker)->Follow(uint32_t(context.target)); !s.ok()) return refuse(s);
+  if (context.runtime_maps != nullptr) *context.runtime_maps = (*walker)->maps();
   context.settings->SetSource(std::string(kSourceName), "on");
   return std::unique_ptr<record::EventSource>(
       new PythonSource(std::move(*walker), "", mode, context.warn));

@@ -44,14 +44,6 @@ int OnExec(void* ctx, void* data, size_t size) {
 Walker::Walker(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Walker::~Walker() = default;
 
-std::pair<uint8_t, uint8_t> NonPythonOwners(int minor) {
-  // enum _frameowner in Include/internal/pycore_frame.h (pycore_interpframe_structs.h
-  // from 3.14): 3.11 marks entry frames with is_entry instead.
-  if (minor <= 11) return {0xff, 0xff};
-  if (minor <= 13) return {3, 0xff};  // FRAME_OWNED_BY_CSTACK
-  return {4, 3};                      // FRAME_OWNED_BY_CSTACK, FRAME_OWNED_BY_INTERPRETER
-}
-
 Result<std::unique_ptr<Walker>> Walker::Load() {
   auto state = std::make_unique<State>();
   libbpf_set_print(nullptr);
@@ -188,6 +180,10 @@ Status Walker::TakeExecs(std::vector<uint32_t>* pids) {
   Status read = record::ConsumeRing(state_->execs, 0, "reading the Python walker's exec ring");
   state_->sink = nullptr;
   return read;
+}
+
+record::RuntimeMaps Walker::maps() const {
+  return {bpf_map__fd(state_->skel->maps.py_processes), bpf_map__fd(state_->skel->maps.py_threads)};
 }
 
 uint64_t Walker::Lost() const {

@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "bpf/python.h"
+#include "src/record/source_events.h"
 #include "src/runtimes/python/layout.h"
 
 namespace microscope::runtimes::python {
@@ -61,6 +62,8 @@ class Walker {
 
   // Walks that did not fit in their ring.
   uint64_t Lost() const;
+  // Its layouts and thread map, for the other BPF objects that walk.
+  record::RuntimeMaps maps() const;
 
   struct State;  // libbpf's objects; defined in the .cc only
 
@@ -68,10 +71,6 @@ class Walker {
   explicit Walker(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
-
-// The frame owners that run no Python code, for a release: (the C stack's
-// shim, the interpreter's base frame), 0xff where it has none.
-std::pair<uint8_t, uint8_t> NonPythonOwners(int minor);
 
 // What the walker reads for a process laid out by `layout`; refused (with
 // the reason) when a release keeps a field where the walk's reads do not

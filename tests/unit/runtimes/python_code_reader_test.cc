@@ -176,6 +176,23 @@ TEST_CASE("Python 3.12: a memory image laid out by its headers is read and walka
   REQUIRE(m.Read(threads->front().state + l.thread_cframe, &cframe, 8));
   REQUIRE(m.Read(cframe + l.cframe_current_frame, &frame, 8));
   CHECK(frame == 0x21c00);
+  // Its frames: one running the code object, then the activation's shim
+  // (owned by the C stack), then one more frame of an outer activation.
+  m.Put<uint64_t>(0x21c00 + l.frame_executable, 0x10000);
+  m.Put<uint64_t>(0x21c00 + l.frame_previous, 0x21d00);
+  m.Put<uint8_t>(0x21d00 + l.frame_owner, 3);
+  m.Put<uint64_t>(0x21d00 + l.frame_previous, 0x21e00);
+  m.Put<uint64_t>(0x21e00 + l.frame_executable, 0x10000 | 1);  // a tag bit is not an address bit
+  auto codes = ReadFrameCodes(m, l, threads->front().state);
+  REQUIRE(codes.ok());
+  REQUIRE(codes->size() == 2);
+  CHECK((*codes)[0].code == 0x10000);
+  CHECK((*codes)[0].qualname == 0x10800);
+  CHECK((*codes)[0].filename == 0x10400);
+  CHECK((*codes)[0].first_line == 7);
+  CHECK((*codes)[1].code == 0x10000);
+  m.Put<uint64_t>(0x21e00 + l.frame_previous, 0x21c00);  // a cycle ends at the bound
+  CHECK(ReadFrameCodes(m, l, threads->front().state, 16)->size() == 16);
 
   // What the BPF walker is given for it: through the _PyCFrame, the shim
   // owned by the C stack (3) ending each activation, prev_instr, every

@@ -1,0 +1,255 @@
+// The CPython walk, shared by the programs that take stacks (bpf/python.bpf.c
+// at each sample, bpf/offcpu.bpf.c and bpf/syscalls.bpf.c where they take a
+// user stack): finds the thread's PyThreadState (py_threads, else a bounded
+// search of the interpreters' thread lists) and walks its frames leaf
+// first. The maps are the Python walker's: the other objects' loaders reuse
+// its maps (bpf_map__reuse_fd), so one layout serves them all. Include once
+// per BPF object, after vmlinux.h and the libbpf headers.
+//
+// Nothing read from the target is trusted here beyond bounds: user space
+// proves each code object against the fields this walk saw.
+#ifndef MICROSCOPE_BPF_PYTHON_WALK_H
+#define MICROSCOPE_BPF_PYTHON_WALK_H
+
+#include "python.h"
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);  // tgid
+  __type(value, struct py_process);
+} py_processes SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);  // tid
+  __type(value, struct py_thread);
+} py_threads SEC(".maps");
+
+// The chunks of target memory a walk reads, per CPU.
+struct py_chunks {
+  __u8 frame[MICROSCOPE_PY_CHUNK];
+  __u8 code[MICROSCOPE_PY_CHUNK];
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct py_chunks);
+} py_chunks SEC(".maps");
+
+// A word (or byte) of a chunk at an offset the loader checked to lie inside.
+static __always_inline __u64 chunk_word(const __u8* chunk, __u32 off) {
+  off &= MICROSCOPE_PY_CHUNK - 1;
+  if (off > MICROSCOPE_PY_CHUNK - 8) return 0;
+  return *(const __u64*)(chunk + off);
+}
+static __always_inline __u8 chunk_byte(const __u8* chunk, __u32 off) {
+  return chunk[off & (MICROSCOPE_PY_CHUNK - 1)];
+}
+
+static __always_inline int read_u64(__u64* out, __u64 address) {
+  return bpf_probe_read_user(out, sizeof(*out), (const void*)address);
+}
+
+// The thread's id as the target's pid namespace sees it.
+static __always_inline __u64 namespace_tid(const struct py_process* proc, __u32 tid) {
+  if (proc->pidns_ino == 0) return tid;
+  if ((__u32)bpf_get_current_pid_tgid() != tid) return 0;  // only the current thread's is known
+  struct bpf_pidns_info ns = {};
+  if (bpf_get_ns_current_pid_tgid(proc->pidns_dev, proc->pidns_ino, &ns, sizeof(ns)) != 0) return 0;
+  return ns.pid;
+}
+
+// The thread state whose native_thread_id is `native`, searched in every
+// interpreter's list (one bpf_loop step per thread state or interpreter,
+// MICROSCOPE_PY_SEARCH steps at most); sets *status when not exactly one
+// is found.
+struct search_ctx {
+  const struct py_process* proc;
+  __u64 native;
+  __u64 interp;
+  __u64 ts;  // next thread state to read; 0: go on to the next interpreter
+  __u64 found;
+  __u32 matches;
+  __u32 seen;     // thread states read
+  __u32 started;  // the first interpreter's list is begun
+  __u32 done;     // every list was read to its end
+};
+
+// Nothing here branches on a count: the verifier would follow every value.
+static long search_step(__u64 i, void* data) {
+  struct search_ctx* c = data;
+  const struct py_process* proc = c->proc;
+  if (c->ts == 0) {
+    if (c->started && read_u64(&c->interp, c->interp + proc->interp_next) != 0) c->interp = 0;
+    c->started = 1;
+    if (c->interp == 0) {
+      c->done = 1;
+      return 1;
+    }
+    if (read_u64(&c->ts, c->interp + proc->interp_threads_head) != 0) c->ts = 0;
+    return 0;
+  }
+  ++c->seen;
+  __u64 id = 0;
+  if (read_u64(&id, c->ts + proc->thread_native_id) == 0 && id == c->native) {
+    c->found = c->ts;
+    ++c->matches;
+  }
+  if (read_u64(&c->ts, c->ts + proc->thread_next) != 0) c->ts = 0;
+  return 0;
+}
+
+static __always_inline __u64 search_thread(const struct py_process* proc, __u64 native,
+                                           __u8* status, __u32* seen) {
+  struct search_ctx c = {.proc = proc, .native = native};
+  if (read_u64(&c.interp, proc->runtime + proc->runtime_interpreters_head) != 0) {
+    *status = MICROSCOPE_PY_UNREADABLE;
+    return 0;
+  }
+  bpf_loop(MICROSCOPE_PY_SEARCH, search_step, &c, 0);
+  *seen = c.seen;
+  if (c.matches > 1) {
+    *status = MICROSCOPE_PY_SEVERAL;
+    return 0;
+  }
+  if (c.matches == 0) *status = c.done ? MICROSCOPE_PY_NO_THREAD : MICROSCOPE_PY_PAST_BOUND;
+  return c.found;
+}
+
+// The thread state of the current thread: from the map when its entry still
+// names this thread, else searched (and remembered, found or not, until the
+// next refresh).
+static __always_inline __u64 thread_state(const struct py_process* proc, __u32 tid, __u8* status) {
+  __u64 native = namespace_tid(proc, tid);
+  struct py_thread* known = bpf_map_lookup_elem(&py_threads, &tid);
+  if (known) {
+    if (known->tstate == 0 && known->generation == proc->generation &&
+        bpf_ktime_get_ns() - known->searched_ns < MICROSCOPE_PY_RESEARCH_NS) {
+      *status = MICROSCOPE_PY_NO_THREAD;
+      return 0;
+    }
+    __u64 id = 0;
+    if (known->tstate != 0 && read_u64(&id, known->tstate + proc->thread_native_id) == 0 &&
+        id == native)
+      return known->tstate;
+  }
+  __u32 seen = 0;
+  __u64 ts = search_thread(proc, native, status, &seen);
+  // Remembered when found, or when not found among threads that exist (an
+  // interpreter still starting has none yet).
+  if (*status == MICROSCOPE_PY_WALKED || (*status == MICROSCOPE_PY_NO_THREAD && seen > 0)) {
+    struct py_thread entry = {.tstate = ts,
+                              .native_id = native,
+                              .searched_ns = bpf_ktime_get_ns(),
+                              .generation = proc->generation};
+    bpf_map_update_elem(&py_threads, &tid, &entry, BPF_ANY);
+  }
+  return ts;
+}
+
+// One frame per bpf_loop step, leaf first.
+struct walk_ctx {
+  const struct py_process* proc;
+  struct py_chunks* s;
+  struct py_walk* w;
+  __u64 frame;
+  __u32 n;
+};
+
+static long walk_step(__u64 i, void* data) {
+  struct walk_ctx* c = data;
+  const struct py_process* proc = c->proc;
+  struct py_chunks* s = c->s;
+  struct py_walk* w = c->w;
+  if (c->frame == 0) return 1;
+  if (bpf_probe_read_user(s->frame, sizeof(s->frame), (const void*)c->frame) != 0) {
+    w->status = MICROSCOPE_PY_UNREADABLE;
+    return 1;
+  }
+  __u64 code = chunk_word(s->frame, proc->frame_executable) & ~7ull;  // 3.14: a tagged _PyStackRef
+  __u64 instr_ptr = chunk_word(s->frame, proc->frame_instr_ptr);
+  __u8 owner = chunk_byte(s->frame, proc->frame_owner);
+  const __u64 at = c->frame;
+  c->frame = chunk_word(s->frame, proc->frame_previous);
+  __u32 n = c->n;
+  if (n >= MICROSCOPE_PY_MAX_FRAMES) {
+    w->status = MICROSCOPE_PY_TRUNCATED;
+    return 1;
+  }
+  struct py_frame* f = &w->frames[n];
+  if (owner == proc->owner_cstack || owner == proc->owner_interpreter) {
+    // The shim at the bottom of an activation, on that activation's C stack.
+    f->code = at;
+    f->qualname = 0;
+    f->filename = 0;
+    f->firstlineno = 0;
+    f->instr = MICROSCOPE_PY_SHIM;
+    c->n = n + 1;
+    return 0;
+  }
+  f->code = code;
+  f->qualname = 0;
+  f->filename = 0;
+  f->firstlineno = 0;
+  f->instr = MICROSCOPE_PY_NO_INSTR;
+  if (code != 0 &&
+      bpf_probe_read_user(s->code, sizeof(s->code), (const void*)(code + proc->code_lo)) == 0) {
+    f->qualname = chunk_word(s->code, proc->code_qualname - proc->code_lo);
+    f->filename = chunk_word(s->code, proc->code_filename - proc->code_lo);
+    f->firstlineno = (__s32)chunk_word(s->code, proc->code_firstlineno - proc->code_lo);
+    __u64 first = code + proc->code_adaptive;
+    if (instr_ptr >= first && instr_ptr - first < MICROSCOPE_PY_NO_INSTR)
+      f->instr = (__u32)(instr_ptr - first);
+  }
+  if (proc->frame_is_entry != MICROSCOPE_PY_ABSENT && chunk_byte(s->frame, proc->frame_is_entry))
+    f->instr |= MICROSCOPE_PY_ENTRY;
+  c->n = n + 1;
+  return 0;
+}
+
+static __always_inline void walk_frames(const struct py_process* proc, struct py_chunks* s,
+                                        struct py_walk* w, __u64 frame) {
+  struct walk_ctx c = {.proc = proc, .s = s, .w = w, .frame = frame};
+  bpf_loop(MICROSCOPE_PY_MAX_FRAMES + 1, walk_step, &c, 0);
+  if (c.frame != 0 && w->status == MICROSCOPE_PY_WALKED) w->status = MICROSCOPE_PY_TRUNCATED;
+  w->nframes = c.n;
+}
+
+// Walks the Python frames of thread `tid` of process `tgid` into `w`: the
+// current thread, or one that shares the loaded address space (a thread in
+// another pid namespace then finds no state). False when the
+// process is not laid out (a native program): `w` is then left alone.
+static __always_inline bool python_walk(struct py_walk* w, __u32 tgid, __u32 tid) {
+  const struct py_process* proc = bpf_map_lookup_elem(&py_processes, &tgid);
+  if (!proc) return false;
+  __u32 zero = 0;
+  struct py_chunks* s = bpf_map_lookup_elem(&py_chunks, &zero);
+  if (!s) return false;
+  w->magic = MICROSCOPE_PY_MAGIC;
+  w->pid = tgid;
+  w->tid = tid;
+  w->status = MICROSCOPE_PY_WALKED;
+  w->nframes = 0;
+  w->tstate = thread_state(proc, tid, &w->status);
+  if (w->tstate != 0) {
+    __u64 frame = 0;
+    int failed;
+    if (proc->thread_current_frame != MICROSCOPE_PY_ABSENT) {
+      failed = read_u64(&frame, w->tstate + proc->thread_current_frame);
+    } else {
+      __u64 cframe = 0;
+      failed = read_u64(&cframe, w->tstate + proc->thread_cframe);
+      if (!failed && cframe != 0) failed = read_u64(&frame, cframe + proc->cframe_current_frame);
+    }
+    if (failed)
+      w->status = MICROSCOPE_PY_UNREADABLE;
+    else
+      walk_frames(proc, s, w, frame);
+  }
+  return true;
+}
+
+#endif
