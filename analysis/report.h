@@ -100,6 +100,9 @@ struct ReportThread {
   int32_t pid;
   std::string name;
   ReportCost cost;  // percent of the flat total
+  // Samples walked in Python (labeled python.gil), and those holding the GIL.
+  uint64_t gil_labeled = 0;
+  uint64_t gil_held = 0;
 };
 
 struct ReportLane {

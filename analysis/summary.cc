@@ -72,11 +72,30 @@ std::vector<ThreadCost> ThreadTotals(const capture::Capture& c, const SampleFilt
     out[t].pid = c.processes[c.threads[t].process].pid;
     out[t].name = c.str(c.threads[t].name);
   }
+  // Each thread's python.gil spans, in time order.
+  std::vector<std::vector<size_t>> gil(c.threads.size());
+  const capture::LabelSpans& l = c.labels;
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (c.str(l.key[i]) == capture::kGilLabel) gil[l.thread[i]].push_back(i);
+  }
+  for (auto& spans : gil) {
+    std::sort(spans.begin(), spans.end(),
+              [&](size_t a, size_t b) { return l.start[a] < l.start[b]; });
+  }
   for (size_t i = 0; i < c.samples.size(); ++i) {
     if (!filter.Keep(c, i)) continue;
-    ThreadCost& t = out[c.samples.thread[i]];
+    const capture::ThreadId thread = c.samples.thread[i];
+    ThreadCost& t = out[thread];
     t.samples += c.samples.CountAt(i);
     t.value += c.samples.weight[i];
+    const std::vector<size_t>& spans = gil[thread];
+    const uint64_t time = c.samples.time[i];
+    auto after = std::upper_bound(spans.begin(), spans.end(), time,
+                                  [&](uint64_t t0, size_t s) { return t0 < l.start[s]; });
+    if (after != spans.begin() && time <= l.end[*std::prev(after)]) {
+      t.gil_labeled += c.samples.CountAt(i);
+      if (c.str(l.value[*std::prev(after)]) == "held") t.gil_held += c.samples.CountAt(i);
+    }
   }
   std::erase_if(out, [](const ThreadCost& t) { return t.samples == 0; });
   std::sort(out.begin(), out.end(), [](const ThreadCost& a, const ThreadCost& b) {

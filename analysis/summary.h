@@ -69,6 +69,10 @@ struct ThreadCost {
   std::string name;
   uint64_t samples = 0;
   uint64_t value = 0;
+  // Of `samples`, those labeled python.gil (a Python thread's, walked), and
+  // of them those that held the GIL.
+  uint64_t gil_labeled = 0;
+  uint64_t gil_held = 0;
 };
 std::vector<ThreadCost> ThreadTotals(const capture::Capture& capture, const SampleFilter& filter);
 

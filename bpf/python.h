@@ -42,8 +42,17 @@ struct py_process {
    * 0xff: none. */
   __u8 owner_cstack;
   __u8 owner_interpreter;
-  __u8 reserved[2];
+  __u8 gil; /* MICROSCOPE_PY_GIL_*: where the GIL's holder is */
+  __u8 reserved;
+  __u32 thread_interp;
+  __u32 gil_holder;  /* from the runtime (3.11), the interpreter (3.13 on) or the GIL (3.12) */
+  __u32 gil_locked;  /* an int, 1 when held (not 3.11) */
+  __u32 gil_pointer; /* 3.12: the interpreter's pointer to its GIL */
 };
+#define MICROSCOPE_PY_GIL_NONE 0
+#define MICROSCOPE_PY_GIL_RUNTIME 1    /* 3.11: the holder's thread state in _PyRuntime */
+#define MICROSCOPE_PY_GIL_INTERP 2     /* 3.13 on: in the interpreter's own GIL */
+#define MICROSCOPE_PY_GIL_INTERP_PTR 3 /* 3.12: behind the interpreter's ceval.gil */
 
 /* py_threads: a thread's state, refreshed from user space, or found by the
  * walk (tstate 0: searched in vain at this generation). */
@@ -90,11 +99,14 @@ struct py_walk {
   __u32 pid;
   __u32 tid;
   __u8 status;
-  __u8 reserved;
+  __u8 flags; /* MICROSCOPE_PY_HOLDS_GIL, MICROSCOPE_PY_GIL_KNOWN */
   __u16 nframes;
   __u64 tstate;
   struct py_frame frames[MICROSCOPE_PY_MAX_FRAMES];
 };
+
+#define MICROSCOPE_PY_GIL_KNOWN 1
+#define MICROSCOPE_PY_HOLDS_GIL 2
 
 #define MICROSCOPE_PY_WALK_FIXED \
   (sizeof(struct py_walk) - sizeof(struct py_frame) * MICROSCOPE_PY_MAX_FRAMES)

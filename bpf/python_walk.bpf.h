@@ -218,6 +218,31 @@ static __always_inline void walk_frames(const struct py_process* proc, struct py
   w->nframes = c.n;
 }
 
+// Whether thread state `ts` holds its interpreter's GIL (flags of py_walk).
+static __always_inline __u8 gil_flags(const struct py_process* proc, __u64 ts) {
+  __u64 holder = 0, interp = 0, gil = 0;
+  __u32 locked = 1;
+  switch (proc->gil) {
+    case MICROSCOPE_PY_GIL_RUNTIME:
+      if (read_u64(&holder, proc->runtime + proc->gil_holder) != 0) return 0;
+      break;
+    case MICROSCOPE_PY_GIL_INTERP:
+    case MICROSCOPE_PY_GIL_INTERP_PTR:
+      if (read_u64(&interp, ts + proc->thread_interp) != 0) return 0;
+      gil = interp;
+      if (proc->gil == MICROSCOPE_PY_GIL_INTERP_PTR &&
+          read_u64(&gil, interp + proc->gil_pointer) != 0)
+        return 0;
+      if (read_u64(&holder, gil + proc->gil_holder) != 0 ||
+          bpf_probe_read_user(&locked, sizeof(locked), (const void*)(gil + proc->gil_locked)) != 0)
+        return 0;
+      break;
+    default:
+      return 0;
+  }
+  return MICROSCOPE_PY_GIL_KNOWN | (holder == ts && locked == 1 ? MICROSCOPE_PY_HOLDS_GIL : 0);
+}
+
 // Walks the Python frames of thread `tid` of process `tgid` into `w`: the
 // current thread, or one that shares the loaded address space (a thread in
 // another pid namespace then finds no state). False when the
@@ -232,9 +257,11 @@ static __always_inline bool python_walk(struct py_walk* w, __u32 tgid, __u32 tid
   w->pid = tgid;
   w->tid = tid;
   w->status = MICROSCOPE_PY_WALKED;
+  w->flags = 0;
   w->nframes = 0;
   w->tstate = thread_state(proc, tid, &w->status);
   if (w->tstate != 0) {
+    w->flags = gil_flags(proc, w->tstate);
     __u64 frame = 0;
     int failed;
     if (proc->thread_current_frame != MICROSCOPE_PY_ABSENT) {

@@ -190,6 +190,20 @@ struct OffCpuShort {
   size_t size() const { return thread.size(); }
 };
 
+// (2.6) Spans of a thread's samples that carried one value of a label.
+struct LabelSpans {
+  std::vector<ThreadId> thread;
+  std::vector<StringId> key;
+  std::vector<StringId> value;
+  std::vector<uint64_t> start;  // the first sample's time
+  std::vector<uint64_t> end;    // the last sample's time
+  size_t size() const { return thread.size(); }
+};
+// The label CPython's walker puts on each sample of a Python thread: whether
+// it held its interpreter's GIL ("held") or not ("waiting" for it or
+// running without it, "released").
+inline constexpr std::string_view kGilLabel = "python.gil";
+
 struct Problem {
   StringId kind = kNone;
   uint64_t count = 0;
@@ -285,6 +299,7 @@ struct Capture {
   Syscalls syscalls;
   OffCpu off_cpu;
   OffCpuShort off_cpu_short;
+  LabelSpans labels;
   std::vector<Problem> problems;
   Settings settings;
   // The decompressed file that viewed columns point into (null when built).

@@ -24,9 +24,9 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // 2.1 module segments, raw names; 2.2 syscalls, boot_id; 2.3 off-CPU
 // intervals and counts, syscall stacks, settings of the BPF parts; 2.4
 // FrameKind.Interpreted (a 2.3 reader refuses such frames by their kind);
-// 2.5 settings.lost_task_records, StackEnd.InExec; 2.6 Module.runtime (a
-// field older readers skip: they read 2.6 files, without knowing which
-// modules are interpreters).
+// 2.5 settings.lost_task_records, StackEnd.InExec; 2.6 Module.runtime and
+// label spans (python.gil): fields older readers skip, so they read 2.6
+// files without knowing which modules are interpreters or the labels.
 inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 6;
 // A reader refuses payloads claiming more than this: a corrupt size must not

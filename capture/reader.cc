@@ -319,6 +319,21 @@ Status ValidateCapture(const Capture& c) {
                            std::to_string(int(sh.state[i])));
     }
   }
+  const LabelSpans& lb = c.labels;
+  const size_t nl = lb.thread.size();
+  if (lb.key.size() != nl || lb.value.size() != nl || lb.start.size() != nl ||
+      lb.end.size() != nl) {
+    return Status::Error("labels columns differ in length (thread " + std::to_string(nl) + ")");
+  }
+  for (size_t i = 0; i < nl; ++i) {
+    RETURN_IF_ERROR(
+        CheckRef(lb.thread[i], c.threads.size(), false, "labels", i, "thread", "threads"));
+    RETURN_IF_ERROR(CheckRef(lb.key[i], ns, false, "labels", i, "key", "strings"));
+    RETURN_IF_ERROR(CheckRef(lb.value[i], ns, false, "labels", i, "value", "strings"));
+    if (lb.end[i] < lb.start[i]) {
+      return Status::Error(Where("labels", i, "end") + " is before its start");
+    }
+  }
   for (size_t i = 0; i < c.problems.size(); ++i) {
     RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
     RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));
@@ -362,6 +377,7 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
   const fbs::Syscalls* sys = root->syscalls();
   const fbs::OffCpu* off = root->off_cpu();
   const fbs::OffCpuShort* shorts = root->off_cpu_short();
+  const fbs::LabelSpans* labels = root->labels();
   const fbs::Stacks* st = root->stacks();
   const std::pair<const char*, bool> checks[] = {
       {"mappings", misaligned(root->mappings())},
@@ -396,6 +412,11 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       {"off_cpu_short.thread", shorts && misaligned(shorts->thread())},
       {"off_cpu_short.count", shorts && misaligned(shorts->count())},
       {"off_cpu_short.total", shorts && misaligned(shorts->total())},
+      {"labels.thread", labels && misaligned(labels->thread())},
+      {"labels.key", labels && misaligned(labels->key())},
+      {"labels.value", labels && misaligned(labels->value())},
+      {"labels.start", labels && misaligned(labels->start())},
+      {"labels.end", labels && misaligned(labels->end())},
   };
   for (const auto& [table, bad] : checks) {
     if (bad)
@@ -484,6 +505,13 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
     c.off_cpu_short.state = EnumsOf<OffCpuState>(shorts->state());
     c.off_cpu_short.count = CopyOf(shorts->count());
     c.off_cpu_short.total = CopyOf(shorts->total());
+  }
+  if (labels != nullptr) {
+    c.labels.thread = CopyOf(labels->thread());
+    c.labels.key = CopyOf(labels->key());
+    c.labels.value = CopyOf(labels->value());
+    c.labels.start = CopyOf(labels->start());
+    c.labels.end = CopyOf(labels->end());
   }
   if (root->stacks()) {
     c.stacks.parent = CopyOf(root->stacks()->parent());

@@ -164,6 +164,13 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
     off_cpu_short = fbs::CreateOffCpuShort(b, b.CreateVector(sh.thread), bytes(sh.state),
                                            b.CreateVector(sh.count), b.CreateVector(sh.total));
   }
+  flatbuffers::Offset<fbs::LabelSpans> labels = 0;
+  if (c.labels.size() > 0) {
+    const LabelSpans& l = c.labels;
+    labels = fbs::CreateLabelSpans(b, b.CreateVector(l.thread), b.CreateVector(l.key),
+                                   b.CreateVector(l.value), b.CreateVector(l.start),
+                                   b.CreateVector(l.end));
+  }
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
   auto settings = BuildSettings(b, c.settings);
@@ -184,6 +191,7 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   if (!syscalls.IsNull()) cb.add_syscalls(syscalls);
   if (!off_cpu.IsNull()) cb.add_off_cpu(off_cpu);
   if (!off_cpu_short.IsNull()) cb.add_off_cpu_short(off_cpu_short);
+  if (!labels.IsNull()) cb.add_labels(labels);
   b.Finish(cb.Finish(), fbs::CaptureIdentifier());
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

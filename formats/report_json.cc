@@ -171,12 +171,15 @@ ordered_json SyscallsJson(const analysis::ReportSyscalls& t) {
 ordered_json ThreadsJson(const std::vector<analysis::ReportThread>& threads) {
   ordered_json out = ordered_json::array();
   for (const auto& t : threads) {
-    out.push_back({{"tid", t.tid},
-                   {"pid", t.pid},
-                   {"name", t.name},
-                   {"samples", t.cost.samples},
-                   {"value", t.cost.value},
-                   {"percent", t.cost.percent}});
+    ordered_json row = {{"tid", t.tid},          {"pid", t.pid},
+                        {"name", t.name},        {"samples", t.cost.samples},
+                        {"value", t.cost.value}, {"percent", t.cost.percent}};
+    if (t.gil_labeled > 0) {
+      row["gil"] = {{"labeled_samples", t.gil_labeled},
+                    {"held_samples", t.gil_held},
+                    {"held_percent", 100.0 * double(t.gil_held) / double(t.gil_labeled)}};
+    }
+    out.push_back(row);
   }
   return out;
 }

@@ -273,13 +273,27 @@ void PrintMore(FILE* out, size_t more, const char* noun) {
 void PrintThreads(FILE* out, const std::vector<analysis::ReportThread>& threads, size_t shown,
                   const std::string& unit, const analysis::ReportNouns& n, const Colors& c) {
   fprintf(out, "\n%sThreads%s (count: %s)\n", c.bold(), c.reset(), n.counts.c_str());
-  fprintf(out, "%7s %8s %12s  %8s %8s  %s\n", "share", "count", "value", "pid", "tid", "name");
+  // Python threads: the share of their walked samples that held the GIL.
+  const bool gil = std::any_of(threads.begin(), threads.end(),
+                               [](const analysis::ReportThread& t) { return t.gil_labeled > 0; });
+  fprintf(out, "%7s %8s %12s  %8s %8s  %s%s\n", "share", "count", "value", "pid", "tid",
+          gil ? "   GIL  " : "", "name");
   for (size_t i = 0; i < shown; ++i) {
     const analysis::ReportThread& t = threads[i];
     double p = t.cost.percent;
-    fprintf(out, "%s%6.2f%%%s %8llu %12s  %8d %8d  %s\n", c.heat(p), p, c.reset(),
+    std::string held;
+    if (gil) {
+      char buf[16];
+      if (t.gil_labeled > 0) {
+        snprintf(buf, sizeof(buf), "%6.1f%% ", 100.0 * double(t.gil_held) / double(t.gil_labeled));
+      } else {
+        snprintf(buf, sizeof(buf), "%7s ", "-");
+      }
+      held = buf;
+    }
+    fprintf(out, "%s%6.2f%%%s %8llu %12s  %8d %8d  %s%s\n", c.heat(p), p, c.reset(),
             Ull(t.cost.samples), FormatValue(t.cost.value, unit).c_str(), t.pid, t.tid,
-            t.name.c_str());
+            held.c_str(), t.name.c_str());
   }
   PrintMore(out, threads.size() - shown, "thread");
 }

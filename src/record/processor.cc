@@ -351,6 +351,7 @@ void Processor::OnSample(const Event& e) {
   ProcessState& proc = EnsureProcess(e.pid, e.time);
   scratch_.clear();
   scratch_sp_.clear();
+  scratch_label_ = {};
   uint64_t context = 0;
   bool first_in_context = true;
   bool saw_user = false;
@@ -387,6 +388,8 @@ void Processor::OnSample(const Event& e) {
     end = StackEnd::kKernelOnly;
   }
   capture::StackId node = InternScratch(e.pid, e.tid, e.time, e.walk);
+  if (!scratch_label_.first.empty())
+    AddLabel(thread, scratch_label_.first, scratch_label_.second, e.time);
   capture::Samples& s = capture_.samples;
   s.time.push_back(e.time);
   s.thread.push_back(thread);
@@ -399,6 +402,23 @@ capture::StackId Processor::InternScratch(uint32_t pid, uint32_t tid, uint64_t t
                                           std::span<const uint8_t> walk) {
   if (!splicers_.empty()) SpliceScratch(pid, tid, time, walk);
   return stacks_.InternLeafFirst(scratch_);
+}
+
+void Processor::AddLabel(capture::ThreadId thread, std::string_view key, std::string_view value,
+                         uint64_t time) {
+  const capture::StringId k = strings_.Intern(key), v = strings_.Intern(value);
+  capture::LabelSpans& l = capture_.labels;
+  auto [it, fresh] = open_labels_.try_emplace({thread, k}, l.size());
+  if (!fresh && l.value[it->second] == v) {
+    l.end[it->second] = time;
+    return;
+  }
+  it->second = l.size();
+  l.thread.push_back(thread);
+  l.key.push_back(k);
+  l.value.push_back(v);
+  l.start.push_back(time);
+  l.end.push_back(time);
 }
 
 void Processor::Process(const Event& e) {

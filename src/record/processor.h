@@ -175,6 +175,11 @@ class Processor : private CodeMarks, private FrameInterner {
   capture::ModuleId kernel_module_ = capture::kNone;
   std::vector<capture::FrameId> scratch_;
   std::vector<uint64_t> scratch_sp_;  // each unwound frame's stack pointer (0: not known)
+  std::pair<std::string_view, std::string_view> scratch_label_;  // set by a splicer
+  // Per thread and label key: its open row in capture_.labels.
+  std::map<std::pair<capture::ThreadId, capture::StringId>, size_t> open_labels_;
+  void AddLabel(capture::ThreadId thread, std::string_view key, std::string_view value,
+                uint64_t time);
   // Unwind state: per module its CFI (loaded on first use, shared by every
   // process mapping it: modules are one per build ID), per mapping its bias.
   struct ModuleUnwind {

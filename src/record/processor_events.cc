@@ -52,6 +52,7 @@ capture::StackId Processor::EventStack(uint32_t pid, uint32_t tid, uint64_t time
   ProcessState& proc = EnsureProcess(pid, time);
   scratch_.clear();
   scratch_sp_.clear();
+  scratch_label_ = {};
   // bpf_get_stack's first address is where the stack was taken; the rest
   // are return addresses.
   for (size_t i = 0; i < kernel.size(); ++i) {

@@ -81,7 +81,8 @@ void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time,
     }
     if (!any) return;
     scratch_sp_.resize(scratch_.size(), 0);
-    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_, scratch_sp_, walk}, this);
+    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_, scratch_sp_, walk, &scratch_label_},
+                    this);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "capture/capture.h"
@@ -69,6 +70,10 @@ struct SpliceStack {
   // What the runtime's BPF program wrote for this stack (a sample's walk,
   // paired in ring order); empty when it wrote nothing.
   std::span<const uint8_t> walk;
+  // A sample's label the splicer may set (key, value; strings that outlive
+  // the call): the processor keeps spans of a thread's samples with one
+  // value (capture LabelSpans).
+  std::pair<std::string_view, std::string_view>* label = nullptr;
 };
 
 class StackSplicer {

@@ -217,6 +217,17 @@ for name, python in sorted(pythons.items()):
           (name, sorted({c["syscall"] for c in called_from("sleeper")}),
            sorted({c["syscall"] for c in called_from("waiter")})))
 
+    # The GIL: holder() runs Python, releaser() compresses with zlib, which
+    # releases the GIL; report --threads gives each thread's share held.
+    cap = record_fixture(name, python, "gil")
+    rep = report(cap, "--threads")
+    target = rep["header"]["target_pid"]
+    gil = {t["tid"]: t.get("gil", {}) for t in rep["threads"]}
+    main = gil.get(target, {}).get("held_percent", -1)
+    others = [g.get("held_percent", -1) for tid, g in gil.items() if tid != target and g]
+    check(main >= 90 and len(others) == 1 and 0 <= others[0] <= 30,
+          "%s: GIL held in %.1f%% of holder()'s samples, %s of releaser()'s" % (name, main, others))
+
     # A module written and imported mid-run.
     rep = report(record_fixture(name, python, "imported"), "--min-percent", "0")
     late = [f for f in rep["functions"] if f["function"] == "late_work"]

@@ -21,7 +21,7 @@ struct Field {
 struct Shape {
   int minor;
   uint16_t words;  // words the reader needs
-  Field fields[25];
+  Field fields[26];
 };
 constexpr Shape kShapes[] = {
 #include "src/runtimes/python/debug_offsets_fields.inc"
@@ -33,6 +33,7 @@ uint64_t Layout::*const kTargets[] = {
     &Layout::interp_next,
     &Layout::interp_threads_head,
     &Layout::interp_gil_holder,
+    &Layout::interp_gil_locked,
     &Layout::thread_next,
     &Layout::thread_interp,
     &Layout::thread_current_frame,
@@ -144,6 +145,7 @@ Result<Layout> Layout311(uint64_t hex_version) {
   l.interp_next = 0;
   l.interp_threads_head = 16;
   l.interp_gil_holder = Layout::kAbsent;
+  l.interp_gil_locked = Layout::kAbsent;
   l.thread_next = 8;
   l.thread_interp = 16;
   l.thread_cframe = 56;
@@ -191,7 +193,11 @@ Result<Layout> Layout312(uint64_t hex_version) {
   l.runtime_interpreters_head = 40;
   l.interp_next = 0;
   l.interp_threads_head = 72;
-  l.interp_gil_holder = Layout::kAbsent;  // behind ceval.gil (+384), then last_holder (+8)
+  l.interp_gil_holder = Layout::kAbsent;
+  l.interp_gil_locked = Layout::kAbsent;
+  l.interp_ceval_gil = 384;  // ceval.gil
+  l.gil_last_holder = 8;     // _gil_runtime_state.last_holder
+  l.gil_locked = 16;         // _gil_runtime_state.locked
   l.thread_next = 8;
   l.thread_interp = 16;
   l.thread_cframe = 56;

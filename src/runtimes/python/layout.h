@@ -30,6 +30,7 @@ struct Layout {
   uint64_t interp_next = 0;
   uint64_t interp_threads_head = 0;
   uint64_t interp_gil_holder = 0;  // offset of the GIL holder's thread state
+  uint64_t interp_gil_locked = 0;  // and of the GIL's `locked` (an int, 1: held)
   uint64_t thread_next = 0;
   uint64_t thread_interp = 0;
   uint64_t thread_current_frame = 0;
@@ -63,6 +64,11 @@ struct Layout {
   uint64_t frame_is_entry = kAbsent;
   bool instr_is_previous = false;
   uint64_t runtime_gil_holder = kAbsent;
+  // 3.12 only: the interpreter's GIL is behind its ceval.gil pointer, with
+  // last_holder and locked at these offsets in it.
+  uint64_t interp_ceval_gil = kAbsent;
+  uint64_t gil_last_holder = kAbsent;
+  uint64_t gil_locked = kAbsent;
 
   std::string Version() const;  // "3.13.5"
 };

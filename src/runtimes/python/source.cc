@@ -463,6 +463,8 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   } else {
     walk = std::move(*parsed);
     ++walks_;
+    if (walk->gil_known && walk->tstate != 0 && stack.label != nullptr)
+      *stack.label = {capture::kGilLabel, walk->holds_gil ? "held" : "released"};
   }
   SpliceHooks hooks;
   hooks.frame = [&](const WalkFrame& f) { return Name(&p->second, f, interner); };

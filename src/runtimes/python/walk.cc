@@ -35,6 +35,8 @@ Result<Walk> ParseWalk(std::span<const uint8_t> bytes) {
   w.pid = header.pid;
   w.tid = header.tid;
   w.status = header.status;
+  w.gil_known = (header.flags & MICROSCOPE_PY_GIL_KNOWN) != 0;
+  w.holds_gil = w.gil_known && (header.flags & MICROSCOPE_PY_HOLDS_GIL) != 0;
   w.tstate = header.tstate;
   w.frames.reserve(header.nframes);
   for (size_t i = 0; i < header.nframes; ++i) {

@@ -111,6 +111,20 @@ Result<py_process> ProcessOffsets(const Layout& l, const ProcessWalk& where) {
   p.code_qualname = Offset(l.code_qualname);
   p.code_adaptive = Offset(l.code_adaptive);
   std::tie(p.owner_cstack, p.owner_interpreter) = NonPythonOwners(l.minor);
+  p.thread_interp = Offset(l.thread_interp);
+  if (l.runtime_gil_holder != Layout::kAbsent) {
+    p.gil = MICROSCOPE_PY_GIL_RUNTIME;
+    p.gil_holder = Offset(l.runtime_gil_holder);
+  } else if (l.interp_ceval_gil != Layout::kAbsent) {
+    p.gil = MICROSCOPE_PY_GIL_INTERP_PTR;
+    p.gil_pointer = Offset(l.interp_ceval_gil);
+    p.gil_holder = Offset(l.gil_last_holder);
+    p.gil_locked = Offset(l.gil_locked);
+  } else if (l.interp_gil_holder != Layout::kAbsent && l.interp_gil_locked != Layout::kAbsent) {
+    p.gil = MICROSCOPE_PY_GIL_INTERP;
+    p.gil_holder = Offset(l.interp_gil_holder);
+    p.gil_locked = Offset(l.interp_gil_locked);
+  }
   // The walk reads a frame's fields from one chunk at its start, and a code
   // object's from one chunk at code_lo: every field must lie inside.
   const uint64_t frame_end =

@@ -54,6 +54,27 @@ TEST_CASE("Capture: write then read gives the same tables") {
     CHECK(again->modules[0].runtime == runtime);
   }
   c.modules[0].runtime = Runtime::kNone;
+  // 2.6: label spans of samples.
+  c.labels.thread = {0, 0};
+  c.labels.key = {1, 1};
+  c.labels.value = {2, 3};
+  c.labels.start = {100, 105};
+  c.labels.end = {104, 109};
+  auto labeled = ParseCapturePayload(SerializeCapture(c));
+  REQUIRE(labeled.ok());
+  CHECK(labeled->labels.value == c.labels.value);
+  CHECK(labeled->labels.end == c.labels.end);
+  auto refused = [&](auto change) {
+    Capture bad = c;
+    change(bad);
+    auto r = ParseCapturePayload(SerializeCapture(bad));
+    return r.ok() ? std::string() : r.status().message();
+  };
+  CHECK(refused([](Capture& b) { b.labels.end[1] = 99; }) == "labels[1].end is before its start");
+  CHECK(refused([](Capture& b) { b.labels.thread[0] = 9; }).find("labels[0].thread") == 0);
+  CHECK(refused([](Capture& b) { b.labels.key[1] = 999; }).find("labels[1].key") == 0);
+  CHECK(refused([](Capture& b) { b.labels.value.pop_back(); }).find("labels columns differ") == 0);
+  c.labels = {};
   // 2.5: of the lost records, those of the task rings; 0 is a value.
   for (uint64_t lost : {0ull, 7ull}) {
     c.settings.lost_records = 9;
