@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The Python walker's cost (record --python bpf), on the Python fixtures
+(tests/fixtures/python/workload.py) at 999 Hz:
+
+- slowdown: the fixture's own time under `record --python off` and
+  `record --python bpf` (and unprofiled), run alternately, medians of --runs;
+- the BPF walk's cost per sample and per frame: walk_python's run time over
+  its runs (kernel.bpf_stats_enabled), on a shallow fixture (split, about 3
+  Python frames) and a deep one (recursion, about 53);
+- frames named: the share of samples whose Python frames are all named.
+
+usage: bench/python_walk.py BUILD_DIR [--python PATH]... [--runs R] [--scale S]   (as root)"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("build")
+ap.add_argument("--python", action="append", default=[])
+ap.add_argument("--runs", type=int, default=5)
+ap.add_argument("--scale", default="2")
+args = ap.parse_args()
+build = os.path.abspath(args.build)
+ms = os.path.join(build, "microscope")
+here = os.path.dirname(os.path.abspath(__file__))
+workload = os.path.join(here, "..", "tests", "fixtures", "python", "workload.py")
+pythons = args.python or ["/usr/bin/python3.11"]
+tmp = tempfile.mkdtemp(prefix="python-walk-bench-")
+cap = os.path.join(tmp, "w.mscap")
+env = dict(os.environ, WORKLOAD_TIME="1")
+
+
+def timed(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return float(p.stdout.strip().splitlines()[-1])
+
+
+def walk_stats():
+    """(run_time_ns, run_cnt) of the loaded walk_python, or None."""
+    p = subprocess.run(["bpftool", "-j", "prog", "show", "name", "walk_python"], capture_output=True,
+                       text=True)
+    try:
+        progs = json.loads(p.stdout)
+    except ValueError:
+        return None
+    progs = progs if isinstance(progs, list) else [progs]
+    for prog in progs:
+        if "run_cnt" in prog:
+            return prog.get("run_time_ns", 0), prog["run_cnt"]
+    return None
+
+
+def walk_cost(python, mode):
+    """ns per walk_python run while recording `mode`, and the Python frames
+    per sample of the capture."""
+    last = [None]
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set():
+            s = walk_stats()
+            if s:
+                last[0] = s
+            time.sleep(0.02)
+
+    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
+    t = threading.Thread(target=poll)
+    t.start()
+    try:
+        timed([ms, "record", "-q", "--python", "bpf", "-o", cap, "--", python, workload, mode,
+               args.scale])
+    finally:
+        done.set()
+        t.join()
+        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], check=True)
+    folded = os.path.join(tmp, "w.folded")
+    subprocess.run([ms, "convert", cap, "--look", "python", "--to", "folded", "-o", folded], check=True)
+    frames = samples = 0
+    for line in open(folded):
+        stack, n = line.rsplit(" ", 1)
+        py = [f for f in stack.split(";") if "+0x" not in f]
+        if "<module>" in py:
+            frames += int(n) * len(py[py.index("<module>"):])
+            samples += int(n)
+    ns, cnt = last[0] or (0, 0)
+    return ns / max(1, cnt), frames / max(1, samples), cnt
+
+
+def named(python, mode):
+    subprocess.run([ms, "record", "-q", "--python", "bpf", "-o", cap, "--", python, workload, mode,
+                    args.scale], check=True, capture_output=True, env=env)
+    rep = json.loads(subprocess.run([ms, "report", "--json", "--min-percent", "0", cap],
+                                    capture_output=True, text=True, check=True).stdout)
+    unknown = sum(f["total"]["samples"] for f in rep["functions"]
+                  if f["function"].startswith("[unknown Python"))
+    return 1 - unknown / max(1, rep["header"]["samples"]), rep["header"]["samples"]
+
+
+for python in pythons:
+    print("== %s" % python)
+    kinds = {
+        "unprofiled": [python],
+        "--python off": [ms, "record", "-q", "-F", "999", "--python", "off", "-o", cap, "--", python],
+        "--python bpf": [ms, "record", "-q", "-F", "999", "--python", "bpf", "-o", cap, "--", python],
+    }
+    times = {k: [] for k in kinds}
+    for _ in range(args.runs):
+        for k, cmd in kinds.items():
+            times[k].append(timed(cmd + [workload, "split", args.scale]))
+    base = statistics.median(times["unprofiled"])
+    for k, v in times.items():
+        m = statistics.median(v)
+        print("  split: %-14s median %.3f s (%s)  %+.1f%% vs unprofiled" %
+              (k, m, " ".join("%.3f" % x for x in v), 100 * (m / base - 1)))
+    off, on = statistics.median(times["--python off"]), statistics.median(times["--python bpf"])
+    print("  --python bpf vs --python off: %+.1f points of the unprofiled time" %
+          (100 * (on - off) / base))
+    costs = {}
+    for mode in ("split", "recursion"):
+        per_walk, frames, runs = walk_cost(python, mode)
+        costs[mode] = (per_walk, frames)
+        print("  walk cost, %s: %.0f ns per sample (%d walks), %.1f Python frames per sample" %
+              (mode, per_walk, runs, frames))
+    (a, fa), (b, fb) = costs["split"], costs["recursion"]
+    if fb > fa:
+        print("  walk cost per frame: %.0f ns" % ((b - a) / (fb - fa)))
+    for mode in ("split", "recursion", "threads", "qsort", "blocked", "imported"):
+        share, samples = named(python, mode)
+        print("  frames named, %s: %.2f%% of %d samples" % (mode, 100 * share, samples))
