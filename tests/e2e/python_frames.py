@@ -234,6 +234,31 @@ for name, python in sorted(pythons.items()):
     check(late and late[0]["module"] == "late.py" and late[0]["total"]["samples"] > 100,
           "%s: late_work named from its late.py: %s" % (name, late[:1]))
 
+# Attached to a running interpreter (record --pid): laid out from its
+# mappings at once; samples before the walker is on the events say so.
+import subprocess
+target = subprocess.Popen([*pythons["3.14"], WORKLOAD, "split", "6"])
+try:
+    import time
+    time.sleep(0.5)
+    cap = os.path.join(d, "attach.mscap")
+    p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "--pid", str(target.pid), "--duration",
+             "1s", "-o", cap])
+    check(p.returncode == 0, "record --pid of a running 3.14: %s" % p.stderr[-300:])
+finally:
+    target.wait()
+rep = report(cap, "--min-percent", "0")
+paths = tree(cap)
+a, b = under(paths, "a"), under(paths, "b")
+markers = {f["function"]: f["total"]["samples"] for f in rep["functions"]
+           if f["function"].startswith("[unknown Python")}
+check(a + b > 500 and near(a / (a + b), 0.75, 3) and
+      set(markers) <= {"[unknown Python: sampled before the walker was on this process]",
+                       "[unknown Python: 1 of 1 Python activations not found in the native stack]"} and
+      sum(markers.values()) < 0.2 * rep["header"]["samples"],
+      "attach: a() %.1f%% of a()+b() (%d samples); unknown: %s" % (100 * a / max(1, a + b), a + b,
+                                                                   markers))
+
 # An exec into another CPython: each laid out again. (3.11 into 3.13, 3.13
 # into 3.14, 3.14 into 3.15, 3.15 into 3.11.)
 order = ["3.11", "3.13", "3.14", "3.15"]

@@ -149,6 +149,7 @@ struct Process {
   // Exited: its walks still wait in the rings, named from what was read
   // while it ran.
   bool gone = false;
+  uint64_t laid_out_at = 0;  // when the walker got its layout
   std::map<CodeKey, NamedCode> codes;
 };
 
@@ -223,6 +224,7 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   std::vector<std::string> notes_;
   std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
   uint64_t last_refresh_ = 0;
+  uint64_t walking_since_ = MonotonicNowNs();  // the program is on the events
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, python_frames_ = 0, unknown_frames_ = 0;
 };
 
@@ -309,6 +311,7 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   p.own_namespace = !ns || !own_ns_ || *ns == *own_ns_;
   if (!p.own_namespace) std::tie(where.pidns_dev, where.pidns_ino) = *ns;
   Status set = walker_->SetProcess(pid, module.layout, where);
+  p.laid_out_at = MonotonicNowNs();
   if (!set.ok()) {
     Problem("Python process not laid out", "pid " + std::to_string(pid) + ": " + set.message());
     processes_.erase(pid);
@@ -451,7 +454,11 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   } else if (p == processes_.end()) {
     no_walk = "the interpreter was not laid out (yet)";
   } else if (stack.walk.empty()) {
-    no_walk = "no walk for this stack";
+    // An attach's events sample before the walker is on them, a new
+    // interpreter before it is laid out.
+    no_walk = stack.time < std::max(walking_since_, p->second.laid_out_at)
+                  ? "sampled before the walker was on this process"
+                  : "no walk for this stack";
   } else if (Result<Walk> parsed = ParseWalk(stack.walk); !parsed.ok()) {
     Problem("malformed Python walks", parsed.status().message());
     no_walk = "malformed walk";
