@@ -259,6 +259,21 @@ check(a + b > 500 and near(a / (a + b), 0.75, 3) and
       "attach: a() %.1f%% of a()+b() (%d samples); unknown: %s" % (100 * a / max(1, a + b), a + b,
                                                                    markers))
 
+# --python auto on a program that does not look like Python (a shell that
+# execs one): the walker starts when the interpreter is mapped; a recording
+# of no Python at all has it off, saying why.
+cap = os.path.join(d, "lazy.mscap")
+record(cap, ["sh", "-c", "exec %s %s split %s" % (pythons["3.14"][0], WORKLOAD, SCALE)])
+rep = report(cap, "--min-percent", "0")
+paths = tree(cap)
+a, b = under(paths, "a"), under(paths, "b")
+check(a + b > 500 and near(a / (a + b), 0.75, 3),
+      "auto, started late: a() %.1f%% of a()+b() (%d samples)" % (100 * a / max(1, a + b), a + b))
+cap = os.path.join(d, "native.mscap")
+record(cap, [fixture("split"), "50"])
+notes = report(cap)["header"]["notes"]
+check(not any("Python" in n for n in notes), "auto on a native program: no walker, no Python notes")
+
 # An exec into another CPython: each laid out again. (3.11 into 3.13, 3.13
 # into 3.14, 3.14 into 3.15, 3.15 into 3.11.)
 order = ["3.11", "3.13", "3.14", "3.15"]

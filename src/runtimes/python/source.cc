@@ -155,23 +155,39 @@ struct Process {
 
 class PythonSource final : public record::EventSource, public record::StackSplicer {
  public:
-  PythonSource(std::unique_ptr<Walker> walker, std::string refused, std::string mode,
-               std::function<void(const std::string&)> warn)
-      : walker_(std::move(walker)),
-        refused_(std::move(refused)),
-        mode_(std::move(mode)),
-        warn_(std::move(warn)) {
+  PythonSource(const record::SourceContext& context)
+      : mode_(context.options.python),
+        warn_(context.warn),
+        collector_(context.collector),
+        target_(uint32_t(context.target)) {
     own_ns_ = PidNamespace("self");
-    if (walker_ == nullptr) return;
     wake_ = ScopedFd(epoll_create1(EPOLL_CLOEXEC));
     timer_ = ScopedFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-    for (int fd : {walker_->wait_fd(), timer_.get()}) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.fd = fd;
-      if (wake_.valid() && fd >= 0) epoll_ctl(wake_.get(), EPOLL_CTL_ADD, fd, &ev);
-    }
+    Watch(timer_.get());
   }
+
+  // Loads the walker onto the sampler's events. In auto mode a recording of
+  // a program that does not look like Python starts it when a Python
+  // interpreter is first mapped: the kernel takes about 60 ms to verify it.
+  Status Start(record::RuntimeMaps* maps) {
+    if (collector_ == nullptr) return Status::Error("no perf events to walk on");
+    ASSIGN_OR_RETURN(std::unique_ptr<Walker> walker, Walker::Load());
+    ASSIGN_OR_RETURN(auto outputs, collector_->OpenOutputEvents());
+    RETURN_IF_ERROR(walker->SetOutputs(outputs));
+    RETURN_IF_ERROR(collector_->AttachProgram(walker->program_fd()));
+    RETURN_IF_ERROR(walker->Follow(target_));
+    if (maps != nullptr) *maps = walker->maps();
+    Watch(walker->wait_fd());
+    walker_ = std::move(walker);
+    walking_since_ = MonotonicNowNs();
+    dormant_ = false;
+    return OkStatus();
+  }
+  void Refuse(const Status& why) {
+    refused_ = why.message();
+    dormant_ = false;
+  }
+  void Sleep() { dormant_ = true; }
 
   int wait_fd() const override { return wake_.get(); }
   void Poll(const record::PollWindow& window, record::Processor* processor) override;
@@ -207,10 +223,20 @@ class PythonSource final : public record::EventSource, public record::StackSplic
     if (p.first++ == 0) p.second = example;
   }
 
-  std::unique_ptr<Walker> walker_;  // null when refused_
+  void Watch(int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (wake_.valid() && fd >= 0) epoll_ctl(wake_.get(), EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  std::unique_ptr<Walker> walker_;  // null when refused_ or dormant_
   std::string refused_;
+  bool dormant_ = false;  // auto: started when a Python interpreter appears
   std::string mode_;
   std::function<void(const std::string&)> warn_;
+  record::Collector* collector_;
+  uint32_t target_;
   bool warned_ = false;
   std::optional<std::pair<uint64_t, uint64_t>> own_ns_;
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<ModuleInfo>> by_file_;  // dev, inode
@@ -268,6 +294,9 @@ const ModuleInfo* PythonSource::Module(const MappedModule& mapping, record::Code
 void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) {
   const ModuleInfo* module = Module(mapping, marks);
   if (!module->python) return;
+  if (dormant_ && module->error.empty()) {
+    if (Status started = Start(nullptr); !started.ok()) Refuse(started);
+  }
   if (!refused_.empty()) {
     if (!warned_ && warn_) warn_("Python frames not recorded: " + refused_);
     warned_ = true;
@@ -310,6 +339,7 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   auto ns = PidNamespace(std::to_string(pid));
   p.own_namespace = !ns || !own_ns_ || *ns == *own_ns_;
   if (!p.own_namespace) std::tie(where.pidns_dev, where.pidns_ino) = *ns;
+  (void)walker_->Follow(pid);  // its execs (a walker started late follows it from here)
   Status set = walker_->SetProcess(pid, module.layout, where);
   p.laid_out_at = MonotonicNowNs();
   if (!set.ok()) {
@@ -333,7 +363,9 @@ void PythonSource::RefreshThreads() {
     Result<std::vector<PythonThread>> threads = ListThreads(*p.memory, p.module->layout, p.at);
     if (!threads.ok()) {
       const char state = record::ThreadState(pid_t(pid));
-      if (state == 0 || state == 'Z' || state == 'X') {
+      std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+      // Exiting: its memory is gone before it is a zombie.
+      if (state == 0 || state == 'Z' || state == 'X' || maps.peek() == EOF) {
         p.gone = true;
         ++it;
         continue;
@@ -453,6 +485,8 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
     no_walk = "not recorded: " + refused_;
   } else if (p == processes_.end()) {
     no_walk = "the interpreter was not laid out (yet)";
+  } else if (walker_ == nullptr) {
+    no_walk = "the walker is not running";
   } else if (stack.walk.empty()) {
     // An attach's events sample before the walker is on them, a new
     // interpreter before it is laid out.
@@ -486,8 +520,10 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 void PythonSource::Finish(record::Processor* processor, capture::Settings* settings) {
   for (const auto& [kind, count_example] : problems_)
     processor->CountProblem(kind, count_example.second, count_example.first);
-  capture::SourceSetting& s =
-      settings->SetSource(std::string(kSourceName), refused_.empty() ? "on" : "off: " + refused_);
+  const std::string state = !refused_.empty() ? "off: " + refused_
+                            : dormant_        ? "off: no CPython interpreter was mapped"
+                                              : "on";
+  capture::SourceSetting& s = settings->SetSource(std::string(kSourceName), state);
   s.values = {{"stacks", stacks_},
               {"stacks_all_named", stacks_named_},
               {"walks", walks_},
@@ -495,7 +531,7 @@ void PythonSource::Finish(record::Processor* processor, capture::Settings* setti
               {"unknown_frames", unknown_frames_},
               {"walks_lost", walker_ ? walker_->Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
-  if (refused_.empty()) {
+  if (walker_ != nullptr) {
     settings->notes.push_back("Python (" + mode_ +
                               "): frames walked by BPF at each sample of processes whose "
                               "interpreter was mapped (CPython " +
@@ -506,29 +542,67 @@ void PythonSource::Finish(record::Processor* processor, capture::Settings* setti
 
 }  // namespace
 
+namespace {
+
+// Whether the launched program, or the attached process, looks like a
+// Python interpreter (or a script run by one): then the walker starts at
+// once, before its first sample.
+bool LooksLikePython(const record::SourceContext& context) {
+  if (!context.launch) {
+    std::ifstream maps("/proc/" + std::to_string(context.target) + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      if (line.find("python") != std::string::npos) return true;
+    }
+    return false;
+  }
+  const auto& command = context.options.command;
+  if (command.empty()) return false;
+  std::string path = command[0];
+  if (path.find('/') == std::string::npos) {
+    const char* env = getenv("PATH");
+    std::istringstream dirs(env ? env : "/usr/bin:/bin");
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+      if (access((dir + "/" + path).c_str(), X_OK) == 0) {
+        path = dir + "/" + path;
+        break;
+      }
+    }
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string head(1 << 18, '\0');
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  // A script run by Python, an interpreter that links libpython, or one
+  // with the interpreter in it.
+  if (head.rfind("#!", 0) == 0)
+    return head.substr(0, head.find('\n')).find("python") != std::string::npos;
+  return head.find("libpython3") != std::string::npos ||
+         LayoutFromElfFile(path).status().code() != StatusCode::kNotFound;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<record::EventSource>> StartPythonSource(
     const record::SourceContext& context) {
   const std::string& mode = context.options.python;
-  auto refuse = [&](const Status& why) -> Result<std::unique_ptr<record::EventSource>> {
-    // auto: the recording goes on native-only; Python modules, if any
-    // appear, are then named with the reason.
-    if (mode == "bpf") return why;
-    return std::unique_ptr<record::EventSource>(
-        new PythonSource(nullptr, why.message(), mode, context.warn));
-  };
-  if (context.collector == nullptr) return refuse(Status::Error("no perf events to walk on"));
-  Result<std::unique_ptr<Walker>> walker = Walker::Load();
-  if (!walker.ok()) return refuse(walker.status());
-  Result<std::vector<std::pair<int, int>>> outputs = context.collector->OpenOutputEvents();
-  if (!outputs.ok()) return refuse(outputs.status());
-  if (Status s = (*walker)->SetOutputs(*outputs); !s.ok()) return refuse(s);
-  if (Status s = context.collector->AttachProgram((*walker)->program_fd()); !s.ok())
-    return refuse(s);
-  if (Status s = (*walker)->Follow(uint32_t(context.target)); !s.ok()) return refuse(s);
-  if (context.runtime_maps != nullptr) *context.runtime_maps = (*walker)->maps();
-  context.settings->SetSource(std::string(kSourceName), "on");
-  return std::unique_ptr<record::EventSource>(
-      new PythonSource(std::move(*walker), "", mode, context.warn));
+  auto source = std::make_unique<PythonSource>(context);
+  // The other BPF sources walk with the walker's maps: they need it now.
+  const bool now = mode == "bpf" || context.options.off_cpu || context.options.syscalls ||
+                   LooksLikePython(context);
+  if (!now) {
+    source->Sleep();
+  } else if (Status started = source->Start(context.runtime_maps); !started.ok()) {
+    // bpf: the recording stops. auto: it goes on native-only; Python
+    // interpreters, if any appear, say why.
+    if (mode == "bpf") return started;
+    source->Refuse(started);
+  }
+  if (mode == "bpf" || now) {
+    context.settings->SetSource(std::string(kSourceName), "on");
+  }
+  return std::unique_ptr<record::EventSource>(std::move(source));
 }
 
 }  // namespace microscope::runtimes::python
