@@ -14,6 +14,7 @@ of perf's (perf record -g of the fixture run with -X perf, which names
 Python functions through CPython's perf map). Lines fall inside the right
 function, the Python chains sit where the native code runs them, and
 nearly every sample's Python frames are all named."""
+import json
 import re
 
 from common import *
@@ -178,6 +179,20 @@ for name, python in sorted(pythons.items()):
         check(not any("py_compare" in p or "sort_with_c" in p for p in native) and
               any("_PyEval_EvalFrameDefault" in p and qsort_at(p) >= 0 for p in native),
               "%s: --look native: no Python frames, the eval loop under and over qsort" % name)
+        # Chrome's trace, folded stacks and speedscope carry them too.
+        for fmt, name_of in (("chrome", lambda d: {e.get("name") for e in d["traceEvents"]}),
+                             ("speedscope", lambda d: {f["name"] for f in d["shared"]["frames"]})):
+            out = os.path.join(d, "qsort." + fmt)
+            run([MICROSCOPE, "convert", cap, "--to", fmt, "-o", out])
+            with open(out) as f:
+                got = name_of(json.load(f))
+            check({"py_compare", "sort_with_c", "<module>"} <= got,
+                  "%s: %s carries the Python frames" % (name, fmt))
+        out = os.path.join(d, "qsort.folded")
+        run([MICROSCOPE, "convert", cap, "--to", "folded", "-o", out])
+        with open(out) as f:
+            check(any(";sort_with_c;" in l and ";py_compare" in l for l in f),
+                  "%s: folded stacks carry the Python frames" % name)
         # Google's pprof reads the Python frames: function, file and line.
         pb = os.path.join(d, "qsort.pb.gz")
         run([MICROSCOPE, "convert", cap, "--to", "pprof", "-o", pb])
