@@ -36,6 +36,24 @@ for major, node in sorted(nodes.items()):
     missing = [w for w in WANTED if not any(s[len("v8dbg_"):].startswith(w) for s in symbols)]
     check(len(symbols) > 400 and not missing,
           "node %s: %d v8dbg_ symbols, the walker's all there (missing: %s)" % (major, len(symbols), missing))
+    # The layout read from the file (src/runtimes/node/layout): frame slots
+    # below the frame pointer, one word apart; tagged pointers; the type
+    # numbers apart.
+    got = run([os.environ["NODE_LAYOUT"], node])
+    l = dict((k, int(v)) for k, v in (line.split() for line in got.stdout.splitlines()
+                                       if not line.startswith("error")))
+    check(got.returncode == 0 and l["fp_function"] < 0 and l["fp_bytecode_array"] < 0 and
+          all(l[k] % 8 == 0 for k in ("fp_function", "fp_context", "fp_bytecode_array",
+                                      "fp_bytecode_offset")) and
+          l["heap_object_tag"] == 1 and l["heap_object_tag_mask"] == 3 and
+          len({l["type_js_function"], l["type_shared_function_info"], l["type_script"]}) == 3,
+          "node %s: layout %s" % (major, (got.stdout + got.stderr).replace("\n", " ")[:400]))
+    if major == "20":  # as read from Debian's node 20 (the same 20.20.2)
+        want = {"fp_function": -16, "fp_bytecode_array": -32, "fp_bytecode_offset": -40,
+                "function_shared": 24, "map_instance_type": 12, "type_js_function": 2066,
+                "smi_shift_size": 31}
+        check(all(l[k] == v for k, v in want.items()),
+              "node 20: the values read from Debian's node 20: %s" % {k: l[k] for k in want})
     # The SharedFunctionInfo's script: script_or_debug_info in 20, script from 22.
     sfi_script = sorted(s for s in symbols if re.match(r"v8dbg_class_SharedFunctionInfo__script", s))
     check(sfi_script, "node %s: SharedFunctionInfo's script by %s" % (major, sfi_script))

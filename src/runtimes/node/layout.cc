@@ -1,0 +1,121 @@
+#include "src/runtimes/node/layout.h"
+
+#include <gelf.h>
+
+#include <cstring>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "src/symbols/elf_handle.h"
+#include "src/symbols/elf_image.h"
+
+namespace microscope::runtimes::node {
+namespace {
+
+constexpr std::string_view kPrefix = "v8dbg_";
+
+// Every v8dbg_ symbol's int value, by its name without the prefix.
+Result<std::map<std::string, int64_t>> ReadSymbols(Elf* elf, const std::string& path) {
+  std::map<std::string, int64_t> out;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0)
+      continue;
+    Elf_Data* syms = elf_getdata(scn, nullptr);
+    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Sym sym;
+      if (gelf_getsym(syms, int(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF) continue;
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (name == nullptr || std::string_view(name).substr(0, kPrefix.size()) != kPrefix) continue;
+      int32_t value = 0;  // a symbol in .bss has no bytes in the file: 0
+      Elf_Scn* holder = elf_getscn(elf, sym.st_shndx);
+      GElf_Shdr hs;
+      if (holder != nullptr && gelf_getshdr(holder, &hs) != nullptr && hs.sh_type != SHT_NOBITS) {
+        std::span<const uint8_t> bytes = symbols::SymbolFileBytes(elf, sym);
+        if (bytes.size() < sizeof(value)) {
+          return Status::Error(StatusCode::kDataLoss,
+                               path + ": " + name + " has no 4 bytes in its section");
+        }
+        std::memcpy(&value, bytes.data(), sizeof(value));
+      }
+      out[name + kPrefix.size()] = value;
+    }
+  }
+  return out;
+}
+
+// The value of the one field the symbols starting with `prefix` give.
+Result<int64_t> Field(const std::map<std::string, int64_t>& symbols, std::string_view prefix,
+                      const std::string& path) {
+  std::vector<std::pair<std::string, int64_t>> found;
+  for (auto it = symbols.lower_bound(std::string(prefix));
+       it != symbols.end() && std::string_view(it->first).substr(0, prefix.size()) == prefix;
+       ++it) {
+    found.emplace_back(it->first, it->second);
+  }
+  if (found.empty()) {
+    return Status::Error(StatusCode::kUnavailable,
+                         path + ": no v8dbg_" + std::string(prefix) + "* symbol");
+  }
+  for (const auto& [name, value] : found) {
+    if (value != found[0].second) {
+      return Status::Error(StatusCode::kDataLoss, path + ": v8dbg_" + found[0].first +
+                                                      " and v8dbg_" + name + " disagree (" +
+                                                      std::to_string(found[0].second) + ", " +
+                                                      std::to_string(value) + ")");
+    }
+  }
+  return found[0].second;
+}
+
+}  // namespace
+
+Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
+  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
+  ASSIGN_OR_RETURN(auto symbols, ReadSymbols(file.elf.get(), path));
+  if (symbols.empty()) {
+    return Status::Error(StatusCode::kNotFound, path + ": no v8dbg_ symbols (not a V8 image)");
+  }
+  V8Layout l;
+  l.symbols = int64_t(symbols.size());
+  // Names ending in "__" are fields, whose type follows; the others are
+  // exact (off_fp_context is not off_fp_context_or_frame_type).
+  const std::pair<const char*, int64_t V8Layout::*> kFields[] = {
+      {"off_fp_function", &V8Layout::fp_function},
+      {"off_fp_context", &V8Layout::fp_context},
+      {"off_fp_bytecode_array", &V8Layout::fp_bytecode_array},
+      {"off_fp_bytecode_offset", &V8Layout::fp_bytecode_offset},
+      {"HeapObjectTag", &V8Layout::heap_object_tag},
+      {"HeapObjectTagMask", &V8Layout::heap_object_tag_mask},
+      {"SmiShiftSize", &V8Layout::smi_shift_size},
+      {"SmiTagMask", &V8Layout::smi_tag_mask},
+      {"class_HeapObject__map__", &V8Layout::heap_object_map},
+      {"class_Map__instance_type__", &V8Layout::map_instance_type},
+      {"class_JSFunction__shared__", &V8Layout::function_shared},
+      {"class_SharedFunctionInfo__name_or_scope_info__", &V8Layout::shared_name},
+      // script_or_debug_info in Node 20, script from 22.
+      {"class_SharedFunctionInfo__script", &V8Layout::shared_script},
+      {"class_Script__name__", &V8Layout::script_name},
+      {"class_Script__line_ends__", &V8Layout::script_line_ends},
+      {"type_JSFunction__JS_FUNCTION_TYPE", &V8Layout::type_js_function},
+      {"type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", &V8Layout::type_shared_function_info},
+      {"type_Script__SCRIPT_TYPE", &V8Layout::type_script},
+  };
+  for (const auto& [name, field] : kFields) {
+    const std::string_view n(name);
+    if (n.starts_with("class_")) {
+      ASSIGN_OR_RETURN(l.*field, Field(symbols, n, path));
+      continue;
+    }
+    auto it = symbols.find(std::string(n));
+    if (it == symbols.end()) {
+      return Status::Error(StatusCode::kUnavailable,
+                           path + ": no v8dbg_" + std::string(n) + " symbol");
+    }
+    l.*field = it->second;
+  }
+  return l;
+}
+
+}  // namespace microscope::runtimes::node

@@ -1,0 +1,48 @@
+// Where a V8 build keeps what a JavaScript stack walker reads, from the
+// v8dbg_ symbols V8 exports for debuggers (postmortem metadata): each an
+// int in the binary (in .bss when it is 0), read from the ELF file. Field
+// symbols end in their type, whose spelling changes between releases
+// (`...__name_or_scope_info__Object` in Node 20, `...Tagged_Object_` in 22,
+// `...Tagged_NameOrScopeInfoT_` in 24), so they are found by prefix; a
+// field two symbols give with different values is refused, as is a field
+// no symbol gives, by name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace microscope::runtimes::node {
+
+struct V8Layout {
+  // Frame slots, from the frame pointer.
+  int64_t fp_function = 0;
+  int64_t fp_context = 0;
+  int64_t fp_bytecode_array = 0;
+  int64_t fp_bytecode_offset = 0;
+  // Tagged pointers and small integers.
+  int64_t heap_object_tag = 0;
+  int64_t heap_object_tag_mask = 0;
+  int64_t smi_shift_size = 0;
+  int64_t smi_tag_mask = 0;
+  // Object fields.
+  int64_t heap_object_map = 0;
+  int64_t map_instance_type = 0;
+  int64_t function_shared = 0;  // JSFunction -> SharedFunctionInfo
+  int64_t shared_name = 0;      // SharedFunctionInfo -> its name (or ScopeInfo)
+  int64_t shared_script = 0;    // SharedFunctionInfo -> Script (or DebugInfo, Node 20)
+  int64_t script_name = 0;      // Script -> its name (the URL)
+  int64_t script_line_ends = 0;
+  // Instance types.
+  int64_t type_js_function = 0;
+  int64_t type_shared_function_info = 0;
+  int64_t type_script = 0;
+  int64_t symbols = 0;  // v8dbg_ symbols in the file
+};
+
+// The layout of the V8 in the ELF file at `path`. kNotFound: no v8dbg_
+// symbols (not a V8 image).
+Result<V8Layout> V8LayoutFromElfFile(const std::string& path);
+
+}  // namespace microscope::runtimes::node
