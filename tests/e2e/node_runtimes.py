@@ -42,16 +42,17 @@ for major, node in sorted(nodes.items()):
     got = run([os.environ["NODE_LAYOUT"], node])
     l = dict((k, int(v)) for k, v in (line.split() for line in got.stdout.splitlines()
                                        if not line.startswith("error")))
-    check(got.returncode == 0 and l["fp_function"] < 0 and l["fp_bytecode_array"] < 0 and
-          all(l[k] % 8 == 0 for k in ("fp_function", "fp_context", "fp_bytecode_array",
-                                      "fp_bytecode_offset")) and
-          l["heap_object_tag"] == 1 and l["heap_object_tag_mask"] == 3 and
-          len({l["type_js_function"], l["type_shared_function_info"], l["type_script"]}) == 3,
+    check(got.returncode == 0 and l["off_fp_function"] < 0 and l["off_fp_bytecode_array"] < 0 and
+          all(l[k] % 8 == 0 for k in ("off_fp_function", "off_fp_context", "off_fp_bytecode_array",
+                                      "off_fp_bytecode_offset")) and
+          l["HeapObjectTag"] == 1 and l["HeapObjectTagMask"] == 3 and
+          len({l["type_JSFunction__JS_FUNCTION_TYPE"], l["type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE"],
+               l["type_Script__SCRIPT_TYPE"]}) == 3,
           "node %s: layout %s" % (major, (got.stdout + got.stderr).replace("\n", " ")[:400]))
     if major == "20":  # as read from Debian's node 20 (the same 20.20.2)
-        want = {"fp_function": -16, "fp_bytecode_array": -32, "fp_bytecode_offset": -40,
-                "function_shared": 24, "map_instance_type": 12, "type_js_function": 2066,
-                "smi_shift_size": 31}
+        want = {"off_fp_function": -16, "off_fp_bytecode_array": -32, "off_fp_bytecode_offset": -40,
+                "class_JSFunction__shared__": 24, "class_Map__instance_type__": 12,
+                "type_JSFunction__JS_FUNCTION_TYPE": 2066, "SmiShiftSize": 31}
         check(all(l[k] == v for k, v in want.items()),
               "node 20: the values read from Debian's node 20: %s" % {k: l[k] for k in want})
     # The SharedFunctionInfo's script: script_or_debug_info in 20, script from 22.

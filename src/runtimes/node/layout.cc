@@ -71,17 +71,8 @@ Result<int64_t> Field(const std::map<std::string, int64_t>& symbols, std::string
 
 }  // namespace
 
-Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
-  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
-  ASSIGN_OR_RETURN(auto symbols, ReadSymbols(file.elf.get(), path));
-  if (symbols.empty()) {
-    return Status::Error(StatusCode::kNotFound, path + ": no v8dbg_ symbols (not a V8 image)");
-  }
-  V8Layout l;
-  l.symbols = int64_t(symbols.size());
-  // Names ending in "__" are fields, whose type follows; the others are
-  // exact (off_fp_context is not off_fp_context_or_frame_type).
-  const std::pair<const char*, int64_t V8Layout::*> kFields[] = {
+std::span<const V8Field> V8Fields() {
+  static constexpr V8Field kFields[] = {
       {"off_fp_function", &V8Layout::fp_function},
       {"off_fp_context", &V8Layout::fp_context},
       {"off_fp_bytecode_array", &V8Layout::fp_bytecode_array},
@@ -102,7 +93,18 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
       {"type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", &V8Layout::type_shared_function_info},
       {"type_Script__SCRIPT_TYPE", &V8Layout::type_script},
   };
-  for (const auto& [name, field] : kFields) {
+  return kFields;
+}
+
+Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
+  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
+  ASSIGN_OR_RETURN(auto symbols, ReadSymbols(file.elf.get(), path));
+  if (symbols.empty()) {
+    return Status::Error(StatusCode::kNotFound, path + ": no v8dbg_ symbols (not a V8 image)");
+  }
+  V8Layout l;
+  l.symbols = int64_t(symbols.size());
+  for (const auto& [name, field] : V8Fields()) {
     const std::string_view n(name);
     if (n.starts_with("class_")) {
       ASSIGN_OR_RETURN(l.*field, Field(symbols, n, path));

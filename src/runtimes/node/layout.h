@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -40,6 +41,15 @@ struct V8Layout {
   int64_t type_script = 0;
   int64_t symbols = 0;  // v8dbg_ symbols in the file
 };
+
+// Each field, with the v8dbg_ name it is read from: names ending in "__"
+// are fields, whose type follows; the others are exact (off_fp_context is
+// not off_fp_context_or_frame_type).
+struct V8Field {
+  const char* symbol;
+  int64_t V8Layout::*field;
+};
+std::span<const V8Field> V8Fields();
 
 // The layout of the V8 in the ELF file at `path`. kNotFound: no v8dbg_
 // symbols (not a V8 image).
