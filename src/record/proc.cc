@@ -38,30 +38,36 @@ bool ParseStat(const std::string& stat, char* state, pid_t* ppid) {
   return true;
 }
 
-// One line of /proc/PID/maps, if executable, added as a mapping.
-void AddMapsLine(const std::string& proc, const std::string& line, pid_t pid, uint64_t time,
-                 Processor* processor) {
-  // "start-end perms offset dev inode   path"
+// One line of /proc/PID/maps ("start-end perms offset dev inode   path"),
+// if executable.
+bool ParseExecutableLine(const std::string& line, ExecutableMapping* out) {
   unsigned long long start, end, offset;
   char perms[8] = {};
   int path_at = 0;
   if (sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset,
-             &path_at) < 4) {
-    return;
+             &path_at) < 4 ||
+      perms[2] != 'x') {
+    return false;
   }
-  if (perms[2] != 'x') return;
-  std::string path = path_at > 0 ? line.substr(size_t(path_at)) : "";
+  *out = {start, end, offset, path_at > 0 ? line.substr(size_t(path_at)) : ""};
+  return true;
+}
+
+// A mapping added to the processor, with its file's build ID.
+void AddMapping(const std::string& proc, const ExecutableMapping& m, pid_t pid, uint64_t time,
+                Processor* processor) {
   std::vector<uint8_t> build_id;
-  if (!path.empty() && path[0] == '/') {
+  if (!m.path.empty() && m.path[0] == '/') {
     // map_files reaches the mapped file even when deleted or in another
     // mount namespace.
     char link[64];
-    snprintf(link, sizeof(link), "/map_files/%llx-%llx", start, end);
+    snprintf(link, sizeof(link), "/map_files/%llx-%llx", (unsigned long long)m.start,
+             (unsigned long long)m.end);
     auto id = symbols::ReadBuildId(proc + link);
-    if (!id.ok()) id = symbols::ReadBuildId(path);
+    if (!id.ok()) id = symbols::ReadBuildId(m.path);
     if (id.ok()) build_id = *id;
   }
-  processor->AddMapping(uint32_t(pid), start, end, offset, path, build_id, time);
+  processor->AddMapping(uint32_t(pid), m.start, m.end, m.offset, m.path, build_id, time);
 }
 
 }  // namespace
@@ -125,12 +131,33 @@ void SeedFromProc(pid_t pid, uint64_t time, Processor* processor) {
   AddExecutableMappings(pid, time, processor);
 }
 
-bool AddExecutableMappings(pid_t pid, uint64_t time, Processor* processor) {
-  const std::string proc = ProcDir(pid);
-  std::ifstream maps(proc + "/maps");
+namespace {
+
+// False when /proc/PID/maps cannot be opened (the process is gone).
+bool ReadExecutableMappings(pid_t pid, std::vector<ExecutableMapping>* out) {
+  std::ifstream maps(ProcDir(pid) + "/maps");
   if (!maps) return false;
   std::string line;
-  while (std::getline(maps, line)) AddMapsLine(proc, line, pid, time, processor);
+  ExecutableMapping m;
+  while (std::getline(maps, line)) {
+    if (ParseExecutableLine(line, &m)) out->push_back(std::move(m));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<ExecutableMapping> ExecutableMappings(pid_t pid) {
+  std::vector<ExecutableMapping> out;
+  ReadExecutableMappings(pid, &out);
+  return out;
+}
+
+bool AddExecutableMappings(pid_t pid, uint64_t time, Processor* processor) {
+  std::vector<ExecutableMapping> mappings;
+  if (!ReadExecutableMappings(pid, &mappings)) return false;
+  const std::string proc = ProcDir(pid);
+  for (const ExecutableMapping& m : mappings) AddMapping(proc, m, pid, time, processor);
   return true;
 }
 

@@ -23,6 +23,16 @@ char ThreadState(pid_t tid);
 // (a zombie) while other threads go on.
 bool ProcessGone(pid_t pid);
 
+// The executable mappings of /proc/PID/maps, in its order; empty when the
+// process is gone or its memory already released (it is exiting).
+struct ExecutableMapping {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;
+  std::string path;  // empty for anonymous code
+};
+std::vector<ExecutableMapping> ExecutableMappings(pid_t pid);
+
 // /proc/PID/cmdline as arguments.
 std::vector<std::string> ReadCommandLine(pid_t pid);
 

@@ -6,7 +6,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -306,17 +306,11 @@ void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks
 }
 
 bool PythonSource::LayOutFromMaps(uint32_t pid) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream in(line);
-    std::string range, perms, offset, dev, inode, path;
-    if (!(in >> range >> perms >> offset >> dev >> inode >> path)) continue;
-    if (perms.size() < 3 || perms[2] != 'x' || path.empty() || path[0] != '/') continue;
-    const ModuleInfo* info = InfoOf(TargetFile(pid, path));
+  for (const record::ExecutableMapping& m : record::ExecutableMappings(pid_t(pid))) {
+    if (m.path.empty() || m.path[0] != '/') continue;
+    const ModuleInfo* info = InfoOf(TargetFile(pid, m.path));
     if (!info->python || !info->error.empty()) continue;
-    uint64_t start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
-    LayOut(pid, start, std::stoull(offset, nullptr, 16), *info);
+    LayOut(pid, m.start, m.offset, *info);
     return true;
   }
   return false;
@@ -362,10 +356,8 @@ void PythonSource::RefreshThreads() {
     }
     Result<std::vector<PythonThread>> threads = ListThreads(*p.memory, p.module->layout, p.at);
     if (!threads.ok()) {
-      const char state = record::ThreadState(pid_t(pid));
-      std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
       // Exiting: its memory is gone before it is a zombie.
-      if (state == 0 || state == 'Z' || state == 'X' || maps.peek() == EOF) {
+      if (record::ProcessGone(pid_t(pid)) || record::ExecutableMappings(pid_t(pid)).empty()) {
         p.gone = true;
         ++it;
         continue;
@@ -549,12 +541,10 @@ namespace {
 // once, before its first sample.
 bool LooksLikePython(const record::SourceContext& context) {
   if (!context.launch) {
-    std::ifstream maps("/proc/" + std::to_string(context.target) + "/maps");
-    std::string line;
-    while (std::getline(maps, line)) {
-      if (line.find("python") != std::string::npos) return true;
-    }
-    return false;
+    const auto mappings = record::ExecutableMappings(context.target);
+    return std::any_of(mappings.begin(), mappings.end(), [](const record::ExecutableMapping& m) {
+      return m.path.find("python") != std::string::npos;
+    });
   }
   const auto& command = context.options.command;
   if (command.empty()) return false;
