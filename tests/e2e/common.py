@@ -50,20 +50,25 @@ def require_perf():
     sys.exit(SKIP)
 
 
-def fetch_pythons(versions=("3.13", "3.14", "3.15")):
-    """{version: interpreter} of the CPython releases Debian's newer suites
-    ship, fetched (and cached outside the repository) by scripts/fetch-python;
-    skips, or fails in CI, when they cannot be fetched."""
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
-                          "fetch-python")
-    p = run([script, *versions], timeout=900)
+def fetch_runtimes(script, versions):
+    """{version: program} as scripts/SCRIPT (fetch-python, fetch-node) fetches
+    and caches them outside the repository; skips, or fails in CI, when they
+    cannot be fetched."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", script)
+    p = run([path, *versions], timeout=900)
     if p.returncode != 0:
-        why = "scripts/fetch-python failed (%d): %s" % (p.returncode, p.stderr.strip()[-500:])
+        why = "scripts/%s failed (%d): %s" % (script, p.returncode, p.stderr.strip()[-500:])
         if os.environ.get("CI") == "true":
             fail(why)
         print("SKIP: " + why)
         sys.exit(SKIP)
     return dict(line.split("\t") for line in p.stdout.splitlines())
+
+
+def fetch_pythons(versions=("3.13", "3.14", "3.15")):
+    """{version: interpreter} of the CPython releases Debian's newer suites
+    ship (scripts/fetch-python)."""
+    return fetch_runtimes("fetch-python", versions)
 
 
 def tmpdir():

@@ -2,6 +2,7 @@
 #include <linux/types.h>
 
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -217,13 +218,7 @@ TEST_CASE("Ring pairing: a walk goes with the next sample of its thread in its r
 }
 
 TEST_CASE("Python walk: random bytes and flips never crash the reader or the splice") {
-  uint64_t seed = 0x9e3779b97f4a7c15ull;
-  auto next = [&] {
-    seed ^= seed << 13;
-    seed ^= seed >> 7;
-    seed ^= seed << 17;
-    return seed;
-  };
+  std::mt19937_64 next(0x9e3779b97f4a7c15ull);
   auto good = WalkBytes(1, 1, 0, {Frame(1), Frame(2, MICROSCOPE_PY_ENTRY), Shim(0x250), Frame(3)});
   size_t parsed = 0;
   for (int round = 0; round < 20000; ++round) {
