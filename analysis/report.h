@@ -103,6 +103,9 @@ struct ReportThread {
   // Samples walked in Python (labeled python.gil), and those holding the GIL.
   uint64_t gil_labeled = 0;
   uint64_t gil_held = 0;
+  double GilHeldPercent() const {
+    return gil_labeled > 0 ? 100.0 * double(gil_held) / double(gil_labeled) : 0;
+  }
 };
 
 struct ReportLane {

@@ -177,7 +177,7 @@ ordered_json ThreadsJson(const std::vector<analysis::ReportThread>& threads) {
     if (t.gil_labeled > 0) {
       row["gil"] = {{"labeled_samples", t.gil_labeled},
                     {"held_samples", t.gil_held},
-                    {"held_percent", 100.0 * double(t.gil_held) / double(t.gil_labeled)}};
+                    {"held_percent", t.GilHeldPercent()}};
     }
     out.push_back(row);
   }

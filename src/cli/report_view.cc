@@ -285,7 +285,7 @@ void PrintThreads(FILE* out, const std::vector<analysis::ReportThread>& threads,
     if (gil) {
       char buf[16];
       if (t.gil_labeled > 0) {
-        snprintf(buf, sizeof(buf), "%6.1f%% ", 100.0 * double(t.gil_held) / double(t.gil_labeled));
+        snprintf(buf, sizeof(buf), "%6.1f%% ", t.GilHeldPercent());
       } else {
         snprintf(buf, sizeof(buf), "%7s ", "-");
       }

@@ -101,7 +101,7 @@ class Collector {
 
   // Records copied out, ring by ring, back to back (each 8-byte aligned).
   std::vector<std::vector<uint8_t>>& arenas() { return arenas_; }
-  SampleLayout layout() const { return layout_; }
+  const SampleLayout& layout() const { return layout_; }
   bool kernel_frames() const { return kernel_frames_; }
   uint64_t samples() const { return Stats().samples; }
   uint64_t lost() const { return Stats().lost; }

@@ -24,6 +24,7 @@ std::vector<size_t> DecodeRound(const std::vector<std::vector<uint8_t>>& arenas,
                                 const SampleLayout& layout, uint64_t watermark,
                                 Processor* processor, std::vector<Event>* events) {
   std::vector<size_t> consumed(arenas.size());
+  RingPairing& pairing = processor->ring_pairing();
   for (size_t a = 0; a < arenas.size(); ++a) {
     consumed[a] = ForEachRecord(arenas[a], [&](uint32_t type, std::span<const uint8_t> record) {
       Result<Event> e = DecodeRecord(record, layout);
@@ -34,7 +35,6 @@ std::vector<size_t> DecodeRound(const std::vector<std::vector<uint8_t>>& arenas,
       }
       // Each ring is in time order: stop at its first record past the watermark.
       if (e->time > watermark) return false;
-      RingPairing& pairing = processor->ring_pairing();
       if (e->type == EventType::kRaw) {
         pairing.Hold(a, *e);
         return true;
