@@ -4,7 +4,7 @@
 
 - slowdown: the fixture's own time under `record --python off` and
   `record --python bpf` (and unprofiled), run alternately, medians of --runs;
-- the BPF walk's cost per sample and per frame: walk_python's run time over
+- the BPF walk's cost per sample and per frame: walk_runtimes's run time over
   its runs (kernel.bpf_stats_enabled), on a shallow fixture (split, about 3
   Python frames) and a deep one (recursion, about 53);
 - frames named: the share of samples whose Python frames are all named.
@@ -41,8 +41,8 @@ def timed(cmd):
 
 
 def walk_stats():
-    """(run_time_ns, run_cnt) of the loaded walk_python, or None."""
-    p = subprocess.run(["bpftool", "-j", "prog", "show", "name", "walk_python"], capture_output=True,
+    """(run_time_ns, run_cnt) of the loaded walk_runtimes, or None."""
+    p = subprocess.run(["bpftool", "-j", "prog", "show", "name", "walk_runtimes"], capture_output=True,
                        text=True)
     try:
         progs = json.loads(p.stdout)
@@ -56,7 +56,7 @@ def walk_stats():
 
 
 def walk_cost(python, mode):
-    """ns per walk_python run while recording `mode`, and the Python frames
+    """ns per walk_runtimes run while recording `mode`, and the Python frames
     per sample of the capture."""
     last = [None]
     done = threading.Event()

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@
 #include "src/record/processor.h"
 #include "src/record/record_options.h"
 #include "src/record/source_events.h"
+
+namespace microscope::runtimes {
+class Sampler;  // src/runtimes/sampler.h
+}
 
 namespace microscope::record {
 
@@ -39,6 +44,9 @@ struct SourceContext {
   // The Python walker's maps, set by its source (started first) for the
   // sources that take stacks with BPF.
   RuntimeMaps* runtime_maps = nullptr;
+  // The runtimes' one sampler program, loaded by the first runtime source
+  // that needs it (runtimes::Sampler::Attach) and shared by the others.
+  std::shared_ptr<runtimes::Sampler>* runtime_sampler = nullptr;
 };
 
 // The span of the recording a poll may keep events from: [start, end).

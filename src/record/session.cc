@@ -131,7 +131,7 @@ class Recording {
 
   Status StartSources() {
     SourceContext context{options_,         target_,     child_ != nullptr, &settings(),
-                          collector_.get(), hooks_.warn, &runtime_maps_};
+                          collector_.get(), hooks_.warn, &runtime_maps_,    &runtime_sampler_};
     ASSIGN_OR_RETURN(sources_, record::StartSources(context, hooks_.warn));
     for (const auto& s : sources_) {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());
@@ -200,6 +200,7 @@ class Recording {
   std::vector<std::unique_ptr<EventSource>> sources_;
   std::vector<int> wait_fds_;
   RuntimeMaps runtime_maps_;              // the Python walker's, for the other BPF sources
+  std::shared_ptr<runtimes::Sampler> runtime_sampler_;  // the runtime walkers' program
   std::unique_ptr<LaunchedChild> child_;  // launch mode
   pid_t target_ = 0;
   uint64_t start_ = 0;

@@ -24,6 +24,7 @@
 #include "src/runtimes/python/line_table.h"
 #include "src/runtimes/python/walk.h"
 #include "src/runtimes/python/walker.h"
+#include "src/runtimes/sampler.h"
 #include "src/symbols/elf_handle.h"
 #include "src/symbols/elf_image.h"
 
@@ -34,6 +35,7 @@ using record::FrameInterner;
 using record::InterpretedFrame;
 using record::MappedModule;
 using record::SpliceStack;
+using runtimes::Sampler;
 
 constexpr std::string_view kSourceName = capture::kPythonSource;
 constexpr uint8_t kEvalTag = 1;              // _PyEval_EvalFrameDefault's code (as its symbol says)
@@ -159,6 +161,7 @@ class PythonSource final : public record::EventSource, public record::StackSplic
       : mode_(context.options.python),
         warn_(context.warn),
         collector_(context.collector),
+        shared_sampler_(context.runtime_sampler),
         target_(uint32_t(context.target)) {
     own_ns_ = PidNamespace("self");
     wake_ = ScopedFd(epoll_create1(EPOLL_CLOEXEC));
@@ -170,14 +173,11 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   // a program that does not look like Python starts it when a Python
   // interpreter is first mapped: the kernel takes about 60 ms to verify it.
   Status Start(record::RuntimeMaps* maps) {
-    if (collector_ == nullptr) return Status::Error("no perf events to walk on");
-    ASSIGN_OR_RETURN(std::unique_ptr<Walker> walker, Walker::Load());
-    ASSIGN_OR_RETURN(auto outputs, collector_->OpenOutputEvents());
-    RETURN_IF_ERROR(walker->SetOutputs(outputs));
-    RETURN_IF_ERROR(collector_->AttachProgram(walker->program_fd()));
-    RETURN_IF_ERROR(walker->Follow(target_));
+    ASSIGN_OR_RETURN(std::shared_ptr<Sampler> sampler,
+                     Sampler::Attach(collector_, target_, shared_sampler_));
+    auto walker = std::make_unique<Walker>(std::move(sampler));
     if (maps != nullptr) *maps = walker->maps();
-    Watch(walker->wait_fd());
+    Watch(walker->sampler().wait_fd());
     walker_ = std::move(walker);
     walking_since_ = MonotonicNowNs();
     dormant_ = false;
@@ -236,6 +236,7 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   std::string mode_;
   std::function<void(const std::string&)> warn_;
   record::Collector* collector_;
+  std::shared_ptr<Sampler>* shared_sampler_;
   uint32_t target_;
   bool warned_ = false;
   std::optional<std::pair<uint64_t, uint64_t>> own_ns_;
@@ -333,7 +334,7 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   auto ns = PidNamespace(std::to_string(pid));
   p.own_namespace = !ns || !own_ns_ || *ns == *own_ns_;
   if (!p.own_namespace) std::tie(where.pidns_dev, where.pidns_ino) = *ns;
-  (void)walker_->Follow(pid);  // its execs (a walker started late follows it from here)
+  (void)walker_->sampler().Follow(pid);  // its execs (a walker started late follows it from here)
   Status set = walker_->SetProcess(pid, module.layout, where);
   p.laid_out_at = MonotonicNowNs();
   if (!set.ok()) {
@@ -400,7 +401,8 @@ void PythonSource::TakeExecs() {
   uint64_t expirations;
   if (timer_.valid()) (void)!read(timer_.get(), &expirations, sizeof(expirations));
   std::vector<uint32_t> pids;
-  if (Status s = walker_->TakeExecs(&pids); !s.ok()) Problem("Python execs not read", s.message());
+  if (Status s = walker_->sampler().TakeExecs(&pids); !s.ok())
+    Problem("Python execs not read", s.message());
   for (uint32_t pid : pids) execs_[pid] = now + kExecWindowNs;
   for (auto it = execs_.begin(); it != execs_.end();) {
     if (LayOutFromMaps(it->first) || now > it->second || kill(pid_t(it->first), 0) != 0) {
@@ -521,7 +523,7 @@ void PythonSource::Finish(record::Processor* processor, capture::Settings* setti
               {"walks", walks_},
               {"frames", python_frames_},
               {"unknown_frames", unknown_frames_},
-              {"walks_lost", walker_ ? walker_->Lost() : 0}};
+              {"walks_lost", walker_ ? walker_->sampler().Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (walker_ != nullptr) {
     settings->notes.push_back("Python (" + mode_ +
@@ -546,20 +548,8 @@ bool LooksLikePython(const record::SourceContext& context) {
       return m.path.find("python") != std::string::npos;
     });
   }
-  const auto& command = context.options.command;
-  if (command.empty()) return false;
-  std::string path = command[0];
-  if (path.find('/') == std::string::npos) {
-    const char* env = getenv("PATH");
-    std::istringstream dirs(env ? env : "/usr/bin:/bin");
-    std::string dir;
-    while (std::getline(dirs, dir, ':')) {
-      if (access((dir + "/" + path).c_str(), X_OK) == 0) {
-        path = dir + "/" + path;
-        break;
-      }
-    }
-  }
+  const std::string path = ProgramPath(context);
+  if (path.empty()) return false;
   std::ifstream in(path, std::ios::binary);
   std::string head(1 << 18, '\0');
   in.read(head.data(), std::streamsize(head.size()));

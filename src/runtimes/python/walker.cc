@@ -3,7 +3,6 @@
 #include <linux/types.h>
 
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,73 +10,11 @@
 #include <string>
 
 #include "bpf/python.h"
-#include "bpf/python.skel.h"
 #include "src/record/bpf_loader.h"
 
 namespace microscope::runtimes::python {
 
 using record::BpfFailed;
-
-struct Walker::State {
-  python_bpf* skel = nullptr;
-  ring_buffer* execs = nullptr;
-  std::vector<uint32_t>* sink = nullptr;
-  ~State() {
-    if (execs != nullptr) ring_buffer__free(execs);
-    if (skel != nullptr) python_bpf__destroy(skel);
-  }
-};
-
-namespace {
-
-int OnExec(void* ctx, void* data, size_t size) {
-  auto* state = static_cast<Walker::State*>(ctx);
-  uint32_t pid;
-  if (state->sink == nullptr || size < sizeof(pid)) return 0;
-  std::memcpy(&pid, data, sizeof(pid));
-  state->sink->push_back(pid);
-  return 0;
-}
-
-}  // namespace
-
-Walker::Walker(std::unique_ptr<State> state) : state_(std::move(state)) {}
-Walker::~Walker() = default;
-
-Result<std::unique_ptr<Walker>> Walker::Load() {
-  auto state = std::make_unique<State>();
-  libbpf_set_print(nullptr);
-  state->skel = python_bpf__open();
-  if (state->skel == nullptr) return BpfFailed("cannot open the Python walker", errno);
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return BpfFailed("cannot count the CPUs", cpus);
-  bpf_map__set_max_entries(state->skel->maps.py_out, uint32_t(cpus));
-  if (int err = python_bpf__load(state->skel); err != 0) {
-    return record::BpfLoadError("the kernel refused the Python walker", err);
-  }
-  if (int err = python_bpf__attach(state->skel); err != 0) {
-    return BpfFailed("cannot attach the Python walker's process trackers", err);
-  }
-  state->execs =
-      ring_buffer__new(bpf_map__fd(state->skel->maps.py_execs), OnExec, state.get(), nullptr);
-  if (state->execs == nullptr) return BpfFailed("cannot read the Python walker's exec ring", errno);
-  return std::unique_ptr<Walker>(new Walker(std::move(state)));
-}
-
-int Walker::program_fd() const {
-  return bpf_program__fd(state_->skel->progs.walk_python);
-}
-
-Status Walker::SetOutputs(std::span<const std::pair<int, int>> outputs) {
-  for (auto [cpu, fd] : outputs) {
-    __u32 key = uint32_t(cpu), value = uint32_t(fd);
-    if (bpf_map__update_elem(state_->skel->maps.py_out, &key, sizeof(key), &value, sizeof(value),
-                             BPF_ANY) != 0) {
-      return BpfFailed("cannot give the Python walker its output events", errno);
-    }
-  }
-  return OkStatus();
-}
 
 namespace {
 
@@ -144,18 +81,17 @@ Result<py_process> ProcessOffsets(const Layout& l, const ProcessWalk& where) {
 Status Walker::SetProcess(uint32_t pid, const Layout& l, const ProcessWalk& where) {
   ASSIGN_OR_RETURN(py_process p, ProcessOffsets(l, where));
   __u32 key = pid;
-  if (bpf_map__update_elem(state_->skel->maps.py_processes, &key, sizeof(key), &p, sizeof(p),
-                           BPF_ANY) != 0) {
+  if (bpf_map_update_elem(sampler_->map_fd(Sampler::Map::kPyProcesses), &key, &p, BPF_ANY) != 0) {
     return BpfFailed("cannot lay out a Python process for the walker", errno);
   }
   return OkStatus();
 }
 
 Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
-  bpf_map* procs = state_->skel->maps.py_processes;
+  const int procs = sampler_->map_fd(Sampler::Map::kPyProcesses);
   __u32 key = pid;
   py_process p;
-  if (bpf_map__lookup_elem(procs, &key, sizeof(key), &p, sizeof(p), 0) != 0) return OkStatus();
+  if (bpf_map_lookup_elem(procs, &key, &p) != 0) return OkStatus();
   ++p.generation;
   for (const Thread& t : threads) {
     py_thread v{};
@@ -163,14 +99,12 @@ Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
     v.native_id = t.native_id;
     v.generation = p.generation;
     __u32 tid = t.tid;
-    if (bpf_map__update_elem(state_->skel->maps.py_threads, &tid, sizeof(tid), &v, sizeof(v),
-                             BPF_ANY) != 0) {
+    if (bpf_map_update_elem(sampler_->map_fd(Sampler::Map::kPyThreads), &tid, &v, BPF_ANY) != 0) {
       return BpfFailed("cannot record a Python thread for the walker", errno);
     }
   }
   // BPF_EXIST: a process forgotten meanwhile (exec, exit) stays forgotten.
-  if (bpf_map__update_elem(procs, &key, sizeof(key), &p, sizeof(p), BPF_EXIST) != 0 &&
-      errno != ENOENT) {
+  if (bpf_map_update_elem(procs, &key, &p, BPF_EXIST) != 0 && errno != ENOENT) {
     return BpfFailed("cannot update a Python process for the walker", errno);
   }
   return OkStatus();
@@ -178,32 +112,11 @@ Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
 
 void Walker::ForgetProcess(uint32_t pid) {
   __u32 key = pid;
-  bpf_map__delete_elem(state_->skel->maps.py_processes, &key, sizeof(key), 0);
-}
-
-Status Walker::Follow(uint32_t pid) {
-  return record::FollowTgid(state_->skel->maps.targets, int32_t(pid));
-}
-
-int Walker::wait_fd() const {
-  return ring_buffer__epoll_fd(state_->execs);
-}
-
-Status Walker::TakeExecs(std::vector<uint32_t>* pids) {
-  state_->sink = pids;
-  Status read = record::ConsumeRing(state_->execs, 0, "reading the Python walker's exec ring");
-  state_->sink = nullptr;
-  return read;
+  bpf_map_delete_elem(sampler_->map_fd(Sampler::Map::kPyProcesses), &key);
 }
 
 record::RuntimeMaps Walker::maps() const {
-  return {bpf_map__fd(state_->skel->maps.py_processes), bpf_map__fd(state_->skel->maps.py_threads)};
-}
-
-uint64_t Walker::Lost() const {
-  uint64_t total = 0;
-  for (uint64_t n : record::ReadPerCpu<uint64_t>(state_->skel->maps.lost)) total += n;
-  return total;
+  return {sampler_->map_fd(Sampler::Map::kPyProcesses), sampler_->map_fd(Sampler::Map::kPyThreads)};
 }
 
 }  // namespace microscope::runtimes::python

@@ -1,6 +1,6 @@
-// Loads bpf/python.bpf.c (the only code that includes its skeleton): the
-// CPython walker that runs at each sample of the recorder's own perf events
-// and writes each walk into the sample's ring. The loader says which
+// The CPython walker of the sampler's program (src/runtimes/sampler.h,
+// bpf/python_walk.bpf.h), which runs at each sample of the recorder's own
+// perf events and writes each walk into the sample's ring: says which
 // processes are laid out how (py_processes) and which thread is which
 // thread state (py_threads).
 #pragma once
@@ -17,6 +17,7 @@
 #include "bpf/python.h"
 #include "src/record/source_events.h"
 #include "src/runtimes/python/layout.h"
+#include "src/runtimes/sampler.h"
 
 namespace microscope::runtimes::python {
 
@@ -29,15 +30,7 @@ struct ProcessWalk {
 
 class Walker {
  public:
-  // Loads the program and its exec/exit/fork trackers.
-  static Result<std::unique_ptr<Walker>> Load();
-  ~Walker();
-  Walker(const Walker&) = delete;
-  Walker& operator=(const Walker&) = delete;
-
-  int program_fd() const;
-  // Gives each CPU's BPF output event (CPU, fd) to the program.
-  Status SetOutputs(std::span<const std::pair<int, int>> outputs);
+  explicit Walker(std::shared_ptr<Sampler> sampler) : sampler_(std::move(sampler)) {}
 
   // Lays out process `pid` by `layout`; refused (with the reason) when a
   // release's offsets do not fit the walk's reads.
@@ -53,23 +46,12 @@ class Walker {
   Status SetThreads(uint32_t pid, std::span<const Thread> threads);
   void ForgetProcess(uint32_t pid);
 
-  // Follows process `pid` and the processes it starts: their execs are
-  // reported (TakeExecs), readable on wait_fd().
-  Status Follow(uint32_t pid);
-  int wait_fd() const;
-  // Appends the pids that exec'd since the last call.
-  Status TakeExecs(std::vector<uint32_t>* pids);
-
-  // Walks that did not fit in their ring.
-  uint64_t Lost() const;
   // Its layouts and thread map, for the other BPF objects that walk.
   record::RuntimeMaps maps() const;
-
-  struct State;  // libbpf's objects; defined in the .cc only
+  Sampler& sampler() const { return *sampler_; }
 
  private:
-  explicit Walker(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
+  std::shared_ptr<Sampler> sampler_;
 };
 
 // What the walker reads for a process laid out by `layout`; refused (with

@@ -1,0 +1,64 @@
+/* The V8 walker's maps and records, shared by bpf/node_walk.bpf.h (run by
+ * the sampler's program, bpf/sampler.bpf.c) and its loader
+ * (src/runtimes/node/walker.cc). Plain fixed-width C: both compilers must
+ * lay it out alike. */
+#ifndef MICROSCOPE_BPF_NODE_H
+#define MICROSCOPE_BPF_NODE_H
+
+#define MICROSCOPE_V8_MAX_FRAMES 64 /* JavaScript frames kept per sample */
+#define MICROSCOPE_V8_MAX_STEPS 128 /* frame pointers followed per sample */
+
+/* What the walk reads in one process's V8 (its image's v8dbg_ symbols),
+ * set by the loader when the image is mapped. */
+struct v8_process {
+  __s32 fp_function; /* frame slots, from the frame pointer */
+  __s32 fp_bytecode_array;
+  __s32 fp_bytecode_offset;
+  __u32 heap_object_map; /* object fields, from the object's start */
+  __u32 map_instance_type;
+  __u32 function_shared;
+  __u32 shared_name;
+  __u32 shared_script;
+  __u16 type_function_first; /* instance types of JSFunctions */
+  __u16 type_function_last;
+  __u8 tag; /* HeapObjectTag under HeapObjectTagMask */
+  __u8 tag_mask;
+  __u8 reserved[2];
+};
+
+/* One JavaScript frame: the frame pointer it was found at and the words
+ * read from it and its function, which user space proves before it names
+ * the frame. */
+struct v8_frame {
+  __u64 fp;
+  __u64 function;        /* the tagged JSFunction in the frame's function slot */
+  __u64 shared;          /* its SharedFunctionInfo, */
+  __u64 name;            /* the SFI's name (or ScopeInfo) */
+  __u64 script;          /* and its Script, as the walk read them */
+  __u64 bytecode_array;  /* the frame's bytecode array and offset slots (an */
+  __u64 bytecode_offset; /* interpreted frame's; other words elsewhere) */
+};
+
+/* v8_walk.status */
+#define MICROSCOPE_V8_WALKED 0     /* the frame-pointer chain ended */
+#define MICROSCOPE_V8_TRUNCATED 1  /* more frames (or steps) than the bounds */
+#define MICROSCOPE_V8_UNREADABLE 2 /* a frame pointer's words failed to read */
+
+/* One walk, written by bpf_perf_event_output into the sample's own ring
+ * just before the sample: leaf first. Only walks with a frame are sent. */
+#define MICROSCOPE_V8_MAGIC 0x76380001u /* "v8", record version 1 */
+struct v8_walk {
+  __u32 magic;
+  __u32 pid;
+  __u32 tid;
+  __u8 status;
+  __u8 reserved;
+  __u16 nframes;
+  __u64 sp; /* the sample's user stack pointer */
+  struct v8_frame frames[MICROSCOPE_V8_MAX_FRAMES];
+};
+
+#define MICROSCOPE_V8_WALK_FIXED \
+  (sizeof(struct v8_walk) - sizeof(struct v8_frame) * MICROSCOPE_V8_MAX_FRAMES)
+
+#endif

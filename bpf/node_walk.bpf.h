@@ -1,0 +1,118 @@
+// The V8 walk, run by the sampler's program (bpf/sampler.bpf.c) at each
+// sample of a process whose V8 the loader laid out (v8_processes): follows
+// the frame-pointer chain from the sample's user rbp (V8's generated code
+// and builtins keep frame pointers) and keeps each frame whose function
+// slot holds a JSFunction, with the words user space needs to name it.
+// Include once per BPF object, after vmlinux.h and the libbpf headers.
+//
+// Nothing read from the target is trusted here beyond bounds: a word that
+// looks like a JSFunction is only a candidate, which user space proves.
+#ifndef MICROSCOPE_BPF_NODE_WALK_H
+#define MICROSCOPE_BPF_NODE_WALK_H
+
+#include "node.h"
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);  // tgid
+  __type(value, struct v8_process);
+} v8_processes SEC(".maps");
+
+static __always_inline int v8_word(__u64* out, __u64 address) {
+  return bpf_probe_read_user(out, sizeof(*out), (const void*)address);
+}
+
+// The field at `offset` of the tagged object `object`.
+static __always_inline int v8_field(__u64* out, const struct v8_process* p, __u64 object,
+                                    __u32 offset) {
+  return v8_word(out, object - p->tag + offset);
+}
+
+static __always_inline int v8_tagged(const struct v8_process* p, __u64 word) {
+  return word != 0 && (word & p->tag_mask) == p->tag;
+}
+
+// Whether `word` is a tagged pointer to an object whose map says JSFunction.
+static __always_inline int v8_is_function(const struct v8_process* p, __u64 word) {
+  __u64 map;
+  __u16 type;
+  if (!v8_tagged(p, word) || v8_field(&map, p, word, p->heap_object_map) != 0 ||
+      !v8_tagged(p, map)) {
+    return 0;
+  }
+  if (bpf_probe_read_user(&type, sizeof(type),
+                          (const void*)(map - p->tag + p->map_instance_type)) != 0) {
+    return 0;
+  }
+  return type >= p->type_function_first && type <= p->type_function_last;
+}
+
+struct v8_step_ctx {
+  const struct v8_process* p;
+  struct v8_walk* w;
+  __u64 fp;
+};
+
+static long v8_step(__u64 index, void* data) {
+  struct v8_step_ctx* c = data;
+  const struct v8_process* p = c->p;
+  struct v8_walk* w = c->w;
+  __u64 fp = c->fp, next, function;
+  if (fp == 0 || (fp & 7) != 0 || (fp >> 47) != 0) return 1;  // the chain's end
+  if (v8_word(&next, fp) != 0) {
+    w->status = MICROSCOPE_V8_UNREADABLE;
+    return 1;
+  }
+  if (v8_word(&function, fp + (__s64)p->fp_function) == 0 && v8_is_function(p, function)) {
+    __u32 n = w->nframes;
+    if (n >= MICROSCOPE_V8_MAX_FRAMES) {
+      w->status = MICROSCOPE_V8_TRUNCATED;
+      return 1;
+    }
+    struct v8_frame* f = &w->frames[n];
+    f->fp = fp;
+    f->function = function;
+    f->shared = f->name = f->script = f->bytecode_array = f->bytecode_offset = 0;
+    if (v8_field(&f->shared, p, function, p->function_shared) == 0 && v8_tagged(p, f->shared)) {
+      v8_field(&f->name, p, f->shared, p->shared_name);
+      v8_field(&f->script, p, f->shared, p->shared_script);
+    }
+    v8_word(&f->bytecode_array, fp + (__s64)p->fp_bytecode_array);
+    v8_word(&f->bytecode_offset, fp + (__s64)p->fp_bytecode_offset);
+    w->nframes = n + 1;
+  }
+  // Callers' frames lie above their callees'.
+  if (next <= fp) return 1;
+  c->fp = next;
+  if (index + 1 == MICROSCOPE_V8_MAX_STEPS) w->status = MICROSCOPE_V8_TRUNCATED;
+  return 0;
+}
+
+// Walks the current thread of process `pid` into `w`; 0 when the process
+// is not laid out or no JavaScript frame was found (nothing to send).
+static __always_inline int v8_walk_thread(struct v8_walk* w, struct bpf_perf_event_data* ctx,
+                                          __u32 pid, __u32 tid) {
+  const struct v8_process* p = bpf_map_lookup_elem(&v8_processes, &pid);
+  if (!p) return 0;
+  __u64 fp, sp;
+  if ((ctx->regs.ip >> 47) == 0) {  // the sample interrupted user code
+    fp = ctx->regs.bp;
+    sp = ctx->regs.sp;
+  } else {  // in the kernel: the user registers it saved on entry
+    struct pt_regs* user = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
+    fp = BPF_CORE_READ(user, bp);
+    sp = BPF_CORE_READ(user, sp);
+  }
+  w->magic = MICROSCOPE_V8_MAGIC;
+  w->pid = pid;
+  w->tid = tid;
+  w->status = MICROSCOPE_V8_WALKED;
+  w->nframes = 0;
+  w->sp = sp;
+  struct v8_step_ctx c = {p, w, fp};
+  bpf_loop(MICROSCOPE_V8_MAX_STEPS, v8_step, &c, 0);
+  return w->nframes > 0;
+}
+
+#endif

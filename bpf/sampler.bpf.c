@@ -1,0 +1,111 @@
+// The runtime walkers: one program on the sampler's own perf events
+// (attached with PERF_EVENT_IOC_SET_BPF, so threads that inherit the events
+// run it too; an event runs one program), in the sampled thread's context.
+// For a thread of a process whose CPython the loader has laid out
+// (py_processes) it walks the thread's Python frames (python_walk.bpf.h);
+// for one whose V8 it laid out (v8_processes), its JavaScript frames
+// (node_walk.bpf.h). The walk goes as one record into the sample's own ring
+// (a BPF output event per CPU redirected there), just before the sample
+// itself: user space pairs the two in ring order, and tells the runtimes'
+// records apart by their magic.
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "node_walk.bpf.h"
+#include "python_walk.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+// The BPF output event of each CPU, whose records go to that CPU's sample ring.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(__u32));
+} walk_out SEC(".maps");
+
+// One walk under construction per CPU (too big for the BPF stack).
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct py_walk);
+} py_scratch SEC(".maps");
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct v8_walk);
+} v8_scratch SEC(".maps");
+
+// Walks whose record did not fit in the ring, per CPU.
+#include "lost_count.bpf.h"
+#include "targets.bpf.h"
+
+// Execs of followed processes, so that user space lays a new interpreter
+// out as soon as it is mapped, not when its mapping record is processed.
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 16);
+} execs SEC(".maps");
+
+// Returns 1 whatever happens: 0 would drop the sample. A process no walker
+// laid out, or a walk with nothing to send, lets the sample go on alone.
+SEC("perf_event")
+int walk_runtimes(struct bpf_perf_event_data* ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 zero = 0;
+  struct py_walk* w = bpf_map_lookup_elem(&py_scratch, &zero);
+  if (w && python_walk(w, id >> 32, (__u32)id)) {
+    __u64 size = MICROSCOPE_PY_WALK_FIXED + (__u64)(w->nframes & 0xff) * sizeof(struct py_frame);
+    if (size > sizeof(*w)) size = sizeof(*w);
+    if (bpf_perf_event_output(ctx, &walk_out, BPF_F_CURRENT_CPU, w, size) != 0) count_lost();
+    return 1;
+  }
+  struct v8_walk* v = bpf_map_lookup_elem(&v8_scratch, &zero);
+  if (v && v8_walk_thread(v, ctx, id >> 32, (__u32)id)) {
+    __u64 size = MICROSCOPE_V8_WALK_FIXED + (__u64)(v->nframes & 0x7f) * sizeof(struct v8_frame);
+    if (size > sizeof(*v)) size = sizeof(*v);
+    if (bpf_perf_event_output(ctx, &walk_out, BPF_F_CURRENT_CPU, v, size) != 0) count_lost();
+  }
+  return 1;
+}
+
+// Forgotten at exec (another program, maybe another runtime: laid out again
+// when its interpreter or V8 is mapped) and at exit; a forked child is laid
+// out as its parent until user space hears of it.
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(runtime_exec, struct task_struct* p) {
+  __u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+  bpf_map_delete_elem(&py_processes, &tgid);
+  bpf_map_delete_elem(&v8_processes, &tgid);
+  bpf_map_delete_elem(&py_threads, &tid);
+  if (followed_tgid(tgid)) bpf_ringbuf_output(&execs, &tgid, sizeof(tgid), 0);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(runtime_exit, struct task_struct* p, bool group_dead) {
+  __u32 tid = BPF_CORE_READ(p, pid);
+  bpf_map_delete_elem(&py_threads, &tid);
+  if (group_dead) {
+    __u32 tgid = BPF_CORE_READ(p, tgid);
+    bpf_map_delete_elem(&py_processes, &tgid);
+    bpf_map_delete_elem(&v8_processes, &tgid);
+  }
+  forget_if_group_dead(p, group_dead);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(runtime_fork, struct task_struct* parent, struct task_struct* child) {
+  __u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+  if (ptgid == ctgid) return 0;  // a thread
+  struct py_process* proc = bpf_map_lookup_elem(&py_processes, &ptgid);
+  if (proc) bpf_map_update_elem(&py_processes, &ctgid, proc, BPF_ANY);
+  struct v8_process* v8 = bpf_map_lookup_elem(&v8_processes, &ptgid);
+  if (v8) bpf_map_update_elem(&v8_processes, &ctgid, v8, BPF_ANY);
+  return 0;
+}

@@ -1,0 +1,147 @@
+#include "src/runtimes/sampler.h"
+
+#include <linux/types.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "bpf/sampler.skel.h"
+#include "src/record/bpf_loader.h"
+#include "src/record/collector.h"
+
+namespace microscope::runtimes {
+
+using record::BpfFailed;
+
+struct Sampler::State {
+  sampler_bpf* skel = nullptr;
+  ring_buffer* execs = nullptr;
+  std::vector<uint32_t>* sink = nullptr;
+  ~State() {
+    if (execs != nullptr) ring_buffer__free(execs);
+    if (skel != nullptr) sampler_bpf__destroy(skel);
+  }
+};
+
+namespace {
+
+int OnExec(void* ctx, void* data, size_t size) {
+  auto* state = static_cast<Sampler::State*>(ctx);
+  uint32_t pid;
+  if (state->sink == nullptr || size < sizeof(pid)) return 0;
+  std::memcpy(&pid, data, sizeof(pid));
+  state->sink->push_back(pid);
+  return 0;
+}
+
+Result<std::unique_ptr<Sampler::State>> Load() {
+  auto state = std::make_unique<Sampler::State>();
+  libbpf_set_print(nullptr);
+  state->skel = sampler_bpf__open();
+  if (state->skel == nullptr) return BpfFailed("cannot open the runtime walkers", errno);
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return BpfFailed("cannot count the CPUs", cpus);
+  bpf_map__set_max_entries(state->skel->maps.walk_out, uint32_t(cpus));
+  if (int err = sampler_bpf__load(state->skel); err != 0) {
+    return record::BpfLoadError("the kernel refused the runtime walkers", err);
+  }
+  if (int err = sampler_bpf__attach(state->skel); err != 0) {
+    return BpfFailed("cannot attach the runtime walkers' process trackers", err);
+  }
+  state->execs =
+      ring_buffer__new(bpf_map__fd(state->skel->maps.execs), OnExec, state.get(), nullptr);
+  if (state->execs == nullptr)
+    return BpfFailed("cannot read the runtime walkers' exec ring", errno);
+  return state;
+}
+
+}  // namespace
+
+Sampler::Sampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Sampler::~Sampler() = default;
+
+Result<std::shared_ptr<Sampler>> Sampler::Attach(record::Collector* collector, uint32_t target,
+                                                 std::shared_ptr<Sampler>* shared) {
+  if (shared != nullptr && *shared != nullptr) return *shared;
+  if (collector == nullptr) return Status::Error("no perf events to walk on");
+  ASSIGN_OR_RETURN(std::unique_ptr<State> state, Load());
+  std::shared_ptr<Sampler> sampler(new Sampler(std::move(state)));
+  ASSIGN_OR_RETURN(auto outputs, collector->OpenOutputEvents());
+  for (auto [cpu, fd] : outputs) {
+    __u32 key = uint32_t(cpu), value = uint32_t(fd);
+    if (bpf_map__update_elem(sampler->state_->skel->maps.walk_out, &key, sizeof(key), &value,
+                             sizeof(value), BPF_ANY) != 0) {
+      return BpfFailed("cannot give the runtime walkers their output events", errno);
+    }
+  }
+  RETURN_IF_ERROR(
+      collector->AttachProgram(bpf_program__fd(sampler->state_->skel->progs.walk_runtimes)));
+  RETURN_IF_ERROR(sampler->Follow(target));
+  if (shared != nullptr) *shared = sampler;
+  return sampler;
+}
+
+int Sampler::map_fd(Map map) const {
+  const auto& maps = state_->skel->maps;
+  switch (map) {
+    case Map::kPyProcesses:
+      return bpf_map__fd(maps.py_processes);
+    case Map::kPyThreads:
+      return bpf_map__fd(maps.py_threads);
+    case Map::kV8Processes:
+      return bpf_map__fd(maps.v8_processes);
+  }
+  return -1;
+}
+
+Status Sampler::Follow(uint32_t pid) {
+  return record::FollowTgid(state_->skel->maps.targets, int32_t(pid));
+}
+
+int Sampler::wait_fd() const {
+  return ring_buffer__epoll_fd(state_->execs);
+}
+
+Status Sampler::TakeExecs(std::vector<uint32_t>* pids) {
+  state_->sink = pids;
+  Status read = record::ConsumeRing(state_->execs, 0, "reading the runtime walkers' exec ring");
+  state_->sink = nullptr;
+  return read;
+}
+
+uint64_t Sampler::Lost() const {
+  uint64_t total = 0;
+  for (uint64_t n : record::ReadPerCpu<uint64_t>(state_->skel->maps.lost)) total += n;
+  return total;
+}
+
+std::string ProgramPath(const record::SourceContext& context) {
+  if (!context.launch) {
+    char buf[4096];
+    const std::string link = "/proc/" + std::to_string(context.target) + "/exe";
+    const ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
+    // Read through /proc/PID/exe itself: the process's root may differ.
+    return n > 0 ? link : std::string();
+  }
+  const auto& command = context.options.command;
+  if (command.empty()) return "";
+  const std::string& path = command[0];
+  if (path.find('/') != std::string::npos) return path;
+  const char* env = getenv("PATH");
+  std::istringstream dirs(env ? env : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (access((dir + "/" + path).c_str(), X_OK) == 0) return dir + "/" + path;
+  }
+  return "";
+}
+
+}  // namespace microscope::runtimes

@@ -1,0 +1,56 @@
+// Loads bpf/sampler.bpf.c (the only code that includes its skeleton): the
+// one program the recorder's own perf events run at each sample (an event
+// runs one program), which walks the runtime each process was laid out for
+// (CPython, V8) and writes the walk into the sample's ring. Each runtime's
+// event source lays its processes out through its own walker
+// (src/runtimes/python/walker.h, src/runtimes/node/walker.h); the first one
+// that needs the program loads it and attaches it to the collector's
+// events, and the others share it (SourceContext::runtime_sampler).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "src/record/event_source.h"
+
+namespace microscope::runtimes {
+
+class Sampler {
+ public:
+  // The recording's program (kept in `*shared`): loaded, attached to the
+  // collector's perf events and following `target` on the first call,
+  // shared afterwards.
+  static Result<std::shared_ptr<Sampler>> Attach(record::Collector* collector, uint32_t target,
+                                                 std::shared_ptr<Sampler>* shared);
+  ~Sampler();
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  enum class Map { kPyProcesses, kPyThreads, kV8Processes };
+  int map_fd(Map map) const;
+
+  // Follows process `pid` and the processes it starts: their execs are
+  // reported (TakeExecs), readable on wait_fd().
+  Status Follow(uint32_t pid);
+  int wait_fd() const;
+  // Appends the pids that exec'd since the last call.
+  Status TakeExecs(std::vector<uint32_t>* pids);
+
+  // Walks (of any runtime) that did not fit in their ring.
+  uint64_t Lost() const;
+
+  struct State;  // libbpf's objects; defined in the .cc only
+
+ private:
+  explicit Sampler(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// The file a launched program runs (its command's first word, looked up in
+// PATH), or the attached process's executable; "" when not found.
+std::string ProgramPath(const record::SourceContext& context);
+
+}  // namespace microscope::runtimes
