@@ -134,8 +134,8 @@ capture::Capture WithoutInlines(const capture::Capture& c) {
 bool ParseLook(std::string_view text, Look* look) {
   if (text == "mixed") {
     *look = Look::kMixed;
-  } else if (text == "python") {
-    *look = Look::kPython;
+  } else if (text == "python" || text == "js") {
+    *look = Look::kInterpreted;
   } else if (text == "native") {
     *look = Look::kNative;
   } else {

@@ -114,14 +114,17 @@ capture::Capture WithoutInlines(const capture::Capture& capture);
 // Which frames of a mixed stack (native, kernel and interpreted frames of a
 // runtime's code) a view shows (report and convert --look).
 enum class Look : uint8_t {
-  kMixed,   // every frame
-  kPython,  // from the outermost interpreted frame in, without the
-            // interpreter's own frames (Module.runtime); native code called
-            // from the interpreted code stays where it was called. Stacks
-            // with no interpreted frame stay whole.
+  kMixed,  // every frame
+  // "python" or "js", one look for every runtime: from the outermost
+  // interpreted frame (Python or JavaScript) in, without the runtime's own
+  // frames (Module.runtime: the interpreter, node's image); native code
+  // called from the interpreted code stays where it was called. Stacks with
+  // no interpreted frame stay whole.
+  kInterpreted,
   kNative,  // no interpreted frames (the runtimes' markers included)
 };
-// "mixed", "python", "native"; false for another word.
+// "mixed", "python" or "js" (the same look), "native"; false for another
+// word.
 bool ParseLook(std::string_view text, Look* look);
 
 // The capture with every table's stacks as `look` shows them. Frame ids

@@ -32,7 +32,7 @@ inline constexpr uint32_t kMaxStackDepth = 4096;
 enum class ModuleKind : uint8_t { kFile = 0, kKernel = 1, kVdso = 2, kAnonymous = 3 };
 // The runtime whose interpreter a module is (Module.runtime). A value this
 // reader does not know still marks an interpreter.
-enum class Runtime : uint8_t { kNone = 0, kCPython = 1 };
+enum class Runtime : uint8_t { kNone = 0, kCPython = 1, kV8 = 2 };
 // schema.fbs says what each kind's fields hold; kInterpreted frames keep
 // the function's first line in `address`.
 enum class FrameKind : uint8_t {
@@ -285,6 +285,7 @@ inline constexpr std::string_view kExitSource = "exits";        // every process
 // values: stacks (with interpreter frames), stacks_all_named, walks, frames,
 // unknown_frames, walks_lost
 inline constexpr std::string_view kPythonSource = "python";
+inline constexpr std::string_view kNodeSource = "node";
 
 struct Capture {
   std::vector<std::string> strings;

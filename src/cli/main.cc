@@ -16,11 +16,12 @@ void AddInlinesOption(CLI::App* cmd, std::string* text) {
 
 void AddLookOption(CLI::App* cmd, std::string* text) {
   cmd->add_option("--look", *text,
-                  "mixed: Python frames among the native and kernel frames that run them; "
-                  "python: from the outermost Python frame in, without the interpreter's own "
-                  "frames (native code called from Python stays); native: no Python frames")
+                  "mixed: Python and JavaScript frames among the native and kernel frames "
+                  "that run them; python or js (one look for both runtimes): from the "
+                  "outermost interpreted frame in, without the runtime's own frames (native "
+                  "code called from Python or JavaScript stays); native: no interpreted frames")
       ->capture_default_str()
-      ->check(CLI::IsMember({"mixed", "python", "native"}));
+      ->check(CLI::IsMember({"mixed", "python", "js", "native"}));
 }
 
 void PrintError(const std::string& message) {

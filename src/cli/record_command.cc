@@ -93,6 +93,12 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
                   "loads, otherwise say why), bpf (required), off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bpf", "off"}));
+  cmd->add_option("--node", f->options.node,
+                  "JavaScript frames, walked by BPF at each sample of every process that maps "
+                  "a V8 image (v8dbg_ symbols: Node.js) and spliced into its native stacks: "
+                  "auto (when BPF loads, otherwise say why), bpf (required), off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bpf", "off"}));
   cmd->add_flag("--syscalls", f->options.syscalls,
                 "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
                 "syscalls` does, in the same capture");

@@ -150,6 +150,8 @@ class Processor : private CodeMarks, private FrameInterner {
   void SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time, std::span<const uint8_t> walk);
   void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) override;
   void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) override;
+  void MarkFramePointerCode(capture::ModuleId module, uint64_t begin, uint64_t end) override;
+  bool FramePointerCode(capture::ModuleId module, uint64_t offset) const;
   capture::FrameId Interpreted(const InterpretedFrame& frame) override;
   capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
                                       ProcessState& proc);
@@ -208,6 +210,8 @@ class Processor : private CodeMarks, private FrameInterner {
   std::vector<StackSplicer*> splicers_;
   RingPairing ring_pairing_;
   std::vector<std::vector<CodeRange>> module_marks_;
+  // Per module, sorted [begin, end) file offsets unwound by frame pointers.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> frame_pointer_code_;
   std::vector<char> module_announced_;
   std::vector<uint8_t> frame_tag_;
   std::vector<uint8_t> scratch_tags_;

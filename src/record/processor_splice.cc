@@ -55,6 +55,21 @@ void Processor::Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uin
   }
 }
 
+void Processor::MarkFramePointerCode(capture::ModuleId module, uint64_t begin, uint64_t end) {
+  if (module >= capture_.modules.size() || begin >= end) return;
+  if (frame_pointer_code_.size() <= module) frame_pointer_code_.resize(module + 1);
+  auto& ranges = frame_pointer_code_[module];
+  ranges.insert(std::upper_bound(ranges.begin(), ranges.end(), std::pair{begin, end}),
+                std::pair{begin, end});
+}
+
+bool Processor::FramePointerCode(capture::ModuleId module, uint64_t offset) const {
+  if (module >= frame_pointer_code_.size()) return false;
+  const auto& ranges = frame_pointer_code_[module];
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), std::pair{offset, UINT64_MAX});
+  return it != ranges.begin() && offset < std::prev(it)->second;
+}
+
 void Processor::MarkRuntime(capture::ModuleId module, capture::Runtime runtime) {
   if (module < capture_.modules.size()) capture_.modules[module].runtime = runtime;
 }
@@ -79,9 +94,11 @@ void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time,
       scratch_tags_[i] = f < frame_tag_.size() ? frame_tag_[f] : 0;
       any |= scratch_tags_[i] != 0;
     }
-    if (!any) return;
+    const bool owns = !walk.empty() && splicer->OwnsWalk(walk);
+    if (!any && !owns) continue;
     scratch_sp_.resize(scratch_.size(), 0);
-    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_, scratch_sp_, walk, &scratch_label_},
+    splicer->Splice({pid, tid, time, &scratch_, scratch_tags_, scratch_sp_,
+                     owns ? walk : std::span<const uint8_t>(), &scratch_label_},
                     this);
   }
 }

@@ -39,6 +39,13 @@ bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* in
   uint32_t row = std::prev(it)->second;
   const capture::Mapping& m = capture_.mappings[row];
   if (pc >= m.end) return false;
+  if (m.module < frame_pointer_code_.size() &&
+      FramePointerCode(m.module, pc - m.start + m.file_offset)) {
+    info->table = nullptr;
+    info->bias = 0;
+    info->frame_pointers = true;
+    return true;
+  }
   const unwind::ModuleCfi* cfi = ModuleUnwindInfo(m.module);
   info->table = cfi != nullptr ? cfi->table.get() : nullptr;
   info->bias = 0;

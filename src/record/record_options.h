@@ -35,6 +35,9 @@ struct RecordOptions {
   // Python frames walked by BPF at each sample: "auto" (when BPF loads;
   // otherwise said once a Python interpreter appears), "bpf" (required), "off".
   std::string python = "auto";
+  // JavaScript frames walked by BPF at each sample of V8 processes: the same
+  // choices.
+  std::string node = "auto";
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };

@@ -3,6 +3,7 @@
 #include "src/record/exit_source.h"
 #include "src/record/offcpu_source.h"
 #include "src/record/syscall_source.h"
+#include "src/runtimes/node/source.h"
 #include "src/runtimes/python/source.h"
 
 namespace microscope::record {
@@ -26,6 +27,9 @@ const SourceKind kSources[] = {
     {capture::kPythonSource, "Python frames", false,
      [](const RecordOptions& o) { return o.samples && o.python != "off"; },
      [](const RecordOptions& o) { return o.python == "bpf"; }, runtimes::python::StartPythonSource},
+    {capture::kNodeSource, "JavaScript frames", false,
+     [](const RecordOptions& o) { return o.samples && o.node != "off"; },
+     [](const RecordOptions& o) { return o.node == "bpf"; }, runtimes::node::StartNodeSource},
     {capture::kOffCpuSource, "off-CPU time", false,
      [](const RecordOptions& o) { return o.off_cpu; },
      [](const RecordOptions& o) { return !o.samples; }, StartOffCpuSource},

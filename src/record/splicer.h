@@ -31,12 +31,24 @@ struct MappedModule {
   bool first = false;  // the module's first mapping in the recording
 };
 
+// The tags splicers mark code with: one space for all of them, since every
+// splicer sees every tagged stack.
+namespace code_tags {
+inline constexpr uint8_t kPythonEval = 1;    // CPython's eval loop
+inline constexpr uint8_t kPythonModule = 2;  // the rest of the interpreter module
+inline constexpr uint8_t kV8Builtins = 3;    // V8's embedded builtins
+}  // namespace code_tags
+
 // Where a splicer marks code: file-offset ranges of a module, each with a
-// tag (non-zero, the splicer's own meaning) that Splice sees again.
+// tag (non-zero, one of code_tags) that Splice sees again.
 class CodeMarks {
  public:
   virtual ~CodeMarks() = default;
   virtual void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) = 0;
+  // Code of the module in [begin, end) (file offsets) that has no CFI and
+  // keeps frame pointers (a runtime's generated code, such as V8's
+  // builtins): unwound by its frame pointers whatever the call-graph mode.
+  virtual void MarkFramePointerCode(capture::ModuleId module, uint64_t begin, uint64_t end) = 0;
   // The module is `runtime`'s interpreter (capture Module.runtime).
   virtual void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) = 0;
 };
@@ -81,6 +93,10 @@ class StackSplicer {
   virtual ~StackSplicer() = default;
   virtual void OnModuleMapped(const MappedModule& mapping, CodeMarks* marks) = 0;
   virtual void Splice(const SpliceStack& stack, FrameInterner* interner) = 0;
+  // Whether `walk` (a record the runtimes' BPF program wrote) is this
+  // runtime's: a stack goes to a splicer when one of its frames is tagged
+  // or its walk is the splicer's, and each splicer sees only its own walks.
+  virtual bool OwnsWalk(std::span<const uint8_t> walk) const = 0;
 };
 
 }  // namespace microscope::record

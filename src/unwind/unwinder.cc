@@ -279,7 +279,8 @@ UnwindResult UnwindPass(const Registers& initial, const StackImage& stack, CodeM
           if (!rbx.pending) unread.Forget(kRegRbx);
         }
       }
-    } else if (policy == Policy::kAuto && (info.table == nullptr || !info.table->has_cfi())) {
+    } else if (info.frame_pointers ||
+               (policy == Policy::kAuto && (info.table == nullptr || !info.table->has_cfi()))) {
       step = StepFramePointer(regs, read, &end);
       unread = {};
       rbx = {};

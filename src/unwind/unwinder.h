@@ -26,6 +26,9 @@ enum class Policy : uint8_t {
 struct CodeInfo {
   const CfiTable* table = nullptr;  // null: the module's CFI is unavailable
   uint64_t bias = 0;
+  // Code with no CFI that keeps frame pointers (a runtime's generated
+  // code): unwound by them under every policy.
+  bool frame_pointers = false;
 };
 
 // The copied user stack: `bytes` were at [base, base + bytes.size()).

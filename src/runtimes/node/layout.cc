@@ -2,6 +2,7 @@
 
 #include <gelf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string_view>
@@ -89,9 +90,28 @@ std::span<const V8Field> V8Fields() {
       {"class_SharedFunctionInfo__script", &V8Layout::shared_script},
       {"class_Script__name__", &V8Layout::script_name},
       {"class_Script__line_ends__", &V8Layout::script_line_ends},
+      {"class_String__length__", &V8Layout::string_length},
+      {"class_SeqOneByteString__chars__", &V8Layout::seq_one_byte_chars},
+      {"class_SeqTwoByteString__chars__", &V8Layout::seq_two_byte_chars},
+      {"class_ConsString__first__", &V8Layout::cons_first},
+      {"class_ConsString__second__", &V8Layout::cons_second},
+      {"class_ThinString__actual__", &V8Layout::thin_actual},
+      {"class_SlicedString__parent__", &V8Layout::sliced_parent},
+      {"class_SlicedString__offset__", &V8Layout::sliced_offset},
+      {"IsNotStringMask", &V8Layout::is_not_string_mask},
+      {"StringTag", &V8Layout::string_tag},
+      {"StringRepresentationMask", &V8Layout::string_representation_mask},
+      {"SeqStringTag", &V8Layout::seq_string_tag},
+      {"ConsStringTag", &V8Layout::cons_string_tag},
+      {"SlicedStringTag", &V8Layout::sliced_string_tag},
+      {"ThinStringTag", &V8Layout::thin_string_tag},
+      {"StringEncodingMask", &V8Layout::string_encoding_mask},
+      {"OneByteStringTag", &V8Layout::one_byte_string_tag},
       {"type_JSFunction__JS_FUNCTION_TYPE", &V8Layout::type_js_function},
       {"type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", &V8Layout::type_shared_function_info},
+      {"LastJSFunctionType", &V8Layout::type_js_function_last},
       {"type_Script__SCRIPT_TYPE", &V8Layout::type_script},
+      {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", &V8Layout::type_bytecode_array},
   };
   return kFields;
 }
@@ -111,6 +131,10 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
       continue;
     }
     auto it = symbols.find(std::string(n));
+    if (it == symbols.end() && field == &V8Layout::type_js_function_last) {
+      l.type_js_function_last = l.type_js_function;  // Node 20: JS_FUNCTION_TYPE alone
+      continue;
+    }
     if (it == symbols.end()) {
       return Status::Error(StatusCode::kUnavailable,
                            path + ": no v8dbg_" + std::string(n) + " symbol");
@@ -118,6 +142,41 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
     l.*field = it->second;
   }
   return l;
+}
+
+Result<FileRange> BuiltinsCode(const std::string& path) {
+  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
+  ASSIGN_OR_RETURN(std::vector<symbols::LoadSegment> loads,
+                   symbols::ElfLoadSegments(file.elf.get()));
+  constexpr std::string_view kBuiltin = "Builtins_";
+  uint64_t lo = UINT64_MAX, hi = 0;
+  Elf* elf = file.elf.get();
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_SYMTAB || sh.sh_entsize == 0)
+      continue;
+    Elf_Data* syms = elf_getdata(scn, nullptr);
+    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Sym sym;
+      if (gelf_getsym(syms, int(i), &sym) == nullptr || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+          sym.st_shndx == SHN_UNDEF)
+        continue;
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (name == nullptr || !std::string_view(name).starts_with(kBuiltin)) continue;
+      lo = std::min<uint64_t>(lo, sym.st_value);
+      hi = std::max<uint64_t>(hi, sym.st_value + std::max<uint64_t>(sym.st_size, 1));
+    }
+  }
+  if (lo >= hi) {
+    return Status::Error(StatusCode::kNotFound, path + ": no Builtins_* symbols (stripped?)");
+  }
+  for (const symbols::LoadSegment& s : loads) {
+    if (lo >= s.vaddr && hi <= s.vaddr + s.filesz) {
+      return FileRange{lo - s.vaddr + s.offset, hi - s.vaddr + s.offset};
+    }
+  }
+  return Status::Error(StatusCode::kDataLoss,
+                       path + ": V8's builtins lie outside one loaded segment");
 }
 
 }  // namespace microscope::runtimes::node

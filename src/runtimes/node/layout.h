@@ -35,10 +35,33 @@ struct V8Layout {
   int64_t shared_script = 0;    // SharedFunctionInfo -> Script (or DebugInfo, Node 20)
   int64_t script_name = 0;      // Script -> its name (the URL)
   int64_t script_line_ends = 0;
-  // Instance types.
+  // Strings.
+  int64_t string_length = 0;       // int32
+  int64_t seq_one_byte_chars = 0;  // SeqOneByteString's characters
+  int64_t seq_two_byte_chars = 0;
+  int64_t cons_first = 0;
+  int64_t cons_second = 0;
+  int64_t thin_actual = 0;
+  int64_t sliced_parent = 0;
+  int64_t sliced_offset = 0;  // Smi
+  // String instance types: (type & is_not_string_mask) == string_tag for
+  // strings, whose representation and encoding are bit fields.
+  int64_t is_not_string_mask = 0;
+  int64_t string_tag = 0;
+  int64_t string_representation_mask = 0;
+  int64_t seq_string_tag = 0;
+  int64_t cons_string_tag = 0;
+  int64_t sliced_string_tag = 0;
+  int64_t thin_string_tag = 0;
+  int64_t string_encoding_mask = 0;
+  int64_t one_byte_string_tag = 0;
+  // Instance types. JSFunctions are those from first to last (Node 20 gives
+  // no LastJSFunctionType: JS_FUNCTION_TYPE alone).
   int64_t type_js_function = 0;
+  int64_t type_js_function_last = 0;
   int64_t type_shared_function_info = 0;
   int64_t type_script = 0;
+  int64_t type_bytecode_array = 0;
   int64_t symbols = 0;  // v8dbg_ symbols in the file
 };
 
@@ -54,5 +77,14 @@ std::span<const V8Field> V8Fields();
 // The layout of the V8 in the ELF file at `path`. kNotFound: no v8dbg_
 // symbols (not a V8 image).
 Result<V8Layout> V8LayoutFromElfFile(const std::string& path);
+
+// Where the file keeps V8's embedded builtins (the interpreter's entry and
+// handlers, the JS entry, ...): the file-offset range their Builtins_*
+// symbols cover. They have no CFI and keep frame pointers. Refused when
+// the file has no such symbols (a stripped image).
+struct FileRange {
+  uint64_t begin = 0, end = 0;
+};
+Result<FileRange> BuiltinsCode(const std::string& path);
 
 }  // namespace microscope::runtimes::node

@@ -63,39 +63,17 @@ Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout,
   uint64_t data = str + (ascii ? layout.str_ascii_data : layout.str_compact_data);
   if (!raw.empty() && !memory.Read(data, raw.data(), raw.size())) return Unreadable(what, str);
   if (ascii) return std::string(raw.begin(), raw.end());
-  // Latin-1, UCS-2 or UCS-4 code points, to UTF-8 (a lone surrogate or a
-  // value past U+10FFFF becomes U+FFFD).
+  // Latin-1, UCS-2 or UCS-4 code points, to UTF-8.
   std::string out;
   for (size_t i = 0; i < size_t(length); ++i) {
     uint32_t c = 0;
     std::memcpy(&c, raw.data() + i * kind, kind);
-    if ((c >= 0xd800 && c < 0xe000) || c > 0x10ffff) c = 0xfffd;
-    if (c < 0x80) {
-      out += char(c);
-    } else if (c < 0x800) {
-      out += char(0xc0 | (c >> 6));
-      out += char(0x80 | (c & 0x3f));
-    } else if (c < 0x10000) {
-      out += char(0xe0 | (c >> 12));
-      out += char(0x80 | ((c >> 6) & 0x3f));
-      out += char(0x80 | (c & 0x3f));
-    } else {
-      out += char(0xf0 | (c >> 18));
-      out += char(0x80 | ((c >> 12) & 0x3f));
-      out += char(0x80 | ((c >> 6) & 0x3f));
-      out += char(0x80 | (c & 0x3f));
-    }
+    AppendUtf8(c, &out);
   }
   return out;
 }
 
 }  // namespace
-
-bool ProcessMemory::Read(uint64_t address, void* out, size_t size) {
-  iovec local{out, size};
-  iovec remote{reinterpret_cast<void*>(address), size};
-  return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == ssize_t(size);
-}
 
 Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path, uint64_t bias) {
   ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));

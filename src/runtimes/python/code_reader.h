@@ -11,21 +11,12 @@
 #include <vector>
 
 #include "base/status.h"
+#include "src/runtimes/process_memory.h"
 #include "src/runtimes/python/layout.h"
 
 namespace microscope::runtimes::python {
 
-// Reads bytes of another process (process_vm_readv); false when they are
-// not mapped, or the process is gone.
-class ProcessMemory {
- public:
-  explicit ProcessMemory(pid_t pid) : pid_(pid) {}
-  virtual ~ProcessMemory() = default;
-  virtual bool Read(uint64_t address, void* out, size_t size);
-
- private:
-  pid_t pid_;
-};
+using runtimes::ProcessMemory;
 
 // Where the target's runtime state and type objects are: the interpreter
 // module's symbols plus its load bias.

@@ -38,8 +38,8 @@ using record::SpliceStack;
 using runtimes::Sampler;
 
 constexpr std::string_view kSourceName = capture::kPythonSource;
-constexpr uint8_t kEvalTag = 1;              // _PyEval_EvalFrameDefault's code (as its symbol says)
-constexpr uint8_t kModuleTag = 2;            // the rest of the interpreter module
+constexpr uint8_t kEvalTag = record::code_tags::kPythonEval;      // _PyEval_EvalFrameDefault's code
+constexpr uint8_t kModuleTag = record::code_tags::kPythonModule;  // the rest of the module
 constexpr uint64_t kRefreshNs = 20'000'000;  // thread maps, about every 20 ms
 constexpr size_t kMaxNotes = 16;
 constexpr uint64_t kRetryNs = 2'000'000;  // an exec'd process's maps, every 2 ms
@@ -92,12 +92,6 @@ std::unique_ptr<ModuleInfo> ReadModuleInfo(const std::string& path) {
     }
   }
   return info;
-}
-
-// The file of a mapping as its process sees it (its root may be a container's).
-std::string TargetFile(uint32_t pid, std::string_view path) {
-  std::string in_root = "/proc/" + std::to_string(pid) + "/root" + std::string(path);
-  return access(in_root.c_str(), R_OK) == 0 ? in_root : std::string(path);
 }
 
 // The (pid namespace dev, inode) of a process; nullopt when unreadable.
@@ -200,6 +194,7 @@ class PythonSource final : public record::EventSource, public record::StackSplic
 
   void OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) override;
   void Splice(const SpliceStack& stack, FrameInterner* interner) override;
+  bool OwnsWalk(std::span<const uint8_t> walk) const override { return IsPythonWalk(walk); }
 
  private:
   const ModuleInfo* InfoOf(const std::string& file);
@@ -471,6 +466,12 @@ capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameI
 }
 
 void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
+  // Only stacks through the interpreter: a walk whose stack shows none of
+  // it has no activation to go in.
+  if (std::none_of(stack.tags.begin(), stack.tags.end(),
+                   [](uint8_t t) { return t == kEvalTag || t == kModuleTag; })) {
+    return;
+  }
   const uint64_t unknown_before = unknown_frames_, frames_before = python_frames_;
   auto p = processes_.find(stack.pid);
   std::optional<Walk> walk;

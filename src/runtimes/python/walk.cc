@@ -9,6 +9,13 @@
 
 namespace microscope::runtimes::python {
 
+bool IsPythonWalk(std::span<const uint8_t> bytes) {
+  uint32_t magic = 0;
+  if (bytes.size() < sizeof(magic)) return false;
+  std::memcpy(&magic, bytes.data(), sizeof(magic));
+  return magic == MICROSCOPE_PY_MAGIC;
+}
+
 Result<Walk> ParseWalk(std::span<const uint8_t> bytes) {
   constexpr size_t kFixed = MICROSCOPE_PY_WALK_FIXED;
   // The raw sample pads what the program wrote to 8 bytes (and a u32 size).

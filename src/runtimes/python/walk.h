@@ -37,6 +37,9 @@ struct Walk {
   std::vector<WalkFrame> frames;  // leaf first
 };
 
+// Whether `bytes` are a Python walk record (by its magic): other runtimes'
+// records share the ring.
+bool IsPythonWalk(std::span<const uint8_t> bytes);
 // Refuses bytes that are not a whole walk record, saying why.
 Result<Walk> ParseWalk(std::span<const uint8_t> bytes);
 

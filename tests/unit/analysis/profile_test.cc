@@ -149,7 +149,7 @@ TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
     return out;
   };
   CHECK(paths(WithLook(c, Look::kMixed)) == paths(c));
-  auto python = paths(WithLook(c, Look::kPython));
+  auto python = paths(WithLook(c, Look::kInterpreted));
   CHECK(python[0] == "py_outer;qsort;py_cmp");  // hot: the interpreter's own code, left out
   CHECK(python[9] == "main;run;cold");          // no Python frame: the stack stays whole
   auto native = paths(WithLook(c, Look::kNative));
@@ -157,6 +157,9 @@ TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
   CHECK(native[9] == "main;run;cold");
   Look look;
   CHECK(ParseLook("python", &look));
-  CHECK(look == Look::kPython);
+  CHECK(look == Look::kInterpreted);
+  look = Look::kMixed;
+  CHECK(ParseLook("js", &look));
+  CHECK(look == Look::kInterpreted);
   CHECK_FALSE(ParseLook("java", &look));
 }

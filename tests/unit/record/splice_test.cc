@@ -39,6 +39,7 @@ class TwoFrameSplicer final : public StackSplicer {
     }
     *s.frames = out;
   }
+  bool OwnsWalk(std::span<const uint8_t>) const override { return false; }
   std::vector<std::string> mapped;
   int calls = 0;
 };
@@ -111,6 +112,7 @@ TEST_CASE("Splicer: functions of the same name in other files or at other lines 
                    in->Interpreted({"run", "a.py", 50, 40}),
                    in->Interpreted({"run", "a.py", 6, 1})};
     }
+    bool OwnsWalk(std::span<const uint8_t>) const override { return false; }
   } splicer;
   Processor p(Processor::Options{});
   p.AddSplicer(&splicer);

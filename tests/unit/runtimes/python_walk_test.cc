@@ -167,6 +167,7 @@ class WalkRecorder final : public record::StackSplicer {
     Result<Walk> w = ParseWalk(s.walk);
     walks.push_back(w.ok() ? int(w->tid) * 100 + int(w->frames.size()) : -1);
   }
+  bool OwnsWalk(std::span<const uint8_t> walk) const override { return IsPythonWalk(walk); }
   std::vector<int> walks;
 };
 

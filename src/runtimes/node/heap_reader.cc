@@ -1,0 +1,140 @@
+#include "src/runtimes/node/heap_reader.h"
+
+#include <cstring>
+#include <vector>
+
+#include "base/hex.h"
+
+namespace microscope::runtimes::node {
+namespace {
+
+constexpr int kMaxDepth = 16;  // cons, sliced and thin strings followed
+
+}  // namespace
+
+bool HeapReader::IsObject(uint64_t tagged) const {
+  return tagged != 0 &&
+         (tagged & uint64_t(layout_->heap_object_tag_mask)) == uint64_t(layout_->heap_object_tag);
+}
+
+bool HeapReader::IsSmi(uint64_t word) const {
+  return (word & uint64_t(layout_->smi_tag_mask)) == 0;
+}
+
+int64_t HeapReader::SmiValue(uint64_t word) const {
+  return int64_t(word) >> (layout_->smi_shift_size + 1);
+}
+
+Status HeapReader::Read(uint64_t tagged, int64_t offset, void* out, size_t size, const char* what) {
+  if (!IsObject(tagged)) {
+    return Status::Error(StatusCode::kDataLoss,
+                         std::string(what) + ": " + HexAddress(tagged) + " is not a heap object");
+  }
+  const uint64_t address = tagged - uint64_t(layout_->heap_object_tag) + uint64_t(offset);
+  if (!memory_->Read(address, out, size)) {
+    return Status::Error(StatusCode::kUnavailable,
+                         std::string(what) + ": " + HexAddress(address) + " unreadable");
+  }
+  return OkStatus();
+}
+
+Result<uint16_t> HeapReader::TypeOf(uint64_t tagged) {
+  uint64_t map;
+  RETURN_IF_ERROR(Read(tagged, layout_->heap_object_map, &map, sizeof(map), "object's map"));
+  uint16_t type;
+  RETURN_IF_ERROR(Read(map, layout_->map_instance_type, &type, sizeof(type), "map's type"));
+  return type;
+}
+
+Result<uint64_t> HeapReader::Word(uint64_t tagged, int64_t offset) {
+  uint64_t word;
+  RETURN_IF_ERROR(Read(tagged, offset, &word, sizeof(word), "object's field"));
+  return word;
+}
+
+bool HeapReader::IsString(uint16_t type) const {
+  return (type & layout_->is_not_string_mask) == layout_->string_tag;
+}
+
+Result<std::string> HeapReader::ReadString(uint64_t tagged) {
+  std::string out;
+  RETURN_IF_ERROR(AppendString(tagged, 0, &out));
+  return out;
+}
+
+Status HeapReader::AppendString(uint64_t tagged, int depth, std::string* out) {
+  if (depth > kMaxDepth) {
+    return Status::Error(
+        StatusCode::kDataLoss,
+        "string at " + HexAddress(tagged) + " nests deeper than " + std::to_string(kMaxDepth));
+  }
+  ASSIGN_OR_RETURN(uint16_t type, TypeOf(tagged));
+  if (!IsString(type)) {
+    return Status::Error(StatusCode::kDataLoss, HexAddress(tagged) + " is not a string (type " +
+                                                    std::to_string(type) + ")");
+  }
+  const int64_t representation = type & layout_->string_representation_mask;
+  if (representation == layout_->cons_string_tag) {
+    ASSIGN_OR_RETURN(uint64_t first, Word(tagged, layout_->cons_first));
+    ASSIGN_OR_RETURN(uint64_t second, Word(tagged, layout_->cons_second));
+    RETURN_IF_ERROR(AppendString(first, depth + 1, out));
+    return out->size() < kMaxString ? AppendString(second, depth + 1, out) : OkStatus();
+  }
+  if (representation == layout_->thin_string_tag) {
+    ASSIGN_OR_RETURN(uint64_t actual, Word(tagged, layout_->thin_actual));
+    return AppendString(actual, depth + 1, out);
+  }
+  int32_t length;
+  RETURN_IF_ERROR(Read(tagged, layout_->string_length, &length, sizeof(length), "string length"));
+  if (length < 0) {
+    return Status::Error(StatusCode::kDataLoss, "string at " + HexAddress(tagged) + " claims " +
+                                                    std::to_string(length) + " characters");
+  }
+  if (representation == layout_->sliced_string_tag) {
+    ASSIGN_OR_RETURN(uint64_t parent, Word(tagged, layout_->sliced_parent));
+    ASSIGN_OR_RETURN(uint64_t offset_word, Word(tagged, layout_->sliced_offset));
+    std::string whole;
+    RETURN_IF_ERROR(AppendString(parent, depth + 1, &whole));
+    const int64_t offset = IsSmi(offset_word) ? SmiValue(offset_word) : -1;
+    if (offset < 0 || size_t(offset) > whole.size()) {
+      return Status::Error(StatusCode::kDataLoss,
+                           "sliced string at " + HexAddress(tagged) + " starts past its parent");
+    }
+    // The parent was read as UTF-8: a one-byte parent slices exactly; a
+    // two-byte one approximately, which names never are in practice.
+    out->append(whole.substr(size_t(offset), size_t(length)));
+    return OkStatus();
+  }
+  if (representation != layout_->seq_string_tag) {
+    return Status::Error(StatusCode::kUnavailable,
+                         "string at " + HexAddress(tagged) + " is external (not read)");
+  }
+  const size_t n = std::min<size_t>(size_t(length), kMaxString);
+  const bool one_byte = (type & layout_->string_encoding_mask) == layout_->one_byte_string_tag;
+  std::vector<uint8_t> raw(n * (one_byte ? 1 : 2));
+  if (!raw.empty()) {
+    RETURN_IF_ERROR(Read(tagged,
+                         one_byte ? layout_->seq_one_byte_chars : layout_->seq_two_byte_chars,
+                         raw.data(), raw.size(), "string characters"));
+  }
+  if (one_byte) {
+    for (uint8_t c : raw) AppendUtf8(c, out);  // Latin-1
+    return OkStatus();
+  }
+  for (size_t i = 0; i < n; ++i) {  // UTF-16
+    uint16_t u, v;
+    std::memcpy(&u, raw.data() + 2 * i, 2);
+    if (u >= 0xd800 && u < 0xdc00 && i + 1 < n) {
+      std::memcpy(&v, raw.data() + 2 * i + 2, 2);
+      if (v >= 0xdc00 && v < 0xe000) {
+        AppendUtf8(0x10000 + ((uint32_t(u) - 0xd800) << 10) + (v - 0xdc00), out);
+        ++i;
+        continue;
+      }
+    }
+    AppendUtf8(u, out);
+  }
+  return OkStatus();
+}
+
+}  // namespace microscope::runtimes::node

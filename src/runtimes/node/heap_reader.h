@@ -1,0 +1,42 @@
+// Reads V8 heap objects out of a running process, by the build's V8Layout:
+// instance types, fields, Smis and strings. Target memory is untrusted:
+// each object's type is read from its map before its fields are believed,
+// strings are bounded in length and depth, and each refusal says what was
+// wrong where.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "src/runtimes/node/layout.h"
+#include "src/runtimes/process_memory.h"
+
+namespace microscope::runtimes::node {
+
+class HeapReader {
+ public:
+  HeapReader(ProcessMemory* memory, const V8Layout* layout) : memory_(memory), layout_(layout) {}
+
+  bool IsObject(uint64_t tagged) const;
+  bool IsSmi(uint64_t word) const;
+  int64_t SmiValue(uint64_t word) const;
+  // The instance type in the map of the object `tagged` points at.
+  Result<uint16_t> TypeOf(uint64_t tagged);
+  // The word at `offset` of the object.
+  Result<uint64_t> Word(uint64_t tagged, int64_t offset);
+  bool IsString(uint16_t type) const;
+  // A string's text, as UTF-8 (cons, sliced and thin strings followed).
+  Result<std::string> ReadString(uint64_t tagged);
+
+  static constexpr size_t kMaxString = 4096;  // characters read of one string
+
+ private:
+  Status Read(uint64_t tagged, int64_t offset, void* out, size_t size, const char* what);
+  Status AppendString(uint64_t tagged, int depth, std::string* out);
+
+  ProcessMemory* memory_;
+  const V8Layout* layout_;
+};
+
+}  // namespace microscope::runtimes::node

@@ -1,0 +1,313 @@
+#include "src/runtimes/node/source.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+
+#include "base/hex.h"
+#include "src/record/splicer.h"
+#include "src/runtimes/node/heap_reader.h"
+#include "src/runtimes/node/layout.h"
+#include "src/runtimes/node/walk.h"
+#include "src/runtimes/node/walker.h"
+#include "src/runtimes/process_memory.h"
+#include "src/runtimes/sampler.h"
+
+namespace microscope::runtimes::node {
+namespace {
+
+using record::FrameInterner;
+using record::MappedModule;
+using record::SpliceStack;
+
+constexpr std::string_view kSourceName = capture::kNodeSource;
+constexpr uint8_t kBuiltinTag = record::code_tags::kV8Builtins;
+constexpr size_t kMaxNotes = 16;
+
+// What an image tells about the V8 in it, found once per file.
+struct ImageInfo {
+  bool v8 = false;    // carries v8dbg_ symbols
+  std::string error;  // a V8 the walker cannot read, and why
+  V8Layout layout;
+  v8_process offsets{};
+  FileRange builtins;
+};
+
+std::unique_ptr<ImageInfo> ReadImageInfo(const std::string& path) {
+  auto info = std::make_unique<ImageInfo>();
+  Result<V8Layout> layout = V8LayoutFromElfFile(path);
+  if (!layout.ok()) {
+    if (layout.status().code() != StatusCode::kNotFound) {
+      info->v8 = true;
+      info->error = layout.status().message();
+    }
+    return info;
+  }
+  info->v8 = true;
+  info->layout = *layout;
+  Result<v8_process> offsets = ProcessOffsets(*layout);
+  Result<FileRange> builtins = BuiltinsCode(path);
+  if (!offsets.ok()) {
+    info->error = path + ": " + offsets.status().message();
+  } else if (!builtins.ok()) {
+    info->error = builtins.status().message();
+  } else {
+    info->offsets = *offsets;
+    info->builtins = *builtins;
+  }
+  return info;
+}
+
+// A function as the walk saw it: its SharedFunctionInfo and the name and
+// script the walk read from it.
+struct FunctionKey {
+  uint64_t shared, name, script;
+  bool operator<(const FunctionKey& o) const {
+    return std::tie(shared, name, script) < std::tie(o.shared, o.name, o.script);
+  }
+};
+struct NamedFunction {
+  std::string error;  // non-empty: not named, why
+  std::string name, script;
+};
+
+struct Process {
+  const ImageInfo* image = nullptr;
+  std::unique_ptr<ProcessMemory> memory;
+  std::map<FunctionKey, NamedFunction> functions;
+};
+
+class NodeSource final : public record::EventSource, public record::StackSplicer {
+ public:
+  explicit NodeSource(const record::SourceContext& context)
+      : mode_(context.options.node),
+        collector_(context.collector),
+        shared_sampler_(context.runtime_sampler),
+        target_(uint32_t(context.target)) {}
+
+  Status Start() {
+    ASSIGN_OR_RETURN(sampler_, Sampler::Attach(collector_, target_, shared_sampler_));
+    return OkStatus();
+  }
+  void Refuse(const Status& why) { refused_ = why.message(); }
+
+  int wait_fd() const override { return -1; }
+  void Poll(const record::PollWindow&, record::Processor*) override {}
+  size_t pending() const override { return 0; }
+  uint64_t time_at(size_t) const override { return 0; }
+  void Deliver(size_t, record::Processor*) override {}
+  void Consume(size_t) override {}
+  void Finish(record::Processor* processor, capture::Settings* settings) override;
+  record::StackSplicer* splicer() override { return this; }
+
+  void OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) override;
+  void Splice(const SpliceStack& stack, FrameInterner* interner) override;
+  bool OwnsWalk(std::span<const uint8_t> walk) const override { return IsV8Walk(walk); }
+
+ private:
+  const ImageInfo* InfoOf(const std::string& file);
+  const NamedFunction& Function(Process* process, const V8Frame& frame);
+  capture::FrameId Name(Process* process, const V8Frame& frame, FrameInterner* interner);
+  capture::FrameId Unknown(const std::string& why, FrameInterner* interner) {
+    ++unknown_frames_;
+    return interner->Interpreted({"[unknown JavaScript: " + why + "]", "", 0, 0});
+  }
+  void Problem(const std::string& kind, const std::string& example) {
+    auto& p = problems_[kind];
+    if (p.first++ == 0) p.second = example;
+  }
+
+  std::string mode_;
+  record::Collector* collector_;
+  std::shared_ptr<Sampler>* shared_sampler_;
+  uint32_t target_;
+  std::shared_ptr<Sampler> sampler_;  // null until a V8 is mapped (auto) or refused
+  std::string refused_;
+  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<ImageInfo>> by_file_;  // dev, inode
+  std::unordered_map<capture::ModuleId, const ImageInfo*> modules_;
+  std::unordered_map<uint32_t, Process> processes_;
+  std::vector<std::string> notes_;
+  std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
+  uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, js_frames_ = 0, unknown_frames_ = 0;
+};
+
+const ImageInfo* NodeSource::InfoOf(const std::string& file) {
+  static const ImageInfo kNone;
+  struct stat st;
+  if (stat(file.c_str(), &st) != 0) return &kNone;
+  auto [it, fresh] = by_file_.try_emplace({uint64_t(st.st_dev), uint64_t(st.st_ino)});
+  if (fresh) {
+    it->second = ReadImageInfo(file);
+    const ImageInfo& info = *it->second;
+    if (info.v8 && !info.error.empty() && notes_.size() < kMaxNotes)
+      notes_.push_back("JavaScript frames not walked: " + info.error);
+  }
+  return it->second.get();
+}
+
+void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) {
+  if (mapping.path.empty() || mapping.path[0] != '/') return;  // anonymous code, [vdso], ...
+  auto [it, fresh] = modules_.try_emplace(mapping.module, nullptr);
+  if (fresh) {
+    it->second = InfoOf(TargetFile(mapping.pid, mapping.path));
+    const ImageInfo& info = *it->second;
+    if (info.v8 && info.error.empty()) {
+      marks->MarkRuntime(mapping.module, capture::Runtime::kV8);
+      marks->Mark(mapping.module, info.builtins.begin, info.builtins.end, kBuiltinTag);
+      marks->MarkFramePointerCode(mapping.module, info.builtins.begin, info.builtins.end);
+    }
+  }
+  const ImageInfo* info = it->second;
+  if (!info->v8 || !info->error.empty() || !refused_.empty()) return;
+  if (sampler_ == nullptr) {
+    if (Status started = Start(); !started.ok()) {
+      Refuse(started);
+      return;
+    }
+  }
+  Process& p = processes_[mapping.pid];
+  if (p.image == info) return;  // laid out already (another mapping of the image)
+  p.image = info;
+  p.memory = std::make_unique<ProcessMemory>(pid_t(mapping.pid));
+  p.functions.clear();
+  (void)sampler_->Follow(mapping.pid);
+  if (Status set = SetProcess(*sampler_, mapping.pid, info->offsets); !set.ok())
+    Problem("V8 processes not laid out", set.message());
+}
+
+const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
+  auto [it, fresh] = process->functions.try_emplace({f.shared, f.name, f.script});
+  NamedFunction& named = it->second;
+  if (!fresh) return named;
+  const V8Layout& l = process->image->layout;
+  HeapReader heap(process->memory.get(), &l);
+  auto fail = [&](const std::string& why, const Status& detail) -> NamedFunction& {
+    named.error = why;
+    Problem("JavaScript functions not named", detail.message());
+    return named;
+  };
+  // The proof: the object is still a SharedFunctionInfo with the name and
+  // script the walk read (not moved by the GC, nor its memory reused).
+  Result<uint16_t> type = heap.TypeOf(f.shared);
+  if (!type.ok()) return fail("function information unreadable", type.status());
+  if (*type != l.type_shared_function_info) {
+    return fail("function information moved since the sample",
+                Status::Error(HexAddress(f.shared) + " is no longer a SharedFunctionInfo"));
+  }
+  Result<uint64_t> name = heap.Word(f.shared, l.shared_name);
+  Result<uint64_t> script = heap.Word(f.shared, l.shared_script);
+  if (!name.ok() || !script.ok() || *name != f.name || *script != f.script) {
+    return fail("function information changed since the sample",
+                Status::Error("SharedFunctionInfo at " + HexAddress(f.shared) +
+                              " changed since the sample"));
+  }
+  // The name: a string, or a ScopeInfo (a function with context-allocated
+  // variables), which keeps its name at a release-dependent place.
+  Result<uint16_t> name_type = heap.TypeOf(f.name);
+  if (name_type.ok() && heap.IsString(*name_type)) {
+    Result<std::string> text = heap.ReadString(f.name);
+    if (!text.ok()) return fail("name unreadable", text.status());
+    named.name = text->empty() ? "(anonymous)" : *text;
+  } else if (heap.IsSmi(f.name) || !name_type.ok()) {
+    named.name = "(anonymous)";
+  } else {
+    named.name = "(function with a scope: name not read)";
+    Problem("JavaScript names in a ScopeInfo (not read)",
+            "SharedFunctionInfo at " + HexAddress(f.shared));
+  }
+  // The script's name: its path or URL (none for code made by eval).
+  if (heap.IsObject(f.script)) {
+    Result<uint16_t> script_type = heap.TypeOf(f.script);
+    if (script_type.ok() && *script_type == l.type_script) {
+      Result<uint64_t> url = heap.Word(f.script, l.script_name);
+      Result<uint16_t> url_type = url.ok() ? heap.TypeOf(*url) : Result<uint16_t>(url.status());
+      if (url_type.ok() && heap.IsString(*url_type)) {
+        Result<std::string> text = heap.ReadString(*url);
+        if (text.ok()) named.script = *text;
+      }
+    }
+  }
+  return named;
+}
+
+capture::FrameId NodeSource::Name(Process* process, const V8Frame& f, FrameInterner* interner) {
+  const NamedFunction& named = Function(process, f);
+  if (!named.error.empty()) return Unknown(named.error, interner);
+  ++js_frames_;
+  return interner->Interpreted({named.name, named.script, 0, 0});
+}
+
+void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
+  if (stack.walk.empty()) return;  // a thread that ran no JavaScript then
+  auto p = processes_.find(stack.pid);
+  if (p == processes_.end() || p->second.image == nullptr) return;
+  Result<V8Walk> walk = ParseV8Walk(stack.walk);
+  if (!walk.ok()) {
+    Problem("malformed V8 walks", walk.status().message());
+    return;
+  }
+  if (walk->pid != stack.pid || walk->tid != stack.tid) {
+    Problem("V8 walks of another thread", "walk of " + std::to_string(walk->tid) +
+                                              " paired with a sample of " +
+                                              std::to_string(stack.tid));
+    return;
+  }
+  ++walks_;
+  const uint64_t unknown_before = unknown_frames_;
+  V8SpliceHooks hooks;
+  hooks.frame = [&](const V8Frame& f) { return Name(&p->second, f, interner); };
+  hooks.marker = [&](const std::string& why) { return Unknown(why, interner); };
+  SpliceV8Walk(*walk, stack.frames, stack.tags, stack.sps, kBuiltinTag, hooks);
+  ++stacks_;
+  if (unknown_frames_ == unknown_before) ++stacks_named_;
+}
+
+void NodeSource::Finish(record::Processor* processor, capture::Settings* settings) {
+  for (const auto& [kind, count_example] : problems_)
+    processor->CountProblem(kind, count_example.second, count_example.first);
+  const std::string state = !refused_.empty()     ? "off: " + refused_
+                            : sampler_ == nullptr ? "off: no V8 image was mapped"
+                                                  : "on";
+  capture::SourceSetting& s = settings->SetSource(std::string(kSourceName), state);
+  s.values = {{"stacks", stacks_},
+              {"stacks_all_named", stacks_named_},
+              {"walks", walks_},
+              {"frames", js_frames_},
+              {"unknown_frames", unknown_frames_},
+              {"walks_lost", sampler_ ? sampler_->Lost() : 0}};
+  for (std::string& n : notes_) settings->notes.push_back(std::move(n));
+  if (sampler_ != nullptr) {
+    settings->notes.push_back("Node (" + mode_ +
+                              "): JavaScript frames walked by BPF (frame pointers) at each "
+                              "sample of processes that map a V8 image");
+  }
+  sampler_.reset();
+}
+
+// Whether the launched program, or the attached process, is a V8 image:
+// then the walker starts at once, before its first sample.
+bool LooksLikeNode(const record::SourceContext& context) {
+  const std::string path = ProgramPath(context);
+  return !path.empty() && V8LayoutFromElfFile(path).status().code() != StatusCode::kNotFound;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<record::EventSource>> StartNodeSource(const record::SourceContext& context) {
+  const std::string& mode = context.options.node;
+  auto source = std::make_unique<NodeSource>(context);
+  if (mode == "bpf" || LooksLikeNode(context)) {
+    if (Status started = source->Start(); !started.ok()) {
+      if (mode == "bpf") return started;
+      source->Refuse(started);
+    }
+    context.settings->SetSource(std::string(kSourceName), "on");
+  }
+  return std::unique_ptr<record::EventSource>(std::move(source));
+}
+
+}  // namespace microscope::runtimes::node

@@ -1,0 +1,130 @@
+#include "src/runtimes/node/walk.h"
+
+#include <cstring>
+#include <optional>
+
+#include <linux/types.h>
+
+#include "bpf/node.h"
+
+namespace microscope::runtimes::node {
+
+bool IsV8Walk(std::span<const uint8_t> bytes) {
+  uint32_t magic = 0;
+  if (bytes.size() < sizeof(magic)) return false;
+  std::memcpy(&magic, bytes.data(), sizeof(magic));
+  return magic == MICROSCOPE_V8_MAGIC;
+}
+
+Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes) {
+  constexpr size_t kFixed = MICROSCOPE_V8_WALK_FIXED;
+  if (bytes.size() < kFixed) {
+    return Status::Error(
+        StatusCode::kDataLoss,
+        "V8 walk record of " + std::to_string(bytes.size()) + " bytes is shorter than its header");
+  }
+  v8_walk header;
+  std::memcpy(&header, bytes.data(), kFixed);
+  if (header.magic != MICROSCOPE_V8_MAGIC) {
+    return Status::Error(
+        StatusCode::kDataLoss,
+        "V8 walk record has magic " + std::to_string(header.magic) + ", not this recorder's");
+  }
+  if (header.nframes > MICROSCOPE_V8_MAX_FRAMES ||
+      bytes.size() < kFixed + size_t(header.nframes) * sizeof(v8_frame)) {
+    return Status::Error(StatusCode::kDataLoss, "V8 walk record of " +
+                                                    std::to_string(bytes.size()) +
+                                                    " bytes cannot hold its " +
+                                                    std::to_string(header.nframes) + " frames");
+  }
+  V8Walk w;
+  w.pid = header.pid;
+  w.tid = header.tid;
+  w.status = header.status;
+  w.sp = header.sp;
+  w.frames.reserve(header.nframes);
+  for (size_t i = 0; i < header.nframes; ++i) {
+    v8_frame f;
+    std::memcpy(&f, bytes.data() + kFixed + i * sizeof(f), sizeof(f));
+    w.frames.push_back(
+        {f.fp, f.function, f.shared, f.name, f.script, f.bytecode_array, f.bytecode_offset});
+  }
+  return w;
+}
+
+std::string V8WalkEndReason(uint8_t status) {
+  switch (status) {
+    case MICROSCOPE_V8_WALKED:
+      return "";
+    case MICROSCOPE_V8_TRUNCATED:
+      return "more than " + std::to_string(MICROSCOPE_V8_MAX_FRAMES) + " JavaScript frames (or " +
+             std::to_string(MICROSCOPE_V8_MAX_STEPS) + " frame pointers)";
+    case MICROSCOPE_V8_UNREADABLE:
+      return "a frame pointer led to unreadable memory";
+    default:
+      return "walk status " + std::to_string(status);
+  }
+}
+
+namespace {
+
+// The native frame whose stack holds `address`: the innermost frame whose
+// stack pointer is at or below it, when the next known one is above.
+std::optional<size_t> FrameHolding(std::span<const uint64_t> sps, uint64_t address) {
+  std::optional<size_t> found;
+  for (size_t i = 0; i < sps.size(); ++i) {
+    if (sps[i] == 0) continue;
+    if (sps[i] > address) return found;
+    found = i;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
+                  std::span<const uint8_t> tags, std::span<const uint64_t> sps, uint8_t builtin_tag,
+                  const V8SpliceHooks& hooks) {
+  const size_t n = frames->size();
+  // What goes before native frame i (leafward of it), and whether frame i
+  // itself is replaced; index n: after the last native frame.
+  std::vector<std::vector<capture::FrameId>> before(n + 1);
+  std::vector<std::optional<capture::FrameId>> replaced(n);
+  size_t next = 0;  // frames are placed leaf to root: never leafward of this
+  size_t placed = 0;
+  for (const V8Frame& f : walk.frames) {
+    std::optional<size_t> k = FrameHolding(sps, f.fp);
+    if (!k) break;  // outer frames, beyond what the native stack knows
+    size_t at = *k;
+    const bool builtin = at < tags.size() && tags[at] == builtin_tag;
+    if (!builtin && at >= next && !replaced[at]) {
+      replaced[at] = hooks.frame(f);
+      next = at + 1;
+    } else {
+      // Callerward of a builtin's frame (or of frames placed already).
+      size_t slot = std::max(builtin ? at + 1 : at, next);
+      before[slot].push_back(hooks.frame(f));
+      next = slot;
+    }
+    ++placed;
+  }
+  std::vector<capture::FrameId> out;
+  out.reserve(n + walk.frames.size() + 1);
+  for (size_t i = 0; i < n; ++i) {
+    out.insert(out.end(), before[i].begin(), before[i].end());
+    out.push_back(replaced[i] ? *replaced[i] : (*frames)[i]);
+  }
+  out.insert(out.end(), before[n].begin(), before[n].end());
+  std::string reason = V8WalkEndReason(walk.status);
+  if (placed < walk.frames.size()) {
+    for (size_t j = placed; j < walk.frames.size(); ++j) out.push_back(hooks.frame(walk.frames[j]));
+    std::string why = std::to_string(walk.frames.size() - placed) + " of " +
+                      std::to_string(walk.frames.size()) +
+                      " JavaScript frames not found in the native stack";
+    reason = reason.empty() ? why : why + "; " + reason;
+  }
+  if (!reason.empty()) out.push_back(hooks.marker(reason));
+  frames->swap(out);
+}
+
+}  // namespace microscope::runtimes::node

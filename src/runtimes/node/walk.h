@@ -1,0 +1,58 @@
+// What the V8 walk (bpf/node_walk.bpf.h) writes for a sample, read back
+// from untrusted ring bytes, and where its frames go in the native stack.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "capture/capture.h"
+
+namespace microscope::runtimes::node {
+
+struct V8Frame {
+  uint64_t fp = 0;               // the frame pointer the frame was found at
+  uint64_t function = 0;         // the JSFunction in its function slot
+  uint64_t shared = 0;           // and, as the walk read them: its SharedFunctionInfo,
+  uint64_t name = 0;             // the SFI's name (or ScopeInfo)
+  uint64_t script = 0;           // and Script: the proof user space checks
+  uint64_t bytecode_array = 0;   // the frame's bytecode array and offset
+  uint64_t bytecode_offset = 0;  // slots (an interpreted frame's)
+};
+
+struct V8Walk {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint8_t status = 0;  // MICROSCOPE_V8_* (bpf/node.h)
+  uint64_t sp = 0;
+  std::vector<V8Frame> frames;  // leaf first
+};
+
+// Whether `bytes` are a V8 walk record (by its magic): other runtimes'
+// records share the ring.
+bool IsV8Walk(std::span<const uint8_t> bytes);
+// Refuses bytes that are not a whole walk record, saying why.
+Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes);
+// Why a walk ended short, in words ("" when it did not).
+std::string V8WalkEndReason(uint8_t status);
+
+// Splices a walk's frames into a native stack (leaf first). Each JavaScript
+// frame goes where its frame pointer lies, by `sps` (each native frame's
+// stack pointer): the native frame holding it is V8 code running that
+// function. Untagged (generated code: the function's own), it is replaced by
+// the JavaScript frame; tagged `builtin_tag` (node's builtins, such as the
+// interpreter's entry), it stays and the JavaScript frame goes just
+// callerward of it. Frames that cannot be placed follow the native ones and
+// a marker with the reason ends the stack.
+struct V8SpliceHooks {
+  std::function<capture::FrameId(const V8Frame&)> frame;       // a JavaScript frame
+  std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
+};
+void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
+                  std::span<const uint8_t> tags, std::span<const uint64_t> sps, uint8_t builtin_tag,
+                  const V8SpliceHooks& hooks);
+
+}  // namespace microscope::runtimes::node

@@ -1,0 +1,23 @@
+// The V8 walker of the sampler's program (src/runtimes/sampler.h,
+// bpf/node_walk.bpf.h): says which processes run which V8 (v8_processes).
+#pragma once
+
+#include <cstdint>
+
+#include <linux/types.h>
+
+#include "base/status.h"
+#include "bpf/node.h"
+#include "src/runtimes/node/layout.h"
+#include "src/runtimes/sampler.h"
+
+namespace microscope::runtimes::node {
+
+// What the walk reads for a V8 laid out by `layout`; refused (with the
+// reason) when a value does not fit the walk's fields.
+Result<v8_process> ProcessOffsets(const V8Layout& layout);
+
+Status SetProcess(Sampler& sampler, uint32_t pid, const v8_process& offsets);
+void ForgetProcess(Sampler& sampler, uint32_t pid);
+
+}  // namespace microscope::runtimes::node
