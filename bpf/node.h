@@ -26,6 +26,14 @@ struct v8_process {
   __u8 reserved[2];
 };
 
+/* v8_images: a V8 image file (its device, as the kernel numbers it:
+ * major << 20 | minor, and inode) whose layout the loader knows; a process
+ * that execs it is laid out at the exec, before its first sample. */
+struct v8_image {
+  __u64 dev;
+  __u64 ino;
+};
+
 /* One JavaScript frame: the frame pointer it was found at and the words
  * read from it and its function, which user space proves before it names
  * the frame. */

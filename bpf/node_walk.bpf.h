@@ -19,6 +19,25 @@ struct {
   __type(value, struct v8_process);
 } v8_processes SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 64);
+  __type(key, struct v8_image);
+  __type(value, struct v8_process);
+} v8_images SEC(".maps");
+
+// At an exec of `p` (the new program's mm in place): lays the process out
+// when it runs a V8 image the loader knows.
+static __always_inline void v8_lay_out_exec(struct task_struct* p, __u32 tgid) {
+  struct v8_image image = {};
+  struct inode* inode = BPF_CORE_READ(p, mm, exe_file, f_inode);
+  if (!inode) return;
+  image.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+  image.ino = BPF_CORE_READ(inode, i_ino);
+  struct v8_process* layout = bpf_map_lookup_elem(&v8_images, &image);
+  if (layout) bpf_map_update_elem(&v8_processes, &tgid, layout, BPF_ANY);
+}
+
 static __always_inline int v8_word(__u64* out, __u64 address) {
   return bpf_probe_read_user(out, sizeof(*out), (const void*)address);
 }

@@ -82,6 +82,7 @@ int BPF_PROG(runtime_exec, struct task_struct* p) {
   bpf_map_delete_elem(&py_processes, &tgid);
   bpf_map_delete_elem(&v8_processes, &tgid);
   bpf_map_delete_elem(&py_threads, &tid);
+  v8_lay_out_exec(p, tgid);
   if (followed_tgid(tgid)) bpf_ringbuf_output(&execs, &tgid, sizeof(tgid), 0);
   return 0;
 }

@@ -98,6 +98,8 @@ int Sampler::map_fd(Map map) const {
       return bpf_map__fd(maps.py_threads);
     case Map::kV8Processes:
       return bpf_map__fd(maps.v8_processes);
+    case Map::kV8Images:
+      return bpf_map__fd(maps.v8_images);
   }
   return -1;
 }

@@ -29,7 +29,7 @@ class Sampler {
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
-  enum class Map { kPyProcesses, kPyThreads, kV8Processes };
+  enum class Map { kPyProcesses, kPyThreads, kV8Processes, kV8Images };
   int map_fd(Map map) const;
 
   // Follows process `pid` and the processes it starts: their execs are

@@ -1,5 +1,8 @@
 #include "src/runtimes/node/heap_reader.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -56,18 +59,35 @@ bool HeapReader::IsString(uint16_t type) const {
   return (type & layout_->is_not_string_mask) == layout_->string_tag;
 }
 
-Result<std::string> HeapReader::ReadString(uint64_t tagged) {
+Result<std::string> HeapReader::ReadString(uint64_t tagged, size_t max) {
+  ASSIGN_OR_RETURN(std::u16string units, ReadCodeUnits(tagged, max));
   std::string out;
-  RETURN_IF_ERROR(AppendString(tagged, 0, &out));
+  for (size_t i = 0; i < units.size(); ++i) {
+    const char16_t u = units[i];
+    if (u >= 0xd800 && u < 0xdc00 && i + 1 < units.size() && units[i + 1] >= 0xdc00 &&
+        units[i + 1] < 0xe000) {
+      AppendUtf8(0x10000 + ((uint32_t(u) - 0xd800) << 10) + (units[i + 1] - 0xdc00), &out);
+      ++i;
+      continue;
+    }
+    AppendUtf8(u, &out);
+  }
   return out;
 }
 
-Status HeapReader::AppendString(uint64_t tagged, int depth, std::string* out) {
+Result<std::u16string> HeapReader::ReadCodeUnits(uint64_t tagged, size_t max) {
+  std::u16string out;
+  RETURN_IF_ERROR(AppendUnits(tagged, 0, max, &out));
+  return out;
+}
+
+Status HeapReader::AppendUnits(uint64_t tagged, int depth, size_t max, std::u16string* out) {
   if (depth > kMaxDepth) {
     return Status::Error(
         StatusCode::kDataLoss,
         "string at " + HexAddress(tagged) + " nests deeper than " + std::to_string(kMaxDepth));
   }
+  if (out->size() >= max) return OkStatus();
   ASSIGN_OR_RETURN(uint16_t type, TypeOf(tagged));
   if (!IsString(type)) {
     return Status::Error(StatusCode::kDataLoss, HexAddress(tagged) + " is not a string (type " +
@@ -77,12 +97,12 @@ Status HeapReader::AppendString(uint64_t tagged, int depth, std::string* out) {
   if (representation == layout_->cons_string_tag) {
     ASSIGN_OR_RETURN(uint64_t first, Word(tagged, layout_->cons_first));
     ASSIGN_OR_RETURN(uint64_t second, Word(tagged, layout_->cons_second));
-    RETURN_IF_ERROR(AppendString(first, depth + 1, out));
-    return out->size() < kMaxString ? AppendString(second, depth + 1, out) : OkStatus();
+    RETURN_IF_ERROR(AppendUnits(first, depth + 1, max, out));
+    return AppendUnits(second, depth + 1, max, out);
   }
   if (representation == layout_->thin_string_tag) {
     ASSIGN_OR_RETURN(uint64_t actual, Word(tagged, layout_->thin_actual));
-    return AppendString(actual, depth + 1, out);
+    return AppendUnits(actual, depth + 1, max, out);
   }
   int32_t length;
   RETURN_IF_ERROR(Read(tagged, layout_->string_length, &length, sizeof(length), "string length"));
@@ -93,23 +113,26 @@ Status HeapReader::AppendString(uint64_t tagged, int depth, std::string* out) {
   if (representation == layout_->sliced_string_tag) {
     ASSIGN_OR_RETURN(uint64_t parent, Word(tagged, layout_->sliced_parent));
     ASSIGN_OR_RETURN(uint64_t offset_word, Word(tagged, layout_->sliced_offset));
-    std::string whole;
-    RETURN_IF_ERROR(AppendString(parent, depth + 1, &whole));
     const int64_t offset = IsSmi(offset_word) ? SmiValue(offset_word) : -1;
-    if (offset < 0 || size_t(offset) > whole.size()) {
+    if (offset < 0 || offset > INT32_MAX) {
       return Status::Error(StatusCode::kDataLoss,
-                           "sliced string at " + HexAddress(tagged) + " starts past its parent");
+                           "sliced string at " + HexAddress(tagged) + " has no offset");
     }
-    // The parent was read as UTF-8: a one-byte parent slices exactly; a
-    // two-byte one approximately, which names never are in practice.
-    out->append(whole.substr(size_t(offset), size_t(length)));
+    std::u16string whole;
+    const size_t want = std::min(max - out->size(), size_t(length));
+    RETURN_IF_ERROR(AppendUnits(parent, depth + 1, size_t(offset) + want, &whole));
+    if (whole.size() < size_t(offset) + want) {
+      return Status::Error(StatusCode::kDataLoss,
+                           "sliced string at " + HexAddress(tagged) + " ends past its parent");
+    }
+    out->append(whole, size_t(offset), want);
     return OkStatus();
   }
   if (representation != layout_->seq_string_tag) {
     return Status::Error(StatusCode::kUnavailable,
                          "string at " + HexAddress(tagged) + " is external (not read)");
   }
-  const size_t n = std::min<size_t>(size_t(length), kMaxString);
+  const size_t n = std::min(max - out->size(), size_t(length));
   const bool one_byte = (type & layout_->string_encoding_mask) == layout_->one_byte_string_tag;
   std::vector<uint8_t> raw(n * (one_byte ? 1 : 2));
   if (!raw.empty()) {
@@ -117,22 +140,10 @@ Status HeapReader::AppendString(uint64_t tagged, int depth, std::string* out) {
                          one_byte ? layout_->seq_one_byte_chars : layout_->seq_two_byte_chars,
                          raw.data(), raw.size(), "string characters"));
   }
-  if (one_byte) {
-    for (uint8_t c : raw) AppendUtf8(c, out);  // Latin-1
-    return OkStatus();
-  }
-  for (size_t i = 0; i < n; ++i) {  // UTF-16
-    uint16_t u, v;
-    std::memcpy(&u, raw.data() + 2 * i, 2);
-    if (u >= 0xd800 && u < 0xdc00 && i + 1 < n) {
-      std::memcpy(&v, raw.data() + 2 * i + 2, 2);
-      if (v >= 0xdc00 && v < 0xe000) {
-        AppendUtf8(0x10000 + ((uint32_t(u) - 0xd800) << 10) + (v - 0xdc00), out);
-        ++i;
-        continue;
-      }
-    }
-    AppendUtf8(u, out);
+  for (size_t i = 0; i < n; ++i) {
+    char16_t u = raw[i];
+    if (!one_byte) std::memcpy(&u, raw.data() + 2 * i, 2);
+    out->push_back(u);
   }
   return OkStatus();
 }

@@ -26,14 +26,17 @@ class HeapReader {
   // The word at `offset` of the object.
   Result<uint64_t> Word(uint64_t tagged, int64_t offset);
   bool IsString(uint16_t type) const;
-  // A string's text, as UTF-8 (cons, sliced and thin strings followed).
-  Result<std::string> ReadString(uint64_t tagged);
+  // A string's text, as UTF-8 (cons, sliced and thin strings followed), of
+  // its first `max` UTF-16 code units.
+  Result<std::string> ReadString(uint64_t tagged, size_t max = kMaxName);
+  // Its first `max` UTF-16 code units (V8's source positions count them).
+  Result<std::u16string> ReadCodeUnits(uint64_t tagged, size_t max);
 
-  static constexpr size_t kMaxString = 4096;  // characters read of one string
+  static constexpr size_t kMaxName = 4096;
 
  private:
   Status Read(uint64_t tagged, int64_t offset, void* out, size_t size, const char* what);
-  Status AppendString(uint64_t tagged, int depth, std::string* out);
+  Status AppendUnits(uint64_t tagged, int depth, size_t max, std::u16string* out);
 
   ProcessMemory* memory_;
   const V8Layout* layout_;

@@ -90,6 +90,9 @@ std::span<const V8Field> V8Fields() {
       {"class_SharedFunctionInfo__script", &V8Layout::shared_script},
       {"class_Script__name__", &V8Layout::script_name},
       {"class_Script__line_ends__", &V8Layout::script_line_ends},
+      {"class_Script__source__", &V8Layout::script_source},
+      {"scopeinfo_idx_ncontextlocals", &V8Layout::scope_info_context_locals},
+      {"scopeinfo_idx_first_vars", &V8Layout::scope_info_first_vars},
       {"class_String__length__", &V8Layout::string_length},
       {"class_SeqOneByteString__chars__", &V8Layout::seq_one_byte_chars},
       {"class_SeqTwoByteString__chars__", &V8Layout::seq_two_byte_chars},
@@ -112,6 +115,7 @@ std::span<const V8Field> V8Fields() {
       {"LastJSFunctionType", &V8Layout::type_js_function_last},
       {"type_Script__SCRIPT_TYPE", &V8Layout::type_script},
       {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", &V8Layout::type_bytecode_array},
+      {"type_ScopeInfo__SCOPE_INFO_TYPE", &V8Layout::type_scope_info},
   };
   return kFields;
 }

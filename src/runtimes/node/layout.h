@@ -35,6 +35,13 @@ struct V8Layout {
   int64_t shared_script = 0;    // SharedFunctionInfo -> Script (or DebugInfo, Node 20)
   int64_t script_name = 0;      // Script -> its name (the URL)
   int64_t script_line_ends = 0;
+  int64_t script_source = 0;
+  // ScopeInfo: the index (in words after the map) of its context-local
+  // count and of its first variable-length field. The latter tells its two
+  // layouts apart: 3 (V8 11 and 12: Smi flags, positions after the
+  // variables) or 5 (V8 13 on: uint32 flags, positions at words 3 and 4).
+  int64_t scope_info_context_locals = 0;
+  int64_t scope_info_first_vars = 0;
   // Strings.
   int64_t string_length = 0;       // int32
   int64_t seq_one_byte_chars = 0;  // SeqOneByteString's characters
@@ -62,6 +69,7 @@ struct V8Layout {
   int64_t type_shared_function_info = 0;
   int64_t type_script = 0;
   int64_t type_bytecode_array = 0;
+  int64_t type_scope_info = 0;
   int64_t symbols = 0;  // v8dbg_ symbols in the file
 };
 

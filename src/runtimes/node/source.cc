@@ -10,6 +10,7 @@
 
 #include "base/hex.h"
 #include "src/record/splicer.h"
+#include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/layout.h"
 #include "src/runtimes/node/walk.h"
@@ -27,6 +28,7 @@ using record::SpliceStack;
 constexpr std::string_view kSourceName = capture::kNodeSource;
 constexpr uint8_t kBuiltinTag = record::code_tags::kV8Builtins;
 constexpr size_t kMaxNotes = 16;
+constexpr size_t kMaxSource = size_t(64) << 20;  // UTF-16 units read of one script's source
 
 // What an image tells about the V8 in it, found once per file.
 struct ImageInfo {
@@ -73,12 +75,15 @@ struct FunctionKey {
 struct NamedFunction {
   std::string error;  // non-empty: not named, why
   std::string name, script;
+  uint32_t first_line = 0;  // 0: not known
 };
 
 struct Process {
   const ImageInfo* image = nullptr;
   std::unique_ptr<ProcessMemory> memory;
   std::map<FunctionKey, NamedFunction> functions;
+  // Line starts of the script sources read (by source string; null: not read).
+  std::unordered_map<uint64_t, std::unique_ptr<SourceLines>> sources;
 };
 
 class NodeSource final : public record::EventSource, public record::StackSplicer {
@@ -94,6 +99,13 @@ class NodeSource final : public record::EventSource, public record::StackSplicer
     return OkStatus();
   }
   void Refuse(const Status& why) { refused_ = why.message(); }
+  // Processes that exec `file` (a V8 image) are laid out at the exec.
+  void AddImage(const std::string& file) {
+    const ImageInfo* info = InfoOf(file);
+    if (!info->v8 || !info->error.empty() || sampler_ == nullptr) return;
+    if (Status set = SetImage(*sampler_, file, info->offsets); !set.ok())
+      Problem("V8 images not given to the walker", set.message());
+  }
 
   int wait_fd() const override { return -1; }
   void Poll(const record::PollWindow&, record::Processor*) override {}
@@ -153,7 +165,8 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   if (mapping.path.empty() || mapping.path[0] != '/') return;  // anonymous code, [vdso], ...
   auto [it, fresh] = modules_.try_emplace(mapping.module, nullptr);
   if (fresh) {
-    it->second = InfoOf(TargetFile(mapping.pid, mapping.path));
+    const std::string file = TargetFile(mapping.pid, mapping.path);
+    it->second = InfoOf(file);
     const ImageInfo& info = *it->second;
     if (info.v8 && info.error.empty()) {
       marks->MarkRuntime(mapping.module, capture::Runtime::kV8);
@@ -169,6 +182,7 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
       return;
     }
   }
+  if (fresh) AddImage(TargetFile(mapping.pid, mapping.path));
   Process& p = processes_[mapping.pid];
   if (p.image == info) return;  // laid out already (another mapping of the image)
   p.image = info;
@@ -185,51 +199,27 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
   if (!fresh) return named;
   const V8Layout& l = process->image->layout;
   HeapReader heap(process->memory.get(), &l);
-  auto fail = [&](const std::string& why, const Status& detail) -> NamedFunction& {
-    named.error = why;
-    Problem("JavaScript functions not named", detail.message());
+  Result<FunctionInfo> info = ReadFunction(heap, l, f.shared, f.name, f.script);
+  if (!info.ok()) {
+    named.error = info.status().code() == StatusCode::kNotFound
+                      ? "function information moved since the sample"
+                      : "function information unreadable";
+    Problem("JavaScript functions not named", info.status().message());
     return named;
-  };
-  // The proof: the object is still a SharedFunctionInfo with the name and
-  // script the walk read (not moved by the GC, nor its memory reused).
-  Result<uint16_t> type = heap.TypeOf(f.shared);
-  if (!type.ok()) return fail("function information unreadable", type.status());
-  if (*type != l.type_shared_function_info) {
-    return fail("function information moved since the sample",
-                Status::Error(HexAddress(f.shared) + " is no longer a SharedFunctionInfo"));
   }
-  Result<uint64_t> name = heap.Word(f.shared, l.shared_name);
-  Result<uint64_t> script = heap.Word(f.shared, l.shared_script);
-  if (!name.ok() || !script.ok() || *name != f.name || *script != f.script) {
-    return fail("function information changed since the sample",
-                Status::Error("SharedFunctionInfo at " + HexAddress(f.shared) +
-                              " changed since the sample"));
-  }
-  // The name: a string, or a ScopeInfo (a function with context-allocated
-  // variables), which keeps its name at a release-dependent place.
-  Result<uint16_t> name_type = heap.TypeOf(f.name);
-  if (name_type.ok() && heap.IsString(*name_type)) {
-    Result<std::string> text = heap.ReadString(f.name);
-    if (!text.ok()) return fail("name unreadable", text.status());
-    named.name = text->empty() ? "(anonymous)" : *text;
-  } else if (heap.IsSmi(f.name) || !name_type.ok()) {
-    named.name = "(anonymous)";
-  } else {
-    named.name = "(function with a scope: name not read)";
-    Problem("JavaScript names in a ScopeInfo (not read)",
-            "SharedFunctionInfo at " + HexAddress(f.shared));
-  }
-  // The script's name: its path or URL (none for code made by eval).
-  if (heap.IsObject(f.script)) {
-    Result<uint16_t> script_type = heap.TypeOf(f.script);
-    if (script_type.ok() && *script_type == l.type_script) {
-      Result<uint64_t> url = heap.Word(f.script, l.script_name);
-      Result<uint16_t> url_type = url.ok() ? heap.TypeOf(*url) : Result<uint16_t>(url.status());
-      if (url_type.ok() && heap.IsString(*url_type)) {
-        Result<std::string> text = heap.ReadString(*url);
-        if (text.ok()) named.script = *text;
+  named.name = std::move(info->name);
+  named.script = std::move(info->script);
+  if (info->start >= 0 && info->script_source != 0) {
+    auto [lines, read] = process->sources.try_emplace(info->script_source);
+    if (read) {
+      Result<std::u16string> text = heap.ReadCodeUnits(info->script_source, kMaxSource);
+      if (text.ok()) {
+        lines->second = std::make_unique<SourceLines>(*text);
+      } else {
+        Problem("JavaScript sources not read (no first lines)", text.status().message());
       }
     }
+    if (lines->second != nullptr) named.first_line = lines->second->LineOf(info->start);
   }
   return named;
 }
@@ -238,7 +228,7 @@ capture::FrameId NodeSource::Name(Process* process, const V8Frame& f, FrameInter
   const NamedFunction& named = Function(process, f);
   if (!named.error.empty()) return Unknown(named.error, interner);
   ++js_frames_;
-  return interner->Interpreted({named.name, named.script, 0, 0});
+  return interner->Interpreted({named.name, named.script, named.first_line, named.first_line});
 }
 
 void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
@@ -300,10 +290,13 @@ bool LooksLikeNode(const record::SourceContext& context) {
 Result<std::unique_ptr<record::EventSource>> StartNodeSource(const record::SourceContext& context) {
   const std::string& mode = context.options.node;
   auto source = std::make_unique<NodeSource>(context);
-  if (mode == "bpf" || LooksLikeNode(context)) {
+  const bool node = LooksLikeNode(context);
+  if (mode == "bpf" || node) {
     if (Status started = source->Start(); !started.ok()) {
       if (mode == "bpf") return started;
       source->Refuse(started);
+    } else if (node) {
+      source->AddImage(ProgramPath(context));  // the launched program is laid out at its exec
     }
     context.settings->SetSource(std::string(kSourceName), "on");
   }

@@ -1,5 +1,8 @@
 #include "src/runtimes/node/walker.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <bpf/bpf.h>
 
 #include <cerrno>
@@ -67,6 +70,18 @@ Status SetProcess(Sampler& sampler, uint32_t pid, const v8_process& offsets) {
   if (bpf_map_update_elem(sampler.map_fd(Sampler::Map::kV8Processes), &key, &offsets, BPF_ANY) !=
       0) {
     return record::BpfFailed("cannot lay out a V8 process for the walker", errno);
+  }
+  return OkStatus();
+}
+
+Status SetImage(Sampler& sampler, const std::string& path, const v8_process& offsets) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return Status::Error(StatusCode::kNotFound, path + ": not found");
+  // The kernel's device numbers: major << 20 | minor.
+  v8_image key{(uint64_t(major(st.st_dev)) << 20) | minor(st.st_dev), uint64_t(st.st_ino)};
+  if (bpf_map_update_elem(sampler.map_fd(Sampler::Map::kV8Images), &key, &offsets, BPF_ANY) != 0) {
+    return record::BpfFailed("cannot give the walker a V8 image", errno);
   }
   return OkStatus();
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <linux/types.h>
 
@@ -18,6 +19,9 @@ namespace microscope::runtimes::node {
 Result<v8_process> ProcessOffsets(const V8Layout& layout);
 
 Status SetProcess(Sampler& sampler, uint32_t pid, const v8_process& offsets);
+// Processes that exec the file `path` (as stat sees it) are laid out by
+// `offsets` at the exec, in BPF.
+Status SetImage(Sampler& sampler, const std::string& path, const v8_process& offsets);
 void ForgetProcess(Sampler& sampler, uint32_t pid);
 
 }  // namespace microscope::runtimes::node
