@@ -12,6 +12,7 @@
  * set by the loader when the image is mapped. */
 struct v8_process {
   __s32 fp_function; /* frame slots, from the frame pointer */
+  __s32 fp_context;  /* a JavaScript frame's context; a Smi marks other frames */
   __s32 fp_bytecode_array;
   __s32 fp_bytecode_offset;
   __u32 heap_object_map; /* object fields, from the object's start */
@@ -23,7 +24,7 @@ struct v8_process {
   __u16 type_function_last;
   __u8 tag; /* HeapObjectTag under HeapObjectTagMask */
   __u8 tag_mask;
-  __u8 reserved[2];
+  __u8 reserved[6];
 };
 
 /* v8_images: a V8 image file (its device, as the kernel numbers it:

@@ -83,7 +83,11 @@ static long v8_step(__u64 index, void* data) {
     w->status = MICROSCOPE_V8_UNREADABLE;
     return 1;
   }
-  if (v8_word(&function, fp + (__s64)p->fp_function) == 0 && v8_is_function(p, function)) {
+  // A frame whose context slot holds a Smi is a typed frame (entry, exit,
+  // internal, stub): not a JavaScript function's, whatever its other slots.
+  __u64 context = 0;
+  if (v8_word(&context, fp + (__s64)p->fp_context) == 0 && v8_tagged(p, context) &&
+      v8_word(&function, fp + (__s64)p->fp_function) == 0 && v8_is_function(p, function)) {
     __u32 n = w->nframes;
     if (n >= MICROSCOPE_V8_MAX_FRAMES) {
       w->status = MICROSCOPE_V8_TRUNCATED;

@@ -70,12 +70,45 @@ Result<int64_t> Field(const std::map<std::string, int64_t>& symbols, std::string
   return found[0].second;
 }
 
+// The release (v8::internal::Version's ints in .symtab), and what it keeps
+// where no v8dbg_ symbol says: the BytecodeArray's source position table
+// (read from memory in each release below) and its entries' encoding.
+void ReadVersion(Elf* elf, V8Layout* l) {
+  auto int_of = [&](const char* name) -> int64_t {
+    GElf_Sym sym;
+    if (!symbols::FindSymbol(elf, name, &sym)) return 0;
+    std::span<const uint8_t> bytes = symbols::SymbolFileBytes(elf, sym);
+    int32_t v = 0;
+    if (bytes.size() < sizeof(v)) return 0;
+    std::memcpy(&v, bytes.data(), sizeof(v));
+    return v;
+  };
+  l->version_major = int_of("_ZN2v88internal7Version6major_E");
+  l->version_minor = int_of("_ZN2v88internal7Version6minor_E");
+  static constexpr struct {
+    int64_t major, minor, positions;
+    bool flags_in_code_delta;
+  } kReleases[] = {
+      {11, 3, 32, false},  // Node 20
+      {12, 4, 24, false},  // Node 22
+      {13, 6, 24, false},  // Node 24
+      {14, 6, 24, true},   // Node 26
+  };
+  for (const auto& r : kReleases) {
+    if (r.major == l->version_major && r.minor == l->version_minor) {
+      l->bytecode_positions = r.positions;
+      l->positions_flags_in_code_delta = r.flags_in_code_delta;
+    }
+  }
+}
+
 }  // namespace
 
 std::span<const V8Field> V8Fields() {
   static constexpr V8Field kFields[] = {
       {"off_fp_function", &V8Layout::fp_function},
       {"off_fp_context", &V8Layout::fp_context},
+      {"off_fp_context_or_frame_type", &V8Layout::fp_context_or_type},
       {"off_fp_bytecode_array", &V8Layout::fp_bytecode_array},
       {"off_fp_bytecode_offset", &V8Layout::fp_bytecode_offset},
       {"HeapObjectTag", &V8Layout::heap_object_tag},
@@ -116,6 +149,8 @@ std::span<const V8Field> V8Fields() {
       {"type_Script__SCRIPT_TYPE", &V8Layout::type_script},
       {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", &V8Layout::type_bytecode_array},
       {"type_ScopeInfo__SCOPE_INFO_TYPE", &V8Layout::type_scope_info},
+      {"class_BytecodeArray__data__", &V8Layout::bytecode_header},
+      {"class_FixedArrayBase__length__", &V8Layout::byte_array_length},
   };
   return kFields;
 }
@@ -145,6 +180,7 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
     }
     l.*field = it->second;
   }
+  ReadVersion(file.elf.get(), &l);
   return l;
 }
 

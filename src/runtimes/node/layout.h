@@ -20,6 +20,7 @@ struct V8Layout {
   // Frame slots, from the frame pointer.
   int64_t fp_function = 0;
   int64_t fp_context = 0;
+  int64_t fp_context_or_type = 0;  // a context, or a Smi marking a typed frame
   int64_t fp_bytecode_array = 0;
   int64_t fp_bytecode_offset = 0;
   // Tagged pointers and small integers.
@@ -71,6 +72,16 @@ struct V8Layout {
   int64_t type_bytecode_array = 0;
   int64_t type_scope_info = 0;
   int64_t symbols = 0;  // v8dbg_ symbols in the file
+  // Interpreted frames' lines. The bytecodes' start (v8dbg); the V8 release
+  // (v8::internal::Version in .symtab, 0 when absent) and what no v8dbg_
+  // symbol gives, known per release (LineTableKnown): where a BytecodeArray
+  // keeps its source position table and how its entries are written.
+  int64_t bytecode_header = 0;
+  int64_t byte_array_length = 0;  // FixedArrayBase's length (a Smi); bytes follow it
+  int64_t version_major = 0, version_minor = 0;
+  int64_t bytecode_positions = -1;  // -1: this release's is not known
+  bool positions_flags_in_code_delta = false;
+  bool LineTableKnown() const { return bytecode_positions >= 0; }
 };
 
 // Each field, with the v8dbg_ name it is read from: names ending in "__"

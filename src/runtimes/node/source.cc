@@ -13,6 +13,7 @@
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/layout.h"
+#include "src/runtimes/node/line_table.h"
 #include "src/runtimes/node/walk.h"
 #include "src/runtimes/node/walker.h"
 #include "src/runtimes/process_memory.h"
@@ -29,6 +30,7 @@ constexpr std::string_view kSourceName = capture::kNodeSource;
 constexpr uint8_t kBuiltinTag = record::code_tags::kV8Builtins;
 constexpr size_t kMaxNotes = 16;
 constexpr size_t kMaxSource = size_t(64) << 20;  // UTF-16 units read of one script's source
+constexpr int64_t kMaxPositionTable = 1 << 20;   // bytes of one source position table
 
 // What an image tells about the V8 in it, found once per file.
 struct ImageInfo {
@@ -76,6 +78,7 @@ struct NamedFunction {
   std::string error;  // non-empty: not named, why
   std::string name, script;
   uint32_t first_line = 0;  // 0: not known
+  const SourceLines* lines = nullptr;  // its script's, when read
 };
 
 struct Process {
@@ -84,6 +87,8 @@ struct Process {
   std::map<FunctionKey, NamedFunction> functions;
   // Line starts of the script sources read (by source string; null: not read).
   std::unordered_map<uint64_t, std::unique_ptr<SourceLines>> sources;
+  // Source position tables, by bytecode array (empty: none read).
+  std::unordered_map<uint64_t, std::vector<PositionEntry>> positions;
 };
 
 class NodeSource final : public record::EventSource, public record::StackSplicer {
@@ -123,7 +128,10 @@ class NodeSource final : public record::EventSource, public record::StackSplicer
  private:
   const ImageInfo* InfoOf(const std::string& file);
   const NamedFunction& Function(Process* process, const V8Frame& frame);
-  capture::FrameId Name(Process* process, const V8Frame& frame, FrameInterner* interner);
+  capture::FrameId Name(Process* process, const V8Frame& frame, bool innermost,
+                        FrameInterner* interner);
+  // The frame's line, 0 when it has none (counted by why in no_line_).
+  uint32_t Line(Process* process, const V8Frame& frame, const NamedFunction& named, bool innermost);
   capture::FrameId Unknown(const std::string& why, FrameInterner* interner) {
     ++unknown_frames_;
     return interner->Interpreted({"[unknown JavaScript: " + why + "]", "", 0, 0});
@@ -145,6 +153,11 @@ class NodeSource final : public record::EventSource, public record::StackSplicer
   std::vector<std::string> notes_;
   std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, js_frames_ = 0, unknown_frames_ = 0;
+  struct {
+    uint64_t innermost = 0;  // the innermost frame (its offset slot is stale)
+    uint64_t compiled = 0;   // baseline and optimized frames (no offset slot)
+    uint64_t no_table = 0;   // no position table or line read
+  } no_line_;
 };
 
 const ImageInfo* NodeSource::InfoOf(const std::string& file) {
@@ -219,16 +232,64 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
         Problem("JavaScript sources not read (no first lines)", text.status().message());
       }
     }
-    if (lines->second != nullptr) named.first_line = lines->second->LineOf(info->start);
+    if (lines->second != nullptr) {
+      named.first_line = lines->second->LineOf(info->start);
+      named.lines = lines->second.get();
+    }
   }
   return named;
 }
 
-capture::FrameId NodeSource::Name(Process* process, const V8Frame& f, FrameInterner* interner) {
+uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunction& named,
+                          bool innermost) {
+  const V8Layout& l = process->image->layout;
+  HeapReader heap(process->memory.get(), &l);
+  // V8 writes an interpreted frame's bytecode offset to the frame only when
+  // it calls out: the innermost frame's is stale. Baseline and optimized
+  // frames keep no offset there at all.
+  if (innermost) return ++no_line_.innermost, 0;
+  if (!l.LineTableKnown() || named.lines == nullptr) return ++no_line_.no_table, 0;
+  if (!heap.IsSmi(f.bytecode_offset)) return ++no_line_.compiled, 0;
+  Result<uint16_t> type = heap.TypeOf(f.bytecode_array);
+  if (!type.ok() || *type != l.type_bytecode_array) return ++no_line_.compiled, 0;
+  const int64_t offset = heap.SmiValue(f.bytecode_offset) - (l.bytecode_header - l.heap_object_tag);
+  auto [it, fresh] = process->positions.try_emplace(f.bytecode_array);
+  if (fresh) {
+    Result<uint64_t> table = heap.Word(f.bytecode_array, l.bytecode_positions);
+    Result<uint64_t> length =
+        table.ok() ? heap.Word(*table, l.byte_array_length) : Result<uint64_t>(table.status());
+    const int64_t n = length.ok() && heap.IsSmi(*length) ? heap.SmiValue(*length) : -1;
+    std::vector<uint8_t> bytes(n > 0 && n <= kMaxPositionTable ? size_t(n) : 0);
+    if (!bytes.empty() && process->memory->Read(*table - uint64_t(l.heap_object_tag) +
+                                                    uint64_t(l.byte_array_length) + 8,
+                                                bytes.data(), bytes.size())) {
+      Result<std::vector<PositionEntry>> entries =
+          DecodePositionTable(bytes, l.positions_flags_in_code_delta);
+      if (entries.ok()) {
+        it->second = std::move(*entries);
+      } else {
+        Problem("JavaScript position tables not read", entries.status().message());
+      }
+    }
+  }
+  std::optional<int64_t> position = PositionAt(it->second, offset);
+  if (!position) return ++no_line_.no_table, 0;
+  const uint32_t line = named.lines->LineOf(*position);
+  if (named.first_line != 0 && line < named.first_line) {
+    Problem("JavaScript lines before their function's start",
+            named.name + " line " + std::to_string(line));
+    return ++no_line_.no_table, 0;
+  }
+  return line;
+}
+
+capture::FrameId NodeSource::Name(Process* process, const V8Frame& f, bool innermost,
+                                  FrameInterner* interner) {
   const NamedFunction& named = Function(process, f);
   if (!named.error.empty()) return Unknown(named.error, interner);
   ++js_frames_;
-  return interner->Interpreted({named.name, named.script, named.first_line, named.first_line});
+  const uint32_t line = Line(process, f, named, innermost);
+  return interner->Interpreted({named.name, named.script, line, named.first_line});
 }
 
 void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
@@ -249,7 +310,9 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   ++walks_;
   const uint64_t unknown_before = unknown_frames_;
   V8SpliceHooks hooks;
-  hooks.frame = [&](const V8Frame& f) { return Name(&p->second, f, interner); };
+  hooks.frame = [&](const V8Frame& f) {
+    return Name(&p->second, f, &f == &walk->frames.front(), interner);
+  };
   hooks.marker = [&](const std::string& why) { return Unknown(why, interner); };
   SpliceV8Walk(*walk, stack.frames, stack.tags, stack.sps, kBuiltinTag, hooks);
   ++stacks_;
@@ -268,12 +331,19 @@ void NodeSource::Finish(record::Processor* processor, capture::Settings* setting
               {"walks", walks_},
               {"frames", js_frames_},
               {"unknown_frames", unknown_frames_},
+              {"frames_without_line_innermost", no_line_.innermost},
+              {"frames_without_line_compiled", no_line_.compiled},
+              {"frames_without_line_other", no_line_.no_table},
               {"walks_lost", sampler_ ? sampler_->Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (sampler_ != nullptr) {
-    settings->notes.push_back("Node (" + mode_ +
-                              "): JavaScript frames walked by BPF (frame pointers) at each "
-                              "sample of processes that map a V8 image");
+    settings->notes.push_back(
+        "Node (" + mode_ +
+        "): JavaScript frames walked by BPF (frame pointers) at each sample of processes that "
+        "map a V8 image. Lines only for interpreted frames that called out (V8 writes the "
+        "bytecode offset then): the innermost frame (" +
+        std::to_string(no_line_.innermost) + " frames) and baseline or optimized frames (" +
+        std::to_string(no_line_.compiled) + ") have the function but no line");
   }
   sampler_.reset();
 }

@@ -90,6 +90,8 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
   // itself is replaced; index n: after the last native frame.
   std::vector<std::vector<capture::FrameId>> before(n + 1);
   std::vector<std::optional<capture::FrameId>> replaced(n);
+  size_t leaf = 0;  // the first user frame (kernel frames have no stack pointer)
+  while (leaf < sps.size() && sps[leaf] == 0) ++leaf;
   size_t next = 0;  // frames are placed leaf to root: never leafward of this
   size_t placed = 0;
   for (const V8Frame& f : walk.frames) {
@@ -100,12 +102,17 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     if (!builtin && at >= next && !replaced[at]) {
       replaced[at] = hooks.frame(f);
       next = at + 1;
-    } else {
-      // Callerward of a builtin's frame (or of frames placed already).
-      size_t slot = std::max(builtin ? at + 1 : at, next);
-      before[slot].push_back(hooks.frame(f));
-      next = slot;
+      ++placed;
+      continue;
     }
+    // A builtin holding the frame pointer: at the leaf, one the function
+    // runs (a bytecode handler, a frameless builtin it called), so the
+    // function goes callerward of it; further out, the interpreter's entry
+    // that runs the function, which goes leafward of it.
+    size_t slot = builtin && at == leaf ? at + 1 : at;
+    slot = std::max(slot, next);
+    before[slot].push_back(hooks.frame(f));
+    next = slot;
     ++placed;
   }
   std::vector<capture::FrameId> out;

@@ -29,6 +29,7 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
     bool fits;
   } checks[] = {
       {"off_fp_function", l.fp_function, Fits<int32_t>(l.fp_function)},
+      {"off_fp_context_or_frame_type", l.fp_context_or_type, Fits<int32_t>(l.fp_context_or_type)},
       {"off_fp_bytecode_array", l.fp_bytecode_array, Fits<int32_t>(l.fp_bytecode_array)},
       {"off_fp_bytecode_offset", l.fp_bytecode_offset, Fits<int32_t>(l.fp_bytecode_offset)},
       {"HeapObject map", l.heap_object_map, Fits<uint16_t>(l.heap_object_map)},
@@ -51,6 +52,7 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
     }
   }
   p.fp_function = int32_t(l.fp_function);
+  p.fp_context = int32_t(l.fp_context_or_type);
   p.fp_bytecode_array = int32_t(l.fp_bytecode_array);
   p.fp_bytecode_offset = int32_t(l.fp_bytecode_offset);
   p.heap_object_map = uint32_t(l.heap_object_map);

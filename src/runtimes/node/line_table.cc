@@ -1,0 +1,65 @@
+#include "src/runtimes/node/line_table.h"
+
+#include <string>
+
+namespace microscope::runtimes::node {
+namespace {
+
+// A varint: 7 bits a byte, least significant first, 0x80: more follow.
+bool ReadVarint(std::span<const uint8_t> bytes, size_t* at, uint64_t* out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (*at >= bytes.size()) return false;
+    const uint8_t b = bytes[(*at)++];
+    v |= uint64_t(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t ZigZag(uint64_t u) {
+  return int64_t(u >> 1) ^ -int64_t(u & 1);
+}
+
+}  // namespace
+
+Result<std::vector<PositionEntry>> DecodePositionTable(std::span<const uint8_t> bytes,
+                                                       bool flags_in_code_delta) {
+  std::vector<PositionEntry> out;
+  int64_t code = -1, raw = 0;
+  size_t at = 0;
+  while (at < bytes.size()) {
+    const size_t entry = at;
+    uint64_t code_word, position_word;
+    if (!ReadVarint(bytes, &at, &code_word) || !ReadVarint(bytes, &at, &position_word)) {
+      return Status::Error(StatusCode::kDataLoss,
+                           "source position table: varint cut at byte " + std::to_string(entry));
+    }
+    int64_t delta;
+    if (flags_in_code_delta) {
+      delta = int64_t(code_word >> 2);
+    } else {
+      const int64_t v = ZigZag(code_word);
+      delta = v >= 0 ? v : -(v + 1);
+    }
+    code += delta;
+    raw += ZigZag(position_word);
+    // A SourcePosition: bit 0 external, the script offset + 1 in bits 1-30.
+    out.push_back({code, ((raw >> 1) & 0x3fffffff) - 1});
+  }
+  return out;
+}
+
+std::optional<int64_t> PositionAt(std::span<const PositionEntry> entries, int64_t offset) {
+  std::optional<int64_t> found;
+  for (const PositionEntry& e : entries) {
+    if (e.code_offset > offset) break;
+    found = e.position;
+  }
+  return found;
+}
+
+}  // namespace microscope::runtimes::node
