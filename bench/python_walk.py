@@ -16,8 +16,8 @@ import os
 import statistics
 import subprocess
 import tempfile
-import threading
-import time
+
+import runtime_bench
 
 ap = argparse.ArgumentParser()
 ap.add_argument("build")
@@ -36,48 +36,15 @@ env = dict(os.environ, WORKLOAD_TIME="1")
 
 
 def timed(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-    return float(p.stdout.strip().splitlines()[-1])
-
-
-def walk_stats():
-    """(run_time_ns, run_cnt) of the loaded walk_runtimes, or None."""
-    p = subprocess.run(["bpftool", "-j", "prog", "show", "name", "walk_runtimes"], capture_output=True,
-                       text=True)
-    try:
-        progs = json.loads(p.stdout)
-    except ValueError:
-        return None
-    progs = progs if isinstance(progs, list) else [progs]
-    for prog in progs:
-        if "run_cnt" in prog:
-            return prog.get("run_time_ns", 0), prog["run_cnt"]
-    return None
+    return runtime_bench.timed(cmd, env)
 
 
 def walk_cost(python, mode):
     """ns per walk_runtimes run while recording `mode`, and the Python frames
     per sample of the capture."""
-    last = [None]
-    done = threading.Event()
-
-    def poll():
-        while not done.is_set():
-            s = walk_stats()
-            if s:
-                last[0] = s
-            time.sleep(0.02)
-
-    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
-    t = threading.Thread(target=poll)
-    t.start()
-    try:
-        timed([ms, "record", "-q", "--python", "bpf", "-o", cap, "--", python, workload, mode,
-               args.scale])
-    finally:
-        done.set()
-        t.join()
-        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], check=True)
+    per_walk, cnt = runtime_bench.ns_per_walk(
+        [ms, "record", "-q", "--python", "bpf", "-o", cap, "--", python, workload, mode,
+         args.scale], env)
     folded = os.path.join(tmp, "w.folded")
     subprocess.run([ms, "convert", cap, "--look", "python", "--to", "folded", "-o", folded], check=True)
     frames = samples = 0
@@ -87,8 +54,7 @@ def walk_cost(python, mode):
         if "<module>" in py:
             frames += int(n) * len(py[py.index("<module>"):])
             samples += int(n)
-    ns, cnt = last[0] or (0, 0)
-    return ns / max(1, cnt), frames / max(1, samples), cnt
+    return per_walk, frames / max(1, samples), cnt
 
 
 def named(python, mode):

@@ -1,0 +1,310 @@
+#include <doctest.h>
+#include <linux/types.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bpf/node.h"
+#include "src/runtimes/node/function_reader.h"
+#include "src/runtimes/node/heap_reader.h"
+#include "src/runtimes/node/line_table.h"
+#include "src/runtimes/node/walk.h"
+
+using namespace microscope;
+using namespace microscope::runtimes::node;
+
+namespace {
+
+std::vector<uint8_t> WalkBytes(uint32_t pid, uint32_t tid, uint8_t status,
+                               const std::vector<v8_frame>& frames) {
+  v8_walk w{};
+  w.magic = MICROSCOPE_V8_MAGIC;
+  w.pid = pid;
+  w.tid = tid;
+  w.status = status;
+  w.nframes = uint16_t(frames.size());
+  std::vector<uint8_t> out(MICROSCOPE_V8_WALK_FIXED + frames.size() * sizeof(v8_frame));
+  std::memcpy(out.data(), &w, MICROSCOPE_V8_WALK_FIXED);
+  if (!frames.empty())
+    std::memcpy(out.data() + MICROSCOPE_V8_WALK_FIXED, frames.data(),
+                frames.size() * sizeof(v8_frame));
+  return out;
+}
+
+v8_frame Frame(uint64_t fp) {
+  return {fp, fp + 1, fp + 2, fp + 3, fp + 4, 0, 0};
+}
+
+// Frame ids stand for names: natives are 0..99, JavaScript frames 1000 +
+// their frame pointer / 16, markers 9999.
+std::vector<capture::FrameId> Spliced(const V8Walk& walk, std::vector<capture::FrameId> frames,
+                                      std::vector<uint8_t> tags, std::vector<uint64_t> sps,
+                                      std::string* reason = nullptr) {
+  V8SpliceHooks hooks;
+  hooks.frame = [](const V8Frame& f) { return capture::FrameId(1000 + f.fp / 16); };
+  hooks.marker = [&](const std::string& why) {
+    if (reason) *reason = why;
+    return capture::FrameId(9999);
+  };
+  SpliceV8Walk(walk, &frames, tags, sps, 3, hooks);
+  return frames;
+}
+
+}  // namespace
+
+TEST_CASE("V8 walks: records are read back, and malformed ones refused with the reason") {
+  auto bytes = WalkBytes(10, 11, MICROSCOPE_V8_WALKED, {Frame(0x1000), Frame(0x2000)});
+  CHECK(IsV8Walk(bytes));
+  Result<V8Walk> w = ParseV8Walk(bytes);
+  REQUIRE(w.ok());
+  CHECK(w->tid == 11);
+  REQUIRE(w->frames.size() == 2);
+  CHECK(w->frames[1].fp == 0x2000);
+  CHECK(w->frames[1].script == 0x2004);
+  auto cut = bytes;
+  cut.resize(cut.size() - 1);
+  CHECK(ParseV8Walk(cut).status().message().find("cannot hold its 2 frames") != std::string::npos);
+  auto other = bytes;
+  other[0] ^= 1;
+  CHECK_FALSE(IsV8Walk(other));
+  CHECK_FALSE(ParseV8Walk(other).ok());
+  CHECK_FALSE(ParseV8Walk(std::span<const uint8_t>(bytes.data(), 8)).ok());
+  // Random bytes never crash the reader.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> junk(rng() % 200);
+    for (uint8_t& b : junk) b = uint8_t(rng());
+    if (junk.size() >= 4 && i % 2 == 0) std::memcpy(junk.data(), &bytes[0], 4);
+    (void)ParseV8Walk(junk);
+  }
+}
+
+TEST_CASE(
+    "V8 splicing: generated code is replaced, the interpreter's entry keeps its function "
+    "leafward") {
+  // Native stack, leaf first: a kernel frame (no sp), JIT code of f (sp
+  // 0x100), the interpreter entry running g (0x200), node's C++ (0x300).
+  V8Walk walk;
+  walk.frames = {{0x180}, {0x2a0}};  // f's frame pointer, g's
+  auto out = Spliced(walk, {1, 2, 3, 4}, {0, 0, 3, 0}, {0, 0x100, 0x200, 0x300});
+  // f replaces its JIT frame; g goes leafward of the entry that runs it.
+  CHECK(out == std::vector<capture::FrameId>{1, 1000 + 0x18, 1000 + 0x2a, 3, 4});
+}
+
+TEST_CASE("V8 splicing: a builtin at the leaf runs for the function, which goes callerward") {
+  V8Walk walk;
+  walk.frames = {{0x140}};
+  // The leaf (a bytecode handler or frameless builtin) holds f's frame pointer.
+  auto out = Spliced(walk, {2, 4}, {3, 0}, {0x100, 0x300});
+  CHECK(out == std::vector<capture::FrameId>{2, 1000 + 0x14, 4});
+}
+
+TEST_CASE("V8 splicing: frames beyond the native stack follow it, with the reason") {
+  V8Walk walk;
+  walk.status = MICROSCOPE_V8_TRUNCATED;
+  walk.frames = {{0x180}, {0x900}};
+  std::string reason;
+  auto out = Spliced(walk, {2, 4}, {0, 0}, {0x100, 0x300}, &reason);
+  CHECK(out == std::vector<capture::FrameId>{1000 + 0x18, 4, 1000 + 0x90, 9999});
+  CHECK(reason.find("1 of 2 JavaScript frames not found in the native stack") == 0);
+  CHECK(reason.find("more than 64 JavaScript frames") != std::string::npos);
+}
+
+TEST_CASE("V8 position tables: both encodings, and cut tables refused") {
+  // Entries (code offset, script offset): (0, 12), (5, 40), (11, 41):
+  // V8 keeps code deltas from -1 and raw positions (offset + 1) << 1.
+  auto zigzag = [](int64_t v) { return uint64_t((v << 1) ^ (v >> 63)); };
+  auto varint = [](std::vector<uint8_t>* out, uint64_t v) {
+    do {
+      out->push_back(uint8_t((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
+      v >>= 7;
+    } while (v != 0);
+  };
+  const int64_t codes[] = {0, 5, 11}, offsets[] = {12, 40, 41};
+  std::vector<uint8_t> old_table, new_table;
+  int64_t code = -1, raw = 0;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t delta = codes[i] - code, pos = (offsets[i] + 1) << 1;
+    varint(&old_table, zigzag(i == 1 ? -(delta + 1) : delta));  // an expression: negative
+    varint(&new_table, uint64_t(delta) << 2 | (i == 1 ? 0 : 1));
+    varint(&old_table, zigzag(pos - raw));
+    varint(&new_table, zigzag(pos - raw));
+    code = codes[i];
+    raw = pos;
+  }
+  for (bool flags : {false, true}) {
+    Result<std::vector<PositionEntry>> e =
+        DecodePositionTable(flags ? new_table : old_table, flags);
+    REQUIRE(e.ok());
+    REQUIRE(e->size() == 3);
+    CHECK((*e)[1].code_offset == 5);
+    CHECK((*e)[1].position == 40);
+    CHECK(PositionAt(*e, 4) == 12);
+    CHECK(PositionAt(*e, 5) == 40);
+    CHECK(PositionAt(*e, 100) == 41);
+    CHECK_FALSE(PositionAt(*e, -2).has_value());
+  }
+  std::vector<uint8_t> cut = old_table;
+  cut.back() |= 0x80;
+  CHECK(DecodePositionTable(cut, false).status().message().find("varint cut") != std::string::npos);
+}
+
+TEST_CASE("Source lines: 1-based, by UTF-16 offset") {
+  SourceLines lines(u"a\nbc\n\nd");
+  CHECK(lines.LineOf(0) == 1);
+  CHECK(lines.LineOf(2) == 2);
+  CHECK(lines.LineOf(4) == 2);
+  CHECK(lines.LineOf(5) == 3);
+  CHECK(lines.LineOf(6) == 4);
+}
+
+namespace {
+
+// Target memory from a map of 8-byte words.
+struct FakeMemory : runtimes::ProcessMemory {
+  FakeMemory() : ProcessMemory(0) {}
+  std::map<uint64_t, uint8_t> bytes;
+  void Put(uint64_t at, const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) bytes[at + i] = static_cast<const uint8_t*>(data)[i];
+  }
+  void Word(uint64_t at, uint64_t v) { Put(at, &v, 8); }
+  bool Read(uint64_t address, void* out, size_t size) override {
+    for (size_t i = 0; i < size; ++i) {
+      auto it = bytes.find(address + i);
+      if (it == bytes.end()) return false;
+      static_cast<uint8_t*>(out)[i] = it->second;
+    }
+    return true;
+  }
+};
+
+V8Layout TestLayout() {
+  V8Layout l;
+  l.heap_object_tag = 1;
+  l.heap_object_tag_mask = 3;
+  l.smi_shift_size = 31;
+  l.smi_tag_mask = 1;
+  l.heap_object_map = 0;
+  l.map_instance_type = 12;
+  l.shared_name = 16;
+  l.shared_script = 32;
+  l.script_name = 16;
+  l.script_source = 8;
+  l.string_length = 12;
+  l.seq_one_byte_chars = 16;
+  l.seq_two_byte_chars = 16;
+  l.cons_first = 16;
+  l.cons_second = 24;
+  l.is_not_string_mask = 0x80;
+  l.string_tag = 0;
+  l.string_representation_mask = 7;
+  l.seq_string_tag = 0;
+  l.cons_string_tag = 1;
+  l.sliced_string_tag = 3;
+  l.thin_string_tag = 5;
+  l.string_encoding_mask = 8;
+  l.one_byte_string_tag = 8;
+  l.type_shared_function_info = 200;
+  l.type_script = 201;
+  l.type_scope_info = 202;
+  l.scope_info_context_locals = 2;
+  l.scope_info_first_vars = 3;
+  return l;
+}
+
+// Objects at fixed addresses (tagged: +1), each with a map of its type.
+struct Heap {
+  FakeMemory memory;
+  uint64_t next_map = 0x9000;
+  uint64_t Object(uint64_t at, uint16_t type) {
+    const uint64_t map = next_map += 0x40;  // its address; tagged: +1
+    memory.Word(map, 0);
+    memory.Put(map + 12, &type, 2);
+    memory.Word(at, map + 1);
+    return at + 1;
+  }
+  uint64_t String(uint64_t at, const std::string& text) {
+    const uint64_t s = Object(at, 8);  // sequential, one byte
+    const int32_t n = int32_t(text.size());
+    memory.Put(at + 12, &n, 4);
+    memory.Put(at + 16, text.data(), text.size());
+    return s;
+  }
+};
+
+uint64_t Smi(int64_t v) {
+  return uint64_t(v) << 32;
+}
+
+}  // namespace
+
+TEST_CASE("V8 functions: named from a string or a ScopeInfo, proved against the walk") {
+  V8Layout l = TestLayout();
+  Heap h;
+  const uint64_t script = h.Object(0x3000, 201);
+  const uint64_t url = h.String(0x3100, "/app/main.js");
+  const uint64_t source = h.String(0x3200, "// x\nfunction run() {}\n");
+  h.memory.Word(0x3000 + 16, url);
+  h.memory.Word(0x3000 + 8, source);
+  const uint64_t name = h.String(0x4000, "run");
+  const uint64_t shared = h.Object(0x5000, 200);
+  h.memory.Word(0x5000 + 32, script);
+  h.memory.Word(0x5000 + 16, name);
+  HeapReader heap(&h.memory, &l);
+  Result<FunctionInfo> f = ReadFunction(heap, l, shared, name, script);
+  REQUIRE(f.ok());
+  CHECK(f->name == "run");
+  CHECK(f->script == "/app/main.js");
+  CHECK(f->start == -1);
+  // The SFI compiled since the sample: a ScopeInfo (V8 11-12 layout: Smi
+  // flags, no locals, FUNCTION scope, a name slot, an inferred name, then
+  // the positions) keeps the same name string: still proved.
+  const uint64_t scope = h.Object(0x6000, 202);
+  const uint32_t flags = 2 | (3u << 12) | (1u << 14);
+  h.memory.Word(0x6000 + 8, Smi(flags));
+  h.memory.Word(0x6000 + 24, Smi(0));
+  h.memory.Word(0x6000 + 32, name);
+  h.memory.Word(0x6000 + 40, Smi(-1));
+  h.memory.Word(0x6000 + 48, 0);  // inferred: not a string
+  h.memory.Word(0x6000 + 56, Smi(14));
+  h.memory.Word(0x5000 + 16, scope);
+  f = ReadFunction(heap, l, shared, name, script);
+  REQUIRE(f.ok());
+  CHECK(f->name == "run");
+  CHECK(f->start == 14);
+  SourceLines lines(u"// x\nfunction run() {}\n");
+  CHECK(lines.LineOf(f->start) == 2);
+  // Another function's memory now: refused as moved.
+  h.memory.Word(0x6000 + 32, h.String(0x4100, "other"));
+  f = ReadFunction(heap, l, shared, name, script);
+  CHECK(f.status().code() == StatusCode::kNotFound);
+  // No longer a SharedFunctionInfo at all.
+  h.Object(0x5000, 77);
+  CHECK(ReadFunction(heap, l, shared, name, script).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("V8 strings: cons strings joined, two-byte text decoded, loops bounded") {
+  V8Layout l = TestLayout();
+  Heap h;
+  const uint64_t a = h.String(0x1000, "Module.");
+  const uint64_t b = h.Object(0x1100, 0);  // sequential, two byte
+  const char16_t text[] = u"h\u00e9llo";
+  const int32_t n = 5;
+  h.memory.Put(0x1100 + 12, &n, 4);
+  h.memory.Put(0x1100 + 16, text, 10);
+  const uint64_t cons = h.Object(0x1200, 9);  // cons, one byte
+  h.memory.Word(0x1200 + 16, a);
+  h.memory.Word(0x1200 + 24, b);
+  HeapReader heap(&h.memory, &l);
+  Result<std::string> s = heap.ReadString(cons);
+  REQUIRE(s.ok());
+  CHECK(*s == "Module.h\xc3\xa9llo");
+  // A cons string that holds itself.
+  h.memory.Word(0x1200 + 16, cons);
+  CHECK(heap.ReadString(cons).status().message().find("nests deeper") != std::string::npos);
+  // Not a string.
+  CHECK_FALSE(heap.ReadString(h.Object(0x1300, 0x90)).ok());
+}
