@@ -130,14 +130,17 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     check(all(fn in names for fn in FNS),
           "node %s: --cpu-prof names %s too; its shares %s (its runs spread %.0f points), ours %s" %
           (major, FNS, r3(theirs), 100 * spread, r3(ours)))
+    js_paths = tree_paths(report(cap, "--tree", "--min-percent", "0", "--look", "js"))
+    in_leaf = sum(v for p, v in js_paths.items() if p[-1] == "leaf")
+    chain = sum(v for p, v in js_paths.items() if p[-3:] == ("top", "mid", "leaf"))
     rep = report(cap, "--tree", "--min-percent", "0")
     paths = tree_paths(rep)
-    chain = sum(v for p, v in paths.items() if p[-3:] == ("top", "mid", "leaf"))
+    leafward = sum(v for p, v in paths.items() if p[-1] == "leaf" and "top" in p)
     entered = sum(v for p, v in paths.items() if p[-1] == "leaf" and "Builtins_JSEntry" in p and
-                  p.index("Builtins_JSEntry") < p.index("top"))
-    check(chain > 0.4 * n and entered > 0.9 * chain,
-          "node %s: leaf runs under mid under top (%d samples), called through node's JS entry "
-          "(%d)" % (major, chain, entered))
+                  "top" in p and p.index("Builtins_JSEntry") < p.index("top"))
+    check(in_leaf > 0.4 * n and chain > 0.95 * in_leaf and entered > 0.95 * leafward,
+          "node %s: leaf runs under mid under top (%d of %d samples in leaf), called through "
+          "node's JS entry (%d of %d)" % (major, chain, in_leaf, entered, leafward))
     check(unknown_share(rep) < 0.02, "node %s: unknown JavaScript frames in %.1f%% of top's samples" %
           (major, 100 * unknown_share(rep)))
     src = [s for s in rep["header"].get("sources", []) if s.get("name") == "node"] \
