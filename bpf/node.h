@@ -22,9 +22,10 @@ struct v8_process {
   __u32 shared_script;
   __u16 type_function_first; /* instance types of JSFunctions */
   __u16 type_function_last;
-  __u8 tag; /* HeapObjectTag under HeapObjectTagMask */
+  __u16 type_shared; /* SharedFunctionInfo's instance type */
+  __u8 tag;          /* HeapObjectTag under HeapObjectTagMask */
   __u8 tag_mask;
-  __u8 reserved[6];
+  __u8 reserved[4];
 };
 
 /* v8_images: a V8 image file (its device, as the kernel numbers it:

@@ -52,10 +52,11 @@ static __always_inline int v8_tagged(const struct v8_process* p, __u64 word) {
   return word != 0 && (word & p->tag_mask) == p->tag;
 }
 
-// Whether `word` is a tagged pointer to an object whose map says JSFunction.
-static __always_inline int v8_is_function(const struct v8_process* p, __u64 word) {
+// The instance type of the object `word` points at; 0 when it is not a
+// tagged pointer to an object with a readable map.
+static __always_inline __u16 v8_type(const struct v8_process* p, __u64 word) {
   __u64 map;
-  __u16 type;
+  __u16 type = 0;
   if (!v8_tagged(p, word) || v8_field(&map, p, word, p->heap_object_map) != 0 ||
       !v8_tagged(p, map)) {
     return 0;
@@ -64,7 +65,13 @@ static __always_inline int v8_is_function(const struct v8_process* p, __u64 word
                           (const void*)(map - p->tag + p->map_instance_type)) != 0) {
     return 0;
   }
-  return type >= p->type_function_first && type <= p->type_function_last;
+  return type;
+}
+
+// Whether `word` is a tagged pointer to an object whose map says JSFunction.
+static __always_inline int v8_is_function(const struct v8_process* p, __u64 word) {
+  __u16 type = v8_type(p, word);
+  return type != 0 && type >= p->type_function_first && type <= p->type_function_last;
 }
 
 struct v8_step_ctx {
@@ -93,17 +100,22 @@ static long v8_step(__u64 index, void* data) {
       w->status = MICROSCOPE_V8_TRUNCATED;
       return 1;
     }
-    struct v8_frame* f = &w->frames[n];
-    f->fp = fp;
-    f->function = function;
-    f->shared = f->name = f->script = f->bytecode_array = f->bytecode_offset = 0;
-    if (v8_field(&f->shared, p, function, p->function_shared) == 0 && v8_tagged(p, f->shared)) {
-      v8_field(&f->name, p, f->shared, p->shared_name);
-      v8_field(&f->script, p, f->shared, p->shared_script);
+    // And its shared information's map says SharedFunctionInfo: a word that
+    // only looked like a function (or one the GC is moving) is no frame.
+    __u64 shared = 0;
+    if (v8_field(&shared, p, function, p->function_shared) == 0 &&
+        v8_type(p, shared) == p->type_shared) {
+      struct v8_frame* f = &w->frames[n];
+      f->fp = fp;
+      f->function = function;
+      f->shared = shared;
+      f->name = f->script = f->bytecode_array = f->bytecode_offset = 0;
+      v8_field(&f->name, p, shared, p->shared_name);
+      v8_field(&f->script, p, shared, p->shared_script);
+      v8_word(&f->bytecode_array, fp + (__s64)p->fp_bytecode_array);
+      v8_word(&f->bytecode_offset, fp + (__s64)p->fp_bytecode_offset);
+      w->nframes = n + 1;
     }
-    v8_word(&f->bytecode_array, fp + (__s64)p->fp_bytecode_array);
-    v8_word(&f->bytecode_offset, fp + (__s64)p->fp_bytecode_offset);
-    w->nframes = n + 1;
   }
   // Callers' frames lie above their callees'.
   if (next <= fp) return 1;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "capture/capture.h"
+#include "src/record/jit_namer.h"
 #include "src/record/processor.h"
 #include "src/record/record_options.h"
 #include "src/record/source_events.h"
@@ -81,6 +82,8 @@ class EventSource {
   // A runtime's source also places frames in the stacks (splicer.h); the
   // recording registers it with the processor. Null: it does not.
   virtual StackSplicer* splicer() { return nullptr; }
+  // A source that names JIT code (jit_namer.h); null: it does not.
+  virtual JitNamer* jit_namer() { return nullptr; }
 };
 
 // An EventSource whose pending events are a list of T kept in time order.

@@ -330,12 +330,48 @@ FrameId Processor::MappedFrame(uint32_t row, uint64_t address) {
 FrameId Processor::UserFrame(ProcessState& p, uint64_t address) {
   auto it = p.live.upper_bound(address);
   if (it != p.live.begin() && address < capture_.mappings[std::prev(it)->second].end) {
-    return MappedFrame(std::prev(it)->second, address);
+    const uint32_t row = std::prev(it)->second;
+    if (!jit_namers_.empty() &&
+        capture_.modules[capture_.mappings[row].module].kind == ModuleKind::kAnonymous) {
+      if (std::optional<FrameId> f = JitFrame(uint32_t(capture_.processes[p.row].pid), address))
+        return *f;
+    }
+    return MappedFrame(row, address);
   }
   CountProblem(
       "user address outside any known mapping",
       "pid " + std::to_string(capture_.processes[p.row].pid) + " address " + HexAddress(address));
   return InternFrame(FrameKind::kUnmapped, kNone, address);
+}
+
+std::optional<FrameId> Processor::JitFrame(uint32_t pid, uint64_t address) {
+  for (JitNamer* namer : jit_namers_) {
+    std::optional<JitNamer::Symbol> s = namer->Lookup(pid, address);
+    if (!s) continue;
+    // A module per map (or dump, or object); anonymous: no file to read.
+    auto [mod, fresh_module] = jit_modules_.try_emplace(std::string(s->module), kNone);
+    if (fresh_module) {
+      capture::Module m;
+      m.path = strings_.Intern(s->module);
+      m.kind = ModuleKind::kAnonymous;
+      capture_.modules.push_back(std::move(m));
+      mod->second = ModuleId(capture_.modules.size() - 1);
+    }
+    const capture::StringId name = strings_.Intern(s->name);
+    auto [fn, fresh_function] =
+        jit_functions_.try_emplace(name, capture::FunctionId(capture_.functions.size()));
+    if (fresh_function) capture_.functions.push_back({name, kNone, kNone});
+    // JIT memory is reused: the frame is the address with the function
+    // named there at the time.
+    auto [frame, fresh_frame] = jit_frames_.try_emplace({address, mod->second, fn->second}, kNone);
+    if (fresh_frame) {
+      capture_.frames.push_back({FrameKind::kNative, mod->second, address, fn->second});
+      frame->second = FrameId(capture_.frames.size() - 1);
+      if (!splicers_.empty()) frame_tag_.push_back(0);
+    }
+    return frame->second;
+  }
+  return std::nullopt;
 }
 
 FrameId Processor::KernelFrame(uint64_t address) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -20,6 +21,7 @@
 #include "capture/stack_interner.h"
 #include "capture/string_table.h"
 #include "src/record/decode.h"
+#include "src/record/jit_namer.h"
 #include "src/record/process_roots.h"
 #include "src/record/ring_pairing.h"
 #include "src/record/splicer.h"
@@ -85,6 +87,8 @@ class Processor : private CodeMarks, private FrameInterner {
   // of every executable mapping, those already known first, and given every
   // stack with a frame in code it marked.
   void AddSplicer(StackSplicer* splicer);
+  // Names anonymous code at record time (jit_namer.h).
+  void AddJitNamer(JitNamer* namer) { jit_namers_.push_back(namer); }
   void SetExitStatus(uint32_t pid, int status);
 
   // Closes open rows at `end_time` and returns the capture (unnamed).
@@ -152,6 +156,8 @@ class Processor : private CodeMarks, private FrameInterner {
   void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) override;
   void MarkFramePointerCode(capture::ModuleId module, uint64_t begin, uint64_t end) override;
   bool FramePointerCode(capture::ModuleId module, uint64_t offset) const;
+  // A frame in anonymous code a JIT namer names, or nullopt.
+  std::optional<capture::FrameId> JitFrame(uint32_t pid, uint64_t address);
   capture::FrameId Interpreted(const InterpretedFrame& frame) override;
   capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
                                       ProcessState& proc);
@@ -208,6 +214,13 @@ class Processor : private CodeMarks, private FrameInterner {
     uint8_t tag;
   };
   std::vector<StackSplicer*> splicers_;
+  // JIT code named at record time: a module per namer's source, a function
+  // per name, a frame per (address, module, function).
+  std::vector<JitNamer*> jit_namers_;
+  std::map<std::string, capture::ModuleId> jit_modules_;
+  std::map<capture::StringId, capture::FunctionId> jit_functions_;
+  std::map<std::tuple<uint64_t, capture::ModuleId, capture::FunctionId>, capture::FrameId>
+      jit_frames_;
   RingPairing ring_pairing_;
   std::vector<std::vector<CodeRange>> module_marks_;
   // Per module, sorted [begin, end) file offsets unwound by frame pointers.

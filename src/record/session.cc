@@ -136,6 +136,7 @@ class Recording {
     for (const auto& s : sources_) {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());
       if (s->splicer() != nullptr) processor_.AddSplicer(s->splicer());
+      if (s->jit_namer() != nullptr) processor_.AddJitNamer(s->jit_namer());
     }
     return OkStatus();
   }

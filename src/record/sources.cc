@@ -3,6 +3,7 @@
 #include "src/record/exit_source.h"
 #include "src/record/offcpu_source.h"
 #include "src/record/syscall_source.h"
+#include "src/runtimes/jit/source.h"
 #include "src/runtimes/node/source.h"
 #include "src/runtimes/python/source.h"
 
@@ -36,6 +37,8 @@ const SourceKind kSources[] = {
     {capture::kSyscallSource, "system calls", false,
      [](const RecordOptions& o) { return o.syscalls; },
      [](const RecordOptions& o) { return !o.samples; }, StartSyscallSource},
+    {"jit", "JIT code names", true, [](const RecordOptions& o) { return o.samples; },
+     [](const RecordOptions&) { return false; }, runtimes::jit::StartJitSource},
     {capture::kExitSource, "exit statuses", true, [](const RecordOptions&) { return true; },
      [](const RecordOptions&) { return false; }, StartExitSource},
 

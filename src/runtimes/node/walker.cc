@@ -40,6 +40,8 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
       {"JS_FUNCTION_TYPE", l.type_js_function, Fits<uint16_t>(l.type_js_function)},
       {"LastJSFunctionType", l.type_js_function_last,
        Fits<uint16_t>(l.type_js_function_last) && l.type_js_function_last >= l.type_js_function},
+      {"SHARED_FUNCTION_INFO_TYPE", l.type_shared_function_info,
+       Fits<uint16_t>(l.type_shared_function_info) && l.type_shared_function_info != 0},
       {"HeapObjectTag", l.heap_object_tag, Fits<uint8_t>(l.heap_object_tag)},
       {"HeapObjectTagMask", l.heap_object_tag_mask,
        Fits<uint8_t>(l.heap_object_tag_mask) && l.heap_object_tag_mask != 0},
@@ -62,6 +64,7 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
   p.shared_script = uint32_t(l.shared_script);
   p.type_function_first = uint16_t(l.type_js_function);
   p.type_function_last = uint16_t(l.type_js_function_last);
+  p.type_shared = uint16_t(l.type_shared_function_info);
   p.tag = uint8_t(l.heap_object_tag);
   p.tag_mask = uint8_t(l.heap_object_tag_mask);
   return p;

@@ -1,0 +1,27 @@
+// The seam where JIT code is named at record time: perf maps, jitdump
+// files, the GDB JIT interface. A source hands the processor a JitNamer
+// (EventSource::jit_namer()); the processor asks it about each user frame
+// that lands in anonymous code, and a frame it names goes in a module of
+// its own (the map, dump or object that named it) with its function set:
+// no build ID proves such names later, so they are kept now.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace microscope::record {
+
+class JitNamer {
+ public:
+  struct Symbol {
+    std::string_view module;  // what named it, as a module path ("/tmp/perf-12.map")
+    std::string_view name;    // the function
+  };
+  virtual ~JitNamer() = default;
+  // What names `address` of process `pid` (anonymous code), or nullopt.
+  // The views stay valid until the recording ends.
+  virtual std::optional<Symbol> Lookup(uint32_t pid, uint64_t address) = 0;
+};
+
+}  // namespace microscope::record

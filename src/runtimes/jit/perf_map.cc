@@ -1,0 +1,106 @@
+#include "src/runtimes/jit/perf_map.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <iterator>
+
+#include "base/scoped_fd.h"
+
+namespace microscope::runtimes::jit {
+namespace {
+
+bool Hex(std::string_view s, uint64_t* out) {
+  if (s.starts_with("0x") || s.starts_with("0X")) s.remove_prefix(2);
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, 16);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+PerfMapLines ParsePerfMapLines(std::string_view text) {
+  PerfMapLines out;
+  size_t at = 0;
+  for (size_t nl; (nl = text.find('\n', at)) != std::string_view::npos; at = nl + 1) {
+    std::string_view line = text.substr(at, nl - at);
+    const size_t a = line.find(' ');
+    const size_t b = a == std::string_view::npos ? a : line.find(' ', a + 1);
+    uint64_t start, size;
+    if (b == std::string_view::npos || !Hex(line.substr(0, a), &start) ||
+        !Hex(line.substr(a + 1, b - a - 1), &size) || size == 0 || start + size < start ||
+        b + 1 >= line.size()) {
+      ++out.malformed;
+      continue;
+    }
+    out.symbols.push_back({start, start + size, std::string(line.substr(b + 1))});
+  }
+  out.consumed = at;
+  return out;
+}
+
+void SymbolRanges::Add(JitSymbol symbol) {
+  // Drop what the new range overlaps: the one starting before it, if it
+  // reaches in, and those starting inside it.
+  auto it = by_start_.lower_bound(symbol.start);
+  if (it != by_start_.begin() && std::prev(it)->second.end > symbol.start) --it;
+  while (it != by_start_.end() && it->first < symbol.end) it = by_start_.erase(it);
+  const uint64_t start = symbol.start;
+  by_start_.emplace(start, std::move(symbol));
+}
+
+const JitSymbol* SymbolRanges::Find(uint64_t address) const {
+  auto it = by_start_.upper_bound(address);
+  if (it == by_start_.begin()) return nullptr;
+  --it;
+  return address < it->second.end ? &it->second : nullptr;
+}
+
+Result<std::unique_ptr<PerfMap>> PerfMap::Open(const std::string& path, uid_t owner,
+                                               int64_t started) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return Status::Error(StatusCode::kNotFound, path + ": no perf map");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::Error(StatusCode::kPermissionDenied, path + ": not a regular file");
+  }
+  if (st.st_uid != owner) {
+    return Status::Error(StatusCode::kPermissionDenied,
+                         path + ": owned by uid " + std::to_string(st.st_uid) +
+                             ", not by the process's user (uid " + std::to_string(owner) + ")");
+  }
+  if (int64_t(st.st_mtime) < started) {
+    return Status::Error(StatusCode::kPermissionDenied,
+                         path + ": last written " + std::to_string(started - st.st_mtime) +
+                             " s before its process started (an earlier process's)");
+  }
+  auto map = std::make_unique<PerfMap>();
+  map->path_ = path;
+  return map;
+}
+
+Result<size_t> PerfMap::ReadMore() {
+  if (exhausted()) return size_t(0);
+  ScopedFd fd(open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return Status::Error(StatusCode::kNotFound, path_ + ": cannot be opened");
+  std::string buf(std::min(kMaxRead, kMaxTotal - offset_), '\0');
+  const ssize_t n = pread(fd.get(), buf.data(), buf.size(), off_t(offset_));
+  if (n < 0) return Status::Error(StatusCode::kUnavailable, path_ + ": cannot be read");
+  buf.resize(size_t(n));
+  PerfMapLines lines = ParsePerfMapLines(buf);
+  if (lines.consumed == 0 && buf.size() == kMaxRead) {
+    offset_ = kMaxTotal;  // one line longer than a read: give up on the map
+    return Status::Error(StatusCode::kDataLoss,
+                         path_ + ": a line longer than " + std::to_string(kMaxRead) + " bytes");
+  }
+  offset_ += lines.consumed;
+  malformed_ += lines.malformed;
+  const size_t added = lines.symbols.size();
+  for (JitSymbol& s : lines.symbols) ranges_.Add(std::move(s));
+  return added;
+}
+
+}  // namespace microscope::runtimes::jit

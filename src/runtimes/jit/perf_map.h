@@ -1,0 +1,71 @@
+// Perf maps (/tmp/perf-PID.map: "START SIZE name" lines, hex, as node
+// --perf-basic-prof, CPython -X perf and other JITs write them): read
+// incrementally from the target's file, refused when another user owns it
+// or it is older than its process (left by an earlier process of that pid).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace microscope::runtimes::jit {
+
+struct JitSymbol {
+  uint64_t start = 0, end = 0;
+  std::string name;
+};
+
+// The complete lines of `text` (up to its last newline): their symbols, how
+// many bytes they took, and how many were malformed (skipped).
+struct PerfMapLines {
+  std::vector<JitSymbol> symbols;
+  size_t consumed = 0;
+  size_t malformed = 0;
+};
+PerfMapLines ParsePerfMapLines(std::string_view text);
+
+// The code ranges a map names; a later line replaces earlier ones it
+// overlaps (a JIT reusing its memory).
+class SymbolRanges {
+ public:
+  void Add(JitSymbol symbol);
+  const JitSymbol* Find(uint64_t address) const;
+  size_t size() const { return by_start_.size(); }
+
+ private:
+  std::map<uint64_t, JitSymbol> by_start_;
+};
+
+class PerfMap {
+ public:
+  static constexpr size_t kMaxRead = 1 << 20;    // bytes read at once
+  static constexpr size_t kMaxTotal = 64 << 20;  // bytes read of one map
+
+  // The map of process `pid` at `path` (as the target sees it), whose owner
+  // must be `owner` and whose last change must not precede `started`
+  // (the process's start, in seconds since the epoch).
+  static Result<std::unique_ptr<PerfMap>> Open(const std::string& path, uid_t owner,
+                                               int64_t started);
+  // Reads what was appended since (at most kMaxRead); the count of new
+  // symbols.
+  Result<size_t> ReadMore();
+  const JitSymbol* Find(uint64_t address) const { return ranges_.Find(address); }
+  const std::string& path() const { return path_; }
+  size_t malformed() const { return malformed_; }
+  bool exhausted() const { return offset_ >= kMaxTotal; }
+
+ private:
+  std::string path_;
+  uint64_t offset_ = 0;  // bytes of complete lines taken
+  size_t malformed_ = 0;
+  SymbolRanges ranges_;
+};
+
+}  // namespace microscope::runtimes::jit

@@ -1,0 +1,143 @@
+#include "src/runtimes/jit/source.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "src/runtimes/jit/perf_map.h"
+#include "src/runtimes/process_memory.h"
+
+namespace microscope::runtimes::jit {
+namespace {
+
+constexpr uint64_t kReadEveryNs = 10'000'000;   // a map's new lines, at most every 10 ms
+constexpr uint64_t kLookEveryNs = 100'000'000;  // for a map not written yet, every 100 ms
+constexpr size_t kMaxNotes = 16;
+
+// The process's id in its own pid namespace (NSpid's last field), which
+// names its map.
+std::string NamespacePid(uint32_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::istringstream in(line.substr(6));
+    std::string v, last;
+    while (in >> v) last = v;
+    if (!last.empty()) return last;
+  }
+  return std::to_string(pid);
+}
+
+// When the process started, in seconds since the epoch; 0 when unknown.
+int64_t ProcessStart(uint32_t pid) {
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  uint64_t ticks = 0;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) ticks = std::stoull(field);
+  }
+  std::ifstream proc_stat("/proc/stat");
+  std::string line;
+  int64_t boot = 0;
+  while (std::getline(proc_stat, line)) {
+    if (line.rfind("btime ", 0) == 0) boot = std::stoll(line.substr(6));
+  }
+  const long hz = sysconf(_SC_CLK_TCK);
+  return boot == 0 || hz <= 0 ? 0 : boot + int64_t(ticks / uint64_t(hz));
+}
+
+class JitSource final : public record::EventSource, public record::JitNamer {
+ public:
+  int wait_fd() const override { return -1; }
+  void Poll(const record::PollWindow&, record::Processor*) override {}
+  size_t pending() const override { return 0; }
+  uint64_t time_at(size_t) const override { return 0; }
+  void Deliver(size_t, record::Processor*) override {}
+  void Consume(size_t) override {}
+  record::JitNamer* jit_namer() override { return this; }
+
+  std::optional<Symbol> Lookup(uint32_t pid, uint64_t address) override {
+    Process& p = processes_[pid];
+    const uint64_t now = MonotonicNowNs();
+    if (p.map == nullptr) {
+      if (!p.refused.empty() || now - p.looked_at < kLookEveryNs) return std::nullopt;
+      p.looked_at = now;
+      Open(pid, &p);
+      if (p.map == nullptr) return std::nullopt;
+    }
+    const JitSymbol* s = p.map->Find(address);
+    if (s == nullptr && now - p.read_at >= kReadEveryNs) {
+      p.read_at = now;  // a miss: what was appended since
+      Result<size_t> added = p.map->ReadMore();
+      if (!added.ok()) Note(added.status().message());
+      symbols_ += added.ok() ? *added : 0;
+      s = p.map->Find(address);
+    }
+    if (s == nullptr) return std::nullopt;
+    ++named_;
+    return Symbol{p.shown, s->name};
+  }
+
+  void Finish(record::Processor*, capture::Settings* settings) override {
+    capture::SourceSetting& s = settings->SetSource("jit", "on");
+    uint64_t maps = 0, malformed = 0;
+    for (const auto& [pid, p] : processes_) {
+      maps += p.map != nullptr;
+      if (p.map != nullptr) malformed += p.map->malformed();
+    }
+    s.values = {{"perf_maps", maps},
+                {"symbols", symbols_},
+                {"frames_named", named_},
+                {"malformed_lines", malformed}};
+    for (std::string& n : notes_) settings->notes.push_back(std::move(n));
+  }
+
+ private:
+  struct Process {
+    std::unique_ptr<PerfMap> map;
+    std::string shown;    // the map's path as the process names it
+    std::string refused;  // why its map is not read
+    uint64_t looked_at = 0, read_at = 0;
+  };
+
+  void Open(uint32_t pid, Process* p) {
+    p->shown = "/tmp/perf-" + NamespacePid(pid) + ".map";
+    struct stat proc;
+    if (stat(("/proc/" + std::to_string(pid)).c_str(), &proc) != 0) return;
+    // Second granularity on both sides: a map a second older is still its.
+    Result<std::unique_ptr<PerfMap>> map =
+        PerfMap::Open(TargetFile(pid, p->shown), proc.st_uid, ProcessStart(pid) - 1);
+    if (map.ok()) {
+      p->map = std::move(*map);
+    } else if (map.status().code() != StatusCode::kNotFound) {
+      p->refused = map.status().message();
+      Note("perf map refused: " + p->refused);
+    }
+  }
+
+  void Note(const std::string& note) {
+    if (notes_.size() < kMaxNotes) notes_.push_back(note);
+  }
+
+  std::unordered_map<uint32_t, Process> processes_;
+  std::vector<std::string> notes_;
+  uint64_t symbols_ = 0, named_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<record::EventSource>> StartJitSource(const record::SourceContext&) {
+  return std::unique_ptr<record::EventSource>(std::make_unique<JitSource>());
+}
+
+}  // namespace microscope::runtimes::jit

@@ -1,0 +1,16 @@
+// JIT code named at record time, as an event source of the recording (one
+// line in src/record/sources.cc): perf maps (/tmp/perf-PID.map) of every
+// recorded process, read when a sample lands in anonymous code nothing
+// names yet.
+#pragma once
+
+#include <memory>
+
+#include "base/status.h"
+#include "src/record/event_source.h"
+
+namespace microscope::runtimes::jit {
+
+Result<std::unique_ptr<record::EventSource>> StartJitSource(const record::SourceContext& context);
+
+}  // namespace microscope::runtimes::jit

@@ -1,0 +1,64 @@
+"""JIT code named at record time through perf maps (/tmp/perf-PID.map): a
+tiny C JIT (tests/fixtures/jit.c) that writes its map, and node
+--perf-basic-prof with the V8 walker off. Each named range is a frame of a
+module of its own (the map), under the native code that calls it; a map
+another user owns, or one last written before its process started, is
+refused with the reason in the capture's notes."""
+import glob
+
+from common import *
+
+require_perf()
+d = tmpdir()
+
+
+def record_jit(mode):
+    cap = os.path.join(d, mode + ".mscap")
+    p = run([MICROSCOPE, "record", "-q", "-o", cap, "--", fixture("jit"), mode, "20000"], timeout=120)
+    pid = p.stdout.split()[-1] if p.stdout.strip() else ""
+    if pid.isdigit() and os.path.exists("/tmp/perf-%s.map" % pid):
+        os.unlink("/tmp/perf-%s.map" % pid)
+    check(p.returncode == 0, "record jit %s: %s" % (mode, p.stderr[-500:]))
+    return cap, pid
+
+
+cap, pid = record_jit("perfmap")
+rep = report(cap, "--tree", "--min-percent", "0")
+fns = {f["function"]: f for f in rep["functions"]}
+n = rep["header"]["samples"]
+spin = fns.get("jit_spin")
+check(spin is not None and spin["self"]["samples"] > 0.8 * n and
+      spin["module"] == "perf-%s.map" % pid,
+      "jit_spin named by the map, a module of its own, in %s of %d samples (module %s)" %
+      (spin and spin["self"]["samples"], n, spin and spin["module"]))
+paths = tree_paths(rep)
+under_main = sum(v for p, v in paths.items() if p[-1] == "jit_spin" and "main" in p)
+check(under_main > 0.95 * spin["total"]["samples"],
+      "the JIT frame sits under main, which calls it (%d of %d)" % (under_main, spin["total"]["samples"]))
+
+for mode, why in (("foreign", "owned by uid 65534"), ("stale", "before its process started")):
+    cap, pid = record_jit(mode)
+    rep = report(cap, "--min-percent", "0")
+    named = [f for f in rep["functions"] if f["function"] == "jit_spin"]
+    notes = [x for x in rep["header"]["notes"] if "perf map refused" in x]
+    check(not named and notes and why in notes[0],
+          "%s map refused, its code left unnamed: %s" % (mode, notes))
+
+# node --perf-basic-prof, the V8 walker off: the map names the JIT code.
+cap = os.path.join(d, "node.mscap")
+workload = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                         "fixtures", "node", "workload.js"))
+before = set(glob.glob("/tmp/perf-*.map"))
+p = run([MICROSCOPE, "record", "-q", "--node", "off", "-o", cap, "--", "node", "--perf-basic-prof",
+         workload, "shares", "1"], timeout=300)
+for m in set(glob.glob("/tmp/perf-*.map")) - before:
+    os.unlink(m)
+check(p.returncode == 0, "record node --perf-basic-prof: %s" % p.stderr[-300:])
+fns = functions(report(cap, "--min-percent", "0"))
+js = {name: s for name, (s, t) in fns.items() if name.startswith("JS:") and
+      any(name.split(" ")[0].endswith(fn) for fn in ("leaf", "mid", "top"))}
+total = sum(js.values())
+leaf = sum(s for name, s in js.items() if name.split(" ")[0].endswith("leaf"))
+check(total > 0.8 * sum(s for s, t in fns.values()) and 0.5 < leaf / total < 0.7,
+      "node's perf map names its JIT code: %d samples in leaf/mid/top (leaf %.0f%%)" %
+      (total, 100 * leaf / max(1, total)))
