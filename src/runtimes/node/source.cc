@@ -216,7 +216,7 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
   if (!info.ok()) {
     named.error = info.status().code() == StatusCode::kNotFound
                       ? "function information moved since the sample"
-                      : "function information unreadable";
+                      : "function information no longer in memory (freed since the sample)";
     Problem("JavaScript functions not named", info.status().message());
     return named;
   }
