@@ -20,8 +20,11 @@ class JitNamer {
   };
   virtual ~JitNamer() = default;
   // What names `address` of process `pid` (anonymous code), or nullopt.
-  // The views stay valid until the recording ends.
+  // The views are valid during the call.
   virtual std::optional<Symbol> Lookup(uint32_t pid, uint64_t address) = 0;
+  // Each executable file mapping as it appears (a JIT maps its jitdump
+  // file so that profilers find it).
+  virtual void OnMapping(uint32_t pid, std::string_view path) = 0;
 };
 
 }  // namespace microscope::record

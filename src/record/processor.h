@@ -88,7 +88,7 @@ class Processor : private CodeMarks, private FrameInterner {
   // stack with a frame in code it marked.
   void AddSplicer(StackSplicer* splicer);
   // Names anonymous code at record time (jit_namer.h).
-  void AddJitNamer(JitNamer* namer) { jit_namers_.push_back(namer); }
+  void AddJitNamer(JitNamer* namer);
   void SetExitStatus(uint32_t pid, int status);
 
   // Closes open rows at `end_time` and returns the capture (unnamed).

@@ -20,9 +20,21 @@ void Processor::AddSplicer(StackSplicer* splicer) {
   }
 }
 
+void Processor::AddJitNamer(JitNamer* namer) {
+  jit_namers_.push_back(namer);
+  // Mappings already known (an attach seeds them before sources start).
+  for (auto& [pid, process] : processes_) {
+    for (const auto& [start, row] : process.live) {
+      namer->OnMapping(pid, capture_.str(capture_.modules[capture_.mappings[row].module].path));
+    }
+  }
+}
+
 void Processor::AnnounceMapping(uint32_t pid, uint32_t mapping_row) {
-  if (splicers_.empty()) return;
   const capture::Mapping& m = capture_.mappings[mapping_row];
+  for (JitNamer* namer : jit_namers_)
+    namer->OnMapping(pid, capture_.str(capture_.modules[m.module].path));
+  if (splicers_.empty()) return;
   if (module_announced_.size() <= m.module) module_announced_.resize(m.module + 1, 0);
   const capture::Module& mod = capture_.modules[m.module];
   MappedModule mapped;

@@ -1,6 +1,6 @@
-"""JIT code named at record time through perf maps (/tmp/perf-PID.map): a
-tiny C JIT (tests/fixtures/jit.c) that writes its map, and node
---perf-basic-prof with the V8 walker off. Each named range is a frame of a
+"""JIT code named at record time through perf maps (/tmp/perf-PID.map) and
+jitdump files: a tiny C JIT (tests/fixtures/jit.c) that writes a map or a
+jitdump, and node --perf-basic-prof with the V8 walker off. Each named range is a frame of a
 module of its own (the map), under the native code that calls it; a map
 another user owns, or one last written before its process started, is
 refused with the reason in the capture's notes."""
@@ -16,8 +16,9 @@ def record_jit(mode):
     cap = os.path.join(d, mode + ".mscap")
     p = run([MICROSCOPE, "record", "-q", "-o", cap, "--", fixture("jit"), mode, "20000"], timeout=120)
     pid = p.stdout.split()[-1] if p.stdout.strip() else ""
-    if pid.isdigit() and os.path.exists("/tmp/perf-%s.map" % pid):
-        os.unlink("/tmp/perf-%s.map" % pid)
+    for left in ("/tmp/perf-%s.map" % pid, "/tmp/jit-%s.dump" % pid):
+        if pid.isdigit() and os.path.exists(left):
+            os.unlink(left)
     check(p.returncode == 0, "record jit %s: %s" % (mode, p.stderr[-500:]))
     return cap, pid
 
@@ -35,6 +36,15 @@ paths = tree_paths(rep)
 under_main = sum(v for p, v in paths.items() if p[-1] == "jit_spin" and "main" in p)
 check(under_main > 0.95 * spin["total"]["samples"],
       "the JIT frame sits under main, which calls it (%d of %d)" % (under_main, spin["total"]["samples"]))
+
+# A jitdump the JIT maps names its code.
+cap, pid = record_jit("jitdump")
+rep = report(cap, "--tree", "--min-percent", "0")
+spin = {f["function"]: f for f in rep["functions"]}.get("jit_spin_dump")
+n = rep["header"]["samples"]
+check(spin is not None and spin["self"]["samples"] > 0.8 * n and spin["module"] == "jit-%s.dump" % pid,
+      "jit_spin_dump named by the jitdump, a module of its own, in %s of %d samples (module %s)" %
+      (spin and spin["self"]["samples"], n, spin and spin["module"]))
 
 for mode, why in (("foreign", "owned by uid 65534"), ("stale", "before its process started")):
     cap, pid = record_jit(mode)

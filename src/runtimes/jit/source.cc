@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "src/runtimes/jit/jitdump.h"
 #include "src/runtimes/jit/perf_map.h"
 #include "src/runtimes/process_memory.h"
 
@@ -66,63 +67,107 @@ class JitSource final : public record::EventSource, public record::JitNamer {
   void Consume(size_t) override {}
   record::JitNamer* jit_namer() override { return this; }
 
+  void OnMapping(uint32_t pid, std::string_view path) override {
+    const size_t slash = path.rfind('/');
+    std::string_view base = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
+    if (!base.starts_with("jit-") || !base.ends_with(".dump")) return;
+    base = base.substr(4, base.size() - 9);
+    if (base.empty() || base.find_first_not_of("0123456789") != std::string_view::npos) return;
+    Process& p = processes_[pid];
+    if (p.dump == nullptr) p.dump_shown = std::string(path);
+  }
+
   std::optional<Symbol> Lookup(uint32_t pid, uint64_t address) override {
     Process& p = processes_[pid];
     const uint64_t now = MonotonicNowNs();
-    if (p.map == nullptr) {
-      if (!p.refused.empty() || now - p.looked_at < kLookEveryNs) return std::nullopt;
+    if ((p.map == nullptr || p.dump == nullptr) && now - p.looked_at >= kLookEveryNs) {
       p.looked_at = now;
       Open(pid, &p);
-      if (p.map == nullptr) return std::nullopt;
     }
-    const JitSymbol* s = p.map->Find(address);
-    if (s == nullptr && now - p.read_at >= kReadEveryNs) {
-      p.read_at = now;  // a miss: what was appended since
-      Result<size_t> added = p.map->ReadMore();
-      if (!added.ok()) Note(added.status().message());
-      symbols_ += added.ok() ? *added : 0;
-      s = p.map->Find(address);
+    // A miss: what was appended since, at most every kReadEveryNs.
+    const bool reread = now - p.read_at >= kReadEveryNs;
+    if (p.dump != nullptr) {
+      const JitSymbol* s = p.dump->Find(address);
+      if (s == nullptr && reread) {
+        p.read_at = now;
+        Count(p.dump->ReadMore());
+        s = p.dump->Find(address);
+      }
+      if (s != nullptr) return Named(p.dump_shown, *s);
     }
-    if (s == nullptr) return std::nullopt;
-    ++named_;
-    return Symbol{p.shown, s->name};
+    if (p.map != nullptr) {
+      const JitSymbol* s = p.map->Find(address);
+      if (s == nullptr && reread) {
+        p.read_at = now;
+        Count(p.map->ReadMore());
+        s = p.map->Find(address);
+      }
+      if (s != nullptr) return Named(p.map_shown, *s);
+    }
+    return std::nullopt;
   }
 
   void Finish(record::Processor*, capture::Settings* settings) override {
     capture::SourceSetting& s = settings->SetSource("jit", "on");
-    uint64_t maps = 0, malformed = 0;
+    uint64_t maps = 0, dumps = 0, malformed = 0, unknown = 0;
     for (const auto& [pid, p] : processes_) {
       maps += p.map != nullptr;
+      dumps += p.dump != nullptr;
       if (p.map != nullptr) malformed += p.map->malformed();
+      if (p.dump != nullptr) unknown += p.dump->unknown_records();
     }
-    s.values = {{"perf_maps", maps},
-                {"symbols", symbols_},
-                {"frames_named", named_},
-                {"malformed_lines", malformed}};
+    s.values = {
+        {"perf_maps", maps},   {"jitdumps", dumps},      {"jitdump_records_not_read", unknown},
+        {"symbols", symbols_}, {"frames_named", named_}, {"malformed_lines", malformed}};
     for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   }
 
  private:
   struct Process {
     std::unique_ptr<PerfMap> map;
-    std::string shown;    // the map's path as the process names it
-    std::string refused;  // why its map is not read
+    std::unique_ptr<JitDump> dump;
+    std::string map_shown;   // their paths as the process names them
+    std::string dump_shown;  // (a mapped jitdump's, else /tmp/jit-PID.dump)
+    bool map_refused = false, dump_refused = false;
     uint64_t looked_at = 0, read_at = 0;
   };
 
+  // Opens the process's perf map and jitdump, where they are and are its own.
   void Open(uint32_t pid, Process* p) {
-    p->shown = "/tmp/perf-" + NamespacePid(pid) + ".map";
+    const std::string nspid = NamespacePid(pid);
+    p->map_shown = "/tmp/perf-" + nspid + ".map";
+    if (p->dump_shown.empty()) p->dump_shown = "/tmp/jit-" + nspid + ".dump";
     struct stat proc;
     if (stat(("/proc/" + std::to_string(pid)).c_str(), &proc) != 0) return;
-    // Second granularity on both sides: a map a second older is still its.
-    Result<std::unique_ptr<PerfMap>> map =
-        PerfMap::Open(TargetFile(pid, p->shown), proc.st_uid, ProcessStart(pid) - 1);
-    if (map.ok()) {
-      p->map = std::move(*map);
-    } else if (map.status().code() != StatusCode::kNotFound) {
-      p->refused = map.status().message();
-      Note("perf map refused: " + p->refused);
+    // Second granularity on both sides: a file a second older is still its.
+    const int64_t started = ProcessStart(pid) - 1;
+    if (p->map == nullptr && !p->map_refused) {
+      auto map = PerfMap::Open(TargetFile(pid, p->map_shown), proc.st_uid, started);
+      if (map.ok()) {
+        p->map = std::move(*map);
+      } else if (map.status().code() != StatusCode::kNotFound) {
+        p->map_refused = true;
+        Note("perf map refused: " + map.status().message());
+      }
     }
+    if (p->dump == nullptr && !p->dump_refused) {
+      auto dump = JitDump::Open(TargetFile(pid, p->dump_shown), proc.st_uid, started);
+      if (dump.ok()) {
+        p->dump = std::move(*dump);
+      } else if (dump.status().code() != StatusCode::kNotFound) {
+        p->dump_refused = true;
+        Note("jitdump refused: " + dump.status().message());
+      }
+    }
+  }
+
+  std::optional<Symbol> Named(const std::string& module, const JitSymbol& s) {
+    ++named_;
+    return Symbol{module, s.name};
+  }
+  void Count(const Result<size_t>& added) {
+    if (!added.ok()) Note(added.status().message());
+    symbols_ += added.ok() ? *added : 0;
   }
 
   void Note(const std::string& note) {

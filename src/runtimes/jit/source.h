@@ -1,7 +1,8 @@
 // JIT code named at record time, as an event source of the recording (one
-// line in src/record/sources.cc): perf maps (/tmp/perf-PID.map) of every
-// recorded process, read when a sample lands in anonymous code nothing
-// names yet.
+// line in src/record/sources.cc): the perf map (/tmp/perf-PID.map) and the
+// jitdump (the jit-PID.dump file the process maps, else /tmp/jit-PID.dump)
+// of every recorded process, read when a sample lands in anonymous code
+// nothing names yet; a jitdump's names first.
 #pragma once
 
 #include <memory>

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "src/runtimes/jit/jitdump.h"
 #include "src/runtimes/jit/perf_map.h"
 
 using namespace microscope;
@@ -78,4 +79,95 @@ TEST_CASE("Perf maps: read as they grow; another user's or an older one refused"
   CHECK(PerfMap::Open(path + ".none", getuid(), 0).status().code() == StatusCode::kNotFound);
   std::remove(path.c_str());
   rmdir(dir);
+}
+
+namespace {
+
+void Put32(std::vector<uint8_t>* b, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b->push_back(uint8_t(v >> (8 * i)));
+}
+void Put64(std::vector<uint8_t>* b, uint64_t v) {
+  for (int i = 0; i < 8; ++i) b->push_back(uint8_t(v >> (8 * i)));
+}
+// A JIT_CODE_LOAD record of `size` bytes of code at `addr`.
+void CodeLoad(std::vector<uint8_t>* b, uint64_t addr, uint64_t size, const std::string& name) {
+  Put32(b, 0);
+  Put32(b, uint32_t(16 + 40 + name.size() + 1 + size));
+  Put64(b, 0);
+  Put32(b, 1);
+  Put32(b, 1);
+  Put64(b, addr);
+  Put64(b, addr);
+  Put64(b, size);
+  Put64(b, 7);
+  b->insert(b->end(), name.begin(), name.end());
+  b->push_back(0);
+  b->insert(b->end(), size, 0xcc);
+}
+
+}  // namespace
+
+TEST_CASE("jitdump: header, code loads and moves, a cut record left for later") {
+  std::vector<uint8_t> h;
+  Put32(&h, 0x4A695444);
+  Put32(&h, 1);
+  Put32(&h, 40);
+  Put32(&h, 62);
+  Put32(&h, 0);
+  Put32(&h, 1234);
+  Put64(&h, 0);
+  Put64(&h, 0);
+  Result<JitDumpHeader> header = ParseJitDumpHeader(h);
+  REQUIRE(header.ok());
+  CHECK(header->pid == 1234);
+  CHECK_FALSE(header->swapped);
+  std::vector<uint8_t> bad = h;
+  bad[0] ^= 1;
+  CHECK_FALSE(ParseJitDumpHeader(bad).ok());
+  CHECK_FALSE(ParseJitDumpHeader(std::span<const uint8_t>(h.data(), 20)).ok());
+
+  std::vector<uint8_t> r;
+  CodeLoad(&r, 0x7000, 0x20, "a");
+  // A move of a's code to 0x9000.
+  Put32(&r, 1);
+  Put32(&r, 16 + 48);
+  Put64(&r, 0);
+  Put32(&r, 1);
+  Put32(&r, 1);
+  Put64(&r, 0x7000);
+  Put64(&r, 0x7000);
+  Put64(&r, 0x9000);
+  Put64(&r, 0x20);
+  Put64(&r, 7);
+  // A debug-info record (not read), then a load cut short.
+  Put32(&r, 2);
+  Put32(&r, 24);
+  Put64(&r, 0);
+  Put64(&r, 0);
+  const size_t whole = r.size();
+  CodeLoad(&r, 0x8000, 0x10, "b");
+  r.resize(r.size() - 3);
+  JitDumpRecords got = ParseJitDumpRecords(r, false);
+  CHECK(got.error.empty());
+  CHECK(got.consumed == whole);
+  REQUIRE(got.loads.size() == 1);
+  CHECK(got.loads[0].name == "a");
+  CHECK(got.loads[0].end == 0x7020);
+  REQUIRE(got.moves.size() == 1);
+  CHECK(got.moves[0].to == 0x9000);
+  CHECK(got.unknown == 1);
+  // A record claiming less than its own header stops the reading.
+  std::vector<uint8_t> lie;
+  Put32(&lie, 0);
+  Put32(&lie, 8);
+  Put64(&lie, 0);
+  CHECK(ParseJitDumpRecords(lie, false).error.find("claims 8 bytes") != std::string::npos);
+  // Random bytes never crash the reader.
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint8_t> junk = r;
+    for (int k = 0; k < 4; ++k) junk[rng() % junk.size()] = uint8_t(rng());
+    junk.resize(rng() % (junk.size() + 1));
+    (void)ParseJitDumpRecords(junk, i % 2 == 0);
+  }
 }

@@ -1,0 +1,149 @@
+#include "src/runtimes/jit/jitdump.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/scoped_fd.h"
+
+namespace microscope::runtimes::jit {
+namespace {
+
+constexpr uint32_t kMagic = 0x4A695444;  // "JiTD"
+constexpr uint32_t kCodeLoad = 0, kCodeMove = 1, kCodeClose = 3;
+constexpr size_t kHeaderMin = 40;
+constexpr size_t kRecordHeader = 16;       // id, total_size, timestamp
+constexpr uint32_t kMaxRecord = 64 << 20;  // a record's claimed size
+
+template <typename T>
+T Get(std::span<const uint8_t> bytes, size_t at, bool swapped) {
+  T v;
+  std::memcpy(&v, bytes.data() + at, sizeof(T));
+  if (!swapped) return v;
+  if constexpr (sizeof(T) == 4) return T(__builtin_bswap32(uint32_t(v)));
+  if constexpr (sizeof(T) == 8) return T(__builtin_bswap64(uint64_t(v)));
+  return v;
+}
+
+}  // namespace
+
+Result<JitDumpHeader> ParseJitDumpHeader(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kHeaderMin) {
+    return Status::Error(StatusCode::kDataLoss,
+                         "jitdump header cut at " + std::to_string(bytes.size()) + " bytes");
+  }
+  JitDumpHeader h;
+  const uint32_t magic = Get<uint32_t>(bytes, 0, false);
+  if (magic != kMagic && magic != __builtin_bswap32(kMagic)) {
+    return Status::Error(StatusCode::kDataLoss,
+                         "not a jitdump (magic " + std::to_string(magic) + ")");
+  }
+  h.swapped = magic != kMagic;
+  h.version = Get<uint32_t>(bytes, 4, h.swapped);
+  h.size = Get<uint32_t>(bytes, 8, h.swapped);
+  h.pid = Get<uint32_t>(bytes, 20, h.swapped);
+  if (h.size < kHeaderMin || h.size > 4096) {
+    return Status::Error(StatusCode::kDataLoss,
+                         "jitdump header claims " + std::to_string(h.size) + " bytes");
+  }
+  return h;
+}
+
+JitDumpRecords ParseJitDumpRecords(std::span<const uint8_t> bytes, bool swapped) {
+  JitDumpRecords out;
+  size_t at = 0;
+  while (bytes.size() - at >= kRecordHeader && !out.closed) {
+    const uint32_t id = Get<uint32_t>(bytes, at, swapped);
+    const uint32_t size = Get<uint32_t>(bytes, at + 4, swapped);
+    if (size < kRecordHeader || size > kMaxRecord) {
+      out.error =
+          "record at byte " + std::to_string(at) + " claims " + std::to_string(size) + " bytes";
+      break;
+    }
+    if (bytes.size() - at < size) break;  // not whole yet
+    std::span<const uint8_t> r = bytes.subspan(at + kRecordHeader, size - kRecordHeader);
+    if (id == kCodeLoad) {
+      // pid, tid, vma, code_addr, code_size, code_index, name, code bytes
+      constexpr size_t kFixed = 4 + 4 + 8 + 8 + 8 + 8;
+      const void* nul =
+          r.size() > kFixed ? std::memchr(r.data() + kFixed, 0, r.size() - kFixed) : nullptr;
+      const uint64_t addr = r.size() >= kFixed ? Get<uint64_t>(r, 16, swapped) : 0;
+      const uint64_t code_size = r.size() >= kFixed ? Get<uint64_t>(r, 24, swapped) : 0;
+      if (nul == nullptr || code_size == 0 || addr + code_size < addr) {
+        out.error = "code load record at byte " + std::to_string(at) + " is malformed";
+        break;
+      }
+      const char* name = reinterpret_cast<const char*>(r.data() + kFixed);
+      out.loads.push_back({addr, addr + code_size, std::string(name)});
+    } else if (id == kCodeMove) {
+      // pid, tid, vma, old_code_addr, new_code_addr, code_size, code_index
+      if (r.size() < 4 + 4 + 8 * 5) {
+        out.error = "code move record at byte " + std::to_string(at) + " is cut";
+        break;
+      }
+      out.moves.push_back({Get<uint64_t>(r, 16, swapped), Get<uint64_t>(r, 24, swapped),
+                           Get<uint64_t>(r, 32, swapped)});
+    } else if (id == kCodeClose) {
+      out.closed = true;
+    } else {
+      ++out.unknown;
+    }
+    at += size;
+    out.consumed = at;
+  }
+  return out;
+}
+
+Result<std::unique_ptr<JitDump>> JitDump::Open(const std::string& path, uid_t owner,
+                                               int64_t started) {
+  // The same checks as a perf map's: the file is the process's own.
+  RETURN_IF_ERROR(PerfMap::Open(path, owner, started).status());
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return Status::Error(StatusCode::kNotFound, path + ": cannot be opened");
+  uint8_t head[4096];
+  const ssize_t n = pread(fd.get(), head, sizeof(head), 0);
+  Result<JitDumpHeader> header =
+      ParseJitDumpHeader(std::span<const uint8_t>(head, n > 0 ? size_t(n) : 0));
+  if (!header.ok())
+    return Status::Error(StatusCode::kDataLoss, path + ": " + header.status().message());
+  auto dump = std::make_unique<JitDump>();
+  dump->path_ = path;
+  dump->header_ = *header;
+  dump->offset_ = header->size;
+  return dump;
+}
+
+Result<size_t> JitDump::ReadMore() {
+  if (done_ || offset_ >= kMaxTotal) return size_t(0);
+  ScopedFd fd(open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return Status::Error(StatusCode::kNotFound, path_ + ": cannot be opened");
+  std::vector<uint8_t> buf(std::min(kMaxRead, size_t(kMaxTotal - offset_)));
+  const ssize_t n = pread(fd.get(), buf.data(), buf.size(), off_t(offset_));
+  if (n < 0) return Status::Error(StatusCode::kUnavailable, path_ + ": cannot be read");
+  buf.resize(size_t(n));
+  JitDumpRecords r = ParseJitDumpRecords(buf, header_.swapped);
+  offset_ += r.consumed;
+  unknown_ += r.unknown;
+  size_t added = r.loads.size();
+  for (JitSymbol& s : r.loads) ranges_.Add(std::move(s));
+  for (const JitDumpRecords::Move& m : r.moves) {
+    const JitSymbol* s = ranges_.Find(m.from);
+    if (s == nullptr) continue;
+    JitSymbol moved{m.to, m.to + m.size, s->name};
+    ranges_.Add(std::move(moved));
+    ++added;
+  }
+  if (r.closed) done_ = true;
+  if (!r.error.empty()) {
+    done_ = true;
+    return Status::Error(StatusCode::kDataLoss, path_ + ": " + r.error);
+  }
+  if (r.consumed == 0 && buf.size() == kMaxRead) {
+    done_ = true;
+    return Status::Error(StatusCode::kDataLoss, path_ + ": a record longer than a read");
+  }
+  return added;
+}
+
+}  // namespace microscope::runtimes::jit
