@@ -24,7 +24,8 @@ using record::BpfFailed;
 struct Sampler::State {
   sampler_bpf* skel = nullptr;
   ring_buffer* execs = nullptr;
-  std::vector<uint32_t>* sink = nullptr;
+  std::vector<uint32_t> taken;  // by the ring's callback, during a drain
+  std::vector<std::function<void(uint32_t)>> listeners;
   ~State() {
     if (execs != nullptr) ring_buffer__free(execs);
     if (skel != nullptr) sampler_bpf__destroy(skel);
@@ -36,9 +37,9 @@ namespace {
 int OnExec(void* ctx, void* data, size_t size) {
   auto* state = static_cast<Sampler::State*>(ctx);
   uint32_t pid;
-  if (state->sink == nullptr || size < sizeof(pid)) return 0;
+  if (size < sizeof(pid)) return 0;
   std::memcpy(&pid, data, sizeof(pid));
-  state->sink->push_back(pid);
+  state->taken.push_back(pid);
   return 0;
 }
 
@@ -112,10 +113,17 @@ int Sampler::wait_fd() const {
   return ring_buffer__epoll_fd(state_->execs);
 }
 
-Status Sampler::TakeExecs(std::vector<uint32_t>* pids) {
-  state_->sink = pids;
+void Sampler::AddExecListener(std::function<void(uint32_t)> listener) {
+  state_->listeners.push_back(std::move(listener));
+}
+
+Status Sampler::DrainExecs() {
   Status read = record::ConsumeRing(state_->execs, 0, "reading the runtime walkers' exec ring");
-  state_->sink = nullptr;
+  std::vector<uint32_t> pids = std::move(state_->taken);
+  state_->taken.clear();
+  for (uint32_t pid : pids) {
+    for (auto& listener : state_->listeners) listener(pid);
+  }
   return read;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,11 +34,14 @@ class Sampler {
   int map_fd(Map map) const;
 
   // Follows process `pid` and the processes it starts: their execs are
-  // reported (TakeExecs), readable on wait_fd().
+  // reported to every listener (DrainExecs), readable on wait_fd().
   Status Follow(uint32_t pid);
   int wait_fd() const;
-  // Appends the pids that exec'd since the last call.
-  Status TakeExecs(std::vector<uint32_t>* pids);
+  // Each runtime hears of every exec (a process that may now run its
+  // runtime, or no longer does).
+  void AddExecListener(std::function<void(uint32_t pid)> listener);
+  // Takes the execs reported since and tells every listener.
+  Status DrainExecs();
 
   // Walks (of any runtime) that did not fit in their ring.
   uint64_t Lost() const;

@@ -101,6 +101,7 @@ class NodeSource final : public record::EventSource, public record::StackSplicer
 
   Status Start() {
     ASSIGN_OR_RETURN(sampler_, Sampler::Attach(collector_, target_, shared_sampler_));
+    sampler_->AddExecListener([this](uint32_t pid) { execs_.push_back(pid); });
     return OkStatus();
   }
   void Refuse(const Status& why) { refused_ = why.message(); }
@@ -112,8 +113,8 @@ class NodeSource final : public record::EventSource, public record::StackSplicer
       Problem("V8 images not given to the walker", set.message());
   }
 
-  int wait_fd() const override { return -1; }
-  void Poll(const record::PollWindow&, record::Processor*) override {}
+  int wait_fd() const override { return sampler_ != nullptr ? sampler_->wait_fd() : -1; }
+  void Poll(const record::PollWindow&, record::Processor*) override;
   size_t pending() const override { return 0; }
   uint64_t time_at(size_t) const override { return 0; }
   void Deliver(size_t, record::Processor*) override {}
@@ -146,6 +147,7 @@ class NodeSource final : public record::EventSource, public record::StackSplicer
   std::shared_ptr<Sampler>* shared_sampler_;
   uint32_t target_;
   std::shared_ptr<Sampler> sampler_;  // null until a V8 is mapped (auto) or refused
+  std::vector<uint32_t> execs_;       // heard of since the last poll
   std::string refused_;
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<ImageInfo>> by_file_;  // dev, inode
   std::unordered_map<capture::ModuleId, const ImageInfo*> modules_;
@@ -204,6 +206,27 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   (void)sampler_->Follow(mapping.pid);
   if (Status set = SetProcess(*sampler_, mapping.pid, info->offsets); !set.ok())
     Problem("V8 processes not laid out", set.message());
+}
+
+void NodeSource::Poll(const record::PollWindow&, record::Processor*) {
+  if (sampler_ == nullptr) return;
+  if (Status s = sampler_->DrainExecs(); !s.ok()) Problem("runtime execs not read", s.message());
+  // A followed process that exec'd a V8 image is laid out now, not when its
+  // mapping records are processed (a launcher such as perf or a shell runs
+  // node; a new image is known to BPF from here on, for later execs).
+  for (uint32_t pid : execs_) {
+    const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+    const ImageInfo* info = InfoOf(exe);
+    if (!info->v8 || !info->error.empty()) continue;
+    AddImage(exe);
+    Process& p = processes_[pid];
+    p = Process{};
+    p.image = info;
+    p.memory = std::make_unique<ProcessMemory>(pid_t(pid));
+    if (Status set = SetProcess(*sampler_, pid, info->offsets); !set.ok())
+      Problem("V8 processes not laid out", set.message());
+  }
+  execs_.clear();
 }
 
 const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {

@@ -169,6 +169,7 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   Status Start(record::RuntimeMaps* maps) {
     ASSIGN_OR_RETURN(std::shared_ptr<Sampler> sampler,
                      Sampler::Attach(collector_, target_, shared_sampler_));
+    sampler->AddExecListener([this](uint32_t pid) { exec_pids_.push_back(pid); });
     auto walker = std::make_unique<Walker>(std::move(sampler));
     if (maps != nullptr) *maps = walker->maps();
     Watch(walker->sampler().wait_fd());
@@ -204,6 +205,8 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   // Lays out `pid` from /proc/PID/maps (a process that just exec'd, ahead
   // of its mapping records); false when no interpreter is mapped yet.
   bool LayOutFromMaps(uint32_t pid);
+  // Whether the process still maps what a mapping record says it mapped.
+  bool StillMapped(const MappedModule& mapping);
   void TakeExecs();
   void RefreshThreads();
   capture::FrameId Name(Process* process, const WalkFrame& frame, FrameInterner* interner);
@@ -240,6 +243,7 @@ class PythonSource final : public record::EventSource, public record::StackSplic
   // Processes that exec'd and whose interpreter is not mapped yet: until when
   // /proc/PID/maps is looked at (every kRetryNs, by the timer in wake_).
   std::unordered_map<uint32_t, uint64_t> execs_;
+  std::vector<uint32_t> exec_pids_;  // heard of since the last TakeExecs
   ScopedFd wake_;   // epoll: the walker's exec ring and timer_
   ScopedFd timer_;  // timerfd
   std::unordered_map<uint32_t, Process> processes_;
@@ -298,7 +302,21 @@ void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks
     warned_ = true;
     return;
   }
-  if (module->error.empty()) LayOut(mapping.pid, mapping.start, mapping.file_offset, *module);
+  if (module->error.empty() && StillMapped(mapping)) {
+    LayOut(mapping.pid, mapping.start, mapping.file_offset, *module);
+  }
+}
+
+bool PythonSource::StillMapped(const MappedModule& mapping) {
+  // Mapping records are processed after the fact: a forked child that
+  // exec'd another program since (perf running node) must not be laid out
+  // as the interpreter it no longer is. A process gone already is laid out
+  // as it was (its walks, copied at its fork, still come).
+  const auto now = record::ExecutableMappings(pid_t(mapping.pid));
+  if (now.empty()) return true;
+  return std::any_of(now.begin(), now.end(), [&](const record::ExecutableMapping& m) {
+    return m.start == mapping.start && m.path == mapping.path;
+  });
 }
 
 bool PythonSource::LayOutFromMaps(uint32_t pid) {
@@ -395,10 +413,10 @@ void PythonSource::TakeExecs() {
   const uint64_t now = MonotonicNowNs();
   uint64_t expirations;
   if (timer_.valid()) (void)!read(timer_.get(), &expirations, sizeof(expirations));
-  std::vector<uint32_t> pids;
-  if (Status s = walker_->sampler().TakeExecs(&pids); !s.ok())
-    Problem("Python execs not read", s.message());
-  for (uint32_t pid : pids) execs_[pid] = now + kExecWindowNs;
+  if (Status s = walker_->sampler().DrainExecs(); !s.ok())
+    Problem("runtime execs not read", s.message());
+  for (uint32_t pid : exec_pids_) execs_[pid] = now + kExecWindowNs;
+  exec_pids_.clear();
   for (auto it = execs_.begin(); it != execs_.end();) {
     if (LayOutFromMaps(it->first) || now > it->second || kill(pid_t(it->first), 0) != 0) {
       it = execs_.erase(it);
