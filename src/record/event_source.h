@@ -86,6 +86,16 @@ class EventSource {
   virtual JitNamer* jit_namer() { return nullptr; }
 };
 
+// An EventSource that queues no events of its own: a runtime that only
+// splices stacks or names code.
+class EventlessSource : public EventSource {
+ public:
+  size_t pending() const final { return 0; }
+  uint64_t time_at(size_t) const final { return 0; }
+  void Deliver(size_t, Processor*) final {}
+  void Consume(size_t) final {}
+};
+
 // An EventSource whose pending events are a list of T kept in time order.
 // Subclasses append what they read with Take().
 template <typename T>

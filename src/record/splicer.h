@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -87,6 +89,27 @@ struct SpliceStack {
   // value (capture LabelSpans).
   std::pair<std::string_view, std::string_view>* label = nullptr;
 };
+
+// The native frame (index) whose stack holds `address`: the innermost frame
+// whose stack pointer is at or below it, when the next known one is above
+// (past the outermost known frame, a frame's extent is not known).
+inline std::optional<size_t> FrameHolding(std::span<const uint64_t> sps, uint64_t address) {
+  std::optional<size_t> found;
+  for (size_t i = 0; i < sps.size(); ++i) {
+    if (sps[i] == 0) continue;
+    if (sps[i] > address) return found;
+    found = i;
+  }
+  return std::nullopt;
+}
+
+// The magic a walk record starts with (bpf/python.h, bpf/node.h); 0 when
+// it is too short to have one.
+inline uint32_t WalkMagic(std::span<const uint8_t> walk) {
+  uint32_t magic = 0;
+  if (walk.size() >= sizeof(magic)) std::memcpy(&magic, walk.data(), sizeof(magic));
+  return magic;
+}
 
 class StackSplicer {
  public:

@@ -131,6 +131,7 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     check(all(abs(ours[fn] - SPLIT[fn]) <= 0.05 for fn in FNS),
           "node %s: and within 5 points of the fixture's split %s" % (major, SPLIT))
     cap = record_fixture(major, node, "shares")  # as users run it, for the checks below
+    _, n = js_self_shares(cap)
     # --cpu-prof names the same functions; its shares are printed, not
     # held to 5 points: on 22 to 26 its own runs disagree by up to 15 points
     # and its median leans from leaf() to its callers, where perf and the

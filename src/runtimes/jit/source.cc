@@ -57,14 +57,10 @@ int64_t ProcessStart(uint32_t pid) {
   return boot == 0 || hz <= 0 ? 0 : boot + int64_t(ticks / uint64_t(hz));
 }
 
-class JitSource final : public record::EventSource, public record::JitNamer {
+class JitSource final : public record::EventlessSource, public record::JitNamer {
  public:
   int wait_fd() const override { return -1; }
   void Poll(const record::PollWindow&, record::Processor*) override {}
-  size_t pending() const override { return 0; }
-  uint64_t time_at(size_t) const override { return 0; }
-  void Deliver(size_t, record::Processor*) override {}
-  void Consume(size_t) override {}
   record::JitNamer* jit_namer() override { return this; }
 
   void OnMapping(uint32_t pid, std::string_view path) override {
@@ -86,24 +82,22 @@ class JitSource final : public record::EventSource, public record::JitNamer {
     }
     // A miss: what was appended since, at most every kReadEveryNs.
     const bool reread = now - p.read_at >= kReadEveryNs;
-    if (p.dump != nullptr) {
-      const JitSymbol* s = p.dump->Find(address);
+    auto find = [&](auto* file, const std::string& shown) -> std::optional<Symbol> {
+      if (file == nullptr) return std::nullopt;
+      const JitSymbol* s = file->Find(address);
       if (s == nullptr && reread) {
         p.read_at = now;
-        Count(p.dump->ReadMore());
-        s = p.dump->Find(address);
+        Result<size_t> added = file->ReadMore();
+        if (!added.ok()) Note(added.status().message());
+        symbols_ += added.ok() ? *added : 0;
+        s = file->Find(address);
       }
-      if (s != nullptr) return Named(p.dump_shown, *s);
-    }
-    if (p.map != nullptr) {
-      const JitSymbol* s = p.map->Find(address);
-      if (s == nullptr && reread) {
-        p.read_at = now;
-        Count(p.map->ReadMore());
-        s = p.map->Find(address);
-      }
-      if (s != nullptr) return Named(p.map_shown, *s);
-    }
+      if (s == nullptr) return std::nullopt;
+      ++named_;
+      return Symbol{shown, s->name};
+    };
+    if (auto named = find(p.dump.get(), p.dump_shown)) return named;
+    if (auto named = find(p.map.get(), p.map_shown)) return named;
     return std::nullopt;
   }
 
@@ -159,15 +153,6 @@ class JitSource final : public record::EventSource, public record::JitNamer {
         Note("jitdump refused: " + dump.status().message());
       }
     }
-  }
-
-  std::optional<Symbol> Named(const std::string& module, const JitSymbol& s) {
-    ++named_;
-    return Symbol{module, s.name};
-  }
-  void Count(const Result<size_t>& added) {
-    if (!added.ok()) Note(added.status().message());
-    symbols_ += added.ok() ? *added : 0;
   }
 
   void Note(const std::string& note) {

@@ -91,7 +91,7 @@ struct Process {
   std::unordered_map<uint64_t, std::vector<PositionEntry>> positions;
 };
 
-class NodeSource final : public record::EventSource, public record::StackSplicer {
+class NodeSource final : public record::EventlessSource, public record::StackSplicer {
  public:
   explicit NodeSource(const record::SourceContext& context)
       : mode_(context.options.node),
@@ -115,10 +115,6 @@ class NodeSource final : public record::EventSource, public record::StackSplicer
 
   int wait_fd() const override { return sampler_ != nullptr ? sampler_->wait_fd() : -1; }
   void Poll(const record::PollWindow&, record::Processor*) override;
-  size_t pending() const override { return 0; }
-  uint64_t time_at(size_t) const override { return 0; }
-  void Deliver(size_t, record::Processor*) override {}
-  void Consume(size_t) override {}
   void Finish(record::Processor* processor, capture::Settings* settings) override;
   record::StackSplicer* splicer() override { return this; }
 

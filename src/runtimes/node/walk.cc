@@ -6,14 +6,12 @@
 #include <linux/types.h>
 
 #include "bpf/node.h"
+#include "src/record/splicer.h"
 
 namespace microscope::runtimes::node {
 
 bool IsV8Walk(std::span<const uint8_t> bytes) {
-  uint32_t magic = 0;
-  if (bytes.size() < sizeof(magic)) return false;
-  std::memcpy(&magic, bytes.data(), sizeof(magic));
-  return magic == MICROSCOPE_V8_MAGIC;
+  return record::WalkMagic(bytes) == MICROSCOPE_V8_MAGIC;
 }
 
 Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes) {
@@ -66,22 +64,6 @@ std::string V8WalkEndReason(uint8_t status) {
   }
 }
 
-namespace {
-
-// The native frame whose stack holds `address`: the innermost frame whose
-// stack pointer is at or below it, when the next known one is above.
-std::optional<size_t> FrameHolding(std::span<const uint64_t> sps, uint64_t address) {
-  std::optional<size_t> found;
-  for (size_t i = 0; i < sps.size(); ++i) {
-    if (sps[i] == 0) continue;
-    if (sps[i] > address) return found;
-    found = i;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
                   std::span<const uint8_t> tags, std::span<const uint64_t> sps, uint8_t builtin_tag,
                   const V8SpliceHooks& hooks) {
@@ -95,7 +77,7 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
   size_t next = 0;  // frames are placed leaf to root: never leafward of this
   size_t placed = 0;
   for (const V8Frame& f : walk.frames) {
-    std::optional<size_t> k = FrameHolding(sps, f.fp);
+    std::optional<size_t> k = record::FrameHolding(sps, f.fp);
     if (!k) break;  // outer frames, beyond what the native stack knows
     size_t at = *k;
     const bool builtin = at < tags.size() && tags[at] == builtin_tag;

@@ -149,7 +149,7 @@ struct Process {
   std::map<CodeKey, NamedCode> codes;
 };
 
-class PythonSource final : public record::EventSource, public record::StackSplicer {
+class PythonSource final : public record::EventlessSource, public record::StackSplicer {
  public:
   PythonSource(const record::SourceContext& context)
       : mode_(context.options.python),
@@ -186,10 +186,6 @@ class PythonSource final : public record::EventSource, public record::StackSplic
 
   int wait_fd() const override { return wake_.get(); }
   void Poll(const record::PollWindow& window, record::Processor* processor) override;
-  size_t pending() const override { return 0; }
-  uint64_t time_at(size_t) const override { return 0; }
-  void Deliver(size_t, record::Processor*) override {}
-  void Consume(size_t) override {}
   void Finish(record::Processor* processor, capture::Settings* settings) override;
   record::StackSplicer* splicer() override { return this; }
 

@@ -6,14 +6,12 @@
 #include <linux/types.h>
 
 #include "bpf/python.h"
+#include "src/record/splicer.h"
 
 namespace microscope::runtimes::python {
 
 bool IsPythonWalk(std::span<const uint8_t> bytes) {
-  uint32_t magic = 0;
-  if (bytes.size() < sizeof(magic)) return false;
-  std::memcpy(&magic, bytes.data(), sizeof(magic));
-  return magic == MICROSCOPE_PY_MAGIC;
+  return record::WalkMagic(bytes) == MICROSCOPE_PY_MAGIC;
 }
 
 Result<Walk> ParseWalk(std::span<const uint8_t> bytes) {
@@ -78,19 +76,6 @@ std::string WalkEndReason(uint8_t status) {
 
 namespace {
 
-// The native frame (index) whose stack holds `address`: the innermost frame
-// whose stack pointer is at or below it, when the next known one is above
-// (past the outermost known frame, a frame's extent is not known).
-std::optional<size_t> FrameHolding(std::span<const uint64_t> sps, uint64_t address) {
-  std::optional<size_t> found;
-  for (size_t i = 0; i < sps.size(); ++i) {
-    if (sps[i] == 0) continue;
-    if (sps[i] > address) return found;
-    found = i;
-  }
-  return std::nullopt;
-}
-
 struct Group {
   size_t begin, end;  // in walk.frames
   uint64_t shim = 0;  // its activation's shim, 0: none
@@ -140,7 +125,7 @@ void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
   size_t placed = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
     if (by_shim) {
-      if (groups[g].shim != 0) place[g] = FrameHolding(sps, groups[g].shim);
+      if (groups[g].shim != 0) place[g] = record::FrameHolding(sps, groups[g].shim);
     } else if (g < tagged.size()) {
       place[g] = tagged[g];
     }
