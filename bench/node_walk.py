@@ -35,6 +35,7 @@ nodes = args.node or ["/usr/bin/node"]
 tmp = tempfile.mkdtemp(prefix="node-walk-bench-")
 cap = os.path.join(tmp, "w.mscap")
 env = dict(os.environ, WORKLOAD_TIME="1")
+os.chdir(tmp)  # node --perf-basic-prof writes its V8 logs in its working directory
 
 
 def js_frames_per_sample(mode):

@@ -60,7 +60,7 @@ workload = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file_
                                          "fixtures", "node", "workload.js"))
 before = set(glob.glob("/tmp/perf-*.map"))
 p = run([MICROSCOPE, "record", "-q", "--node", "off", "-o", cap, "--", "node", "--perf-basic-prof",
-         workload, "shares", "1"], timeout=300)
+         workload, "shares", "1"], timeout=300, cwd=d)  # node's V8 logs go there
 for m in set(glob.glob("/tmp/perf-*.map")) - before:
     os.unlink(m)
 check(p.returncode == 0, "record node --perf-basic-prof: %s" % p.stderr[-300:])

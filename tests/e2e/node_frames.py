@@ -47,7 +47,7 @@ CALL_LINE = {fn: 1 + next(i for i, l in enumerate(SOURCE) if re.search(pat, l))
 def record_fixture(major, node, mode, node_flags=(), scale=SCALE):
     cap = os.path.join(d, "%s-%s.mscap" % (major, mode))
     p = run([MICROSCOPE, "record", "-q", "--node", "bpf", "-o", cap, "--", node, *node_flags,
-             WORKLOAD, mode, scale], timeout=300)
+             WORKLOAD, mode, scale], timeout=300, cwd=d)  # node --perf-basic-prof logs there
     if p.returncode != 0:
         fail("node %s %s: record exited %d: %s" % (major, mode, p.returncode, p.stderr[-2000:]))
     return cap
@@ -116,7 +116,7 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     cap = record_fixture(major, node, "shares", ["--perf-basic-prof"], "2")
     data = os.path.join(d, "perf.data")
     p = run(["perf", "record", "-q", "-g", "-o", data, "--", node, "--perf-basic-prof", WORKLOAD,
-             "shares", "2"], timeout=300)
+             "shares", "2"], timeout=300, cwd=d)
     check(p.returncode == 0, "node %s: perf records the fixture: %s" % (major, p.stderr[-300:]))
     ours, n = js_self_shares(cap)
     perf, files = perf_shares(data)
