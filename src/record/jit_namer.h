@@ -12,6 +12,8 @@
 
 namespace microscope::record {
 
+struct MappedModule;  // splicer.h
+
 class JitNamer {
  public:
   struct Symbol {
@@ -22,9 +24,10 @@ class JitNamer {
   // What names `address` of process `pid` (anonymous code), or nullopt.
   // The views are valid during the call.
   virtual std::optional<Symbol> Lookup(uint32_t pid, uint64_t address) = 0;
-  // Each executable file mapping as it appears (a JIT maps its jitdump
-  // file so that profilers find it).
-  virtual void OnMapping(uint32_t pid, std::string_view path) = 0;
+  // Each executable mapping as it appears (a JIT maps its jitdump file so
+  // that profilers find it; the GDB JIT interface's descriptor is a symbol
+  // of a mapped module).
+  virtual void OnMapping(const MappedModule& mapping) = 0;
 };
 
 }  // namespace microscope::record

@@ -89,6 +89,7 @@ class Processor : private CodeMarks, private FrameInterner {
   void AddSplicer(StackSplicer* splicer);
   // Names anonymous code at record time (jit_namer.h).
   void AddJitNamer(JitNamer* namer);
+  MappedModule Mapped(uint32_t pid, uint32_t mapping_row, bool first) const;
   void SetExitStatus(uint32_t pid, int status);
 
   // Closes open rows at `end_time` and returns the capture (unnamed).

@@ -24,18 +24,12 @@ void Processor::AddJitNamer(JitNamer* namer) {
   jit_namers_.push_back(namer);
   // Mappings already known (an attach seeds them before sources start).
   for (auto& [pid, process] : processes_) {
-    for (const auto& [start, row] : process.live) {
-      namer->OnMapping(pid, capture_.str(capture_.modules[capture_.mappings[row].module].path));
-    }
+    for (const auto& [start, row] : process.live) namer->OnMapping(Mapped(pid, row, false));
   }
 }
 
-void Processor::AnnounceMapping(uint32_t pid, uint32_t mapping_row) {
+MappedModule Processor::Mapped(uint32_t pid, uint32_t mapping_row, bool first) const {
   const capture::Mapping& m = capture_.mappings[mapping_row];
-  for (JitNamer* namer : jit_namers_)
-    namer->OnMapping(pid, capture_.str(capture_.modules[m.module].path));
-  if (splicers_.empty()) return;
-  if (module_announced_.size() <= m.module) module_announced_.resize(m.module + 1, 0);
   const capture::Module& mod = capture_.modules[m.module];
   MappedModule mapped;
   mapped.pid = pid;
@@ -45,8 +39,17 @@ void Processor::AnnounceMapping(uint32_t pid, uint32_t mapping_row) {
   mapped.start = m.start;
   mapped.end = m.end;
   mapped.file_offset = m.file_offset;
-  mapped.first = !module_announced_[m.module];
-  module_announced_[m.module] = 1;
+  mapped.first = first;
+  return mapped;
+}
+
+void Processor::AnnounceMapping(uint32_t pid, uint32_t mapping_row) {
+  const capture::ModuleId module = capture_.mappings[mapping_row].module;
+  for (JitNamer* namer : jit_namers_) namer->OnMapping(Mapped(pid, mapping_row, false));
+  if (splicers_.empty()) return;
+  if (module_announced_.size() <= module) module_announced_.resize(module + 1, 0);
+  const MappedModule mapped = Mapped(pid, mapping_row, !module_announced_[module]);
+  module_announced_[module] = 1;
   for (StackSplicer* s : splicers_) s->OnModuleMapped(mapped, this);
 }
 

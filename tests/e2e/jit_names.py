@@ -1,6 +1,7 @@
-"""JIT code named at record time through perf maps (/tmp/perf-PID.map) and
-jitdump files: a tiny C JIT (tests/fixtures/jit.c) that writes a map or a
-jitdump, and node --perf-basic-prof with the V8 walker off. Each named range is a frame of a
+"""JIT code named at record time through perf maps (/tmp/perf-PID.map),
+jitdump files and the GDB JIT interface: a tiny C JIT
+(tests/fixtures/jit.c) that writes a map, a jitdump or registers an
+in-memory ELF object, and node --perf-basic-prof with the V8 walker off. Each named range is a frame of a
 module of its own (the map), under the native code that calls it; a map
 another user owns, or one last written before its process started, is
 refused with the reason in the capture's notes."""
@@ -44,6 +45,15 @@ spin = {f["function"]: f for f in rep["functions"]}.get("jit_spin_dump")
 n = rep["header"]["samples"]
 check(spin is not None and spin["self"]["samples"] > 0.8 * n and spin["module"] == "jit-%s.dump" % pid,
       "jit_spin_dump named by the jitdump, a module of its own, in %s of %d samples (module %s)" %
+      (spin and spin["self"]["samples"], n, spin and spin["module"]))
+
+# An object registered through the GDB JIT interface names its code.
+cap, pid = record_jit("gdb")
+rep = report(cap, "--tree", "--min-percent", "0")
+spin = {f["function"]: f for f in rep["functions"]}.get("jit_spin_gdb")
+n = rep["header"]["samples"]
+check(spin is not None and spin["self"]["samples"] > 0.8 * n and spin["module"].startswith("[jit object 0x"),
+      "jit_spin_gdb named by the registered object, a module of its own, in %s of %d samples (%s)" %
       (spin and spin["self"]["samples"], n, spin and spin["module"]))
 
 for mode, why in (("foreign", "owned by uid 65534"), ("stale", "before its process started")):

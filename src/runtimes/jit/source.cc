@@ -1,17 +1,24 @@
 #include "src/runtimes/jit/source.h"
 
+#include <gelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/hex.h"
+#include "src/record/splicer.h"
+#include "src/runtimes/jit/gdb_jit.h"
 #include "src/runtimes/jit/jitdump.h"
 #include "src/runtimes/jit/perf_map.h"
 #include "src/runtimes/process_memory.h"
+#include "src/symbols/elf_handle.h"
+#include "src/symbols/elf_image.h"
 
 namespace microscope::runtimes::jit {
 namespace {
@@ -19,6 +26,8 @@ namespace {
 constexpr uint64_t kReadEveryNs = 10'000'000;   // a map's new lines, at most every 10 ms
 constexpr uint64_t kLookEveryNs = 100'000'000;  // for a map not written yet, every 100 ms
 constexpr size_t kMaxNotes = 16;
+constexpr size_t kMaxFiles = 4096;                   // mapped files kept per process
+constexpr uint64_t kMaxObject = uint64_t(16) << 20;  // bytes of one GDB JIT object
 
 // The process's id in its own pid namespace (NSpid's last field), which
 // names its map.
@@ -63,7 +72,13 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   void Poll(const record::PollWindow&, record::Processor*) override {}
   record::JitNamer* jit_namer() override { return this; }
 
-  void OnMapping(uint32_t pid, std::string_view path) override {
+  void OnMapping(const record::MappedModule& mapping) override {
+    const uint32_t pid = mapping.pid;
+    const std::string_view path = mapping.path;
+    if (!path.starts_with("/")) return;
+    Process& proc = processes_[pid];
+    if (proc.files.size() < kMaxFiles && !proc.files.count(std::string(path)))
+      proc.files.emplace(std::string(path), std::pair{mapping.start, mapping.file_offset});
     const size_t slash = path.rfind('/');
     std::string_view base = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
     if (!base.starts_with("jit-") || !base.ends_with(".dump")) return;
@@ -98,7 +113,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     };
     if (auto named = find(p.dump.get(), p.dump_shown)) return named;
     if (auto named = find(p.map.get(), p.map_shown)) return named;
-    return std::nullopt;
+    return FindGdbJit(pid, &p, address, reread, now);
   }
 
   void Finish(record::Processor*, capture::Settings* settings) override {
@@ -110,14 +125,28 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
       if (p.map != nullptr) malformed += p.map->malformed();
       if (p.dump != nullptr) unknown += p.dump->unknown_records();
     }
-    s.values = {
-        {"perf_maps", maps},   {"jitdumps", dumps},      {"jitdump_records_not_read", unknown},
-        {"symbols", symbols_}, {"frames_named", named_}, {"malformed_lines", malformed}};
+    s.values = {{"perf_maps", maps},
+                {"jitdumps", dumps},
+                {"jitdump_records_not_read", unknown},
+                {"gdb_jit_objects", gdb_objects_},
+                {"symbols", symbols_},
+                {"frames_named", named_},
+                {"malformed_lines", malformed}};
     for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   }
 
  private:
+  struct GdbObject {
+    std::string module;  // "[jit object ADDRESS]"
+    SymbolRanges ranges;
+  };
   struct Process {
+    // Its executable file mappings (path: first start, file offset), where
+    // the GDB JIT descriptor is looked for, and those looked in.
+    std::map<std::string, std::pair<uint64_t, uint64_t>> files;
+    std::set<std::string> searched;
+    uint64_t descriptor = 0;
+    std::map<std::pair<uint64_t, uint64_t>, GdbObject> objects;  // by (address, size)
     std::unique_ptr<PerfMap> map;
     std::unique_ptr<JitDump> dump;
     std::string map_shown;   // their paths as the process names them
@@ -155,11 +184,90 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     }
   }
 
+  // The GDB JIT interface: the descriptor found once among the process's
+  // mapped files, its entries read again (on a miss, at most every
+  // kReadEveryNs) and each new object's symbols read once.
+  std::optional<Symbol> FindGdbJit(uint32_t pid, Process* p, uint64_t address, bool reread,
+                                   uint64_t now) {
+    for (auto& [path, where] : p->files) {
+      if (p->descriptor != 0 || p->searched.count(path)) continue;
+      p->searched.insert(path);
+      p->descriptor = DescriptorIn(pid, path, where.first, where.second);
+    }
+    if (p->descriptor == 0) return std::nullopt;
+    if (reread || p->objects.empty()) {
+      p->read_at = now;
+      ReadGdbJit(pid, p);
+    }
+    for (const auto& [key, object] : p->objects) {
+      if (const JitSymbol* s = object.ranges.Find(address)) {
+        ++named_;
+        return Symbol{object.module, s->name};
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Where `__jit_debug_descriptor` of the file mapped at `start` (file
+  // offset `offset`) is in the process; 0 when the file has none.
+  uint64_t DescriptorIn(uint32_t pid, const std::string& path, uint64_t start, uint64_t offset) {
+    auto [it, fresh] = descriptors_.try_emplace(path);
+    if (fresh) {
+      Result<symbols::ElfFile> file = symbols::OpenElfFile(TargetFile(pid, path));
+      GElf_Sym sym;
+      if (file.ok() && symbols::FindSymbol(file->elf.get(), "__jit_debug_descriptor", &sym)) {
+        Result<std::vector<symbols::LoadSegment>> loads = symbols::ElfLoadSegments(file->elf.get());
+        it->second = {sym.st_value, loads.ok() ? *loads : std::vector<symbols::LoadSegment>()};
+      }
+    }
+    const auto& [symbol, loads] = it->second;
+    if (symbol == 0) return 0;
+    uint64_t vaddr;
+    if (!symbols::OffsetToVaddr(loads, offset, &vaddr)) return 0;
+    return start - vaddr + symbol;
+  }
+
+  void ReadGdbJit(uint32_t pid, Process* p) {
+    ProcessMemory memory{pid_t(pid)};
+    Result<std::vector<GdbJitEntry>> entries = ReadGdbJitEntries(memory, p->descriptor);
+    if (!entries.ok()) {
+      Note("GDB JIT entries not read: " + entries.status().message());
+      return;
+    }
+    std::map<std::pair<uint64_t, uint64_t>, GdbObject> kept;
+    for (const GdbJitEntry& e : *entries) {
+      const std::pair key{e.symfile, e.size};
+      auto old = p->objects.find(key);
+      if (old != p->objects.end()) {
+        kept.emplace(key, std::move(old->second));
+        continue;
+      }
+      GdbObject object;
+      object.module = "[jit object " + HexAddress(e.symfile) + "]";
+      std::vector<uint8_t> bytes(e.size <= kMaxObject ? size_t(e.size) : 0);
+      if (bytes.empty() || !memory.Read(e.symfile, bytes.data(), bytes.size())) {
+        Note("GDB JIT object at " + HexAddress(e.symfile) + " of " + std::to_string(e.size) +
+             " bytes not read");
+      } else if (Result<std::vector<JitSymbol>> syms = GdbJitObjectSymbols(bytes); !syms.ok()) {
+        Note("GDB JIT object at " + HexAddress(e.symfile) + ": " + syms.status().message());
+      } else {
+        symbols_ += syms->size();
+        for (JitSymbol& s : *syms) object.ranges.Add(std::move(s));
+        ++gdb_objects_;
+      }
+      kept.emplace(key, std::move(object));  // an unreadable one is not read again
+    }
+    p->objects = std::move(kept);
+  }
+
   void Note(const std::string& note) {
     if (notes_.size() < kMaxNotes) notes_.push_back(note);
   }
 
   std::unordered_map<uint32_t, Process> processes_;
+  // Per file: its __jit_debug_descriptor's address (0: none) and segments.
+  std::map<std::string, std::pair<uint64_t, std::vector<symbols::LoadSegment>>> descriptors_;
+  uint64_t gdb_objects_ = 0;
   std::vector<std::string> notes_;
   uint64_t symbols_ = 0, named_ = 0;
 };

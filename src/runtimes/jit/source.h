@@ -2,7 +2,8 @@
 // line in src/record/sources.cc): the perf map (/tmp/perf-PID.map) and the
 // jitdump (the jit-PID.dump file the process maps, else /tmp/jit-PID.dump)
 // of every recorded process, read when a sample lands in anonymous code
-// nothing names yet; a jitdump's names first.
+// nothing names yet; a jitdump's names first, then the map's, then the
+// objects a JIT registered through the GDB JIT interface.
 #pragma once
 
 #include <memory>

@@ -2,10 +2,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
 
+#include "src/runtimes/jit/gdb_jit.h"
 #include "src/runtimes/jit/jitdump.h"
 #include "src/runtimes/jit/perf_map.h"
 
@@ -170,4 +172,51 @@ TEST_CASE("jitdump: header, code loads and moves, a cut record left for later") 
     junk.resize(rng() % (junk.size() + 1));
     (void)ParseJitDumpRecords(junk, i % 2 == 0);
   }
+}
+
+namespace {
+
+struct BufferMemory : runtimes::ProcessMemory {
+  BufferMemory() : ProcessMemory(0) {}
+  uint64_t base = 0x10000;
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(4096);
+  template <typename T>
+  void Put(uint64_t at, const T& v) {
+    std::memcpy(bytes.data() + (at - base), &v, sizeof(v));
+  }
+  bool Read(uint64_t address, void* out, size_t size) override {
+    if (address < base || address - base + size > bytes.size()) return false;
+    std::memcpy(out, bytes.data() + (address - base), size);
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("GDB JIT interface: entries walked, a list that never ends bounded, objects read") {
+  BufferMemory m;
+  struct Descriptor {
+    uint32_t version, action;
+    uint64_t relevant, first;
+  };
+  struct Entry {
+    uint64_t next, prev, symfile, size;
+  };
+  m.Put(0x10000, Descriptor{1, 1, 0x10100, 0x10100});
+  m.Put(0x10100, Entry{0x10200, 0, 0xaaaa, 10});
+  m.Put(0x10200, Entry{0, 0x10100, 0xbbbb, 20});
+  Result<std::vector<GdbJitEntry>> e = ReadGdbJitEntries(m, 0x10000);
+  REQUIRE(e.ok());
+  REQUIRE(e->size() == 2);
+  CHECK((*e)[1].symfile == 0xbbbb);
+  m.Put(0x10200, Entry{0x10100, 0x10100, 0xbbbb, 20});  // a loop
+  CHECK(ReadGdbJitEntries(m, 0x10000).status().message().find("more than 4096") !=
+        std::string::npos);
+  m.Put(0x10200, Entry{0x90000, 0x10100, 0xbbbb, 20});  // an entry out of reach
+  CHECK(ReadGdbJitEntries(m, 0x10000).status().message().find("unreadable") != std::string::npos);
+  m.Put(0x10000, Descriptor{2, 1, 0, 0});
+  CHECK(ReadGdbJitEntries(m, 0x10000).status().message().find("version 2") != std::string::npos);
+  // Not an ELF object.
+  std::vector<uint8_t> junk(64, 0x41);
+  CHECK_FALSE(GdbJitObjectSymbols(junk).ok());
 }

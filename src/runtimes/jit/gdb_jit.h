@@ -1,0 +1,33 @@
+// The GDB JIT interface: a JIT defines `__jit_debug_descriptor` { u32
+// version; u32 action_flag; entry* relevant; entry* first; } and links
+// entries { next; prev; symfile_addr; symfile_size } to in-memory ELF
+// objects whose symbols name its code. Read from the target's memory, which
+// is untrusted: entries and objects are bounded, and an object that is not
+// ELF is refused by where it is.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "src/runtimes/jit/perf_map.h"
+#include "src/runtimes/process_memory.h"
+
+namespace microscope::runtimes::jit {
+
+struct GdbJitEntry {
+  uint64_t symfile = 0, size = 0;
+};
+
+// The registered entries, from the descriptor at `descriptor`; at most
+// kMaxEntries (more is an error naming where the list went on).
+inline constexpr size_t kMaxGdbJitEntries = 4096;
+Result<std::vector<GdbJitEntry>> ReadGdbJitEntries(ProcessMemory& memory, uint64_t descriptor);
+
+// An object's functions (symbols with a size), at the addresses its symbol
+// table gives (a JIT links its objects where their code runs).
+Result<std::vector<JitSymbol>> GdbJitObjectSymbols(std::span<const uint8_t> elf);
+
+}  // namespace microscope::runtimes::jit
