@@ -82,3 +82,18 @@ leaf = sum(s for name, s in js.items() if name.split(" ")[0].endswith("leaf"))
 check(total > 0.8 * sum(s for s, t in fns.values()) and 0.5 < leaf / total < 0.7,
       "node's perf map names its JIT code: %d samples in leaf/mid/top (leaf %.0f%%)" %
       (total, 100 * leaf / max(1, total)))
+
+# node --perf-prof: its jitdump (in its working directory, mapped) names the
+# JIT code.
+cap = os.path.join(d, "node-jitdump.mscap")
+p = run([MICROSCOPE, "record", "-q", "--node", "off", "-o", cap, "--", "node", "--perf-prof", workload,
+         "shares", "1"], timeout=300, cwd=d)
+check(p.returncode == 0, "record node --perf-prof: %s" % p.stderr[-300:])
+rep = report(cap, "--min-percent", "0")
+named = {f["function"]: f for f in rep["functions"] if f["module"].startswith("jit-") and
+         f["module"].endswith(".dump")}
+fns = [f for name, f in named.items() if any(name.split(" ")[0].endswith(x) for x in ("leaf", "mid", "top"))]
+total = sum(f["self"]["samples"] for f in fns)
+check(total > 0.8 * rep["header"]["samples"],
+      "node's jitdump names its JIT code: %d of %d samples in leaf/mid/top (%s)" %
+      (total, rep["header"]["samples"], sorted(named)[:3]))
