@@ -10,23 +10,27 @@
 
 /* What the walk reads in one process's V8 (its image's v8dbg_ symbols),
  * set by the loader when the image is mapped. */
+#define MICROSCOPE_V8_FRAME_WORDS 8 /* read at once: fp - 56 up to fp + 8 */
 struct v8_process {
-  __s32 fp_function; /* frame slots, from the frame pointer */
-  __s32 fp_context;  /* a JavaScript frame's context; a Smi marks other frames */
-  __s32 fp_bytecode_array;
-  __s32 fp_bytecode_offset;
-  __u32 heap_object_map; /* object fields, from the object's start */
-  __u32 map_instance_type;
-  __u32 function_shared;
-  __u32 shared_name;
-  __u32 shared_script;
+  __u32 map_instance_type;   /* a Map's instance type (u16), from its start */
   __u16 type_function_first; /* instance types of JSFunctions */
   __u16 type_function_last;
   __u16 type_shared; /* SharedFunctionInfo's instance type */
   __u8 tag;          /* HeapObjectTag under HeapObjectTagMask */
   __u8 tag_mask;
+  /* Frame slots, as indexes of the words read from fp - 56 (fp: index 7). */
+  __u8 slot_function;
+  __u8 slot_context; /* a JavaScript frame's context; a Smi marks other frames */
+  __u8 slot_bytecode_array;
+  __u8 slot_bytecode_offset;
+  /* Object fields as indexes of the words read from an object's start. */
+  __u8 word_map;
+  __u8 word_shared; /* JSFunction -> SharedFunctionInfo */
+  __u8 word_name;   /* SharedFunctionInfo -> name (or ScopeInfo) */
+  __u8 word_script; /* SharedFunctionInfo -> Script */
   __u8 reserved[4];
 };
+#define MICROSCOPE_V8_OBJECT_WORDS 6 /* read at once from an object's start */
 
 /* v8_images: a V8 image file (its device, as the kernel numbers it:
  * major << 20 | minor, and inode) whose layout the loader knows; a process

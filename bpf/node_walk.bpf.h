@@ -42,36 +42,24 @@ static __always_inline int v8_word(__u64* out, __u64 address) {
   return bpf_probe_read_user(out, sizeof(*out), (const void*)address);
 }
 
-// The field at `offset` of the tagged object `object`.
-static __always_inline int v8_field(__u64* out, const struct v8_process* p, __u64 object,
-                                    __u32 offset) {
-  return v8_word(out, object - p->tag + offset);
-}
-
 static __always_inline int v8_tagged(const struct v8_process* p, __u64 word) {
   return word != 0 && (word & p->tag_mask) == p->tag;
 }
 
-// The instance type of the object `word` points at; 0 when it is not a
-// tagged pointer to an object with a readable map.
-static __always_inline __u16 v8_type(const struct v8_process* p, __u64 word) {
-  __u64 map;
-  __u16 type = 0;
-  if (!v8_tagged(p, word) || v8_field(&map, p, word, p->heap_object_map) != 0 ||
-      !v8_tagged(p, map)) {
-    return 0;
-  }
-  if (bpf_probe_read_user(&type, sizeof(type),
-                          (const void*)(map - p->tag + p->map_instance_type)) != 0) {
-    return 0;
-  }
-  return type;
+// The first words of the object `tagged` points at (words[6] and [7] stay
+// 0), in one read; 0 when it is not a readable tagged pointer.
+static __always_inline int v8_object(__u64* words, const struct v8_process* p, __u64 tagged) {
+  return v8_tagged(p, tagged) && bpf_probe_read_user(words, MICROSCOPE_V8_OBJECT_WORDS * 8,
+                                                     (const void*)(tagged - p->tag)) == 0;
 }
 
-// Whether `word` is a tagged pointer to an object whose map says JSFunction.
-static __always_inline int v8_is_function(const struct v8_process* p, __u64 word) {
-  __u16 type = v8_type(p, word);
-  return type != 0 && type >= p->type_function_first && type <= p->type_function_last;
+// The instance type a map says; 0 when it is not a readable tagged pointer.
+static __always_inline __u16 v8_map_type(const struct v8_process* p, __u64 map) {
+  __u16 type = 0;
+  if (!v8_tagged(p, map) ||
+      bpf_probe_read_user(&type, sizeof(type), (const void*)(map - p->tag + p->map_instance_type)))
+    return 0;
+  return type;
 }
 
 struct v8_step_ctx {
@@ -84,17 +72,26 @@ static long v8_step(__u64 index, void* data) {
   struct v8_step_ctx* c = data;
   const struct v8_process* p = c->p;
   struct v8_walk* w = c->w;
-  __u64 fp = c->fp, next, function;
+  __u64 fp = c->fp, next, function = 0, context = 0;
   if (fp == 0 || (fp & 7) != 0 || (fp >> 47) != 0) return 1;  // the chain's end
-  if (v8_word(&next, fp) != 0) {
+  // The frame's slots and the caller's frame pointer in one read.
+  __u64 words[MICROSCOPE_V8_FRAME_WORDS];
+  const int whole = bpf_probe_read_user(words, sizeof(words), (const void*)(fp - 56)) == 0;
+  if (whole) {
+    next = words[7];
+    context = words[p->slot_context & 7];
+    function = words[p->slot_function & 7];
+  } else if (v8_word(&next, fp) != 0) {  // the slots below unreadable: the chain goes on
     w->status = MICROSCOPE_V8_UNREADABLE;
     return 1;
   }
   // A frame whose context slot holds a Smi is a typed frame (entry, exit,
   // internal, stub): not a JavaScript function's, whatever its other slots.
-  __u64 context = 0;
-  if (v8_word(&context, fp + (__s64)p->fp_context) == 0 && v8_tagged(p, context) &&
-      v8_word(&function, fp + (__s64)p->fp_function) == 0 && v8_is_function(p, function)) {
+  __u64 fn[8] = {}, sfi[8] = {};
+  __u16 type;
+  if (whole && v8_tagged(p, context) && v8_object(fn, p, function) &&
+      (type = v8_map_type(p, fn[p->word_map & 7])) >= p->type_function_first &&
+      type <= p->type_function_last) {
     __u32 n = w->nframes;
     if (n >= MICROSCOPE_V8_MAX_FRAMES) {
       w->status = MICROSCOPE_V8_TRUNCATED;
@@ -102,18 +99,16 @@ static long v8_step(__u64 index, void* data) {
     }
     // And its shared information's map says SharedFunctionInfo: a word that
     // only looked like a function (or one the GC is moving) is no frame.
-    __u64 shared = 0;
-    if (v8_field(&shared, p, function, p->function_shared) == 0 &&
-        v8_type(p, shared) == p->type_shared) {
+    const __u64 shared = fn[p->word_shared & 7];
+    if (v8_object(sfi, p, shared) && v8_map_type(p, sfi[p->word_map & 7]) == p->type_shared) {
       struct v8_frame* f = &w->frames[n];
       f->fp = fp;
       f->function = function;
       f->shared = shared;
-      f->name = f->script = f->bytecode_array = f->bytecode_offset = 0;
-      v8_field(&f->name, p, shared, p->shared_name);
-      v8_field(&f->script, p, shared, p->shared_script);
-      v8_word(&f->bytecode_array, fp + (__s64)p->fp_bytecode_array);
-      v8_word(&f->bytecode_offset, fp + (__s64)p->fp_bytecode_offset);
+      f->name = sfi[p->word_name & 7];
+      f->script = sfi[p->word_script & 7];
+      f->bytecode_array = words[p->slot_bytecode_array & 7];
+      f->bytecode_offset = words[p->slot_bytecode_offset & 7];
       w->nframes = n + 1;
     }
   }

@@ -19,6 +19,20 @@ bool Fits(int64_t v) {
   return v >= int64_t(std::numeric_limits<T>::min()) && v <= int64_t(std::numeric_limits<T>::max());
 }
 
+// A frame slot the walk reads: a word among the MICROSCOPE_V8_FRAME_WORDS
+// it reads from fp - 56, below the frame pointer.
+bool Slot(int64_t offset) {
+  return offset < 0 && offset >= -8 * (MICROSCOPE_V8_FRAME_WORDS - 1) && offset % 8 == 0;
+}
+// An object field the walk reads: a word among the first
+// MICROSCOPE_V8_OBJECT_WORDS it reads from the object's start.
+bool Word(int64_t offset) {
+  return offset >= 0 && offset < 8 * MICROSCOPE_V8_OBJECT_WORDS && offset % 8 == 0;
+}
+uint8_t SlotIndex(int64_t offset) {
+  return uint8_t((offset + 8 * (MICROSCOPE_V8_FRAME_WORDS - 1)) / 8);
+}
+
 }  // namespace
 
 Result<v8_process> ProcessOffsets(const V8Layout& l) {
@@ -28,15 +42,15 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
     int64_t value;
     bool fits;
   } checks[] = {
-      {"off_fp_function", l.fp_function, Fits<int32_t>(l.fp_function)},
-      {"off_fp_context_or_frame_type", l.fp_context_or_type, Fits<int32_t>(l.fp_context_or_type)},
-      {"off_fp_bytecode_array", l.fp_bytecode_array, Fits<int32_t>(l.fp_bytecode_array)},
-      {"off_fp_bytecode_offset", l.fp_bytecode_offset, Fits<int32_t>(l.fp_bytecode_offset)},
-      {"HeapObject map", l.heap_object_map, Fits<uint16_t>(l.heap_object_map)},
+      {"off_fp_function", l.fp_function, Slot(l.fp_function)},
+      {"off_fp_context_or_frame_type", l.fp_context_or_type, Slot(l.fp_context_or_type)},
+      {"off_fp_bytecode_array", l.fp_bytecode_array, Slot(l.fp_bytecode_array)},
+      {"off_fp_bytecode_offset", l.fp_bytecode_offset, Slot(l.fp_bytecode_offset)},
+      {"HeapObject map", l.heap_object_map, Word(l.heap_object_map)},
       {"Map instance_type", l.map_instance_type, Fits<uint16_t>(l.map_instance_type)},
-      {"JSFunction shared", l.function_shared, Fits<uint16_t>(l.function_shared)},
-      {"SharedFunctionInfo name", l.shared_name, Fits<uint16_t>(l.shared_name)},
-      {"SharedFunctionInfo script", l.shared_script, Fits<uint16_t>(l.shared_script)},
+      {"JSFunction shared", l.function_shared, Word(l.function_shared)},
+      {"SharedFunctionInfo name", l.shared_name, Word(l.shared_name)},
+      {"SharedFunctionInfo script", l.shared_script, Word(l.shared_script)},
       {"JS_FUNCTION_TYPE", l.type_js_function, Fits<uint16_t>(l.type_js_function)},
       {"LastJSFunctionType", l.type_js_function_last,
        Fits<uint16_t>(l.type_js_function_last) && l.type_js_function_last >= l.type_js_function},
@@ -53,15 +67,15 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
                                                          ") does not fit the walker");
     }
   }
-  p.fp_function = int32_t(l.fp_function);
-  p.fp_context = int32_t(l.fp_context_or_type);
-  p.fp_bytecode_array = int32_t(l.fp_bytecode_array);
-  p.fp_bytecode_offset = int32_t(l.fp_bytecode_offset);
-  p.heap_object_map = uint32_t(l.heap_object_map);
+  p.slot_function = SlotIndex(l.fp_function);
+  p.slot_context = SlotIndex(l.fp_context_or_type);
+  p.slot_bytecode_array = SlotIndex(l.fp_bytecode_array);
+  p.slot_bytecode_offset = SlotIndex(l.fp_bytecode_offset);
   p.map_instance_type = uint32_t(l.map_instance_type);
-  p.function_shared = uint32_t(l.function_shared);
-  p.shared_name = uint32_t(l.shared_name);
-  p.shared_script = uint32_t(l.shared_script);
+  p.word_map = uint8_t(l.heap_object_map / 8);
+  p.word_shared = uint8_t(l.function_shared / 8);
+  p.word_name = uint8_t(l.shared_name / 8);
+  p.word_script = uint8_t(l.shared_script / 8);
   p.type_function_first = uint16_t(l.type_js_function);
   p.type_function_last = uint16_t(l.type_js_function_last);
   p.type_shared = uint16_t(l.type_shared_function_info);
