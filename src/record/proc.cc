@@ -161,4 +161,13 @@ bool AddExecutableMappings(pid_t pid, uint64_t time, Processor* processor) {
   return true;
 }
 
+bool StillMapped(pid_t pid, uint64_t start, std::string_view path) {
+  const std::vector<ExecutableMapping> now = ExecutableMappings(pid);
+  if (now.empty()) return true;
+  for (const ExecutableMapping& m : now) {
+    if (m.start == start && m.path == path) return true;
+  }
+  return false;
+}
+
 }  // namespace microscope::record

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/record/processor.h"
@@ -32,6 +33,11 @@ struct ExecutableMapping {
   std::string path;  // empty for anonymous code
 };
 std::vector<ExecutableMapping> ExecutableMappings(pid_t pid);
+
+// Whether process `pid` still maps `path` at `start`: mapping records are
+// processed after the fact, and a forked child may have exec'd another
+// program since. A process whose maps cannot be read (gone) counts as yes.
+bool StillMapped(pid_t pid, uint64_t start, std::string_view path);
 
 // /proc/PID/cmdline as arguments.
 std::vector<std::string> ReadCommandLine(pid_t pid);

@@ -312,7 +312,7 @@ FrameId Processor::InternFrame(FrameKind kind, ModuleId module, uint64_t address
   capture_.frames.push_back({kind, module, address, kNone});
   FrameId id = FrameId(capture_.frames.size() - 1);
   frames_.emplace(key, id);
-  if (!splicers_.empty()) frame_tag_.push_back(TagOf(module, address));
+  if (!splicers_.empty()) frame_tag_.push_back(FrameTag(module, address));
   return id;
 }
 
@@ -367,7 +367,7 @@ std::optional<FrameId> Processor::JitFrame(uint32_t pid, uint64_t address) {
     if (fresh_frame) {
       capture_.frames.push_back({FrameKind::kNative, mod->second, address, fn->second});
       frame->second = FrameId(capture_.frames.size() - 1);
-      if (!splicers_.empty()) frame_tag_.push_back(0);
+      if (!splicers_.empty()) frame_tag_.push_back(code_tags::kAnonymousCode);
     }
     return frame->second;
   }

@@ -152,6 +152,8 @@ class Processor : private CodeMarks, private FrameInterner {
   // Runtimes (splicer.h).
   void AnnounceMapping(uint32_t pid, uint32_t mapping_row);
   uint8_t TagOf(capture::ModuleId module, uint64_t offset) const;
+  // A native frame's tag: its module's marks, else kAnonymousCode for JIT code.
+  uint8_t FrameTag(capture::ModuleId module, uint64_t address) const;
   void SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time, std::span<const uint8_t> walk);
   void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) override;
   void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) override;

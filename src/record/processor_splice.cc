@@ -12,7 +12,12 @@ using capture::kNone;
 
 void Processor::AddSplicer(StackSplicer* splicer) {
   splicers_.push_back(splicer);
+  const size_t known = frame_tag_.size();
   frame_tag_.resize(capture_.frames.size(), 0);
+  for (size_t f = known; f < capture_.frames.size(); ++f) {
+    if (capture_.frames[f].kind == capture::FrameKind::kNative)
+      frame_tag_[f] = FrameTag(capture_.frames[f].module, capture_.frames[f].address);
+  }
   // Mappings already known (an attach seeds them before sources start).
   module_announced_.assign(capture_.modules.size(), 0);
   for (auto& [pid, process] : processes_) {
@@ -66,7 +71,7 @@ void Processor::Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uin
   for (size_t f = 0; f < capture_.frames.size() && f < frame_tag_.size(); ++f) {
     const capture::Frame& frame = capture_.frames[f];
     if (frame.module == module && frame.kind == capture::FrameKind::kNative)
-      frame_tag_[f] = TagOf(module, frame.address);
+      frame_tag_[f] = FrameTag(module, frame.address);
   }
 }
 
@@ -87,6 +92,14 @@ bool Processor::FramePointerCode(capture::ModuleId module, uint64_t offset) cons
 
 void Processor::MarkRuntime(capture::ModuleId module, capture::Runtime runtime) {
   if (module < capture_.modules.size()) capture_.modules[module].runtime = runtime;
+}
+
+uint8_t Processor::FrameTag(capture::ModuleId module, uint64_t address) const {
+  const uint8_t tag = TagOf(module, address);
+  if (tag != 0 || module == kNone || module >= capture_.modules.size()) return tag;
+  return capture_.modules[module].kind == capture::ModuleKind::kAnonymous
+             ? code_tags::kAnonymousCode
+             : 0;
 }
 
 uint8_t Processor::TagOf(capture::ModuleId module, uint64_t offset) const {

@@ -39,6 +39,8 @@ namespace code_tags {
 inline constexpr uint8_t kPythonEval = 1;    // CPython's eval loop
 inline constexpr uint8_t kPythonModule = 2;  // the rest of the interpreter module
 inline constexpr uint8_t kV8Builtins = 3;    // V8's embedded builtins
+// Set by the processor, not a splicer: code in an anonymous mapping (JIT).
+inline constexpr uint8_t kAnonymousCode = 4;
 }  // namespace code_tags
 
 // Where a splicer marks code: file-offset ranges of a module, each with a

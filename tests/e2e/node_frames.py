@@ -153,8 +153,7 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
           "node's JS entry (%d of %d)" % (major, chain, in_leaf, entered, leafward))
     check(unknown_share(rep) < 0.02, "node %s: unknown JavaScript frames in %.1f%% of top's samples" %
           (major, 100 * unknown_share(rep)))
-    src = [s for s in rep["header"].get("sources", []) if s.get("name") == "node"] \
-        if isinstance(rep["header"].get("sources"), list) else []
+
 
     # Lines: every frame interpreted (--jitless); those that called out
     # have the line of the call, the innermost none.

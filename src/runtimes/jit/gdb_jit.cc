@@ -42,6 +42,13 @@ Result<std::vector<GdbJitEntry>> ReadGdbJitEntries(ProcessMemory& memory, uint64
 
 Result<std::vector<JitSymbol>> GdbJitObjectSymbols(std::span<const uint8_t> bytes) {
   ASSIGN_OR_RETURN(symbols::ElfPtr elf, symbols::ElfFromMemory(bytes));
+  GElf_Ehdr eh;
+  if (gelf_getehdr(elf.get(), &eh) == nullptr) {
+    return Status::Error(StatusCode::kDataLoss, "no ELF header");
+  }
+  // In a relocatable object (what LLVM's JITs register) a symbol's value is
+  // an offset in its section, which the JIT placed at the section's sh_addr.
+  const bool relocatable = eh.e_type == ET_REL;
   std::vector<JitSymbol> out;
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf.get(), scn)) != nullptr;) {
     GElf_Shdr sh;
@@ -57,7 +64,16 @@ Result<std::vector<JitSymbol>> GdbJitObjectSymbols(std::span<const uint8_t> byte
       }
       const char* name = elf_strptr(elf.get(), sh.sh_link, sym.st_name);
       if (name == nullptr || *name == '\0') continue;
-      out.push_back({sym.st_value, sym.st_value + sym.st_size, name});
+      uint64_t start = sym.st_value;
+      if (relocatable) {
+        GElf_Shdr section;
+        Elf_Scn* holder =
+            sym.st_shndx < SHN_LORESERVE ? elf_getscn(elf.get(), sym.st_shndx) : nullptr;
+        if (holder == nullptr || gelf_getshdr(holder, &section) == nullptr) continue;
+        start += section.sh_addr;
+      }
+      if (start + sym.st_size < start) continue;
+      out.push_back({start, start + sym.st_size, name});
     }
   }
   if (out.empty()) return Status::Error(StatusCode::kNotFound, "no function symbols");

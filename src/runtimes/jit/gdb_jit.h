@@ -26,8 +26,9 @@ struct GdbJitEntry {
 inline constexpr size_t kMaxGdbJitEntries = 4096;
 Result<std::vector<GdbJitEntry>> ReadGdbJitEntries(ProcessMemory& memory, uint64_t descriptor);
 
-// An object's functions (symbols with a size), at the addresses its symbol
-// table gives (a JIT links its objects where their code runs).
+// An object's functions (symbols with a size), where they run: the symbol's
+// value, plus its section's sh_addr in a relocatable object (ET_REL, as
+// LLVM's JITs register them, sections placed by sh_addr).
 Result<std::vector<JitSymbol>> GdbJitObjectSymbols(std::span<const uint8_t> elf);
 
 }  // namespace microscope::runtimes::jit

@@ -75,15 +75,21 @@ JitDumpRecords ParseJitDumpRecords(std::span<const uint8_t> bytes, bool swapped)
         break;
       }
       const char* name = reinterpret_cast<const char*>(r.data() + kFixed);
-      out.loads.push_back({addr, addr + code_size, std::string(name)});
+      out.ops.push_back({false, {addr, addr + code_size, std::string(name)}, {}});
     } else if (id == kCodeMove) {
       // pid, tid, vma, old_code_addr, new_code_addr, code_size, code_index
       if (r.size() < 4 + 4 + 8 * 5) {
         out.error = "code move record at byte " + std::to_string(at) + " is cut";
         break;
       }
-      out.moves.push_back({Get<uint64_t>(r, 16, swapped), Get<uint64_t>(r, 24, swapped),
-                           Get<uint64_t>(r, 32, swapped)});
+      const JitDumpRecords::Move m{Get<uint64_t>(r, 16, swapped), Get<uint64_t>(r, 24, swapped),
+                                   Get<uint64_t>(r, 32, swapped)};
+      if (m.size == 0 || m.to + m.size < m.to) {
+        out.error = "code move record at byte " + std::to_string(at) + " moves " +
+                    std::to_string(m.size) + " bytes to " + std::to_string(m.to);
+        break;
+      }
+      out.ops.push_back({true, {}, m});
     } else if (id == kCodeClose) {
       out.closed = true;
     } else {
@@ -97,18 +103,13 @@ JitDumpRecords ParseJitDumpRecords(std::span<const uint8_t> bytes, bool swapped)
 
 Result<std::unique_ptr<JitDump>> JitDump::Open(const std::string& path, uid_t owner,
                                                int64_t started) {
-  // The same checks as a perf map's: the file is the process's own.
-  RETURN_IF_ERROR(PerfMap::Open(path, owner, started).status());
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return Status::Error(StatusCode::kNotFound, path + ": cannot be opened");
-  uint8_t head[4096];
-  const ssize_t n = pread(fd.get(), head, sizeof(head), 0);
-  Result<JitDumpHeader> header =
-      ParseJitDumpHeader(std::span<const uint8_t>(head, n > 0 ? size_t(n) : 0));
+  ASSIGN_OR_RETURN(OwnedFile file, OwnedFile::Check(path, owner, started));
+  ASSIGN_OR_RETURN(std::vector<uint8_t> head, file.Read(0, 4096));
+  Result<JitDumpHeader> header = ParseJitDumpHeader(head);
   if (!header.ok())
     return Status::Error(StatusCode::kDataLoss, path + ": " + header.status().message());
   auto dump = std::make_unique<JitDump>();
-  dump->path_ = path;
+  dump->file_ = std::move(file);
   dump->header_ = *header;
   dump->offset_ = header->size;
   return dump;
@@ -116,32 +117,32 @@ Result<std::unique_ptr<JitDump>> JitDump::Open(const std::string& path, uid_t ow
 
 Result<size_t> JitDump::ReadMore() {
   if (done_ || offset_ >= kMaxTotal) return size_t(0);
-  ScopedFd fd(open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return Status::Error(StatusCode::kNotFound, path_ + ": cannot be opened");
-  std::vector<uint8_t> buf(std::min(kMaxRead, size_t(kMaxTotal - offset_)));
-  const ssize_t n = pread(fd.get(), buf.data(), buf.size(), off_t(offset_));
-  if (n < 0) return Status::Error(StatusCode::kUnavailable, path_ + ": cannot be read");
-  buf.resize(size_t(n));
+  ASSIGN_OR_RETURN(std::vector<uint8_t> buf,
+                   file_.Read(offset_, std::min(kMaxRead, size_t(kMaxTotal - offset_))));
   JitDumpRecords r = ParseJitDumpRecords(buf, header_.swapped);
   offset_ += r.consumed;
   unknown_ += r.unknown;
-  size_t added = r.loads.size();
-  for (JitSymbol& s : r.loads) ranges_.Add(std::move(s));
-  for (const JitDumpRecords::Move& m : r.moves) {
-    const JitSymbol* s = ranges_.Find(m.from);
+  size_t added = 0;
+  for (JitDumpRecords::Op& op : r.ops) {
+    if (!op.is_move) {
+      ranges_.Add(std::move(op.load));
+      ++added;
+      continue;
+    }
+    const JitSymbol* s = ranges_.Find(op.move.from);
     if (s == nullptr) continue;
-    JitSymbol moved{m.to, m.to + m.size, s->name};
+    JitSymbol moved{op.move.to, op.move.to + op.move.size, s->name};
     ranges_.Add(std::move(moved));
     ++added;
   }
   if (r.closed) done_ = true;
   if (!r.error.empty()) {
     done_ = true;
-    return Status::Error(StatusCode::kDataLoss, path_ + ": " + r.error);
+    return Status::Error(StatusCode::kDataLoss, file_.path + ": " + r.error);
   }
   if (r.consumed == 0 && buf.size() == kMaxRead) {
     done_ = true;
-    return Status::Error(StatusCode::kDataLoss, path_ + ": a record longer than a read");
+    return Status::Error(StatusCode::kDataLoss, file_.path + ": a record longer than a read");
   }
   return added;
 }

@@ -25,11 +25,17 @@ Result<JitDumpHeader> ParseJitDumpHeader(std::span<const uint8_t> bytes);
 
 // The whole records at the start of `bytes`.
 struct JitDumpRecords {
-  std::vector<JitSymbol> loads;
+  // Code loads and moves, in the file's order (a move names what was loaded
+  // before it; a later load may reuse the memory).
   struct Move {
     uint64_t from, to, size;
   };
-  std::vector<Move> moves;
+  struct Op {
+    bool is_move = false;
+    JitSymbol load;
+    Move move{};
+  };
+  std::vector<Op> ops;
   size_t consumed = 0;  // bytes of whole records
   size_t unknown = 0;   // records of kinds not read (debug and unwinding info, ...)
   bool closed = false;  // a JIT_CODE_CLOSE record
@@ -52,7 +58,7 @@ class JitDump {
   size_t unknown_records() const { return unknown_; }
 
  private:
-  std::string path_;
+  OwnedFile file_;
   JitDumpHeader header_;
   uint64_t offset_ = 0;
   size_t unknown_ = 0;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <iterator>
 
@@ -58,12 +59,10 @@ const JitSymbol* SymbolRanges::Find(uint64_t address) const {
   return address < it->second.end ? &it->second : nullptr;
 }
 
-Result<std::unique_ptr<PerfMap>> PerfMap::Open(const std::string& path, uid_t owner,
-                                               int64_t started) {
+Result<OwnedFile> OwnedFile::Check(const std::string& path, uid_t owner, int64_t started) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
-    return Status::Error(StatusCode::kNotFound, path + ": no perf map");
-  }
+  if (stat(path.c_str(), &st) != 0)
+    return Status::Error(StatusCode::kNotFound, path + ": not found");
   if (!S_ISREG(st.st_mode)) {
     return Status::Error(StatusCode::kPermissionDenied, path + ": not a regular file");
   }
@@ -77,24 +76,45 @@ Result<std::unique_ptr<PerfMap>> PerfMap::Open(const std::string& path, uid_t ow
                          path + ": last written " + std::to_string(started - st.st_mtime) +
                              " s before its process started (an earlier process's)");
   }
+  return OwnedFile{path, uint64_t(st.st_dev), uint64_t(st.st_ino), uint32_t(st.st_uid)};
+}
+
+Result<std::vector<uint8_t>> OwnedFile::Read(uint64_t offset, size_t max) const {
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  struct stat st;
+  if (!fd.valid() || fstat(fd.get(), &st) != 0) {
+    return Status::Error(StatusCode::kNotFound, path + ": cannot be opened");
+  }
+  if (uint64_t(st.st_dev) != dev || uint64_t(st.st_ino) != ino || st.st_uid != uid) {
+    return Status::Error(StatusCode::kPermissionDenied,
+                         path + ": replaced by another file since it was checked");
+  }
+  if (uint64_t(st.st_size) <= offset) return std::vector<uint8_t>();
+  std::vector<uint8_t> buf(std::min<uint64_t>(max, uint64_t(st.st_size) - offset));
+  const ssize_t n = pread(fd.get(), buf.data(), buf.size(), off_t(offset));
+  if (n < 0) return Status::Error(StatusCode::kUnavailable, path + ": cannot be read");
+  buf.resize(size_t(n));
+  return buf;
+}
+
+Result<std::unique_ptr<PerfMap>> PerfMap::Open(const std::string& path, uid_t owner,
+                                               int64_t started) {
+  ASSIGN_OR_RETURN(OwnedFile file, OwnedFile::Check(path, owner, started));
   auto map = std::make_unique<PerfMap>();
-  map->path_ = path;
+  map->file_ = std::move(file);
   return map;
 }
 
 Result<size_t> PerfMap::ReadMore() {
   if (exhausted()) return size_t(0);
-  ScopedFd fd(open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return Status::Error(StatusCode::kNotFound, path_ + ": cannot be opened");
-  std::string buf(std::min(kMaxRead, kMaxTotal - offset_), '\0');
-  const ssize_t n = pread(fd.get(), buf.data(), buf.size(), off_t(offset_));
-  if (n < 0) return Status::Error(StatusCode::kUnavailable, path_ + ": cannot be read");
-  buf.resize(size_t(n));
-  PerfMapLines lines = ParsePerfMapLines(buf);
-  if (lines.consumed == 0 && buf.size() == kMaxRead) {
+  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                   file_.Read(offset_, std::min(kMaxRead, size_t(kMaxTotal - offset_))));
+  PerfMapLines lines = ParsePerfMapLines(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  if (lines.consumed == 0 && bytes.size() == kMaxRead) {
     offset_ = kMaxTotal;  // one line longer than a read: give up on the map
-    return Status::Error(StatusCode::kDataLoss,
-                         path_ + ": a line longer than " + std::to_string(kMaxRead) + " bytes");
+    return Status::Error(StatusCode::kDataLoss, file_.path + ": a line longer than " +
+                                                    std::to_string(kMaxRead) + " bytes");
   }
   offset_ += lines.consumed;
   malformed_ += lines.malformed;

@@ -43,6 +43,19 @@ class SymbolRanges {
   std::map<uint64_t, JitSymbol> by_start_;
 };
 
+// A file a JIT writes for the process (its perf map, its jitdump), checked
+// to be the process's own: a regular file its user owns, last written after
+// it started. Each read reopens it and refuses a file that is no longer the
+// one checked (replaced by another since).
+struct OwnedFile {
+  std::string path;
+  uint64_t dev = 0, ino = 0;
+  uint32_t uid = 0;
+  static Result<OwnedFile> Check(const std::string& path, uid_t owner, int64_t started);
+  // Up to `max` bytes from `offset` (fewer where the file ends).
+  Result<std::vector<uint8_t>> Read(uint64_t offset, size_t max) const;
+};
+
 class PerfMap {
  public:
   static constexpr size_t kMaxRead = 1 << 20;    // bytes read at once
@@ -57,12 +70,11 @@ class PerfMap {
   // symbols.
   Result<size_t> ReadMore();
   const JitSymbol* Find(uint64_t address) const { return ranges_.Find(address); }
-  const std::string& path() const { return path_; }
   size_t malformed() const { return malformed_; }
   bool exhausted() const { return offset_ >= kMaxTotal; }
 
  private:
-  std::string path_;
+  OwnedFile file_;
   uint64_t offset_ = 0;  // bytes of complete lines taken
   size_t malformed_ = 0;
   SymbolRanges ranges_;

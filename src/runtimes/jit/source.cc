@@ -113,7 +113,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     };
     if (auto named = find(p.dump.get(), p.dump_shown)) return named;
     if (auto named = find(p.map.get(), p.map_shown)) return named;
-    return FindGdbJit(pid, &p, address, reread, now);
+    return FindGdbJit(pid, &p, address, now);
   }
 
   void Finish(record::Processor*, capture::Settings* settings) override {
@@ -146,6 +146,8 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     std::map<std::string, std::pair<uint64_t, uint64_t>> files;
     std::set<std::string> searched;
     uint64_t descriptor = 0;
+    bool gdb_read = false;  // its entries read once (read again on a miss, throttled)
+    uint64_t gdb_read_at = 0;
     std::map<std::pair<uint64_t, uint64_t>, GdbObject> objects;  // by (address, size)
     std::unique_ptr<PerfMap> map;
     std::unique_ptr<JitDump> dump;
@@ -187,16 +189,16 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   // The GDB JIT interface: the descriptor found once among the process's
   // mapped files, its entries read again (on a miss, at most every
   // kReadEveryNs) and each new object's symbols read once.
-  std::optional<Symbol> FindGdbJit(uint32_t pid, Process* p, uint64_t address, bool reread,
-                                   uint64_t now) {
+  std::optional<Symbol> FindGdbJit(uint32_t pid, Process* p, uint64_t address, uint64_t now) {
     for (auto& [path, where] : p->files) {
       if (p->descriptor != 0 || p->searched.count(path)) continue;
       p->searched.insert(path);
       p->descriptor = DescriptorIn(pid, path, where.first, where.second);
     }
     if (p->descriptor == 0) return std::nullopt;
-    if (reread || p->objects.empty()) {
-      p->read_at = now;
+    if (!p->gdb_read || now - p->gdb_read_at >= kReadEveryNs) {
+      p->gdb_read = true;
+      p->gdb_read_at = now;
       ReadGdbJit(pid, p);
     }
     for (const auto& [key, object] : p->objects) {

@@ -114,9 +114,12 @@ Status HeapReader::AppendUnits(uint64_t tagged, int depth, size_t max, std::u16s
     ASSIGN_OR_RETURN(uint64_t parent, Word(tagged, layout_->sliced_parent));
     ASSIGN_OR_RETURN(uint64_t offset_word, Word(tagged, layout_->sliced_offset));
     const int64_t offset = IsSmi(offset_word) ? SmiValue(offset_word) : -1;
-    if (offset < 0 || offset > INT32_MAX) {
-      return Status::Error(StatusCode::kDataLoss,
-                           "sliced string at " + HexAddress(tagged) + " has no offset");
+    if (offset < 0 || size_t(offset) > max) {
+      // Its parent is read from its start: an offset past the bound would
+      // read far more than asked.
+      return Status::Error(StatusCode::kDataLoss, "sliced string at " + HexAddress(tagged) +
+                                                      " starts " + std::to_string(offset) +
+                                                      " units into its parent");
     }
     std::u16string whole;
     const size_t want = std::min(max - out->size(), size_t(length));

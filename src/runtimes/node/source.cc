@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/hex.h"
+#include "src/record/proc.h"
 #include "src/record/splicer.h"
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
@@ -87,8 +88,10 @@ struct Process {
   std::map<FunctionKey, NamedFunction> functions;
   // Line starts of the script sources read (by source string; null: not read).
   std::unordered_map<uint64_t, std::unique_ptr<SourceLines>> sources;
-  // Source position tables, by bytecode array (empty: none read).
-  std::unordered_map<uint64_t, std::vector<PositionEntry>> positions;
+  // Source position tables, by bytecode array and the function's shared
+  // information (an array's memory reused by another function is another
+  // key); empty: none read.
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<PositionEntry>> positions;
 };
 
 class NodeSource final : public record::EventlessSource, public record::StackSplicer {
@@ -196,6 +199,9 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   if (fresh) AddImage(TargetFile(mapping.pid, mapping.path));
   Process& p = processes_[mapping.pid];
   if (p.image == info) return;  // laid out already (another mapping of the image)
+  // A forked child's copied mappings, processed after it exec'd another
+  // program, must not lay it out as V8 again.
+  if (!record::StillMapped(pid_t(mapping.pid), mapping.start, mapping.path)) return;
   p.image = info;
   p.memory = std::make_unique<ProcessMemory>(pid_t(mapping.pid));
   p.functions.clear();
@@ -272,7 +278,7 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
   Result<uint16_t> type = heap.TypeOf(f.bytecode_array);
   if (!type.ok() || *type != l.type_bytecode_array) return ++no_line_.compiled, 0;
   const int64_t offset = heap.SmiValue(f.bytecode_offset) - (l.bytecode_header - l.heap_object_tag);
-  auto [it, fresh] = process->positions.try_emplace(f.bytecode_array);
+  auto [it, fresh] = process->positions.try_emplace(std::pair{f.bytecode_array, f.shared});
   if (fresh) {
     Result<uint64_t> table = heap.Word(f.bytecode_array, l.bytecode_positions);
     Result<uint64_t> length =

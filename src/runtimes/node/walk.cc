@@ -78,20 +78,21 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
   size_t placed = 0;
   for (const V8Frame& f : walk.frames) {
     std::optional<size_t> k = record::FrameHolding(sps, f.fp);
-    if (!k) break;  // outer frames, beyond what the native stack knows
+    if (!k || *k >= n) break;  // outer frames, beyond what the native stack knows
     size_t at = *k;
-    const bool builtin = at < tags.size() && tags[at] == builtin_tag;
-    if (!builtin && at >= next && !replaced[at]) {
-      replaced[at] = hooks.frame(f);
+    const uint8_t tag = at < tags.size() ? tags[at] : 0;
+    if (tag == record::code_tags::kAnonymousCode && at >= next && !replaced[at]) {
+      replaced[at] = hooks.frame(f);  // the function's own generated code
       next = at + 1;
       ++placed;
       continue;
     }
-    // A builtin holding the frame pointer: at the leaf, one the function
-    // runs (a bytecode handler, a frameless builtin it called), so the
-    // function goes callerward of it; further out, the interpreter's entry
-    // that runs the function, which goes leafward of it.
-    size_t slot = builtin && at == leaf ? at + 1 : at;
+    // A builtin further out than the leaf is the interpreter's entry that
+    // runs the function, which goes leafward of it. At the leaf (a bytecode
+    // handler, a frameless builtin) or in other native code, the frame runs
+    // for the function, which goes callerward of it.
+    const bool entry = tag == builtin_tag && at != leaf;
+    size_t slot = entry ? at : at + 1;
     slot = std::max(slot, next);
     before[slot].push_back(hooks.frame(f));
     next = slot;

@@ -42,12 +42,13 @@ std::string V8WalkEndReason(uint8_t status);
 // Splices a walk's frames into a native stack (leaf first). Each JavaScript
 // frame goes where its frame pointer lies, by `sps` (each native frame's
 // stack pointer): the native frame holding it is V8 code running that
-// function. Untagged (generated code: the function's own), it is replaced by
-// the JavaScript frame; tagged `builtin_tag` (node's builtins), it stays:
-// the JavaScript frame goes just leafward of an interpreter entry that runs
-// it, and just callerward of the innermost frame (a bytecode handler or a
-// frameless builtin running for the function). Frames that cannot be placed
-// follow the native ones and a marker with the reason ends the stack.
+// function. Anonymous code (code_tags::kAnonymousCode: the function's own
+// generated code) is replaced by the JavaScript frame. Other frames stay: the
+// JavaScript frame goes just leafward of a builtin (`builtin_tag`) further
+// out than the leaf (the interpreter's entry that runs it), and just
+// callerward of any other (a bytecode handler or frameless builtin at the
+// leaf, native code it called). Frames that cannot be placed follow the
+// native ones and a marker with the reason ends the stack.
 struct V8SpliceHooks {
   std::function<capture::FrameId(const V8Frame&)> frame;       // a JavaScript frame
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason

@@ -201,8 +201,6 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   // Lays out `pid` from /proc/PID/maps (a process that just exec'd, ahead
   // of its mapping records); false when no interpreter is mapped yet.
   bool LayOutFromMaps(uint32_t pid);
-  // Whether the process still maps what a mapping record says it mapped.
-  bool StillMapped(const MappedModule& mapping);
   void TakeExecs();
   void RefreshThreads();
   capture::FrameId Name(Process* process, const WalkFrame& frame, FrameInterner* interner);
@@ -298,21 +296,10 @@ void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks
     warned_ = true;
     return;
   }
-  if (module->error.empty() && StillMapped(mapping)) {
+  if (module->error.empty() &&
+      record::StillMapped(pid_t(mapping.pid), mapping.start, mapping.path)) {
     LayOut(mapping.pid, mapping.start, mapping.file_offset, *module);
   }
-}
-
-bool PythonSource::StillMapped(const MappedModule& mapping) {
-  // Mapping records are processed after the fact: a forked child that
-  // exec'd another program since (perf running node) must not be laid out
-  // as the interpreter it no longer is. A process gone already is laid out
-  // as it was (its walks, copied at its fork, still come).
-  const auto now = record::ExecutableMappings(pid_t(mapping.pid));
-  if (now.empty()) return true;
-  return std::any_of(now.begin(), now.end(), [&](const record::ExecutableMapping& m) {
-    return m.start == mapping.start && m.path == mapping.path;
-  });
 }
 
 bool PythonSource::LayOutFromMaps(uint32_t pid) {

@@ -152,11 +152,12 @@ TEST_CASE("jitdump: header, code loads and moves, a cut record left for later") 
   JitDumpRecords got = ParseJitDumpRecords(r, false);
   CHECK(got.error.empty());
   CHECK(got.consumed == whole);
-  REQUIRE(got.loads.size() == 1);
-  CHECK(got.loads[0].name == "a");
-  CHECK(got.loads[0].end == 0x7020);
-  REQUIRE(got.moves.size() == 1);
-  CHECK(got.moves[0].to == 0x9000);
+  REQUIRE(got.ops.size() == 2);
+  CHECK_FALSE(got.ops[0].is_move);
+  CHECK(got.ops[0].load.name == "a");
+  CHECK(got.ops[0].load.end == 0x7020);
+  CHECK(got.ops[1].is_move);
+  CHECK(got.ops[1].move.to == 0x9000);
   CHECK(got.unknown == 1);
   // A record claiming less than its own header stops the reading.
   std::vector<uint8_t> lie;

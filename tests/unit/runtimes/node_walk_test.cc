@@ -89,7 +89,7 @@ TEST_CASE(
   // 0x100), the interpreter entry running g (0x200), node's C++ (0x300).
   V8Walk walk;
   walk.frames = {{0x180}, {0x2a0}};  // f's frame pointer, g's
-  auto out = Spliced(walk, {1, 2, 3, 4}, {0, 0, 3, 0}, {0, 0x100, 0x200, 0x300});
+  auto out = Spliced(walk, {1, 2, 3, 4}, {0, 4, 3, 0}, {0, 0x100, 0x200, 0x300});
   // f replaces its JIT frame; g goes leafward of the entry that runs it.
   CHECK(out == std::vector<capture::FrameId>{1, 1000 + 0x18, 1000 + 0x2a, 3, 4});
 }
@@ -102,12 +102,21 @@ TEST_CASE("V8 splicing: a builtin at the leaf runs for the function, which goes 
   CHECK(out == std::vector<capture::FrameId>{2, 1000 + 0x14, 4});
 }
 
+TEST_CASE("V8 splicing: native code holding a frame pointer runs for the function") {
+  V8Walk walk;
+  walk.frames = {{0x240}};
+  // memcpy (untagged, further out than a kernel frame) holds f's frame
+  // pointer: f called it, so f goes callerward; the native frame stays.
+  auto out = Spliced(walk, {1, 2, 3}, {0, 0, 0}, {0, 0x200, 0x300});
+  CHECK(out == std::vector<capture::FrameId>{1, 2, 1000 + 0x24, 3});
+}
+
 TEST_CASE("V8 splicing: frames beyond the native stack follow it, with the reason") {
   V8Walk walk;
   walk.status = MICROSCOPE_V8_TRUNCATED;
   walk.frames = {{0x180}, {0x900}};
   std::string reason;
-  auto out = Spliced(walk, {2, 4}, {0, 0}, {0x100, 0x300}, &reason);
+  auto out = Spliced(walk, {2, 4}, {4, 0}, {0x100, 0x300}, &reason);
   CHECK(out == std::vector<capture::FrameId>{1000 + 0x18, 4, 1000 + 0x90, 9999});
   CHECK(reason.find("1 of 2 JavaScript frames not found in the native stack") == 0);
   CHECK(reason.find("more than 64 JavaScript frames") != std::string::npos);
@@ -198,6 +207,9 @@ V8Layout TestLayout() {
   l.seq_two_byte_chars = 16;
   l.cons_first = 16;
   l.cons_second = 24;
+  l.sliced_parent = 16;
+  l.sliced_offset = 24;
+  l.thin_actual = 16;
   l.is_not_string_mask = 0x80;
   l.string_tag = 0;
   l.string_representation_mask = 7;
@@ -307,4 +319,17 @@ TEST_CASE("V8 strings: cons strings joined, two-byte text decoded, loops bounded
   CHECK(heap.ReadString(cons).status().message().find("nests deeper") != std::string::npos);
   // Not a string.
   CHECK_FALSE(heap.ReadString(h.Object(0x1300, 0x90)).ok());
+  // A sliced string far into its parent is refused, not read from the
+  // parent's start.
+  const uint64_t sliced = h.Object(0x1400, 8 | 3);  // sliced, one byte
+  const int32_t len = 3;
+  h.memory.Put(0x1400 + 12, &len, 4);
+  h.memory.Word(0x1400 + 16, a);
+  h.memory.Word(0x1400 + 24, Smi(int64_t(1) << 30));
+  CHECK(heap.ReadString(sliced).status().message().find("units into its parent") !=
+        std::string::npos);
+  h.memory.Word(0x1400 + 24, Smi(2));
+  Result<std::string> dul = heap.ReadString(sliced);
+  CHECK_MESSAGE(dul.ok(), dul.status().message());
+  CHECK((dul.ok() && *dul == "dul"));
 }
