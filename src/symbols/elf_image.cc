@@ -183,19 +183,31 @@ Elf_Scn* SectionByName(Elf* elf, std::string_view wanted, GElf_Shdr* shdr) {
   return nullptr;
 }
 
-bool FindSymbol(Elf* elf, std::string_view wanted, GElf_Sym* out) {
+void ForEachDefinedSymbol(Elf* elf, uint32_t table,
+                          const std::function<bool(const GElf_Sym&, std::string_view)>& fn) {
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
     GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr ||
-        (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || sh.sh_entsize == 0) {
-      continue;
-    }
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != table || sh.sh_entsize == 0) continue;
     Elf_Data* syms = elf_getdata(scn, nullptr);
     for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
-      if (gelf_getsym(syms, int(i), out) == nullptr || out->st_shndx == SHN_UNDEF) continue;
-      const char* name = elf_strptr(elf, sh.sh_link, out->st_name);
-      if (name != nullptr && wanted == name) return true;
+      GElf_Sym sym;
+      if (gelf_getsym(syms, int(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF) continue;
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (name != nullptr && !fn(sym, name)) return;
     }
+  }
+}
+
+bool FindSymbol(Elf* elf, std::string_view wanted, GElf_Sym* out) {
+  bool found = false;
+  for (uint32_t table : {uint32_t(SHT_DYNSYM), uint32_t(SHT_SYMTAB)}) {
+    ForEachDefinedSymbol(elf, table, [&](const GElf_Sym& sym, std::string_view name) {
+      if (name != wanted) return true;
+      *out = sym;
+      found = true;
+      return false;
+    });
+    if (found) return true;
   }
   return false;
 }

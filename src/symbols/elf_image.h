@@ -7,6 +7,7 @@
 #include <libelf.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -74,6 +75,10 @@ std::string Demangle(const std::string& name);
 std::vector<uint8_t> ElfBuildId(Elf* elf);
 // The section named `wanted` (its header in *shdr), or null.
 Elf_Scn* SectionByName(Elf* elf, std::string_view wanted, GElf_Shdr* shdr);
+// Calls `fn` with each defined symbol (and its name) of the file's symbol
+// tables of type `table` (SHT_SYMTAB or SHT_DYNSYM) until it returns false.
+void ForEachDefinedSymbol(Elf* elf, uint32_t table,
+                          const std::function<bool(const GElf_Sym&, std::string_view)>& fn);
 // The defined symbol named `wanted` in .dynsym or .symtab; false if none.
 bool FindSymbol(Elf* elf, std::string_view wanted, GElf_Sym* out);
 // The file's bytes from a symbol's address to its section's end; empty when

@@ -4,6 +4,7 @@
 
 #include "base/hex.h"
 #include "src/symbols/elf_handle.h"
+#include "src/symbols/elf_image.h"
 
 namespace microscope::runtimes::jit {
 
@@ -50,32 +51,20 @@ Result<std::vector<JitSymbol>> GdbJitObjectSymbols(std::span<const uint8_t> byte
   // an offset in its section, which the JIT placed at the section's sh_addr.
   const bool relocatable = eh.e_type == ET_REL;
   std::vector<JitSymbol> out;
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf.get(), scn)) != nullptr;) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_SYMTAB || sh.sh_entsize == 0)
-      continue;
-    Elf_Data* syms = elf_getdata(scn, nullptr);
-    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      if (gelf_getsym(syms, int(i), &sym) == nullptr || sym.st_size == 0 ||
-          sym.st_shndx == SHN_UNDEF || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-          sym.st_value + sym.st_size < sym.st_value) {
-        continue;
-      }
-      const char* name = elf_strptr(elf.get(), sh.sh_link, sym.st_name);
-      if (name == nullptr || *name == '\0') continue;
-      uint64_t start = sym.st_value;
-      if (relocatable) {
-        GElf_Shdr section;
-        Elf_Scn* holder =
-            sym.st_shndx < SHN_LORESERVE ? elf_getscn(elf.get(), sym.st_shndx) : nullptr;
-        if (holder == nullptr || gelf_getshdr(holder, &section) == nullptr) continue;
-        start += section.sh_addr;
-      }
-      if (start + sym.st_size < start) continue;
-      out.push_back({start, start + sym.st_size, name});
+  Elf* e = elf.get();
+  symbols::ForEachDefinedSymbol(e, SHT_SYMTAB, [&](const GElf_Sym& sym, std::string_view name) {
+    if (sym.st_size == 0 || GELF_ST_TYPE(sym.st_info) != STT_FUNC || name.empty()) return true;
+    uint64_t start = sym.st_value;
+    if (relocatable) {
+      GElf_Shdr section;
+      Elf_Scn* holder = sym.st_shndx < SHN_LORESERVE ? elf_getscn(e, sym.st_shndx) : nullptr;
+      if (holder == nullptr || gelf_getshdr(holder, &section) == nullptr) return true;
+      start += section.sh_addr;
     }
-  }
+    if (start + sym.st_size >= start)
+      out.push_back({start, start + sym.st_size, std::string(name)});
+    return true;
+  });
   if (out.empty()) return Status::Error(StatusCode::kNotFound, "no function symbols");
   return out;
 }

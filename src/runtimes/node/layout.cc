@@ -19,30 +19,25 @@ constexpr std::string_view kPrefix = "v8dbg_";
 // Every v8dbg_ symbol's int value, by its name without the prefix.
 Result<std::map<std::string, int64_t>> ReadSymbols(Elf* elf, const std::string& path) {
   std::map<std::string, int64_t> out;
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0)
-      continue;
-    Elf_Data* syms = elf_getdata(scn, nullptr);
-    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      if (gelf_getsym(syms, int(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF) continue;
-      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
-      if (name == nullptr || std::string_view(name).substr(0, kPrefix.size()) != kPrefix) continue;
-      int32_t value = 0;  // a symbol in .bss has no bytes in the file: 0
-      Elf_Scn* holder = elf_getscn(elf, sym.st_shndx);
-      GElf_Shdr hs;
-      if (holder != nullptr && gelf_getshdr(holder, &hs) != nullptr && hs.sh_type != SHT_NOBITS) {
-        std::span<const uint8_t> bytes = symbols::SymbolFileBytes(elf, sym);
-        if (bytes.size() < sizeof(value)) {
-          return Status::Error(StatusCode::kDataLoss,
-                               path + ": " + name + " has no 4 bytes in its section");
-        }
-        std::memcpy(&value, bytes.data(), sizeof(value));
+  Status error;
+  symbols::ForEachDefinedSymbol(elf, SHT_DYNSYM, [&](const GElf_Sym& sym, std::string_view name) {
+    if (!name.starts_with(kPrefix)) return true;
+    int32_t value = 0;  // a symbol in .bss has no bytes in the file: 0
+    Elf_Scn* holder = elf_getscn(elf, sym.st_shndx);
+    GElf_Shdr hs;
+    if (holder != nullptr && gelf_getshdr(holder, &hs) != nullptr && hs.sh_type != SHT_NOBITS) {
+      std::span<const uint8_t> bytes = symbols::SymbolFileBytes(elf, sym);
+      if (bytes.size() < sizeof(value)) {
+        error = Status::Error(StatusCode::kDataLoss,
+                              path + ": " + std::string(name) + " has no 4 bytes in its section");
+        return false;
       }
-      out[name + kPrefix.size()] = value;
+      std::memcpy(&value, bytes.data(), sizeof(value));
     }
-  }
+    out[std::string(name.substr(kPrefix.size()))] = value;
+    return true;
+  });
+  RETURN_IF_ERROR(error);
   return out;
 }
 
@@ -190,23 +185,14 @@ Result<FileRange> BuiltinsCode(const std::string& path) {
                    symbols::ElfLoadSegments(file.elf.get()));
   constexpr std::string_view kBuiltin = "Builtins_";
   uint64_t lo = UINT64_MAX, hi = 0;
-  Elf* elf = file.elf.get();
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_SYMTAB || sh.sh_entsize == 0)
-      continue;
-    Elf_Data* syms = elf_getdata(scn, nullptr);
-    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Sym sym;
-      if (gelf_getsym(syms, int(i), &sym) == nullptr || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-          sym.st_shndx == SHN_UNDEF)
-        continue;
-      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
-      if (name == nullptr || !std::string_view(name).starts_with(kBuiltin)) continue;
-      lo = std::min<uint64_t>(lo, sym.st_value);
-      hi = std::max<uint64_t>(hi, sym.st_value + std::max<uint64_t>(sym.st_size, 1));
-    }
-  }
+  symbols::ForEachDefinedSymbol(
+      file.elf.get(), SHT_SYMTAB, [&](const GElf_Sym& sym, std::string_view name) {
+        if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && name.starts_with(kBuiltin)) {
+          lo = std::min<uint64_t>(lo, sym.st_value);
+          hi = std::max<uint64_t>(hi, sym.st_value + std::max<uint64_t>(sym.st_size, 1));
+        }
+        return true;
+      });
   if (lo >= hi) {
     return Status::Error(StatusCode::kNotFound, path + ": no Builtins_* symbols (stripped?)");
   }
