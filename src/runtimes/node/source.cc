@@ -17,6 +17,7 @@
 #include "src/runtimes/node/line_table.h"
 #include "src/runtimes/node/walk.h"
 #include "src/runtimes/node/walker.h"
+#include "src/runtimes/per_file.h"
 #include "src/runtimes/process_memory.h"
 #include "src/runtimes/sampler.h"
 
@@ -127,6 +128,8 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
 
  private:
   const ImageInfo* InfoOf(const std::string& file);
+  // Lays out process `pid` (a new program, or one first met) by `info`.
+  void LayOut(uint32_t pid, const ImageInfo* info);
   const NamedFunction& Function(Process* process, const V8Frame& frame);
   capture::FrameId Name(Process* process, const V8Frame& frame, bool innermost,
                         FrameInterner* interner);
@@ -148,7 +151,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::shared_ptr<Sampler> sampler_;  // null until a V8 is mapped (auto) or refused
   std::vector<uint32_t> execs_;       // heard of since the last poll
   std::string refused_;
-  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<ImageInfo>> by_file_;  // dev, inode
+  PerFile<ImageInfo> by_file_;
   std::unordered_map<capture::ModuleId, const ImageInfo*> modules_;
   std::unordered_map<uint32_t, Process> processes_;
   std::vector<std::string> notes_;
@@ -162,17 +165,20 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
 };
 
 const ImageInfo* NodeSource::InfoOf(const std::string& file) {
-  static const ImageInfo kNone;
-  struct stat st;
-  if (stat(file.c_str(), &st) != 0) return &kNone;
-  auto [it, fresh] = by_file_.try_emplace({uint64_t(st.st_dev), uint64_t(st.st_ino)});
-  if (fresh) {
-    it->second = ReadImageInfo(file);
-    const ImageInfo& info = *it->second;
+  return by_file_.Get(file, ReadImageInfo, [this](const ImageInfo& info) {
     if (info.v8 && !info.error.empty() && notes_.size() < kMaxNotes)
       notes_.push_back("JavaScript frames not walked: " + info.error);
-  }
-  return it->second.get();
+  });
+}
+
+void NodeSource::LayOut(uint32_t pid, const ImageInfo* info) {
+  Process& p = processes_[pid];
+  p = Process{};  // another program now: nothing named before holds
+  p.image = info;
+  p.memory = std::make_unique<ProcessMemory>(pid_t(pid));
+  (void)sampler_->Follow(pid);
+  if (Status set = SetProcess(*sampler_, pid, info->offsets); !set.ok())
+    Problem("V8 processes not laid out", set.message());
 }
 
 void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) {
@@ -197,17 +203,12 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
     }
   }
   if (fresh) AddImage(TargetFile(mapping.pid, mapping.path));
-  Process& p = processes_[mapping.pid];
-  if (p.image == info) return;  // laid out already (another mapping of the image)
+  auto known = processes_.find(mapping.pid);
+  if (known != processes_.end() && known->second.image == info) return;  // laid out already
   // A forked child's copied mappings, processed after it exec'd another
   // program, must not lay it out as V8 again.
   if (!record::StillMapped(pid_t(mapping.pid), mapping.start, mapping.path)) return;
-  p.image = info;
-  p.memory = std::make_unique<ProcessMemory>(pid_t(mapping.pid));
-  p.functions.clear();
-  (void)sampler_->Follow(mapping.pid);
-  if (Status set = SetProcess(*sampler_, mapping.pid, info->offsets); !set.ok())
-    Problem("V8 processes not laid out", set.message());
+  LayOut(mapping.pid, info);
 }
 
 void NodeSource::Poll(const record::PollWindow&, record::Processor*) {
@@ -221,12 +222,7 @@ void NodeSource::Poll(const record::PollWindow&, record::Processor*) {
     const ImageInfo* info = InfoOf(exe);
     if (!info->v8 || !info->error.empty()) continue;
     AddImage(exe);
-    Process& p = processes_[pid];
-    p = Process{};
-    p.image = info;
-    p.memory = std::make_unique<ProcessMemory>(pid_t(pid));
-    if (Status set = SetProcess(*sampler_, pid, info->offsets); !set.ok())
-      Problem("V8 processes not laid out", set.message());
+    LayOut(pid, info);
   }
   execs_.clear();
 }

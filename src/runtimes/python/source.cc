@@ -19,6 +19,7 @@
 #include "base/scoped_fd.h"
 #include "src/record/collector.h"
 #include "src/record/proc.h"
+#include "src/runtimes/per_file.h"
 #include "src/runtimes/python/code_reader.h"
 #include "src/runtimes/python/layout.h"
 #include "src/runtimes/python/line_table.h"
@@ -232,7 +233,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   uint32_t target_;
   bool warned_ = false;
   std::optional<std::pair<uint64_t, uint64_t>> own_ns_;
-  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<ModuleInfo>> by_file_;  // dev, inode
+  PerFile<ModuleInfo> by_file_;
   std::unordered_map<capture::ModuleId, const ModuleInfo*> modules_;
   // Processes that exec'd and whose interpreter is not mapped yet: until when
   // /proc/PID/maps is looked at (every kRetryNs, by the timer in wake_).
@@ -249,17 +250,10 @@ class PythonSource final : public record::EventlessSource, public record::StackS
 };
 
 const ModuleInfo* PythonSource::InfoOf(const std::string& file) {
-  static const ModuleInfo kNone;
-  struct stat st;
-  if (stat(file.c_str(), &st) != 0) return &kNone;
-  auto [it, fresh] = by_file_.try_emplace({uint64_t(st.st_dev), uint64_t(st.st_ino)});
-  if (fresh) {
-    it->second = ReadModuleInfo(file);
-    const ModuleInfo& info = *it->second;
+  return by_file_.Get(file, ReadModuleInfo, [this](const ModuleInfo& info) {
     if (info.python && !info.error.empty() && notes_.size() < kMaxNotes)
       notes_.push_back("Python: " + info.error);
-  }
-  return it->second.get();
+  });
 }
 
 const ModuleInfo* PythonSource::Module(const MappedModule& mapping, record::CodeMarks* marks) {
