@@ -349,13 +349,14 @@ std::optional<FrameId> Processor::JitFrame(uint32_t pid, uint64_t address) {
     std::optional<JitNamer::Symbol> s = namer->Lookup(pid, address);
     if (!s) continue;
     // A module per map (or dump, or object); anonymous: no file to read.
-    auto [mod, fresh_module] = jit_modules_.try_emplace(std::string(s->module), kNone);
-    if (fresh_module) {
+    auto mod = jit_modules_.find(s->module);  // no string made at each sample
+    if (mod == jit_modules_.end()) {
       capture::Module m;
       m.path = strings_.Intern(s->module);
       m.kind = ModuleKind::kAnonymous;
       capture_.modules.push_back(std::move(m));
-      mod->second = ModuleId(capture_.modules.size() - 1);
+      mod =
+          jit_modules_.emplace(std::string(s->module), ModuleId(capture_.modules.size() - 1)).first;
     }
     const capture::StringId name = strings_.Intern(s->name);
     auto [fn, fresh_function] =

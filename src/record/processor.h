@@ -220,7 +220,7 @@ class Processor : private CodeMarks, private FrameInterner {
   // JIT code named at record time: a module per namer's source, a function
   // per name, a frame per (address, module, function).
   std::vector<JitNamer*> jit_namers_;
-  std::map<std::string, capture::ModuleId> jit_modules_;
+  std::map<std::string, capture::ModuleId, std::less<>> jit_modules_;
   std::map<capture::StringId, capture::FunctionId> jit_functions_;
   std::map<std::tuple<uint64_t, capture::ModuleId, capture::FunctionId>, capture::FrameId>
       jit_frames_;

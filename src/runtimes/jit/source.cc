@@ -6,7 +6,6 @@
 
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -73,19 +72,19 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   record::JitNamer* jit_namer() override { return this; }
 
   void OnMapping(const record::MappedModule& mapping) override {
-    const uint32_t pid = mapping.pid;
     const std::string_view path = mapping.path;
     if (!path.starts_with("/")) return;
-    Process& proc = processes_[pid];
-    if (proc.files.size() < kMaxFiles && !proc.files.count(std::string(path)))
-      proc.files.emplace(std::string(path), std::pair{mapping.start, mapping.file_offset});
+    Process& proc = processes_[mapping.pid];
+    if (proc.files.size() < kMaxFiles &&
+        proc.files.try_emplace(std::string(path), mapping.start, mapping.file_offset).second) {
+      proc.unsearched.emplace_back(path);
+    }
     const size_t slash = path.rfind('/');
     std::string_view base = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
     if (!base.starts_with("jit-") || !base.ends_with(".dump")) return;
     base = base.substr(4, base.size() - 9);
     if (base.empty() || base.find_first_not_of("0123456789") != std::string_view::npos) return;
-    Process& p = processes_[pid];
-    if (p.dump == nullptr) p.dump_shown = std::string(path);
+    if (proc.dump == nullptr) proc.dump_shown = std::string(path);
   }
 
   std::optional<Symbol> Lookup(uint32_t pid, uint64_t address) override {
@@ -142,9 +141,9 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   };
   struct Process {
     // Its executable file mappings (path: first start, file offset), where
-    // the GDB JIT descriptor is looked for, and those looked in.
+    // the GDB JIT descriptor is looked for, and those not looked in yet.
     std::map<std::string, std::pair<uint64_t, uint64_t>> files;
-    std::set<std::string> searched;
+    std::vector<std::string> unsearched;
     uint64_t descriptor = 0;
     bool gdb_read = false;  // its entries read once (read again on a miss, throttled)
     uint64_t gdb_read_at = 0;
@@ -190,10 +189,11 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   // mapped files, its entries read again (on a miss, at most every
   // kReadEveryNs) and each new object's symbols read once.
   std::optional<Symbol> FindGdbJit(uint32_t pid, Process* p, uint64_t address, uint64_t now) {
-    for (auto& [path, where] : p->files) {
-      if (p->descriptor != 0 || p->searched.count(path)) continue;
-      p->searched.insert(path);
-      p->descriptor = DescriptorIn(pid, path, where.first, where.second);
+    // Only the files mapped since the last look: this runs at each miss.
+    while (p->descriptor == 0 && !p->unsearched.empty()) {
+      const auto where = p->files.find(p->unsearched.back());
+      p->unsearched.pop_back();
+      p->descriptor = DescriptorIn(pid, where->first, where->second.first, where->second.second);
     }
     if (p->descriptor == 0) return std::nullopt;
     if (!p->gdb_read || now - p->gdb_read_at >= kReadEveryNs) {
