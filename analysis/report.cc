@@ -80,8 +80,8 @@ ReportTree BuildTree(const CallTree& tree, const FunctionKeys& keys, double min_
 std::vector<ReportThread> BuildThreads(const std::vector<ThreadCost>& threads, uint64_t all) {
   std::vector<ReportThread> out;
   for (const ThreadCost& t : threads) {
-    out.push_back(
-        {t.tid, t.pid, t.name, Share(Cost{t.samples, t.value}, all), t.gil_labeled, t.gil_held});
+    out.push_back({t.tid, t.pid, t.name, Share(Cost{t.samples, t.value}, all), t.gil_labeled,
+                   t.gil_held, t.isolate});
   }
   return out;
 }

@@ -103,6 +103,7 @@ struct ReportThread {
   // Samples walked in Python (labeled python.gil), and those holding the GIL.
   uint64_t gil_labeled = 0;
   uint64_t gil_held = 0;
+  std::string isolate;  // V8's, numbered per process ("" when none)
   double GilHeldPercent() const {
     return gil_labeled > 0 ? 100.0 * double(gil_held) / double(gil_labeled) : 0;
   }

@@ -1,5 +1,7 @@
 #include "analysis/summary.h"
 
+#include "analysis/labels.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -72,29 +74,29 @@ std::vector<ThreadCost> ThreadTotals(const capture::Capture& c, const SampleFilt
     out[t].pid = c.processes[c.threads[t].process].pid;
     out[t].name = c.str(c.threads[t].name);
   }
-  // Each thread's python.gil spans, in time order.
-  std::vector<std::vector<size_t>> gil(c.threads.size());
-  const capture::LabelSpans& l = c.labels;
-  for (size_t i = 0; i < l.size(); ++i) {
-    if (c.str(l.key[i]) == capture::kGilLabel) gil[l.thread[i]].push_back(i);
-  }
-  for (auto& spans : gil) {
-    std::sort(spans.begin(), spans.end(),
-              [&](size_t a, size_t b) { return l.start[a] < l.start[b]; });
-  }
+  const SampleLabels labels(c);
   for (size_t i = 0; i < c.samples.size(); ++i) {
     if (!filter.Keep(c, i)) continue;
     const capture::ThreadId thread = c.samples.thread[i];
     ThreadCost& t = out[thread];
     t.samples += c.samples.CountAt(i);
     t.value += c.samples.weight[i];
-    const std::vector<size_t>& spans = gil[thread];
+    if (labels.empty()) continue;
     const uint64_t time = c.samples.time[i];
-    auto after = std::upper_bound(spans.begin(), spans.end(), time,
-                                  [&](uint64_t t0, size_t s) { return t0 < l.start[s]; });
-    if (after != spans.begin() && time <= l.end[*std::prev(after)]) {
+    if (auto gil = labels.Value(thread, time, capture::kGilLabel)) {
       t.gil_labeled += c.samples.CountAt(i);
-      if (c.str(l.value[*std::prev(after)]) == "held") t.gil_held += c.samples.CountAt(i);
+      if (*gil == "held") t.gil_held += c.samples.CountAt(i);
+    }
+    if (auto isolate = labels.Value(thread, time, capture::kV8IsolateLabel)) {
+      const std::string_view known = t.isolate;
+      bool seen = false;
+      for (size_t at = 0; at <= known.size();) {
+        size_t comma = known.find(',', at);
+        if (comma == std::string_view::npos) comma = known.size();
+        seen = seen || known.substr(at, comma - at) == *isolate;
+        at = comma + 1;
+      }
+      if (!seen) t.isolate += (t.isolate.empty() ? "" : ",") + std::string(*isolate);
     }
   }
   std::erase_if(out, [](const ThreadCost& t) { return t.samples == 0; });

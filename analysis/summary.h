@@ -73,6 +73,9 @@ struct ThreadCost {
   // of them those that held the GIL.
   uint64_t gil_labeled = 0;
   uint64_t gil_held = 0;
+  // The V8 isolate (v8.isolate label: numbered per process) the thread's
+  // walked samples ran, "" when none; several, comma-separated.
+  std::string isolate;
 };
 std::vector<ThreadCost> ThreadTotals(const capture::Capture& capture, const SampleFilter& filter);
 

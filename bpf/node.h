@@ -29,6 +29,10 @@ struct v8_process {
   __u8 word_name;   /* SharedFunctionInfo -> name (or ScopeInfo) */
   __u8 word_script; /* SharedFunctionInfo -> Script */
   __u8 reserved[4];
+  /* Where the thread's current isolate pointer (V8's g_current_isolate_,
+   * thread-local in the executable) lies from the thread pointer (fsbase);
+   * 0: not known (V8 in a shared library, or no such symbol). */
+  __s64 isolate_tls;
 };
 #define MICROSCOPE_V8_OBJECT_WORDS 6 /* read at once from an object's start */
 
@@ -60,7 +64,7 @@ struct v8_frame {
 
 /* One walk, written by bpf_perf_event_output into the sample's own ring
  * just before the sample: leaf first. Only walks with a frame are sent. */
-#define MICROSCOPE_V8_MAGIC 0x76380001u /* "v8", record version 1 */
+#define MICROSCOPE_V8_MAGIC 0x76380002u /* "v8", record version 2 */
 struct v8_walk {
   __u32 magic;
   __u32 pid;
@@ -68,7 +72,8 @@ struct v8_walk {
   __u8 status;
   __u8 reserved;
   __u16 nframes;
-  __u64 sp; /* the sample's user stack pointer */
+  __u64 sp;      /* the sample's user stack pointer */
+  __u64 isolate; /* the thread's current isolate (0: none or not known) */
   struct v8_frame frames[MICROSCOPE_V8_MAX_FRAMES];
 };
 

@@ -140,6 +140,11 @@ static __always_inline int v8_walk_thread(struct v8_walk* w, struct bpf_perf_eve
   w->status = MICROSCOPE_V8_WALKED;
   w->nframes = 0;
   w->sp = sp;
+  w->isolate = 0;
+  if (p->isolate_tls != 0) {
+    const __u64 fsbase = BPF_CORE_READ(bpf_get_current_task_btf(), thread.fsbase);
+    if (fsbase != 0) v8_word(&w->isolate, fsbase + p->isolate_tls);
+  }
   struct v8_step_ctx c = {p, w, fp};
   bpf_loop(MICROSCOPE_V8_MAX_STEPS, v8_step, &c, 0);
   return w->nframes > 0;

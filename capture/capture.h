@@ -203,6 +203,10 @@ struct LabelSpans {
 // it held its interpreter's GIL ("held") or not ("waiting" for it or
 // running without it, "released").
 inline constexpr std::string_view kGilLabel = "python.gil";
+// The label the V8 walker puts on each walked sample: the number of the
+// isolate the thread ran (1, 2, ... in the order a process's isolates were
+// first seen; a worker thread runs its own).
+inline constexpr std::string_view kV8IsolateLabel = "v8.isolate";
 
 struct Problem {
   StringId kind = kNone;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "analysis/keys.h"
+#include "analysis/labels.h"
 #include "analysis/profile.h"
 #include "base/hex.h"
 #include "capture/reader.h"
@@ -92,25 +93,40 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
         &*with_short, analysis::ShortOffCpuFrameName(analysis::OffCpuMin(original)), kNone);
   }
   const capture::Capture& c = with_short ? *with_short : original;
-  // Aggregate rows per (stack, thread, off-CPU state or kCpuRow): values
-  // samples, the capture's metric, and off-CPU time.
+  // Aggregate rows per (stack, thread, off-CPU state or kCpuRow, the
+  // sample's labels: an index into label_sets): values samples, the
+  // capture's metric, and off-CPU time.
   constexpr uint8_t kCpuRow = 0xFF;
-  std::map<std::tuple<uint32_t, uint32_t, uint8_t>, std::array<uint64_t, 3>> agg;
+  std::map<std::tuple<uint32_t, uint32_t, uint8_t, uint32_t>, std::array<uint64_t, 3>> agg;
+  const analysis::SampleLabels labels(c);
+  // Each distinct set of (key, value) a sample carried; 0: none.
+  std::map<std::vector<std::pair<capture::StringId, capture::StringId>>, uint32_t> label_ids{
+      {{}, 0}};
+  std::vector<size_t> spans;
+  std::vector<std::pair<capture::StringId, capture::StringId>> set;
   for (size_t i = 0; i < c.samples.size(); ++i) {
     if (!filter.Keep(c, i)) continue;
-    auto& v = agg[{c.samples.stack[i], c.samples.thread[i], kCpuRow}];
+    uint32_t label_id = 0;
+    if (!labels.empty()) {
+      spans.clear();
+      set.clear();
+      labels.At(c.samples.thread[i], c.samples.time[i], &spans);
+      for (size_t sp : spans) set.emplace_back(c.labels.key[sp], c.labels.value[sp]);
+      label_id = label_ids.try_emplace(set, uint32_t(label_ids.size())).first->second;
+    }
+    auto& v = agg[{c.samples.stack[i], c.samples.thread[i], kCpuRow, label_id}];
     v[0] += c.samples.CountAt(i);
     v[1] += c.samples.weight[i];
   }
   const capture::OffCpu& o = c.off_cpu;
   for (size_t i = 0; i < o.size(); ++i) {
     if (!filter.Keep(o.thread[i], o.start[i], o.stack[i])) continue;
-    agg[{o.stack[i], o.thread[i], uint8_t(o.state[i])}][2] += o.end[i] - o.start[i];
+    agg[{o.stack[i], o.thread[i], uint8_t(o.state[i]), 0}][2] += o.end[i] - o.start[i];
   }
   const capture::OffCpuShort& sh = c.off_cpu_short;
   for (size_t i = 0; i < sh.size(); ++i) {
     if (!filter.Keep(sh.thread[i], c.settings.start_time, kNone)) continue;
-    agg[{short_node, sh.thread[i], uint8_t(sh.state[i])}][2] += sh.total[i];
+    agg[{short_node, sh.thread[i], uint8_t(sh.state[i]), 0}][2] += sh.total[i];
   }
   const bool wall = off && metric == analysis::Metric::kWall;
   std::vector<bool> frame_used(c.frames.size());
@@ -138,6 +154,9 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
   AddValueType(pw, kSampleType, s, c.settings.metric, c.settings.unit);
   if (off) AddValueType(pw, kSampleType, s, "off_cpu", "nanoseconds");
   if (wall) AddValueType(pw, kSampleType, s, "wall", "nanoseconds");
+  std::vector<const std::vector<std::pair<capture::StringId, capture::StringId>>*> label_sets(
+      label_ids.size());
+  for (const auto& [set, id] : label_ids) label_sets[id] = &set;
   std::map<std::vector<capture::FrameId>, uint64_t> location_ids;
   auto LocationOf = [&](const std::vector<capture::FrameId>& group) {
     return location_ids.try_emplace(group, location_ids.size() + 1).first->second;
@@ -186,6 +205,11 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
       protozero::pbf_writer label(sample, 3);
       label.add_int64(1, s.Id("thread"));
       label.add_int64(2, s.Id(c.str(t.name)));
+    }
+    for (const auto& [k, value] : *label_sets[std::get<3>(key)]) {
+      protozero::pbf_writer label(sample, 3);
+      label.add_int64(1, s.Id(c.str(k)));
+      label.add_int64(2, s.Id(c.str(value)));
     }
   }
   uint64_t next_base = kModuleSpan;

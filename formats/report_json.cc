@@ -174,6 +174,7 @@ ordered_json ThreadsJson(const std::vector<analysis::ReportThread>& threads) {
     ordered_json row = {{"tid", t.tid},          {"pid", t.pid},
                         {"name", t.name},        {"samples", t.cost.samples},
                         {"value", t.cost.value}, {"percent", t.cost.percent}};
+    if (!t.isolate.empty()) row["isolate"] = t.isolate;
     if (t.gil_labeled > 0) {
       row["gil"] = {{"labeled_samples", t.gil_labeled},
                     {"held_samples", t.gil_held},

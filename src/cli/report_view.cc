@@ -276,8 +276,12 @@ void PrintThreads(FILE* out, const std::vector<analysis::ReportThread>& threads,
   // Python threads: the share of their walked samples that held the GIL.
   const bool gil = std::any_of(threads.begin(), threads.end(),
                                [](const analysis::ReportThread& t) { return t.gil_labeled > 0; });
-  fprintf(out, "%7s %8s %12s  %8s %8s  %s%s\n", "share", "count", "value", "pid", "tid",
-          gil ? "   GIL  " : "", "name");
+  // JavaScript threads: the number of the V8 isolate each ran.
+  const bool isolate =
+      std::any_of(threads.begin(), threads.end(),
+                  [](const analysis::ReportThread& t) { return !t.isolate.empty(); });
+  fprintf(out, "%7s %8s %12s  %8s %8s  %s%s%s\n", "share", "count", "value", "pid", "tid",
+          gil ? "   GIL  " : "", isolate ? "isolate " : "", "name");
   for (size_t i = 0; i < shown; ++i) {
     const analysis::ReportThread& t = threads[i];
     double p = t.cost.percent;
@@ -291,9 +295,14 @@ void PrintThreads(FILE* out, const std::vector<analysis::ReportThread>& threads,
       }
       held = buf;
     }
-    fprintf(out, "%s%6.2f%%%s %8llu %12s  %8d %8d  %s%s\n", c.heat(p), p, c.reset(),
+    std::string iso;
+    if (isolate) {
+      iso = t.isolate.empty() ? "-" : t.isolate;
+      iso = std::string(iso.size() < 7 ? 7 - iso.size() : 0, ' ') + iso + " ";
+    }
+    fprintf(out, "%s%6.2f%%%s %8llu %12s  %8d %8d  %s%s%s\n", c.heat(p), p, c.reset(),
             Ull(t.cost.samples), FormatValue(t.cost.value, unit).c_str(), t.pid, t.tid,
-            held.c_str(), t.name.c_str());
+            held.c_str(), iso.c_str(), t.name.c_str());
   }
   PrintMore(out, threads.size() - shown, "thread");
 }

@@ -26,6 +26,8 @@ from collections import Counter
 
 from common import *
 
+PPROF = os.environ.get("PPROF")
+
 require_perf()
 nodes = {"20": "/usr/bin/node"}
 nodes.update((k, v) for k, v in fetch_runtimes("fetch-node", ["22", "24", "26"]).items())
@@ -183,10 +185,23 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     deepest = max((p.count("recurse") for p in tree_paths(rep) if p[-1] == "leaf"), default=0)
     check(deepest == 41, "node %s: recursion 41 frames deep under leaf (found %d)" % (major, deepest))
 
-    # A worker thread walks its own isolate.
-    rep = report(record_fixture(major, node, "worker"), "--threads", "--tree", "--min-percent", "0")
+    # A worker thread walks its own isolate, numbered apart from the main
+    # thread's (the v8.isolate label, from V8's thread-local isolate).
+    cap = record_fixture(major, node, "worker")
+    rep = report(cap, "--threads", "--tree", "--min-percent", "0")
     worker = sum(v for p, v in tree_paths(rep).items() if p[-2:] == ("workerLoop", "leaf"))
     check(worker > 100, "node %s: the worker's workerLoop -> leaf (%d samples)" % (major, worker))
+    main_tid = rep["header"]["target_pid"]
+    isolates = {t["tid"]: t.get("isolate") for t in rep["threads"] if t["samples"] > 100}
+    check(isolates.get(main_tid) == "1" and sorted(isolates.values(), key=str) == ["1", "2"],
+          "node %s: the main thread runs isolate 1, the worker's thread isolate 2: %s" %
+          (major, isolates))
+    if PPROF:
+        pb = os.path.join(d, "worker.pb.gz")
+        run([MICROSCOPE, "convert", cap, "--to", "pprof", "-o", pb])
+        tags = run([PPROF, "-tags", pb]).stdout
+        check(re.search(r"v8\.isolate: Total", tags) and re.search(r"\): 2\n", tags),
+              "node %s: pprof -tags lists the v8.isolate label: %s" % (major, tags[-200:]))
 
     # The pool threads run no JavaScript: no JavaScript frame, no marker.
     cap = record_fixture(major, node, "pbkdf2")
@@ -206,3 +221,6 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     check(pool > 50 and not marked,
           "node %s: %d samples of pool threads hash, none with JavaScript frames or markers (%s)" %
           (major, pool, marked[:2]))
+    labeled = [t["tid"] for t in report(cap, "--threads")["threads"]
+               if t.get("isolate") and t["tid"] != int(main_tid)]
+    check(not labeled, "node %s: no pool thread is labeled with an isolate (%s)" % (major, labeled))

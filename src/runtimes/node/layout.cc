@@ -97,6 +97,31 @@ void ReadVersion(Elf* elf, V8Layout* l) {
   }
 }
 
+// Where g_current_isolate_ lies from the thread pointer when the file is
+// the executable: x86-64 puts the executable's TLS block first below it,
+// at its size rounded up to its alignment (kept congruent with the
+// segment's address), as glibc's _dl_determine_tlsoffset does.
+void ReadIsolateTls(Elf* elf, V8Layout* l) {
+  GElf_Sym sym;
+  if (!symbols::FindSymbol(elf, "_ZN2v88internal18g_current_isolate_E", &sym) ||
+      GELF_ST_TYPE(sym.st_info) != STT_TLS)
+    return;
+  size_t count = 0;
+  if (elf_getphdrnum(elf, &count) != 0) return;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf, int(i), &ph) == nullptr || ph.p_type != PT_TLS) continue;
+    const uint64_t align = std::max<uint64_t>(ph.p_align, 1);
+    if ((align & (align - 1)) != 0 || ph.p_memsz > (1u << 20) || sym.st_value + 8 > ph.p_memsz ||
+        ph.p_memsz < align)
+      return;
+    const uint64_t first = (0 - (ph.p_vaddr & (align - 1))) & (align - 1);
+    const uint64_t block = (ph.p_memsz - first + align - 1) / align * align + first;
+    l->isolate_tls = int64_t(sym.st_value) - int64_t(block);
+    return;
+  }
+}
+
 }  // namespace
 
 std::span<const V8Field> V8Fields() {
@@ -176,6 +201,7 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
     l.*field = it->second;
   }
   ReadVersion(file.elf.get(), &l);
+  ReadIsolateTls(file.elf.get(), &l);
   return l;
 }
 

@@ -82,6 +82,10 @@ struct V8Layout {
   int64_t bytecode_positions = -1;  // -1: this release's is not known
   bool positions_flags_in_code_delta = false;
   bool LineTableKnown() const { return bytecode_positions >= 0; }
+  // Where V8's thread-local current isolate (g_current_isolate_) lies from
+  // the thread pointer when the file is a process's executable (whose TLS
+  // block is static); 0 when the file has no such symbol.
+  int64_t isolate_tls = 0;
 };
 
 // Each field, with the v8dbg_ name it is read from: names ending in "__"

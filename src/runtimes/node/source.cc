@@ -33,6 +33,7 @@ constexpr uint8_t kBuiltinTag = record::code_tags::kV8Builtins;
 constexpr size_t kMaxNotes = 16;
 constexpr size_t kMaxSource = size_t(64) << 20;  // UTF-16 units read of one script's source
 constexpr int64_t kMaxPositionTable = 1 << 20;   // bytes of one source position table
+constexpr size_t kMaxIsolates = 4096;            // numbered per process
 
 // What an image tells about the V8 in it, found once per file.
 struct ImageInfo {
@@ -93,6 +94,9 @@ struct Process {
   // information (an array's memory reused by another function is another
   // key); empty: none read.
   std::map<std::pair<uint64_t, uint64_t>, std::vector<PositionEntry>> positions;
+  // The process's isolates (by address, as threads' TLS said), numbered in
+  // the order they were first seen: the v8.isolate label's values.
+  std::unordered_map<uint64_t, std::string> isolates;
 };
 
 class NodeSource final : public record::EventlessSource, public record::StackSplicer {
@@ -128,8 +132,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
 
  private:
   const ImageInfo* InfoOf(const std::string& file);
-  // Lays out process `pid` (a new program, or one first met) by `info`.
-  void LayOut(uint32_t pid, const ImageInfo* info);
+  // Lays out process `pid` (a new program, or one first met) by `info`,
+  // the image of its executable or of a library it maps.
+  void LayOut(uint32_t pid, const ImageInfo* info, bool executable);
   const NamedFunction& Function(Process* process, const V8Frame& frame);
   capture::FrameId Name(Process* process, const V8Frame& frame, bool innermost,
                         FrameInterner* interner);
@@ -157,6 +162,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::vector<std::string> notes_;
   std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, js_frames_ = 0, unknown_frames_ = 0;
+  uint64_t walks_labeled_ = 0;  // with the thread's isolate
   struct {
     uint64_t innermost = 0;  // the innermost frame (its offset slot is stale)
     uint64_t compiled = 0;   // baseline and optimized frames (no offset slot)
@@ -171,13 +177,16 @@ const ImageInfo* NodeSource::InfoOf(const std::string& file) {
   });
 }
 
-void NodeSource::LayOut(uint32_t pid, const ImageInfo* info) {
+void NodeSource::LayOut(uint32_t pid, const ImageInfo* info, bool executable) {
   Process& p = processes_[pid];
   p = Process{};  // another program now: nothing named before holds
   p.image = info;
   p.memory = std::make_unique<ProcessMemory>(pid_t(pid));
   (void)sampler_->Follow(pid);
-  if (Status set = SetProcess(*sampler_, pid, info->offsets); !set.ok())
+  v8_process offsets = info->offsets;
+  // A library's thread-local variables lie where the loader put its block.
+  if (!executable) offsets.isolate_tls = 0;
+  if (Status set = SetProcess(*sampler_, pid, offsets); !set.ok())
     Problem("V8 processes not laid out", set.message());
 }
 
@@ -208,7 +217,12 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   // A forked child's copied mappings, processed after it exec'd another
   // program, must not lay it out as V8 again.
   if (!record::StillMapped(pid_t(mapping.pid), mapping.start, mapping.path)) return;
-  LayOut(mapping.pid, info);
+  struct stat exe, image;
+  const bool executable =
+      stat(("/proc/" + std::to_string(mapping.pid) + "/exe").c_str(), &exe) == 0 &&
+      stat(TargetFile(mapping.pid, mapping.path).c_str(), &image) == 0 &&
+      exe.st_dev == image.st_dev && exe.st_ino == image.st_ino;
+  LayOut(mapping.pid, info, executable);
 }
 
 void NodeSource::Poll(const record::PollWindow&, record::Processor*) {
@@ -222,7 +236,7 @@ void NodeSource::Poll(const record::PollWindow&, record::Processor*) {
     const ImageInfo* info = InfoOf(exe);
     if (!info->v8 || !info->error.empty()) continue;
     AddImage(exe);
-    LayOut(pid, info);
+    LayOut(pid, info, true);
   }
   execs_.clear();
 }
@@ -329,6 +343,19 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
     return;
   }
   ++walks_;
+  if (walk->isolate != 0 && stack.label != nullptr) {
+    auto& isolates = p->second.isolates;
+    auto it = isolates.find(walk->isolate);
+    if (it == isolates.end() && isolates.size() < kMaxIsolates)
+      it = isolates.emplace(walk->isolate, std::to_string(isolates.size() + 1)).first;
+    if (it != isolates.end()) {
+      *stack.label = {capture::kV8IsolateLabel, it->second};
+      ++walks_labeled_;
+    } else {
+      Problem("V8 isolates not numbered (too many in one process)",
+              std::to_string(kMaxIsolates) + " numbered");
+    }
+  }
   const uint64_t unknown_before = unknown_frames_;
   V8SpliceHooks hooks;
   hooks.frame = [&](const V8Frame& f) {
@@ -350,6 +377,7 @@ void NodeSource::Finish(record::Processor* processor, capture::Settings* setting
   s.values = {{"stacks", stacks_},
               {"stacks_all_named", stacks_named_},
               {"walks", walks_},
+              {"walks_isolate_labeled", walks_labeled_},
               {"frames", js_frames_},
               {"unknown_frames", unknown_frames_},
               {"frames_without_line_innermost", no_line_.innermost},
@@ -364,7 +392,9 @@ void NodeSource::Finish(record::Processor* processor, capture::Settings* setting
         "map a V8 image. Lines only for interpreted frames that called out (V8 writes the "
         "bytecode offset then): the innermost frame (" +
         std::to_string(no_line_.innermost) + " frames) and baseline or optimized frames (" +
-        std::to_string(no_line_.compiled) + ") have the function but no line");
+        std::to_string(no_line_.compiled) +
+        ") have the function but no line. Each walked sample is labeled v8.isolate with the number "
+        "of its thread's isolate in its process (read from V8's thread-local current isolate)");
   }
   sampler_.reset();
 }

@@ -40,6 +40,7 @@ Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes) {
   w.tid = header.tid;
   w.status = header.status;
   w.sp = header.sp;
+  w.isolate = header.isolate;
   w.frames.reserve(header.nframes);
   for (size_t i = 0; i < header.nframes; ++i) {
     v8_frame f;

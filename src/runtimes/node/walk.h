@@ -28,6 +28,7 @@ struct V8Walk {
   uint32_t tid = 0;
   uint8_t status = 0;  // MICROSCOPE_V8_* (bpf/node.h)
   uint64_t sp = 0;
+  uint64_t isolate = 0;         // the thread's current isolate, as its TLS said (0: none)
   std::vector<V8Frame> frames;  // leaf first
 };
 

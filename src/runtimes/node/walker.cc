@@ -81,6 +81,7 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
   p.type_shared = uint16_t(l.type_shared_function_info);
   p.tag = uint8_t(l.heap_object_tag);
   p.tag_mask = uint8_t(l.heap_object_tag_mask);
+  p.isolate_tls = l.isolate_tls;
   return p;
 }
 
