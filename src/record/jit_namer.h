@@ -10,6 +10,10 @@
 #include <optional>
 #include <string_view>
 
+namespace microscope::unwind {
+class CfiTable;
+}
+
 namespace microscope::record {
 
 struct MappedModule;  // splicer.h
@@ -28,6 +32,11 @@ class JitNamer {
   // that profilers find it; the GDB JIT interface's descriptor is a symbol
   // of a mapped module).
   virtual void OnMapping(const MappedModule& mapping) = 0;
+  // The unwinding rules that cover `address` of process `pid` (anonymous
+  // code this namer names), at absolute addresses; null when it has none
+  // (the unwinding policy for code without CFI applies). Valid while the
+  // namer lives.
+  virtual const unwind::CfiTable* UnwindTable(uint32_t pid, uint64_t address) = 0;
 };
 
 }  // namespace microscope::record

@@ -2,6 +2,7 @@
 // with each module's CFI (loaded once per build ID) and each mapping's bias.
 #include <cstring>
 
+#include "src/record/jit_namer.h"
 #include "src/record/processor.h"
 
 namespace microscope::record {
@@ -45,6 +46,18 @@ bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* in
     info->bias = 0;
     info->frame_pointers = true;
     return true;
+  }
+  if (!jit_namers_.empty() && capture_.modules[m.module].kind == ModuleKind::kAnonymous) {
+    // JIT code: the rules its jitdump or GDB JIT object gave, or proven
+    // from its code.
+    const uint32_t pid = uint32_t(capture_.processes[proc.row].pid);
+    for (JitNamer* namer : jit_namers_) {
+      if (const unwind::CfiTable* table = namer->UnwindTable(pid, pc)) {
+        info->table = table;
+        info->bias = 0;
+        return true;
+      }
+    }
   }
   const unwind::ModuleCfi* cfi = ModuleUnwindInfo(m.module);
   info->table = cfi != nullptr ? cfi->table.get() : nullptr;

@@ -58,14 +58,19 @@ std::vector<uint64_t> FdeStartsFromHdr(Elf* elf) {
   return starts;
 }
 
-// Function symbol addresses: where to start stepping without an index.
+// Function symbol addresses: where to start stepping without an index. In
+// a relocatable object (a JIT's, placed by its sections' sh_addr) a
+// symbol's value is an offset in its section.
 std::vector<uint64_t> FunctionStarts(Elf* elf) {
   std::vector<uint64_t> starts;
+  GElf_Ehdr eh;
+  const bool relocatable = gelf_getehdr(elf, &eh) != nullptr && eh.e_type == ET_REL;
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf, scn)) != nullptr) {
     GElf_Shdr shdr;
     if (gelf_getshdr(scn, &shdr) == nullptr) continue;
-    if (shdr.sh_type == SHT_PROGBITS && (shdr.sh_flags & SHF_EXECINSTR))
+    if ((shdr.sh_type == SHT_PROGBITS || shdr.sh_type == SHT_NOBITS) &&
+        (shdr.sh_flags & SHF_EXECINSTR))
       starts.push_back(shdr.sh_addr);
     if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) continue;
     Elf_Data* data = elf_getdata(scn, nullptr);
@@ -73,8 +78,13 @@ std::vector<uint64_t> FunctionStarts(Elf* elf) {
     for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; ++i) {
       GElf_Sym sym;
       if (gelf_getsym(data, int(i), &sym) == nullptr) break;
-      if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value != 0)
-        starts.push_back(sym.st_value);
+      if (GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+      uint64_t at = sym.st_value;
+      GElf_Shdr holder;
+      if (relocatable && sym.st_shndx != SHN_UNDEF && sym.st_shndx < SHN_LORESERVE &&
+          gelf_getshdr(elf_getscn(elf, sym.st_shndx), &holder) != nullptr)
+        at += holder.sh_addr;
+      if (at != 0) starts.push_back(at);
     }
   }
   std::sort(starts.begin(), starts.end());
@@ -238,15 +248,82 @@ void AppendRow(std::vector<CfiRow>* rows, const CfiRow& row) {
 
 std::unique_ptr<CfiTable> CfiTable::FromRows(std::vector<CfiRow> rows,
                                              std::vector<GeneralRow> general,
-                                             std::vector<ExprOp> exprs) {
+                                             std::vector<ExprOp> exprs, std::string source) {
   std::unique_ptr<CfiTable> t(new CfiTable());
   t->has_cfi_ = true;
-  t->source_ = "hand-made";
+  t->source_ = std::move(source);
   t->rows_ = std::move(rows);
   t->general_ = std::move(general);
   t->exprs_ = std::move(exprs);
   t->Finish();
   return t;
+}
+
+Result<std::unique_ptr<CfiTable>> CfiTable::FromEhFrame(std::span<const uint8_t> eh_frame,
+                                                        uint64_t eh_frame_address,
+                                                        std::span<const uint8_t> eh_frame_hdr,
+                                                        uint64_t eh_frame_hdr_address) {
+  constexpr size_t kMax = 1 << 20;
+  if (eh_frame.empty() || eh_frame.size() > kMax || eh_frame_hdr.size() > kMax) {
+    return Status::Error(
+        StatusCode::kInvalidArgument,
+        "unwinding information of " + std::to_string(eh_frame.size()) + " bytes of .eh_frame");
+  }
+  // An ELF file in memory holding the two sections at their addresses
+  // (no program headers: libdw finds them by name), for libdw to read.
+  static constexpr char kNames[] = "\0.eh_frame\0.eh_frame_hdr\0.shstrtab";
+  constexpr uint32_t kEhFrameName = 1, kHdrName = 11, kShstrtabName = 25;
+  const size_t data_at = sizeof(Elf64_Ehdr);
+  const size_t hdr_at = data_at + eh_frame.size();
+  const size_t names_at = hdr_at + eh_frame_hdr.size();
+  const size_t sections_at = (names_at + sizeof(kNames) + 7) & ~size_t(7);
+  std::vector<uint8_t> image(sections_at + 4 * sizeof(Elf64_Shdr));
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_shoff = sections_at;
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = 4;
+  eh.e_shstrndx = 3;
+  std::memcpy(image.data(), &eh, sizeof(eh));
+  std::memcpy(image.data() + data_at, eh_frame.data(), eh_frame.size());
+  if (!eh_frame_hdr.empty())
+    std::memcpy(image.data() + hdr_at, eh_frame_hdr.data(), eh_frame_hdr.size());
+  std::memcpy(image.data() + names_at, kNames, sizeof(kNames));
+  Elf64_Shdr sh[4]{};
+  sh[1] = {kEhFrameName,
+           SHT_PROGBITS,
+           SHF_ALLOC,
+           eh_frame_address,
+           data_at,
+           eh_frame.size(),
+           0,
+           0,
+           8,
+           0};
+  sh[2] = {
+      kHdrName, SHT_PROGBITS, SHF_ALLOC, eh_frame_hdr_address, hdr_at, eh_frame_hdr.size(), 0, 0, 4,
+      0};
+  sh[3] = {kShstrtabName, SHT_STRTAB, 0, 0, names_at, sizeof(kNames), 0, 0, 1, 0};
+  std::memcpy(image.data() + sections_at, sh, sizeof(sh));
+  Elf* elf = elf_memory(reinterpret_cast<char*>(image.data()), image.size());
+  if (elf == nullptr) {
+    return Status::Error(StatusCode::kDataLoss,
+                         std::string("unwinding information: ") + elf_errmsg(-1));
+  }
+  Result<std::unique_ptr<CfiTable>> table = FromElf(elf);
+  elf_end(elf);
+  if (table.ok() && !(*table)->has_cfi()) {
+    return Status::Error(StatusCode::kDataLoss, "unwinding information: no CFI read");
+  }
+  if (table.ok()) (*table)->source_ = "JIT .eh_frame";
+  return table;
 }
 
 void CfiTable::Finish() {

@@ -75,10 +75,20 @@ class CfiTable {
   // Decodes all CFI of `elf`. A module without CFI gives an empty table
   // (has_cfi() false), which the auto policy unwinds with frame pointers.
   static Result<std::unique_ptr<CfiTable>> FromElf(Elf* elf);
-  // For tests: a table from hand-made rows.
+  // CFI that lies in memory, not in a file: a JIT's .eh_frame and its
+  // .eh_frame_hdr (a jitdump's unwinding information), at the addresses
+  // their pc-relative encodings are relative to. Refused when libdw reads
+  // no CFI from them.
+  static Result<std::unique_ptr<CfiTable>> FromEhFrame(std::span<const uint8_t> eh_frame,
+                                                       uint64_t eh_frame_address,
+                                                       std::span<const uint8_t> eh_frame_hdr,
+                                                       uint64_t eh_frame_hdr_address);
+  // A table from rows made by hand (tests) or proven from code (`source`
+  // says how).
   static std::unique_ptr<CfiTable> FromRows(std::vector<CfiRow> rows,
                                             std::vector<GeneralRow> general = {},
-                                            std::vector<ExprOp> exprs = {});
+                                            std::vector<ExprOp> exprs = {},
+                                            std::string source = "hand-made");
 
   bool has_cfi() const { return has_cfi_; }
   size_t size() const { return rows_.size(); }

@@ -6,6 +6,7 @@ module of its own (the map), under the native code that calls it; a map
 another user owns, or one last written before its process started, is
 refused with the reason in the capture's notes."""
 import glob
+from collections import Counter
 
 from common import *
 
@@ -13,9 +14,10 @@ require_perf()
 d = tmpdir()
 
 
-def record_jit(mode):
+def record_jit(mode, extra=()):
     cap = os.path.join(d, mode + ".mscap")
-    p = run([MICROSCOPE, "record", "-q", "-o", cap, "--", fixture("jit"), mode, "20000"], timeout=120)
+    p = run([MICROSCOPE, "record", "-q", "-o", cap, *extra, "--", fixture("jit"), mode, "20000"],
+            timeout=120)
     pid = p.stdout.split()[-1] if p.stdout.strip() else ""
     for left in ("/tmp/perf-%s.map" % pid, "/tmp/jit-%s.dump" % pid):
         if pid.isdigit() and os.path.exists(left):
@@ -38,23 +40,39 @@ under_main = sum(v for p, v in paths.items() if p[-1] == "jit_spin" and "main" i
 check(under_main > 0.95 * spin["total"]["samples"],
       "the JIT frame sits under main, which calls it (%d of %d)" % (under_main, spin["total"]["samples"]))
 
-# A jitdump the JIT maps names its code.
-cap, pid = record_jit("jitdump")
+def cfi_unwound(rep, fn, what):
+    """The frameless JIT code (CFI its JIT gave, nothing else, under -g
+    dwarf) unwound to main: complete stacks with main right under it."""
+    paths = tree_paths(rep)
+    total = sum(v for p, v in paths.items() if p[-1] == fn)
+    under = sum(v for p, v in paths.items() if p[-2:] == ("main", fn))
+    ends = rep["header"]["stack_ends"]
+    check(total > 0 and under > 0.95 * total and ends["complete"] > 0.95 * rep["header"]["samples"],
+          "%s: %s unwound by its CFI, right under main in %d of %d samples (stack ends %s)" %
+          (what, fn, under, total, {k: v for k, v in ends.items() if v}))
+
+
+# A jitdump the JIT maps names its code, and its unwinding information
+# record unwinds it.
+cap, pid = record_jit("jitdump", ("-g", "dwarf"))
 rep = report(cap, "--tree", "--min-percent", "0")
 spin = {f["function"]: f for f in rep["functions"]}.get("jit_spin_dump")
 n = rep["header"]["samples"]
 check(spin is not None and spin["self"]["samples"] > 0.8 * n and spin["module"] == "jit-%s.dump" % pid,
       "jit_spin_dump named by the jitdump, a module of its own, in %s of %d samples (module %s)" %
       (spin and spin["self"]["samples"], n, spin and spin["module"]))
+cfi_unwound(rep, "jit_spin_dump", "jitdump")
 
-# An object registered through the GDB JIT interface names its code.
-cap, pid = record_jit("gdb")
+# An object registered through the GDB JIT interface names its code, and
+# its .eh_frame unwinds it.
+cap, pid = record_jit("gdb", ("-g", "dwarf"))
 rep = report(cap, "--tree", "--min-percent", "0")
 spin = {f["function"]: f for f in rep["functions"]}.get("jit_spin_gdb")
 n = rep["header"]["samples"]
 check(spin is not None and spin["self"]["samples"] > 0.8 * n and spin["module"].startswith("[jit object 0x"),
       "jit_spin_gdb named by the registered object, a module of its own, in %s of %d samples (%s)" %
       (spin and spin["self"]["samples"], n, spin and spin["module"]))
+cfi_unwound(rep, "jit_spin_gdb", "GDB JIT object")
 
 for mode, why in (("foreign", "owned by uid 65534"), ("stale", "before its process started")):
     cap, pid = record_jit(mode)
@@ -97,3 +115,64 @@ total = sum(f["self"]["samples"] for f in fns)
 check(total > 0.8 * rep["header"]["samples"],
       "node's jitdump names its JIT code: %d of %d samples in leaf/mid/top (%s)" %
       (total, rep["header"]["samples"], sorted(named)[:3]))
+
+# CPython's perf trampolines (-X perf): one per Python function, named by
+# the perf map. 3.13's keep no frame pointer (3.14's push one); under -g
+# dwarf only the rules proven from their code unwind through them, down to
+# the Python function that called, and on to main. -X perf_jit: the
+# jitdump's unwinding information does. CPython writes that jitdump through
+# stdio, on disk 4 KiB at a time (and at exit): the script first runs its
+# functions once, then 400 others whose records push theirs out to the file
+# before the timed work. The rules are proven from the trampolines' code,
+# read while the process lives: the recorder processes samples 50-110 ms
+# after they are taken, so the script sleeps half a second at its end. The
+# Python walker is off: the trampolines alone give the Python functions.
+PY = """
+def leaf(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+def mid(n):
+    return leaf(n) + leaf(n // 2)
+def top(times):
+    for _ in range(times):
+        mid(200000)
+top(0)
+mid(1)
+for k in range(400):
+    exec("def filler_%d(): return %d" % (k, k))
+    globals()["filler_%d" % k]()
+top(30)
+import time
+time.sleep(0.5)
+"""
+script = os.path.join(d, "trampolines.py")
+with open(script, "w") as f:
+    f.write(PY)
+for version, python in fetch_pythons(("3.13", "3.14")).items():
+    for flag in ("perf", "perf_jit"):
+        cap = os.path.join(d, "py%s-%s.mscap" % (version, flag))
+        before = set(glob.glob("/tmp/perf-*.map") + glob.glob("/tmp/jit-*.dump"))
+        p = run([MICROSCOPE, "record", "-q", "--python", "off", "-g", "dwarf", "-o", cap, "--",
+                 python, "-X", flag, script], timeout=300, cwd=d)
+        for left in set(glob.glob("/tmp/perf-*.map") + glob.glob("/tmp/jit-*.dump")) - before:
+            os.unlink(left)
+        check(p.returncode == 0, "record python%s -X %s: %s" % (version, flag, p.stderr[-300:]))
+        rep = report(cap)
+        n = rep["header"]["samples"]
+        ends = rep["header"]["stack_ends"]
+        folded = os.path.join(d, "py%s-%s.folded" % (version, flag))
+        run([MICROSCOPE, "convert", cap, "--to", "folded", "-o", folded])
+        chains = Counter()
+        for line in open(folded):
+            stack, count = line.rstrip("\n").rsplit(" ", 1)
+            path = stack.split(";")
+            py = tuple("py::" + f.split(":")[2] for f in path if f.startswith("py::"))
+            if "py::leaf" in py:
+                chains[py[-3:] == ("py::top", "py::mid", "py::leaf") and path[0] == "_start"] += int(count)
+        check(ends["complete"] > 0.9 * n and chains[True] > 0.95 * sum(chains.values()) > 0.3 * n,
+              "python%s -X %s: stacks unwound through the trampolines: py::top > py::mid > py::leaf "
+              "from _start in %d of %d samples in leaf; %d of %d complete (%s)" %
+              (version, flag, chains[True], sum(chains.values()), ends["complete"], n,
+               {k: v for k, v in ends.items() if v}))

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "src/runtimes/jit/perf_map.h"
 #include "src/runtimes/process_memory.h"
+#include "src/unwind/cfi_table.h"
 
 namespace microscope::runtimes::jit {
 
@@ -30,5 +31,8 @@ Result<std::vector<GdbJitEntry>> ReadGdbJitEntries(ProcessMemory& memory, uint64
 // value, plus its section's sh_addr in a relocatable object (ET_REL, as
 // LLVM's JITs register them, sections placed by sh_addr).
 Result<std::vector<JitSymbol>> GdbJitObjectSymbols(std::span<const uint8_t> elf);
+// The object's CFI (.eh_frame or .debug_frame, at its sections' sh_addr);
+// refused when it has none.
+Result<std::unique_ptr<unwind::CfiTable>> GdbJitObjectCfi(std::span<const uint8_t> elf);
 
 }  // namespace microscope::runtimes::jit

@@ -11,7 +11,7 @@ namespace microscope::runtimes::jit {
 namespace {
 
 constexpr uint32_t kMagic = 0x4A695444;  // "JiTD"
-constexpr uint32_t kCodeLoad = 0, kCodeMove = 1, kCodeClose = 3;
+constexpr uint32_t kCodeLoad = 0, kCodeMove = 1, kCodeClose = 3, kUnwindingInfo = 4;
 constexpr size_t kHeaderMin = 40;
 constexpr size_t kRecordHeader = 16;       // id, total_size, timestamp
 constexpr uint32_t kMaxRecord = 64 << 20;  // a record's claimed size
@@ -53,6 +53,9 @@ Result<JitDumpHeader> ParseJitDumpHeader(std::span<const uint8_t> bytes) {
 JitDumpRecords ParseJitDumpRecords(std::span<const uint8_t> bytes, bool swapped) {
   JitDumpRecords out;
   size_t at = 0;
+  // An unwinding information record describes the code load that follows.
+  std::vector<uint8_t> unwinding;
+  uint64_t eh_frame_hdr_size = 0;
   while (bytes.size() - at >= kRecordHeader && !out.closed) {
     const uint32_t id = Get<uint32_t>(bytes, at, swapped);
     const uint32_t size = Get<uint32_t>(bytes, at + 4, swapped);
@@ -75,7 +78,11 @@ JitDumpRecords ParseJitDumpRecords(std::span<const uint8_t> bytes, bool swapped)
         break;
       }
       const char* name = reinterpret_cast<const char*>(r.data() + kFixed);
-      out.ops.push_back({false, {addr, addr + code_size, std::string(name)}, {}});
+      JitSymbol load{addr, addr + code_size, std::string(name)};
+      load.unwinding = std::move(unwinding);
+      load.eh_frame_hdr_size = eh_frame_hdr_size;
+      unwinding.clear();
+      out.ops.push_back({false, std::move(load), {}});
     } else if (id == kCodeMove) {
       // pid, tid, vma, old_code_addr, new_code_addr, code_size, code_index
       if (r.size() < 4 + 4 + 8 * 5) {
@@ -90,6 +97,19 @@ JitDumpRecords ParseJitDumpRecords(std::span<const uint8_t> bytes, bool swapped)
         break;
       }
       out.ops.push_back({true, {}, m});
+    } else if (id == kUnwindingInfo) {
+      // unwinding_size, eh_frame_hdr_size, mapped_size, then the data:
+      // .eh_frame, then .eh_frame_hdr. V8 writes a header alone (no
+      // .eh_frame): no rules. One whose sizes disagree is not read (the
+      // record's own size is sound: the records after it are).
+      const uint64_t size_of = r.size() >= 24 ? Get<uint64_t>(r, 0, swapped) : 0;
+      eh_frame_hdr_size = r.size() >= 24 ? Get<uint64_t>(r, 8, swapped) : 0;
+      unwinding.clear();
+      if (r.size() < 24 || size_of > r.size() - 24 || eh_frame_hdr_size > size_of) {
+        ++out.unknown;
+      } else if (eh_frame_hdr_size < size_of) {
+        unwinding.assign(r.begin() + 24, r.begin() + 24 + std::ptrdiff_t(size_of));
+      }
     } else if (id == kCodeClose) {
       out.closed = true;
     } else {
@@ -99,6 +119,30 @@ JitDumpRecords ParseJitDumpRecords(std::span<const uint8_t> bytes, bool swapped)
     out.consumed = at;
   }
   return out;
+}
+
+Result<std::unique_ptr<unwind::CfiTable>> JitDumpUnwindTable(const JitSymbol& s) {
+  const std::span<const uint8_t> all(s.unwinding);
+  const size_t hdr_size = size_t(s.eh_frame_hdr_size);
+  auto refuse = [&](const std::string& why) {
+    return Status::Error(StatusCode::kDataLoss, "unwinding information of " + s.name + ": " + why);
+  };
+  if (hdr_size < 20 || hdr_size >= all.size()) return refuse("no .eh_frame_hdr table");
+  const std::span<const uint8_t> eh_frame = all.first(all.size() - hdr_size);
+  const std::span<const uint8_t> hdr = all.last(hdr_size);
+  // version 1; eh_frame_ptr pcrel|sdata4; fde_count udata4; table datarel|sdata4
+  if (hdr[0] != 1 || hdr[1] != 0x1b || hdr[2] != 0x03 || hdr[3] != 0x3b)
+    return refuse(".eh_frame_hdr encodings not read");
+  const int32_t eh_frame_ptr = Get<int32_t>(hdr, 4, false);
+  const uint32_t count = Get<uint32_t>(hdr, 8, false);
+  if (count == 0 || count > (hdr_size - 12) / 8) return refuse("an empty .eh_frame_hdr table");
+  const int32_t first = Get<int32_t>(hdr, 12, false);
+  const uint64_t hdr_address = s.start - uint64_t(int64_t(first));
+  const uint64_t eh_frame_address = hdr_address + 4 + uint64_t(int64_t(eh_frame_ptr));
+  ASSIGN_OR_RETURN(std::unique_ptr<unwind::CfiTable> table,
+                   unwind::CfiTable::FromEhFrame(eh_frame, eh_frame_address, hdr, hdr_address));
+  if (table->Find(s.start) == nullptr) return refuse("no rule for the code's start");
+  return table;
 }
 
 Result<std::unique_ptr<JitDump>> JitDump::Open(const std::string& path, uid_t owner,
@@ -131,7 +175,8 @@ Result<size_t> JitDump::ReadMore() {
     }
     const JitSymbol* s = ranges_.Find(op.move.from);
     if (s == nullptr) continue;
-    JitSymbol moved{op.move.to, op.move.to + op.move.size, s->name};
+    JitSymbol moved{op.move.to, op.move.to + op.move.size, s->name, s->unwinding,
+                    s->eh_frame_hdr_size};
     ranges_.Add(std::move(moved));
     ++added;
   }

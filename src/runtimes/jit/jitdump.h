@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "src/runtimes/jit/perf_map.h"
+#include "src/unwind/cfi_table.h"
 
 namespace microscope::runtimes::jit {
 
@@ -37,11 +38,18 @@ struct JitDumpRecords {
   };
   std::vector<Op> ops;
   size_t consumed = 0;  // bytes of whole records
-  size_t unknown = 0;   // records of kinds not read (debug and unwinding info, ...)
+  size_t unknown = 0;   // records of kinds not read (debug info, ...)
   bool closed = false;  // a JIT_CODE_CLOSE record
   std::string error;    // a record that cannot be whole (the rest is not read)
 };
 JitDumpRecords ParseJitDumpRecords(std::span<const uint8_t> bytes, bool swapped);
+
+// The unwinding rules of a code load that came with unwinding information
+// (`symbol.unwinding`), at the code's addresses: the .eh_frame_hdr's first
+// table entry is the code's start, which places both sections (the writer
+// placed them after the code as it saw fit). Refused, with the reason,
+// when the information does not describe the code.
+Result<std::unique_ptr<unwind::CfiTable>> JitDumpUnwindTable(const JitSymbol& symbol);
 
 class JitDump {
  public:

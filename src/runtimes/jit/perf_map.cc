@@ -60,8 +60,12 @@ const JitSymbol* SymbolRanges::Find(uint64_t address) const {
 }
 
 Result<OwnedFile> OwnedFile::Check(const std::string& path, uid_t owner, int64_t started) {
+  // Opened once, checked through the descriptor and read through it: the
+  // file stays readable after its process exits (and its /proc/PID/root
+  // with it), and what was checked is what is read.
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   struct stat st;
-  if (stat(path.c_str(), &st) != 0)
+  if (!fd.valid() || fstat(fd.get(), &st) != 0)
     return Status::Error(StatusCode::kNotFound, path + ": not found");
   if (!S_ISREG(st.st_mode)) {
     return Status::Error(StatusCode::kPermissionDenied, path + ": not a regular file");
@@ -76,18 +80,16 @@ Result<OwnedFile> OwnedFile::Check(const std::string& path, uid_t owner, int64_t
                          path + ": last written " + std::to_string(started - st.st_mtime) +
                              " s before its process started (an earlier process's)");
   }
-  return OwnedFile{path, uint64_t(st.st_dev), uint64_t(st.st_ino), uint32_t(st.st_uid)};
+  return OwnedFile{path, std::move(fd), uint32_t(st.st_uid)};
 }
 
 Result<std::vector<uint8_t>> OwnedFile::Read(uint64_t offset, size_t max) const {
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   struct stat st;
-  if (!fd.valid() || fstat(fd.get(), &st) != 0) {
-    return Status::Error(StatusCode::kNotFound, path + ": cannot be opened");
-  }
-  if (uint64_t(st.st_dev) != dev || uint64_t(st.st_ino) != ino || st.st_uid != uid) {
-    return Status::Error(StatusCode::kPermissionDenied,
-                         path + ": replaced by another file since it was checked");
+  if (fstat(fd.get(), &st) != 0) return Status::Error(StatusCode::kNotFound, path + ": gone");
+  if (st.st_uid != uid) {
+    return Status::Error(
+        StatusCode::kPermissionDenied,
+        path + ": given to uid " + std::to_string(st.st_uid) + " since it was checked");
   }
   if (uint64_t(st.st_size) <= offset) return std::vector<uint8_t>();
   std::vector<uint8_t> buf(std::min<uint64_t>(max, uint64_t(st.st_size) - offset));

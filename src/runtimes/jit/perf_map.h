@@ -13,13 +13,28 @@
 #include <string_view>
 #include <vector>
 
+#include "base/scoped_fd.h"
 #include "base/status.h"
+
+namespace microscope::unwind {
+class CfiTable;
+}
 
 namespace microscope::runtimes::jit {
 
 struct JitSymbol {
   uint64_t start = 0, end = 0;
   std::string name;
+  // A jitdump's unwinding information for the code: its .eh_frame followed
+  // by its .eh_frame_hdr (the last `eh_frame_hdr_size` bytes); empty when
+  // none came with it.
+  std::vector<uint8_t> unwinding;
+  uint64_t eh_frame_hdr_size = 0;
+  // The code's unwinding rules once looked for (from `unwinding`, else
+  // proven from the code): kept with the symbol, so that code loaded over
+  // it is looked at again.
+  mutable std::shared_ptr<const unwind::CfiTable> cfi;
+  mutable bool cfi_tried = false;
 };
 
 // The complete lines of `text` (up to its last newline): their symbols, how
@@ -49,7 +64,7 @@ class SymbolRanges {
 // one checked (replaced by another since).
 struct OwnedFile {
   std::string path;
-  uint64_t dev = 0, ino = 0;
+  ScopedFd fd;
   uint32_t uid = 0;
   static Result<OwnedFile> Check(const std::string& path, uid_t owner, int64_t started);
   // Up to `max` bytes from `offset` (fewer where the file ends).

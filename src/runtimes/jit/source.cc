@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/hex.h"
 #include "src/record/splicer.h"
+#include "src/runtimes/jit/entry_code.h"
 #include "src/runtimes/jit/gdb_jit.h"
 #include "src/runtimes/jit/jitdump.h"
 #include "src/runtimes/jit/perf_map.h"
@@ -27,6 +28,7 @@ constexpr uint64_t kLookEveryNs = 100'000'000;  // for a map not written yet, ev
 constexpr size_t kMaxNotes = 16;
 constexpr size_t kMaxFiles = 4096;                   // mapped files kept per process
 constexpr uint64_t kMaxObject = uint64_t(16) << 20;  // bytes of one GDB JIT object
+constexpr size_t kProvenBytes = 256;  // of a function's code, read to prove its first rules
 
 // The process's id in its own pid namespace (NSpid's last field), which
 // names its map.
@@ -88,6 +90,47 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   }
 
   std::optional<Symbol> Lookup(uint32_t pid, uint64_t address) override {
+    std::optional<Found> f = Find(pid, address);
+    if (!f) return std::nullopt;
+    ++named_;
+    return Symbol{f->module, f->symbol->name};
+  }
+
+  const unwind::CfiTable* UnwindTable(uint32_t pid, uint64_t address) override {
+    std::optional<Found> f = Find(pid, address);
+    if (!f) return nullptr;
+    const unwind::CfiTable* table = f->object != nullptr ? f->object->cfi.get() : nullptr;
+    if (f->object == nullptr) {
+      const JitSymbol& s = *f->symbol;
+      if (!s.cfi_tried) {
+        s.cfi_tried = true;
+        s.cfi = CodeRules(pid, s);
+      }
+      table = s.cfi.get();
+    }
+    // Rules for this code, or (outside what was proven) none: the policy
+    // for code without CFI applies.
+    if (table == nullptr ||
+        (table->Find(address) == nullptr && table->Find(address - 1) == nullptr))
+      return nullptr;
+    return table;
+  }
+
+ private:
+  struct GdbObject {
+    std::string module;  // "[jit object ADDRESS]"
+    SymbolRanges ranges;
+    std::shared_ptr<const unwind::CfiTable> cfi;  // null: none
+  };
+  // What names an address: a symbol of a jitdump, a perf map or a GDB JIT
+  // object (`object`), and the module it is in.
+  struct Found {
+    const JitSymbol* symbol;
+    std::string_view module;
+    const GdbObject* object = nullptr;
+  };
+
+  std::optional<Found> Find(uint32_t pid, uint64_t address) {
     Process& p = processes_[pid];
     const uint64_t now = MonotonicNowNs();
     if ((p.map == nullptr || p.dump == nullptr) && now - p.looked_at >= kLookEveryNs) {
@@ -96,7 +139,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     }
     // A miss: what was appended since, at most every kReadEveryNs.
     const bool reread = now - p.read_at >= kReadEveryNs;
-    auto find = [&](auto* file, const std::string& shown) -> std::optional<Symbol> {
+    auto find = [&](auto* file, const std::string& shown) -> std::optional<Found> {
       if (file == nullptr) return std::nullopt;
       const JitSymbol* s = file->Find(address);
       if (s == nullptr && reread) {
@@ -107,12 +150,31 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
         s = file->Find(address);
       }
       if (s == nullptr) return std::nullopt;
-      ++named_;
-      return Symbol{shown, s->name};
+      return Found{s, shown};
     };
     if (auto named = find(p.dump.get(), p.dump_shown)) return named;
     if (auto named = find(p.map.get(), p.map_shown)) return named;
     return FindGdbJit(pid, &p, address, now);
+  }
+
+  // The unwinding rules of a JIT function: from the unwinding information
+  // its jitdump gave, else proven from its first instructions (read from
+  // the process now: the code the sample ran, unless the JIT has since
+  // put other code there).
+  std::shared_ptr<const unwind::CfiTable> CodeRules(uint32_t pid, const JitSymbol& s) {
+    if (!s.unwinding.empty()) {
+      Result<std::unique_ptr<unwind::CfiTable>> t = JitDumpUnwindTable(s);
+      if (t.ok()) return ++rules_.from_dump, std::move(*t);
+      ++rules_.refused;
+      Note(t.status().message());
+      return nullptr;
+    }
+    uint8_t code[kProvenBytes];
+    const size_t n = size_t(std::min<uint64_t>(s.end - s.start, sizeof(code)));
+    if (!ProcessMemory(pid_t(pid)).Read(s.start, code, n)) return ++rules_.unread, nullptr;
+    std::unique_ptr<unwind::CfiTable> t = ProveEntryCode(std::span(code, n), s.start);
+    if (t == nullptr) return ++rules_.not_proven, nullptr;
+    return ++rules_.proven, std::move(t);
   }
 
   void Finish(record::Processor*, capture::Settings* settings) override {
@@ -130,15 +192,16 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
                 {"gdb_jit_objects", gdb_objects_},
                 {"symbols", symbols_},
                 {"frames_named", named_},
-                {"malformed_lines", malformed}};
+                {"malformed_lines", malformed},
+                {"unwind_rules_from_jitdump", rules_.from_dump},
+                {"unwind_rules_from_gdb_objects", rules_.from_gdb},
+                {"unwind_rules_proven_from_code", rules_.proven},
+                {"unwind_rules_not_proven", rules_.not_proven},
+                {"unwind_rules_refused", rules_.refused},
+                {"unwind_code_unread", rules_.unread}};
     for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   }
 
- private:
-  struct GdbObject {
-    std::string module;  // "[jit object ADDRESS]"
-    SymbolRanges ranges;
-  };
   struct Process {
     // Its executable file mappings (path: first start, file offset), where
     // the GDB JIT descriptor is looked for, and those not looked in yet.
@@ -188,7 +251,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   // The GDB JIT interface: the descriptor found once among the process's
   // mapped files, its entries read again (on a miss, at most every
   // kReadEveryNs) and each new object's symbols read once.
-  std::optional<Symbol> FindGdbJit(uint32_t pid, Process* p, uint64_t address, uint64_t now) {
+  std::optional<Found> FindGdbJit(uint32_t pid, Process* p, uint64_t address, uint64_t now) {
     // Only the files mapped since the last look: this runs at each miss.
     while (p->descriptor == 0 && !p->unsearched.empty()) {
       const auto where = p->files.find(p->unsearched.back());
@@ -202,10 +265,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
       ReadGdbJit(pid, p);
     }
     for (const auto& [key, object] : p->objects) {
-      if (const JitSymbol* s = object.ranges.Find(address)) {
-        ++named_;
-        return Symbol{object.module, s->name};
-      }
+      if (const JitSymbol* s = object.ranges.Find(address)) return Found{s, object.module, &object};
     }
     return std::nullopt;
   }
@@ -256,6 +316,10 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
         symbols_ += syms->size();
         for (JitSymbol& s : *syms) object.ranges.Add(std::move(s));
         ++gdb_objects_;
+        if (Result<std::unique_ptr<unwind::CfiTable>> cfi = GdbJitObjectCfi(bytes); cfi.ok()) {
+          object.cfi = std::move(*cfi);
+          ++rules_.from_gdb;
+        }
       }
       kept.emplace(key, std::move(object));  // an unreadable one is not read again
     }
@@ -272,6 +336,9 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   uint64_t gdb_objects_ = 0;
   std::vector<std::string> notes_;
   uint64_t symbols_ = 0, named_ = 0;
+  struct {
+    uint64_t from_dump = 0, from_gdb = 0, proven = 0, not_proven = 0, refused = 0, unread = 0;
+  } rules_;
 };
 
 }  // namespace

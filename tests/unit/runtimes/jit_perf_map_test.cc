@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "src/runtimes/jit/entry_code.h"
 #include "src/runtimes/jit/gdb_jit.h"
 #include "src/runtimes/jit/jitdump.h"
 #include "src/runtimes/jit/perf_map.h"
@@ -220,4 +221,139 @@ TEST_CASE("GDB JIT interface: entries walked, a list that never ends bounded, ob
   // Not an ELF object.
   std::vector<uint8_t> junk(64, 0x41);
   CHECK_FALSE(GdbJitObjectSymbols(junk).ok());
+}
+
+namespace {
+
+std::vector<uint8_t> Unhex(std::string_view hex) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(uint8_t(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  return out;
+}
+
+// An unwinding information record (id 4) carrying `data`, whose last
+// `hdr` bytes are the .eh_frame_hdr.
+void UnwindingInfo(std::vector<uint8_t>* r, const std::vector<uint8_t>& data, uint64_t hdr) {
+  const size_t padded = (data.size() + 7) / 8 * 8;
+  Put32(r, 4);
+  Put32(r, uint32_t(16 + 24 + padded));
+  Put64(r, 0);
+  Put64(r, data.size());
+  Put64(r, hdr);
+  Put64(r, data.size());
+  r->insert(r->end(), data.begin(), data.end());
+  r->resize(r->size() + padded - data.size());
+}
+
+// What CPython 3.13's -X perf_jit wrote for a trampoline (endbr64; sub rsp,
+// 8; call *rcx; add rsp, 8; ret: 15 bytes): .eh_frame (CIE, FDE) then its
+// .eh_frame_hdr, as read from a live jitdump on this machine.
+constexpr std::string_view kCpythonUnwinding =
+    "1400000000000000017a5200017810011b0c070890010000"
+    "140000001c000000d0ffffff0f00000000480e10460e0800"
+    "011b033bccffffff01000000c0ffffffe8ffffff";
+
+}  // namespace
+
+TEST_CASE("jitdump: unwinding information goes with the code load after it, as CFI at its code") {
+  const std::vector<uint8_t> data = Unhex(kCpythonUnwinding);
+  REQUIRE(data.size() == 68);  // 48 of .eh_frame, 20 of header
+  std::vector<uint8_t> r;
+  UnwindingInfo(&r, data, 20);
+  CodeLoad(&r, 0x7f0000001000, 15, "py::f:a.py");
+  // V8 writes a header alone: no rules for the next load, and the reading
+  // goes on.
+  UnwindingInfo(&r, std::vector<uint8_t>(data.end() - 20, data.end()), 20);
+  CodeLoad(&r, 0x7f0000002000, 64, "JS:leaf");
+  // Sizes that disagree: that record is not read, the rest is.
+  UnwindingInfo(&r, data, 90);
+  CodeLoad(&r, 0x7f0000003000, 15, "py::g:a.py");
+  JitDumpRecords got = ParseJitDumpRecords(r, false);
+  CHECK(got.error.empty());
+  REQUIRE(got.ops.size() == 3);
+  CHECK(got.ops[0].load.unwinding.size() == 68);
+  CHECK(got.ops[0].load.eh_frame_hdr_size == 20);
+  CHECK(got.ops[1].load.unwinding.empty());
+  CHECK(got.ops[2].load.unwinding.empty());
+  CHECK(got.unknown == 1);
+
+  Result<std::unique_ptr<unwind::CfiTable>> t = JitDumpUnwindTable(got.ops[0].load);
+  REQUIRE(t.ok());
+  const unwind::CfiRow* entry = (*t)->Find(0x7f0000001000);
+  REQUIRE(entry != nullptr);
+  CHECK(entry->cfa_reg == unwind::kRegRsp);
+  CHECK(entry->cfa_offset == 8);
+  // At the call (after endbr64 and the sub): CFA rsp + 16.
+  const unwind::CfiRow* call = (*t)->Find(0x7f0000001008);
+  REQUIRE(call != nullptr);
+  CHECK(call->cfa_offset == 16);
+  CHECK(call->ra_offset == -8);
+  CHECK((*t)->Find(0x7f0000001000 + 14)->cfa_offset == 8);  // ret
+  // The same information moved with its code describes the new place.
+  JitSymbol moved = got.ops[0].load;
+  moved.start = 0x7f0000009000;
+  moved.end = moved.start + 15;
+  Result<std::unique_ptr<unwind::CfiTable>> m = JitDumpUnwindTable(moved);
+  REQUIRE(m.ok());
+  CHECK((*m)->Find(0x7f0000009008)->cfa_offset == 16);
+  // A header that is not one is refused by name.
+  JitSymbol bad = got.ops[0].load;
+  bad.unwinding[48] = 2;
+  Result<std::unique_ptr<unwind::CfiTable>> refused = JitDumpUnwindTable(bad);
+  CHECK_FALSE(refused.ok());
+  CHECK(refused.status().message().find("py::f:a.py") != std::string::npos);
+  // Random bytes never crash the reader.
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    JitSymbol junk = got.ops[0].load;
+    for (int k = 0; k < 3; ++k) junk.unwinding[rng() % junk.unwinding.size()] = uint8_t(rng());
+    (void)JitDumpUnwindTable(junk);
+  }
+}
+
+TEST_CASE("Entry code: CPython's perf trampolines proven, other code not guessed") {
+  // 3.12 and 3.13: endbr64; sub rsp, 8; call *rcx; add rsp, 8; ret.
+  const std::vector<uint8_t> no_fp = Unhex("f30f1efa4883ec08ffd14883c408c3");
+  std::unique_ptr<unwind::CfiTable> t = ProveEntryCode(no_fp, 0x1000);
+  REQUIRE(t != nullptr);
+  CHECK(t->Find(0x1000)->cfa_offset == 8);
+  const unwind::CfiRow* call = t->Find(0x1008);  // the return address's call
+  REQUIRE(call != nullptr);
+  CHECK(call->cfa_reg == unwind::kRegRsp);
+  CHECK(call->cfa_offset == 16);
+  CHECK(call->ra_offset == -8);
+  CHECK((call->flags & unwind::CfiRow::kRbpSaved) == 0);  // rbp untouched
+  CHECK(t->Find(0x100e)->cfa_offset == 8);                // ret
+  CHECK(t->Find(0x100f) == nullptr);
+  // 3.14 on: endbr64; push rbp; mov rbp, rsp; call *rcx; pop rbp; ret.
+  const std::vector<uint8_t> fp = Unhex("f30f1efa554889e5ffd15dc3");
+  t = ProveEntryCode(fp, 0x2000);
+  REQUIRE(t != nullptr);
+  call = t->Find(0x2008);
+  REQUIRE(call != nullptr);
+  CHECK(call->cfa_reg == unwind::kRegRbp);
+  CHECK(call->cfa_offset == 16);
+  CHECK((call->flags & unwind::CfiRow::kRbpSaved) != 0);
+  CHECK(call->rbp_offset == -16);
+  CHECK(t->Find(0x200a)->cfa_reg == unwind::kRegRbp);  // pop rbp
+  CHECK(t->Find(0x200b)->cfa_reg == unwind::kRegRsp);  // ret
+  CHECK(t->Find(0x200b)->cfa_offset == 8);
+  // A frameless loop after its sub: only the sub is proven.
+  t = ProveEntryCode(Unhex("4883ec18b9a0860100ffc975fc4883c418c3"), 0x3000);
+  REQUIRE(t != nullptr);
+  CHECK(t->Find(0x3000) != nullptr);
+  CHECK(t->Find(0x3004) == nullptr);
+  // rbp overwritten before it was saved, or an unknown first instruction:
+  // nothing.
+  CHECK(ProveEntryCode(Unhex("4889e5c3"), 0x4000) == nullptr);
+  CHECK(ProveEntryCode(Unhex("b901000000c3"), 0x4000) == nullptr);
+  CHECK(ProveEntryCode({}, 0x4000) == nullptr);
+  // Random bytes never crash the prover.
+  std::mt19937_64 rng(13);
+  for (int i = 0; i < 5000; ++i) {
+    std::vector<uint8_t> junk(rng() % 40);
+    for (uint8_t& b : junk) b = uint8_t(rng() % 4 == 0 ? 0x55 : rng());
+    (void)ProveEntryCode(junk, 0x5000);
+  }
 }
