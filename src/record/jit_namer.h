@@ -37,6 +37,9 @@ class JitNamer {
   // (the unwinding policy for code without CFI applies). Valid while the
   // namer lives.
   virtual const unwind::CfiTable* UnwindTable(uint32_t pid, uint64_t address) = 0;
+  // Process `pid`'s address space ended (it exec'd another program, or
+  // exited and its pid may be reused): nothing read for it holds.
+  virtual void Forget(uint32_t pid) = 0;
 };
 
 }  // namespace microscope::record

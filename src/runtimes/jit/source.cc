@@ -177,22 +177,24 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     return ++rules_.proven, std::move(t);
   }
 
+  void Forget(uint32_t pid) override {
+    auto it = processes_.find(pid);
+    if (it == processes_.end()) return;
+    Tally(it->second);
+    processes_.erase(it);
+  }
+
   void Finish(record::Processor*, capture::Settings* settings) override {
     capture::SourceSetting& s = settings->SetSource("jit", "on");
-    uint64_t maps = 0, dumps = 0, malformed = 0, unknown = 0;
-    for (const auto& [pid, p] : processes_) {
-      maps += p.map != nullptr;
-      dumps += p.dump != nullptr;
-      if (p.map != nullptr) malformed += p.map->malformed();
-      if (p.dump != nullptr) unknown += p.dump->unknown_records();
-    }
-    s.values = {{"perf_maps", maps},
-                {"jitdumps", dumps},
-                {"jitdump_records_not_read", unknown},
+    for (const auto& [pid, p] : processes_) Tally(p);
+    processes_.clear();
+    s.values = {{"perf_maps", files_.maps},
+                {"jitdumps", files_.dumps},
+                {"jitdump_records_not_read", files_.unknown},
                 {"gdb_jit_objects", gdb_objects_},
                 {"symbols", symbols_},
                 {"frames_named", named_},
-                {"malformed_lines", malformed},
+                {"malformed_lines", files_.malformed},
                 {"unwind_rules_from_jitdump", rules_.from_dump},
                 {"unwind_rules_from_gdb_objects", rules_.from_gdb},
                 {"unwind_rules_proven_from_code", rules_.proven},
@@ -273,9 +275,14 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   // Where `__jit_debug_descriptor` of the file mapped at `start` (file
   // offset `offset`) is in the process; 0 when the file has none.
   uint64_t DescriptorIn(uint32_t pid, const std::string& path, uint64_t start, uint64_t offset) {
-    auto [it, fresh] = descriptors_.try_emplace(path);
+    // By the file itself: the same path in another mount namespace, or a
+    // file replaced at that path, is another file.
+    const std::string file_path = TargetFile(pid, path);
+    struct stat st;
+    if (stat(file_path.c_str(), &st) != 0) return 0;
+    auto [it, fresh] = descriptors_.try_emplace({uint64_t(st.st_dev), uint64_t(st.st_ino)});
     if (fresh) {
-      Result<symbols::ElfFile> file = symbols::OpenElfFile(TargetFile(pid, path));
+      Result<symbols::ElfFile> file = symbols::OpenElfFile(file_path);
       GElf_Sym sym;
       if (file.ok() && symbols::FindSymbol(file->elf.get(), "__jit_debug_descriptor", &sym)) {
         Result<std::vector<symbols::LoadSegment>> loads = symbols::ElfLoadSegments(file->elf.get());
@@ -326,19 +333,32 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     p->objects = std::move(kept);
   }
 
+  // What a process's files held, kept past the process.
+  void Tally(const Process& p) {
+    files_.maps += p.map != nullptr;
+    files_.dumps += p.dump != nullptr;
+    if (p.map != nullptr) files_.malformed += p.map->malformed();
+    if (p.dump != nullptr) files_.unknown += p.dump->unknown_records();
+  }
+
   void Note(const std::string& note) {
     if (notes_.size() < kMaxNotes) notes_.push_back(note);
   }
 
   std::unordered_map<uint32_t, Process> processes_;
-  // Per file: its __jit_debug_descriptor's address (0: none) and segments.
-  std::map<std::string, std::pair<uint64_t, std::vector<symbols::LoadSegment>>> descriptors_;
+  // Per file (device, inode): its __jit_debug_descriptor's address (0:
+  // none) and segments.
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, std::vector<symbols::LoadSegment>>>
+      descriptors_;
   uint64_t gdb_objects_ = 0;
   std::vector<std::string> notes_;
   uint64_t symbols_ = 0, named_ = 0;
   struct {
     uint64_t from_dump = 0, from_gdb = 0, proven = 0, not_proven = 0, refused = 0, unread = 0;
   } rules_;
+  struct {
+    uint64_t maps = 0, dumps = 0, malformed = 0, unknown = 0;
+  } files_;
 };
 
 }  // namespace

@@ -313,7 +313,7 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   if (!symbols::OffsetToVaddr(module.loads, file_offset, &vaddr)) return;
   const uint64_t bias = start - vaddr;
   Process& p = processes_[pid];
-  if (p.module == &module && p.at.runtime == module.at.runtime + bias) return;  // known
+  if (p.module == &module && p.at.runtime == module.at.runtime + bias && !p.gone) return;  // known
   p = Process{};
   p.module = &module;
   p.at = {module.at.runtime + bias, module.at.code + bias, module.at.str + bias,
@@ -392,7 +392,12 @@ void PythonSource::TakeExecs() {
   if (timer_.valid()) (void)!read(timer_.get(), &expirations, sizeof(expirations));
   if (Status s = walker_->sampler().DrainExecs(); !s.ok())
     Problem("runtime execs not read", s.message());
-  for (uint32_t pid : exec_pids_) execs_[pid] = now + kExecWindowNs;
+  for (uint32_t pid : exec_pids_) {
+    execs_[pid] = now + kExecWindowNs;
+    // Another program now: its old interpreter's threads are not read again
+    // (laid out afresh below if the new program is Python too).
+    if (auto old = processes_.find(pid); old != processes_.end()) old->second.gone = true;
+  }
   exec_pids_.clear();
   for (auto it = execs_.begin(); it != execs_.end();) {
     if (LayOutFromMaps(it->first) || now > it->second || kill(pid_t(it->first), 0) != 0) {
