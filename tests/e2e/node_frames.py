@@ -47,10 +47,10 @@ CALL_LINE = {fn: 1 + next(i for i, l in enumerate(SOURCE) if re.search(pat, l))
              for fn, pat in (("top", r"return x \^ mid\(x\)"), ("mid", r"return x \^ leaf\(x\)"))}
 
 
-def record_fixture(major, node, mode, node_flags=(), scale=SCALE):
+def record_fixture(major, node, mode, node_flags=(), scale=SCALE, args=()):
     cap = os.path.join(d, "%s-%s.mscap" % (major, mode))
     p = run([MICROSCOPE, "record", "-q", "--node", "bpf", "-o", cap, "--", node, *node_flags,
-             WORKLOAD, mode, scale], timeout=300, cwd=d)  # node --perf-basic-prof logs there
+             WORKLOAD, mode, scale, *args], timeout=300, cwd=d)  # node --perf-basic-prof logs there
     if p.returncode != 0:
         fail("node %s %s: record exited %d: %s" % (major, mode, p.returncode, p.stderr[-2000:]))
     return cap
@@ -202,6 +202,17 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
         tags = run([PPROF, "-tags", pb]).stdout
         check(re.search(r"v8\.isolate: Total", tags) and re.search(r"\): 2\n", tags),
               "node %s: pprof -tags lists the v8.isolate label: %s" % (major, tags[-200:]))
+
+    # A native addon's C calls JavaScript back: the callback's frames sit
+    # under the addon's C function, under the JavaScript that called it.
+    paths = tree_paths(report(record_fixture(major, node, "addon", args=[fixture("addon.node")]),
+                              "--tree", "--min-percent", "0"))
+    in_leaf = sum(v for p, v in paths.items() if p[-1] == "leaf")
+    through = sum(v for p, v in paths.items() if p[-1] == "leaf" and "CallThrough" in p and
+                  "main" in p and p.index("main") < p.index("CallThrough"))
+    check(in_leaf > 100 and through > 0.95 * in_leaf,
+          "node %s: leaf called back from the addon's C (CallThrough), under main: %d of %d" %
+          (major, through, in_leaf))
 
     # The pool threads run no JavaScript: no JavaScript frame, no marker.
     cap = record_fixture(major, node, "pbkdf2")
