@@ -152,6 +152,9 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     chain = sum(v for p, v in js_paths.items() if p[-3:] == ("top", "mid", "leaf"))
     rep = report(cap, "--tree", "--min-percent", "0")
     paths = tree_paths(rep)
+    # The JS entry is a builtin: from Node 22 on, V8 runs its builtins from a
+    # copy it maps from node's file into its code range, which the mapping
+    # record binds to node's image (named, unwound by frame pointers).
     leafward = sum(v for p, v in paths.items() if p[-1] == "leaf" and "top" in p)
     entered = sum(v for p, v in paths.items() if p[-1] == "leaf" and "Builtins_JSEntry" in p and
                   "top" in p and p.index("Builtins_JSEntry") < p.index("top"))
