@@ -255,6 +255,7 @@ void Processor::OnComm(const Event& e) {
     // exec replaces the whole address space; the old one is kept for samples
     // taken inside execve.
     EndAllMappings(p, e.time, &p.before_exec);
+    p.anonymous_frame_pointers = false;
     for (JitNamer* namer : jit_namers_) namer->Forget(uint32_t(e.pid));
     p.root_known = false;       // and may follow a change of namespace
     capture_.processes[p.row].command = name;

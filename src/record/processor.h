@@ -120,6 +120,8 @@ class Processor : private CodeMarks, private FrameInterner {
     // The mappings its last exec replaced, until it runs the new program: a
     // sample taken inside execve holds the old program's pc.
     std::map<uint64_t, uint32_t> before_exec;
+    // Its anonymous code keeps frame pointers (CodeMarks).
+    bool anonymous_frame_pointers = false;
   };
   struct FrameKey {
     uint64_t address;
@@ -158,6 +160,7 @@ class Processor : private CodeMarks, private FrameInterner {
   void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) override;
   void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) override;
   void MarkFramePointerCode(capture::ModuleId module, uint64_t begin, uint64_t end) override;
+  void MarkAnonymousFramePointers(uint32_t pid) override;
   bool FramePointerCode(capture::ModuleId module, uint64_t offset) const;
   // A frame in anonymous code a JIT namer names, or nullopt.
   std::optional<capture::FrameId> JitFrame(uint32_t pid, uint64_t address);

@@ -83,6 +83,11 @@ void Processor::MarkFramePointerCode(capture::ModuleId module, uint64_t begin, u
                 std::pair{begin, end});
 }
 
+void Processor::MarkAnonymousFramePointers(uint32_t pid) {
+  auto p = processes_.find(pid);
+  if (p != processes_.end()) p->second.anonymous_frame_pointers = true;
+}
+
 bool Processor::FramePointerCode(capture::ModuleId module, uint64_t offset) const {
   if (module >= frame_pointer_code_.size()) return false;
   const auto& ranges = frame_pointer_code_[module];

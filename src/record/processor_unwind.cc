@@ -59,6 +59,12 @@ bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* in
       }
     }
   }
+  if (proc.anonymous_frame_pointers && capture_.modules[m.module].kind == ModuleKind::kAnonymous) {
+    info->table = nullptr;
+    info->bias = 0;
+    info->frame_pointers = true;
+    return true;
+  }
   const unwind::ModuleCfi* cfi = ModuleUnwindInfo(m.module);
   info->table = cfi != nullptr ? cfi->table.get() : nullptr;
   info->bias = 0;

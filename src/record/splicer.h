@@ -53,6 +53,10 @@ class CodeMarks {
   // keeps frame pointers (a runtime's generated code, such as V8's
   // builtins): unwound by its frame pointers whatever the call-graph mode.
   virtual void MarkFramePointerCode(capture::ModuleId module, uint64_t begin, uint64_t end) = 0;
+  // Process `pid`'s anonymous code (its runtime's generated code, such as
+  // V8's) keeps frame pointers: where nothing else describes it, it is
+  // unwound by them whatever the call-graph mode. Until its next exec.
+  virtual void MarkAnonymousFramePointers(uint32_t pid) = 0;
   // The module is `runtime`'s interpreter (capture Module.runtime).
   virtual void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) = 0;
 };

@@ -47,9 +47,9 @@ CALL_LINE = {fn: 1 + next(i for i, l in enumerate(SOURCE) if re.search(pat, l))
              for fn, pat in (("top", r"return x \^ mid\(x\)"), ("mid", r"return x \^ leaf\(x\)"))}
 
 
-def record_fixture(major, node, mode, node_flags=(), scale=SCALE, args=()):
+def record_fixture(major, node, mode, node_flags=(), scale=SCALE, args=(), record_args=()):
     cap = os.path.join(d, "%s-%s.mscap" % (major, mode))
-    p = run([MICROSCOPE, "record", "-q", "--node", "bpf", "-o", cap, "--", node, *node_flags,
+    p = run([MICROSCOPE, "record", "-q", "--node", "bpf", *record_args, "-o", cap, "--", node, *node_flags,
              WORKLOAD, mode, scale, *args], timeout=300, cwd=d)  # node --perf-basic-prof logs there
     if p.returncode != 0:
         fail("node %s %s: record exited %d: %s" % (major, mode, p.returncode, p.stderr[-2000:]))
@@ -205,6 +205,22 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
         tags = run([PPROF, "-tags", pb]).stdout
         check(re.search(r"v8\.isolate: Total", tags) and re.search(r"\): 2\n", tags),
               "node %s: pprof -tags lists the v8.isolate label: %s" % (major, tags[-200:]))
+
+    # -g dwarf: V8's generated code has no CFI; it keeps frame pointers and
+    # is unwound by them, so stacks still reach _start through it.
+    cap = record_fixture(major, node, "shares", scale="0.5", record_args=["-g", "dwarf"])
+    rep = report(cap, "--tree", "--min-percent", "0")
+    ends = rep["header"]["stack_ends"]
+    rooted = sum(v for p, v in tree_paths(rep).items() if p[-1] == "leaf" and p[0] == "_start")
+    paths = tree_paths(report(cap, "--tree", "--min-percent", "0", "--look", "js"))
+    in_leaf = sum(v for p, v in paths.items() if p[-1] == "leaf")
+    chain = sum(v for p, v in paths.items() if p[-3:] == ("top", "mid", "leaf"))
+    check(ends["complete"] > 0.9 * rep["header"]["samples"] and rooted > 0.9 * in_leaf and
+          chain > 0.9 * in_leaf,
+          "node %s -g dwarf: %d of %d stacks complete; leaf from _start in %d of %d, under mid "
+          "under top in %d (stack ends %s)" %
+          (major, ends["complete"], rep["header"]["samples"], rooted, in_leaf, chain,
+           {k: v for k, v in ends.items() if v}))
 
     # A native addon's C calls JavaScript back: the callback's frames sit
     # under the addon's C function, under the JavaScript that called it.

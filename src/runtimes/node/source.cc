@@ -204,7 +204,12 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
     }
   }
   const ImageInfo* info = it->second;
-  if (!info->v8 || !info->error.empty() || !refused_.empty()) return;
+  if (!info->v8 || !info->error.empty()) return;
+  // V8's generated code keeps frame pointers: the process's anonymous code
+  // is unwound by them under -g dwarf too, walker or not (marked in record
+  // order, which an exec then undoes).
+  marks->MarkAnonymousFramePointers(mapping.pid);
+  if (!refused_.empty()) return;
   if (sampler_ == nullptr) {
     if (Status started = Start(); !started.ok()) {
       Refuse(started);
