@@ -20,6 +20,9 @@ bool ReadVarint(std::span<const uint8_t> bytes, size_t* at, uint64_t* out) {
   return false;
 }
 
+constexpr uint64_t kMaxWord = uint64_t(1) << 34;  // a zigzagged 32-bit value, shifted by 2
+constexpr int64_t kMaxSum = int64_t(1) << 40;     // far past any real offset, far from overflow
+
 int64_t ZigZag(uint64_t u) {
   return int64_t(u >> 1) ^ -int64_t(u & 1);
 }
@@ -38,6 +41,12 @@ Result<std::vector<PositionEntry>> DecodePositionTable(std::span<const uint8_t> 
       return Status::Error(StatusCode::kDataLoss,
                            "source position table: varint cut at byte " + std::to_string(entry));
     }
+    // V8 writes 32-bit offsets and positions: a larger word, or sums that
+    // leave that range, are not its.
+    if (code_word > kMaxWord || position_word > kMaxWord) {
+      return Status::Error(StatusCode::kDataLoss, "source position table: entry at byte " +
+                                                      std::to_string(entry) + " out of range");
+    }
     int64_t delta;
     if (flags_in_code_delta) {
       delta = int64_t(code_word >> 2);
@@ -47,6 +56,10 @@ Result<std::vector<PositionEntry>> DecodePositionTable(std::span<const uint8_t> 
     }
     code += delta;
     raw += ZigZag(position_word);
+    if (code > kMaxSum || code < -kMaxSum || raw > kMaxSum || raw < -kMaxSum) {
+      return Status::Error(StatusCode::kDataLoss, "source position table: entry at byte " +
+                                                      std::to_string(entry) + " out of range");
+    }
     // A SourcePosition: bit 0 external, the script offset + 1 in bits 1-30.
     out.push_back({code, ((raw >> 1) & 0x3fffffff) - 1});
   }

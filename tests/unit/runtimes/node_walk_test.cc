@@ -159,6 +159,16 @@ TEST_CASE("V8 position tables: both encodings, and cut tables refused") {
   std::vector<uint8_t> cut = old_table;
   cut.back() |= 0x80;
   CHECK(DecodePositionTable(cut, false).status().message().find("varint cut") != std::string::npos);
+  // Found by fuzz_node: a 9-byte varint whose sum overflowed (undefined
+  // behaviour); refused as out of range.
+  const std::vector<uint8_t> huge = {0xb5, 0x13, 0x13, 0x13, 0x3b, 0x13, 0x13, 0x13, 0x13, 0x13,
+                                     0x0a, 0x13, 0x13, 0x13, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                     0xff, 0xff, 0xff, 0x13, 0x13, 0x0a, 0x0e, 0x93};
+  for (bool flags : {false, true}) {
+    Result<std::vector<PositionEntry>> e = DecodePositionTable(huge, flags);
+    CHECK_FALSE(e.ok());
+    CHECK(e.status().message().find("out of range") != std::string::npos);
+  }
 }
 
 TEST_CASE("Source lines: 1-based, by UTF-16 offset") {
