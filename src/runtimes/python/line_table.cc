@@ -1,5 +1,7 @@
 #include "src/runtimes/python/line_table.h"
 
+#include <cstdint>
+
 namespace microscope::runtimes::python {
 namespace {
 
@@ -26,8 +28,13 @@ struct Reader {
     ok = false;
     return 0;
   }
+  // CPython's line deltas fit an int: a larger one is not its.
   int64_t Svarint() {
     uint64_t v = Varint();
+    if (v > (uint64_t(1) << 33)) {
+      ok = false;
+      return 0;
+    }
     return (v & 1) ? -int64_t(v >> 1) : int64_t(v >> 1);
   }
 };
@@ -60,7 +67,8 @@ LineLookup LineOfInstruction(std::span<const uint8_t> table, int first_line, uin
     } else {
       r.Byte();  // short form: same line, a column byte
     }
-    if (!r.ok) return {LineLookup::kMalformed, 0};
+    // Lines stay ints (the sum of int deltas may not).
+    if (!r.ok || line > INT32_MAX || line < INT32_MIN) return {LineLookup::kMalformed, 0};
     if (unit < start + length) {
       if (!has_line) return {LineLookup::kNoLine, 0};
       return {LineLookup::kLine, int(line)};

@@ -30,6 +30,19 @@ TEST_CASE("Python line table: each entry form moves the line as CPython's locati
   CHECK(LineOfInstruction(std::span(table).first(6), 10, 5).kind == LineLookup::kMalformed);
   const std::vector<uint8_t> bad = {0x05};
   CHECK(LineOfInstruction(bad, 1, 0).kind == LineLookup::kMalformed);
+  // Found by fuzz_python: line deltas past an int summed past int64
+  // (undefined behaviour). Deltas and lines past an int are malformed.
+  std::vector<uint8_t> huge = {0x80 | (13 << 3)};
+  for (int i = 0; i < 10; ++i) huge.push_back(0x7f);  // a 64-bit svarint
+  huge.push_back(0x03);
+  CHECK(LineOfInstruction(huge, 1, 0).kind == LineLookup::kMalformed);
+  std::vector<uint8_t> many;
+  for (int i = 0; i < 3; ++i) {  // three deltas of +2^31 - 1 each
+    many.push_back(0x80 | (13 << 3));
+    for (uint8_t b : {0x7e, 0x7f, 0x7f, 0x7f, 0x7f}) many.push_back(b);
+    many.push_back(0x01);
+  }
+  CHECK(LineOfInstruction(many, 1, 2).kind == LineLookup::kMalformed);
 }
 
 TEST_CASE("Python line table and layout: random bytes from a target never crash the readers") {
