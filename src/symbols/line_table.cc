@@ -55,9 +55,18 @@ const Plugin& LoadPlugin() {
     }
     for (const std::string& path : candidates) {
       if (access(path.c_str(), R_OK) != 0) continue;
+#if defined(__SANITIZE_ADDRESS__)
+      // AddressSanitizer refuses RTLD_DEEPBIND. A sanitizer build loads
+      // the plugin (built without the sanitizers) in a link namespace of
+      // its own: there too libdwarf's names resolve to libdwarf. Only the
+      // forked child calls it, and leaves by _exit: nothing the plugin's
+      // allocator made is freed by ours.
+      void* handle = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
+#else
       // DEEPBIND: the plugin and libdwarf resolve libdwarf's names to
       // libdwarf, not to libdw's functions of the same names.
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+#endif
       if (handle == nullptr) {
         plugin.error = std::string("cannot load ") + path + ": " + dlerror();
         return;
@@ -175,6 +184,7 @@ Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t fi
   const uint8_t* p = bytes.data() + sizeof(h);
   auto take = [&p](auto* vec, size_t n) {
     vec->resize(n);
+    if (n == 0) return;  // an empty vector's data() may be null: no memcpy
     std::memcpy(vec->data(), p, n * sizeof((*vec)[0]));
     p += n * sizeof((*vec)[0]);
   };
