@@ -1,5 +1,7 @@
 #include "capture/container.h"
 
+#include "base/open_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -169,22 +171,11 @@ Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file) {
 }
 
 Result<std::vector<uint8_t>> ReadContainer(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::Error(Errno("cannot open"));
-  std::vector<uint8_t> bytes;
-  uint8_t buf[1 << 16];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Status::Error(Errno("read failed"));
-      close(fd);
-      return s;
-    }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), buf, buf + n);
-  }
-  close(fd);
+  // A regular file only (a FIFO or /dev/zero would block or never end),
+  // read up to the size it had when opened (one that grows meanwhile is
+  // read as it was).
+  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                   ReadRegularFile(path, sizeof(FileHeader) + kMaxPayloadBytes + (1u << 20)));
   return DecodeContainer(bytes);
 }
 

@@ -1,6 +1,8 @@
 """Malformed capture files: report gives 'microscope: error: FILE: what and
 where' and exit 1, never a crash: wrong magic, newer major version, truncation,
-flipped bytes, indexes out of range, a stack cycle."""
+flipped bytes, indexes out of range, a stack cycle; and what is no capture
+file at all (a directory, a FIFO, /dev/zero, a missing file, one that grows
+while read) to every command that reads one."""
 import os
 import random
 
@@ -68,3 +70,43 @@ for i in range(150):
     elif p.stdout != good_report:
         fail("flip at %d was read as a different capture without an error" % at)
 check(crashes == 0, "150 single-bit flips: no crash (%d refused)" % errors)
+
+# Not a capture file at all, to every command that reads one: a directory,
+# a FIFO (nobody writing: opening it must not wait), /dev/zero (reading it
+# must not go on forever), a missing file. One error line naming the file,
+# exit 1, well inside the timeout; nothing written under the output's name.
+fifo = os.path.join(d, "fifo")
+os.mkfifo(fifo)
+missing = os.path.join(d, "missing.mscap")
+out = os.path.join(d, "out")
+for path, needle in ((d, "not a regular file"), (fifo, "not a regular file"),
+                     ("/dev/zero", "not a regular file"), (missing, "No such file")):
+    for cmd in (["report"], ["convert", "--to", "pprof", "-o", out], ["convert", "--to", "folded", "-o", out],
+                ["symbolize", "-o", out]):
+        try:
+            p = run([MICROSCOPE, *cmd, path], timeout=20)
+        except subprocess.TimeoutExpired:
+            fail("%s %s: no answer in 20 s" % (" ".join(cmd), path))
+        lines = p.stderr.strip().splitlines()
+        check(p.returncode == 1 and len(lines) == 1 and
+              lines[0].startswith("microscope: error: %s: " % path) and needle in lines[0] and
+              not os.path.exists(out),
+              "%s %s: one error line (%r), exit %d, no output" % (" ".join(cmd), path, lines, p.returncode))
+
+# A capture that grows while it is read (a writer appending to it): read
+# as it was when opened, or refused; never a hang or a crash.
+grow = os.path.join(d, "grow.mscap")
+with open(grow, "wb") as f:
+    f.write(data)
+writer = subprocess.Popen(["sh", "-c", "for i in $(seq 2000); do printf 'xxxxxxxxxxxxxxxx' >> %s; done" % grow])
+p = run([MICROSCOPE, "report", grow], timeout=20)
+writer.wait()
+check(p.returncode in (0, 1) and (p.returncode == 0 or p.stderr.startswith("microscope: error: " + grow)),
+      "a capture growing while read: exit %d %r" % (p.returncode, p.stderr[-200:]))
+
+# symbolize with a debug directory that does not exist: frames stay
+# unnamed, the summary says where it looked; no crash.
+p = run([MICROSCOPE, "symbolize", "--debug-dir", os.path.join(d, "no-such-dir"), "-o",
+         os.path.join(d, "sym.mscap"), good], timeout=60)
+check(p.returncode in (0, 1) and "Traceback" not in p.stderr and p.returncode >= 0,
+      "symbolize with a missing debug dir: exit %d %r" % (p.returncode, p.stderr[-200:]))
