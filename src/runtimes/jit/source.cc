@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 
 #include "base/clock.h"
@@ -230,24 +231,20 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     if (stat(("/proc/" + std::to_string(pid)).c_str(), &proc) != 0) return;
     // Second granularity on both sides: a file a second older is still its.
     const int64_t started = ProcessStart(pid) - 1;
-    if (p->map == nullptr && !p->map_refused) {
-      auto map = PerfMap::Open(TargetFile(pid, p->map_shown), proc.st_uid, started);
-      if (map.ok()) {
-        p->map = std::move(*map);
-      } else if (map.status().code() != StatusCode::kNotFound) {
-        p->map_refused = true;
-        Note("perf map refused: " + map.status().message());
+    // Each file once found, or once refused (with the reason noted).
+    auto open = [&](auto* file, bool* refused, const std::string& shown, const char* what) {
+      if (*file != nullptr || *refused) return;
+      auto opened = std::remove_reference_t<decltype(**file)>::Open(TargetFile(pid, shown),
+                                                                    proc.st_uid, started);
+      if (opened.ok()) {
+        *file = std::move(*opened);
+      } else if (opened.status().code() != StatusCode::kNotFound) {
+        *refused = true;
+        Note(std::string(what) + " refused: " + opened.status().message());
       }
-    }
-    if (p->dump == nullptr && !p->dump_refused) {
-      auto dump = JitDump::Open(TargetFile(pid, p->dump_shown), proc.st_uid, started);
-      if (dump.ok()) {
-        p->dump = std::move(*dump);
-      } else if (dump.status().code() != StatusCode::kNotFound) {
-        p->dump_refused = true;
-        Note("jitdump refused: " + dump.status().message());
-      }
-    }
+    };
+    open(&p->map, &p->map_refused, p->map_shown, "perf map");
+    open(&p->dump, &p->dump_refused, p->dump_shown, "jitdump");
   }
 
   // The GDB JIT interface: the descriptor found once among the process's
