@@ -75,6 +75,7 @@ std::vector<ThreadCost> ThreadTotals(const capture::Capture& c, const SampleFilt
     out[t].name = c.str(c.threads[t].name);
   }
   const SampleLabels labels(c);
+  std::vector<std::vector<std::string_view>> isolates(c.threads.size());
   for (size_t i = 0; i < c.samples.size(); ++i) {
     if (!filter.Keep(c, i)) continue;
     const capture::ThreadId thread = c.samples.thread[i];
@@ -88,16 +89,14 @@ std::vector<ThreadCost> ThreadTotals(const capture::Capture& c, const SampleFilt
       if (*gil == "held") t.gil_held += c.samples.CountAt(i);
     }
     if (auto isolate = labels.Value(thread, time, capture::kV8IsolateLabel)) {
-      const std::string_view known = t.isolate;
-      bool seen = false;
-      for (size_t at = 0; at <= known.size();) {
-        size_t comma = known.find(',', at);
-        if (comma == std::string_view::npos) comma = known.size();
-        seen = seen || known.substr(at, comma - at) == *isolate;
-        at = comma + 1;
-      }
-      if (!seen) t.isolate += (t.isolate.empty() ? "" : ",") + std::string(*isolate);
+      auto& seen = isolates[thread];
+      if (std::find(seen.begin(), seen.end(), *isolate) == seen.end()) seen.push_back(*isolate);
     }
+  }
+  // Each thread's isolates, in the order its samples first ran them.
+  for (size_t thread = 0; thread < isolates.size(); ++thread) {
+    for (std::string_view isolate : isolates[thread])
+      out[thread].isolate += (out[thread].isolate.empty() ? "" : ",") + std::string(isolate);
   }
   std::erase_if(out, [](const ThreadCost& t) { return t.samples == 0; });
   std::sort(out.begin(), out.end(), [](const ThreadCost& a, const ThreadCost& b) {
