@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -17,6 +18,19 @@ namespace {
 
 std::string Errno(const char* what) {
   return std::string(what) + ": " + std::strerror(errno);
+}
+
+// "no space left on device (N bytes needed, M available)" for a write of
+// `needed` bytes to `fd` that failed with `err`; otherwise `what: strerror`.
+std::string WriteError(int err, int fd, uint64_t needed) {
+  if (err != ENOSPC && err != EDQUOT) return std::string("write failed: ") + std::strerror(err);
+  std::string message =
+      std::string(std::strerror(err)) + " (" + std::to_string(needed) + " bytes needed";
+  struct statvfs fs;
+  if (fstatvfs(fd, &fs) == 0) {
+    message += ", " + std::to_string(uint64_t(fs.f_bavail) * fs.f_frsize) + " available";
+  }
+  return message + ")";
 }
 
 struct ZstdCCtxDeleter {
@@ -37,7 +51,25 @@ Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path) 
   std::unique_ptr<AtomicFile> f(new AtomicFile());
   f->path_ = path;
   f->tmp_ = name.data();
-  f->stream_ = fdopen(fd, "w");
+  f->fd_ = fd;
+  // The stream writes through us: a failed write is remembered and the
+  // rest only counted, so that a full disk is told with the size needed.
+  cookie_io_functions_t io{};
+  io.write = [](void* cookie, const char* data, size_t size) -> ssize_t {
+    auto* file = static_cast<AtomicFile*>(cookie);
+    file->attempted_ += size;
+    for (size_t done = 0; file->error_ == 0 && done < size;) {
+      ssize_t n = write(file->fd_, data + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        file->error_ = n < 0 ? errno : ENOSPC;
+        break;
+      }
+      done += size_t(n);
+    }
+    return ssize_t(size);
+  };
+  f->stream_ = fopencookie(f.get(), "w", io);
   if (f->stream_ == nullptr) {
     close(fd);
     unlink(f->tmp_.c_str());
@@ -49,6 +81,7 @@ Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path) 
 AtomicFile::~AtomicFile() {
   if (stream_ != nullptr) {
     fclose(stream_);
+    close(fd_);
     unlink(tmp_.c_str());
   }
 }
@@ -56,12 +89,18 @@ AtomicFile::~AtomicFile() {
 Status AtomicFile::Commit() {
   FILE* s = stream_;
   stream_ = nullptr;
-  bool ok = fflush(s) == 0 && !ferror(s) && fsync(fileno(s)) == 0;
-  Status failure = Status::Error(Errno("write failed")).WithContext(tmp_);
-  if (fclose(s) != 0) ok = false;
-  if (!ok) {
+  int err = fflush(s) != 0 ? errno : 0;
+  fclose(s);
+  if (err == 0) err = error_;
+  if (err == 0 && fsync(fd_) != 0) err = errno;
+  std::string why = err != 0 ? WriteError(err, fd_, attempted_) : "";
+  if (close(fd_) != 0 && err == 0) {
+    err = errno;
+    why = WriteError(err, -1, attempted_);
+  }
+  if (err != 0) {
     unlink(tmp_.c_str());
-    return failure;
+    return Status::Error(why).WithContext(path_);
   }
   if (rename(tmp_.c_str(), path_.c_str()) != 0) {
     Status e = Status::Error(Errno("cannot rename temporary file into place")).WithContext(path_);
@@ -80,9 +119,15 @@ Status AtomicFile::Commit() {
 
 Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> bytes) {
   ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path));
-  if (!bytes.empty() && fwrite(bytes.data(), 1, bytes.size(), file->stream()) != bytes.size()) {
-    return Status::Error(Errno("write failed")).WithContext(path);
+  // The whole size is known: take the space first, so that a full disk is
+  // told at once, before anything is written.
+  if (!bytes.empty()) {
+    int err = posix_fallocate(file->fd(), 0, off_t(bytes.size()));
+    if (err == ENOSPC || err == EDQUOT) {
+      return Status::Error(WriteError(err, file->fd(), bytes.size())).WithContext(path);
+    }
   }
+  if (!bytes.empty()) fwrite(bytes.data(), 1, bytes.size(), file->stream());
   return file->Commit();
 }
 

@@ -26,9 +26,10 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // FrameKind.Interpreted (a 2.3 reader refuses such frames by their kind);
 // 2.5 settings.lost_task_records, StackEnd.InExec; 2.6 Module.runtime and
 // label spans (python.gil): fields older readers skip, so they read 2.6
-// files without knowing which modules are interpreters or the labels.
+// files without knowing which modules are interpreters or the labels;
+// 2.7 settings.kernel_lost_records.
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 6;
+inline constexpr uint16_t kFormatMinor = 7;
 // A reader refuses payloads claiming more than this: a corrupt size must not
 // make us allocate the machine's memory.
 // FlatBuffers buffers are limited to 2 GiB.
@@ -63,7 +64,10 @@ class AtomicFile {
  public:
   static Result<std::unique_ptr<AtomicFile>> Create(const std::string& path);
   ~AtomicFile();
+  // Writes go through it; an error is kept for Commit(), which says it with
+  // the size everything written would have needed.
   FILE* stream() { return stream_; }
+  int fd() const { return fd_; }
   Status Commit();
 
  private:
@@ -71,6 +75,9 @@ class AtomicFile {
   std::string path_;
   std::string tmp_;
   FILE* stream_ = nullptr;
+  int fd_ = -1;
+  uint64_t attempted_ = 0;  // bytes written to the stream, kept or not
+  int error_ = 0;           // the first write's errno
 };
 
 }  // namespace microscope::capture

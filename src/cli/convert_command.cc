@@ -65,7 +65,9 @@ int RunConvert(ConvertOptions& o) {
   analysis::ParseLook(o.look, &how.look);  // checked by CLI11
   Status written = formats::Export(*cap, formats::ExportFormatFor(o.to, o.output), o.output, how);
   if (!written.ok()) {
-    PrintError(written.WithContext(o.output).message());
+    // The writer's own errors (space, permissions) already name the file.
+    const bool named = written.message().starts_with(o.output + ": ");
+    PrintError((named ? written : written.WithContext(o.output)).message());
     return written.code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   return 0;

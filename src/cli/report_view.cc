@@ -176,6 +176,15 @@ void PrintStackHeader(FILE* out, const analysis::ReportHeader& h, const Label& l
             Ull(s.lost_records - tasks), Ull(tasks),
             tasks > 0 ? ": frames in a lost mapping stay unnamed" : "");
   }
+  if (s.kernel_lost_records && *s.kernel_lost_records == s.lost_records && s.lost_records > 0) {
+    fprintf(out, ", as the kernel's own count says");
+  } else if (s.kernel_lost_records && *s.kernel_lost_records > s.lost_records) {
+    // Losses after which nothing more reached a ring have no LOST record.
+    fprintf(out, "; the kernel counted %llu (%llu after the last record a ring took)",
+            Ull(*s.kernel_lost_records), Ull(*s.kernel_lost_records - s.lost_records));
+  } else if (s.kernel_lost_records && *s.kernel_lost_records < s.lost_records) {
+    fprintf(out, "; the kernel counted only %llu", Ull(*s.kernel_lost_records));
+  }
   fprintf(out, ", %llu samples; throttled %llu times\n", Ull(s.lost_samples), Ull(s.throttles));
   if (!s.call_graph.empty()) {
     label("call graph");

@@ -135,10 +135,17 @@ Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exe
   }
   attr.watermark = 1;
   attr.wakeup_watermark = uint32_t(RingPages(ring) * getpagesize() / 4);
+  attr.read_format = lost_counters_ ? PERF_FORMAT_LOST : 0;
   for (;;) {
     long fd = PerfEventOpen(&attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd >= 0) return int(fd);
     int err = errno;
+    if (err == EINVAL && attr.read_format != 0) {
+      // Before Linux 6.0: no count of losses but the LOST records.
+      attr.read_format = 0;
+      lost_counters_ = false;
+      continue;
+    }
     if ((err == EACCES || err == EPERM) && !attr.exclude_kernel) {
       // Not allowed to see the kernel: record user space only, and say so.
       attr.exclude_kernel = 1;
@@ -235,6 +242,7 @@ Result<std::vector<std::pair<int, int>>> Collector::OpenOutputEvents() {
     attr.clockid = CLOCK_MONOTONIC;
     attr.watermark = 1;
     attr.wakeup_watermark = uint32_t(RingPages(ring) * getpagesize() / 4);
+    attr.read_format = lost_counters_ ? PERF_FORMAT_LOST : 0;
     long fd = PerfEventOpen(&attr, -1, ring.cpu, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) {
       return Status::Error(std::string("perf_event_open of a BPF output event on CPU ") +
@@ -252,6 +260,18 @@ Result<std::vector<std::pair<int, int>>> Collector::OpenOutputEvents() {
     out.emplace_back(ring.cpu, int(fd));
   }
   return out;
+}
+
+std::optional<uint64_t> Collector::KernelLost() const {
+  if (!lost_counters_) return std::nullopt;
+  uint64_t lost = 0;
+  for (const ScopedFd& fd : events_) {
+    // read_format PERF_FORMAT_LOST alone: the count, then the losses.
+    uint64_t values[2];
+    if (read(fd.get(), values, sizeof(values)) != ssize_t(sizeof(values))) return std::nullopt;
+    lost += values[1];
+  }
+  return lost;
 }
 
 Status Collector::Disable() {

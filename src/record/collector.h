@@ -111,6 +111,11 @@ class Collector {
   std::optional<uint64_t> lost_task_records() const;
   uint32_t ring_pages() const { return options_.ring_pages; }
   bool ring_shrunk() const { return ring_shrunk_; }
+  // The records the kernel failed to write into our rings, by its own count
+  // of each event (PERF_FORMAT_LOST, Linux 6.0+), read once the events are
+  // disabled: the LOST records report the same losses, except those after
+  // which nothing more reached that ring. Not known on older kernels.
+  std::optional<uint64_t> KernelLost() const;
 
  private:
   // Each CPU has two rings (as root), so that a flood of samples never costs
@@ -144,6 +149,7 @@ class Collector {
   std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
   std::vector<std::vector<uint8_t>> arenas_;
   bool ring_shrunk_ = false;
+  bool lost_counters_ = true;  // every event counts its losses (PERF_FORMAT_LOST)
 
   // Shared with the drain thread, under mutex_.
   mutable std::mutex mutex_;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -264,10 +265,15 @@ Result<LineTableData> ReadInChild(const std::string& path) {
   if (pipe2(fds, O_CLOEXEC) != 0) return Status::Error(std::string("pipe: ") + strerror(errno));
   ScopedFd read_end(fds[0]);
   ScopedFd write_end(fds[1]);
+  const pid_t parent = getpid();
   pid_t child = fork();
   if (child < 0) return Status::Error(std::string("fork: ") + strerror(errno));
   if (child == 0) {
     read_end.Reset();
+    // A reader looping on damaged DWARF must not outlive a killed
+    // recorder (it would run on alone, an orphan nobody waits for).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(4);
     // A crash here must end the child plainly, whatever handlers the
     // parent installed.
     for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);

@@ -1,0 +1,298 @@
+"""Faults a real machine throws at a recording, injected for real:
+- the recorder killed (SIGKILL) at random points of a recording and while it
+  writes the capture: nothing under the final name (or a whole capture, if
+  the write had finished), at most the one temporary it was writing, no
+  process of ours left; the launched program runs on to its end, an
+  attached one runs on;
+- the BPF parts' recorder killed: no program, map or link of ours remains;
+- a full disk (a small tmpfs): one clear error naming the path and the
+  space needed, nothing half-written, the program unharmed;
+- the target killed (SIGKILL) mid-recording, and a process ended by a thread
+  other than its leader: a valid capture with everything up to the end;
+- a ring flood (one page, 20 kHz, many threads starting and ending): the
+  capture's lost count equals the kernel's own count exactly, and report
+  says so."""
+import glob
+import random
+import select
+import signal
+import time
+
+from common import *
+
+require_perf()
+d = tmpdir()
+seed = int(os.environ.get("FAULTS_SEED", time.time_ns() % 1000000))
+rng = random.Random(seed)
+print("random kill points from seed %d (FAULTS_SEED=%d repeats them)" % (seed, seed))
+
+
+def proc_stat(pid):
+    """(state, parent pid, user+system ticks) of a live process, else None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            rest = f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return rest[0], int(rest[1]), int(rest[11]) + int(rest[12])
+
+
+def descendants(pid):
+    """Every process below `pid` now (children, their children, ...)."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = proc_stat(int(entry))
+            if st is not None:
+                parent[int(entry)] = st[1]
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for c, pp in parent.items():
+            if pp == p and c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def alive(pid):
+    st = proc_stat(pid)
+    return st is not None and st[0] not in ("Z", "X")
+
+
+def wait_gone(pids, seconds=10):
+    end = time.time() + seconds
+    while time.time() < end and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def read_line(stream, want, seconds=30):
+    """Reads lines of `stream` until one equals `want`; False at EOF or timeout."""
+    end = time.time() + seconds
+    while time.time() < end:
+        ready, _, _ = select.select([stream], [], [], max(0.0, end - time.time()))
+        if not ready:
+            break
+        line = stream.readline()
+        if not line:
+            return False
+        if line.strip() == want:
+            return True
+    return False
+
+
+def runs_on(pid):
+    """The process is running (not stopped, not gone) and using CPU."""
+    first = proc_stat(pid)
+    time.sleep(0.4)
+    second = proc_stat(pid)
+    return (first is not None and second is not None and second[0] not in ("T", "t", "Z") and
+            second[2] > first[2])
+
+
+def temporaries(out):
+    return glob.glob(out + ".tmp.*")
+
+
+def start_record(out, command, extra=()):
+    return subprocess.Popen([MICROSCOPE, "record", "-q", "-o", out, *extra, "--", *command],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def kill_and_check(rec, out, what, launched=True):
+    """SIGKILLs the recorder; checks what it leaves. Returns how the kill
+    landed: 'recording', 'writing' (its temporary is left) or 'written'."""
+    ours = descendants(rec.pid)
+    rec.send_signal(signal.SIGKILL)
+    rc = rec.wait(30)
+    tmps = temporaries(out)
+    check(len(tmps) <= 1, "%s: at most the one temporary it was writing is left (%s)" % (what, tmps))
+    if os.path.exists(out):
+        # Killed after the rename: the file is whole.
+        report(out)
+        check(not tmps, "%s: a whole capture under the final name, no temporary" % what)
+        landed = "written"
+    else:
+        landed = "writing" if tmps else "recording"
+    check(rc == -signal.SIGKILL or landed == "written", "%s: the recorder died of SIGKILL (%d)" % (what, rc))
+    for t in tmps:
+        os.unlink(t)
+    if launched:
+        # The documented policy: a launched program runs on to its end.
+        check(read_line(rec.stdout, "finished", 60), "%s: the launched program ran on to its end" % what)
+    left = wait_gone(ours - {p for p in ours if launched})
+    check(not left, "%s: no process of ours outlives the recorder (%s)" % (what, left))
+    return landed
+
+
+# --- The recorder killed at random points of a recording and of the write.
+out = d + "/full-run.mscap"
+start = time.time()
+rec = start_record(out, [fixture("faults"), "work", "800"], ["-F", "2999"])
+check(read_line(rec.stdout, "started"), "the program started under the recorder")
+started = time.time() - start
+rec.communicate(timeout=120)
+whole = time.time() - start
+check(rec.returncode == 0 and os.path.exists(out), "an undisturbed run writes its capture (%.2f s)" % whole)
+landings = []
+for i in range(6):
+    out = d + "/killed-%d.mscap" % i
+    rec = start_record(out, [fixture("faults"), "work", "800"], ["-F", "2999"])
+    check(read_line(rec.stdout, "started"), "run %d: the program started" % i)
+    delay = rng.uniform(0, (whole - started) * 1.1)
+    time.sleep(delay)
+    landings.append(kill_and_check(rec, out, "kill %d at +%.2f s" % (i, delay)))
+print("random kills landed: %s" % landings)
+
+# Killed while writing: the moment its temporary appears.
+hits = 0
+for i in range(8):
+    out = d + "/mid-write-%d.mscap" % i
+    base = os.path.basename(out) + ".tmp."
+    rec = start_record(out, [fixture("faults"), "work", "300"], ["-F", "2999"])
+    end = time.time() + 60
+    while time.time() < end and rec.poll() is None:
+        if any(n.startswith(base) for n in os.listdir(d)):
+            break
+        time.sleep(0.0002)
+    landed = kill_and_check(rec, out, "kill %d at the write" % i)
+    hits += landed == "writing"
+    if hits >= 2:
+        break
+check(hits >= 1, "%d kills landed inside the write" % hits)
+
+# Attach mode: the target runs on.
+target = subprocess.Popen([fixture("longrun"), "60"], stdout=subprocess.PIPE, text=True)
+check(read_line(target.stdout, "ready"), "longrun is running")
+for i in range(2):
+    out = d + "/attach-%d.mscap" % i
+    rec = subprocess.Popen([MICROSCOPE, "record", "-q", "-o", out, "--pid", str(target.pid)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(rng.uniform(0.3, 1.5))
+    kill_and_check(rec, out, "attach kill %d" % i, launched=False)
+    check(not os.path.exists(out), "attach kill %d: nothing under the final name" % i)
+    check(runs_on(target.pid), "attach kill %d: the attached program runs on" % i)
+target.kill()
+target.wait()
+
+# --- BPF programs attached when the recorder dies: the kernel frees them all.
+def bpf_objects(kind):
+    """Ids of the machine's BPF objects of `kind` (prog, map, link)."""
+    p = run(["bpftool", "-j", kind, "show"])
+    if p.returncode != 0:
+        fail("bpftool %s show: %s" % (kind, p.stderr))
+    return {o["id"] for o in json.loads(p.stdout or "[]")}
+
+
+def held_bpf(pid):
+    """{prog, map, link: ids} of the BPF objects `pid`'s descriptors hold
+    (their /proc fdinfo names them)."""
+    held = {"prog": set(), "map": set(), "link": set()}
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            text = open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key in ("prog_id", "map_id", "link_id"):
+                held[key[:-3]].add(int(value))
+    return held
+
+
+out = d + "/bpf.mscap"
+rec = start_record(out, [fixture("longrun"), "60"], ["--off-cpu", "--syscalls"])
+check(read_line(rec.stdout, "ready"), "longrun started under a recorder with BPF parts")
+ours = {}
+end = time.time() + 20
+while time.time() < end:
+    ours = held_bpf(rec.pid)
+    if ours["prog"] and ours["link"]:
+        break
+    time.sleep(0.1)
+check(ours["prog"] and ours["map"] and ours["link"] and
+      all(v <= bpf_objects(k) for k, v in ours.items()),
+      "the recorder holds BPF programs, maps and links, as bpftool lists them: %s" %
+      {k: len(v) for k, v in ours.items()})
+longrun = [p for p in descendants(rec.pid) if open("/proc/%d/comm" % p).read().strip() == "longrun"]
+rec.send_signal(signal.SIGKILL)
+rec.wait(30)
+end = time.time() + 20
+left = ours
+while time.time() < end:
+    left = {k: v & bpf_objects(k) for k, v in ours.items()}
+    if not any(left.values()):
+        break
+    time.sleep(0.1)
+check(not any(left.values()), "no BPF program, map or link of ours remains: %s" % left)
+check(len(longrun) == 1 and runs_on(longrun[0]), "the launched program runs on after the recorder's death")
+for p in longrun:
+    os.kill(p, signal.SIGKILL)
+check(not os.path.exists(out) and not temporaries(out), "nothing written")
+
+# --- The target killed mid-recording.
+out = d + "/target-killed.mscap"
+rec = start_record(out, [fixture("longrun"), "60"])
+check(read_line(rec.stdout, "ready"), "longrun started")
+time.sleep(0.8)
+victims = [p for p in descendants(rec.pid) if open("/proc/%d/comm" % p).read().strip() == "longrun"]
+check(len(victims) == 1, "the target found: %s" % victims)
+os.kill(victims[0], signal.SIGKILL)
+rec.communicate(timeout=60)
+check(rec.returncode == 128 + signal.SIGKILL, "record exits as its killed program (%d)" % rec.returncode)
+rep = report(out)
+proc = [p for p in rep["header"]["processes"] if p["pid"] == victims[0]]
+check(proc and proc[0]["exit_status"] == 128 + signal.SIGKILL,
+      "the capture says the program was killed: %s" % proc)
+check(functions(rep).get("spin_main", (0, 0))[1] > 100, "its samples up to the kill are kept")
+
+# A process ended by exit() in a thread other than its leader.
+out = d + "/thread-exit.mscap"
+p = record(out, [fixture("faults"), "thread-exit", "600"], expect_rc=5)
+rep = report(out)
+exiter = [t for t in rep["header"]["threads"] if t["name"] == "exiter"]
+check(exiter and exiter[0]["samples"] > 100, "the exiting thread's samples are kept: %s" % exiter)
+check(rep["header"]["processes"][0]["exit_status"] == 5, "exit status 5 from the thread's exit()")
+check(functions(rep).get("spin_for", (0, 0))[1] > 100, "its work is in the profile")
+exited_capture = out
+
+# --- A full disk.
+full = d + "/full"
+os.mkdir(full)
+if run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", full]).returncode != 0:
+    fail("cannot mount a tmpfs on %s" % full)
+atexit.register(lambda: run(["umount", "-l", full]))
+st = os.statvfs(full)
+with open(full + "/filler", "wb") as f:
+    f.write(b"\0" * (st.f_bavail * st.f_frsize - 1024))
+out = full + "/out.mscap"
+p = run([MICROSCOPE, "record", "-q", "-o", out, "--", fixture("faults"), "work", "300"])
+lines = p.stderr.strip().splitlines()
+check(p.returncode != 0, "record on a full disk exits non-zero (%d)" % p.returncode)
+check(len(lines) == 1 and lines[0].startswith("microscope: error: " + out + ": ") and
+      "No space left on device" in lines[0] and "bytes needed" in lines[0] and "available" in lines[0],
+      "one error naming the path and the space: %r" % p.stderr)
+check("finished" in p.stdout, "the program ran to its end")
+check(sorted(os.listdir(full)) == ["filler"], "nothing half-written: %s" % os.listdir(full))
+for fmt, name in (("pprof", "out.pb.gz"), ("chrome", "out.json")):
+    target_path = full + "/" + name
+    p = run([MICROSCOPE, "convert", exited_capture, "--to", fmt, "-o", target_path])
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode != 0 and len(lines) == 1 and
+          lines[0].startswith("microscope: error: " + target_path + ": No space left on device (") and
+          "bytes needed" in lines[0],
+          "convert --to %s on a full disk: %r" % (fmt, p.stderr))
+    check(sorted(os.listdir(full)) == ["filler"], "convert --to %s left nothing" % fmt)
+
+# --- A ring flood: the lost count is the kernel's own.
+out = d + "/flood.mscap"
+p = record(out, [fixture("faults"), "flood", "8", "1500"], ["-g", "fp", "-m", "1", "-F", "20000"])
+h = report(out)["header"]
+check(h["lost_records"] > 0, "the flood lost %d records" % h["lost_records"])
+check(h.get("kernel_lost_records") == h["lost_records"],
+      "the LOST records add up to the kernel's own count: %d and %s" %
+      (h["lost_records"], h.get("kernel_lost_records")))
+text = run([MICROSCOPE, "report", out]).stdout
+check("lost        %d records" % h["lost_records"] in text and "as the kernel's own count says" in text,
+      "report says so: %s" % [l for l in text.splitlines() if "lost" in l])
