@@ -22,6 +22,18 @@
 #include "base/scoped_fd.h"
 #include "capture/container.h"
 
+// GCC says __SANITIZE_ADDRESS__; clang says __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define MICROSCOPE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MICROSCOPE_ASAN 1
+#endif
+#endif
+#ifndef MICROSCOPE_ASAN
+#define MICROSCOPE_ASAN 0
+#endif
+
 namespace microscope::symbols {
 namespace {
 
@@ -56,7 +68,7 @@ const Plugin& LoadPlugin() {
     }
     for (const std::string& path : candidates) {
       if (access(path.c_str(), R_OK) != 0) continue;
-#if defined(__SANITIZE_ADDRESS__)
+#if MICROSCOPE_ASAN
       // AddressSanitizer refuses RTLD_DEEPBIND. A sanitizer build loads
       // the plugin (built without the sanitizers) in a link namespace of
       // its own: there too libdwarf's names resolve to libdwarf. Only the

@@ -296,3 +296,10 @@ check(h.get("kernel_lost_records") == h["lost_records"],
 text = run([MICROSCOPE, "report", out]).stdout
 check("lost        %d records" % h["lost_records"] in text and "as the kernel's own count says" in text,
       "report says so: %s" % [l for l in text.splitlines() if "lost" in l])
+
+# --- No descriptor of ours reaches the launched program (perf events, BPF
+# objects, rings, the gate, the capture are all close-on-exec).
+p = run([MICROSCOPE, "record", "-q", "--off-cpu", "--syscalls", "-o", d + "/fds.mscap", "--",
+         "sh", "-c", "ls /proc/$$/fd"])
+check(p.returncode == 0, "record of sh exits 0 (%s)" % p.stderr)
+check(sorted(p.stdout.split()) == ["0", "1", "2"], "the program holds only 0, 1, 2: %s" % p.stdout.split())
