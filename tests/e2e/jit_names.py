@@ -149,7 +149,7 @@ time.sleep(0.5)
 """
 script = os.path.join(d, "trampolines.py")
 with open(script, "w") as f:
-    f.write(PY)
+    f.write(PY.replace("time.sleep(0.5)", "time.sleep(%g)" % (0.5 * LAG_FACTOR)))
 for version, python in fetch_pythons(("3.13", "3.14")).items():
     for flag in ("perf", "perf_jit"):
         cap = os.path.join(d, "py%s-%s.mscap" % (version, flag))

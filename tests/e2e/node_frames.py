@@ -208,7 +208,8 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
 
     # -g dwarf: V8's generated code has no CFI; it keeps frame pointers and
     # is unwound by them, so stacks still reach _start through it.
-    cap = record_fixture(major, node, "shares", scale="0.5", record_args=["-g", "dwarf"])
+    cap = record_fixture(major, node, "shares", scale="%g" % (0.5 * LAG_FACTOR),
+                         record_args=["-g", "dwarf"])
     rep = report(cap, "--tree", "--min-percent", "0")
     ends = rep["header"]["stack_ends"]
     rooted = sum(v for p, v in tree_paths(rep).items() if p[-1] == "leaf" and p[0] == "_start")

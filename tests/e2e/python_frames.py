@@ -34,10 +34,10 @@ with open(WORKLOAD) as f:
     DEFS = {m.group(1): i + 1 for i, line in enumerate(f) for m in [re.match(r"def (\w+)\(", line)] if m}
 
 
-def record_fixture(name, python, mode, env=None, extra=()):
+def record_fixture(name, python, mode, env=None, extra=(), scale=SCALE):
     cap = os.path.join(d, "%s-%s.mscap" % (name, mode))
     p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "-o", cap, *extra, "--",
-             *python, WORKLOAD, mode, SCALE], env=env, timeout=300)
+             *python, WORKLOAD, mode, scale], env=env, timeout=300)
     if p.returncode != 0:
         fail("%s %s: record exited %d: %s" % (name, mode, p.returncode, p.stderr[-2000:]))
     return cap
@@ -302,7 +302,9 @@ order = ["3.11", "3.13", "3.14", "3.15"]
 for i, name in enumerate(order):
     other = pythons[order[(i + 1) % len(order)]][0]
     env = dict(os.environ, PYTHON_EXEC=other)
-    cap = record_fixture(name + "-exec", pythons[name], "exec", env=env)
+    # The code objects before the exec are read before it (LAG_FACTOR).
+    cap = record_fixture(name + "-exec", pythons[name], "exec", env=env,
+                         scale=str(int(int(SCALE) * LAG_FACTOR)))
     rep = report(cap, "--min-percent", "0")
     fns = {f["function"]: f["total"]["samples"] for f in rep["functions"]}
     check(fns.get("exec_", 0) > 100 and fns.get("exec_target", 0) > 100,
