@@ -24,6 +24,7 @@ Summary Summarize(const capture::Capture& c) {
   s.lost_records = st.lost_records;
   s.lost_samples = st.lost_samples;
   s.lost_task_records = st.lost_task_records;
+  s.ring_lost_records = st.ring_lost_records;
   s.kernel_lost_records = st.kernel_lost_records;
   s.throttles = st.throttles;
   s.kernel_frames = st.kernel_frames;

@@ -51,7 +51,9 @@ struct Summary {
   uint64_t lost_records = 0;
   uint64_t lost_samples = 0;
   std::optional<uint64_t> lost_task_records;  // of lost_records; unknown before 2.5
-  std::optional<uint64_t> kernel_lost_records;  // the kernel's own count; unknown before 2.7
+  std::optional<uint64_t>
+      ring_lost_records;  // of lost_records, the perf rings'; unknown before 2.7
+  std::optional<uint64_t> kernel_lost_records;  // the kernel's own count of those
   uint64_t throttles = 0;
   bool kernel_frames = false;
   std::array<uint64_t, capture::kStackEndCount> stack_ends{};

@@ -248,7 +248,8 @@ struct Settings {
   // Of lost_records, those of mappings, processes and threads (2.5; older
   // captures: not known).
   std::optional<uint64_t> lost_task_records;
-  std::optional<uint64_t> kernel_lost_records;  // (2.7) the kernel's count of lost records
+  std::optional<uint64_t> ring_lost_records;  // (2.7) of lost_records, the perf rings' LOST records
+  std::optional<uint64_t> kernel_lost_records;  // (2.7) the kernel's count of those
   uint64_t throttles = 0;
   uint64_t unthrottles = 0;
   std::vector<std::string> notes;

@@ -20,14 +20,21 @@ std::string Errno(const char* what) {
   return std::string(what) + ": " + std::strerror(errno);
 }
 
-// "no space left on device (N bytes needed, M available)" for a write of
-// `needed` bytes to `fd` that failed with `err`; otherwise `what: strerror`.
-std::string WriteError(int err, int fd, uint64_t needed) {
+std::string DirectoryOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// "No space left on device (N bytes needed, M available)" for a write of
+// `needed` bytes into `dir` that failed with `err` (called once the
+// temporary is gone, so that its blocks count as available); otherwise
+// "write failed: strerror".
+std::string WriteError(int err, const std::string& dir, uint64_t needed) {
   if (err != ENOSPC && err != EDQUOT) return std::string("write failed: ") + std::strerror(err);
   std::string message =
       std::string(std::strerror(err)) + " (" + std::to_string(needed) + " bytes needed";
   struct statvfs fs;
-  if (fstatvfs(fd, &fs) == 0) {
+  if (statvfs(dir.c_str(), &fs) == 0) {
     message += ", " + std::to_string(uint64_t(fs.f_bavail) * fs.f_frsize) + " available";
   }
   return message + ")";
@@ -93,23 +100,17 @@ Status AtomicFile::Commit() {
   fclose(s);
   if (err == 0) err = error_;
   if (err == 0 && fsync(fd_) != 0) err = errno;
-  std::string why = err != 0 ? WriteError(err, fd_, attempted_) : "";
-  if (close(fd_) != 0 && err == 0) {
-    err = errno;
-    why = WriteError(err, -1, attempted_);
-  }
+  if (close(fd_) != 0 && err == 0) err = errno;
   if (err != 0) {
     unlink(tmp_.c_str());
-    return Status::Error(why).WithContext(path_);
+    return Status::Error(WriteError(err, DirectoryOf(path_), attempted_)).WithContext(path_);
   }
   if (rename(tmp_.c_str(), path_.c_str()) != 0) {
     Status e = Status::Error(Errno("cannot rename temporary file into place")).WithContext(path_);
     unlink(tmp_.c_str());
     return e;
   }
-  size_t slash = path_.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
-  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd = open(DirectoryOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     fsync(dfd);
     close(dfd);
@@ -120,12 +121,13 @@ Status AtomicFile::Commit() {
 Status WriteFileAtomically(const std::string& path, std::span<const uint8_t> bytes) {
   ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path));
   // The whole size is known: take the space first, so that a full disk is
-  // told at once, before anything is written.
-  if (!bytes.empty()) {
-    int err = posix_fallocate(file->fd(), 0, off_t(bytes.size()));
-    if (err == ENOSPC || err == EDQUOT) {
-      return Status::Error(WriteError(err, file->fd(), bytes.size())).WithContext(path);
-    }
+  // told at once, before anything is written. (Where the filesystem cannot
+  // reserve space, the writes find out.)
+  if (!bytes.empty() && fallocate(file->fd(), 0, 0, off_t(bytes.size())) != 0 &&
+      (errno == ENOSPC || errno == EDQUOT)) {
+    int err = errno;
+    file.reset();  // the temporary goes: its blocks count as available
+    return Status::Error(WriteError(err, DirectoryOf(path), bytes.size())).WithContext(path);
   }
   if (!bytes.empty()) fwrite(bytes.data(), 1, bytes.size(), file->stream());
   return file->Commit();

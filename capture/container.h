@@ -27,7 +27,7 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // 2.5 settings.lost_task_records, StackEnd.InExec; 2.6 Module.runtime and
 // label spans (python.gil): fields older readers skip, so they read 2.6
 // files without knowing which modules are interpreters or the labels;
-// 2.7 settings.kernel_lost_records.
+// 2.7 settings.ring_lost_records and kernel_lost_records.
 inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 7;
 // A reader refuses payloads claiming more than this: a corrupt size must not
@@ -64,6 +64,8 @@ class AtomicFile {
  public:
   static Result<std::unique_ptr<AtomicFile>> Create(const std::string& path);
   ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;  // its stream writes through `this`
+  AtomicFile& operator=(const AtomicFile&) = delete;
   // Writes go through it; an error is kept for Commit(), which says it with
   // the size everything written would have needed.
   FILE* stream() { return stream_; }

@@ -65,6 +65,7 @@ Result<Settings> ToSettings(const fbs::Settings* s) {
   out.lost_records = s->lost_records();
   out.lost_samples = s->lost_samples();
   if (s->lost_task_records().has_value()) out.lost_task_records = *s->lost_task_records();
+  if (s->ring_lost_records().has_value()) out.ring_lost_records = *s->ring_lost_records();
   if (s->kernel_lost_records().has_value()) out.kernel_lost_records = *s->kernel_lost_records();
   out.throttles = s->throttles();
   out.unthrottles = s->unthrottles();

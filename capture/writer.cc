@@ -60,6 +60,7 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   sb.add_lost_records(s.lost_records);
   sb.add_lost_samples(s.lost_samples);
   if (s.lost_task_records) sb.add_lost_task_records(*s.lost_task_records);
+  if (s.ring_lost_records) sb.add_ring_lost_records(*s.ring_lost_records);
   if (s.kernel_lost_records) sb.add_kernel_lost_records(*s.kernel_lost_records);
   sb.add_throttles(s.throttles);
   sb.add_unthrottles(s.unthrottles);

@@ -67,6 +67,7 @@ ordered_json SummaryJson(const analysis::Summary& s) {
   j["lost_records"] = s.lost_records;
   j["lost_samples"] = s.lost_samples;
   if (s.lost_task_records) j["lost_task_records"] = *s.lost_task_records;
+  if (s.ring_lost_records) j["ring_lost_records"] = *s.ring_lost_records;
   if (s.kernel_lost_records) j["kernel_lost_records"] = *s.kernel_lost_records;
   j["throttles"] = s.throttles;
   j["kernel_frames"] = s.kernel_frames;

@@ -176,14 +176,19 @@ void PrintStackHeader(FILE* out, const analysis::ReportHeader& h, const Label& l
             Ull(s.lost_records - tasks), Ull(tasks),
             tasks > 0 ? ": frames in a lost mapping stay unnamed" : "");
   }
-  if (s.kernel_lost_records && *s.kernel_lost_records == s.lost_records && s.lost_records > 0) {
-    fprintf(out, ", as the kernel's own count says");
-  } else if (s.kernel_lost_records && *s.kernel_lost_records > s.lost_records) {
-    // Losses after which nothing more reached a ring have no LOST record.
-    fprintf(out, "; the kernel counted %llu (%llu after the last record a ring took)",
-            Ull(*s.kernel_lost_records), Ull(*s.kernel_lost_records - s.lost_records));
-  } else if (s.kernel_lost_records && *s.kernel_lost_records < s.lost_records) {
-    fprintf(out, "; the kernel counted only %llu", Ull(*s.kernel_lost_records));
+  if (s.ring_lost_records && s.kernel_lost_records) {
+    // The perf rings' LOST records against the kernel's own count of them.
+    const uint64_t ring = *s.ring_lost_records, kernel = *s.kernel_lost_records;
+    const char* of = ring == s.lost_records ? "" : " from the perf rings";
+    if (kernel == ring && ring > 0) {
+      fprintf(out, ", %llu%s as the kernel's own count says", Ull(ring), of);
+    } else if (kernel > ring) {
+      // Losses after which nothing more reached a ring have no LOST record.
+      fprintf(out, "; the kernel counted %llu lost%s (%llu after the last record a ring took)",
+              Ull(kernel), of, Ull(kernel - ring));
+    } else if (kernel < ring) {
+      fprintf(out, "; the kernel counted only %llu lost%s", Ull(kernel), of);
+    }
   }
   fprintf(out, ", %llu samples; throttled %llu times\n", Ull(s.lost_samples), Ull(s.throttles));
   if (!s.call_graph.empty()) {

@@ -138,12 +138,14 @@ Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exe
   attr.read_format = lost_counters_ ? PERF_FORMAT_LOST : 0;
   for (;;) {
     long fd = PerfEventOpen(&attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd >= 0) return int(fd);
+    if (fd >= 0) {
+      // Opened without the count (below): before Linux 6.0 there is none.
+      if (attr.read_format == 0) lost_counters_ = false;
+      return int(fd);
+    }
     int err = errno;
     if (err == EINVAL && attr.read_format != 0) {
-      // Before Linux 6.0: no count of losses but the LOST records.
-      attr.read_format = 0;
-      lost_counters_ = false;
+      attr.read_format = 0;  // perhaps a kernel without PERF_FORMAT_LOST
       continue;
     }
     if ((err == EACCES || err == EPERM) && !attr.exclude_kernel) {
@@ -263,7 +265,7 @@ Result<std::vector<std::pair<int, int>>> Collector::OpenOutputEvents() {
 }
 
 std::optional<uint64_t> Collector::KernelLost() const {
-  if (!lost_counters_) return std::nullopt;
+  if (!lost_counters_ || events_.empty()) return std::nullopt;
   uint64_t lost = 0;
   for (const ScopedFd& fd : events_) {
     // read_format PERF_FORMAT_LOST alone: the count, then the losses.

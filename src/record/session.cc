@@ -266,6 +266,7 @@ void Recording::Stop(bool by_duration) {
         " pages per CPU by the locked-memory limit (kernel.perf_event_mlock_kb)");
   }
   settings().lost_task_records = collector_->lost_task_records();
+  settings().ring_lost_records = collector_->lost();  // before the sources add theirs
   settings().kernel_lost_records = collector_->KernelLost();
   if (collector_->ring_errors() > 0) {
     processor_.CountProblem("corrupt ring data dropped",

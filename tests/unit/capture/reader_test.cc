@@ -83,9 +83,13 @@ TEST_CASE("Capture: write then read gives the same tables") {
     REQUIRE(again.ok());
     CHECK(again->settings.lost_task_records == lost);
   }
-  // 2.7: the kernel's own count of lost records, absent when not known.
+  // 2.7: the perf rings' LOST records and the kernel's own count of them,
+  // absent when not known.
   CHECK(!ParseCapturePayload(SerializeCapture(c))->settings.kernel_lost_records.has_value());
+  CHECK(!ParseCapturePayload(SerializeCapture(c))->settings.ring_lost_records.has_value());
+  c.settings.ring_lost_records = 9;
   c.settings.kernel_lost_records = 11;
+  CHECK(ParseCapturePayload(SerializeCapture(c))->settings.ring_lost_records == 9u);
   CHECK(ParseCapturePayload(SerializeCapture(c))->settings.kernel_lost_records == 11u);
 }
 
