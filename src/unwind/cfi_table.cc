@@ -1,5 +1,7 @@
 #include "src/unwind/cfi_table.h"
 
+#include "src/unwind/cfi_check.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <gelf.h>
@@ -106,6 +108,69 @@ bool IsCfaOffset(const Dwarf_Op* ops, size_t n, int64_t* offset) {
 
 // An ELF file's CFI and its owner: .eh_frame, else a .debug_frame in the
 // file itself.
+Elf_Scn* SectionNamed(Elf* elf, const char* wanted, GElf_Shdr* shdr) {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    if (gelf_getshdr(scn, shdr) == nullptr) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr->sh_name);
+    if (name != nullptr && std::strcmp(name, wanted) == 0) return scn;
+  }
+  return nullptr;
+}
+
+// The section offsets of the FDEs .eh_frame_hdr's table points at; an
+// error when the table is there in an encoding this does not read (libdw
+// would use it, unchecked).
+Result<std::vector<uint64_t>> FdeOffsetsFromHdr(Elf* elf, uint64_t eh_frame_address) {
+  std::vector<uint64_t> offsets;
+  GElf_Shdr shdr;
+  Elf_Scn* scn = SectionNamed(elf, ".eh_frame_hdr", &shdr);
+  if (scn == nullptr) return offsets;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr || data->d_size < 4) return offsets;
+  const uint8_t* p = static_cast<const uint8_t*>(data->d_buf);
+  if (p[3] == DW_EH_PE_omit) return offsets;  // no table: libdw searches linearly
+  if (data->d_size < 12 || p[0] != 1 || p[2] != DW_EH_PE_udata4 ||
+      p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4)) {
+    return Status::Error(".eh_frame_hdr's table is in an encoding not checked: CFI not read");
+  }
+  uint32_t count;
+  std::memcpy(&count, p + 8, 4);
+  if (count > (data->d_size - 12) / 8) count = uint32_t((data->d_size - 12) / 8);
+  offsets.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    int32_t rel;
+    std::memcpy(&rel, p + 12 + size_t(i) * 8 + 4, 4);
+    offsets.push_back(shdr.sh_addr + int64_t(rel) - eh_frame_address);
+  }
+  return offsets;
+}
+
+// Checks the section libdw will interpret (CheckCfiSection): the
+// .eh_frame or .debug_frame section, and the FDEs .eh_frame_hdr indexes.
+Status CheckCfi(Elf* elf, bool eh_frame) {
+  GElf_Ehdr eh;
+  if (gelf_getehdr(elf, &eh) == nullptr) return Status::Error("no ELF header: CFI not read");
+  GElf_Shdr shdr;
+  Elf_Scn* scn = SectionNamed(elf, eh_frame ? ".eh_frame" : ".debug_frame", &shdr);
+  if (scn == nullptr) {
+    // libdw found it through the program headers alone.
+    return Status::Error("CFI reached only through program headers is not checked: not read");
+  }
+  if ((shdr.sh_flags & SHF_COMPRESSED) != 0 && elf_compress(scn, 0, 0) < 0) {
+    return Status::Error("compressed .debug_frame that does not decompress: CFI not read");
+  }
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr) return OkStatus();
+  std::vector<uint64_t> offsets;
+  if (eh_frame) {
+    ASSIGN_OR_RETURN(offsets, FdeOffsetsFromHdr(elf, shdr.sh_addr));
+  }
+  return CheckCfiSection(eh.e_ident, data, eh_frame, offsets);
+}
+
 struct ElfCfi {
   std::unique_ptr<Dwarf_CFI, CfiDeleter> eh_frame;
   std::unique_ptr<Dwarf, DwarfDeleter> dwarf;  // owns the .debug_frame CFI
@@ -353,6 +418,7 @@ Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
     t->Finish();
     return t;
   }
+  RETURN_IF_ERROR(CheckCfi(elf, cfi.eh_frame != nullptr));
   t->has_cfi_ = true;
   std::vector<uint64_t> starts = FdeStartsFromHdr(elf);
   if (starts.empty()) starts = FunctionStarts(elf);
