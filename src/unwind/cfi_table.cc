@@ -26,37 +26,42 @@ struct CfiDeleter {
   void operator()(Dwarf_CFI* c) const { dwarf_cfi_end(c); }
 };
 
+Elf_Scn* SectionNamed(Elf* elf, const char* wanted, GElf_Shdr* shdr) {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    if (gelf_getshdr(scn, shdr) == nullptr) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr->sh_name);
+    if (name != nullptr && std::strcmp(name, wanted) == 0) return scn;
+  }
+  return nullptr;
+}
+
 // FDE start addresses from .eh_frame_hdr's binary-search table, for the
 // encodings every x86-64 toolchain emits (eh_frame_ptr pcrel|sdata4,
 // fde_count udata4, table datarel|sdata4). Empty when absent or otherwise.
 std::vector<uint64_t> FdeStartsFromHdr(Elf* elf) {
   std::vector<uint64_t> starts;
-  size_t shstrndx;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return starts;
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
-    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
-    if (name == nullptr || std::strcmp(name, ".eh_frame_hdr") != 0) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (data == nullptr || data->d_buf == nullptr || data->d_size < 12) return starts;
-    const uint8_t* p = static_cast<const uint8_t*>(data->d_buf);
-    if (p[0] != 1 || p[2] != (DW_EH_PE_udata4) || p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4)) {
-      return starts;
-    }
-    uint32_t count;
-    std::memcpy(&count, p + 8, 4);
-    if (count > (data->d_size - 12) / 8) return starts;
-    starts.reserve(count);
-    for (uint32_t i = 0; i < count; ++i) {
-      int32_t rel;
-      std::memcpy(&rel, p + 12 + size_t(i) * 8, 4);
-      starts.push_back(shdr.sh_addr + int64_t(rel));
-    }
-    std::sort(starts.begin(), starts.end());
+  GElf_Shdr shdr;
+  Elf_Scn* scn = SectionNamed(elf, ".eh_frame_hdr", &shdr);
+  if (scn == nullptr) return starts;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr || data->d_size < 12) return starts;
+  const uint8_t* p = static_cast<const uint8_t*>(data->d_buf);
+  if (p[0] != 1 || p[2] != (DW_EH_PE_udata4) || p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4)) {
     return starts;
   }
+  uint32_t count;
+  std::memcpy(&count, p + 8, 4);
+  if (count > (data->d_size - 12) / 8) return starts;
+  starts.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    int32_t rel;
+    std::memcpy(&rel, p + 12 + size_t(i) * 8, 4);
+    starts.push_back(shdr.sh_addr + int64_t(rel));
+  }
+  std::sort(starts.begin(), starts.end());
   return starts;
 }
 
@@ -108,18 +113,6 @@ bool IsCfaOffset(const Dwarf_Op* ops, size_t n, int64_t* offset) {
 
 // An ELF file's CFI and its owner: .eh_frame, else a .debug_frame in the
 // file itself.
-Elf_Scn* SectionNamed(Elf* elf, const char* wanted, GElf_Shdr* shdr) {
-  size_t shstrndx;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-    if (gelf_getshdr(scn, shdr) == nullptr) continue;
-    const char* name = elf_strptr(elf, shstrndx, shdr->sh_name);
-    if (name != nullptr && std::strcmp(name, wanted) == 0) return scn;
-  }
-  return nullptr;
-}
-
 // The section offsets of the FDEs .eh_frame_hdr's table points at; an
 // error when the table is there in an encoding this does not read (libdw
 // would use it, unchecked).
