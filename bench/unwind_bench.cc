@@ -289,6 +289,28 @@ void BM_UnwindLibdwfl(benchmark::State& state, const std::string& fixture) {
       benchmark::Counter(double(frames), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// What a recording pays the first time a sample lands in a module: its CFI
+// loaded, then the row of one address (the middle of its largest segment,
+// the text) found.
+void BM_LoadCfi(benchmark::State& state, const std::string& path) {
+  auto probe = unwind::LoadModuleCfi(path);
+  if (!probe.ok()) {
+    state.SkipWithError((path + ": " + probe.status().message()).c_str());
+    return;
+  }
+  uint64_t text = 0, largest = 0;
+  for (const auto& load : (*probe)->loads) {
+    if (load.filesz > largest) largest = load.filesz, text = load.vaddr + load.filesz / 2;
+  }
+  size_t rows = 0;
+  for (auto _ : state) {
+    auto cfi = unwind::LoadModuleCfi(path);
+    benchmark::DoNotOptimize((*cfi)->table->Find(text));
+    rows = (*cfi)->table->size();
+  }
+  state.counters["rows"] = double(rows);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -299,6 +321,11 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("BM_UnwindLibdwfl/") + f).c_str(), BM_UnwindLibdwfl,
                                  f)
         ->Unit(benchmark::kMicrosecond);
+  }
+  // libc, and a large module: node's executable (V8 and all of node).
+  for (const char* path : {"/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/node"}) {
+    benchmark::RegisterBenchmark((std::string("BM_LoadCfi/") + path).c_str(), BM_LoadCfi, path)
+        ->Unit(benchmark::kMillisecond);
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
