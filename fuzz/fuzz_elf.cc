@@ -1,5 +1,9 @@
 // ELF files: the image loader (segments, build ID, symbol tables, PLT), and
-// the CFI table built from the file's .eh_frame or .debug_frame.
+// the CFI table built from the file's .eh_frame or .debug_frame: decoded up
+// front (every FDE), and on demand through the executable sections.
+#include <gelf.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -15,7 +19,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)(*image)->symbols.Find(0x1000);
   }
   if (auto elf = symbols::ElfFromMemory(bytes); elf.ok()) {
-    if (auto t = unwind::CfiTable::FromElf(elf->get()); t.ok()) (void)(*t)->Find(0x1000);
+    using Decoding = unwind::CfiTable::Decoding;
+    (void)unwind::CfiTable::FromElf(elf->get(), Decoding::kUpFront);
+    if (auto lazy = unwind::CfiTable::FromElf(elf->get()); lazy.ok()) {
+      (void)(*lazy)->Find(0x1000);
+      // Through the first 4 KiB of every executable section.
+      for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf->get(), scn)) != nullptr;) {
+        GElf_Shdr shdr;
+        if (gelf_getshdr(scn, &shdr) == nullptr || (shdr.sh_flags & SHF_EXECINSTR) == 0) continue;
+        for (uint64_t at = 0; at < std::min<uint64_t>(shdr.sh_size, 4096); at += 4)
+          (void)(*lazy)->Find(shdr.sh_addr + at);
+      }
+    }
     (void)symbols::ElfLoadSegments(elf->get());
     (void)symbols::ElfBuildId(elf->get());
   }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 namespace microscope::unwind {
 namespace {
@@ -302,33 +303,12 @@ void AppendRow(std::vector<CfiRow>* rows, const CfiRow& row) {
   }
 }
 
-}  // namespace
-
-std::unique_ptr<CfiTable> CfiTable::FromRows(std::vector<CfiRow> rows,
-                                             std::vector<GeneralRow> general,
-                                             std::vector<ExprOp> exprs, std::string source) {
-  std::unique_ptr<CfiTable> t(new CfiTable());
-  t->has_cfi_ = true;
-  t->source_ = std::move(source);
-  t->rows_ = std::move(rows);
-  t->general_ = std::move(general);
-  t->exprs_ = std::move(exprs);
-  t->Finish();
-  return t;
-}
-
-Result<std::unique_ptr<CfiTable>> CfiTable::FromEhFrame(std::span<const uint8_t> eh_frame,
-                                                        uint64_t eh_frame_address,
-                                                        std::span<const uint8_t> eh_frame_hdr,
-                                                        uint64_t eh_frame_hdr_address) {
-  constexpr size_t kMax = 1 << 20;
-  if (eh_frame.empty() || eh_frame.size() > kMax || eh_frame_hdr.size() > kMax) {
-    return Status::Error(
-        StatusCode::kInvalidArgument,
-        "unwinding information of " + std::to_string(eh_frame.size()) + " bytes of .eh_frame");
-  }
-  // An ELF file in memory holding the two sections at their addresses
-  // (no program headers: libdw finds them by name), for libdw to read.
+// An ELF file in memory holding `eh_frame` and `eh_frame_hdr` (may be empty)
+// as sections at their addresses (no program headers: libdw finds them by
+// name), for libdw to read.
+std::vector<uint8_t> EhFrameImage(std::span<const uint8_t> eh_frame, uint64_t eh_frame_address,
+                                  std::span<const uint8_t> eh_frame_hdr,
+                                  uint64_t eh_frame_hdr_address) {
   static constexpr char kNames[] = "\0.eh_frame\0.eh_frame_hdr\0.shstrtab";
   constexpr uint32_t kEhFrameName = 1, kHdrName = 11, kShstrtabName = 25;
   const size_t data_at = sizeof(Elf64_Ehdr);
@@ -370,18 +350,88 @@ Result<std::unique_ptr<CfiTable>> CfiTable::FromEhFrame(std::span<const uint8_t>
       0};
   sh[3] = {kShstrtabName, SHT_STRTAB, 0, 0, names_at, sizeof(kNames), 0, 0, 1, 0};
   std::memcpy(image.data() + sections_at, sh, sizeof(sh));
-  Elf* elf = elf_memory(reinterpret_cast<char*>(image.data()), image.size());
+  return image;
+}
+
+struct ElfDeleter {
+  void operator()(Elf* elf) const { elf_end(elf); }
+};
+using ElfPtr = std::unique_ptr<Elf, ElfDeleter>;
+
+// A section's bytes, when it has them in the file (not NOBITS, not
+// compressed).
+std::span<const uint8_t> SectionBytes(Elf_Scn* scn, const GElf_Shdr& shdr) {
+  if (scn == nullptr || shdr.sh_type != SHT_PROGBITS || (shdr.sh_flags & SHF_COMPRESSED) != 0)
+    return {};
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr) return {};
+  return {static_cast<const uint8_t*>(data->d_buf), data->d_size};
+}
+
+constexpr uint32_t kUndecoded = 0xFFFFFFFFu;
+
+}  // namespace
+
+std::unique_ptr<CfiTable> CfiTable::FromRows(std::vector<CfiRow> rows,
+                                             std::vector<GeneralRow> general,
+                                             std::vector<ExprOp> exprs, std::string source) {
+  std::unique_ptr<CfiTable> t(new CfiTable());
+  t->has_cfi_ = true;
+  t->source_ = std::move(source);
+  t->rows_ = std::move(rows);
+  t->general_ = std::move(general);
+  t->exprs_ = std::move(exprs);
+  t->Finish();
+  return t;
+}
+
+Result<std::unique_ptr<CfiTable>> CfiTable::FromEhFrame(std::span<const uint8_t> eh_frame,
+                                                        uint64_t eh_frame_address,
+                                                        std::span<const uint8_t> eh_frame_hdr,
+                                                        uint64_t eh_frame_hdr_address) {
+  constexpr size_t kMax = 1 << 20;
+  if (eh_frame.empty() || eh_frame.size() > kMax || eh_frame_hdr.size() > kMax) {
+    return Status::Error(
+        StatusCode::kInvalidArgument,
+        "unwinding information of " + std::to_string(eh_frame.size()) + " bytes of .eh_frame");
+  }
+  std::vector<uint8_t> image =
+      EhFrameImage(eh_frame, eh_frame_address, eh_frame_hdr, eh_frame_hdr_address);
+  ElfPtr elf(elf_memory(reinterpret_cast<char*>(image.data()), image.size()));
   if (elf == nullptr) {
     return Status::Error(StatusCode::kDataLoss,
                          std::string("unwinding information: ") + elf_errmsg(-1));
   }
-  Result<std::unique_ptr<CfiTable>> table = FromElf(elf);
-  elf_end(elf);
+  // Small (a JIT's code): decoded now, and refused now when nothing is read.
+  Result<std::unique_ptr<CfiTable>> table = UpFront(elf.get());
   if (table.ok() && !(*table)->has_cfi()) {
     return Status::Error(StatusCode::kDataLoss, "unwinding information: no CFI read");
   }
   if (table.ok()) (*table)->source_ = "JIT .eh_frame";
   return table;
+}
+
+// A copy of the module's .eh_frame (and .eh_frame_hdr) as an ELF image in
+// memory, libdw's reader of it, and the FDEs decoded so far. The copy, not
+// the file: a file mapped for the whole recording faults (SIGBUS) when it is
+// truncated meanwhile, as a rebuild in place does.
+struct CfiTable::OnDemand {
+  std::vector<uint8_t> image;
+  ElfPtr elf;  // over `image`
+  std::unique_ptr<Dwarf_CFI, CfiDeleter> cfi;
+  std::vector<uint64_t> starts;  // where FDEs (or functions) start, sorted, unique
+  struct Span {
+    uint32_t begin = 0;
+    uint32_t count = kUndecoded;
+  };
+  std::vector<Span> spans;  // of rows, one per start
+  std::deque<CfiRow> rows;  // grows at the back: rows found stay where they are
+};
+
+CfiTable::~CfiTable() = default;
+
+size_t CfiTable::size() const {
+  return rows_.size() + (on_demand_ != nullptr ? on_demand_->rows.size() : 0);
 }
 
 void CfiTable::Finish() {
@@ -392,18 +442,95 @@ void CfiTable::Finish() {
 
 const CfiRow* CfiTable::Find(uint64_t vaddr) const {
   size_t slot = (vaddr ^ (vaddr >> 8)) & (kCacheSize - 1);
-  if (cache_key_[slot] == vaddr) return &rows_[cache_row_[slot]];
-  auto it = std::upper_bound(rows_.begin(), rows_.end(), vaddr,
-                             [](uint64_t a, const CfiRow& r) { return a < r.start; });
-  if (it == rows_.begin()) return nullptr;
-  --it;
-  if (vaddr >= it->start + it->length) return nullptr;
+  if (cache_key_[slot] == vaddr) return cache_row_[slot];
+  const CfiRow* row = nullptr;
+  if (on_demand_ != nullptr) {
+    row = FindOnDemand(vaddr);
+  } else {
+    auto it = std::upper_bound(rows_.begin(), rows_.end(), vaddr,
+                               [](uint64_t a, const CfiRow& r) { return a < r.start; });
+    if (it != rows_.begin() && vaddr < (it - 1)->start + (it - 1)->length) row = &*(it - 1);
+  }
+  if (row == nullptr) return nullptr;
   cache_key_[slot] = vaddr;
-  cache_row_[slot] = uint32_t(it - rows_.begin());
-  return &*it;
+  cache_row_[slot] = row;
+  return row;
 }
 
-Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf) {
+// The rows of the FDE (or function) that starts last at or before `vaddr`,
+// decoded when first asked for: stepped from its start to the next start,
+// as UpFront steps every one.
+const CfiRow* CfiTable::FindOnDemand(uint64_t vaddr) const {
+  OnDemand& d = *on_demand_;
+  auto next = std::upper_bound(d.starts.begin(), d.starts.end(), vaddr);
+  if (next == d.starts.begin()) return nullptr;
+  const size_t i = size_t(next - d.starts.begin()) - 1;
+  OnDemand::Span& span = d.spans[i];
+  if (span.count == kUndecoded) {
+    const uint64_t limit = next != d.starts.end() ? *next : ~uint64_t(0);
+    std::vector<CfiRow> rows;
+    uint64_t pc = d.starts[i];
+    for (int guard = 0; guard < 1 << 20 && pc < limit; ++guard) {
+      Dwarf_Frame* raw = nullptr;
+      if (dwarf_cfi_addrframe(d.cfi.get(), pc, &raw) != 0) break;
+      std::unique_ptr<Dwarf_Frame, FrameDeleter> frame(raw);
+      Dwarf_Addr start = 0, end = 0;
+      bool signal = false;
+      if (dwarf_frame_info(frame.get(), &start, &end, &signal) < 0 || end <= pc) break;
+      end = std::min<uint64_t>(end, limit);
+      AppendRow(&rows, MakeRow(frame.get(), pc, end, signal, &general_, &exprs_));
+      pc = end;
+    }
+    span = {uint32_t(d.rows.size()), uint32_t(rows.size())};
+    for (const CfiRow& row : rows) d.rows.push_back(row);
+  }
+  auto first = d.rows.begin() + span.begin, last = first + span.count;
+  auto it =
+      std::upper_bound(first, last, vaddr, [](uint64_t a, const CfiRow& r) { return a < r.start; });
+  if (it == first || vaddr >= (it - 1)->start + (it - 1)->length) return nullptr;
+  return &*(it - 1);
+}
+
+Result<std::unique_ptr<CfiTable>> CfiTable::FromElf(Elf* elf, Decoding decoding) {
+  if (decoding == Decoding::kOnDemand) {
+    Result<std::unique_ptr<CfiTable>> table = FromEhFrameSection(elf);
+    if (!table.ok() || *table != nullptr) return table;
+  }
+  return UpFront(elf);
+}
+
+// On demand from a copy of the file's .eh_frame; null when the file has
+// none to copy (UpFront reads what else there is, or refuses it).
+Result<std::unique_ptr<CfiTable>> CfiTable::FromEhFrameSection(Elf* elf) {
+  GElf_Ehdr eh;
+  // A relocatable object's CFI (a JIT's) is read where it lies, up front.
+  if (gelf_getehdr(elf, &eh) == nullptr || eh.e_type == ET_REL) return std::unique_ptr<CfiTable>();
+  GElf_Shdr frame_shdr, hdr_shdr{};
+  std::span<const uint8_t> eh_frame =
+      SectionBytes(SectionNamed(elf, ".eh_frame", &frame_shdr), frame_shdr);
+  if (eh_frame.empty()) return std::unique_ptr<CfiTable>();
+  std::span<const uint8_t> hdr =
+      SectionBytes(SectionNamed(elf, ".eh_frame_hdr", &hdr_shdr), hdr_shdr);
+  auto d = std::make_unique<OnDemand>();
+  d->image = EhFrameImage(eh_frame, frame_shdr.sh_addr, hdr, hdr.empty() ? 0 : hdr_shdr.sh_addr);
+  d->elf.reset(elf_memory(reinterpret_cast<char*>(d->image.data()), d->image.size()));
+  if (d->elf == nullptr) return std::unique_ptr<CfiTable>();
+  d->cfi.reset(dwarf_getcfi_elf(d->elf.get()));
+  if (d->cfi == nullptr) return std::unique_ptr<CfiTable>();
+  RETURN_IF_ERROR(CheckCfi(d->elf.get(), true));
+  d->starts = FdeStartsFromHdr(d->elf.get());
+  if (d->starts.empty()) d->starts = FunctionStarts(elf);
+  d->starts.erase(std::unique(d->starts.begin(), d->starts.end()), d->starts.end());
+  d->spans.resize(d->starts.size());
+  std::unique_ptr<CfiTable> t(new CfiTable());
+  t->source_ = ".eh_frame";
+  t->has_cfi_ = true;
+  t->on_demand_ = std::move(d);
+  t->Finish();
+  return t;
+}
+
+Result<std::unique_ptr<CfiTable>> CfiTable::UpFront(Elf* elf) {
   std::unique_ptr<CfiTable> t(new CfiTable());
   ElfCfi cfi = OpenCfi(elf);
   t->source_ = cfi.source;

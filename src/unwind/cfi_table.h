@@ -1,15 +1,21 @@
-// One module's call-frame information decoded once into compact rows, so
-// the per-sample unwinder does a binary search, not a DWARF interpretation.
+// One module's call-frame information decoded into compact rows, so the
+// per-sample unwinder does a binary search, not a DWARF interpretation.
 //
-// Built from .eh_frame (or .debug_frame) with libdw's CFI API: every FDE
-// listed in .eh_frame_hdr (or, lacking it, every function symbol) is stepped
+// Built from .eh_frame (or .debug_frame) with libdw's CFI API: an FDE
+// listed in .eh_frame_hdr (or, lacking it, a function symbol) is stepped
 // through with dwarf_cfi_addrframe, and each [start, end) rule set becomes a
-// row. Rows of the common x86-64 shape ("CFA = RSP|RBP + k; RA at CFA+n;
-// RBP and RBX same or at CFA+m") are "fast"; any other (signal frames, CFA
-// expressions) keeps its full rule set for the general evaluator. RBX is
-// followed as well as RBP because glibc's lazy-binding trampoline
-// (_dl_runtime_resolve) realigns its stack and defines its CFA from RBX,
-// which its callee saved.
+// row. A file's .eh_frame is decoded on demand, one FDE when an address in
+// it is first looked up: a large module (node's executable: 96,000 FDEs)
+// would otherwise hold up the first sample that lands in it for a sixth of
+// a second, while the samples behind it wait and the process they came from
+// may exit. Rows of the common x86-64 shape ("CFA = RSP|RBP + k; RA at
+// CFA+n; RBP and RBX same or at CFA+m") are "fast"; any other (signal
+// frames, CFA expressions) keeps its full rule set for the general
+// evaluator. RBX is followed as well as RBP because glibc's lazy-binding
+// trampoline (_dl_runtime_resolve) realigns its stack and defines its CFA
+// from RBX, which its callee saved.
+//
+// A table is used by one thread at a time: lookups decode and cache.
 #pragma once
 
 #include <libelf.h>
@@ -48,7 +54,7 @@ struct CfiRow {
   static constexpr uint8_t kRaUndefined = 2;  // outermost frame: the stack ends here
   static constexpr uint8_t kRbpSaved = 4;     // caller's RBP at CFA + rbp_offset
   static constexpr uint8_t kRbpUndefined = 8;
-  static constexpr uint8_t kSignal = 16;  // a signal frame: the caller's pc is exact
+  static constexpr uint8_t kSignal = 16;    // a signal frame: the caller's pc is exact
   static constexpr uint8_t kRbxSaved = 32;  // caller's RBX at CFA + rbx_offset
   static constexpr uint8_t kRbxUndefined = 64;
 
@@ -72,9 +78,15 @@ static_assert(sizeof(CfiRow) == 32, "rows stay compact");
 
 class CfiTable {
  public:
-  // Decodes all CFI of `elf`. A module without CFI gives an empty table
-  // (has_cfi() false), which the auto policy unwinds with frame pointers.
-  static Result<std::unique_ptr<CfiTable>> FromElf(Elf* elf);
+  enum class Decoding {
+    kOnDemand,  // an FDE when first looked up (.eh_frame only: a copy is kept)
+    kUpFront,   // every FDE now
+  };
+  // The CFI of `elf`, which the table does not keep. A module without CFI
+  // gives an empty table (has_cfi() false), which the auto policy unwinds
+  // with frame pointers. The CFI is checked (cfi_check.h) now, whole.
+  static Result<std::unique_ptr<CfiTable>> FromElf(Elf* elf,
+                                                   Decoding decoding = Decoding::kOnDemand);
   // CFI that lies in memory, not in a file: a JIT's .eh_frame and its
   // .eh_frame_hdr (a jitdump's unwinding information), at the addresses
   // their pc-relative encodings are relative to. Refused when libdw reads
@@ -90,12 +102,16 @@ class CfiTable {
                                             std::vector<ExprOp> exprs = {},
                                             std::string source = "hand-made");
 
+  ~CfiTable();
+
   bool has_cfi() const { return has_cfi_; }
-  size_t size() const { return rows_.size(); }
+  // Rows decoded so far.
+  size_t size() const;
   size_t general_rows() const { return general_.size(); }
   const std::string& source() const { return source_; }
 
-  // The row covering link-time address `vaddr`, or null.
+  // The row covering link-time address `vaddr`, or null. The row stays
+  // where it is for the table's life.
   const CfiRow* Find(uint64_t vaddr) const;
   const GeneralRow& general(uint32_t i) const { return general_[i]; }
   std::span<const ExprOp> expr(uint32_t begin, uint32_t len) const {
@@ -103,19 +119,26 @@ class CfiTable {
   }
 
  private:
+  struct OnDemand;  // the copy of .eh_frame and the FDEs decoded from it
+
   CfiTable() = default;
+  static Result<std::unique_ptr<CfiTable>> UpFront(Elf* elf);
+  static Result<std::unique_ptr<CfiTable>> FromEhFrameSection(Elf* elf);
   void Finish();
+  const CfiRow* FindOnDemand(uint64_t vaddr) const;
 
   bool has_cfi_ = false;
   std::string source_;
-  std::vector<CfiRow> rows_;
-  std::vector<GeneralRow> general_;
-  std::vector<ExprOp> exprs_;
+  std::vector<CfiRow> rows_;  // decoded up front, sorted
+  std::unique_ptr<OnDemand> on_demand_;
+  // Grow as FDEs are decoded on demand (by index: rows name them so).
+  mutable std::vector<GeneralRow> general_;
+  mutable std::vector<ExprOp> exprs_;
   // A direct-mapped cache of recent lookups: samples hit the same few
   // functions over and over.
   static constexpr size_t kCacheSize = 256;
   mutable uint64_t cache_key_[kCacheSize];
-  mutable uint32_t cache_row_[kCacheSize];
+  mutable const CfiRow* cache_row_[kCacheSize];
 };
 
 }  // namespace microscope::unwind

@@ -71,7 +71,9 @@ Result<std::vector<JitSymbol>> GdbJitObjectSymbols(std::span<const uint8_t> byte
 
 Result<std::unique_ptr<unwind::CfiTable>> GdbJitObjectCfi(std::span<const uint8_t> bytes) {
   ASSIGN_OR_RETURN(symbols::ElfPtr elf, symbols::ElfFromMemory(bytes));
-  ASSIGN_OR_RETURN(std::unique_ptr<unwind::CfiTable> table, unwind::CfiTable::FromElf(elf.get()));
+  // Small, and refused now when it holds no row: decoded up front.
+  ASSIGN_OR_RETURN(std::unique_ptr<unwind::CfiTable> table,
+                   unwind::CfiTable::FromElf(elf.get(), unwind::CfiTable::Decoding::kUpFront));
   if (!table->has_cfi() || table->size() == 0)
     return Status::Error(StatusCode::kNotFound, "no CFI");
   return table;
