@@ -56,6 +56,10 @@ struct CollectorOptions {
   bool sample = true;
 };
 
+// The longest the ring thread and the recording loop wait between rounds
+// of draining and processing (collector.cc says why it is short).
+inline constexpr int kRoundMs = 10;
+
 class Collector {
  public:
   static Result<std::unique_ptr<Collector>> Create(const CollectorOptions& options);

@@ -217,7 +217,7 @@ void Recording::Run() {
   Status draining = collector_->StartDraining();
   if (!draining.ok()) hooks_.warn(draining.message() + "; the rings are drained between rounds");
   for (;;) {
-    collector_->Wait(50, wait_fds_);
+    collector_->Wait(kRoundMs, wait_fds_);
     uint64_t now = MonotonicNowNs();
     uint64_t drained = collector_->Collect();
     Poll(running);

@@ -32,7 +32,7 @@ struct RecordSummary {
 struct RecordHooks {
   // A part of the recording left out (the kernel refused it): one line.
   std::function<void(const std::string&)> warn = [](const std::string&) {};
-  // Called each round of the loop (about every 50 ms).
+  // Called each round of the loop (about every 10 ms).
   std::function<void(const RecordProgress&)> progress = [](const RecordProgress&) {};
   // The signal a stop was asked for with (SIGINT, SIGTERM, SIGHUP); 0 until then.
   std::function<int()> stop_signal = [] { return 0; };
