@@ -10,6 +10,13 @@ namespace {
 
 Result<std::optional<std::regex>> Compile(const std::string& pattern, const char* what) {
   if (pattern.empty()) return std::optional<std::regex>();
+  // libstdc++ compiles a regex by recursion: 20,000 nested groups overflow
+  // the stack.
+  constexpr size_t kMaxPattern = 4096;
+  if (pattern.size() > kMaxPattern) {
+    return Status::Error(std::string(what) + " '" + pattern.substr(0, 40) + "...' is longer than " +
+                         std::to_string(kMaxPattern) + " characters");
+  }
   try {
     return std::optional<std::regex>(std::regex(pattern, std::regex::ECMAScript));
   } catch (const std::regex_error& e) {

@@ -149,3 +149,8 @@ with open(plain, "w") as f:
     f.write("main;work 3\n")
 check(run([MICROSCOPE, "convert", plain, "-o", d + "/plain.mscap"]).returncode == 0, "folded without kernel frames imports")
 check(report(d + "/plain.mscap")["header"]["kernel_frames"] is False, "one without _[k] frames has none")
+
+# A regex libstdc++ would compile by recursion past the stack is refused.
+p = run([MICROSCOPE, "report", "--focus", "(" * 20000 + ")" * 20000, threads])
+check(p.returncode == 1 and p.stderr.startswith("microscope: error: ") and "longer than" in p.stderr,
+      "--focus of 20,000 nested groups: %r" % p.stderr[-80:])
