@@ -17,6 +17,7 @@ Runner AddConvertCommand(CLI::App& app);
 Runner AddSymbolizeCommand(CLI::App& app);
 
 Runner AddSyscallsCommand(CLI::App& app);
+Runner AddServeCommand(CLI::App& app);
 
 // A positive duration (base/duration.h) given to `option`, into
 // nanoseconds; otherwise prints the error and returns false.

@@ -1,5 +1,7 @@
 #include "src/cli/filter_options.h"
 
+#include "analysis/report_params.h"
+
 namespace microscope::cli {
 
 void FilterOptions::Register(CLI::App* cmd) {
@@ -17,14 +19,7 @@ Status FilterOptions::Resolve() {
 }
 
 std::string FilterOptions::Describe() const {
-  std::string f;
-  auto add = [&](const std::string& part) { f += (f.empty() ? "" : ", ") + part; };
-  if (spec.pid) add("pid " + std::to_string(*spec.pid));
-  if (!spec.thread.empty()) add("thread " + spec.thread);
-  if (!time.empty()) add("time " + time);
-  if (!spec.focus.empty()) add("focus /" + spec.focus + "/");
-  if (!spec.exclude.empty()) add("exclude /" + spec.exclude + "/");
-  return f;
+  return analysis::DescribeFilter(spec, time);
 }
 
 }  // namespace microscope::cli

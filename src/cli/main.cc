@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   Runner convert = AddConvertCommand(app);
   Runner symbolize = AddSymbolizeCommand(app);
   Runner syscalls = AddSyscallsCommand(app);
+  Runner serve = AddServeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -51,5 +52,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("convert")) return convert();
   if (app.got_subcommand("symbolize")) return symbolize();
   if (app.got_subcommand("syscalls")) return syscalls();
+  if (app.got_subcommand("serve")) return serve();
   return 2;
 }

@@ -1,0 +1,82 @@
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "src/cli/commands.h"
+#include "src/serve/server.h"
+
+namespace microscope::cli {
+namespace {
+
+struct ServeCommandOptions {
+  std::string target;
+  serve::ServeOptions serve;
+};
+
+int RunServe(ServeCommandOptions& o) {
+  Result<std::vector<std::string>> captures = serve::CapturesToServe(o.target);
+  if (!captures.ok()) {
+    PrintError(captures.status().message());
+    return 1;
+  }
+  o.serve.captures = *captures;
+  // SIGINT and SIGTERM stop the server from a thread of their own, so the
+  // server's threads never run a handler.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  Result<std::unique_ptr<serve::Server>> server = serve::Server::Open(o.serve);
+  if (!server.ok()) {
+    PrintError(server.status().message());
+    return 1;
+  }
+  serve::Server* s = server->get();
+  if (o.serve.bind != "127.0.0.1" && o.serve.bind != "::1" && o.serve.bind != "localhost") {
+    std::fprintf(stderr,
+                 "microscope: warning: --bind %s: whoever reaches this address can read the "
+                 "captures served (read-only, without authentication)\n",
+                 o.serve.bind.c_str());
+  }
+  std::printf("%s\n", s->url().c_str());
+  std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", captures->size(),
+               captures->size() == 1 ? "" : "s", s->url().c_str());
+  std::fflush(stdout);
+  std::thread waiter([&stop, s] {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    s->Stop();
+  });
+  s->Run();
+  pthread_kill(waiter.native_handle(), SIGTERM);  // when Run ended by itself
+  waiter.join();
+  return 0;
+}
+
+}  // namespace
+
+Runner AddServeCommand(CLI::App& app) {
+  auto o = std::make_shared<ServeCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Serve captures read-only over HTTP on 127.0.0.1: a JSON API of report queries "
+      "(GET /api/captures; GET /api/report with report's options as parameters: views, "
+      "metric, granularity, look, inlines, min_percent, top, lane_width, thread, pid, time, "
+      "focus, exclude, capture, diff). Prints the URL, then serves until Ctrl-C.");
+  cmd->add_option("target", o->target, "a capture file, or a directory of .mscap files")
+      ->required();
+  cmd->add_option("--port", o->serve.port, "the port to listen on (default: a free one)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--bind", o->serve.bind,
+                  "the address to listen on; another than the loopback lets others read the "
+                  "captures")
+      ->capture_default_str();
+  return [o]() { return RunServe(*o); };
+}
+
+}  // namespace microscope::cli

@@ -1,0 +1,179 @@
+"""microscope serve's JSON API on 127.0.0.1, over real recordings of the
+threads and split fixtures: /api/captures lists a directory's captures;
+/api/report answers exactly what `report --json` prints for the same
+options (views, filters, metric, diff); bad parameters are 400 with a
+message, an unknown capture 404, an unreadable one 422 naming the file
+(and the server goes on); only GET and HEAD are answered (405 otherwise);
+a Host header that is not this server by IP literal or localhost is 403
+(DNS rebinding); nothing but the API is served, so no path reaches a
+file; Ctrl-C stops it with status 0."""
+import http.client
+import re
+import signal
+import socket
+import urllib.parse
+
+from common import *
+
+require_perf()
+d = tmpdir()
+record(d + "/threads.mscap", [fixture("threads"), "300"])
+record(d + "/split.mscap", [fixture("split"), "300"])
+with open(d + "/bad.mscap", "wb") as f:
+    f.write(b"not a capture" * 100)
+
+server = subprocess.Popen([MICROSCOPE, "serve", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+url = server.stdout.readline().strip()
+m = re.match(r"http://127\.0\.0\.1:(\d+)/$", url)
+check(m is not None, "serve prints its URL first: %r" % url)
+port = int(m.group(1))
+
+
+def request(method, path, host=None, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Host": host} if host is not None else {}
+    c.request(method, path, body=body, headers=headers)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, dict(r.getheaders()), data
+
+
+def get_json(path, want=200):
+    status, headers, data = request("GET", path)
+    check(status == want, "GET %s: %d (want %d): %s" % (path, status, want, data[:300]))
+    check(headers.get("Content-Type", "").startswith("application/json"),
+          "GET %s answers JSON: %s" % (path, headers.get("Content-Type")))
+    return json.loads(data)
+
+
+def api(**params):
+    return "/api/report?" + urllib.parse.urlencode(params)
+
+
+def cli(name, *flags):
+    p = run([MICROSCOPE, "report", "--json", *flags, name], cwd=d)
+    check(p.returncode == 0, "report %s %s: %s" % (name, flags, p.stderr))
+    return json.loads(p.stdout)
+
+
+try:
+    caps = get_json("/api/captures")["captures"]
+    check([c["name"] for c in caps] == ["bad.mscap", "split.mscap", "threads.mscap"] and
+          all(c["bytes"] == os.path.getsize(os.path.join(d, c["name"])) for c in caps),
+          "/api/captures lists the directory's captures with their sizes: %s" % caps)
+
+    # The API's answers are report --json's, byte for byte in meaning.
+    cases = [
+        ({}, []),
+        ({"views": "tree,threads,lanes", "min_percent": "0"},
+         ["--tree", "--threads", "--lanes", "--min-percent", "0"]),
+        ({"views": "inverted,flat", "top": "5"}, ["--inverted", "--flat", "--top", "5"]),
+        ({"thread": "worker-b", "views": "tree"}, ["--thread", "worker-b", "--tree"]),
+        ({"focus": "work_c", "exclude": "work_a", "time": "0s..0.2s"},
+         ["--focus", "work_c", "--exclude", "work_a", "--time", "0s..0.2s"]),
+        ({"granularity": "address", "inlines": "off", "views": "lanes", "lane_width": "200"},
+         ["--granularity", "address", "--inlines", "off", "--lanes", "--lane-width", "200"]),
+    ]
+    for params, flags in cases:
+        got = get_json(api(capture="threads.mscap", **params))
+        want = cli("threads.mscap", *flags)
+        check(got == want, "/api/report %s equals report --json %s (%d samples)" %
+              (params, " ".join(flags), want["all"]["samples"]))
+    got = get_json(api(capture="split.mscap", diff="threads.mscap"))
+    check(got == cli("split.mscap", "--diff", "threads.mscap") and "diff" in got,
+          "/api/report with diff equals report --diff")
+    # Asked again: the cached answer is the same.
+    check(get_json(api(capture="threads.mscap")) == cli("threads.mscap"), "a repeated query")
+
+    # Bad parameters: 400, with a message that names the parameter.
+    for params, says in [({"capture": "threads.mscap", "metric": "bogus"}, "metric"),
+                         ({"capture": "threads.mscap", "views": "tree,nope"}, "views"),
+                         ({"capture": "threads.mscap", "min_percent": "101"}, "min_percent"),
+                         ({"capture": "threads.mscap", "top": "0"}, "top"),
+                         ({"capture": "threads.mscap", "time": "2s..1s"}, "time"),
+                         ({"capture": "threads.mscap", "colour": "red"}, "colour"),
+                         ({}, "capture")]:
+        e = get_json(api(**params), 400)["error"]
+        check(says in e, "400 for %s: %r" % (params, e))
+    e = get_json("/api/report?capture=threads.mscap&top=3&top=4", 400)["error"]
+    check("twice" in e, "a parameter given twice is refused: %r" % e)
+    e = get_json(api(capture="threads.mscap", metric="offcpu"), 422)["error"]
+    check("off-CPU" in e or "offcpu" in e, "a metric the capture cannot give is 422: %r" % e)
+    e = get_json(api(capture="threads.mscap", focus="a" * 5000), 422)["error"]
+    check("longer than" in e, "a regex too long to compile safely is refused: %r" % e[-60:])
+    e = get_json(api(capture="threads.mscap", focus="(" * 20000 + ")" * 20000), 414)["error"]
+    check("URL" in e, "a URL too long is refused: %r" % e)
+    e = get_json(api(capture="nope.mscap"), 404)["error"]
+    check("nope.mscap" in e, "an unknown capture is 404: %r" % e)
+    e = get_json(api(capture="bad.mscap"), 422)["error"]
+    check(os.path.join(d, "bad.mscap") in e, "an unreadable capture is 422 naming the file: %r" % e)
+    check(get_json(api(capture="split.mscap"))["all"]["samples"] > 0, "and the server goes on")
+
+    # Read-only.
+    for method in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"]:
+        status, headers, data = request(method, api(capture="threads.mscap"), body=b"x")
+        check(status == 405 and headers.get("Allow") == "GET, HEAD" and b"read-only" in data,
+              "%s is refused with 405: %d %s" % (method, status, data[:100]))
+    status, headers, data = request("HEAD", api(capture="threads.mscap"))
+    check(status == 200 and data == b"", "HEAD is answered without a body: %d" % status)
+
+    # DNS rebinding: another name, another port, or another address is 403.
+    for host in ["evil.example:%d" % port, "evil.example", "127.0.0.1:%d" % (port + 1),
+                 "192.168.1.10:%d" % port, "127.0.0.1.evil.example:%d" % port, ""]:
+        status, _, data = request("GET", "/api/captures", host=host)
+        check(status == 403 and b"DNS rebinding" in data, "Host %r is refused: %d" % (host, status))
+    for host in ["localhost:%d" % port, "127.0.0.1:%d" % port]:
+        status, _, _ = request("GET", "/api/captures", host=host)
+        check(status == 200, "Host %r is this server: %d" % (host, status))
+
+    # No path reaches a file.
+    with open(d + "/threads.mscap", "rb") as f:
+        capture_head = f.read(64)
+    for path in ["/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/api/../../etc/passwd",
+                 "/threads.mscap", "/" + d.lstrip("/") + "/threads.mscap", "/api/captures/..%2f..%2fetc%2fpasswd"]:
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" %
+                   (path, port)).encode())
+        answer = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        s.close()
+        status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+        check(status in (400, 404) and b"root:" not in answer and capture_head not in answer,
+              "GET %s reaches no file: %d" % (path, status))
+finally:
+    server.send_signal(signal.SIGINT)
+    try:
+        rc = server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        rc = None
+check(rc == 0, "Ctrl-C stops the server with status 0 (%s)" % rc)
+
+# Bad targets: one error line, non-zero.
+for target, says in [(d + "/missing.mscap", "no such file"), ("/dev/null", "not a regular file"),
+                     (tmpdir(), "no .mscap file")]:
+    p = run([MICROSCOPE, "serve", target], timeout=30)
+    check(p.returncode != 0 and p.stderr.startswith("microscope: error: ") and says in p.stderr and
+          p.stderr.count("\n") == 1, "serve %s: %r" % (target, p.stderr))
+
+# A wider --bind warns, and then takes an IP literal of the machine as Host.
+server = subprocess.Popen([MICROSCOPE, "serve", d + "/threads.mscap", "--bind", "0.0.0.0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+try:
+    url = server.stdout.readline().strip()
+    port = int(url.rsplit(":", 1)[1].rstrip("/"))
+    status, _, _ = request("GET", "/api/report", host="10.1.2.3:%d" % port)
+    check(status == 200, "--bind 0.0.0.0: an IP literal Host is answered, the only capture "
+          "without capture=: %d" % status)
+    status, _, _ = request("GET", "/api/report", host="evil.example:%d" % port)
+    check(status == 403, "--bind 0.0.0.0: a name is still refused: %d" % status)
+finally:
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=30)
+check("warning" in server.stderr.read(), "--bind 0.0.0.0 warns")
