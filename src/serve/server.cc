@@ -17,6 +17,7 @@
 #include "analysis/report_params.h"
 #include "capture/reader.h"
 #include "formats/report_json.h"
+#include "src/serve/web_assets.h"
 
 namespace microscope::serve {
 namespace {
@@ -224,10 +225,31 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
     auto [status, body] = st->Report(req);
     Answer(res, status, body);
   });
+  // The browser view: its files, by exact path; nothing else.
+  auto asset = [](const httplib::Request& req, httplib::Response& res) {
+    const std::string path = req.path == "/" ? "/index.html" : req.path;
+    for (const WebAsset& a : WebAssets()) {
+      if (path == a.path) {
+        res.set_content(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size(), a.type);
+        return;
+      }
+    }
+    res.status = 404;
+    res.set_content(WebAssets().empty()
+                        ? "This microscope was built without its browser view (no npm at build "
+                          "time): the JSON API answers at /api/captures and /api/report.\n"
+                        : "Nothing is served at " + req.path + ".\n",
+                    "text/plain; charset=utf-8");
+  };
+  http.Get("/", asset);
+  http.Get("/favicon.svg", asset);
+  http.Get(R"(/assets/[A-Za-z0-9._-]+)", asset);
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
-      Fail(res, 404, "nothing is served at " + req.path + " (the API: /api/captures, /api/report)");
+      Fail(res, 404,
+           "nothing is served at " + req.path +
+               " (the view: /; the API: /api/captures, /api/report)");
     } else if (res.status == 414) {
       Fail(res, 414, "the request's URL is longer than this server reads");
     } else {

@@ -7,8 +7,10 @@
 // this server by an IP literal or localhost, with its port: a page of
 // another site whose name an attacker rebinds to 127.0.0.1 (DNS rebinding)
 // sends its own name and is refused (403). Nothing from the file system
-// is served but the captures named on the command line.
+// is served but the captures named on the command line and the browser
+// view's own files, embedded in the binary (web_assets.h).
 //
+//   GET /                the browser view (web/)
 //   GET /api/captures    the captures served: name, size, samples
 //   GET /api/report?...  the report model for a query; 400 with a message
 //                        for a bad parameter, 404 for an unknown capture,

@@ -1,0 +1,81 @@
+// The server's answers (GET /api/report: report --json's document). The
+// browser never aggregates: every number it shows is one of these.
+
+export interface Cost {
+  samples: number;
+  value: number;
+  percent: number;
+}
+
+export interface TreeNode {
+  function: string;
+  module: string;
+  self: Cost;
+  total: Cost;
+  children?: TreeNode[];
+}
+
+export interface FunctionRow {
+  function: string;
+  module: string;
+  self: Cost;
+  total: Cost;
+}
+
+export interface Header {
+  command: string[];
+  mode: string;
+  duration_ns: number;
+  samples: number;
+  value: number;
+  unit: string;
+  metric: string;
+  fully_named_samples: number;
+  lost_records: number;
+  lost_samples: number;
+  stack_ends: Record<string, number>;
+  problems?: {kind: string; count: number; example: string}[];
+  threads: {tid: number; pid: number; name: string; samples: number}[];
+}
+
+export interface Report {
+  header: Header;
+  all: Cost;
+  functions: FunctionRow[];
+  tree?: TreeNode[];
+}
+
+export class ApiError extends Error {}
+
+export async function fetchReport(url: string): Promise<Report> {
+  const response = await fetch(url);
+  const body = await response.json();
+  if (!response.ok) throw new ApiError(body.error ?? `HTTP ${response.status}`);
+  return body as Report;
+}
+
+// The flame graph's input: one root over the tree's roots.
+export interface FlameNode {
+  name: string;
+  value: number;
+  module: string;
+  percent: number;
+  children: FlameNode[];
+}
+
+export function flameRoot(report: Report): FlameNode {
+  const convert = (n: TreeNode): FlameNode => ({
+    name: n.function,
+    value: n.total.value,
+    module: n.module,
+    percent: n.total.percent,
+    children: (n.children ?? []).map(convert),
+  });
+  return {
+    name: 'all',
+    value: report.all.value,
+    module: '',
+    percent: 100,
+    children: (report.tree ?? []).map(convert),
+  };
+}

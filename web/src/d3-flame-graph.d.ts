@@ -1,0 +1,26 @@
+// The parts of d3-flame-graph (no type definitions of its own) used here.
+declare module 'd3-flame-graph' {
+  export interface FlameDatum {
+    data: {name: string; value: number; module: string; percent: number};
+    value: number;
+  }
+  export interface FlameGraph {
+    (selection: unknown): void;
+    width(w: number): FlameGraph;
+    cellHeight(h: number): FlameGraph;
+    minFrameSize(px: number): FlameGraph;
+    transitionDuration(ms: number): FlameGraph;
+    inverted(on: boolean): FlameGraph;
+    sort(on: boolean): FlameGraph;
+    title(text: string): FlameGraph;
+    tooltip(on: boolean): FlameGraph;
+    setLabelHandler(f: (d: FlameDatum) => string): FlameGraph;
+    setSearchMatch(f: (d: FlameDatum, term: string) => boolean): FlameGraph;
+    setSearchHandler(f: (results: FlameDatum[], sum: number, total: number) => void): FlameGraph;
+    onClick(f: (d: FlameDatum) => void): FlameGraph;
+    search(term: string): void;
+    clear(): void;
+    destroy(): void;
+  }
+  export default function flamegraph(): FlameGraph;
+}
