@@ -14,6 +14,7 @@ namespace {
 
 struct ServeCommandOptions {
   std::string target;
+  std::string diff;  // another capture, compared with the target in the view
   serve::ServeOptions serve;
 };
 
@@ -24,6 +25,18 @@ int RunServe(ServeCommandOptions& o) {
     return 1;
   }
   o.serve.captures = *captures;
+  std::string view = "";  // the page's query: what the printed URL opens
+  if (!o.diff.empty()) {
+    Result<std::vector<std::string>> other = serve::CapturesToServe(o.diff);
+    if (!other.ok() || other->size() != 1 || captures->size() != 1) {
+      PrintError(!other.ok() ? other.status().message()
+                             : "--diff compares two capture files, not directories");
+      return 1;
+    }
+    o.serve.captures.push_back(other->front());
+    view = "?capture=" + serve::UrlEncode(serve::CaptureName(captures->front())) +
+           "&diff=" + serve::UrlEncode(serve::CaptureName(other->front()));
+  }
   // SIGINT and SIGTERM stop the server from a thread of their own, so the
   // server's threads never run a handler.
   sigset_t stop;
@@ -43,7 +56,7 @@ int RunServe(ServeCommandOptions& o) {
                  "captures served (read-only, without authentication)\n",
                  o.serve.bind.c_str());
   }
-  std::printf("%s\n", s->url().c_str());
+  std::printf("%s%s\n", s->url().c_str(), view.c_str());
   std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", captures->size(),
                captures->size() == 1 ? "" : "s", s->url().c_str());
   std::fflush(stdout);
@@ -64,12 +77,16 @@ Runner AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<ServeCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve",
-      "Serve captures read-only over HTTP on 127.0.0.1: a JSON API of report queries "
+      "Serve captures read-only over HTTP on 127.0.0.1: a browser view (flame graph, call "
+      "tree, functions, timeline; its state in its URL) over a JSON API of report queries "
       "(GET /api/captures; GET /api/report with report's options as parameters: views, "
       "metric, granularity, look, inlines, min_percent, top, lane_width, thread, pid, time, "
       "focus, exclude, capture, diff). Prints the URL, then serves until Ctrl-C.");
   cmd->add_option("target", o->target, "a capture file, or a directory of .mscap files")
       ->required();
+  cmd->add_option("--diff", o->diff,
+                  "another capture file, served too, that the view compares the first with "
+                  "(red: a larger share in it, blue: a smaller one)");
   cmd->add_option("--port", o->serve.port, "the port to listen on (default: a free one)")
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--bind", o->serve.bind,

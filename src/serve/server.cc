@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <list>
 #include <map>
@@ -25,10 +26,6 @@ namespace {
 constexpr size_t kLoadedCaptures = 4;   // kept in memory, the least recently used dropped
 constexpr size_t kCachedAnswers = 256;  // report answers kept, likewise
 constexpr size_t kMaxRequestBytes = 64 << 10;
-
-std::string BaseName(const std::string& path) {
-  return std::filesystem::path(path).filename().string();
-}
 
 std::string ErrorJson(const std::string& message) {
   return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
@@ -183,14 +180,19 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
   s->options = options;
   s->loopback_only = IsLoopback(options.bind);
   for (const std::string& path : options.captures) {
-    if (!s->paths.emplace(BaseName(path), path).second) {
+    if (!s->paths.emplace(CaptureName(path), path).second) {
       return Status::Error(StatusCode::kInvalidArgument,
-                           "two captures are named " + BaseName(path) + ": serve one of them");
+                           "two captures are named " + CaptureName(path) + ": serve one of them");
     }
   }
   State* st = s.get();
   httplib::Server& http = s->http;
-  http.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // A worker serves one connection for as long as it is kept alive, and a
+  // browser keeps up to six open: with two workers, a second client (or the
+  // page's own next request) waited out a 5 s keep-alive. The answers are
+  // computed one at a time anyway (State::mutex).
+  http.new_task_queue = [] { return new httplib::ThreadPool(16); };
+  http.set_keep_alive_timeout(2);
   http.set_payload_max_length(kMaxRequestBytes);
   http.set_read_timeout(10);
   http.set_keep_alive_max_count(100);
@@ -269,6 +271,25 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
     s->port = options.port;
   }
   return std::unique_ptr<Server>(new Server(std::move(s)));
+}
+
+std::string CaptureName(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+std::string UrlEncode(const std::string& text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += char(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 Result<std::vector<std::string>> CapturesToServe(const std::string& file_or_dir) {

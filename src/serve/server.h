@@ -53,6 +53,11 @@ class Server {
   std::unique_ptr<State> state_;
 };
 
+// The name a capture file is served under (its base name).
+std::string CaptureName(const std::string& path);
+// `text` for a URL's query (RFC 3986 unreserved characters kept).
+std::string UrlEncode(const std::string& text);
+
 // The capture files a serve argument names: the file itself, or the
 // *.mscap files directly in a directory (sorted). An error when there are
 // none, or two share a base name.

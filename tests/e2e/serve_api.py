@@ -177,3 +177,23 @@ finally:
     server.send_signal(signal.SIGTERM)
     server.wait(timeout=30)
 check("warning" in server.stderr.read(), "--bind 0.0.0.0 warns")
+
+# serve A --diff B: both served, and the URL printed opens the comparison.
+server = subprocess.Popen([MICROSCOPE, "serve", d + "/split.mscap", "--diff", d + "/threads.mscap"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+try:
+    url = server.stdout.readline().strip()
+    check(url.endswith("/?capture=split.mscap&diff=threads.mscap"), "serve --diff prints the view's URL: %r" % url)
+    port = int(re.match(r"http://127\.0\.0\.1:(\d+)/", url).group(1))
+    got = get_json("/api/report?capture=split.mscap&diff=threads.mscap")
+    check(got == cli("split.mscap", "--diff", "threads.mscap"), "and the API answers that diff")
+    status, headers, page = request("GET", "/")
+    if os.environ.get("WEB_DIR"):
+        check(status == 200 and headers.get("Content-Type", "").startswith("text/html") and
+              b"<script" in page, "GET / is the browser view: %d %s" % (status, headers.get("Content-Type")))
+    else:
+        check(status == 404 and b"built without its browser view" in page,
+              "built without the view, GET / says so: %d %r" % (status, page[:100]))
+finally:
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=30)

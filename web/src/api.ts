@@ -38,11 +38,46 @@ export interface Header {
   threads: {tid: number; pid: number; name: string; samples: number}[];
 }
 
+export interface DiffRow {
+  name: string;
+  module?: string;
+  base_value: number;
+  other_value: number;
+  base_share: number;
+  other_share: number;
+  delta: number;  // other_share - base_share: > 0, more of the other capture's time
+}
+
+export interface Lane {
+  tid: number;
+  name: string;
+  total: number;
+  buckets: number[];
+  off_cpu_ns?: number;
+  off_cpu?: Record<string, number[]>;  // nanoseconds off CPU per state, per bucket
+}
+
+export interface Lanes {
+  start_ns: number;
+  bucket_ns: number;
+  lanes: Lane[];
+}
+
 export interface Report {
   header: Header;
   all: Cost;
+  filter?: string;
   functions: FunctionRow[];
   tree?: TreeNode[];
+  inverted?: TreeNode[];
+  lanes?: Lanes;
+  diff?: {self: DiffRow[]; total: DiffRow[]};
+}
+
+// The diff's rows by function (by total share), or null without a diff.
+export function diffByFunction(report: Report): Map<string, DiffRow>|null {
+  if (!report.diff) return null;
+  return new Map(report.diff.total.map((r) => [r.name, r]));
 }
 
 export class ApiError extends Error {}
@@ -64,6 +99,7 @@ export interface FlameNode {
 }
 
 export function flameRoot(report: Report): FlameNode {
+  const roots = report.inverted ?? report.tree ?? [];
   const convert = (n: TreeNode): FlameNode => ({
     name: n.function,
     value: n.total.value,
@@ -76,6 +112,6 @@ export function flameRoot(report: Report): FlameNode {
     value: report.all.value,
     module: '',
     percent: 100,
-    children: (report.tree ?? []).map(convert),
+    children: roots.map(convert),
   };
 }

@@ -18,6 +18,7 @@ declare module 'd3-flame-graph' {
     setSearchMatch(f: (d: FlameDatum, term: string) => boolean): FlameGraph;
     setSearchHandler(f: (results: FlameDatum[], sum: number, total: number) => void): FlameGraph;
     onClick(f: (d: FlameDatum) => void): FlameGraph;
+    setColorMapper(f: (d: FlameDatum, original: string) => string): FlameGraph;
     search(term: string): void;
     clear(): void;
     destroy(): void;

@@ -1,16 +1,24 @@
 // Everything a view shows is decided by this state, and the state lives in
 // the page's URL: a link reproduces the view, reloading keeps it.
 
-export type View = 'flame'|'flat';
-export const VIEWS: readonly View[] = ['flame', 'flat'];
+export type View = 'flame'|'tree'|'flat';
+export const VIEWS: readonly View[] = ['flame', 'tree', 'flat'];
+export const VIEW_NAMES: Record<View, string> = {
+  flame: 'flame graph',
+  tree: 'call tree',
+  flat: 'functions',
+};
 
 export interface ViewState {
   capture: string;  // which capture ("" when the server serves one)
   view: View;
-  search: string;  // highlighted, not filtered
-  focus: string;   // a function: only samples whose stack has it
-  thread: string;  // a tid or thread name; "" for all
-  time: string;    // "FROM..TO" after the start, as report --time; "" for all
+  search: string;         // highlighted, not filtered
+  focus: string;          // a function: only samples whose stack has it
+  thread: string;         // a tid or thread name; "" for all
+  time: string;           // "FROM..TO" after the start, as report --time; "" for all
+  diff: string;           // another capture to compare with; "" for none
+  order: 'total'|'self';  // the call tree's and table's order
+  callees: '0'|'1';       // "1": the inverted tree (sampled functions first, then their callers)
 }
 
 export const DEFAULT_STATE: ViewState = {
@@ -20,6 +28,9 @@ export const DEFAULT_STATE: ViewState = {
   focus: '',
   thread: '',
   time: '',
+  diff: '',
+  order: 'total',
+  callees: '0',
 };
 
 const KEYS = Object.keys(DEFAULT_STATE) as (keyof ViewState)[];
@@ -32,6 +43,10 @@ export function parseState(search: string): ViewState {
     if (value === null) continue;
     if (key === 'view') {
       if ((VIEWS as readonly string[]).includes(value)) state.view = value as View;
+    } else if (key === 'order') {
+      if (value === 'total' || value === 'self') state.order = value;
+    } else if (key === 'callees') {
+      if (value === '0' || value === '1') state.callees = value;
     } else {
       state[key] = value;
     }
@@ -55,15 +70,35 @@ export function exactly(name: string): string {
   return '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
 }
 
-// The API's parameters for `state` and the views the page shows.
-export function reportQuery(state: ViewState, views: string[], minPercent: number): string {
+// The API's query for the views the page shows under `state`: the tree
+// (or the inverted tree) with the filters, and the diff when one is asked.
+export function reportQuery(state: ViewState, minPercent: number): string {
   const params = new URLSearchParams();
   if (state.capture) params.set('capture', state.capture);
-  if (views.length) params.set('views', views.join(','));
+  params.set('views', state.callees === '1' ? 'inverted' : 'tree');
   params.set('min_percent', String(minPercent));
   params.set('top', '200');
   if (state.focus) params.set('focus', exactly(state.focus));
   if (state.thread) params.set('thread', state.thread);
   if (state.time) params.set('time', state.time);
+  if (state.diff) params.set('diff', state.diff);
   return '/api/report?' + params.toString();
+}
+
+// The timeline's query: every thread's lanes over the whole recording (the
+// time range selected on it, and the focus, filter the other views only).
+export function lanesQuery(state: ViewState, columns: number): string {
+  const params = new URLSearchParams();
+  if (state.capture) params.set('capture', state.capture);
+  params.set('views', 'lanes');
+  params.set('lane_width', String(columns));
+  if (state.thread) params.set('thread', state.thread);
+  return '/api/report?' + params.toString();
+}
+
+// "FROM..TO" (report --time) for a selection of the timeline, in seconds
+// after its start, to the microsecond.
+export function timeRange(fromNs: number, toNs: number): string {
+  const s = (ns: number) => (Math.max(0, ns) / 1e9).toFixed(6).replace(/\.?0+$/, '') + 's';
+  return `${s(Math.min(fromNs, toNs))}..${s(Math.max(fromNs, toNs))}`;
 }

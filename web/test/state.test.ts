@@ -1,16 +1,21 @@
 import {describe, expect, it} from 'vitest';
 
-import {DEFAULT_STATE, exactly, parseState, reportQuery, stateToSearch} from '../src/state';
+import {DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, stateToSearch, timeRange,} from '../src/state';
+
+const params = (query: string) => new URLSearchParams(query.split('?')[1]);
 
 describe('view state in the URL', () => {
   it('round-trips every field', () => {
     const state = {
       capture: 'run.mscap',
-      view: 'flat' as const,
+      view: 'tree' as const,
       search: 'malloc',
       focus: 'std::vector<int>::push_back(int&&)',
       thread: 'worker-a',
       time: '1s..2.5s',
+      diff: 'before.mscap',
+      order: 'self' as const,
+      callees: '1' as const,
     };
     expect(parseState(stateToSearch(state))).toEqual(state);
   });
@@ -21,8 +26,8 @@ describe('view state in the URL', () => {
             '?capture=a&time=1s..2s',
         );
   });
-  it('ignores unknown views and keys', () => {
-    expect(parseState('?view=nope&colour=red')).toEqual(DEFAULT_STATE);
+  it('ignores unknown views, values and keys', () => {
+    expect(parseState('?view=nope&colour=red&order=up&callees=2')).toEqual(DEFAULT_STATE);
   });
 });
 
@@ -32,13 +37,33 @@ describe('the API query', () => {
     expect(re.test('a.b(int*)')).toBe(true);
     expect(re.test('axb(int*)x')).toBe(false);
   });
-  it('carries the filters', () => {
-    const q = reportQuery({...DEFAULT_STATE, thread: '7', time: '..1s', focus: 'f'}, ['tree'], 0.1);
-    const params = new URLSearchParams(q.split('?')[1]);
-    expect(params.get('views')).toBe('tree');
-    expect(params.get('thread')).toBe('7');
-    expect(params.get('time')).toBe('..1s');
-    expect(params.get('focus')).toBe('^f$');
-    expect(params.get('min_percent')).toBe('0.1');
+  it('carries the filters and the diff', () => {
+    const q = params(
+        reportQuery({...DEFAULT_STATE, thread: '7', time: '..1s', focus: 'f', diff: 'b'}, 0.1));
+    expect(q.get('views')).toBe('tree');
+    expect(q.get('thread')).toBe('7');
+    expect(q.get('time')).toBe('..1s');
+    expect(q.get('focus')).toBe('^f$');
+    expect(q.get('diff')).toBe('b');
+    expect(q.get('min_percent')).toBe('0.1');
+  });
+  it('asks for the inverted tree for callees', () => {
+    expect(params(reportQuery({...DEFAULT_STATE, callees: '1'}, 0.1)).get('views'))
+        .toBe('inverted');
+  });
+});
+
+describe('the timeline', () => {
+  it('asks for every thread\'s lanes over the whole recording', () => {
+    const q = params(lanesQuery({...DEFAULT_STATE, time: '1s..2s', focus: 'f'}, 300));
+    expect(q.get('views')).toBe('lanes');
+    expect(q.get('lane_width')).toBe('300');
+    expect(q.get('time')).toBeNull();
+    expect(q.get('focus')).toBeNull();
+  });
+  it('writes a selection as report --time does, in order', () => {
+    expect(timeRange(2_500_000_000, 1_000_000_000)).toBe('1s..2.5s');
+    expect(timeRange(0, 1234)).toBe('0s..0.000001s');
+    expect(timeRange(10e9, 20e9)).toBe('10s..20s');
   });
 });

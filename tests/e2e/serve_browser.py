@@ -1,0 +1,44 @@
+"""The browser view in a real Chromium (Debian's, driven by playwright-core
+from web/'s locked packages): web/browser/view.test.mjs loads `microscope
+serve` over two captures recorded here, clicks a function in the flame
+graph and finds the tree focused on it, searches, selects a time range on
+the timeline and finds the totals changed (each figure against the API's
+own answer), opens a diff, reloads the URL and gets the same view, moves
+through the tree with the keyboard, and sees no error in the page.
+Screenshots of each step go to build/meson-logs/screenshots/."""
+import shutil
+import signal
+
+from common import *
+
+require_perf()
+web = os.environ["WEB_DIR"]
+chromium = "/usr/bin/chromium"
+if not os.path.exists(chromium):
+    if os.environ.get("CI") == "true":
+        fail("chromium (Debian package chromium) is needed for the browser tests")
+    print("SKIP: no %s (scripts/setup installs it)" % chromium)
+    sys.exit(SKIP)
+d = tmpdir()
+record(d + "/threads.mscap", [fixture("threads"), "400"])
+record(d + "/split.mscap", [fixture("split"), "300"])
+shots = os.path.join(os.environ.get("LOG_DIR", d), "screenshots")
+shutil.rmtree(shots, ignore_errors=True)
+os.makedirs(shots)
+
+server = subprocess.Popen([MICROSCOPE, "serve", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+try:
+    url = server.stdout.readline().strip()
+    check(url.startswith("http://127.0.0.1:"), "serve printed its URL: %r" % url)
+    p = run(["node", "--test", "--test-reporter=spec", os.path.join(web, "browser", "view.test.mjs")],
+            env=dict(os.environ, SERVE_URL=url, SCREENSHOTS=shots,
+                     PLAYWRIGHT_CORE=os.path.join(web, "node_modules", "playwright-core", "index.mjs")),
+            timeout=300)
+    print(p.stdout[-6000:])
+    check(p.returncode == 0, "the browser tests pass: %s" % p.stderr[-3000:])
+    taken = sorted(os.listdir(shots))
+    check(len(taken) >= 6, "a screenshot of each step in %s: %s" % (shots, taken))
+finally:
+    server.send_signal(signal.SIGINT)
+    server.wait(timeout=30)

@@ -1,0 +1,134 @@
+// The browser view in Debian's Chromium, driven by playwright-core: run by
+// tests/e2e/serve_browser.py (node --test) against `microscope serve` over
+// captures it recorded. SERVE_URL is the server, PLAYWRIGHT_CORE the
+// driver's module, SCREENSHOTS where each step's screenshot goes.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
+const url = process.env.SERVE_URL;
+const shots = process.env.SCREENSHOTS;
+let browser, page;
+const errors = [];
+
+const api = async (query) => (await fetch(new URL(query, url))).json();
+const field = (name) => page.locator(`dd[data-field="${name}"]`).textContent();
+const ready = () => page.waitForSelector('main[data-ready="yes"]');
+// d3-flame-graph grows new frames to their widths over d3's transition
+// (about half a second even at transitionDuration 0): screenshots wait.
+const settle = () => page.waitForTimeout(800);
+const shot = async (name) => {
+  await settle();
+  await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+};
+const query = () => new URL(page.url()).searchParams;
+
+before(async () => {
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+});
+after(async () => {
+  await browser?.close();
+});
+
+test("loads: the header and the flame graph of the capture", async () => {
+  await page.goto(new URL("/?capture=threads.mscap", url).href);
+  await ready();
+  await page.waitForSelector(".d3-flame-graph rect");
+  const whole = await api("/api/report?capture=threads.mscap");
+  assert.equal(await field("samples"), String(whole.header.samples));
+  assert.ok((await page.locator(".d3-flame-graph g.frame").count()) > 5);
+  assert.ok(await page.locator('.d3-flame-graph g.frame[name="work_c"]').count());
+  await shot("1-loaded");
+});
+
+test("a click on a function focuses every view on it", async () => {
+  await page.locator('.d3-flame-graph g.frame[name="work_b"]').first().click();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "work_b");
+  await ready();
+  await page.waitForSelector('dd[data-field="kept"]');
+  const focused = await api("/api/report?capture=threads.mscap&focus=%5Ework_b%24");
+  assert.equal(await field("kept"), `${focused.all.samples} of ${focused.header.samples} samples`);
+  await page.getByRole("button", { name: "call tree", exact: true }).click();
+  await page.waitForSelector("table.tree tbody tr");
+  const names = await page.locator("table.tree .name").allTextContents();
+  assert.ok(names.some((n) => n.startsWith("work_b")), names.join(", "));
+  assert.ok(!names.some((n) => n.startsWith("work_c")), "work_c is not under a focus on work_b");
+  await shot("2-focused-tree");
+});
+
+test("search marks the matching frames and says their share", async () => {
+  await page.goto(new URL("/?capture=threads.mscap", url).href);
+  await ready();
+  await page.getByRole("searchbox", { name: "search functions" }).fill("work_c");
+  await page.keyboard.press("Enter");
+  const status = page.getByRole("status");
+  await status.waitFor();
+  const text = await status.textContent();
+  const whole = await api("/api/report?capture=threads.mscap");
+  const c = whole.functions.find((f) => f.function === "work_c");
+  const shown = parseFloat(/([\d.]+)% of the samples/.exec(text)[1]);
+  assert.ok(Math.abs(shown - c.total.percent) < 0.6, `${text} vs work_c's ${c.total.percent}%`);
+  assert.equal(query().get("search"), "work_c");
+  await shot("3-search");
+});
+
+test("a time range selected on the timeline filters the views", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&view=flat", url).href);
+  await ready();
+  const canvas = page.locator(".lanes canvas");
+  await canvas.waitFor();
+  const box = await canvas.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.2, box.y + 5);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + 5, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("time"));
+  await ready();
+  await page.waitForSelector('dd[data-field="kept"]');
+  const time = query().get("time");
+  const kept = await api(`/api/report?capture=threads.mscap&time=${encodeURIComponent(time)}`);
+  const whole = await api("/api/report?capture=threads.mscap");
+  assert.ok(kept.all.samples > 0 && kept.all.samples < whole.all.samples, time);
+  assert.equal(await field("kept"), `${kept.all.samples} of ${kept.header.samples} samples`);
+  await shot("4-time-range");
+});
+
+test("a diff colours what changed", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&diff=split.mscap&view=tree", url).href);
+  await ready();
+  await page.waitForSelector("table.tree td.faster, table.tree td.slower");
+  assert.ok((await page.locator("table.tree td.faster").count()) > 0, "functions only the first has");
+  await page.getByRole("button", { name: "flame graph", exact: true }).click();
+  await page.waitForSelector(".d3-flame-graph rect");
+  await shot("5-diff");
+});
+
+test("reloading the URL gives the same view", async () => {
+  const link = new URL("/?capture=threads.mscap&view=tree&focus=work_a&order=self", url).href;
+  await page.goto(link);
+  await ready();
+  await page.waitForSelector("table.tree tbody tr");
+  const before = await page.locator("table.tree tbody").textContent();
+  await page.reload();
+  await ready();
+  await page.waitForSelector("table.tree tbody tr");
+  assert.equal(page.url(), link);
+  assert.equal(await page.locator("table.tree tbody").textContent(), before);
+  assert.equal(await page.getByRole("button", { name: "self", exact: true }).locator("..").getAttribute("aria-sort"), "descending");
+  await shot("6-reloaded");
+});
+
+test("the tree is keyboard operable", async () => {
+  const first = page.locator("table.tree tbody tr").first();
+  await first.focus();
+  await page.keyboard.press("ArrowDown");
+  const focused = await page.evaluate(() => document.activeElement?.getAttribute("data-row"));
+  assert.equal(focused, "1");
+});
+
+test("no error in the page", () => {
+  assert.deepEqual(errors, []);
+});

@@ -1,0 +1,78 @@
+// The flame graph, drawn by d3-flame-graph (the maintained D3 flame graph,
+// with zoom and search built in) as an icicle: the roots on top, as the call
+// tree reads. Search marks the matching frames and says their share; a
+// click focuses every view on the function; with a diff, frames are red
+// where the other capture spends a larger share, blue where a smaller one.
+import flamegraph from 'd3-flame-graph';
+import type {FlameDatum} from 'd3-flame-graph';
+import {select} from 'd3-selection';
+import {h} from 'preact';
+import {useEffect, useRef, useState} from 'preact/hooks';
+import {DiffRow, flameRoot, Report} from '../api';
+import {percent} from '../format';
+
+export function diffColor(delta: number|undefined): string|null {
+  if (delta === undefined || Math.abs(delta) < 0.05) return null;
+  const strength = Math.min(1, Math.abs(delta) / 10);
+  const light = Math.round(85 - 40 * strength);
+  return delta > 0 ? `hsl(0, 80%, ${light}%)` : `hsl(215, 80%, ${light}%)`;
+}
+
+export function FlameGraph(props: {
+  report: Report; search: string; diff: Map<string, DiffRow>| null; onFocus: (name: string) => void;
+}) {
+  const host = useRef<HTMLDivElement>(null);
+  // The chart lives across renders: its click reaches the latest handler.
+  const onFocus = useRef(props.onFocus);
+  onFocus.current = props.onFocus;
+  const [matched, setMatched] = useState<string>('');
+  useEffect(() => {
+    const el = host.current!;
+    el.textContent = '';
+    const chart =
+        flamegraph()
+            .width(Math.max(320, el.clientWidth))
+            .cellHeight(18)
+            .minFrameSize(1)
+            .transitionDuration(0)
+            .sort(true)
+            .inverted(true)
+            .setLabelHandler(
+                (d: FlameDatum) => `${d.data.name}${
+                    d.data.module ? ' [' + d.data.module + ']' : ''}: ${percent(d.data.percent)}`,
+                )
+            // Plain text, case-insensitive: a search is what the user typed, not a regex.
+            .setSearchMatch(
+                (d: FlameDatum, term: string) =>
+                    d.data.name.toLowerCase().includes(term.toLowerCase()),
+                )
+            .setSearchHandler((results: FlameDatum[], sum: number, total: number) => {
+              setMatched(
+                  results.length ? `${results.length} frames match, ${
+                                       percent((100 * sum) / Math.max(1, total))} of the samples` :
+                                   'no frame matches',
+              );
+            })
+            .onClick((d: FlameDatum) => {
+              if (d.data.name !== 'all') onFocus.current(d.data.name);
+            });
+    if (props.diff) {
+      const diff = props.diff;
+      chart.setColorMapper(
+          (d: FlameDatum, original: string) => diffColor(diff.get(d.data.name)?.delta) ??
+              (d.data.name === 'all' ? original : 'hsl(0, 0%, 82%)'));
+    }
+    select(el).datum(flameRoot(props.report)).call(chart);
+    if (props.search)
+      chart.search(props.search);
+    else
+      setMatched('');
+    return () => chart.destroy();
+  }, [props.report, props.search, props.diff]);
+  return h(
+      'div',
+      null,
+      props.search && h('p', {class: 'matched', role: 'status'}, matched),
+      h('div', {class: 'flame', ref: host, 'aria-label': 'flame graph'}),
+  );
+}

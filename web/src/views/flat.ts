@@ -1,0 +1,47 @@
+// Every function the filters kept, by self or total (as report's tables).
+import {h} from 'preact';
+import type {DiffRow, Report} from '../api';
+import {percent} from '../format';
+
+export function FlatTable(props: {
+  report: Report; order: 'total' | 'self'; diff: Map<string, DiffRow>| null;
+  onOrder: (order: 'total'|'self') => void;
+  onFocus: (name: string) => void;
+}) {
+  const by = props.order;
+  const rows = [...props.report.functions].sort((a, b) => b[by].value - a[by].value).slice(0, 500);
+  const heading = (key: 'self'|'total') =>
+      h('th', {'aria-sort': by === key ? 'descending' : 'none'},
+        h('button', {onClick: () => props.onOrder(key)}, key));
+  return h(
+      'table',
+      {class: 'flat', 'aria-label': 'functions'},
+      h('thead', null,
+        h('tr', null, heading('self'), heading('total'), props.diff && h('th', null, 'change'),
+          h('th', null, 'function'))),
+      h(
+          'tbody',
+          null,
+          rows.map((r) => {
+            const d = props.diff?.get(r.function);
+            return h(
+                'tr',
+                {
+                  tabIndex: 0,
+                  onClick: () => props.onFocus(r.function),
+                  onKeyDown: (e: KeyboardEvent) => e.key === 'Enter' && props.onFocus(r.function),
+                },
+                h('td', null, percent(r.self.percent)),
+                h('td', null, percent(r.total.percent)),
+                props.diff &&
+                    h('td',
+                      {class: d && d.delta > 0 ? 'slower' :
+                           d && d.delta < 0    ? 'faster' :
+                                                 ''},
+                      d ? (d.delta > 0 ? '+' : '') + d.delta.toFixed(2) : ''),
+                h('td', null, r.function + (r.module ? ` [${r.module}]` : '')),
+            );
+          }),
+          ),
+  );
+}

@@ -1,0 +1,117 @@
+// The timeline: one lane per thread, its samples' density per column and
+// its time off CPU coloured by state; dragging across it selects a time
+// range that filters every other view (state.time), as report --time.
+import {h} from 'preact';
+import {useEffect, useRef, useState} from 'preact/hooks';
+import type {Lanes} from '../api';
+
+export const LANE_HEIGHT = 18;
+const LABEL_WIDTH = 160;
+
+// Off-CPU states, as the capture names them.
+export const STATE_COLORS: Record<string, string> = {
+  sleeping: '#7aa6da',
+  uninterruptible: '#d9822b',
+  preempted: '#b5a642',
+  other: '#999999',
+};
+
+export function LanesView(props: {
+  lanes: Lanes; selected: string;  // state.time, shown as the selection
+  onSelect: (fromNs: number, toNs: number) => void;
+  onClear: () => void;
+}) {
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const [drag, setDrag] = useState<[number, number]|null>(null);
+  const columns = props.lanes.lanes[0]?.buckets.length ?? 0;
+  const span = columns * props.lanes.bucket_ns;
+  const shown = props.lanes.lanes.slice(0, 64);
+  useEffect(() => {
+    const c = canvas.current!;
+    const width = c.clientWidth, height = shown.length * LANE_HEIGHT;
+    c.width = width * devicePixelRatio;
+    c.height = height * devicePixelRatio;
+    const g = c.getContext('2d')!;
+    g.scale(devicePixelRatio, devicePixelRatio);
+    g.clearRect(0, 0, width, height);
+    const peak = Math.max(1, ...shown.flatMap((l) => l.buckets));
+    const w = width / Math.max(1, columns);
+    const fg = getComputedStyle(c).color;
+    shown.forEach((lane, row) => {
+      const y = row * LANE_HEIGHT;
+      lane.buckets.forEach((n, i) => {
+        if (n === 0) return;
+        const hgt = Math.max(1, ((LANE_HEIGHT - 4) * n) / peak);
+        g.fillStyle = fg;
+        g.globalAlpha = 0.75;
+        g.fillRect(i * w, y + LANE_HEIGHT - 2 - hgt, Math.max(1, w - 0.5), hgt);
+      });
+      for (const [state, ns] of Object.entries(lane.off_cpu ?? {})) {
+        g.fillStyle = STATE_COLORS[state] ?? STATE_COLORS.other;
+        g.globalAlpha = 0.6;
+        ns.forEach((v, i) => {
+          if (v > 0) {
+            const hgt = Math.max(1, ((LANE_HEIGHT - 4) * v) / props.lanes.bucket_ns);
+            g.fillRect(i * w, y + 2, Math.max(1, w - 0.5), Math.min(LANE_HEIGHT - 4, hgt));
+          }
+        });
+      }
+      g.globalAlpha = 1;
+    });
+  }, [props.lanes]);
+  // Nanoseconds after the start at x (pixels from the canvas's left).
+  const at = (x: number) =>
+      (span * Math.max(0, Math.min(x, canvas.current!.clientWidth))) / canvas.current!.clientWidth;
+  const x = (e: PointerEvent) => e.clientX - canvas.current!.getBoundingClientRect().left;
+  const sel = drag ?? selectedRange(props.selected, span);
+  return h(
+      'section',
+      {class: 'lanes', 'aria-label': 'timeline'},
+      h(
+          'div',
+          {class: 'lane-names', style: {width: `${LABEL_WIDTH}px`}},
+          shown.map(
+              (l) =>
+                  h('div', {style: {height: `${LANE_HEIGHT}px`}, title: `tid ${l.tid}`},
+                    `${l.name} (${l.tid})`)),
+          ),
+      h(
+          'div',
+          {class: 'lane-area'},
+          h('canvas', {
+            ref: canvas,
+            style: {height: `${shown.length * LANE_HEIGHT}px`},
+            'aria-label': 'threads over time: drag to select a time range',
+            onPointerDown: (e: PointerEvent) => {
+              (e.target as Element).setPointerCapture(e.pointerId);
+              setDrag([at(x(e)), at(x(e))]);
+            },
+            onPointerMove: (e: PointerEvent) => drag && setDrag([drag[0], at(x(e))]),
+            onPointerUp: (e: PointerEvent) => {
+              if (!drag) return;
+              const end = at(x(e));
+              setDrag(null);
+              if (Math.abs(end - drag[0]) > span / 500) props.onSelect(drag[0], end);
+            },
+          }),
+          sel && h('div', {
+            class: 'selection',
+            style: {
+              left: `${(100 * Math.min(sel[0], sel[1])) / span}%`,
+              width: `${(100 * Math.abs(sel[1] - sel[0])) / span}%`,
+            },
+          }),
+          ),
+      props.selected &&
+          h('button', {class: 'clear-time', onClick: props.onClear}, `time ${props.selected} ×`),
+  );
+}
+
+// The range "FROM..TO" (seconds, as state.time holds it) in nanoseconds.
+export function selectedRange(time: string, span: number): [number, number]|null {
+  const m = /^([\d.]*)s?\.\.([\d.]*)s?$/.exec(time);
+  if (!time || !m) return null;
+  const from = m[1] ? parseFloat(m[1]) * 1e9 : 0;
+  const to = m[2] ? parseFloat(m[2]) * 1e9 : span;
+  return [from, to];
+}
