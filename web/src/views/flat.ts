@@ -2,6 +2,7 @@
 import {h} from 'preact';
 import type {DiffRow, Report} from '../api';
 import {percent} from '../format';
+import {DiffCell} from './diff';
 
 export function FlatTable(props: {
   report: Report; order: 'total' | 'self'; diff: Map<string, DiffRow>| null;
@@ -33,12 +34,7 @@ export function FlatTable(props: {
                 },
                 h('td', null, percent(r.self.percent)),
                 h('td', null, percent(r.total.percent)),
-                props.diff &&
-                    h('td',
-                      {class: d && d.delta > 0 ? 'slower' :
-                           d && d.delta < 0    ? 'faster' :
-                                                 ''},
-                      d ? (d.delta > 0 ? '+' : '') + d.delta.toFixed(2) : ''),
+                props.diff && h(DiffCell, {row: d}),
                 h('td', null, r.function + (r.module ? ` [${r.module}]` : '')),
             );
           }),

@@ -7,6 +7,7 @@ import {h} from 'preact';
 import {useMemo, useState} from 'preact/hooks';
 import type {DiffRow, TreeNode} from '../api';
 import {percent} from '../format';
+import {DiffCell} from './diff';
 
 interface Row {
   node: TreeNode;
@@ -132,12 +133,7 @@ export function CallTree(props: {
                 },
                 h('td', null, percent(row.node.total.percent)),
                 h('td', null, percent(row.node.self.percent)),
-                props.diff &&
-                    h('td',
-                      {class: d && d.delta > 0 ? 'slower' :
-                           d && d.delta < 0    ? 'faster' :
-                                                 ''},
-                      d ? (d.delta > 0 ? '+' : '') + d.delta.toFixed(2) : ''),
+                props.diff && h(DiffCell, {row: d}),
                 h(
                     'td',
                     {style: {paddingLeft: `${0.5 + row.depth * 1.1}em`}},
