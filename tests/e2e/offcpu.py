@@ -131,10 +131,14 @@ check(s[s.index("crowd_work") + 1:] == ["crowd", "start_thread", "clone3"],
 # 5. Attach: the process is asleep when the recording starts (cut at start),
 # and --duration stops while the main thread still waits in pthread_join
 # (cut at end).
-proc = subprocess.Popen(["sh", "-c", "sleep 0.5; exec %s sleep 400" % fx])
+# The shell sleeps past the attach, which the ASan build takes longer to
+# make (it once exec'd the fixture first there): E2E_LAG_FACTOR scales it.
+proc = subprocess.Popen(["sh", "-c", "sleep %g; exec %s sleep %d" %
+                         (0.5 * LAG_FACTOR, fx, 400 * LAG_FACTOR)])
 time.sleep(0.1)
 out = os.path.join(d, "attach.mscap")
-p = run([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-d", "1.5s", "-o", out])
+p = run([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-d", "%gs" % (1.5 * LAG_FACTOR),
+         "-o", out])
 proc.kill()
 proc.wait()
 check(p.returncode == 0, "record --pid ran: %s" % p.stderr)
