@@ -303,6 +303,25 @@ void AppendRow(std::vector<CfiRow>* rows, const CfiRow& row) {
   }
 }
 
+// Steps from `pc` through the rule sets that follow one another, up to
+// `limit` (a row reaching past it is cut there), appending a row for each
+// to `rows`; returns where it stopped.
+uint64_t StepRows(Dwarf_CFI* cfi, uint64_t pc, uint64_t limit, std::vector<CfiRow>* rows,
+                  std::vector<GeneralRow>* general, std::vector<ExprOp>* exprs) {
+  for (int guard = 0; guard < 1 << 20 && pc < limit; ++guard) {
+    Dwarf_Frame* raw = nullptr;
+    if (dwarf_cfi_addrframe(cfi, pc, &raw) != 0) break;
+    std::unique_ptr<Dwarf_Frame, FrameDeleter> frame(raw);
+    Dwarf_Addr start = 0, end = 0;
+    bool signal = false;
+    if (dwarf_frame_info(frame.get(), &start, &end, &signal) < 0 || end <= pc) break;
+    end = std::min<uint64_t>(end, limit);
+    AppendRow(rows, MakeRow(frame.get(), pc, end, signal, general, exprs));
+    pc = end;
+  }
+  return pc;
+}
+
 // An ELF file in memory holding `eh_frame` and `eh_frame_hdr` (may be empty)
 // as sections at their addresses (no program headers: libdw finds them by
 // name), for libdw to read.
@@ -469,18 +488,7 @@ const CfiRow* CfiTable::FindOnDemand(uint64_t vaddr) const {
   if (span.count == kUndecoded) {
     const uint64_t limit = next != d.starts.end() ? *next : ~uint64_t(0);
     std::vector<CfiRow> rows;
-    uint64_t pc = d.starts[i];
-    for (int guard = 0; guard < 1 << 20 && pc < limit; ++guard) {
-      Dwarf_Frame* raw = nullptr;
-      if (dwarf_cfi_addrframe(d.cfi.get(), pc, &raw) != 0) break;
-      std::unique_ptr<Dwarf_Frame, FrameDeleter> frame(raw);
-      Dwarf_Addr start = 0, end = 0;
-      bool signal = false;
-      if (dwarf_frame_info(frame.get(), &start, &end, &signal) < 0 || end <= pc) break;
-      end = std::min<uint64_t>(end, limit);
-      AppendRow(&rows, MakeRow(frame.get(), pc, end, signal, &general_, &exprs_));
-      pc = end;
-    }
+    StepRows(d.cfi.get(), d.starts[i], limit, &rows, &general_, &exprs_);
     span = {uint32_t(d.rows.size()), uint32_t(rows.size())};
     for (const CfiRow& row : rows) d.rows.push_back(row);
   }
@@ -545,18 +553,9 @@ Result<std::unique_ptr<CfiTable>> CfiTable::UpFront(Elf* elf) {
   // From each start, step through the rule sets that follow one another.
   uint64_t covered_to = 0;
   for (uint64_t candidate : starts) {
-    uint64_t pc = std::max(candidate, covered_to);
-    for (int guard = 0; guard < 1 << 20; ++guard) {
-      Dwarf_Frame* raw = nullptr;
-      if (dwarf_cfi_addrframe(cfi.cfi, pc, &raw) != 0) break;
-      std::unique_ptr<Dwarf_Frame, FrameDeleter> frame(raw);
-      Dwarf_Addr start = 0, end = 0;
-      bool signal = false;
-      if (dwarf_frame_info(frame.get(), &start, &end, &signal) < 0 || end <= pc) break;
-      AppendRow(&t->rows_, MakeRow(frame.get(), pc, end, signal, &t->general_, &t->exprs_));
-      pc = end;
-      covered_to = std::max(covered_to, pc);
-    }
+    const uint64_t pc = std::max(candidate, covered_to);
+    covered_to = std::max(covered_to,
+                          StepRows(cfi.cfi, pc, ~uint64_t(0), &t->rows_, &t->general_, &t->exprs_));
   }
   t->Finish();
   return t;
