@@ -1,7 +1,13 @@
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,7 +22,42 @@ struct ServeCommandOptions {
   std::string target;
   std::string diff;  // another capture, compared with the target in the view
   serve::ServeOptions serve;
+  bool open = false;  // open the URL in a browser once listening
 };
+
+// Opens `url` as a desktop does: with $BROWSER when set (its first
+// command, as Python's webbrowser reads it), else xdg-open, without waiting
+// for it; says so on stderr when that cannot be done (the URL is printed
+// either way).
+void OpenInBrowser(const std::string& url) {
+  const char* env = std::getenv("BROWSER");
+  std::string opener = env != nullptr && *env != '\0' ? env : "xdg-open";
+  opener = opener.substr(0, opener.find(':'));
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);  // not serve's blocked SIGINT and SIGTERM
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  char* argv[] = {opener.data(), const_cast<char*>(url.c_str()), nullptr};
+  pid_t pid = 0;
+  int err = posix_spawnp(&pid, opener.c_str(), nullptr, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  if (err != 0) {
+    std::fprintf(stderr, "microscope: warning: --open: cannot run %s (%s): open %s yourself\n",
+                 opener.c_str(), std::strerror(err), url.c_str());
+    return;
+  }
+  std::thread([pid, opener, url] {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "microscope: warning: --open: %s failed: open %s yourself\n",
+                   opener.c_str(), url.c_str());
+    }
+  }).detach();
+}
 
 int RunServe(ServeCommandOptions& o) {
   Result<std::vector<std::string>> captures = serve::CapturesToServe(o.target);
@@ -57,9 +98,11 @@ int RunServe(ServeCommandOptions& o) {
                  o.serve.bind.c_str());
   }
   std::printf("%s%s\n", s->url().c_str(), view.c_str());
-  std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", captures->size(),
-               captures->size() == 1 ? "" : "s", s->url().c_str());
+  const size_t served = o.serve.captures.size();
+  std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", served,
+               served == 1 ? "" : "s", s->url().c_str());
   std::fflush(stdout);
+  if (o.open) OpenInBrowser(s->url() + view);
   std::thread waiter([&stop, s] {
     int sig = 0;
     sigwait(&stop, &sig);
@@ -81,7 +124,8 @@ Runner AddServeCommand(CLI::App& app) {
       "tree, functions, timeline; its state in its URL) over a JSON API of report queries "
       "(GET /api/captures; GET /api/report with report's options as parameters: views, "
       "metric, granularity, look, inlines, min_percent, top, lane_width, thread, pid, time, "
-      "focus, exclude, capture, diff). Prints the URL, then serves until Ctrl-C.");
+      "focus, exclude, capture, diff). Prints the URL (--open opens it), then serves until "
+      "Ctrl-C.");
   cmd->add_option("target", o->target, "a capture file, or a directory of .mscap files")
       ->required();
   cmd->add_option("--diff", o->diff,
@@ -93,6 +137,8 @@ Runner AddServeCommand(CLI::App& app) {
                   "the address to listen on; another than the loopback lets others read the "
                   "captures")
       ->capture_default_str();
+  cmd->add_flag("--open", o->open,
+                "open the view in a browser ($BROWSER when set, else xdg-open) once serving");
   return [o]() { return RunServe(*o); };
 }
 

@@ -11,6 +11,7 @@ import http.client
 import re
 import signal
 import socket
+import time
 import urllib.parse
 
 from common import *
@@ -197,3 +198,34 @@ try:
 finally:
     server.send_signal(signal.SIGTERM)
     server.wait(timeout=30)
+
+# --open: the printed URL opened with $BROWSER (a script of the test that
+# fetches it, as a browser would); a missing opener is a warning, and the
+# server serves on.
+opened = os.path.join(d, "opened")
+opener = os.path.join(d, "opener")
+with open(opener, "w") as f:
+    f.write("#!/bin/sh\necho \"$1\" > %s.tmp && mv %s.tmp %s\n" % (opened, opened, opened))
+os.chmod(opener, 0o755)
+for browser, works in [(opener, True), (os.path.join(d, "no-such-browser"), False)]:
+    server = subprocess.Popen([MICROSCOPE, "serve", d + "/split.mscap", "--diff", d + "/threads.mscap",
+                               "--open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, BROWSER=browser))
+    try:
+        url = server.stdout.readline().strip()
+        port = int(re.match(r"http://127\.0\.0\.1:(\d+)/", url).group(1))
+        if works:
+            deadline = time.time() + 10 * LAG_FACTOR
+            while not os.path.exists(opened) and time.time() < deadline:
+                time.sleep(0.05)
+            got = open(opened).read().strip() if os.path.exists(opened) else None
+            check(got == url, "--open runs $BROWSER with the printed URL: %r" % got)
+        status, _, _ = request("GET", "/api/captures")
+        check(status == 200, "--open with %s: the server answers (%d)" % (browser, status))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    err = server.stderr.read()
+    if not works:
+        check("warning: --open: cannot run" in err and url in err,
+              "a missing $BROWSER is a warning naming the URL: %r" % err)
