@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/presentation.h"
+
 namespace microscope::formats {
 namespace {
 
@@ -9,7 +11,10 @@ using analysis::ReportModel;
 using nlohmann::ordered_json;
 
 ordered_json CostJson(const analysis::ReportCost& c) {
-  return {{"samples", c.samples}, {"value", c.value}, {"percent", c.percent}};
+  return {{"samples", c.samples},
+          {"value", c.value},
+          {"percent", c.percent},
+          {"text", analysis::Share(c.percent)}};
 }
 
 ordered_json FunctionJson(const analysis::ReportFunction& f) {
@@ -44,6 +49,7 @@ ordered_json DiffRowsJson(const analysis::ReportDiffTable& table, bool with_modu
     j["base_share"] = r.base_share;
     j["other_share"] = r.other_share;
     j["delta"] = r.delta();
+    j["delta_text"] = analysis::ShareChange(100 * r.delta());
     out.push_back(std::move(j));
   }
   return out;
@@ -218,12 +224,21 @@ ordered_json DiffJson(const analysis::ReportDiff& d) {
 
 }  // namespace
 
-std::string ReportJson(const ReportModel& m) {
+std::string ReportJson(const ReportModel& m, bool indent) {
   ordered_json j;
   j["header"] = SummaryJson(m.header.summary);
+  ordered_json lines = ordered_json::array();
+  for (const analysis::HeaderLine& l : analysis::HeaderLines(m))
+    lines.push_back({{"label", l.label}, {"text", l.text}});
+  j["header"]["lines"] = std::move(lines);
   if (m.header.show_off_cpu) j["off_cpu"] = OffCpuJson(m.header.off_cpu);
   if (m.by_state) j["by_state"] = OffCpuJson(*m.by_state);
-  if (!m.header.filter_text.empty()) j["filter"] = m.header.filter_text;
+  if (!m.header.filter_text.empty()) {
+    j["filter"] = m.header.filter_text;
+    // What the filter kept, as a share of the whole capture.
+    const double kept = analysis::KeptPercent(m);
+    j["kept"] = {{"percent", kept}, {"text", analysis::Share(kept)}};
+  }
   j["all"] = CostJson(m.flat.all);
   j["functions"] = ordered_json::array();
   for (const auto& r : m.flat.rows) j["functions"].push_back(FunctionJson(r));
@@ -233,7 +248,7 @@ std::string ReportJson(const ReportModel& m) {
   if (m.threads) j["threads"] = ThreadsJson(*m.threads);
   if (m.lanes) j["lanes"] = LanesJson(*m.lanes);
   if (m.diff) j["diff"] = DiffJson(*m.diff);
-  return j.dump(1, ' ', false, ordered_json::error_handler_t::replace);
+  return j.dump(indent ? 1 : -1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
 void WriteReportJson(FILE* out, const ReportModel& m) {

@@ -1,10 +1,12 @@
 // The report model (analysis/report.h) as one JSON document: what
 // `microscope report --json` prints and what scripts and the e2e tests read.
-// Keys and their order are the API: header, off_cpu, by_state, filter, all,
+// Keys and their order are the API: header, off_cpu, by_state, filter, kept, all,
 // functions, syscalls, tree, inverted, threads, lanes, diff (each optional
 // part only when the model has it). Lists are whole: the `top` and
 // min-change pruning of the text tables does not apply, the trees' pruning
-// by min-percent does.
+// by min-percent does. Beside the numbers, the text people read is there
+// as the terminal prints it (analysis/presentation): the header's "lines"
+// and each cost's "text" and each diff row's "delta_text".
 #pragma once
 
 #include <cstdio>
@@ -14,8 +16,9 @@
 
 namespace microscope::formats {
 
-// The document, indented by one space, invalid UTF-8 replaced.
-std::string ReportJson(const analysis::ReportModel& model);
+// The document, indented by one space (compact without `indent`), invalid
+// UTF-8 replaced.
+std::string ReportJson(const analysis::ReportModel& model, bool indent = true);
 
 // ReportJson and a newline, to `out`.
 void WriteReportJson(FILE* out, const analysis::ReportModel& model);

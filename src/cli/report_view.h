@@ -14,7 +14,4 @@ namespace microscope::cli {
 
 void PrintTextReport(FILE* out, const analysis::ReportModel& model, bool color);
 
-// "1.234 s" for nanoseconds, "12.0 MiB" for bytes, plain numbers otherwise.
-std::string FormatValue(uint64_t value, const std::string& unit);
-
 }  // namespace microscope::cli

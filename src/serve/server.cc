@@ -141,7 +141,7 @@ struct Server::State {
     q.other_name = parsed->diff;
     Result<analysis::ReportModel> model = analysis::BuildReport(**capture, q, other.get());
     if (!model.ok()) return {422, ErrorJson(model.status().message())};
-    return {200, formats::ReportJson(*model)};
+    return {200, formats::ReportJson(*model, /*indent=*/false)};
   }
 
   std::string Captures() const {

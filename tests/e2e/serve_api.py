@@ -85,6 +85,20 @@ try:
     got = get_json(api(capture="split.mscap", diff="threads.mscap"))
     check(got == cli("split.mscap", "--diff", "threads.mscap") and "diff" in got,
           "/api/report with diff equals report --diff")
+    # The text people read comes from one place: the API's header lines are
+    # the terminal's header, line for line, and a cost's text is the share
+    # the terminal's tables print.
+    for params, flags in [({"focus": "work_c"}, ["--focus", "work_c"]), ({}, [])]:
+        got = get_json(api(capture="threads.mscap", views="tree", **params))
+        text = run([MICROSCOPE, "report", "--tree", *flags, "threads.mscap"], cwd=d).stdout
+        header = text.split("\n\n")[0].split("\n")
+        lines = ["%-12s%s" % (l["label"], l["text"]) for l in got["header"]["lines"]]
+        check(lines == header and any(l.startswith("filter") for l in lines) == bool(flags),
+              "the API's header lines are report's header (%d lines)" % len(lines))
+        root = got["tree"][0]
+        row = "%7s %7s  %s [%s]" % (root["total"]["text"], root["self"]["text"], root["function"],
+                                    root["module"])
+        check(row in text.split("\n"), "a tree node's texts are report's row: %r" % row)
     # Asked again: the cached answer is the same.
     check(get_json(api(capture="threads.mscap")) == cli("threads.mscap"), "a repeated query")
 

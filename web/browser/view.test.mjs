@@ -38,7 +38,11 @@ test("loads: the header and the flame graph of the capture", async () => {
   await ready();
   await page.waitForSelector(".d3-flame-graph rect");
   const whole = await api("/api/report?capture=threads.mscap");
-  assert.equal(await field("samples"), String(whole.header.samples));
+  // The header is report's, line for line.
+  const samples = whole.header.lines.find((l) => l.label === "samples").text;
+  assert.ok(samples.startsWith(`${whole.header.samples} (`), samples);
+  assert.equal(await field("samples"), samples);
+  assert.equal(await field("stacks"), whole.header.lines.find((l) => l.label === "stacks").text);
   assert.ok((await page.locator(".d3-flame-graph g.frame").count()) > 5);
   assert.ok(await page.locator('.d3-flame-graph g.frame[name="work_c"]').count());
   await shot("1-loaded");
@@ -48,9 +52,11 @@ test("a click on a function focuses every view on it", async () => {
   await page.locator('.d3-flame-graph g.frame[name="work_b"]').first().click();
   await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "work_b");
   await ready();
-  await page.waitForSelector('dd[data-field="kept"]');
+  await page.waitForSelector('dd[data-field="filter"]');
   const focused = await api("/api/report?capture=threads.mscap&focus=%5Ework_b%24");
-  assert.equal(await field("kept"), `${focused.all.samples} of ${focused.header.samples} samples`);
+  const filter = focused.header.lines.find((l) => l.label === "filter").text;
+  assert.ok(filter.includes(`: ${focused.all.samples} samples`), filter);
+  assert.equal(await field("filter"), filter);
   await page.getByRole("button", { name: "call tree", exact: true }).click();
   await page.waitForSelector("table.tree tbody tr");
   const names = await page.locator("table.tree .name").allTextContents();
@@ -66,11 +72,15 @@ test("search marks the matching frames and says their share", async () => {
   await page.keyboard.press("Enter");
   const status = page.getByRole("status");
   await status.waitFor();
+  await page.waitForFunction(() => /% of the samples/.test(document.querySelector("[role=status]").textContent));
   const text = await status.textContent();
+  // The share is the server's: samples with work_c (any case) on their stack.
+  const found = await api("/api/report?capture=threads.mscap&focus=" + encodeURIComponent("[wW][oO][rR][kK]_[cC]"));
   const whole = await api("/api/report?capture=threads.mscap");
   const c = whole.functions.find((f) => f.function === "work_c");
-  const shown = parseFloat(/([\d.]+)% of the samples/.exec(text)[1]);
-  assert.ok(Math.abs(shown - c.total.percent) < 0.6, `${text} vs work_c's ${c.total.percent}%`);
+  assert.equal(found.all.samples, c.total.samples);
+  assert.equal(found.kept.text, c.total.text);
+  assert.ok(found.kept.text !== "100.00%" && text.includes(`on the stacks of ${found.kept.text} of the samples`), text);
   assert.equal(query().get("search"), "work_c");
   await shot("3-search");
 });
@@ -87,12 +97,12 @@ test("a time range selected on the timeline filters the views", async () => {
   await page.mouse.up();
   await page.waitForFunction(() => new URL(location.href).searchParams.get("time"));
   await ready();
-  await page.waitForSelector('dd[data-field="kept"]');
+  await page.waitForSelector('dd[data-field="filter"]');
   const time = query().get("time");
   const kept = await api(`/api/report?capture=threads.mscap&time=${encodeURIComponent(time)}`);
   const whole = await api("/api/report?capture=threads.mscap");
   assert.ok(kept.all.samples > 0 && kept.all.samples < whole.all.samples, time);
-  assert.equal(await field("kept"), `${kept.all.samples} of ${kept.header.samples} samples`);
+  assert.equal(await field("filter"), kept.header.lines.find((l) => l.label === "filter").text);
   await shot("4-time-range");
 });
 

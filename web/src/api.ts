@@ -1,10 +1,13 @@
 // The server's answers (GET /api/report: report --json's document). The
-// browser never aggregates: every number it shows is one of these.
+// browser never aggregates: every number it shows is one of these, and
+// every figure is written as the server's presentation module writes it
+// for the terminal too (the `text` fields and the header's lines).
 
 export interface Cost {
   samples: number;
   value: number;
   percent: number;
+  text: string;  // the share as report prints it: "12.34%"
 }
 
 export interface TreeNode {
@@ -36,6 +39,7 @@ export interface Header {
   stack_ends: Record<string, number>;
   problems?: {kind: string; count: number; example: string}[];
   threads: {tid: number; pid: number; name: string; samples: number}[];
+  lines: {label: string; text: string}[];  // report's header, line by line
 }
 
 export interface DiffRow {
@@ -46,6 +50,7 @@ export interface DiffRow {
   base_share: number;
   other_share: number;
   delta: number;  // other_share - base_share: > 0, more of the other capture's time
+  delta_text: string;  // "+1.23%", as report --diff prints it
 }
 
 export interface Lane {
@@ -67,6 +72,7 @@ export interface Report {
   header: Header;
   all: Cost;
   filter?: string;
+  kept?: {percent: number; text: string};  // with a filter: its share of the whole
   functions: FunctionRow[];
   tree?: TreeNode[];
   inverted?: TreeNode[];
@@ -94,7 +100,7 @@ export interface FlameNode {
   name: string;
   value: number;
   module: string;
-  percent: number;
+  text: string;
   children: FlameNode[];
 }
 
@@ -104,14 +110,14 @@ export function flameRoot(report: Report): FlameNode {
     name: n.function,
     value: n.total.value,
     module: n.module,
-    percent: n.total.percent,
+    text: n.total.text,
     children: (n.children ?? []).map(convert),
   });
   return {
     name: 'all',
     value: report.all.value,
     module: '',
-    percent: 100,
+    text: report.all.text,
     children: roots.map(convert),
   };
 }

@@ -8,7 +8,7 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {diffByFunction, fetchReport, Report} from './api';
-import {lanesQuery, parseState, reportQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {lanesQuery, parseState, reportQuery, searchQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
@@ -33,12 +33,13 @@ function usePageState(): [ViewState, (s: ViewState) => void] {
   return [state, go];
 }
 
-// The answer to `query`, or the error the server gave.
+// The answer to `query` (none for ''), or the error the server gave.
 function useReport(query: string): [Report|null, string] {
   const [report, setReport] = useState<Report|null>(null);
   const [error, setError] = useState('');
   useEffect(() => {
     let live = true;
+    if (!query) return setReport(null);
     fetchReport(query).then(
         (r) => live && (setReport(r), setError('')),
         (e: Error) => live && setError(e.message),
@@ -54,6 +55,11 @@ function App() {
   const [state, go] = usePageState();
   const [report, error] = useReport(reportQuery(state, MIN_PERCENT));
   const [lanes] = useReport(lanesQuery(state, LANE_COLUMNS));
+  const [found, searchError] = useReport(state.search ? searchQuery(state) : '');
+  const searchShare = searchError ? searchError :
+      found                       ? `on the stacks of ${found.kept?.text} of the samples${
+                  state.focus ? ' (focused or not)' : ''                      }` :
+                                    '…';
   const focus = (name: string) => go({...state, focus: name});
   const order = (o: 'total'|'self') => go({...state, order: o});
   // One map per answer: the views redraw when it changes, not at each render.
@@ -118,7 +124,7 @@ function App() {
           ),
       report &&
           (state.view === 'flame' ?
-               h(FlameGraph, {report, search: state.search, diff, onFocus: focus}) :
+               h(FlameGraph, {report, search: state.search, searchShare, diff, onFocus: focus}) :
                state.view === 'tree' ?
                h(CallTree, {
                  key: reportQuery(state, MIN_PERCENT),

@@ -85,6 +85,31 @@ export function reportQuery(state: ViewState, minPercent: number): string {
   return '/api/report?' + params.toString();
 }
 
+// A regex (report's --focus) that finds `text` in a name, in any case: the
+// flame graph's search, asked of the server.
+export function containing(text: string): string {
+  return [...text]
+      .map((ch) => {
+        const lower = ch.toLowerCase(), upper = ch.toUpperCase();
+        if (lower !== upper) return `[${lower}${upper}]`;
+        return ch.replace(/[.*+?^${}()|[\]\\\/-]/g, '\\$&');
+      })
+      .join('');
+}
+
+// The search's query: the share of the samples (in the thread and time
+// range shown; not only the focused ones) with a function whose name
+// holds the search on their stack.
+export function searchQuery(state: ViewState): string {
+  const params = new URLSearchParams();
+  if (state.capture) params.set('capture', state.capture);
+  params.set('views', 'threads');
+  params.set('focus', containing(state.search));
+  if (state.thread) params.set('thread', state.thread);
+  if (state.time) params.set('time', state.time);
+  return '/api/report?' + params.toString();
+}
+
 // The timeline's query: every thread's lanes over the whole recording (the
 // time range selected on it, and the focus, filter the other views only).
 export function lanesQuery(state: ViewState, columns: number): string {

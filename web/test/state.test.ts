@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest';
 
-import {DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, stateToSearch, timeRange,} from '../src/state';
+import {containing, DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, searchQuery, stateToSearch, timeRange,} from '../src/state';
 
 const params = (query: string) => new URLSearchParams(query.split('?')[1]);
 
@@ -65,5 +65,21 @@ describe('the timeline', () => {
     expect(timeRange(2_500_000_000, 1_000_000_000)).toBe('1s..2.5s');
     expect(timeRange(0, 1234)).toBe('0s..0.000001s');
     expect(timeRange(10e9, 20e9)).toBe('10s..20s');
+  });
+});
+
+describe('search', () => {
+  it('asks for names holding the text, in any case, its characters taken as they are', () => {
+    const re = new RegExp(containing('Work_c.x('));
+    expect(re.test('std::work_C.x(int)')).toBe(true);
+    expect(re.test('work_cax(')).toBe(false);
+    expect(containing('a+b')).toBe('[aA]\\+[bB]');
+  });
+  it('keeps the thread and time range, not the focus', () => {
+    const q = params(searchQuery(
+        {...DEFAULT_STATE, search: 'malloc', focus: 'main', thread: 't1', time: '1s..2s'}));
+    expect(q.get('focus')).toBe(containing('malloc'));
+    expect(q.get('thread')).toBe('t1');
+    expect(q.get('time')).toBe('1s..2s');
   });
 });

@@ -40,8 +40,9 @@ TEST_CASE("Report JSON: parts in a fixed order, each only when asked for") {
   q.filter.thread = "app";
   q.filter_text = "thread app";
   CHECK(Keys(ReportOf(off, q, &other)) ==
-        std::vector<std::string>{"header", "off_cpu", "by_state", "filter", "all", "functions",
-                                 "syscalls", "tree", "inverted", "threads", "lanes", "diff"});
+        std::vector<std::string>{"header", "off_cpu", "by_state", "filter", "kept", "all",
+                                 "functions", "syscalls", "tree", "inverted", "threads", "lanes",
+                                 "diff"});
 }
 
 TEST_CASE("Report JSON: functions are whole, costs carry their share") {
@@ -49,7 +50,8 @@ TEST_CASE("Report JSON: functions are whole, costs carry their share") {
   ReportQuery q;
   q.top = 1;  // the text tables' pruning; the JSON lists every function
   ordered_json j = ReportOf(c, q);
-  CHECK(j["all"] == ordered_json::parse(R"({"samples": 10, "value": 10000, "percent": 100.0})"));
+  CHECK(j["all"] == ordered_json::parse(
+                        R"({"samples": 10, "value": 10000, "percent": 100.0, "text": "100.00%"})"));
   REQUIRE(j["functions"].size() == 4);
   const ordered_json& hot = j["functions"][0];
   CHECK(Keys(hot) == std::vector<std::string>{"function", "module", "self", "total"});
@@ -91,7 +93,8 @@ TEST_CASE("Report JSON: diff rows are whole; paths have no module") {
   REQUIRE(d["self"].size() == 4);  // rows whose share did not change too
   CHECK(Keys(d["self"][0]) == std::vector<std::string>{"name", "module", "base_value",
                                                        "other_value", "base_share", "other_share",
-                                                       "delta"});
+                                                       "delta", "delta_text"});
+  CHECK(d["self"][0]["delta_text"].get<std::string>().size() > 1);
   CHECK(std::abs(d["self"][0]["delta"].get<double>()) == doctest::Approx(0.7));
   REQUIRE_FALSE(d["paths"].empty());
   CHECK_FALSE(d["paths"][0].contains("module"));

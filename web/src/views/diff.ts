@@ -10,6 +10,6 @@ export function DiffCell({row}: {row: DiffRow|undefined}) {
       {class: delta > 0 ? 'slower' :
            delta < 0    ? 'faster' :
                           ''},
-      row ? (delta > 0 ? '+' : '') + delta.toFixed(2) : '',
+      row ? row.delta_text : '',
   );
 }

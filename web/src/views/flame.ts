@@ -1,6 +1,7 @@
 // The flame graph, drawn by d3-flame-graph (the maintained D3 flame graph,
 // with zoom and search built in) as an icicle: the roots on top, as the call
-// tree reads. Search marks the matching frames and says their share; a
+// tree reads. Search marks the matching frames and says their share (the
+// server's: the samples with a matching function on their stack); a
 // click focuses every view on the function; with a diff, frames are red
 // where the other capture spends a larger share, blue where a smaller one.
 import flamegraph from 'd3-flame-graph';
@@ -9,7 +10,6 @@ import {select} from 'd3-selection';
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
 import {DiffRow, flameRoot, Report} from '../api';
-import {percent} from '../format';
 
 export function diffColor(delta: number|undefined): string|null {
   if (delta === undefined || Math.abs(delta) < 0.05) return null;
@@ -19,43 +19,37 @@ export function diffColor(delta: number|undefined): string|null {
 }
 
 export function FlameGraph(props: {
-  report: Report; search: string; diff: Map<string, DiffRow>| null; onFocus: (name: string) => void;
+  report: Report; search: string; searchShare: string; diff: Map<string, DiffRow>| null;
+  onFocus: (name: string) => void;
 }) {
   const host = useRef<HTMLDivElement>(null);
   // The chart lives across renders: its click reaches the latest handler.
   const onFocus = useRef(props.onFocus);
   onFocus.current = props.onFocus;
-  const [matched, setMatched] = useState<string>('');
+  const [matched, setMatched] = useState<number>(0);
   useEffect(() => {
     const el = host.current!;
     el.textContent = '';
-    const chart =
-        flamegraph()
-            .width(Math.max(320, el.clientWidth))
-            .cellHeight(18)
-            .minFrameSize(1)
-            .transitionDuration(0)
-            .sort(true)
-            .inverted(true)
-            .setLabelHandler(
-                (d: FlameDatum) => `${d.data.name}${
-                    d.data.module ? ' [' + d.data.module + ']' : ''}: ${percent(d.data.percent)}`,
-                )
-            // Plain text, case-insensitive: a search is what the user typed, not a regex.
-            .setSearchMatch(
-                (d: FlameDatum, term: string) =>
-                    d.data.name.toLowerCase().includes(term.toLowerCase()),
-                )
-            .setSearchHandler((results: FlameDatum[], sum: number, total: number) => {
-              setMatched(
-                  results.length ? `${results.length} frames match, ${
-                                       percent((100 * sum) / Math.max(1, total))} of the samples` :
-                                   'no frame matches',
-              );
-            })
-            .onClick((d: FlameDatum) => {
-              if (d.data.name !== 'all') onFocus.current(d.data.name);
-            });
+    const chart = flamegraph()
+                      .width(Math.max(320, el.clientWidth))
+                      .cellHeight(18)
+                      .minFrameSize(1)
+                      .transitionDuration(0)
+                      .sort(true)
+                      .inverted(true)
+                      .setLabelHandler(
+                          (d: FlameDatum) => `${d.data.name}${
+                              d.data.module ? ' [' + d.data.module + ']' : ''}: ${d.data.text}`,
+                          )
+                      // Plain text, case-insensitive: a search is what the user typed, not a regex.
+                      .setSearchMatch(
+                          (d: FlameDatum, term: string) =>
+                              d.data.name.toLowerCase().includes(term.toLowerCase()),
+                          )
+                      .setSearchHandler((results: FlameDatum[]) => setMatched(results.length))
+                      .onClick((d: FlameDatum) => {
+                        if (d.data.name !== 'all') onFocus.current(d.data.name);
+                      });
     if (props.diff) {
       const diff = props.diff;
       chart.setColorMapper(
@@ -66,13 +60,15 @@ export function FlameGraph(props: {
     if (props.search)
       chart.search(props.search);
     else
-      setMatched('');
+      setMatched(0);
     return () => chart.destroy();
   }, [props.report, props.search, props.diff]);
   return h(
       'div',
       null,
-      props.search && h('p', {class: 'matched', role: 'status'}, matched),
+      props.search &&
+          h('p', {class: 'matched', role: 'status'},
+            matched ? `${matched} frames match; ${props.searchShare}` : 'no frame matches'),
       h('div', {class: 'flame', ref: host, 'aria-label': 'flame graph'}),
   );
 }

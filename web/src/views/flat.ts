@@ -1,7 +1,6 @@
 // Every function the filters kept, by self or total (as report's tables).
 import {h} from 'preact';
 import type {DiffRow, Report} from '../api';
-import {percent} from '../format';
 import {DiffCell} from './diff';
 
 export function FlatTable(props: {
@@ -32,8 +31,8 @@ export function FlatTable(props: {
                   onClick: () => props.onFocus(r.function),
                   onKeyDown: (e: KeyboardEvent) => e.key === 'Enter' && props.onFocus(r.function),
                 },
-                h('td', null, percent(r.self.percent)),
-                h('td', null, percent(r.total.percent)),
+                h('td', null, r.self.text),
+                h('td', null, r.total.text),
                 props.diff && h(DiffCell, {row: d}),
                 h('td', null, r.function + (r.module ? ` [${r.module}]` : '')),
             );

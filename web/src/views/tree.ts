@@ -6,7 +6,6 @@
 import {h} from 'preact';
 import {useMemo, useState} from 'preact/hooks';
 import type {DiffRow, TreeNode} from '../api';
-import {percent} from '../format';
 import {DiffCell} from './diff';
 
 interface Row {
@@ -131,8 +130,8 @@ export function CallTree(props: {
                   onKeyDown: (e: KeyboardEvent) => onKey(e, index),
                   onFocus: () => setCursor(index),
                 },
-                h('td', null, percent(row.node.total.percent)),
-                h('td', null, percent(row.node.self.percent)),
+                h('td', null, row.node.total.text),
+                h('td', null, row.node.self.text),
                 props.diff && h(DiffCell, {row: d}),
                 h(
                     'td',

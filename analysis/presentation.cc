@@ -1,0 +1,271 @@
+#include "analysis/presentation.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+
+#include "base/percent.h"
+#include "base/plural.h"
+
+namespace microscope::analysis {
+namespace {
+
+// printf onto the end of `out`.
+__attribute__((format(printf, 2, 3))) void Appendf(std::string& out, const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  char buf[256];
+  int n = std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  if (n < 0) {
+    va_end(again);
+    return;
+  }
+  if (size_t(n) < sizeof(buf)) {
+    out.append(buf, size_t(n));
+  } else {
+    std::string big(size_t(n) + 1, '\0');
+    std::vsnprintf(big.data(), big.size(), format, again);
+    out.append(big.data(), size_t(n));
+  }
+  va_end(again);
+}
+
+unsigned long long Ull(uint64_t v) {
+  return static_cast<unsigned long long>(v);
+}
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : " ") + p;
+  return out;
+}
+
+// Lines under construction: Line("duration") starts one, and what is
+// appended goes to it.
+struct Lines {
+  std::vector<HeaderLine> lines;
+  std::string& Line(const char* label) {
+    lines.push_back({label, ""});
+    return lines.back().text;
+  }
+};
+
+// What ran, for how long, and what was sampled.
+void RunLines(const ReportHeader& h, Lines& l) {
+  const Summary& s = h.summary;
+  l.Line("command") = Join(s.command);
+  Appendf(l.Line("mode"), "%s, pid %d", s.mode.c_str(), s.target_pid);
+  std::string& processes = l.Line("processes");
+  Appendf(processes, "%zu:", s.processes.size());
+  const size_t kCommandWidth = 40;  // a compiler's command line runs to pages
+  for (uint32_t i : h.shown_processes) {
+    const auto& p = s.processes[i];
+    std::string command = p.command.size() <= kCommandWidth
+                              ? p.command
+                              : p.command.substr(0, kCommandWidth - 3) + "...";
+    Appendf(processes, " %d %s", p.pid, command.c_str());
+    if (p.exit_status >= 0) Appendf(processes, " (exit %d)", p.exit_status);
+    processes += ";";
+  }
+  if (s.processes.size() > h.shown_processes.size())
+    Appendf(processes, " ... and %zu more (--json lists all)",
+            s.processes.size() - h.shown_processes.size());
+  std::string& threads = l.Line("threads");
+  Appendf(threads, "%zu:", s.threads.size());
+  const size_t kShownThreads = 8;  // one terminal line
+  for (size_t i = 0; i < s.threads.size() && i < kShownThreads; ++i) {
+    const auto& t = s.threads[i];
+    Appendf(threads, " %s (tid %d) %llu;", t.name.c_str(), t.tid, Ull(t.samples));
+  }
+  if (s.threads.size() > kShownThreads) threads += " ... (--threads lists all)";
+  l.Line("duration") = Quantity(s.duration_ns, "nanoseconds");
+  const bool off_metric = h.metric == Metric::kOffCpu;
+  std::string& samples = l.Line(off_metric ? "intervals" : "samples");
+  if (s.samples == 0 && s.frequency == 0 && !off_metric) {
+    samples = "none (a recording of BPF parts only)";
+  } else {
+    Appendf(samples, "%llu (%s of %s)", Ull(s.samples), Quantity(s.value, s.unit).c_str(),
+            s.metric.c_str());
+    if (s.frequency != 0) Appendf(samples, " at %u Hz", s.frequency);
+    samples += ", " + Counted(s.threads.size(), "thread");
+  }
+}
+
+// The metric, the off-CPU totals and incomplete intervals, and what each
+// event source of the recording did (its settings.sources entry).
+void OffCpuLines(const ReportHeader& h, Lines& l) {
+  const OffCpuSummary& o = h.off_cpu.totals;
+  if (h.show_metric) {
+    Appendf(l.Line("metric"),
+            "%s (--metric cpu: CPU samples; offcpu: time off CPU; wall: both, per thread)",
+            MetricName(h.metric));
+  }
+  if (h.show_off_cpu) {
+    std::string& line = l.Line("off-CPU");
+    if (!o.status.empty()) line += o.status + "; ";
+    Appendf(line, "%llu intervals, %s", Ull(o.intervals), Duration(o.interval_ns).c_str());
+    if (o.shorts > 0) {
+      Appendf(line, "; %llu shorter than %s only counted, %s (no stack)", Ull(o.shorts),
+              Duration(o.min_ns).c_str(), Duration(o.short_ns).c_str());
+    }
+    Appendf(line, "; total %s", Duration(o.total_ns()).c_str());
+  }
+  if (o.cut_at_start > 0 || o.cut_at_end > 0) {
+    Appendf(l.Line("incomplete"),
+            "%llu already off CPU at the start (%s), %llu still off CPU at the end or "
+            "switch-in lost (%s): counted as stored, not stretched",
+            Ull(o.cut_at_start), Duration(o.cut_at_start_ns).c_str(), Ull(o.cut_at_end),
+            Duration(o.cut_at_end_ns).c_str());
+  }
+  if (o.no_user_stack > 0) {
+    Appendf(l.Line("off-CPU"), "%llu intervals without a user stack", Ull(o.no_user_stack));
+  }
+  if (!h.syscalls.empty()) {
+    std::string& line = l.Line("syscalls");
+    line = h.syscalls;
+    if (h.syscall_stack_min != 0)
+      Appendf(line, "; stacks for calls from %s", Duration(h.syscall_stack_min).c_str());
+  }
+}
+
+// "N records" lost, which ring lost them, and the kernel's own count.
+std::string LostText(const Summary& s) {
+  std::string line;
+  Appendf(line, "%llu records", Ull(s.lost_records));
+  if (s.lost_records > 0 && s.lost_task_records) {
+    // Which ring lost them says what the loss costs.
+    uint64_t tasks = std::min(*s.lost_task_records, s.lost_records);
+    Appendf(line, " (%llu of samples, %llu of mappings, processes and threads%s)",
+            Ull(s.lost_records - tasks), Ull(tasks),
+            tasks > 0 ? ": frames in a lost mapping stay unnamed" : "");
+  }
+  if (s.ring_lost_records && s.kernel_lost_records) {
+    // The perf rings' LOST records against the kernel's own count of them.
+    const uint64_t ring = *s.ring_lost_records, kernel = *s.kernel_lost_records;
+    const char* of = ring == s.lost_records ? "" : " from the perf rings";
+    if (kernel == ring && ring > 0) {
+      Appendf(line, ", %llu%s as the kernel's own count says", Ull(ring), of);
+    } else if (kernel > ring) {
+      // Losses after which nothing more reached a ring have no LOST record.
+      Appendf(line, "; the kernel counted %llu lost%s (%llu after the last record a ring took)",
+              Ull(kernel), of, Ull(kernel - ring));
+    } else if (kernel < ring) {
+      Appendf(line, "; the kernel counted only %llu lost%s", Ull(kernel), of);
+    }
+  }
+  Appendf(line, ", %llu samples; throttled %llu times", Ull(s.lost_samples), Ull(s.throttles));
+  return line;
+}
+
+// How well stacks were named and unwound, and what was lost.
+void StackLines(const ReportHeader& h, Lines& l) {
+  const Summary& s = h.summary;
+  if (s.samples > 0) {
+    Appendf(l.Line("names"),
+            "%.1f%% of %s have fully named stacks (unnamed frames show as module+0xoffset)",
+            h.named_percent, h.metric == Metric::kOffCpu ? "intervals" : "samples");
+  }
+  if (s.symbols == "later") {
+    l.Line("symbols") =
+        "recorded with --symbolize later: name frames with `microscope symbolize FILE`";
+  } else if (s.symbols == "symbolize") {
+    l.Line("symbols") = "named by `microscope symbolize` (see notes)";
+  }
+  l.Line("lost") = LostText(s);
+  if (!s.call_graph.empty()) {
+    std::string& line = l.Line("call graph");
+    line = s.call_graph;
+    if (s.stack_copy != 0) Appendf(line, ", %u-byte user stack copy", s.stack_copy);
+  }
+  if (h.ended_early > 0) {
+    // How many stacks CFI proved whole, and why the others ended early.
+    Appendf(l.Line("stack quality"), " %.1f%% complete, %llu ended early", h.complete_percent,
+            Ull(h.ended_early));
+  }
+  std::string& stacks = l.Line("stacks");
+  bool first = true;
+  for (uint8_t e = 0; e < capture::kStackEndCount; ++e) {
+    if (s.stack_ends[e] == 0) continue;
+    Appendf(stacks, "%s%llu %s", first ? "" : ", ", Ull(s.stack_ends[e]),
+            capture::StackEndName(capture::StackEnd(e)));
+    first = false;
+  }
+  Appendf(stacks, "%s; kernel frames %s", first ? "none" : "", h.kernel_frames.c_str());
+}
+
+}  // namespace
+
+std::string Share(double percent) {
+  std::string out;
+  Appendf(out, "%.2f%%", percent);
+  return out;
+}
+
+std::string ShareChange(double percent_points) {
+  std::string out;
+  Appendf(out, "%+.2f%%", percent_points);
+  return out;
+}
+
+std::string Quantity(uint64_t value, std::string_view unit) {
+  std::string out;
+  if (unit == "nanoseconds") {
+    Appendf(out, "%.3f s", double(value) / 1e9);
+  } else if (unit == "bytes") {
+    double v = double(value);
+    const char* suffix = "B";
+    for (const char* s : {"KiB", "MiB", "GiB"}) {
+      if (v < 1024) break;
+      v /= 1024;
+      suffix = s;
+    }
+    Appendf(out, "%.1f %s", v, suffix);
+  } else if (unit == "count" || unit.empty()) {
+    Appendf(out, "%llu", Ull(value));
+  } else {
+    Appendf(out, "%llu %.*s", Ull(value), int(unit.size()), unit.data());
+  }
+  return out;
+}
+
+std::string Duration(uint64_t ns) {
+  std::string out;
+  if (ns < 1000000) {
+    Appendf(out, "%.1f µs", double(ns) / 1e3);
+  } else if (ns < 1000000000) {
+    Appendf(out, "%.3f ms", double(ns) / 1e6);
+  } else {
+    Appendf(out, "%.3f s", double(ns) / 1e9);
+  }
+  return out;
+}
+
+double KeptPercent(const ReportModel& m) {
+  return Percent(m.flat.all.value, m.header.summary.value);
+}
+
+std::vector<HeaderLine> HeaderLines(const ReportModel& m) {
+  const ReportHeader& h = m.header;
+  const Summary& s = h.summary;
+  Lines l;
+  RunLines(h, l);
+  OffCpuLines(h, l);
+  StackLines(h, l);
+  if (s.problems.empty()) l.Line("problems") = "none";
+  for (size_t i = 0; i < s.problems.size(); ++i) {
+    const auto& p = s.problems[i];
+    Appendf(l.Line(i == 0 ? "problems" : ""), "%llu x %s (e.g. %s)", Ull(p.count), p.kind.c_str(),
+            p.example.c_str());
+  }
+  for (const std::string& n : s.notes) l.Line("note") = n;
+  if (!h.filter_text.empty()) {
+    Appendf(l.Line("filter"), "%s: %llu %s (%s, %s of all) kept", h.filter_text.c_str(),
+            Ull(m.flat.all.samples), m.nouns.counts.c_str(),
+            Quantity(m.flat.all.value, s.unit).c_str(), Share(KeptPercent(m)).c_str());
+  }
+  return std::move(l.lines);
+}
+
+}  // namespace microscope::analysis
