@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/source.h"
 #include "analysis/syscalls.h"
 #include "base/percent.h"
 
@@ -320,12 +321,21 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   m.nouns = Nouns(q.granularity, metric);
   m.header = BuildHeader(original, cap, metric, q);
   BuildViews(original, cap, keys, *filter, q, &m);
+  if (!q.source.empty()) {
+    m.source = BuildSource(cap, *filter, q.source, m.flat.all.value);
+    if (!m.source) {
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "no function named '" + q.source + "' in the capture")
+          .WithContext(q.capture_name);
+    }
+  }
   if (other != nullptr) {
     ASSIGN_OR_RETURN(DiffResult diff, DiffWith(cap, *other, metric, q));
     m.diff = BuildDiff(std::move(diff), q.top);
   }
   const ReportViews& v = q.views;
-  const bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls;
+  const bool any =
+      v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls || m.source;
   m.show_flat = v.flat || !any;
   return m;
 }

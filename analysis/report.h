@@ -51,6 +51,8 @@ struct ReportQuery {
   bool inlines = true;
   // Which frames of mixed Python and native stacks the views show.
   Look look = Look::kMixed;
+  // A function whose source lines to cost (report --source); empty: none.
+  std::string source;
   // How errors name the capture and the diff's other capture ("FILE: ...").
   std::string capture_name;
   std::string other_name;
@@ -249,6 +251,36 @@ struct ReportNouns {
   std::string counts = "samples";
 };
 
+// One source line of a function and what it cost: self, samples whose
+// innermost frame is the function at that line; total, samples with a
+// frame of the function at that line anywhere on their stack (once each).
+struct ReportSourceLine {
+  uint32_t line = 0;
+  ReportCost self;
+  ReportCost total;
+};
+
+struct ReportSourceFile {
+  std::string path;                     // as the capture names it
+  std::vector<ReportSourceLine> lines;  // by line
+  ReportCost total;                     // samples with the function at a line of this file
+  // The file's lines around the costed ones, read where the report is
+  // shown (formats/source_text: analysis reads no file): text[0] is line
+  // `first`; empty, with `unreadable` saying why, when the file is not
+  // there to read.
+  uint32_t first = 0;
+  std::vector<std::string> text;
+  std::string unreadable;
+};
+
+// Where in its source a function's time went (report --source).
+struct ReportSource {
+  std::string function;
+  ReportCost total;                     // samples with the function on their stack
+  ReportCost without_lines;             // ... of which its frame had no source line
+  std::vector<ReportSourceFile> files;  // by total, most first
+};
+
 struct ReportModel {
   ReportHeader header;
   ReportNouns nouns;
@@ -262,6 +294,7 @@ struct ReportModel {
   size_t shown_threads = 0;
   std::optional<ReportLanes> lanes;
   std::optional<ReportDiff> diff;
+  std::optional<ReportSource> source;
   double min_percent = 0.5;  // the trees' pruning, for their titles
 };
 

@@ -125,6 +125,11 @@ Result<ReportParams> ParseReportParams(
          return parsed.ok() ? parsed : Bad(n, v, parsed.message());
        }},
       {"focus", [&](auto&, auto& v) { return q.filter.focus = v, OkStatus(); }},
+      {"source",
+       [&](auto& n, auto& v) {
+         if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");
+         return q.source = v, OkStatus();
+       }},
       {"exclude", [&](auto&, auto& v) { return q.filter.exclude = v, OkStatus(); }},
   };
   std::set<std::string> seen;

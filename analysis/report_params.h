@@ -21,7 +21,7 @@ struct ReportParams {
 };
 
 // views=flat,tree,inverted,threads,lanes,syscalls,by_state; metric,
-// granularity, look, inlines (on|off), collapse_recursion (0|1),
+// granularity, look, inlines (on|off), collapse_recursion (0|1), source,
 // min_percent, top, lane_width; the filters thread, pid, time, focus,
 // exclude; capture and diff. A name given twice is an error.
 Result<ReportParams> ParseReportParams(

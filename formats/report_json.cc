@@ -212,6 +212,28 @@ ordered_json LanesJson(const analysis::ReportLanes& l) {
   return {{"start_ns", l.start}, {"bucket_ns", l.bucket_ns}, {"lanes", lanes}};
 }
 
+ordered_json SourceJson(const analysis::ReportSource& s) {
+  ordered_json files = ordered_json::array();
+  for (const analysis::ReportSourceFile& f : s.files) {
+    ordered_json lines = ordered_json::array();
+    for (const analysis::ReportSourceLine& l : f.lines) {
+      lines.push_back({{"line", l.line}, {"self", CostJson(l.self)}, {"total", CostJson(l.total)}});
+    }
+    ordered_json file = {{"path", f.path}, {"total", CostJson(f.total)}, {"lines", lines}};
+    if (f.unreadable.empty()) {
+      file["first"] = f.first;
+      file["text"] = f.text;
+    } else {
+      file["unreadable"] = f.unreadable;
+    }
+    files.push_back(std::move(file));
+  }
+  return {{"function", s.function},
+          {"total", CostJson(s.total)},
+          {"without_lines", CostJson(s.without_lines)},
+          {"files", std::move(files)}};
+}
+
 ordered_json DiffJson(const analysis::ReportDiff& d) {
   return {{"metric", d.metric},
           {"unit", d.unit},
@@ -248,6 +270,7 @@ std::string ReportJson(const ReportModel& m, bool indent) {
   if (m.threads) j["threads"] = ThreadsJson(*m.threads);
   if (m.lanes) j["lanes"] = LanesJson(*m.lanes);
   if (m.diff) j["diff"] = DiffJson(*m.diff);
+  if (m.source) j["source"] = SourceJson(*m.source);
   return j.dump(indent ? 1 : -1, ' ', false, ordered_json::error_handler_t::replace);
 }
 

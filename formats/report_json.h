@@ -1,7 +1,7 @@
 // The report model (analysis/report.h) as one JSON document: what
 // `microscope report --json` prints and what scripts and the e2e tests read.
 // Keys and their order are the API: header, off_cpu, by_state, filter, kept, all,
-// functions, syscalls, tree, inverted, threads, lanes, diff (each optional
+// functions, syscalls, tree, inverted, threads, lanes, diff, source (each optional
 // part only when the model has it). Lists are whole: the `top` and
 // min-change pruning of the text tables does not apply, the trees' pruning
 // by min-percent does. Beside the numbers, the text people read is there

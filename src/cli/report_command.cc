@@ -7,6 +7,7 @@
 
 #include "capture/reader.h"
 #include "formats/report_json.h"
+#include "formats/source_text.h"
 #include "src/cli/commands.h"
 #include "src/cli/filter_options.h"
 #include "src/cli/report_view.h"
@@ -78,6 +79,7 @@ int RunReport(ReportOptions& o) {
     PrintError(model.status().message());
     return 1;
   }
+  if (model->source) formats::ReadSourceText(&*model->source);
   if (o.json) {
     formats::WriteReportJson(stdout, *model);
   } else {
@@ -118,6 +120,10 @@ Runner AddReportCommand(CLI::App& app) {
                 "thread and state, then the top wakers of each thread (waker tid and name, "
                 "wakeups, time); with --metric offcpu or wall, off-CPU stacks end in a "
                 "[state] frame in every view");
+  cmd->add_option("--source", o->query.source,
+                  "FUNCTION's source lines (where DWARF or a runtime gave lines) with the "
+                  "samples at each, self and total, read from the files the capture names on "
+                  "this host (as perf annotate, by line)");
   cmd->add_option("--diff", o->diff, "compare with OTHER.mscap (shares of each total)");
   o->filter.Register(cmd);
   AddInlinesOption(cmd, &o->inlines);

@@ -283,6 +283,39 @@ void PrintSyscalls(FILE* out, const analysis::ReportSyscalls& t, const Colors& c
 
 }  // namespace
 
+// A function's source lines with their costs (as perf annotate, by line):
+// each file the capture names for it, the lines around the costed ones.
+void PrintSource(FILE* out, const analysis::ReportSource& s, const analysis::ReportNouns& n,
+                 const Colors& c) {
+  fprintf(out, "\n%sSource of %s%s: %llu %s (%s)", c.bold(), s.function.c_str(), c.reset(),
+          Ull(s.total.samples), n.counts.c_str(), Share(s.total.percent).c_str());
+  if (s.without_lines.samples > 0)
+    fprintf(out, ", %llu at no source line", Ull(s.without_lines.samples));
+  fprintf(out, "\n");
+  if (s.files.empty()) fprintf(out, "(no source lines: recorded without them, or no debug info)\n");
+  for (const analysis::ReportSourceFile& f : s.files) {
+    fprintf(out, "\n%s%s%s (%s)\n%7s %7s %6s\n", c.bold(), f.path.c_str(), c.reset(),
+            Share(f.total.percent).c_str(), "self%", "total%", "line");
+    auto costs = f.lines.begin();
+    auto row = [&](uint32_t line, const char* text) {
+      while (costs != f.lines.end() && costs->line < line) ++costs;
+      if (costs != f.lines.end() && costs->line == line) {
+        double tp = costs->total.percent;
+        fprintf(out, "%7s %s%7s%s %6u  %s\n", Share(costs->self.percent).c_str(), c.heat(tp),
+                Share(tp).c_str(), c.reset(), line, text);
+      } else {
+        fprintf(out, "%7s %7s %6u  %s\n", "", "", line, text);
+      }
+    };
+    if (!f.unreadable.empty()) {
+      fprintf(out, "(%s)\n", f.unreadable.c_str());
+      for (const analysis::ReportSourceLine& l : f.lines) row(l.line, "");
+      continue;
+    }
+    for (size_t i = 0; i < f.text.size(); ++i) row(f.first + uint32_t(i), f.text[i].c_str());
+  }
+}
+
 void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
   Colors c{color};
   PrintHeader(out, m, c);
@@ -297,6 +330,7 @@ void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
   if (m.threads) PrintThreads(out, *m.threads, m.shown_threads, m.header.summary.unit, m.nouns, c);
   if (m.lanes) PrintLanes(out, *m.lanes, c);
   if (m.diff) PrintDiff(out, *m.diff, m.nouns, c);
+  if (m.source) PrintSource(out, *m.source, m.nouns, c);
 }
 
 }  // namespace microscope::cli

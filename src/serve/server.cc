@@ -18,6 +18,7 @@
 #include "analysis/report_params.h"
 #include "capture/reader.h"
 #include "formats/report_json.h"
+#include "formats/source_text.h"
 #include "src/serve/web_assets.h"
 
 namespace microscope::serve {
@@ -141,6 +142,7 @@ struct Server::State {
     q.other_name = parsed->diff;
     Result<analysis::ReportModel> model = analysis::BuildReport(**capture, q, other.get());
     if (!model.ok()) return {422, ErrorJson(model.status().message())};
+    if (model->source) formats::ReadSourceText(&*model->source);
     return {200, formats::ReportJson(*model, /*indent=*/false)};
   }
 

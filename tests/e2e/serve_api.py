@@ -76,6 +76,8 @@ try:
          ["--focus", "work_c", "--exclude", "work_a", "--time", "0s..0.2s"]),
         ({"granularity": "address", "inlines": "off", "views": "lanes", "lane_width": "200"},
          ["--granularity", "address", "--inlines", "off", "--lanes", "--lane-width", "200"]),
+        ({"source": "burn_units", "views": "threads", "thread": "worker-c"},
+         ["--source", "burn_units", "--threads", "--thread", "worker-c"]),
     ]
     for params, flags in cases:
         got = get_json(api(capture="threads.mscap", **params))
@@ -101,6 +103,15 @@ try:
         check(row in text.split("\n"), "a tree node's texts are report's row: %r" % row)
     # Asked again: the cached answer is the same.
     check(get_json(api(capture="threads.mscap")) == cli("threads.mscap"), "a repeated query")
+
+    # The source view's answer holds the file's text, read by the server.
+    src = get_json(api(capture="threads.mscap", views="threads", source="burn_units"))["source"]
+    check(src["files"] and src["files"][0]["path"].endswith("burn.h") and
+          any("acc" in t for t in src["files"][0]["text"]),
+          "source=burn_units: burn.h's lines with their text (%d lines)" %
+          len(src["files"][0].get("text", [])) if src["files"] else "no files")
+    e = get_json(api(capture="threads.mscap", source="no_such_function"), 422)["error"]
+    check("no function named 'no_such_function'" in e, "an unknown source function is 422: %r" % e)
 
     # Bad parameters: 400, with a message that names the parameter.
     for params, says in [({"capture": "threads.mscap", "metric": "bogus"}, "metric"),

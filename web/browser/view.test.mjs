@@ -139,6 +139,22 @@ test("the tree is keyboard operable", async () => {
   assert.equal(focused, "1");
 });
 
+test("the source view shows the focused function's lines with their costs", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&view=source&focus=burn_units", url).href);
+  await ready();
+  await page.waitForSelector("table.source tr.costed");
+  const src = (await api("/api/report?capture=threads.mscap&views=threads&source=burn_units")).source;
+  const hot = src.files[0].lines.reduce((a, b) => (b.total.value > a.total.value ? b : a));
+  const row = page.locator(`table.source tr[data-line="${hot.line}"] td`);
+  const cells = await row.allTextContents();
+  assert.deepEqual(cells, [hot.self.text, hot.total.text, String(hot.line),
+                           src.files[0].text[hot.line - src.files[0].first]]);
+  await shot("7-source");
+  // Without a focus, the view says how to choose a function.
+  await page.goto(new URL("/?capture=threads.mscap&view=source", url).href);
+  await page.getByText("Click a function").waitFor();
+});
+
 test("no error in the page", () => {
   assert.deepEqual(errors, []);
 });

@@ -68,6 +68,28 @@ export interface Lanes {
   lanes: Lane[];
 }
 
+export interface SourceLine {
+  line: number;
+  self: Cost;
+  total: Cost;
+}
+
+export interface SourceFile {
+  path: string;
+  total: Cost;
+  lines: SourceLine[];
+  first?: number;  // the line number of text[0]
+  text?: string[];
+  unreadable?: string;  // why there is no text
+}
+
+export interface Source {
+  function: string;
+  total: Cost;
+  without_lines: Cost;
+  files: SourceFile[];
+}
+
 export interface Report {
   header: Header;
   all: Cost;
@@ -78,6 +100,7 @@ export interface Report {
   inverted?: TreeNode[];
   lanes?: Lanes;
   diff?: {self: DiffRow[]; total: DiffRow[]};
+  source?: Source;
 }
 
 // The diff's rows by function (by total share), or null without a diff.

@@ -8,11 +8,12 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {diffByFunction, fetchReport, Report} from './api';
-import {lanesQuery, parseState, reportQuery, searchQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {lanesQuery, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView} from './views/lanes';
+import {SourceView} from './views/source';
 import {CallTree} from './views/tree';
 
 const MIN_PERCENT = 0.1;  // the trees' pruning: nodes under 0.1% are not sent
@@ -55,6 +56,7 @@ function App() {
   const [state, go] = usePageState();
   const [report, error] = useReport(reportQuery(state, MIN_PERCENT));
   const [lanes] = useReport(lanesQuery(state, LANE_COLUMNS));
+  const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '');
   const [found, searchError] = useReport(state.search ? searchQuery(state) : '');
   const searchShare = searchError ? searchError :
       found                       ? `on the stacks of ${found.kept?.text} of the samples${
@@ -135,6 +137,8 @@ function App() {
                  onOrder: order,
                  onFocus: focus,
                }) :
+               state.view === 'source' ?
+               h(SourceView, {report: source, focus: state.focus}) :
                h(FlatTable, {report, order: state.order, diff, onOrder: order, onFocus: focus})),
   );
 }

@@ -1,12 +1,13 @@
 // Everything a view shows is decided by this state, and the state lives in
 // the page's URL: a link reproduces the view, reloading keeps it.
 
-export type View = 'flame'|'tree'|'flat';
-export const VIEWS: readonly View[] = ['flame', 'tree', 'flat'];
+export type View = 'flame'|'tree'|'flat'|'source';
+export const VIEWS: readonly View[] = ['flame', 'tree', 'flat', 'source'];
 export const VIEW_NAMES: Record<View, string> = {
   flame: 'flame graph',
   tree: 'call tree',
   flat: 'functions',
+  source: 'source',
 };
 
 export interface ViewState {
@@ -105,6 +106,18 @@ export function searchQuery(state: ViewState): string {
   if (state.capture) params.set('capture', state.capture);
   params.set('views', 'threads');
   params.set('focus', containing(state.search));
+  if (state.thread) params.set('thread', state.thread);
+  if (state.time) params.set('time', state.time);
+  return '/api/report?' + params.toString();
+}
+
+// The source view's query: the focused function's lines, over the samples
+// of the thread and time range shown (their shares of those).
+export function sourceQuery(state: ViewState): string {
+  const params = new URLSearchParams();
+  if (state.capture) params.set('capture', state.capture);
+  params.set('views', 'threads');
+  params.set('source', state.focus);
   if (state.thread) params.set('thread', state.thread);
   if (state.time) params.set('time', state.time);
   return '/api/report?' + params.toString();

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest';
 
-import {containing, DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, searchQuery, stateToSearch, timeRange,} from '../src/state';
+import {containing, DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, timeRange,} from '../src/state';
 
 const params = (query: string) => new URLSearchParams(query.split('?')[1]);
 
@@ -81,5 +81,18 @@ describe('search', () => {
     expect(q.get('focus')).toBe(containing('malloc'));
     expect(q.get('thread')).toBe('t1');
     expect(q.get('time')).toBe('1s..2s');
+  });
+});
+
+describe('source', () => {
+  it('asks for the focused function\'s lines in the thread and time range', () => {
+    const q =
+        params(sourceQuery({...DEFAULT_STATE, view: 'source', focus: 'a::b<int>', time: '1s..2s'}));
+    expect(q.get('source')).toBe('a::b<int>');
+    expect(q.get('focus')).toBeNull();
+    expect(q.get('time')).toBe('1s..2s');
+  });
+  it('is a view of the URL', () => {
+    expect(parseState('?view=source&focus=main').view).toBe('source');
   });
 });

@@ -1,0 +1,100 @@
+"""report --source FUNCTION (and serve's source view, which shows the same
+JSON): a function's source lines with the samples at each, read on this
+host from the files the capture names, or why they cannot be read.
+
+Native: the threads fixture's burn_units (inlined from burn.h into three
+workers), whose lines' costs must be the ones report --granularity line
+gives. Python: a script of the test's own whose hot loop must hold nearly
+all of its function's samples; then the script is cut short (not the file
+that was profiled) and removed (not readable), and the report says so."""
+import shutil
+
+from common import *
+
+require_perf()
+d = tmpdir()
+
+# Native code with DWARF lines.
+cap = os.path.join(d, "threads.mscap")
+record(cap, [fixture("threads"), "400"])
+src = report(cap, "--source", "burn_units")["source"]
+by_line = {f["function"]: f for f in report(cap, "--granularity", "line")["functions"]
+           if f["function"].startswith("burn_units ")}
+check(src["function"] == "burn_units" and len(src["files"]) == 1 and
+      src["files"][0]["path"].endswith("/burn.h"), "burn_units' lines are in burn.h: %s" %
+      [f["path"] for f in src["files"]])
+f = src["files"][0]
+for line in f["lines"]:
+    want = by_line.get("burn_units burn.h:%d" % line["line"])
+    check(want is not None and want["self"]["samples"] == line["self"]["samples"] and
+          want["total"]["samples"] == line["total"]["samples"],
+          "burn.h:%d: %d self, %d total samples, as --granularity line counts them (%s)" %
+          (line["line"], line["self"]["samples"], line["total"]["samples"],
+           want and (want["self"]["samples"], want["total"]["samples"])))
+flat = functions(report(cap))
+check(sum(l["self"]["samples"] for l in f["lines"]) == flat["burn_units"][0] and
+      src["total"]["samples"] == flat["burn_units"][1],
+      "its lines' self samples add up to burn_units' self (%d), its total is burn_units' (%d)" %
+      flat["burn_units"])
+with open(f["path"]) as h:
+    text = h.read().split("\n")
+check(f["text"] == text[f["first"] - 1:f["first"] - 1 + len(f["text"])] and
+      f["first"] <= f["lines"][0]["line"] and
+      f["first"] + len(f["text"]) > f["lines"][-1]["line"],
+      "the text is the file's lines %d-%d, around the costed ones" %
+      (f["first"], f["first"] + len(f["text"]) - 1))
+hot = max(f["lines"], key=lambda l: l["self"]["samples"])
+code = f["text"][hot["line"] - f["first"]]
+out = run([MICROSCOPE, "report", "--source", "burn_units", cap]).stdout
+row = "%7s %7s %6d  %s" % (hot["self"]["text"], hot["total"]["text"], hot["line"], code)
+check(row in out.split("\n"), "report --source prints the hottest line with its code: %r" % row)
+
+# Errors: a function the capture does not have.
+p = run([MICROSCOPE, "report", "--source", "no_such_function", cap])
+check(p.returncode != 0 and "no function named 'no_such_function'" in p.stderr and
+      p.stderr.count("\n") == 1, "an unknown function is one error line: %r" % p.stderr)
+
+# Python, walked by BPF: the lines of a script of our own.
+script = os.path.join(d, "hot.py")
+with open(script, "w") as h:
+    h.write("import time\n"
+            "\n"
+            "def hot(n):\n"
+            "    x = 0\n"
+            "    for i in range(n):\n"
+            "        x += i * i\n"
+            "    return x\n"
+            "\n"
+            "t = time.monotonic()\n"
+            "while time.monotonic() - t < 0.4:\n"
+            "    hot(20000)\n")
+python = os.path.realpath("/usr/bin/python3.11")
+cap = os.path.join(d, "hot.mscap")
+record(cap, [python, script], extra=("--python", "bpf"))
+src = report(cap, "--source", "hot")["source"]
+files = {f["path"]: f for f in src["files"]}
+check(script in files, "hot's lines are in %s: %s" % (script, list(files)))
+f = files[script]
+# Python frames are rarely the innermost (the interpreter runs them): the
+# lines' totals say where hot() was.
+loop = sum(l["total"]["samples"] for l in f["lines"] if l["line"] in (5, 6))
+check(src["total"]["samples"] > 100 and loop >= 0.9 * src["total"]["samples"],
+      "the loop (lines 5-6) holds %d of hot's %d samples" % (loop, src["total"]["samples"]))
+check(f["text"][6 - f["first"]] == "        x += i * i", "the script's line 6 as written")
+
+# The file on this host is not the one profiled, or is gone: said, with the
+# costed lines still listed.
+with open(script, "w") as h:
+    h.write("import time\n")
+f = report(cap, "--source", "hot")["source"]["files"][0]
+check("not the file that was profiled" in f.get("unreadable", "") and "text" not in f and
+      f["lines"], "a shorter file: %r" % f.get("unreadable"))
+os.unlink(script)
+f = report(cap, "--source", "hot")["source"]["files"][0]
+check("not readable on this host: No such file or directory" in f.get("unreadable", ""),
+      "a missing file: %r" % f.get("unreadable"))
+os.mkfifo(script)
+f = report(cap, "--source", "hot")["source"]["files"][0]
+check("not a regular file" in f.get("unreadable", ""), "a FIFO is not read: %r" % f.get("unreadable"))
+out = run([MICROSCOPE, "report", "--source", "hot", cap]).stdout
+check("(%s is not a regular file)" % script in out, "report --source says why in its text")
