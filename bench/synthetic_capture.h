@@ -1,8 +1,12 @@
 // A synthetic capture shaped like a recording: 4 threads of one process,
-// 500 functions in one module, 200 stacks of depth 20 sharing their outer
-// frames, one sample per 250 us. For benchmarks at sizes no test records.
+// 500 functions in one module, `paths` stacks (200 by default) of depth 20
+// sharing their outer frames, one sample per 250 us; samples spread evenly
+// over the stacks, or `skewed` as a real profile's are (a few hot paths, a
+// long tail: the stack at paths * u^3 for u uniform). For benchmarks at
+// sizes no test records.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <random>
 #include <string>
@@ -11,7 +15,8 @@
 
 namespace microscope::bench {
 
-inline capture::Capture MakeSyntheticCapture(size_t samples, uint32_t seed = 3) {
+inline capture::Capture MakeSyntheticCapture(size_t samples, uint32_t seed = 3, size_t paths = 200,
+                                             bool skewed = false) {
   using namespace capture;
   Capture c;
   c.strings = {"/usr/bin/app", "app"};
@@ -25,7 +30,7 @@ inline capture::Capture MakeSyntheticCapture(size_t samples, uint32_t seed = 3) 
   }
   std::mt19937 rng(seed);
   std::vector<StackId> leaves;
-  for (int path = 0; path < 200; ++path) {
+  for (size_t path = 0; path < paths; ++path) {
     StackId parent = kNone;
     for (int d = 0; d < 20; ++d) {
       uint32_t frame = d < 10 ? uint32_t(d) : uint32_t(10 + rng() % 490);
@@ -40,7 +45,12 @@ inline capture::Capture MakeSyntheticCapture(size_t samples, uint32_t seed = 3) 
     t += 250'000 + rng() % 1000;
     c.samples.time.push_back(t);
     c.samples.thread.push_back(uint32_t(i % 4));
-    c.samples.stack.push_back(leaves[rng() % leaves.size()]);
+    size_t pick = rng() % leaves.size();
+    if (skewed) {
+      double u = double(rng()) / double(std::mt19937::max());
+      pick = std::min(leaves.size() - 1, size_t(double(leaves.size()) * u * u * u));
+    }
+    c.samples.stack.push_back(leaves[pick]);
     c.samples.weight.push_back(1'001'001 + rng() % 100);
     c.samples.end.push_back(StackEnd::kComplete);
   }

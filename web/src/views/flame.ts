@@ -57,6 +57,9 @@ export function FlameGraph(props: {
               (d.data.name === 'all' ? original : 'hsl(0, 0%, 82%)'));
     }
     select(el).datum(flameRoot(props.report)).call(chart);
+    // When the first flame graph was drawn (bench/serve_view reads it).
+    if (!performance.getEntriesByName('microscope:flame').length)
+      performance.mark('microscope:flame');
     if (props.search)
       chart.search(props.search);
     else
