@@ -155,6 +155,28 @@ test("the source view shows the focused function's lines with their costs", asyn
   await page.getByText("Click a function").waitFor();
 });
 
+test("a flame graph frame is reachable by keyboard, and Enter focuses the views on it", async () => {
+  await page.goto(new URL("/?capture=threads.mscap", url).href);
+  await ready();
+  const frame = page.locator('.d3-flame-graph g.frame[name="work_a"]').first();
+  await frame.waitFor();
+  assert.match(await frame.getAttribute("aria-label"), /^work_a: [\d.]+%$/);
+  await frame.focus();
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "work_a");
+});
+
+test("the metric and look choices are in the URL and the queries", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&view=flat", url).href);
+  await ready();
+  const asked = page.waitForRequest((r) => r.url().includes("look=native"));
+  await page.getByLabel("look").selectOption("native");
+  await asked;
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("look") === "native");
+  await ready();
+  assert.equal(await page.getByLabel("look").inputValue(), "native");
+});
+
 test("no error in the page", () => {
   assert.deepEqual(errors, []);
 });

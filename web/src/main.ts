@@ -8,7 +8,7 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {diffByFunction, fetchReport, Report} from './api';
-import {lanesQuery, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
@@ -50,6 +50,27 @@ function useReport(query: string): [Report|null, string] {
     };
   }, [query]);
   return [report, error];
+}
+
+// A labelled choice of a query parameter ("" for the default).
+function Choice(props: {
+  label: string; value: string; fallback: string; options: string[];
+  onChange: (value: string) => void;
+}) {
+  return h(
+      'label',
+      {class: 'choice'},
+      props.label + ' ',
+      h(
+          'select',
+          {
+            value: props.value,
+            onChange: (e: Event) => props.onChange((e.target as HTMLSelectElement).value),
+          },
+          h('option', {value: ''}, props.fallback),
+          props.options.map((o) => h('option', {value: o}, o)),
+          ),
+  );
 }
 
 function App() {
@@ -104,6 +125,20 @@ function App() {
               },
               'inverted',
               ),
+          h(Choice, {
+            label: 'metric',
+            value: state.metric,
+            fallback: 'default',
+            options: METRICS,
+            onChange: (metric: string) => go({...state, metric}),
+          }),
+          h(Choice, {
+            label: 'look',
+            value: state.look,
+            fallback: 'mixed',
+            options: LOOKS.slice(1),
+            onChange: (look: string) => go({...state, look}),
+          }),
           h('input', {
             type: 'search',
             'aria-label': 'search functions',

@@ -20,7 +20,12 @@ export interface ViewState {
   diff: string;           // another capture to compare with; "" for none
   order: 'total'|'self';  // the call tree's and table's order
   callees: '0'|'1';       // "1": the inverted tree (sampled functions first, then their callers)
+  metric: string;         // report --metric: cpu, offcpu, wall; "" for the capture's default
+  look: string;           // report --look: mixed, python, js, native; "" for mixed
 }
+
+export const METRICS = ['cpu', 'offcpu', 'wall'];
+export const LOOKS = ['mixed', 'python', 'js', 'native'];
 
 export const DEFAULT_STATE: ViewState = {
   capture: '',
@@ -32,6 +37,8 @@ export const DEFAULT_STATE: ViewState = {
   diff: '',
   order: 'total',
   callees: '0',
+  metric: '',
+  look: '',
 };
 
 const KEYS = Object.keys(DEFAULT_STATE) as (keyof ViewState)[];
@@ -48,6 +55,8 @@ export function parseState(search: string): ViewState {
       if (value === 'total' || value === 'self') state.order = value;
     } else if (key === 'callees') {
       if (value === '0' || value === '1') state.callees = value;
+    } else if (key === 'metric' || key === 'look') {
+      if ((key === 'metric' ? METRICS : LOOKS).includes(value)) state[key] = value;
     } else {
       state[key] = value;
     }
@@ -71,17 +80,26 @@ export function exactly(name: string): string {
   return '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
 }
 
+// A query's parameters every view shares: the capture, what is measured
+// and how stacks look, and the thread and time range shown.
+function shared(state: ViewState, views: string): URLSearchParams {
+  const params = new URLSearchParams();
+  if (state.capture) params.set('capture', state.capture);
+  params.set('views', views);
+  if (state.metric) params.set('metric', state.metric);
+  if (state.look) params.set('look', state.look);
+  if (state.thread) params.set('thread', state.thread);
+  if (state.time) params.set('time', state.time);
+  return params;
+}
+
 // The API's query for the views the page shows under `state`: the tree
 // (or the inverted tree) with the filters, and the diff when one is asked.
 export function reportQuery(state: ViewState, minPercent: number): string {
-  const params = new URLSearchParams();
-  if (state.capture) params.set('capture', state.capture);
-  params.set('views', state.callees === '1' ? 'inverted' : 'tree');
+  const params = shared(state, state.callees === '1' ? 'inverted' : 'tree');
   params.set('min_percent', String(minPercent));
   params.set('top', '200');
   if (state.focus) params.set('focus', exactly(state.focus));
-  if (state.thread) params.set('thread', state.thread);
-  if (state.time) params.set('time', state.time);
   if (state.diff) params.set('diff', state.diff);
   return '/api/report?' + params.toString();
 }
@@ -102,35 +120,24 @@ export function containing(text: string): string {
 // range shown; not only the focused ones) with a function whose name
 // holds the search on their stack.
 export function searchQuery(state: ViewState): string {
-  const params = new URLSearchParams();
-  if (state.capture) params.set('capture', state.capture);
-  params.set('views', 'threads');
+  const params = shared(state, 'threads');
   params.set('focus', containing(state.search));
-  if (state.thread) params.set('thread', state.thread);
-  if (state.time) params.set('time', state.time);
   return '/api/report?' + params.toString();
 }
 
 // The source view's query: the focused function's lines, over the samples
 // of the thread and time range shown (their shares of those).
 export function sourceQuery(state: ViewState): string {
-  const params = new URLSearchParams();
-  if (state.capture) params.set('capture', state.capture);
-  params.set('views', 'threads');
+  const params = shared(state, 'threads');
   params.set('source', state.focus);
-  if (state.thread) params.set('thread', state.thread);
-  if (state.time) params.set('time', state.time);
   return '/api/report?' + params.toString();
 }
 
 // The timeline's query: every thread's lanes over the whole recording (the
 // time range selected on it, and the focus, filter the other views only).
 export function lanesQuery(state: ViewState, columns: number): string {
-  const params = new URLSearchParams();
-  if (state.capture) params.set('capture', state.capture);
-  params.set('views', 'lanes');
+  const params = shared({...state, time: ''}, 'lanes');
   params.set('lane_width', String(columns));
-  if (state.thread) params.set('thread', state.thread);
   return '/api/report?' + params.toString();
 }
 

@@ -16,6 +16,8 @@ describe('view state in the URL', () => {
       diff: 'before.mscap',
       order: 'self' as const,
       callees: '1' as const,
+      metric: 'wall',
+      look: 'python',
     };
     expect(parseState(stateToSearch(state))).toEqual(state);
   });
@@ -27,7 +29,8 @@ describe('view state in the URL', () => {
         );
   });
   it('ignores unknown views, values and keys', () => {
-    expect(parseState('?view=nope&colour=red&order=up&callees=2')).toEqual(DEFAULT_STATE);
+    expect(parseState('?view=nope&colour=red&order=up&callees=2&metric=heat&look=3d'))
+        .toEqual(DEFAULT_STATE);
   });
 });
 
@@ -94,5 +97,15 @@ describe('source', () => {
   });
   it('is a view of the URL', () => {
     expect(parseState('?view=source&focus=main').view).toBe('source');
+  });
+});
+
+describe('metric and look', () => {
+  it('go to every query but the timeline\'s look', () => {
+    const state = {...DEFAULT_STATE, metric: 'offcpu', look: 'python', search: 'x', focus: 'f'};
+    for (const q of [reportQuery(state, 0.1), searchQuery(state), sourceQuery(state)]) {
+      expect(params(q).get('metric')).toBe('offcpu');
+      expect(params(q).get('look')).toBe('python');
+    }
   });
 });

@@ -57,6 +57,19 @@ export function FlameGraph(props: {
               (d.data.name === 'all' ? original : 'hsl(0, 0%, 82%)'));
     }
     select(el).datum(flameRoot(props.report)).call(chart);
+    // Frames reachable by keyboard and named for screen readers: Tab moves
+    // between them, Enter focuses the views on one (as a click does).
+    select(el)
+        .selectAll<SVGGElement, FlameDatum>('g.frame')
+        .attr('tabindex', 0)
+        .attr('role', 'button')
+        .attr('aria-label', (d: FlameDatum) => `${d.data.name}: ${d.data.text}`)
+        .on('keydown', (e: KeyboardEvent, d: FlameDatum) => {
+          if ((e.key === 'Enter' || e.key === ' ') && d.data.name !== 'all') {
+            e.preventDefault();
+            onFocus.current(d.data.name);
+          }
+        });
     // When the first flame graph was drawn (bench/serve_view reads it).
     if (!performance.getEntriesByName('microscope:flame').length)
       performance.mark('microscope:flame');
