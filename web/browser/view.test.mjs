@@ -170,11 +170,23 @@ test("the metric and look choices are in the URL and the queries", async () => {
   await page.goto(new URL("/?capture=threads.mscap&view=flat", url).href);
   await ready();
   const asked = page.waitForRequest((r) => r.url().includes("look=native"));
-  await page.getByLabel("look").selectOption("native");
+  await page.getByRole("combobox", { name: "look" }).selectOption("native");
   await asked;
   await page.waitForFunction(() => new URL(location.href).searchParams.get("look") === "native");
   await ready();
-  assert.equal(await page.getByLabel("look").inputValue(), "native");
+  assert.equal(await page.getByRole("combobox", { name: "look" }).inputValue(), "native");
+});
+
+test("with several captures served, the page asks which, and which to compare with", async () => {
+  await page.goto(new URL("/", url).href);
+  await page.getByText("2 captures are served: choose one.").waitFor();
+  await page.getByRole("combobox", { name: "capture", exact: true }).selectOption("threads.mscap");
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("capture") === "threads.mscap");
+  await ready();
+  await page.getByRole("combobox", { name: "compare with" }).selectOption("split.mscap");
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("diff") === "split.mscap");
+  await page.getByRole("button", { name: "call tree", exact: true }).click();
+  await page.waitForSelector("table.tree td.faster, table.tree td.slower");
 });
 
 test("no error in the page", () => {

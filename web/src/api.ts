@@ -111,6 +111,19 @@ export function diffByFunction(report: Report): Map<string, DiffRow>|null {
 
 export class ApiError extends Error {}
 
+// The captures the server serves (GET /api/captures).
+export interface CaptureEntry {
+  name: string;
+  bytes: number;
+}
+
+export async function fetchCaptures(): Promise<CaptureEntry[]> {
+  const response = await fetch('/api/captures');
+  const body = await response.json();
+  if (!response.ok) throw new ApiError(body.error ?? `HTTP ${response.status}`);
+  return body.captures as CaptureEntry[];
+}
+
 export async function fetchReport(url: string): Promise<Report> {
   const response = await fetch(url);
   const body = await response.json();

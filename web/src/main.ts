@@ -7,7 +7,7 @@ import './style.css';
 import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
-import {diffByFunction, fetchReport, Report} from './api';
+import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, Report} from './api';
 import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
@@ -52,6 +52,33 @@ function useReport(query: string): [Report|null, string] {
   return [report, error];
 }
 
+// Which capture the page shows and which it compares with, when the server
+// serves more than one (serve DIR, or serve A --diff B).
+function CapturePicker(
+    props: {captures: CaptureEntry[]; state: ViewState; go: (s: ViewState) => void;}) {
+  const {captures, state, go} = props;
+  if (captures.length < 2) return null;
+  const names = captures.map((c) => c.name);
+  return h(
+      'nav',
+      {class: 'captures', 'aria-label': 'captures'},
+      h(Choice, {
+        label: 'capture',
+        value: state.capture,
+        fallback: 'choose one',
+        options: names,
+        onChange: (capture: string) => go({...state, capture, focus: '', time: ''}),
+      }),
+      h(Choice, {
+        label: 'compare with',
+        value: state.diff,
+        fallback: 'none',
+        options: names.filter((n) => n !== state.capture),
+        onChange: (diff: string) => go({...state, diff}),
+      }),
+  );
+}
+
 // A labelled choice of a query parameter ("" for the default).
 function Choice(props: {
   label: string; value: string; fallback: string; options: string[];
@@ -64,6 +91,7 @@ function Choice(props: {
       h(
           'select',
           {
+            'aria-label': props.label,
             value: props.value,
             onChange: (e: Event) => props.onChange((e.target as HTMLSelectElement).value),
           },
@@ -73,10 +101,22 @@ function Choice(props: {
   );
 }
 
+function useCaptures(): CaptureEntry[]|null {
+  const [captures, setCaptures] = useState<CaptureEntry[]|null>(null);
+  useEffect(() => {
+    fetchCaptures().then(setCaptures, () => setCaptures([]));
+  }, []);
+  return captures;
+}
+
 function App() {
   const [state, go] = usePageState();
-  const [report, error] = useReport(reportQuery(state, MIN_PERCENT));
-  const [lanes] = useReport(lanesQuery(state, LANE_COLUMNS));
+  const captures = useCaptures();
+  // With several captures served and none named, the page asks which (and
+  // asks nothing before it knows how many).
+  const choose = !state.capture && (captures === null || captures.length > 1);
+  const [report, error] = useReport(choose ? '' : reportQuery(state, MIN_PERCENT));
+  const [lanes] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS));
   const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '');
   const [found, searchError] = useReport(state.search ? searchQuery(state) : '');
   const searchShare = searchError ? searchError :
@@ -98,6 +138,9 @@ function App() {
           state.capture && ` — ${state.capture}`,
           state.diff && ` compared with ${state.diff}`,
           ),
+      h(CapturePicker, {captures: captures ?? [], state, go}),
+      choose && captures &&
+          h('p', {class: 'hint'}, `${captures!.length} captures are served: choose one.`),
       error && h('p', {class: 'error', role: 'alert'}, error),
       report && h(HeaderPanel, {report}),
       lanes?.lanes && h(LanesView, {
