@@ -10,6 +10,9 @@ For each size:
                 decoded, then the report computed)
   api computed  a new query on a loaded capture (a focus on another
                 function each time: nothing cached)
+  api tree, api inverted
+                the whole tree (callers first, or inverted) on a loaded
+                capture, uncached (another min_percent each time)
   api cached    the same query again
   paint cold    Chromium, from navigation to the flame graph's first
                 frames, with the server just started (nothing loaded)
@@ -113,6 +116,7 @@ def main():
                        capture_output=True)
         r = {"samples": n, "capture_bytes": os.path.getsize(cap), "pprof_bytes": os.path.getsize(pb)}
         cold, computed, cached, p_cold, p_loaded, p_pprof, frames = [], [], [], [], [], [], {}
+        whole, inverted = [], []
         for i in range(a.repeat):
             # microscope, cold: a fresh server, the page at once.
             s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/)")
@@ -127,6 +131,9 @@ def main():
             r["answer_bytes"] = size
             computed.append(get(url, view + "&focus=function_%d" % (10 + i))[0])
             cached.append(get(url, view)[0])
+            whole.append(get(url, view.replace("min_percent=0.1", "min_percent=0.1%d1" % i))[0])
+            inverted.append(get(url, view.replace("views=tree", "views=inverted").replace(
+                "min_percent=0.1", "min_percent=0.1%d2" % i))[0])
             stop(s)
             # microscope, loaded: the capture read by another query first.
             s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/)")
@@ -142,7 +149,8 @@ def main():
             frames["pprof"] = got["frames"]
             stop(s)
         r.update({"api_cold_ms": 1e3 * med(cold), "api_computed_ms": 1e3 * med(computed),
-                  "api_cached_ms": 1e3 * med(cached), "paint_cold_ms": med(p_cold),
+                  "api_cached_ms": 1e3 * med(cached), "api_tree_ms": 1e3 * med(whole),
+                  "api_inverted_ms": 1e3 * med(inverted), "paint_cold_ms": med(p_cold),
                   "paint_loaded_ms": med(p_loaded), "pprof_paint_ms": med(p_pprof),
                   "frames": frames,
                   "spread": {"paint_cold": [min(p_cold), max(p_cold)],
@@ -151,13 +159,13 @@ def main():
         rows.append(r)
         print(json.dumps(r), flush=True)
     print()
-    print("%9s %10s %9s %9s %9s %10s %11s %10s %12s" %
-          ("samples", "answer", "api cold", "computed", "cached", "paint cold", "paint loaded",
-           "pprof", "pprof/loaded"))
+    print("%9s %10s %9s %9s %9s %9s %9s %10s %11s %10s %12s" %
+          ("samples", "answer", "api cold", "computed", "tree", "inverted", "cached",
+           "paint cold", "paint loaded", "pprof", "pprof/loaded"))
     for r in rows:
-        print("%9d %9.0fK %7.0fms %7.1fms %7.1fms %8.0fms %9.0fms %8.0fms %11.2fx" %
+        print("%9d %9.0fK %7.0fms %7.1fms %7.1fms %7.1fms %7.1fms %8.0fms %9.0fms %8.0fms %11.2fx" %
               (r["samples"], r["answer_bytes"] / 1e3, r["api_cold_ms"], r["api_computed_ms"],
-               r["api_cached_ms"], r["paint_cold_ms"], r["paint_loaded_ms"], r["pprof_paint_ms"],
+               r["api_tree_ms"], r["api_inverted_ms"], r["api_cached_ms"], r["paint_cold_ms"], r["paint_loaded_ms"], r["pprof_paint_ms"],
                r["pprof_paint_ms"] / r["paint_loaded_ms"]))
 
 
