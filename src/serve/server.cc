@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "analysis/report.h"
 #include "analysis/report_params.h"
@@ -91,6 +92,20 @@ struct Server::State {
   std::mutex mutex;
   Lru<std::shared_ptr<const capture::Capture>> loaded{kLoadedCaptures};
   Lru<std::pair<int, std::string>> answers{kCachedAnswers};
+  // Reads the captures (as many as are kept loaded) while the first page
+  // loads: pprof reads its profile before serving; a capture of 1M samples
+  // takes ~100 ms to read, which the first query would otherwise wait.
+  std::thread preload;
+
+  void Preload() {
+    size_t n = 0;
+    for (const auto& [name, path] : paths) {
+      if (n++ == kLoadedCaptures) break;
+      std::lock_guard lock(mutex);  // a query waits for one capture at most
+      int status = 0;
+      (void)Load(name, &status);  // an error is the query's to report
+    }
+  }
 
   // The capture served as `name` ("" names the only one).
   Result<std::shared_ptr<const capture::Capture>> Load(std::string name, int* status) {
@@ -161,7 +176,9 @@ struct Server::State {
 };
 
 Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
-Server::~Server() = default;
+Server::~Server() {
+  if (state_->preload.joinable()) state_->preload.join();
+}
 
 int Server::port() const {
   return state_->port;
@@ -174,6 +191,7 @@ std::string Server::url() const {
 }
 
 void Server::Run() {
+  state_->preload = std::thread([st = state_.get()] { st->Preload(); });
   state_->http.listen_after_bind();
 }
 void Server::Stop() {

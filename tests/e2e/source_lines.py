@@ -6,7 +6,8 @@ Native: the threads fixture's burn_units (inlined from burn.h into three
 workers), whose lines' costs must be the ones report --granularity line
 gives. Python: a script of the test's own whose hot loop must hold nearly
 all of its function's samples; then the script is cut short (not the file
-that was profiled) and removed (not readable), and the report says so."""
+that was profiled), made binary, and removed (not readable), and the report
+says so."""
 import shutil
 
 from common import *
@@ -89,6 +90,10 @@ with open(script, "w") as h:
 f = report(cap, "--source", "hot")["source"]["files"][0]
 check("not the file that was profiled" in f.get("unreadable", "") and "text" not in f and
       f["lines"], "a shorter file: %r" % f.get("unreadable"))
+with open(script, "wb") as h:
+    h.write(b"import time\n\0" * 10)
+f = report(cap, "--source", "hot")["source"]["files"][0]
+check("is not a text file" in f.get("unreadable", ""), "a binary file: %r" % f.get("unreadable"))
 os.unlink(script)
 f = report(cap, "--source", "hot")["source"]["files"][0]
 check("not readable on this host: No such file or directory" in f.get("unreadable", ""),
