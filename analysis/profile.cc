@@ -428,7 +428,17 @@ CallTree ComputeTree(const capture::Capture& c, const FunctionKeys& keys,
   } else {
     // Each sampled stack, read from its leaf outwards, is a path from a
     // root (the sampled function) through its callers.
-    TreeBuilder builder(&tree, c.stacks.size());
+    // At most one tree node per frame of each sampled stack: the index and
+    // the nodes sized for that once (growing them was an eighth of a query).
+    std::vector<uint32_t> depth(c.stacks.size());
+    size_t bound = 0;
+    for (uint32_t node = 0; node < c.stacks.size(); ++node) {
+      uint32_t sp = c.stacks.parent[node];
+      depth[node] = (sp == kNone ? 0 : depth[sp]) + 1;
+      if (per_stack[node].samples != 0 || per_stack[node].value != 0) bound += depth[node];
+    }
+    TreeBuilder builder(&tree, bound);
+    tree.nodes.reserve(bound);
     for (uint32_t node = 0; node < c.stacks.size(); ++node) {
       const Cost& cost = per_stack[node];
       if (cost.samples == 0 && cost.value == 0) continue;
