@@ -156,9 +156,18 @@ for name, python in sorted(pythons.items()):
             held[runs[0]] = th["gil"]["held_samples"]
     t = [held.get(f, 0) for f in ("t1", "t2", "t3")]
     shares = [x / max(1, sum(t)) for x in t]
-    check(sum(t) > 500 and all(near(s, w, 3) for s, w in zip(shares, (1 / 6, 2 / 6, 3 / 6))),
-          "%s: threads t1 t2 t3 at %s (want 16.7 33.3 50.0 +- 3)" %
-          (name, " ".join("%.1f" % (100 * s) for s in shares)))
+    # Fixed work 1:2:3 is not exactly 1:2:3 of GIL-held samples: t1 only
+    # ever runs contended (each switch costs the holder too), t3 ends alone.
+    # On 3.14 that moved shares up to 3.7 points (19.5 34.2 46.3 of 2937
+    # samples; 17.5 36.5 46.0 in CI): 5 points, or 4 standard deviations of
+    # the share when samples are few. An even split (33 each) or swapped
+    # threads are still 16 points off.
+    want = (1 / 6, 2 / 6, 3 / 6)
+    tol = [max(5, 400 * (w * (1 - w) / max(1, sum(t))) ** 0.5) for w in want]
+    check(sum(t) > 500 and all(near(s, w, p) for s, w, p in zip(shares, want, tol)),
+          "%s: threads t1 t2 t3 at %s of %d samples (want 16.7 33.3 50.0 +- %s)" %
+          (name, " ".join("%.1f" % (100 * s) for s in shares), sum(t),
+           " ".join("%.1f" % p for p in tol)))
 
     # A C callback into Python: py_compare under libc's qsort under sort_with_c.
     paths = tree(record_fixture(name, python, "qsort"))
