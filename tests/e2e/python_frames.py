@@ -8,7 +8,8 @@ Each fixture (tests/fixtures/python/workload.py) does a fixed amount of work
 with a known split: a() 75% / b() 25%; recursion 50 calls deep; three
 threads 1:2:3; libc's qsort calling a Python comparison through ctypes;
 multiprocessing children; a module imported mid-run; an exec into another
-CPython. The shares must be within 3 points of the split, and within 5 of
+CPython. The shares must be within 3 points of the split (the threads' 5:
+GIL hand-offs cost the contended ones), and within 5 of
 cProfile's cumulative shares of the same fixture; on 3.13 and 3.14 within 5
 of perf's (perf record -g of the fixture run with -X perf, which names
 Python functions through CPython's perf map). Lines fall inside the right
