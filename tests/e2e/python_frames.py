@@ -8,7 +8,7 @@ Each fixture (tests/fixtures/python/workload.py) does a fixed amount of work
 with a known split: a() 75% / b() 25%; recursion 50 calls deep; three
 threads 1:2:3; libc's qsort calling a Python comparison through ctypes;
 multiprocessing children; a module imported mid-run; an exec into another
-CPython. The shares must be within 3 points of the split (the threads' 5:
+CPython. The shares must be within 3 points of the split (the threads' 6:
 GIL hand-offs cost the contended ones), and within 5 of
 cProfile's cumulative shares of the same fixture; on 3.13 and 3.14 within 5
 of perf's (perf record -g of the fixture run with -X perf, which names
@@ -159,12 +159,13 @@ for name, python in sorted(pythons.items()):
     shares = [x / max(1, sum(t)) for x in t]
     # Fixed work 1:2:3 is not exactly 1:2:3 of GIL-held samples: t1 only
     # ever runs contended (each switch costs the holder too), t3 ends alone.
-    # On 3.14 that moved shares up to 3.7 points (19.5 34.2 46.3 of 2937
-    # samples; 17.5 36.5 46.0 in CI): 5 points, or 4 standard deviations of
-    # the share when samples are few. An even split (33 each) or swapped
-    # threads are still 16 points off.
+    # That moved shares up to 3.7 points on 3.14 (19.5 34.2 46.3 of 2937
+    # samples; 17.5 36.5 46.0 in CI) and 4.2 on 3.11 with the ASan recorder
+    # (15.9 29.9 54.2): 6 points, or 4 standard deviations of the share when
+    # samples are few. An even split (33 each) or swapped threads are still
+    # 16 points off.
     want = (1 / 6, 2 / 6, 3 / 6)
-    tol = [max(5, 400 * (w * (1 - w) / max(1, sum(t))) ** 0.5) for w in want]
+    tol = [max(6, 400 * (w * (1 - w) / max(1, sum(t))) ** 0.5) for w in want]
     check(sum(t) > 500 and all(near(s, w, p) for s, w, p in zip(shares, want, tol)),
           "%s: threads t1 t2 t3 at %s of %d samples (want 16.7 33.3 50.0 +- %s)" %
           (name, " ".join("%.1f" % (100 * s) for s in shares), sum(t),
