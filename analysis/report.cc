@@ -8,11 +8,11 @@
 #include "base/percent.h"
 
 namespace microscope::analysis {
-namespace {
-
 ReportCost Share(const Cost& c, uint64_t all) {
   return {c.samples, c.value, Percent(c.value, all)};
 }
+
+namespace {
 
 ReportFunction Function(const FunctionKeys& keys, KeyId key, const Cost& self, const Cost& total,
                         uint64_t all) {

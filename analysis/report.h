@@ -65,6 +65,9 @@ struct ReportCost {
   double percent = 0;
 };
 
+// `c` with its value's share of `all`.
+ReportCost Share(const Cost& c, uint64_t all);
+
 struct ReportFunction {
   std::string name;
   std::string module;  // module file's base name, [unmapped], or empty for named frames

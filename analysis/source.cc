@@ -6,16 +6,11 @@
 #include <vector>
 
 #include "analysis/profile.h"
-#include "base/percent.h"
 
 namespace microscope::analysis {
 namespace {
 
 using capture::kNone;
-
-ReportCost Share(const Cost& c, uint64_t all) {
-  return {c.samples, c.value, Percent(c.value, all)};
-}
 
 struct LineCost {
   Cost self, total;
