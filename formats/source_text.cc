@@ -1,53 +1,35 @@
 #include "formats/source_text.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <string>
 
-#include "base/scoped_fd.h"
+#include "base/open_file.h"
 
 namespace microscope::formats {
 namespace {
 
-// The whole file, or why not.
+// The whole file (base's ReadRegularFile: no FIFO, no device, at most
+// kMaxSourceBytes), or why not, in the words of a source view.
 bool ReadWhole(const std::string& path, std::string* out, std::string* why) {
   if (path.empty() || path[0] != '/') {
     *why = "the capture names it by a relative path (" + path + ")";
     return false;
   }
-  // O_NONBLOCK: a FIFO under that name must not hang the report.
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd.valid()) {
-    *why = path + " is not readable on this host: " + std::strerror(errno);
-    return false;
-  }
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    *why = path + " is not a regular file";
-    return false;
-  }
-  if (uint64_t(st.st_size) > kMaxSourceBytes) {
-    *why = path + " is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB";
-    return false;
-  }
-  out->resize(size_t(st.st_size));
-  size_t got = 0;
-  while (got < out->size()) {
-    ssize_t n = read(fd.get(), out->data() + got, out->size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *why = path + ": " + std::strerror(errno);
-      return false;
+  Result<std::vector<uint8_t>> bytes = ReadRegularFile(path, kMaxSourceBytes);
+  if (!bytes.ok()) {
+    const std::string m = bytes.status().message();
+    const std::string kOpen = "cannot open: ";
+    if (m.rfind(kOpen, 0) == 0) {
+      *why = path + " is not readable on this host: " + m.substr(kOpen.size());
+    } else if (m.rfind("larger than", 0) == 0) {
+      *why = path + " is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB";
+    } else {
+      *why = path + " is " + m;  // "not a regular file", "cannot stat: ..."
     }
-    if (n == 0) break;  // it shrank while read
-    got += size_t(n);
+    return false;
   }
-  out->resize(got);
+  out->assign(bytes->begin(), bytes->end());
   if (std::memchr(out->data(), '\0', out->size()) != nullptr) {
     *why = path + " is not a text file";
     return false;

@@ -2,7 +2,8 @@
 // serve's source view), on the host that shows the report: the lines
 // around the costed ones, or why they cannot be shown. A capture names
 // files of the host it was recorded on; only regular files it names are
-// read, at most kMaxSourceBytes each, never blocking on a FIFO or device.
+// read (base/open_file.h), at most kMaxSourceBytes each, never blocking on
+// a FIFO or device.
 #pragma once
 
 #include <cstdint>
