@@ -1,8 +1,10 @@
 #include "analysis/filter.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <regex>
 
+#include "analysis/zones.h"
 #include "base/duration.h"
 
 namespace microscope::analysis {
@@ -49,6 +51,16 @@ Status ParseTimeRange(const std::string& text, FilterSpec* spec) {
   return OkStatus();
 }
 
+bool SampleFilter::InsideZone(capture::ThreadId thread, uint64_t time) const {
+  if (thread >= zone_spans_.size()) return false;
+  const auto& spans = zone_spans_[thread];
+  auto it = std::upper_bound(spans.begin(), spans.end(), time,
+                             [](uint64_t t, const std::pair<uint64_t, uint64_t>& s) {
+                               return t < s.first;
+                             });
+  return it != spans.begin() && time < std::prev(it)->second;
+}
+
 Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const FunctionKeys& keys,
                                         const FilterSpec& spec) {
   SampleFilter f;
@@ -75,6 +87,20 @@ Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const Functio
                                ? "no process " + std::to_string(*spec.pid) + " in the capture"
                                : "no thread '" + spec.thread + "' in the capture");
     }
+  }
+  if (!spec.zone.empty()) {
+    const std::vector<capture::ProbeSiteId> sites = ZoneSitesNamed(c, spec.zone);
+    if (sites.empty()) {
+      std::string known;
+      for (size_t s = 0; s < c.probe_sites.size() && known.size() < 200; ++s) {
+        if (c.probe_sites.kind[s] != capture::ProbeKind::kZone) continue;
+        known += (known.empty() ? "" : ", ") + c.str(c.probe_sites.name[s]);
+      }
+      return Status::Error("no zone '" + spec.zone + "' in the capture (" +
+                           (known.empty() ? "it has no zones" : "zones: " + known) + ")");
+    }
+    f.zone_spans_ = SpansOf(c, PairZones(c), sites);
+    f.needs_zone_ = true;
   }
   if (spec.from_ns) f.from_ = c.settings.start_time + *spec.from_ns;
   if (spec.to_ns) f.to_ = c.settings.start_time + *spec.to_ns;

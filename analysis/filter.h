@@ -21,8 +21,12 @@ struct FilterSpec {
   std::optional<uint64_t> to_ns;
   std::string focus;    // ECMAScript regex searched in function names
   std::string exclude;  // likewise
+  // Keeps samples taken inside an occurrence of the zone of this name (the
+  // program's probes, analysis/zones.h), at any depth of its thread's zones.
+  std::string zone;
   bool empty() const {
-    return !pid && thread.empty() && !from_ns && !to_ns && focus.empty() && exclude.empty();
+    return !pid && thread.empty() && !from_ns && !to_ns && focus.empty() && exclude.empty() &&
+           zone.empty();
   }
 };
 
@@ -42,18 +46,24 @@ class SampleFilter {
     if (all_) return true;
     if (!thread_keep_[thread]) return false;
     if (time < from_ || time > to_) return false;
+    if (needs_zone_ && !InsideZone(thread, time)) return false;
     if (stack == capture::kNone || stack >= stack_keep_.size()) return !needs_focus_;
     return stack_keep_[stack] != 0;
   }
   bool keeps_all() const { return all_; }
 
  private:
+  bool InsideZone(capture::ThreadId thread, uint64_t time) const;
+
   bool all_ = true;
   bool needs_focus_ = false;
+  bool needs_zone_ = false;
   uint64_t from_ = 0;
   uint64_t to_ = UINT64_MAX;
   std::vector<uint8_t> thread_keep_;
   std::vector<uint8_t> stack_keep_;
+  // With a zone: per thread, the spans inside it ([begin, end), merged).
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> zone_spans_;
 };
 
 // Parses "FROM..TO" ("1.5s..3s", "..2s", "500ms..") into relative nanoseconds.

@@ -293,6 +293,7 @@ void BuildViews(const capture::Capture& original, const capture::Capture& cap,
   }
   if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width), q.top);
   if (SyscallsShown(original, v)) m->syscalls = BuildSyscalls(cap, keys, q.top);
+  if (v.zones) m->zones = BuildZonesReport(original, q.top);
 }
 
 }  // namespace
@@ -335,7 +336,8 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   }
   const ReportViews& v = q.views;
   const bool any =
-      v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls || m.source;
+      v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls || m.source ||
+      m.zones;
   m.show_flat = v.flat || !any;
   return m;
 }

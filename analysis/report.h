@@ -17,6 +17,7 @@
 #include "analysis/lanes.h"
 #include "analysis/profile.h"
 #include "analysis/summary.h"
+#include "analysis/zones.h"
 #include "base/status.h"
 #include "capture/capture.h"
 
@@ -32,6 +33,7 @@ struct ReportViews {
   bool lanes = false;
   bool syscalls = false;
   bool by_state = false;  // off-CPU time per state and thread, and who woke each thread
+  bool zones = false;     // the program's zones (probes): statistics per zone
 };
 
 struct ReportQuery {
@@ -291,6 +293,7 @@ struct ReportModel {
   ReportFlat flat;         // always: the header's filter line and the JSON use it
   std::optional<ReportOffCpu> by_state;
   std::optional<ReportSyscalls> syscalls;
+  std::optional<ReportZones> zones;
   std::optional<ReportTree> tree;
   std::optional<ReportTree> inverted;
   std::optional<std::vector<ReportThread>> threads;  // every thread; a table shows the first `top`

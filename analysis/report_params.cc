@@ -27,6 +27,7 @@ bool SetView(const std::string& word, ReportViews* v) {
       {"flat", &ReportViews::flat},         {"tree", &ReportViews::tree},
       {"inverted", &ReportViews::inverted}, {"threads", &ReportViews::threads},
       {"lanes", &ReportViews::lanes},       {"syscalls", &ReportViews::syscalls},
+      {"zones", &ReportViews::zones},
       {"by_state", &ReportViews::by_state},
   };
   auto it = kViews.find(word);
@@ -53,7 +54,7 @@ Result<ReportParams> ParseReportParams(
            size_t comma = std::min(v.find(',', from), v.size());
            if (!SetView(v.substr(from, comma - from), &q.views)) {
              return Bad(n, v,
-                        "views are flat, tree, inverted, threads, lanes, syscalls, by_state "
+                        "views are flat, tree, inverted, threads, lanes, syscalls, zones, by_state "
                         "(comma-separated)");
            }
            from = comma + 1;
@@ -125,6 +126,7 @@ Result<ReportParams> ParseReportParams(
          return parsed.ok() ? parsed : Bad(n, v, parsed.message());
        }},
       {"focus", [&](auto&, auto& v) { return q.filter.focus = v, OkStatus(); }},
+      {"zone", [&](auto&, auto& v) { return q.filter.zone = v, OkStatus(); }},
       {"source",
        [&](auto& n, auto& v) {
          if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");
@@ -155,6 +157,7 @@ std::string DescribeFilter(const FilterSpec& spec, const std::string& time) {
   if (!time.empty()) add("time " + time);
   if (!spec.focus.empty()) add("focus /" + spec.focus + "/");
   if (!spec.exclude.empty()) add("exclude /" + spec.exclude + "/");
+  if (!spec.zone.empty()) add("zone " + spec.zone);
   return f;
 }
 

@@ -208,6 +208,42 @@ inline constexpr std::string_view kGilLabel = "python.gil";
 // first seen; a worker thread runs its own).
 inline constexpr std::string_view kV8IsolateLabel = "v8.isolate";
 
+// (2.8) The program's own instrumentation (sdk/; schema.fbs says more).
+using ProbeSiteId = uint32_t;
+enum class ProbeKind : uint8_t { kZone = 1, kMark = 2, kLabel = 3, kCounter = 4 };
+enum class ProbeOp : uint8_t {
+  kBegin = 1,
+  kEnd = 2,
+  kMark = 3,
+  kCounter = 4,
+  kLabel = 5,
+  kLabelClear = 6,
+};
+const char* ProbeKindName(ProbeKind kind);  // "zone", "mark", "label", "counter"
+// The kind of site that records `op`.
+ProbeKind ProbeOpKind(ProbeOp op);
+
+struct ProbeSites {
+  std::vector<ProbeKind> kind;
+  std::vector<StringId> name;
+  std::vector<StringId> file;  // or kNone
+  std::vector<uint32_t> line;  // 0: unknown
+  std::vector<ModuleId> module;  // or kNone: defined at run time
+  size_t size() const { return kind.size(); }
+};
+
+struct ProbeRecords {
+  std::vector<uint64_t> time;
+  std::vector<ThreadId> thread;
+  std::vector<ProbeSiteId> site;
+  std::vector<ProbeOp> op;
+  std::vector<double> value;  // a counter's value; empty when no record is a counter
+  std::vector<StringId> text;  // a label's value or kNone; empty when no record is a label
+  size_t size() const { return time.size(); }
+  double ValueAt(size_t i) const { return value.empty() ? 0.0 : value[i]; }
+  StringId TextAt(size_t i) const { return text.empty() ? kNone : text[i]; }
+};
+
 struct Problem {
   StringId kind = kNone;
   uint64_t count = 0;
@@ -292,6 +328,8 @@ inline constexpr std::string_view kExitSource = "exits";        // every process
 // unknown_frames, walks_lost
 inline constexpr std::string_view kPythonSource = "python";
 inline constexpr std::string_view kNodeSource = "node";
+// values: modules (read), sites, records, dropped (2.8)
+inline constexpr std::string_view kProbeSource = "probes";
 
 struct Capture {
   std::vector<std::string> strings;
@@ -307,6 +345,8 @@ struct Capture {
   OffCpu off_cpu;
   OffCpuShort off_cpu_short;
   LabelSpans labels;
+  ProbeSites probe_sites;
+  ProbeRecords probe_records;
   std::vector<Problem> problems;
   Settings settings;
   // The decompressed file that viewed columns point into (null when built).

@@ -2,6 +2,8 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include <cmath>
+
 #include "capture/container.h"
 #include "capture/schema_generated.h"
 #include "capture/stack_interner.h"
@@ -121,7 +123,91 @@ Status CheckRef(uint32_t id, size_t count, bool allow_none, const char* table, s
                        " is out of range (" + std::to_string(count) + " " + target + ")");
 }
 
+// Probe sites and records (2.8): lengths, references, each record's
+// operation one its site's kind records, and time order.
+Status ValidateProbes(const Capture& c) {
+  const size_t ns = c.strings.size();
+  const ProbeSites& ps = c.probe_sites;
+  const size_t n = ps.kind.size();
+  if (ps.name.size() != n || ps.file.size() != n || ps.line.size() != n || ps.module.size() != n) {
+    return Status::Error("probe_sites columns differ in length (kind " + std::to_string(n) + ")");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (uint8_t(ps.kind[i]) < uint8_t(ProbeKind::kZone) ||
+        uint8_t(ps.kind[i]) > uint8_t(ProbeKind::kCounter)) {
+      return Status::Error(Where("probe_sites", i, "kind") + " has unknown value " +
+                           std::to_string(int(ps.kind[i])));
+    }
+    RETURN_IF_ERROR(CheckRef(ps.name[i], ns, false, "probe_sites", i, "name", "strings"));
+    RETURN_IF_ERROR(CheckRef(ps.file[i], ns, true, "probe_sites", i, "file", "strings"));
+    RETURN_IF_ERROR(
+        CheckRef(ps.module[i], c.modules.size(), true, "probe_sites", i, "module", "modules"));
+  }
+  const ProbeRecords& r = c.probe_records;
+  const size_t nr = r.time.size();
+  if (r.thread.size() != nr || r.site.size() != nr || r.op.size() != nr ||
+      (!r.value.empty() && r.value.size() != nr) || (!r.text.empty() && r.text.size() != nr)) {
+    return Status::Error("probe_records columns differ in length (time " + std::to_string(nr) +
+                         ")");
+  }
+  for (size_t i = 0; i < nr; ++i) {
+    RETURN_IF_ERROR(
+        CheckRef(r.thread[i], c.threads.size(), false, "probe_records", i, "thread", "threads"));
+    RETURN_IF_ERROR(CheckRef(r.site[i], n, false, "probe_records", i, "site", "probe_sites"));
+    RETURN_IF_ERROR(CheckRef(r.TextAt(i), ns, true, "probe_records", i, "text", "strings"));
+    const uint8_t op = uint8_t(r.op[i]);
+    if (op < uint8_t(ProbeOp::kBegin) || op > uint8_t(ProbeOp::kLabelClear)) {
+      return Status::Error(Where("probe_records", i, "op") + " has unknown value " +
+                           std::to_string(int(op)));
+    }
+    if (ProbeOpKind(r.op[i]) != ps.kind[r.site[i]]) {
+      return Status::Error(Where("probe_records", i, "op") + " is not one a " +
+                           ProbeKindName(ps.kind[r.site[i]]) + " site records");
+    }
+    if (r.op[i] == ProbeOp::kCounter && !std::isfinite(r.ValueAt(i))) {
+      return Status::Error(Where("probe_records", i, "value") + " is not a finite number");
+    }
+    if (r.op[i] == ProbeOp::kLabel && r.TextAt(i) == kNone) {
+      return Status::Error(Where("probe_records", i, "text") + " is missing (a label's value)");
+    }
+    if (i > 0 && r.time[i] < r.time[i - 1]) {
+      return Status::Error(Where("probe_records", i, "time") + " goes back in time");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+const char* ProbeKindName(ProbeKind kind) {
+  switch (kind) {
+    case ProbeKind::kZone:
+      return "zone";
+    case ProbeKind::kMark:
+      return "mark";
+    case ProbeKind::kLabel:
+      return "label";
+    case ProbeKind::kCounter:
+      return "counter";
+  }
+  return "unknown";
+}
+
+ProbeKind ProbeOpKind(ProbeOp op) {
+  switch (op) {
+    case ProbeOp::kBegin:
+    case ProbeOp::kEnd:
+      return ProbeKind::kZone;
+    case ProbeOp::kMark:
+      return ProbeKind::kMark;
+    case ProbeOp::kCounter:
+      return ProbeKind::kCounter;
+    case ProbeOp::kLabel:
+    case ProbeOp::kLabelClear:
+      return ProbeKind::kLabel;
+  }
+  return ProbeKind(0);
+}
 
 const char* StackEndName(StackEnd end) {
   switch (end) {
@@ -343,6 +429,7 @@ Status ValidateCapture(const Capture& c) {
       return Status::Error(Where("labels", i, "end") + " is before its start");
     }
   }
+  RETURN_IF_ERROR(ValidateProbes(c));
   for (size_t i = 0; i < c.problems.size(); ++i) {
     RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
     RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));
@@ -388,6 +475,8 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
   const fbs::OffCpuShort* shorts = root->off_cpu_short();
   const fbs::LabelSpans* labels = root->labels();
   const fbs::Stacks* st = root->stacks();
+  const fbs::ProbeSites* psites = root->probe_sites();
+  const fbs::ProbeRecords* precs = root->probe_records();
   const std::pair<const char*, bool> checks[] = {
       {"mappings", misaligned(root->mappings())},
       {"processes", misaligned(root->processes())},
@@ -426,6 +515,15 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       {"labels.value", labels && misaligned(labels->value())},
       {"labels.start", labels && misaligned(labels->start())},
       {"labels.end", labels && misaligned(labels->end())},
+      {"probe_sites.name", psites && misaligned(psites->name())},
+      {"probe_sites.file", psites && misaligned(psites->file())},
+      {"probe_sites.line", psites && misaligned(psites->line())},
+      {"probe_sites.module", psites && misaligned(psites->module_())},
+      {"probe_records.time", precs && misaligned(precs->time())},
+      {"probe_records.thread", precs && misaligned(precs->thread())},
+      {"probe_records.site", precs && misaligned(precs->site())},
+      {"probe_records.value", precs && misaligned(precs->value())},
+      {"probe_records.text", precs && misaligned(precs->text())},
   };
   for (const auto& [table, bad] : checks) {
     if (bad)
@@ -521,6 +619,21 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
     c.labels.value = CopyOf(labels->value());
     c.labels.start = CopyOf(labels->start());
     c.labels.end = CopyOf(labels->end());
+  }
+  if (psites != nullptr) {
+    c.probe_sites.kind = EnumsOf<ProbeKind>(psites->kind());
+    c.probe_sites.name = CopyOf(psites->name());
+    c.probe_sites.file = CopyOf(psites->file());
+    c.probe_sites.line = CopyOf(psites->line());
+    c.probe_sites.module = CopyOf(psites->module_());
+  }
+  if (precs != nullptr) {
+    c.probe_records.time = CopyOf(precs->time());
+    c.probe_records.thread = CopyOf(precs->thread());
+    c.probe_records.site = CopyOf(precs->site());
+    c.probe_records.op = EnumsOf<ProbeOp>(precs->op());
+    c.probe_records.value = CopyOf(precs->value());
+    c.probe_records.text = CopyOf(precs->text());
   }
   if (root->stacks()) {
     c.stacks.parent = CopyOf(root->stacks()->parent());

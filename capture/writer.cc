@@ -173,6 +173,20 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
                                    b.CreateVector(l.value), b.CreateVector(l.start),
                                    b.CreateVector(l.end));
   }
+  flatbuffers::Offset<fbs::ProbeSites> probe_sites = 0;
+  if (c.probe_sites.size() > 0) {
+    const ProbeSites& p = c.probe_sites;
+    probe_sites = fbs::CreateProbeSites(b, bytes(p.kind), b.CreateVector(p.name),
+                                        b.CreateVector(p.file), b.CreateVector(p.line),
+                                        b.CreateVector(p.module));
+  }
+  flatbuffers::Offset<fbs::ProbeRecords> probe_records = 0;
+  if (c.probe_records.size() > 0) {
+    const ProbeRecords& r = c.probe_records;
+    probe_records = fbs::CreateProbeRecords(
+        b, b.CreateVector(r.time), b.CreateVector(r.thread), b.CreateVector(r.site), bytes(r.op),
+        r.value.empty() ? 0 : b.CreateVector(r.value), r.text.empty() ? 0 : b.CreateVector(r.text));
+  }
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
   auto settings = BuildSettings(b, c.settings);
@@ -194,6 +208,8 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   if (!off_cpu.IsNull()) cb.add_off_cpu(off_cpu);
   if (!off_cpu_short.IsNull()) cb.add_off_cpu_short(off_cpu_short);
   if (!labels.IsNull()) cb.add_labels(labels);
+  if (!probe_sites.IsNull()) cb.add_probe_sites(probe_sites);
+  if (!probe_records.IsNull()) cb.add_probe_records(probe_records);
   b.Finish(cb.Finish(), fbs::CaptureIdentifier());
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -202,7 +218,8 @@ Status WriteCapture(const Capture& capture, const std::string& path) {
   // A FlatBuffers buffer holds at most 2 GiB; refuse before the builder would abort.
   uint64_t estimate = capture.samples.size() * 25 + capture.stacks.size() * 8 +
                       capture.frames.size() * 24 + capture.mappings.size() * 48 +
-                      capture.syscalls.size() * 60 + capture.off_cpu.size() * 42;
+                      capture.syscalls.size() * 60 + capture.off_cpu.size() * 42 +
+                      capture.probe_records.size() * 33;
   for (const std::string& s : capture.strings) estimate += s.size() + 8;
   if (estimate > kMaxPayloadBytes - (64u << 20)) {
     return Status::Error("capture too large for one file (about " + std::to_string(estimate >> 20) +

@@ -176,6 +176,43 @@ ordered_json SyscallsJson(const analysis::ReportSyscalls& t) {
   return y;
 }
 
+ordered_json ZonesJson(const analysis::ReportZones& z) {
+  auto exemplar = [](const analysis::ReportZoneExemplar& e) {
+    return ordered_json{{"duration_ns", e.duration_ns},
+                        {"tid", e.tid},
+                        {"thread", e.thread},
+                        {"at_ns", e.at_ns},
+                        {"text", analysis::Quantity(e.duration_ns, "nanoseconds")}};
+  };
+  ordered_json y;
+  y["samples"] = z.samples;
+  y["samples_inside"] = z.samples_inside;
+  y["marks"] = z.marks;
+  y["label_records"] = z.label_records;
+  y["counter_records"] = z.counter_records;
+  y["rows"] = ordered_json::array();
+  for (const auto& r : z.rows) {
+    y["rows"].push_back({{"zone", r.name},
+                         {"file", r.file},
+                         {"line", r.line},
+                         {"count", r.count},
+                         {"total_ns", r.total_ns},
+                         {"self_ns", r.self_ns},
+                         {"mean_ns", r.mean_ns},
+                         {"p50", exemplar(r.p50)},
+                         {"p90", exemplar(r.p90)},
+                         {"p99", exemplar(r.p99)},
+                         {"max", exemplar(r.max)},
+                         {"open_at_end", r.open_at_end},
+                         {"unmatched_ends", r.unmatched_ends},
+                         {"samples", r.samples},
+                         {"sample_percent", r.sample_percent},
+                         {"off_cpu_ns", r.off_cpu_ns},
+                         {"off_cpu_intervals", r.off_cpu_intervals}});
+  }
+  return y;
+}
+
 ordered_json ThreadsJson(const std::vector<analysis::ReportThread>& threads) {
   ordered_json out = ordered_json::array();
   for (const auto& t : threads) {
@@ -265,6 +302,7 @@ std::string ReportJson(const ReportModel& m, bool indent) {
   j["functions"] = ordered_json::array();
   for (const auto& r : m.flat.rows) j["functions"].push_back(FunctionJson(r));
   if (m.syscalls) j["syscalls"] = SyscallsJson(*m.syscalls);
+  if (m.zones) j["zones"] = ZonesJson(*m.zones);
   if (m.tree) j["tree"] = TreeJson(*m.tree);
   if (m.inverted) j["inverted"] = TreeJson(*m.inverted);
   if (m.threads) j["threads"] = ThreadsJson(*m.threads);

@@ -56,13 +56,14 @@ struct microscope_site {
 } __attribute__((aligned(8)));
 #define MICROSCOPE_SITE_MAGIC 0x5453534du /* "MSST" */
 
-#ifndef MICROSCOPE_DISABLE
+#if !defined(MICROSCOPE_DISABLE) || defined(MICROSCOPE_ABI_ONLY)
 
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #ifdef __cplusplus
@@ -79,6 +80,7 @@ extern "C" {
 int clock_gettime(int, struct timespec*); /* clockid_t is int */
 #endif
 long syscall(long, ...);
+int nanosleep(const struct timespec*, struct timespec*);
 
 /* Record operations: the top byte but one of a record's first word. */
 #define MICROSCOPE_OP_BEGIN 1u
@@ -144,6 +146,8 @@ struct microscope_ctl {
 #define MICROSCOPE_STATE_IDLE 0u
 #define MICROSCOPE_STATE_RECORDING 1u /* set by the recorder */
 #define MICROSCOPE_STATE_LOST 2u      /* set here: the recorder stopped answering */
+
+#ifndef MICROSCOPE_ABI_ONLY
 
 #define MICROSCOPE__HIDDEN __attribute__((weak, visibility("hidden")))
 
@@ -211,9 +215,35 @@ static inline void microscope__forked(void) {
   microscope__ring = NULL;
 }
 
+/* Whether a recorder is listening to this module now: a program that must
+ * not lose its first records waits for it (the recorder finds a launched
+ * program's modules some milliseconds after they are mapped). */
+static inline int microscope_recording(void) {
+  if (__atomic_load_n(&microscope__ctl.state, __ATOMIC_ACQUIRE) != MICROSCOPE_STATE_RECORDING) return 0;
+  const uint64_t beat = __atomic_load_n(&microscope__ctl.heartbeat, __ATOMIC_RELAXED);
+  const uint64_t timeout = (uint64_t)__atomic_load_n(&microscope__ctl.timeout_ms, __ATOMIC_RELAXED) * 1000000u;
+  return microscope__monotonic() - beat <= timeout;
+}
+
+/* At exit, while a recorder listens, waits (200 ms at most) for it to take
+ * what the rings hold: the process's memory goes with it. */
+static inline void microscope__drain_at_exit(void) {
+  for (int i = 0; i < 200 && microscope_recording(); ++i) {
+    int pending = 0;
+    const struct microscope_ring* r =
+        (const struct microscope_ring*)(uintptr_t)__atomic_load_n(&microscope__ctl.rings, __ATOMIC_ACQUIRE);
+    for (; r != NULL; r = (const struct microscope_ring*)(uintptr_t)r->next)
+      pending |= __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) != __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+    if (!pending) return;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}
+
 static inline void microscope__init_once(void) {
   pthread_key_create(&microscope__key, microscope__release);
   pthread_atfork(NULL, NULL, microscope__forked);
+  atexit(microscope__drain_at_exit);
 }
 
 static inline uint64_t* microscope__words(struct microscope_ring* r) { return (uint64_t*)(r + 1); }
@@ -487,11 +517,13 @@ static inline struct microscope_site* microscope_site_define(uint32_t kind, cons
 #define MICROSCOPE_LABEL_CLEAR(key) \
   MICROSCOPE__AT(key, MICROSCOPE_KIND_LABEL, microscope_label_clear(microscope__site))
 
+#endif /* MICROSCOPE_ABI_ONLY */
+
 #ifdef __cplusplus
 }
 #endif
 
-#ifdef __cplusplus
+#if defined(__cplusplus) && !defined(MICROSCOPE_ABI_ONLY)
 namespace microscope {
 
 /* A zone that ends with its scope; MICROSCOPE_ZONE("name") makes one. */

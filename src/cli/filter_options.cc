@@ -10,6 +10,8 @@ void FilterOptions::Register(CLI::App* cmd) {
   cmd->add_option("--thread", spec.thread, "keep one thread, by tid or name");
   cmd->add_option("--pid", pid, "keep one process");
   cmd->add_option("--time", time, "keep samples in FROM..TO after the start (e.g. 1s..2.5s)");
+  cmd->add_option("--zone", spec.zone,
+                  "keep samples taken inside the program's zone NAME (recorded with --probes)");
 }
 
 Status FilterOptions::Resolve() {

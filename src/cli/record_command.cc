@@ -4,6 +4,7 @@
 #include "base/duration.h"
 #include "src/cli/commands.h"
 #include "src/cli/recording.h"
+#include "src/probes/probe_source.h"
 
 namespace microscope::cli {
 
@@ -37,6 +38,7 @@ struct RecordFlags {
   CLI::Option* freq = nullptr;
   CLI::Option* stack = nullptr;
   CLI::Option* off_cpu = nullptr;
+  CLI::Option* probes = nullptr;
 };
 
 void AddRecordFlags(CLI::App* app, RecordFlags* f) {
@@ -103,6 +105,9 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
                 "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
                 "syscalls` does, in the same capture");
   AddSyscallStackMinOption(cmd, &f->stack_min);
+  f->probes = cmd->add_option("--probes", f->options.probes,
+                  "the program's own zones, marks, labels and counters (sdk/: C, C++, Python, "
+                  "Node) to record: all, NAME or PREFIX*, several separated by commas");
   cmd->add_flag("-q,--quiet", f->quiet, "no status line or summary on stderr");
   cmd->add_option("command", f->options.command, "program and arguments to launch (after --)");
 }
@@ -134,6 +139,12 @@ bool ResolveRecordFlags(RecordFlags& f) {
     }
   }
   if (!ParseDurationOption("--off-cpu-min", f.off_cpu_min, &f.options.off_cpu_min_ns)) return false;
+  if (f.probes->count() > 0) {
+    if (Result<std::string> lines = probes::SelectionLines(f.options.probes); !lines.ok()) {
+      PrintError("--probes '" + f.options.probes + "': " + lines.status().message());
+      return false;
+    }
+  }
   if (f.options.stack_copy % 8 != 0) {
     PrintError("--stack-copy " + std::to_string(f.options.stack_copy) + " is not a multiple of 8");
     return false;

@@ -106,6 +106,10 @@ Runner AddReportCommand(CLI::App& app) {
   cmd->add_flag("--threads", o->query.views.threads, "per-thread totals");
   cmd->add_flag("--lanes", o->query.views.lanes,
                 "a timeline of each thread: its samples, and its time off CPU by state");
+  cmd->add_flag("--zones", o->query.views.zones,
+                "the program's zones (recorded with --probes): count, total and self time, "
+                "p50/p90/p99/max with the thread and time of each, CPU samples and off-CPU time "
+                "inside");
   cmd->add_flag("--syscalls", o->query.views.syscalls,
                 "system calls (from `microscope syscalls`): calls, errors, total, mean and max "
                 "time per call, as strace -c, then the slowest calls");

@@ -281,6 +281,44 @@ void PrintSyscalls(FILE* out, const analysis::ReportSyscalls& t, const Colors& c
   }
 }
 
+void PrintZones(FILE* out, const analysis::ReportZones& z, const Colors& c) {
+  auto d = [](uint64_t ns) { return analysis::Quantity(ns, "nanoseconds"); };
+  fprintf(out, "\n%sZones%s: %zu zones; %llu of %llu samples inside one", c.bold(), c.reset(),
+          z.rows.size(), Ull(z.samples_inside), Ull(z.samples));
+  if (z.marks + z.label_records + z.counter_records > 0) {
+    fprintf(out, "; %llu marks, %llu label and %llu counter records", Ull(z.marks),
+            Ull(z.label_records), Ull(z.counter_records));
+  }
+  fprintf(out, "\n");
+  if (z.rows.empty()) {
+    fprintf(out, "(no zones: the program recorded none, or was not recorded with --probes)\n");
+    return;
+  }
+  fprintf(out, "%7s %11s %11s %10s %10s %10s %10s %8s %11s  %s\n", "count", "total", "self", "p50",
+          "p90", "p99", "max", "samples", "off-cpu", "zone");
+  for (size_t i = 0; i < z.shown; ++i) {
+    const analysis::ReportZoneRow& r = z.rows[i];
+    std::string name = r.name;
+    if (r.open_at_end + r.unmatched_ends > 0) {
+      name += " (+" + std::to_string(r.open_at_end) + " open at end, " +
+              std::to_string(r.unmatched_ends) + " ends without a begin)";
+    }
+    fprintf(out, "%7llu %11s %11s %10s %10s %10s %10s %8llu %11s  %s\n", Ull(r.count),
+            d(r.total_ns).c_str(), d(r.self_ns).c_str(), d(r.p50.duration_ns).c_str(),
+            d(r.p90.duration_ns).c_str(), d(r.p99.duration_ns).c_str(),
+            d(r.max.duration_ns).c_str(), Ull(r.samples), d(r.off_cpu_ns).c_str(), name.c_str());
+  }
+  fprintf(out, "\n%sLongest occurrences%s\n %12s %12s  %-24s %s\n", c.bold(), c.reset(), "duration",
+          "at", "thread", "zone");
+  for (size_t i = 0; i < z.shown; ++i) {
+    const analysis::ReportZoneRow& r = z.rows[i];
+    if (r.count == 0) continue;
+    fprintf(out, " %12s %12s  %-24s %s\n", d(r.max.duration_ns).c_str(),
+            ("+" + d(r.max.at_ns)).c_str(), ThreadLabel(r.max.thread, r.max.tid).c_str(),
+            r.name.c_str());
+  }
+}
+
 }  // namespace
 
 // A function's source lines with their costs (as perf annotate, by line):
@@ -320,6 +358,7 @@ void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
   Colors c{color};
   PrintHeader(out, m, c);
   if (m.syscalls) PrintSyscalls(out, *m.syscalls, c);
+  if (m.zones) PrintZones(out, *m.zones, c);
   if (m.by_state) PrintByState(out, *m.by_state, c);
   if (m.show_flat) {
     PrintFlat(out, m.flat, m.nouns, c, /*by_total=*/false);

@@ -84,6 +84,8 @@ class EventSource {
   virtual StackSplicer* splicer() { return nullptr; }
   // A source that names JIT code (jit_namer.h); null: it does not.
   virtual JitNamer* jit_namer() { return nullptr; }
+  // A source told of mappings (mapping_watcher.h) that names no code; null: none.
+  virtual MappingWatcher* mapping_watcher() { return nullptr; }
 };
 
 // An EventSource that queues no events of its own: a runtime that only

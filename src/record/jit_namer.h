@@ -10,15 +10,18 @@
 #include <optional>
 #include <string_view>
 
+#include "src/record/mapping_watcher.h"
+
 namespace microscope::unwind {
 class CfiTable;
 }
 
 namespace microscope::record {
 
-struct MappedModule;  // splicer.h
-
-class JitNamer {
+// Told of mappings (MappingWatcher): a JIT maps its jitdump file so that
+// profilers find it, and the GDB JIT interface's descriptor is a symbol of
+// a mapped module.
+class JitNamer : public MappingWatcher {
  public:
   struct Symbol {
     std::string_view module;  // what named it, as a module path ("/tmp/perf-12.map")
@@ -28,18 +31,11 @@ class JitNamer {
   // What names `address` of process `pid` (anonymous code), or nullopt.
   // The views are valid during the call.
   virtual std::optional<Symbol> Lookup(uint32_t pid, uint64_t address) = 0;
-  // Each executable mapping as it appears (a JIT maps its jitdump file so
-  // that profilers find it; the GDB JIT interface's descriptor is a symbol
-  // of a mapped module).
-  virtual void OnMapping(const MappedModule& mapping) = 0;
   // The unwinding rules that cover `address` of process `pid` (anonymous
   // code this namer names), at absolute addresses; null when it has none
   // (the unwinding policy for code without CFI applies). Valid while the
   // namer lives.
   virtual const unwind::CfiTable* UnwindTable(uint32_t pid, uint64_t address) = 0;
-  // Process `pid`'s address space ended (it exec'd another program, or
-  // exited and its pid may be reused): nothing read for it holds.
-  virtual void Forget(uint32_t pid) = 0;
 };
 
 }  // namespace microscope::record

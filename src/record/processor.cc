@@ -256,7 +256,7 @@ void Processor::OnComm(const Event& e) {
     // taken inside execve.
     EndAllMappings(p, e.time, &p.before_exec);
     p.anonymous_frame_pointers = false;
-    for (JitNamer* namer : jit_namers_) namer->Forget(uint32_t(e.pid));
+    for (MappingWatcher* w : mapping_watchers_) w->Forget(uint32_t(e.pid));
     p.root_known = false;       // and may follow a change of namespace
     capture_.processes[p.row].command = name;
   }
@@ -304,7 +304,7 @@ void Processor::OnExit(const Event& e) {
     capture_.processes[p->second.row].end_time = e.time;
     EndAllMappings(p->second, e.time);
     processes_.erase(p);
-    for (JitNamer* namer : jit_namers_) namer->Forget(uint32_t(e.pid));
+    for (MappingWatcher* w : mapping_watchers_) w->Forget(uint32_t(e.pid));
   }
 }
 

@@ -87,8 +87,11 @@ class Processor : private CodeMarks, private FrameInterner {
   // of every executable mapping, those already known first, and given every
   // stack with a frame in code it marked.
   void AddSplicer(StackSplicer* splicer);
-  // Names anonymous code at record time (jit_namer.h).
+  // Names anonymous code at record time (jit_namer.h); it also watches mappings.
   void AddJitNamer(JitNamer* namer);
+  // Told of every executable mapping, those already known first, and of
+  // every address space that ends (mapping_watcher.h; not owned).
+  void AddMappingWatcher(MappingWatcher* watcher);
   MappedModule Mapped(uint32_t pid, uint32_t mapping_row, bool first) const;
   void SetExitStatus(uint32_t pid, int status);
 
@@ -223,6 +226,7 @@ class Processor : private CodeMarks, private FrameInterner {
   // JIT code named at record time: a module per namer's source, a function
   // per name, a frame per (address, module, function).
   std::vector<JitNamer*> jit_namers_;
+  std::vector<MappingWatcher*> mapping_watchers_;  // the JIT namers among them
   std::map<std::string, capture::ModuleId, std::less<>> jit_modules_;
   std::map<capture::StringId, capture::FunctionId> jit_functions_;
   std::map<std::tuple<uint64_t, capture::ModuleId, capture::FunctionId>, capture::FrameId>

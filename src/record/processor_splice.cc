@@ -27,9 +27,14 @@ void Processor::AddSplicer(StackSplicer* splicer) {
 
 void Processor::AddJitNamer(JitNamer* namer) {
   jit_namers_.push_back(namer);
+  AddMappingWatcher(namer);
+}
+
+void Processor::AddMappingWatcher(MappingWatcher* watcher) {
+  mapping_watchers_.push_back(watcher);
   // Mappings already known (an attach seeds them before sources start).
   for (auto& [pid, process] : processes_) {
-    for (const auto& [start, row] : process.live) namer->OnMapping(Mapped(pid, row, false));
+    for (const auto& [start, row] : process.live) watcher->OnMapping(Mapped(pid, row, false));
   }
 }
 
@@ -50,7 +55,7 @@ MappedModule Processor::Mapped(uint32_t pid, uint32_t mapping_row, bool first) c
 
 void Processor::AnnounceMapping(uint32_t pid, uint32_t mapping_row) {
   const capture::ModuleId module = capture_.mappings[mapping_row].module;
-  for (JitNamer* namer : jit_namers_) namer->OnMapping(Mapped(pid, mapping_row, false));
+  for (MappingWatcher* w : mapping_watchers_) w->OnMapping(Mapped(pid, mapping_row, false));
   if (splicers_.empty()) return;
   if (module_announced_.size() <= module) module_announced_.resize(module + 1, 0);
   const MappedModule mapped = Mapped(pid, mapping_row, !module_announced_[module]);

@@ -38,6 +38,9 @@ struct RecordOptions {
   // JavaScript frames walked by BPF at each sample of V8 processes: the same
   // choices.
   std::string node = "auto";
+  // The program's own probes (sdk/) to record: "all", names and NAME*
+  // prefixes separated by commas; empty: none.
+  std::string probes;
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };

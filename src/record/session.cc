@@ -137,6 +137,7 @@ class Recording {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());
       if (s->splicer() != nullptr) processor_.AddSplicer(s->splicer());
       if (s->jit_namer() != nullptr) processor_.AddJitNamer(s->jit_namer());
+      if (s->mapping_watcher() != nullptr) processor_.AddMappingWatcher(s->mapping_watcher());
     }
     return OkStatus();
   }

@@ -1,5 +1,6 @@
 #include "src/record/sources.h"
 
+#include "src/probes/probe_source.h"
 #include "src/record/exit_source.h"
 #include "src/record/offcpu_source.h"
 #include "src/record/syscall_source.h"
@@ -37,6 +38,8 @@ const SourceKind kSources[] = {
     {capture::kSyscallSource, "system calls", false,
      [](const RecordOptions& o) { return o.syscalls; },
      [](const RecordOptions& o) { return !o.samples; }, StartSyscallSource},
+    {capture::kProbeSource, "probes", false, [](const RecordOptions& o) { return !o.probes.empty(); },
+     [](const RecordOptions&) { return true; }, probes::StartProbeSource},
     {"jit", "JIT code names", true, [](const RecordOptions& o) { return o.samples; },
      [](const RecordOptions&) { return false; }, runtimes::jit::StartJitSource},
     {capture::kExitSource, "exit statuses", true, [](const RecordOptions&) { return true; },

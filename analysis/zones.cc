@@ -1,0 +1,275 @@
+#include "analysis/zones.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace microscope::analysis {
+
+using capture::kNone;
+using capture::ProbeOp;
+using capture::ThreadId;
+
+Zones PairZones(const capture::Capture& c) {
+  Zones z;
+  const capture::ProbeRecords& r = c.probe_records;
+  // Per thread: its open occurrences, oldest first.
+  std::map<ThreadId, std::vector<uint32_t>> open;
+  // The occurrence on top of the thread's open list when each began (the
+  // chain of such tops holds every occurrence open then).
+  std::vector<uint32_t> top_at_begin;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r.op[i] != ProbeOp::kBegin && r.op[i] != ProbeOp::kEnd) continue;
+    std::vector<uint32_t>& list = open[r.thread[i]];
+    if (r.op[i] == ProbeOp::kBegin) {
+      ZoneOccurrence o;
+      o.site = r.site[i];
+      o.thread = r.thread[i];
+      o.begin = r.time[i];
+      list.push_back(uint32_t(z.occurrences.size()));
+      top_at_begin.push_back(list.size() > 1 ? list[list.size() - 2] : kNone);
+      z.occurrences.push_back(o);
+      continue;
+    }
+    auto it = std::find_if(list.rbegin(), list.rend(),
+                           [&](uint32_t o) { return z.occurrences[o].site == r.site[i]; });
+    if (it == list.rend()) {
+      ZoneOccurrence o;
+      o.site = r.site[i];
+      o.thread = r.thread[i];
+      o.end = r.time[i];
+      top_at_begin.push_back(kNone);
+      z.occurrences.push_back(o);
+      continue;
+    }
+    z.occurrences[*it].end = r.time[i];
+    list.erase(std::next(it).base());
+  }
+  // Parents: along the chain of tops, the first that began no later and
+  // ended no earlier (or never ended).
+  std::vector<ZoneOccurrence>& occ = z.occurrences;
+  for (size_t i = 0; i < occ.size(); ++i) {
+    if (occ[i].begin == kUnknownTime) continue;
+    for (uint32_t p = top_at_begin[i]; p != kNone; p = top_at_begin[p]) {
+      if (occ[p].begin <= occ[i].begin &&
+          (occ[p].end == kUnknownTime ||
+           (occ[i].end != kUnknownTime && occ[p].end >= occ[i].end))) {
+        occ[i].parent = p;
+        break;
+      }
+    }
+  }
+  // Self time: a complete occurrence's time outside the union of its
+  // complete children.
+  std::vector<std::vector<uint32_t>> children(occ.size());
+  for (size_t i = 0; i < occ.size(); ++i) {
+    if (occ[i].parent != kNone && occ[i].complete()) children[occ[i].parent].push_back(uint32_t(i));
+  }
+  for (size_t i = 0; i < occ.size(); ++i) {
+    if (!occ[i].complete()) continue;
+    uint64_t covered = 0, reach = occ[i].begin;
+    for (uint32_t k : children[i]) {  // in begin order
+      const uint64_t from = std::max(reach, occ[k].begin);
+      if (occ[k].end > from) covered += occ[k].end - from;
+      reach = std::max(reach, occ[k].end);
+    }
+    occ[i].self_ns = occ[i].duration() - std::min(covered, occ[i].duration());
+  }
+  return z;
+}
+
+std::vector<uint32_t> InnermostAt(const Zones& zones, std::span<const ThreadId> threads,
+                                  std::span<const uint64_t> times) {
+  std::vector<uint32_t> out(times.size(), kNone);
+  const std::vector<ZoneOccurrence>& occ = zones.occurrences;
+  // Per thread, begin and end events in time order.
+  struct Edge {
+    uint64_t time;
+    bool end;
+    uint32_t occurrence;
+  };
+  std::map<ThreadId, std::vector<Edge>> edges;
+  for (size_t i = 0; i < occ.size(); ++i) {
+    if (occ[i].begin == kUnknownTime) continue;
+    edges[occ[i].thread].push_back({occ[i].begin, false, uint32_t(i)});
+    if (occ[i].end != kUnknownTime) edges[occ[i].thread].push_back({occ[i].end, true, uint32_t(i)});
+  }
+  std::map<ThreadId, std::vector<uint32_t>> points;  // per thread, the rows in time order
+  for (size_t i = 0; i < times.size(); ++i) {
+    if (edges.count(threads[i])) points[threads[i]].push_back(uint32_t(i));
+  }
+  for (auto& [thread, list] : edges) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Edge& a, const Edge& b) { return a.time < b.time; });
+    std::vector<uint32_t>& rows = points[thread];
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](uint32_t a, uint32_t b) { return times[a] < times[b]; });
+    std::set<std::pair<uint64_t, uint32_t>> active;  // (begin, occurrence)
+    size_t e = 0;
+    for (uint32_t row : rows) {
+      for (; e < list.size() && list[e].time <= times[row]; ++e) {
+        const ZoneOccurrence& o = occ[list[e].occurrence];
+        if (list[e].end) {
+          active.erase({o.begin, list[e].occurrence});
+        } else {
+          active.insert({o.begin, list[e].occurrence});
+        }
+      }
+      if (!active.empty()) out[row] = active.rbegin()->second;
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<std::pair<uint64_t, uint64_t>>> SpansOf(
+    const capture::Capture& c, const Zones& zones, std::span<const capture::ProbeSiteId> sites) {
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> spans(c.threads.size());
+  for (const ZoneOccurrence& o : zones.occurrences) {
+    if (o.begin == kUnknownTime || std::find(sites.begin(), sites.end(), o.site) == sites.end())
+      continue;
+    spans[o.thread].push_back({o.begin, o.end});  // an unknown end is past every time
+  }
+  for (auto& list : spans) {
+    std::sort(list.begin(), list.end());
+    std::vector<std::pair<uint64_t, uint64_t>> merged;
+    for (const auto& s : list) {
+      if (!merged.empty() && s.first <= merged.back().second) {
+        merged.back().second = std::max(merged.back().second, s.second);
+      } else {
+        merged.push_back(s);
+      }
+    }
+    list = std::move(merged);
+  }
+  return spans;
+}
+
+std::vector<capture::ProbeSiteId> ZoneSitesNamed(const capture::Capture& c,
+                                                 std::string_view name) {
+  std::vector<capture::ProbeSiteId> out;
+  for (size_t s = 0; s < c.probe_sites.size(); ++s) {
+    if (c.probe_sites.kind[s] == capture::ProbeKind::kZone && c.str(c.probe_sites.name[s]) == name)
+      out.push_back(capture::ProbeSiteId(s));
+  }
+  return out;
+}
+
+std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zones) {
+  const std::vector<ZoneOccurrence>& occ = zones.occurrences;
+  std::vector<ZoneStats> stats(c.probe_sites.size());
+  std::vector<std::vector<uint32_t>> complete(c.probe_sites.size());
+  std::vector<uint8_t> seen(c.probe_sites.size(), 0);
+  for (size_t i = 0; i < occ.size(); ++i) {
+    ZoneStats& s = stats[occ[i].site];
+    seen[occ[i].site] = 1;
+    if (occ[i].begin == kUnknownTime) {
+      ++s.unmatched_ends;
+    } else if (occ[i].end == kUnknownTime) {
+      ++s.open_at_end;
+    } else {
+      ++s.count;
+      s.total_ns += occ[i].duration();
+      s.self_ns += occ[i].self_ns;
+      complete[occ[i].site].push_back(uint32_t(i));
+    }
+  }
+  // Samples and off-CPU time by their innermost zone.
+  const capture::Samples& smp = c.samples;
+  std::vector<uint64_t> times(smp.time.begin(), smp.time.end());
+  std::vector<ThreadId> threads(smp.thread.begin(), smp.thread.end());
+  std::vector<uint32_t> inner = InnermostAt(zones, threads, times);
+  for (size_t i = 0; i < inner.size(); ++i) {
+    if (inner[i] == kNone) continue;
+    ZoneStats& s = stats[occ[inner[i]].site];
+    s.samples += smp.CountAt(i);
+    s.sample_weight += smp.weight.empty() ? 0 : smp.weight[i];
+  }
+  const capture::OffCpu& off = c.off_cpu;
+  std::vector<uint32_t> off_inner = InnermostAt(zones, off.thread, off.start);
+  for (size_t i = 0; i < off_inner.size(); ++i) {
+    if (off_inner[i] == kNone) continue;
+    const ZoneOccurrence& o = occ[off_inner[i]];
+    ZoneStats& s = stats[o.site];
+    ++s.off_cpu_intervals;
+    s.off_cpu_ns += std::min(off.end[i], o.end) - off.start[i];
+  }
+  for (size_t site = 0; site < stats.size(); ++site) {
+    stats[site].site = capture::ProbeSiteId(site);
+    std::vector<uint32_t>& list = complete[site];
+    if (list.empty()) continue;
+    std::stable_sort(list.begin(), list.end(),
+                     [&](uint32_t a, uint32_t b) { return occ[a].duration() < occ[b].duration(); });
+    auto rank = [&](double p) {
+      size_t k = size_t(std::ceil(p * double(list.size())));
+      k = std::clamp<size_t>(k, 1, list.size()) - 1;
+      return Exemplar{occ[list[k]].duration(), list[k]};
+    };
+    stats[site].p50 = rank(0.50);
+    stats[site].p90 = rank(0.90);
+    stats[site].p99 = rank(0.99);
+    stats[site].max = Exemplar{occ[list.back()].duration(), list.back()};
+  }
+  std::vector<ZoneStats> out;
+  for (size_t site = 0; site < stats.size(); ++site) {
+    if (seen[site] || stats[site].samples > 0) out.push_back(stats[site]);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const ZoneStats& a, const ZoneStats& b) {
+    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    return c.str(c.probe_sites.name[a.site]) < c.str(c.probe_sites.name[b.site]);
+  });
+  return out;
+}
+
+namespace {
+
+ReportZoneExemplar ExemplarOf(const capture::Capture& c, const Zones& z, const Exemplar& e) {
+  ReportZoneExemplar out;
+  if (e.occurrence == kNone) return out;
+  const ZoneOccurrence& o = z.occurrences[e.occurrence];
+  out.duration_ns = e.duration;
+  out.tid = c.threads[o.thread].tid;
+  out.thread = c.str(c.threads[o.thread].name);
+  out.at_ns = o.begin > c.settings.start_time ? o.begin - c.settings.start_time : 0;
+  return out;
+}
+
+}  // namespace
+
+ReportZones BuildZonesReport(const capture::Capture& c, size_t top) {
+  ReportZones out;
+  const Zones z = PairZones(c);
+  for (const ZoneStats& s : ZoneStatistics(c, z)) {
+    ReportZoneRow row;
+    row.name = c.str(c.probe_sites.name[s.site]);
+    row.file = c.str(c.probe_sites.file[s.site]);
+    row.line = c.probe_sites.line[s.site];
+    row.count = s.count;
+    row.total_ns = s.total_ns;
+    row.self_ns = s.self_ns;
+    row.mean_ns = s.count > 0 ? s.total_ns / s.count : 0;
+    row.p50 = ExemplarOf(c, z, s.p50);
+    row.p90 = ExemplarOf(c, z, s.p90);
+    row.p99 = ExemplarOf(c, z, s.p99);
+    row.max = ExemplarOf(c, z, s.max);
+    row.open_at_end = s.open_at_end;
+    row.unmatched_ends = s.unmatched_ends;
+    row.samples = s.samples;
+    row.off_cpu_ns = s.off_cpu_ns;
+    row.off_cpu_intervals = s.off_cpu_intervals;
+    out.samples_inside += s.samples;
+    out.rows.push_back(std::move(row));
+  }
+  for (size_t i = 0; i < c.samples.size(); ++i) out.samples += c.samples.CountAt(i);
+  for (ReportZoneRow& row : out.rows)
+    row.sample_percent = out.samples > 0 ? 100.0 * double(row.samples) / double(out.samples) : 0;
+  out.shown = std::min(top, out.rows.size());
+  for (ProbeOp op : c.probe_records.op) {
+    out.marks += op == ProbeOp::kMark;
+    out.label_records += op == ProbeOp::kLabel || op == ProbeOp::kLabelClear;
+    out.counter_records += op == ProbeOp::kCounter;
+  }
+  return out;
+}
+
+}  // namespace microscope::analysis

@@ -1,0 +1,609 @@
+#include "src/probes/probe_source.h"
+
+#include <gelf.h>
+#include <signal.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/hex.h"
+#include "src/probes/abi.h"
+#include "src/probes/ring_records.h"
+#include "src/probes/site_entries.h"
+#include "src/probes/tsc_clock.h"
+#include "src/record/row_order.h"
+#include "src/record/splicer.h"
+#include "src/runtimes/process_memory.h"
+#include "src/symbols/elf_handle.h"
+#include "src/symbols/elf_image.h"
+
+namespace microscope::probes {
+namespace {
+
+using capture::ProbeKind;
+using capture::ProbeOp;
+
+constexpr uint32_t kTimeoutMs = 1000;  // the program switches its sites off after this silence
+constexpr int kAttachTries = 100;      // rounds a control block may stay unreadable
+constexpr size_t kMaxRings = 65536;    // per control block: past this the list is corrupt
+constexpr uint64_t kMaxSection = 64ull << 20;
+constexpr size_t kMaxNotes = 16;
+
+// Another process's memory, read and written in place.
+bool ReadAt(uint32_t pid, uint64_t address, void* out, size_t size) {
+  iovec local{out, size};
+  iovec remote{reinterpret_cast<void*>(address), size};
+  return process_vm_readv(pid_t(pid), &local, 1, &remote, 1, 0) == ssize_t(size);
+}
+bool WriteAt(uint32_t pid, uint64_t address, const void* data, size_t size) {
+  iovec local{const_cast<void*>(data), size};
+  iovec remote{reinterpret_cast<void*>(address), size};
+  return process_vm_writev(pid_t(pid), &local, 1, &remote, 1, 0) == ssize_t(size);
+}
+// Sets the byte at each address to `value` (a site's enabled flag).
+void WriteBytes(uint32_t pid, const std::vector<uint64_t>& addresses, uint8_t value) {
+  std::vector<iovec> local, remote;
+  for (size_t i = 0; i < addresses.size(); i += 1024) {
+    const size_t n = std::min<size_t>(1024, addresses.size() - i);
+    local.assign(n, iovec{&value, 1});
+    remote.resize(n);
+    for (size_t j = 0; j < n; ++j) remote[j] = {reinterpret_cast<void*>(addresses[i + j]), 1};
+    (void)process_vm_writev(pid_t(pid), local.data(), n, remote.data(), n, 0);
+  }
+}
+
+struct ProbeEvent {
+  uint64_t time = 0;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t site = 0;  // sites_ index
+  ProbeOp op = ProbeOp::kMark;
+  double value = 0;
+  std::string text;
+};
+
+// A module's probes as its file has them.
+struct ModuleProbes {
+  bool has_ctl = false;
+  std::string refused;  // why its probes are not read
+  uint64_t ctl_vaddr = 0;
+  std::vector<symbols::LoadSegment> loads;
+  std::vector<SiteText> sites;  // at link-time addresses
+};
+
+// A site as the capture will have it; copies of it (inlined code, several
+// processes) map to one.
+struct Site {
+  ProbeKind kind;
+  std::string name;
+  std::string file;
+  uint32_t line = 0;
+  capture::ModuleId module = capture::kNone;
+  capture::ProbeSiteId id = capture::kNone;  // in the capture, once delivered
+};
+
+struct RingState {
+  uint32_t tid = 0;
+  uint64_t dropped = 0;
+};
+
+// One module's control block in one process.
+struct Target {
+  uint32_t pid = 0;
+  capture::ModuleId module = capture::kNone;
+  std::string path;
+  uint64_t ctl = 0;  // its address in the process
+  uint64_t bias = 0;
+  bool attached = false;
+  bool dead = false;  // refused, or no longer readable
+  int tries = 0;
+  std::vector<uint64_t> enabled;  // the enabled flags this recorder set
+  std::unordered_map<uint64_t, uint32_t> site_at;  // a site's address -> sites_ index
+  uint32_t runtime_read = 0;  // run-time slots read
+  std::map<uint64_t, RingState> rings;
+  uint64_t threads_refused = 0;
+};
+
+ProbeOp OpOf(uint8_t op) {
+  switch (op) {
+    case MICROSCOPE_OP_BEGIN:
+      return ProbeOp::kBegin;
+    case MICROSCOPE_OP_END:
+      return ProbeOp::kEnd;
+    case MICROSCOPE_OP_MARK:
+      return ProbeOp::kMark;
+    case MICROSCOPE_OP_COUNTER:
+      return ProbeOp::kCounter;
+    case MICROSCOPE_OP_LABEL_CLEAR:
+      return ProbeOp::kLabelClear;
+    default:
+      return ProbeOp::kLabel;
+  }
+}
+
+ModuleProbes ReadModuleProbes(const std::string& file) {
+  ModuleProbes out;
+  Result<symbols::ElfFile> elf = symbols::OpenElfFile(file);
+  if (!elf.ok()) return out;
+  Elf* e = elf.value().elf.get();
+  GElf_Shdr ctl_shdr;
+  Elf_Scn* ctl = symbols::SectionByName(e, "microscope_ctl", &ctl_shdr);
+  if (ctl == nullptr) return out;
+  out.has_ctl = true;
+  out.ctl_vaddr = ctl_shdr.sh_addr;
+  Elf_Data* ctl_data = elf_getdata(ctl, nullptr);
+  microscope_ctl initial;
+  if (ctl_shdr.sh_type != SHT_PROGBITS || ctl_data == nullptr || ctl_data->d_buf == nullptr ||
+      ctl_data->d_size < kCtlSize) {
+    out.refused = "its microscope_ctl section holds no control block";
+    return out;
+  }
+  std::memcpy(&initial, ctl_data->d_buf, sizeof(initial));
+  if (initial.magic != MICROSCOPE_CTL_MAGIC) {
+    out.refused = "its control block has no magic";
+    return out;
+  }
+  if (initial.version != kAbiVersion) {
+    out.refused = "its probes are of layout version " + std::to_string(initial.version) +
+                  "; this recorder reads version " + std::to_string(kAbiVersion);
+    return out;
+  }
+  Result<std::vector<symbols::LoadSegment>> loads = symbols::ElfLoadSegments(e);
+  if (!loads.ok()) {
+    out.refused = loads.status().message();
+    return out;
+  }
+  out.loads = std::move(loads).value();
+  GElf_Shdr sites_shdr;
+  Elf_Scn* sites = symbols::SectionByName(e, "microscope_sites", &sites_shdr);
+  if (sites != nullptr && sites_shdr.sh_type == SHT_PROGBITS && sites_shdr.sh_size <= kMaxSection) {
+    Elf_Data* data = elf_getdata(sites, nullptr);
+    if (data != nullptr && data->d_buf != nullptr) {
+      SiteSection parsed = ParseSiteSection(
+          std::span<const uint8_t>(static_cast<const uint8_t*>(data->d_buf), data->d_size),
+          sites_shdr.sh_addr);
+      out.sites = std::move(parsed.sites);
+      if (parsed.malformed > 0) {
+        out.refused = std::to_string(parsed.malformed) + " malformed site entries, the first: " +
+                      parsed.first_error;  // said, and the good entries still read
+      }
+    }
+  }
+  return out;
+}
+
+class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record::MappingWatcher {
+ public:
+  ProbeSource(std::string selection, std::string lines, std::function<void(const std::string&)> warn)
+      : selection_(std::move(selection)), lines_(std::move(lines)), warn_(std::move(warn)) {
+    clock_.Add(TscClock::Measure());
+  }
+
+  int wait_fd() const override { return -1; }
+  record::MappingWatcher* mapping_watcher() override { return this; }
+
+  void OnMapping(const record::MappedModule& m) override {
+    if (!m.path.starts_with("/")) return;
+    auto [it, fresh] = modules_.try_emplace(m.module);
+    ModuleProbes& mp = it->second;
+    if (fresh) mp = ReadModuleProbes(runtimes::TargetFile(m.pid, m.path));
+    if (!mp.has_ctl) return;
+    if (fresh && !mp.refused.empty()) {
+      Problem("probes of a module refused or partly read", std::string(m.path) + ": " + mp.refused);
+      if (mp.loads.empty()) return;
+    }
+    if (mp.loads.empty()) return;
+    for (const symbols::LoadSegment& seg : mp.loads) {
+      if (m.file_offset < seg.offset || m.file_offset >= seg.offset + seg.filesz) continue;
+      const uint64_t bias = m.start - (seg.vaddr + (m.file_offset - seg.offset));
+      auto [t, added] = targets_.try_emplace({m.pid, bias + mp.ctl_vaddr});
+      if (!added) return;
+      t->second.pid = m.pid;
+      t->second.module = m.module;
+      t->second.path = std::string(m.path);
+      t->second.ctl = bias + mp.ctl_vaddr;
+      t->second.bias = bias;
+      return;
+    }
+  }
+
+  void Forget(uint32_t pid) override {
+    for (auto it = targets_.lower_bound({pid, 0}); it != targets_.end() && it->first.first == pid;) {
+      Retire(it->second);
+      it = targets_.erase(it);
+    }
+  }
+
+  void Poll(const record::PollWindow& w, record::Processor* processor) override {
+    processor_ = processor;
+    clock_.Add(TscClock::Measure());
+    for (auto& [key, t] : targets_) {
+      if (t.dead) continue;
+      if (!t.attached) Attach(t);
+      if (!t.attached) continue;
+      if (w.final) Detach(t);
+      Drain(t);
+    }
+    Take(&fresh_, [&](const ProbeEvent& e) { return e.time >= w.start && e.time < w.end; });
+  }
+
+  void Deliver(size_t i, record::Processor* processor) override {
+    const ProbeEvent& e = at(i);
+    capture::Capture& c = processor->capture();
+    Site& site = sites_[e.site];
+    if (site.id == capture::kNone) {
+      capture::ProbeSites& ps = c.probe_sites;
+      site.id = capture::ProbeSiteId(ps.size());
+      ps.kind.push_back(site.kind);
+      ps.name.push_back(processor->Intern(site.name));
+      ps.file.push_back(site.file.empty() ? capture::kNone : processor->Intern(site.file));
+      ps.line.push_back(site.line);
+      ps.module.push_back(site.module);
+    }
+    capture::ProbeRecords& r = c.probe_records;
+    r.time.push_back(e.time);
+    r.thread.push_back(processor->EventThread(e.pid, e.tid, e.time, ""));
+    r.site.push_back(site.id);
+    r.op.push_back(e.op);
+    r.value.push_back(e.value);
+    r.text.push_back(e.op == ProbeOp::kLabel ? processor->Intern(e.text) : capture::kNone);
+    ++delivered_;
+  }
+
+  void Finish(record::Processor* processor, capture::Settings* settings) override {
+    processor_ = processor;
+    for (auto& [key, t] : targets_) Retire(t);
+    capture::ProbeRecords& r = processor->capture().probe_records;
+    if (!std::any_of(r.op.begin(), r.op.end(), [](ProbeOp op) { return op == ProbeOp::kCounter; }))
+      r.value.clear();
+    if (!std::any_of(r.op.begin(), r.op.end(), [](ProbeOp op) { return op == ProbeOp::kLabel; }))
+      r.text.clear();
+    // Each ring is in time order; rings read in one round may interleave
+    // with what an earlier round delivered only if a thread stalled between
+    // stamping a record and publishing it.
+    record::SortRowsBy(r.time, r.time, r.thread, r.site, r.op, r.value, r.text);
+    if (dropped_ > 0) {
+      Problem("probe records dropped (a thread's ring was full)",
+              std::to_string(dropped_) + " records");
+    }
+    if (threads_refused_ > 0) {
+      Problem("threads whose probes had no ring (the program could not map one)",
+              std::to_string(threads_refused_) + " threads");
+    }
+    capture::SourceSetting& s = settings->SetSource(std::string(capture::kProbeSource), "on");
+    s.values = {{"modules", modules_read_},
+                {"sites", sites_.size()},
+                {"records", delivered_},
+                {"dropped", dropped_}};
+    settings->lost_records += dropped_;
+    processor_ = nullptr;
+  }
+
+ private:
+  uint64_t TimeOf(const ProbeEvent& e) const override { return e.time; }
+
+  void Problem(std::string_view kind, const std::string& example) {
+    if (processor_ != nullptr) {
+      processor_->CountProblem(kind, example);
+    } else {
+      pending_problems_.emplace_back(kind, example);
+    }
+  }
+
+  uint32_t SiteIndex(const SiteText& s, capture::ModuleId module) {
+    auto key = std::make_tuple(s.kind, s.name, s.file, s.line, module);
+    auto [it, fresh] = site_index_.try_emplace(key, uint32_t(sites_.size()));
+    if (fresh) sites_.push_back({ProbeKind(s.kind), s.name, s.file, s.line, module});
+    return it->second;
+  }
+
+  void Attach(Target& t) {
+    if (processor_ != nullptr) {
+      for (auto& [kind, example] : pending_problems_) processor_->CountProblem(kind, example);
+      pending_problems_.clear();
+    }
+    microscope_ctl ctl;
+    if (!ReadAt(t.pid, t.ctl, &ctl, sizeof(ctl))) {
+      if (++t.tries >= kAttachTries) t.dead = true;  // the process went, or never ran the module
+      return;
+    }
+    if (ctl.magic != MICROSCOPE_CTL_MAGIC || ctl.version != kAbiVersion) {
+      Problem("probes of a module refused or partly read",
+              t.path + " (pid " + std::to_string(t.pid) + "): its control block in memory is not " +
+                  "of layout version " + std::to_string(kAbiVersion));
+      t.dead = true;
+      return;
+    }
+    const uint32_t self = uint32_t(getpid());
+    if (ctl.reader != 0 && ctl.reader != self && ctl.state == MICROSCOPE_STATE_RECORDING &&
+        kill(pid_t(ctl.reader), 0) == 0 && MonotonicNowNs() - ctl.heartbeat < 2'000'000'000ull) {
+      Note(t.path + " (pid " + std::to_string(t.pid) + "): its probes are read by recorder pid " +
+           std::to_string(ctl.reader) + "; not read here");
+      t.dead = true;
+      return;
+    }
+    // Heartbeat, timeout, reader and selection first; then the state that
+    // lets run-time sites enable themselves.
+    ctl.heartbeat = MonotonicNowNs();
+    ctl.timeout_ms = kTimeoutMs;
+    ctl.reader = self;
+    std::memset(ctl.selection, 0, sizeof(ctl.selection));
+    std::memcpy(ctl.selection, lines_.data(), std::min(lines_.size(), sizeof(ctl.selection) - 1));
+    const size_t from = offsetof(microscope_ctl, heartbeat);
+    if (!WriteAt(t.pid, t.ctl + from, reinterpret_cast<const char*>(&ctl) + from,
+                 sizeof(ctl) - from)) {
+      t.dead = true;
+      return;
+    }
+    const uint32_t recording = MICROSCOPE_STATE_RECORDING;
+    (void)WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, state), &recording, sizeof(recording));
+    const ModuleProbes& mp = modules_[t.module];
+    std::vector<uint64_t> enable;
+    for (const SiteText& s : mp.sites) {
+      const uint64_t address = t.bias + s.address;
+      t.site_at[address] = SiteIndex(s, t.module);
+      if (Selected(selection_, s.name)) enable.push_back(address + kSiteEnabledAt);
+    }
+    WriteBytes(t.pid, enable, 1);
+    t.enabled.insert(t.enabled.end(), enable.begin(), enable.end());
+    // What rings hold from before this recording is not ours: skip it.
+    std::vector<uint64_t> raw;
+    ForEachRing(t, ctl.rings, [&](uint64_t address, microscope_ring& ring, RingState& state) {
+      state.tid = ring.owner;
+      state.dropped = ring.dropped;
+      if (ring.tail != ring.head) {
+        (void)WriteAt(t.pid, address + offsetof(microscope_ring, tail), &ring.head,
+                      sizeof(ring.head));
+      }
+    });
+    t.attached = true;
+    ++modules_read_;
+  }
+
+  // Switches the target's sites off (the recording ends); what they wrote
+  // before is still drained.
+  void Detach(Target& t) {
+    WriteBytes(t.pid, t.enabled, 0);
+    t.enabled.clear();
+    const uint32_t idle = MICROSCOPE_STATE_IDLE;
+    (void)WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, state), &idle, sizeof(idle));
+    const uint32_t none = 0;
+    (void)WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, reader), &none, sizeof(none));
+  }
+
+  // A target that goes away: its counts stay.
+  void Retire(Target& t) {
+    for (auto& [address, ring] : t.rings) dropped_ += ring.dropped;
+    t.rings.clear();
+    threads_refused_ += t.threads_refused;
+    t.threads_refused = 0;
+    t.dead = true;
+  }
+
+  // Calls fn(address, header, state) for each ring of the list at `first`.
+  template <typename Fn>
+  void ForEachRing(Target& t, uint64_t first, Fn fn) {
+    size_t n = 0;
+    for (uint64_t address = first; address != 0; ++n) {
+      if (n == kMaxRings) {
+        Problem("probe rings malformed", t.path + ": more than " + std::to_string(kMaxRings) +
+                                             " rings in one list (a cycle?)");
+        return;
+      }
+      microscope_ring ring;
+      if (!ReadAt(t.pid, address, &ring, sizeof(ring))) return;  // the process is going
+      if (ring.magic != MICROSCOPE_RING_MAGIC || !std::has_single_bit(ring.words) ||
+          ring.words > kMaxRingWords || ring.tail > ring.head ||
+          ring.head - ring.tail > ring.words) {
+        Problem("probe rings malformed", t.path + ": ring at " + HexAddress(address) +
+                                             " (words " + std::to_string(ring.words) + ", head " +
+                                             std::to_string(ring.head) + ", tail " +
+                                             std::to_string(ring.tail) + ")");
+        return;
+      }
+      fn(address, ring, t.rings[address]);
+      address = ring.next;
+    }
+  }
+
+  // Reads the run-time sites defined since the last round.
+  void ReadRuntimeSites(Target& t, const microscope_ctl& ctl) {
+    if (ctl.runtime_sites == 0) return;
+    const uint32_t count = std::min(ctl.runtime_count, uint32_t(MICROSCOPE_RUNTIME_SITES));
+    if (count <= t.runtime_read) return;
+    std::vector<uint8_t> slots(size_t(count - t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE);
+    const uint64_t first = ctl.runtime_sites + uint64_t(t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE;
+    if (!ReadAt(t.pid, first, slots.data(), slots.size())) return;
+    std::vector<uint64_t> enable;
+    for (size_t i = 0; i < count - t.runtime_read; ++i) {
+      const uint64_t address = first + i * MICROSCOPE_RUNTIME_SITE_SIZE;
+      auto slot = std::span<const uint8_t>(slots).subspan(i * MICROSCOPE_RUNTIME_SITE_SIZE,
+                                                          MICROSCOPE_RUNTIME_SITE_SIZE);
+      Result<std::optional<SiteText>> site = ParseRuntimeSlot(slot, address);
+      if (!site.ok()) {
+        Problem("probe sites malformed", t.path + ": " + site.status().message());
+        continue;
+      }
+      if (!site.value().has_value()) {  // still being written: from here next round
+        t.runtime_read += uint32_t(i);
+        WriteBytes(t.pid, enable, 1);
+        t.enabled.insert(t.enabled.end(), enable.begin(), enable.end());
+        return;
+      }
+      const SiteText& s = *site.value();
+      t.site_at[address] = SiteIndex(s, capture::kNone);
+      if (Selected(selection_, s.name) && slot[kSiteEnabledAt] == 0)
+        enable.push_back(address + kSiteEnabledAt);
+      else if (Selected(selection_, s.name))
+        t.enabled.push_back(address + kSiteEnabledAt);
+    }
+    t.runtime_read = count;
+    WriteBytes(t.pid, enable, 1);
+    t.enabled.insert(t.enabled.end(), enable.begin(), enable.end());
+    if (ctl.runtime_count > MICROSCOPE_RUNTIME_SITES && !runtime_full_said_) {
+      runtime_full_said_ = true;
+      Problem("run-time probe sites refused (the table of " +
+                  std::to_string(MICROSCOPE_RUNTIME_SITES) + " is full)",
+              t.path + ": " + std::to_string(ctl.runtime_count - MICROSCOPE_RUNTIME_SITES) +
+                  " definitions");
+    }
+  }
+
+  void Drain(Target& t) {
+    const uint64_t beat = MonotonicNowNs();
+    if (!WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, heartbeat), &beat, sizeof(beat))) return;
+    microscope_ctl ctl;
+    if (!ReadAt(t.pid, t.ctl, &ctl, offsetof(microscope_ctl, heartbeat))) return;
+    t.threads_refused = ctl.threads_refused;
+    // The rings' words first, then the sites: a record names only sites
+    // defined before it was written.
+    struct Chunk {
+      uint64_t address;
+      uint64_t head;
+      uint32_t clock;
+      RingState* state;
+      std::vector<uint64_t> words;
+    };
+    std::vector<Chunk> chunks;
+    ForEachRing(t, ctl.rings, [&](uint64_t address, microscope_ring& ring, RingState& state) {
+      state.dropped = ring.dropped;
+      if (ring.head == ring.tail) return;
+      Chunk c{address, ring.head, ring.clock, &state, std::vector<uint64_t>(ring.head - ring.tail)};
+      const uint64_t data = address + kRingHeader;
+      const uint64_t start = ring.tail & (ring.words - 1);
+      const uint64_t first = std::min<uint64_t>(c.words.size(), ring.words - start);
+      iovec local[2] = {{c.words.data(), first * 8},
+                        {c.words.data() + first, (c.words.size() - first) * 8}};
+      iovec remote[2] = {{reinterpret_cast<void*>(data + start * 8), first * 8},
+                         {reinterpret_cast<void*>(data), (c.words.size() - first) * 8}};
+      const int n = first == c.words.size() ? 1 : 2;
+      if (process_vm_readv(pid_t(t.pid), local, n, remote, n, 0) != ssize_t(c.words.size() * 8))
+        return;
+      chunks.push_back(std::move(c));
+    });
+    ReadRuntimeSites(t, ctl);
+    for (Chunk& c : chunks) {
+      RingChunk decoded = DecodeRingWords(c.words, &c.state->tid);
+      if (!decoded.error.empty()) {
+        Problem("probe records malformed", t.path + ": ring at " + HexAddress(c.address) +
+                                               ", word " + std::to_string(decoded.error_word) +
+                                               ": " + decoded.error);
+      }
+      for (RingRecord& r : decoded.records) Keep(t, c.clock, std::move(r));
+      (void)WriteAt(t.pid, c.address + offsetof(microscope_ring, tail), &c.head, sizeof(c.head));
+    }
+  }
+
+  void Keep(Target& t, uint32_t clock, RingRecord&& r) {
+    auto site = t.site_at.find(r.site);
+    if (site == t.site_at.end()) {
+      Problem("probe records of unknown sites", t.path + ": site address " + HexAddress(r.site));
+      return;
+    }
+    ProbeEvent e;
+    e.pid = t.pid;
+    e.tid = r.tid;
+    e.site = site->second;
+    e.op = OpOf(r.op);
+    e.time = clock == MICROSCOPE_CLOCK_TSC ? clock_.ToNs(r.time) : r.time;
+    if (ProbeKind(capture::ProbeOpKind(e.op)) != sites_[e.site].kind) {
+      Problem("probe records malformed", t.path + ": a " +
+                                             capture::ProbeKindName(sites_[e.site].kind) +
+                                             " site recorded operation " + std::to_string(r.op));
+      return;
+    }
+    if (r.op == MICROSCOPE_OP_COUNTER) {
+      e.value = std::bit_cast<double>(r.operand);
+      if (!std::isfinite(e.value)) {
+        Problem("probe counter values not finite (left out)", sites_[e.site].name);
+        return;
+      }
+    } else if (r.op == MICROSCOPE_OP_LABEL_INT) {
+      e.text = std::to_string(int64_t(r.operand));
+    } else if (r.op == MICROSCOPE_OP_LABEL_TEXT) {
+      e.text = std::move(r.text);
+    }
+    fresh_.push_back(std::move(e));
+  }
+
+  void Note(const std::string& line) {
+    if (notes_said_++ < kMaxNotes) warn_("probes: " + line);
+  }
+
+  const std::string selection_;
+  const std::string lines_;  // the selection as the control block carries it
+  std::function<void(const std::string&)> warn_;
+  record::Processor* processor_ = nullptr;  // during Poll and Finish
+  std::vector<std::pair<std::string, std::string>> pending_problems_;
+  TscClock clock_;
+  std::unordered_map<capture::ModuleId, ModuleProbes> modules_;
+  std::map<std::pair<uint32_t, uint64_t>, Target> targets_;  // by pid and control block
+  std::vector<Site> sites_;
+  std::map<std::tuple<uint8_t, std::string, std::string, uint32_t, capture::ModuleId>, uint32_t>
+      site_index_;
+  std::vector<ProbeEvent> fresh_;
+  uint64_t delivered_ = 0;
+  uint64_t dropped_ = 0;
+  uint64_t threads_refused_ = 0;
+  uint64_t modules_read_ = 0;
+  size_t notes_said_ = 0;
+  bool runtime_full_said_ = false;
+};
+
+}  // namespace
+
+bool Selected(std::string_view selection, std::string_view name) {
+  while (!selection.empty()) {
+    const size_t comma = selection.find(',');
+    std::string_view item = selection.substr(0, comma);
+    selection = comma == std::string_view::npos ? std::string_view() : selection.substr(comma + 1);
+    if (item == "all" || item == "*") return true;
+    if (item.ends_with('*') ? name.starts_with(item.substr(0, item.size() - 1)) : name == item)
+      return true;
+  }
+  return false;
+}
+
+Result<std::string> SelectionLines(std::string_view selection) {
+  std::string lines;
+  if (selection.empty()) return Status::Error("an empty selection (all, NAME or PREFIX*)");
+  while (!selection.empty()) {
+    const size_t comma = selection.find(',');
+    std::string_view item = selection.substr(0, comma);
+    selection = comma == std::string_view::npos ? std::string_view() : selection.substr(comma + 1);
+    if (item.empty()) return Status::Error("an empty name in the selection");
+    if (item.find('\n') != std::string_view::npos || item.find('\0') != std::string_view::npos)
+      return Status::Error("a name with a line break or NUL in the selection");
+    if (item.find('*') != std::string_view::npos && item.find('*') != item.size() - 1)
+      return Status::Error("'" + std::string(item) + "': '*' only ends a prefix");
+    lines += item == "all" ? std::string_view("*") : item;
+    lines += '\n';
+  }
+  if (lines.size() >= MICROSCOPE_SELECTION_SIZE) {
+    return Status::Error("the selection takes " + std::to_string(lines.size()) +
+                         " bytes; a program keeps " + std::to_string(MICROSCOPE_SELECTION_SIZE - 1));
+  }
+  return lines;
+}
+
+Result<std::unique_ptr<record::EventSource>> StartProbeSource(const record::SourceContext& context) {
+  ASSIGN_OR_RETURN(std::string lines, SelectionLines(context.options.probes));
+  context.settings->SetSource(std::string(capture::kProbeSource), "on");
+  context.settings->notes.push_back(
+      "probes: the program's own zones, marks, labels and counters (sdk/), selected by '" +
+      context.options.probes + "'");
+  return std::unique_ptr<record::EventSource>(
+      std::make_unique<ProbeSource>(context.options.probes, std::move(lines), context.warn));
+}
+
+}  // namespace microscope::probes
