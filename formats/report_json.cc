@@ -182,7 +182,7 @@ ordered_json ZonesJson(const analysis::ReportZones& z) {
                         {"tid", e.tid},
                         {"thread", e.thread},
                         {"at_ns", e.at_ns},
-                        {"text", analysis::Quantity(e.duration_ns, "nanoseconds")}};
+                        {"text", analysis::Duration(e.duration_ns)}};
   };
   ordered_json y;
   y["samples"] = z.samples;

@@ -282,7 +282,7 @@ void PrintSyscalls(FILE* out, const analysis::ReportSyscalls& t, const Colors& c
 }
 
 void PrintZones(FILE* out, const analysis::ReportZones& z, const Colors& c) {
-  auto d = [](uint64_t ns) { return analysis::Quantity(ns, "nanoseconds"); };
+  auto d = [](uint64_t ns) { return analysis::Duration(ns); };
   fprintf(out, "\n%sZones%s: %zu zones; %llu of %llu samples inside one", c.bold(), c.reset(),
           z.rows.size(), Ull(z.samples_inside), Ull(z.samples));
   if (z.marks + z.label_records + z.counter_records > 0) {
