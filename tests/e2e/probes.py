@@ -1,0 +1,165 @@
+"""The probes SDK end to end: C and C++ programs record zones, marks, labels
+and counters with `record --probes`; report --zones pairs them (counts
+exact, durations as the program measured them), --zone filters samples to
+a zone, nested/overlapping/unmatched zones keep their shapes, run-time
+sites defined mid-run are found, an attached recorder finds a running
+program's sites, a killed recorder leaves the program running with cheap
+writes, and a module of another layout version is refused by name."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+from common import *
+
+require_perf()
+d = tmpdir()
+
+
+def zones(path, *extra):
+    rep = report(path, "--zones", *extra)
+    return rep, {r["zone"]: r for r in rep["zones"]["rows"]}
+
+
+def problems(rep):
+    return {p["kind"]: p for p in rep["header"].get("problems", [])}
+
+
+# Timed zones: 1000 of 2 ms asleep, 1000 of 1 ms on CPU.
+out = d + "/timed.mscap"
+p = record(out, [fixture("probes"), "timed", "1000"], ["--probes", "all"])
+m = re.search(r"sleep_ns (\d+) spin_ns (\d+)", p.stdout)
+check(m is not None, "the fixture said what it measured: %r" % p.stdout)
+slept, spun = int(m.group(1)), int(m.group(2))
+rep, z = zones(out)
+check(set(z) == {"sleep", "spin"}, "zones sleep and spin: %s" % sorted(z))
+for name, own in (("sleep", slept), ("spin", spun)):
+    r = z[name]
+    check(r["count"] == 1000, "%s: %d occurrences (want 1000)" % (name, r["count"]))
+    check(r["open_at_end"] == 0 and r["unmatched_ends"] == 0, "%s: all paired (open %d, unmatched %d)" % (name, r["open_at_end"], r["unmatched_ends"]))
+    check(abs(r["total_ns"] - own) <= 0.05 * own,
+          "%s: %.1f ms in zones, the program measured %.1f ms" % (name, r["total_ns"] / 1e6, own / 1e6))
+check(0.95e6 <= z["spin"]["p50"]["duration_ns"] <= 1.05e6, "spin p50 %d ns (1 ms)" % z["spin"]["p50"]["duration_ns"])
+check(2.0e6 <= z["sleep"]["p50"]["duration_ns"] <= 2.5e6, "sleep p50 %d ns (2 ms asleep)" % z["sleep"]["p50"]["duration_ns"])
+check(z["spin"]["max"]["duration_ns"] >= z["spin"]["p99"]["duration_ns"] >= z["spin"]["p50"]["duration_ns"],
+      "percentiles in order: %s" % [z["spin"][k]["duration_ns"] for k in ("p50", "p99", "max")])
+check(z["spin"]["max"]["tid"] > 0 and z["spin"]["max"]["thread"] == "probes", "max exemplar names its thread")
+zs = rep["zones"]
+check(zs["marks"] == 1000 and zs["counter_records"] == 1000, "1000 marks and counters: %d, %d" % (zs["marks"], zs["counter_records"]))
+check(zs["label_records"] == 3001, "3 labels a round and a clear: %d" % zs["label_records"])
+# CPU samples of the spinning code fall inside the spinning zone.
+spin_all = functions(report(out))["spin_for"][1]
+spin_in = functions(report(out, "--zone", "spin"))["spin_for"][1]
+check(spin_all > 500, "spin_for sampled %d times" % spin_all)
+check(spin_in >= 0.95 * spin_all, "spin_for: %d of %d samples inside zone spin" % (spin_in, spin_all))
+check(z["spin"]["samples"] >= 0.95 * spin_all,
+      "zone spin holds %d samples innermost (spin_for: %d)" % (z["spin"]["samples"], spin_all))
+check(z["sleep"]["samples"] < 0.05 * spin_all, "few samples asleep: %d" % z["sleep"]["samples"])
+p = run([MICROSCOPE, "report", "--zone", "nosuch", out])
+check(p.returncode != 0 and "no zone 'nosuch'" in p.stderr and "sleep" in p.stderr,
+      "an unknown zone is refused, naming the zones: %r" % p.stderr)
+text = run([MICROSCOPE, "report", "--zones", out]).stdout
+check("Zones: 2 zones" in text and " spin" in text, "the terminal table: %r" % text[-600:])
+
+# Nested, overlapping, unmatched and open zones.
+out = d + "/shapes.mscap"
+record(out, [fixture("probes"), "shapes"], ["--probes", "all"])
+rep, z = zones(out)
+check(z["outer"]["count"] == 20 and z["inner"]["count"] == 20, "20 outer and inner: %s" % {k: r["count"] for k, r in z.items()})
+o = z["outer"]
+check(abs(o["self_ns"] - (o["total_ns"] - z["inner"]["total_ns"])) < 1000,
+      "outer's self is its time outside inner: %d of %d" % (o["self_ns"], o["total_ns"]))
+check(z["inner"]["self_ns"] == z["inner"]["total_ns"], "inner has no children")
+for name in ("overlap.a", "overlap.b"):
+    r = z[name]
+    check(r["count"] == 10 and r["self_ns"] == r["total_ns"],
+          "%s: 10 occurrences (%d), not nested in each other (self %d of %d)" % (name, r["count"], r["self_ns"], r["total_ns"]))
+    check(1.9e6 <= r["p50"]["duration_ns"] <= 2.5e6, "%s lasts 2 ms: %d ns" % (name, r["p50"]["duration_ns"]))
+check(z["unmatched"]["unmatched_ends"] == 3 and z["unmatched"]["count"] == 0,
+      "3 ends without a begin, kept as such: %d" % z["unmatched"]["unmatched_ends"])
+check(z["never ends"]["open_at_end"] == 1 and z["never ends"]["count"] == 0,
+      "a zone open at the end stays open: %d" % z["never ends"]["open_at_end"])
+
+# Run-time sites defined mid-recording.
+out = d + "/runtime.mscap"
+record(out, [fixture("probes"), "runtime", "50"], ["--probes", "rt.*"])
+rep, z = zones(out)
+check(z.get("rt.zone", {}).get("count") == 50, "50 run-time zones: %s" % {k: r["count"] for k, r in z.items()})
+check(z["rt.zone"]["file"] == "gen.c" and z["rt.zone"]["line"] == 7, "its file and line: %s:%d" % (z["rt.zone"]["file"], z["rt.zone"]["line"]))
+check(rep["zones"]["marks"] == 50, "50 run-time marks: %d" % rep["zones"]["marks"])
+
+# C++ scoped zones, in plain, inline and template functions; a selection.
+out = d + "/cpp.mscap"
+record(out, [fixture("probes_cpp"), "50"], ["--probes", "all"])
+rep, z = zones(out)
+for name in ("cpp.round", "cpp.inline", "cpp.template"):
+    check(z.get(name, {}).get("count") == 50, "%s: 50 occurrences: %s" % (name, z.get(name, {}).get("count")))
+check(z["cpp.round"]["self_ns"] < 0.1 * z["cpp.round"]["total_ns"], "cpp.round holds the others")
+record(out, [fixture("probes_cpp"), "20"], ["--probes", "cpp.in*,cpp.round"])
+rep, z = zones(out)
+check(sorted(z) == ["cpp.inline", "cpp.round"], "--probes cpp.in*,cpp.round selects two: %s" % sorted(z))
+p = run([MICROSCOPE, "record", "--probes", "a*b", "--", "true"])
+check(p.returncode != 0 and "'*' only ends a prefix" in p.stderr, "a bad selection is refused: %r" % p.stderr)
+
+# A running program, attached to: its sites are found and switched on.
+out = d + "/attach.mscap"
+target = subprocess.Popen([fixture("probes"), "attach", "6"], stdout=subprocess.PIPE, text=True)
+try:
+    check(target.stdout.readline().strip() == "ready", "target started")
+    time.sleep(0.3)
+    p = run([MICROSCOPE, "record", "-q", "-o", out, "--pid", str(target.pid), "-d", "2s",
+             "--probes", "all"], timeout=60)
+    check(p.returncode == 0, "record --pid exited 0: %s" % p.stderr)
+    rep, z = zones(out)
+    n = z.get("attach.spin", {}).get("count", 0)
+    check(400 <= n <= 2100, "attached: %d zones of 1 ms in 2 s" % n)
+    check(target.wait(timeout=60) == 0, "the program ran on to its end")
+finally:
+    if target.poll() is None:
+        target.kill()
+        target.wait()
+
+# A recorder killed mid-run: the program runs on, switches its sites off
+# once the recorder is silent for its timeout, and its writes stay cheap.
+target = subprocess.Popen([fixture("probes"), "killed", "5"], stdout=subprocess.PIPE, text=True)
+try:
+    check(target.stdout.readline().strip() == "ready", "target started")
+    rec = subprocess.Popen([MICROSCOPE, "record", "-q", "-o", d + "/killed.mscap", "--pid",
+                            str(target.pid), "--probes", "all"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)
+    rec.send_signal(signal.SIGKILL)
+    rec.wait()
+    so, _ = target.communicate(timeout=60)
+    check(target.returncode == 0, "the program ended by itself (%d)" % target.returncode)
+    m = re.search(r"was_recording (\d) pair_ns ([\d.]+) state (\w+)", so)
+    check(m is not None, "the program said how it went: %r" % so)
+    check(m.group(1) == "1", "it was recorded before the kill")
+    check(m.group(3) == "lost", "it switched its sites off after the reader went: %r" % so)
+    check(float(m.group(2)) < 50, "a zone pair costs %s ns after the kill" % m.group(2))
+finally:
+    if target.poll() is None:
+        target.kill()
+        target.wait()
+
+# A module of another layout version is refused by name.
+if shutil.which("objcopy"):
+    other = d + "/probes-v99"
+    ctl = d + "/ctl.bin"
+    p = run(["objcopy", "--dump-section", "microscope_ctl=" + ctl, fixture("probes"), d + "/scratch"])
+    check(p.returncode == 0, "objcopy dumps the control block: %s" % p.stderr)
+    with open(ctl, "r+b") as f:
+        f.seek(8)
+        f.write((99).to_bytes(4, "little"))
+    p = run(["objcopy", "--update-section", "microscope_ctl=" + ctl, fixture("probes"), other])
+    check(p.returncode == 0, "objcopy writes version 99: %s" % p.stderr)
+    os.chmod(other, 0o755)
+    out = d + "/v99.mscap"
+    record(out, [other, "attach", "0.3"], ["--probes", "all"])
+    rep, z = zones(out)
+    check(not z, "no zones read from a version 99 module: %s" % z)
+    refused = problems(rep).get("probes of a module refused or partly read")
+    check(refused is not None and "layout version 99" in refused["example"] and
+          "probes-v99" in refused["example"], "the refusal names file and version: %s" % problems(rep))
