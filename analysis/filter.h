@@ -51,6 +51,13 @@ class SampleFilter {
     return stack_keep_[stack] != 0;
   }
   bool keeps_all() const { return all_; }
+  // The tests of a thread and a time only, for rows with no stack (the
+  // program's probe records): the thread, time range and zone.
+  bool KeepPlace(capture::ThreadId thread, uint64_t time) const {
+    if (all_) return true;
+    if (!thread_keep_[thread] || time < from_ || time > to_) return false;
+    return !needs_zone_ || InsideZone(thread, time);
+  }
 
  private:
   bool InsideZone(capture::ThreadId thread, uint64_t time) const;

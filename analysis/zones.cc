@@ -122,6 +122,100 @@ std::vector<uint32_t> InnermostAt(const Zones& zones, std::span<const ThreadId> 
   return out;
 }
 
+std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& c,
+                                                        const Zones& zones) {
+  const std::vector<ZoneOccurrence>& occ = zones.occurrences;
+  const uint64_t last = std::max(c.settings.end_time, c.settings.start_time);
+  struct Edge {
+    uint64_t time;
+    bool end;
+    uint32_t occurrence;
+  };
+  std::vector<std::vector<Edge>> edges(c.threads.size());
+  for (size_t i = 0; i < occ.size(); ++i) {
+    if (occ[i].begin == kUnknownTime) continue;
+    edges[occ[i].thread].push_back({occ[i].begin, false, uint32_t(i)});
+    const uint64_t end = occ[i].end != kUnknownTime ? occ[i].end : std::max(last, occ[i].begin);
+    edges[occ[i].thread].push_back({end, true, uint32_t(i)});
+  }
+  std::vector<std::vector<ZoneSegment>> out(c.threads.size());
+  for (size_t t = 0; t < edges.size(); ++t) {
+    std::vector<Edge>& list = edges[t];
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Edge& a, const Edge& b) { return a.time < b.time; });
+    std::set<std::pair<uint64_t, uint32_t>> active;
+    uint32_t shown = kNone;
+    uint64_t since = 0;
+    for (size_t e = 0; e < list.size();) {
+      const uint64_t time = list[e].time;
+      for (; e < list.size() && list[e].time == time; ++e) {
+        const ZoneOccurrence& o = occ[list[e].occurrence];
+        if (list[e].end) {
+          active.erase({o.begin, list[e].occurrence});
+        } else {
+          active.insert({o.begin, list[e].occurrence});
+        }
+      }
+      const uint32_t now = active.empty() ? kNone : active.rbegin()->second;
+      if (now == shown) continue;
+      if (shown != kNone && time > since) out[t].push_back({since, time, shown});
+      shown = now;
+      since = time;
+    }
+  }
+  return out;
+}
+
+void AddProbeLabelSpans(capture::Capture* c) {
+  if (c->probe_records.size() == 0) return;
+  auto intern = [&](std::string_view text) {
+    for (size_t i = 0; i < c->strings.size(); ++i) {
+      if (c->strings[i] == text) return capture::StringId(i);
+    }
+    c->strings.emplace_back(text);
+    return capture::StringId(c->strings.size() - 1);
+  };
+  capture::LabelSpans& l = c->labels;
+  auto add = [&](ThreadId thread, capture::StringId key, capture::StringId value, uint64_t begin,
+                 uint64_t end) {
+    if (end <= begin) return;
+    l.thread.push_back(thread);
+    l.key.push_back(key);
+    l.value.push_back(value);
+    l.start.push_back(begin);
+    l.end.push_back(end - 1);  // spans hold their end
+  };
+  const Zones zones = PairZones(*c);
+  const std::vector<std::vector<ZoneSegment>> segments = InnermostSegments(*c, zones);
+  if (std::any_of(segments.begin(), segments.end(), [](const auto& s) { return !s.empty(); })) {
+    const capture::StringId key = intern(kZoneLabel);
+    for (size_t t = 0; t < segments.size(); ++t) {
+      for (const ZoneSegment& s : segments[t]) {
+        add(ThreadId(t), key, c->probe_sites.name[zones.occurrences[s.occurrence].site], s.begin,
+            s.end);
+      }
+    }
+  }
+  // The program's labels: per thread and key, the value set and when.
+  const capture::ProbeRecords& r = c->probe_records;
+  std::map<std::pair<ThreadId, capture::StringId>, std::pair<capture::StringId, uint64_t>> open;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r.op[i] != ProbeOp::kLabel && r.op[i] != ProbeOp::kLabelClear) continue;
+    const auto key = std::make_pair(r.thread[i], c->probe_sites.name[r.site[i]]);
+    auto it = open.find(key);
+    if (it != open.end()) {
+      add(key.first, key.second, it->second.first, it->second.second, r.time[i]);
+      open.erase(it);
+    }
+    if (r.op[i] == ProbeOp::kLabel) open[key] = {r.text[i], r.time[i]};
+  }
+  for (const auto& [key, value] : open) {
+    const capture::Thread& th = c->threads[key.first];
+    const uint64_t end = th.end_time != 0 ? th.end_time : c->settings.end_time;
+    add(key.first, key.second, value.first, value.second, std::max(end, value.second) + 1);
+  }
+}
+
 std::vector<std::vector<std::pair<uint64_t, uint64_t>>> SpansOf(
     const capture::Capture& c, const Zones& zones, std::span<const capture::ProbeSiteId> sites) {
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> spans(c.threads.size());

@@ -46,6 +46,26 @@ Zones PairZones(const capture::Capture& c);
 std::vector<uint32_t> InnermostAt(const Zones& zones, std::span<const capture::ThreadId> threads,
                                   std::span<const uint64_t> times);
 
+struct ZoneSegment {
+  uint64_t begin = 0;
+  uint64_t end = 0;  // exclusive
+  uint32_t occurrence = capture::kNone;
+};
+
+// Per thread: the stretches of time with one innermost occurrence, in time
+// order (time inside no zone has no segment). An occurrence open at the
+// end of the recording lasts to the recording's end: it was open until
+// then, as far as anyone knows.
+std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& c,
+                                                        const Zones& zones);
+
+// The probes as labels of the samples (capture LabelSpans, for pprof's
+// sample labels): key "zone" with the innermost zone's name, and each of the
+// program's labels with its value, from the record that set it to the one
+// that changed or cleared it (or the thread's end). Appended to `c`.
+void AddProbeLabelSpans(capture::Capture* c);
+inline constexpr std::string_view kZoneLabel = "zone";
+
 // Per thread, the time spans inside an occurrence of any of `sites`,
 // merged, in order (for a filter's binary search).
 std::vector<std::vector<std::pair<uint64_t, uint64_t>>> SpansOf(

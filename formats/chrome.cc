@@ -1,5 +1,8 @@
 #include "formats/chrome.h"
 
+#include "formats/chrome_probes.h"
+#include "formats/chrome_text.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,23 +15,6 @@ namespace microscope::formats {
 namespace {
 
 using capture::kNone;
-
-std::string Quote(const std::string& s) {
-  // Names may hold invalid UTF-8 (a comm cut mid-character): replace, never throw.
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// Appends ns as microseconds with three decimals, without floating point.
-void AppendMicros(std::string& out, uint64_t ns) {
-  char buf[24];
-  auto end = std::to_chars(buf, buf + sizeof(buf), ns / 1000).ptr;
-  out.append(buf, end);
-  unsigned frac = unsigned(ns % 1000);
-  out += '.';
-  out += char('0' + frac / 100);
-  out += char('0' + frac / 10 % 10);
-  out += char('0' + frac % 10);
-}
 
 void AppendNumber(std::string& out, uint64_t v) {
   char buf[24];
@@ -110,6 +96,7 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
     emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
          std::to_string(t.tid) + ",\"args\":{\"name\":" + Quote(c.str(t.name)) + "}}");
   }
+  AppendProbeEvents(c, filter, emit);
   // Samples of each thread, in time order (the capture's order).
   std::vector<std::vector<uint32_t>> by_thread(c.threads.size());
   std::vector<bool> node_used(c.stacks.size());

@@ -13,6 +13,7 @@
 #include "analysis/keys.h"
 #include "analysis/labels.h"
 #include "analysis/profile.h"
+#include "analysis/zones.h"
 #include "base/hex.h"
 #include "capture/reader.h"
 #include "formats/capture_builder.h"
@@ -91,6 +92,11 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
     with_short = original;
     short_node = analysis::AppendPseudoFrame(
         &*with_short, analysis::ShortOffCpuFrameName(analysis::OffCpuMin(original)), kNone);
+  }
+  // The program's zones and labels (probes) become sample labels.
+  if (original.probe_records.size() > 0) {
+    if (!with_short) with_short = original;
+    analysis::AddProbeLabelSpans(&*with_short);
   }
   const capture::Capture& c = with_short ? *with_short : original;
   // Aggregate rows per (stack, thread, off-CPU state or kCpuRow, the

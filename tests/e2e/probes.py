@@ -5,6 +5,7 @@ a zone, nested/overlapping/unmatched zones keep their shapes, run-time
 sites defined mid-run are found, an attached recorder finds a running
 program's sites, a killed recorder leaves the program running with cheap
 writes, and a module of another layout version is refused by name."""
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,37 @@ check(z["sleep"]["samples"] < 0.05 * spin_all, "few samples asleep: %d" % z["sle
 p = run([MICROSCOPE, "report", "--zone", "nosuch", out])
 check(p.returncode != 0 and "no zone 'nosuch'" in p.stderr and "sleep" in p.stderr,
       "an unknown zone is refused, naming the zones: %r" % p.stderr)
+# Chrome trace: zones as slices, marks as instants, counters as a counter track.
+chrome = d + "/timed.json"
+p = run([MICROSCOPE, "convert", out, "--to", "chrome", "-o", chrome])
+check(p.returncode == 0, "convert --to chrome: %s" % p.stderr)
+with open(chrome) as f:
+    events = json.load(f)["traceEvents"]
+slices = {}
+for e in events:
+    if e.get("cat") == "zone" and e["ph"] == "X":
+        slices.setdefault(e["name"], []).append(e["dur"])
+check(sorted(slices) == ["sleep", "spin"] and all(len(v) == 1000 for v in slices.values()),
+      "1000 slices of each zone: %s" % {k: len(v) for k, v in slices.items()})
+check(abs(sum(slices["spin"]) * 1000 - z["spin"]["total_ns"]) < 1e6, "slices last as long as the zones")
+check(sum(1 for e in events if e["ph"] == "i" and e.get("cat") == "mark") == 1000, "1000 mark instants")
+counters = [e for e in events if e["ph"] == "C"]
+check(len(counters) == 1000 and counters[-1]["args"]["value"] == 1000.0,
+      "a counter track of 1000 values ending at 1000: %s" % counters[-1:])
+zone_tracks = [e for e in events if e["ph"] == "M" and e["args"]["name"].startswith("zones of probes")]
+check(len(zone_tracks) == 1, "one track of zones for the thread: %s" % zone_tracks)
+# pprof: the innermost zone and the program's labels as sample labels.
+pb = d + "/timed.pb.gz"
+p = run([MICROSCOPE, "convert", out, "--to", "pprof", "-o", pb])
+check(p.returncode == 0, "convert --to pprof: %s" % p.stderr)
+p = run([os.environ["PPROF"], "-raw", pb])
+check(p.returncode == 0, "pprof reads it: %s" % p.stderr[-300:])
+tags = run([os.environ["PPROF"], "-tags", pb]).stdout
+m = re.search(r"\(\s*([\d.]+)%\): spin\n", tags[tags.find(" zone: Total"):])
+check(" zone: Total" in tags and m and float(m.group(1)) >= 90,
+      "pprof's zone tag: spin holds most samples: %s" % tags[tags.find(" zone:"):][:200])
+check(re.search(r"phase: Total", tags) and "spinning" in tags, "the program's label phase is a tag")
+
 text = run([MICROSCOPE, "report", "--zones", out]).stdout
 check("Zones: 2 zones" in text and " spin" in text, "the terminal table: %r" % text[-600:])
 
