@@ -1,5 +1,7 @@
 #include "analysis/report.h"
 
+#include <map>
+
 #include <algorithm>
 #include <cmath>
 
@@ -87,6 +89,34 @@ std::vector<ReportThread> BuildThreads(const std::vector<ThreadCost>& threads, u
   return out;
 }
 
+// The program's zones, marks and labels under each lane, with a letter per
+// zone in the order the lanes first show them.
+void AddProbeLanes(const capture::Capture& c, const Lanes& lanes, ReportLanes* out) {
+  if (c.probe_records.size() == 0) return;
+  const std::vector<ProbeBuckets> buckets =
+      ProbeLaneBuckets(c, lanes.start, lanes.bucket_ns, lanes.bucket_count);
+  std::map<capture::ProbeSiteId, char> letters;
+  for (size_t l = 0; l < lanes.lanes.size(); ++l) {
+    const ProbeBuckets& b = buckets[lanes.lanes[l].thread];
+    ReportLane& lane = out->lanes[l];
+    if (b.zone.empty()) continue;
+    lane.zones.assign(b.zone.size(), ' ');
+    lane.events.assign(b.events.size(), ' ');
+    for (size_t k = 0; k < b.zone.size(); ++k) {
+      if (b.zone[k] != capture::kNone) {
+        auto [it, fresh] = letters.try_emplace(b.zone[k], '+');
+        if (fresh && out->zone_names.size() < 26) {
+          it->second = char('a' + out->zone_names.size());
+          out->zone_names.push_back(c.str(c.probe_sites.name[b.zone[k]]));
+        }
+        lane.zones[k] = it->second;
+      }
+      static constexpr char kEvents[] = {' ', '|', '*', '#'};
+      lane.events[k] = kEvents[b.events[k] & 3];
+    }
+  }
+}
+
 ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
   ReportLanes out;
   out.shown = std::min(top, lanes.lanes.size());
@@ -107,6 +137,7 @@ ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
     r.off_cpu_ns = lane.off_cpu_ns;
     out.lanes.push_back(std::move(r));
   }
+  AddProbeLanes(c, lanes, &out);
   return out;
 }
 

@@ -124,6 +124,11 @@ struct ReportLane {
   std::array<std::vector<uint64_t>, capture::kOffCpuStateCount> off_cpu;  // see analysis::Lane
   uint64_t off_cpu_ns = 0;
   std::vector<LaneCell> cells;  // what each column shows (CellOf)
+  // The program's probes per column (empty when the capture has none):
+  // the letter of the zone that held most of it ('a' is zone_names[0]; ' '
+  // none; '+' past z), and '|' a mark, '*' a label set, '#' both (' ' none).
+  std::string zones;
+  std::string events;
 };
 
 struct ReportLanes {
@@ -134,6 +139,7 @@ struct ReportLanes {
   uint32_t peak = 1;         // the most samples in one bucket of any lane, at least 1
   bool any_off_cpu = false;  // some lane has off-CPU time
   std::vector<ReportLane> lanes;
+  std::vector<std::string> zone_names;  // the zones the lanes' letters stand for
 };
 
 struct ReportOffCpuTotal {

@@ -135,7 +135,11 @@ std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& 
   for (size_t i = 0; i < occ.size(); ++i) {
     if (occ[i].begin == kUnknownTime) continue;
     edges[occ[i].thread].push_back({occ[i].begin, false, uint32_t(i)});
-    const uint64_t end = occ[i].end != kUnknownTime ? occ[i].end : std::max(last, occ[i].begin);
+    // Open at the end: to its thread's end, or the recording's.
+    const uint64_t thread_end = c.threads[occ[i].thread].end_time;
+    const uint64_t end = occ[i].end != kUnknownTime
+                             ? occ[i].end
+                             : std::max(thread_end != 0 ? thread_end : last, occ[i].begin);
     edges[occ[i].thread].push_back({end, true, uint32_t(i)});
   }
   std::vector<std::vector<ZoneSegment>> out(c.threads.size());
@@ -162,6 +166,45 @@ std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& 
       shown = now;
       since = time;
     }
+  }
+  return out;
+}
+
+std::vector<ProbeBuckets> ProbeLaneBuckets(const capture::Capture& c, uint64_t start,
+                                           uint64_t bucket_ns, size_t count) {
+  std::vector<ProbeBuckets> out(c.threads.size());
+  if (c.probe_records.size() == 0 || bucket_ns == 0) return out;
+  const Zones zones = PairZones(c);
+  const std::vector<std::vector<ZoneSegment>> segments = InnermostSegments(c, zones);
+  const uint64_t end = start + bucket_ns * count;
+  std::map<capture::ProbeSiteId, uint64_t> held;  // in one bucket: time per site
+  for (size_t t = 0; t < segments.size(); ++t) {
+    ProbeBuckets& b = out[t];
+    b.zone.assign(count, kNone);
+    b.events.assign(count, 0);
+    size_t s = 0;
+    for (size_t k = 0; k < count && !segments[t].empty(); ++k) {
+      const uint64_t from = start + k * bucket_ns, to = from + bucket_ns;
+      while (s < segments[t].size() && segments[t][s].end <= from) ++s;
+      held.clear();
+      for (size_t i = s; i < segments[t].size() && segments[t][i].begin < to; ++i) {
+        const ZoneSegment& g = segments[t][i];
+        held[zones.occurrences[g.occurrence].site] += std::min(g.end, to) - std::max(g.begin, from);
+      }
+      uint64_t most = 0;
+      for (const auto& [site, ns] : held) {
+        if (ns > most) most = ns, b.zone[k] = site;
+      }
+    }
+  }
+  const capture::ProbeRecords& r = c.probe_records;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r.time[i] < start || r.time[i] >= end) continue;
+    ProbeBuckets& b = out[r.thread[i]];
+    if (b.events.empty()) b.events.assign(count, 0), b.zone.assign(count, kNone);
+    const size_t k = size_t((r.time[i] - start) / bucket_ns);
+    if (r.op[i] == ProbeOp::kMark) b.events[k] |= kBucketMark;
+    if (r.op[i] == ProbeOp::kLabel || r.op[i] == ProbeOp::kLabelClear) b.events[k] |= kBucketLabel;
   }
   return out;
 }

@@ -54,7 +54,7 @@ struct ZoneSegment {
 
 // Per thread: the stretches of time with one innermost occurrence, in time
 // order (time inside no zone has no segment). An occurrence open at the
-// end of the recording lasts to the recording's end: it was open until
+// end lasts to its thread's end, or the recording's: it was open until
 // then, as far as anyone knows.
 std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& c,
                                                         const Zones& zones);
@@ -65,6 +65,19 @@ std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& 
 // that changed or cleared it (or the thread's end). Appended to `c`.
 void AddProbeLabelSpans(capture::Capture* c);
 inline constexpr std::string_view kZoneLabel = "zone";
+
+// Per thread, what its probes did in each of `count` time buckets of
+// `bucket_ns` from `start` (the lanes' columns): the site of the innermost
+// zone that held most of the bucket (kNone: no zone), and whether a mark
+// (bit 1) or a label record (bit 2) fell in it.
+struct ProbeBuckets {
+  std::vector<capture::ProbeSiteId> zone;
+  std::vector<uint8_t> events;
+};
+inline constexpr uint8_t kBucketMark = 1;
+inline constexpr uint8_t kBucketLabel = 2;
+std::vector<ProbeBuckets> ProbeLaneBuckets(const capture::Capture& c, uint64_t start,
+                                           uint64_t bucket_ns, size_t count);
 
 // Per thread, the time spans inside an occurrence of any of `sites`,
 // merged, in order (for a filter's binary search).

@@ -244,9 +244,15 @@ ordered_json LanesJson(const analysis::ReportLanes& l) {
       }
       lj["off_cpu"] = std::move(per);
     }
+    if (!lane.zones.empty()) {
+      lj["zones"] = lane.zones;
+      lj["events"] = lane.events;
+    }
     lanes.push_back(std::move(lj));
   }
-  return {{"start_ns", l.start}, {"bucket_ns", l.bucket_ns}, {"lanes", lanes}};
+  ordered_json out = {{"start_ns", l.start}, {"bucket_ns", l.bucket_ns}, {"lanes", lanes}};
+  if (!l.zone_names.empty()) out["zone_names"] = l.zone_names;
+  return out;
 }
 
 ordered_json SourceJson(const analysis::ReportSource& s) {

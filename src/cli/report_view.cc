@@ -172,8 +172,19 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const Colors& c) 
     fprintf(out, "| %llu", Ull(lane.total));
     if (lanes.any_off_cpu) fprintf(out, ", %s", analysis::Duration(lane.off_cpu_ns).c_str());
     fprintf(out, "\n");
+    if (lane.zones.find_first_not_of(' ') != std::string::npos)
+      fprintf(out, "%-22s |%s|\n", "  zones", lane.zones.c_str());
+    if (lane.events.find_first_not_of(' ') != std::string::npos)
+      fprintf(out, "%-22s |%s|\n", "  marks, labels", lane.events.c_str());
   }
   PrintMore(out, lanes.lanes.size() - lanes.shown, "lane");
+  if (!lanes.zone_names.empty()) {
+    fprintf(out, "zones (the innermost that held most of a column):");
+    for (size_t i = 0; i < lanes.zone_names.size(); ++i)
+      fprintf(out, "%s %c %s", i == 0 ? "" : ",", char('a' + i), lanes.zone_names[i].c_str());
+    fprintf(out, "%s; marks, labels: | a mark, * a label set, # both\n",
+            lanes.zone_names.size() >= 26 ? ", + others" : "");
+  }
 }
 
 void PrintWakers(FILE* out, const analysis::ReportOffCpu& o, const Colors& c) {

@@ -114,6 +114,11 @@ check(z["unmatched"]["unmatched_ends"] == 3 and z["unmatched"]["count"] == 0,
 check(z["never ends"]["open_at_end"] == 1 and z["never ends"]["count"] == 0,
       "a zone open at the end stays open: %d" % z["never ends"]["open_at_end"])
 
+lanes = report(out, "--lanes", "--lane-width", "80")["lanes"]
+check(lanes.get("zone_names", [])[:2] == ["outer", "inner"], "the lanes name the zones: %s" % lanes.get("zone_names"))
+row = lanes["lanes"][0].get("zones", "")
+check("a" in row and "b" in row and "e" in row, "a lane shows the zones it was in: %r" % row)
+
 # Run-time sites defined mid-recording.
 out = d + "/runtime.mscap"
 record(out, [fixture("probes"), "runtime", "50"], ["--probes", "rt.*"])
