@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include "capture/container.h"
@@ -570,4 +571,88 @@ TEST_CASE("Capture: a misaligned settings source's values are refused (found by 
   REQUIRE_FALSE(c.ok());
   INFO(c.status().message());
   CHECK(c.status().message().find("misaligned") != std::string::npos);
+}
+
+TEST_CASE("Capture: probe sites and records round trip") {
+  Capture c = testing::MakeProbeCapture();
+  auto again = ParseCapturePayload(SerializeCapture(c));
+  REQUIRE(again.ok());
+  CHECK(again->probe_sites.kind == c.probe_sites.kind);
+  CHECK(again->probe_sites.name == c.probe_sites.name);
+  CHECK(again->probe_sites.file == c.probe_sites.file);
+  CHECK(again->probe_sites.line == c.probe_sites.line);
+  CHECK(again->probe_sites.module == c.probe_sites.module);
+  CHECK(again->probe_records.time == c.probe_records.time);
+  CHECK(again->probe_records.thread == c.probe_records.thread);
+  CHECK(again->probe_records.site == c.probe_records.site);
+  CHECK(again->probe_records.op == c.probe_records.op);
+  CHECK(again->probe_records.value == c.probe_records.value);
+  CHECK(again->probe_records.text == c.probe_records.text);
+  // Optional columns: absent when no record needs them.
+  c.probe_records.value.clear();
+  c.probe_records.text.clear();
+  for (ProbeOp& op : c.probe_records.op) {
+    if (op == ProbeOp::kCounter || op == ProbeOp::kLabel || op == ProbeOp::kLabelClear)
+      op = ProbeOp::kMark;
+  }
+  for (ProbeSiteId& s : c.probe_records.site) {
+    if (s == 3 || s == 4) s = 2;
+  }
+  auto bare = ParseCapturePayload(SerializeCapture(c));
+  REQUIRE(bare.ok());
+  CHECK(bare->probe_records.value.empty());
+  CHECK(bare->probe_records.text.empty());
+  CHECK(bare->probe_records.ValueAt(3) == 0.0);
+  CHECK(bare->probe_records.TextAt(3) == kNone);
+}
+
+TEST_CASE("Capture: every bad probe site or record is refused, naming table, row and field") {
+  struct Case {
+    const char* what;
+    void (*spoil)(Capture&);
+    std::string error;
+  };
+  const Case cases[] = {
+      {"site columns of different lengths", [](Capture& c) { c.probe_sites.line.pop_back(); },
+       "probe_sites columns differ in length (kind 6)"},
+      {"unknown kind", [](Capture& c) { c.probe_sites.kind[2] = ProbeKind(9); },
+       "probe_sites[2].kind has unknown value 9"},
+      {"kind 0", [](Capture& c) { c.probe_sites.kind[0] = ProbeKind(0); },
+       "probe_sites[0].kind has unknown value 0"},
+      {"name out of range", [](Capture& c) { c.probe_sites.name[1] = 999; },
+       "probe_sites[1].name = 999 is out of range"},
+      {"no name", [](Capture& c) { c.probe_sites.name[1] = kNone; },
+       "probe_sites[1].name = 4294967295 is out of range"},
+      {"module out of range", [](Capture& c) { c.probe_sites.module[0] = 3; },
+       "probe_sites[0].module = 3 is out of range (1 modules)"},
+      {"record columns of different lengths", [](Capture& c) { c.probe_records.op.pop_back(); },
+       "probe_records columns differ in length (time 14)"},
+      {"value column of another length", [](Capture& c) { c.probe_records.value.pop_back(); },
+       "probe_records columns differ in length (time 14)"},
+      {"thread out of range", [](Capture& c) { c.probe_records.thread[4] = 2; },
+       "probe_records[4].thread = 2 is out of range (2 threads)"},
+      {"site out of range", [](Capture& c) { c.probe_records.site[0] = 6; },
+       "probe_records[0].site = 6 is out of range (6 probe_sites)"},
+      {"unknown op", [](Capture& c) { c.probe_records.op[0] = ProbeOp(7); },
+       "probe_records[0].op has unknown value 7"},
+      {"an op the site's kind does not record",
+       [](Capture& c) { c.probe_records.op[4] = ProbeOp::kBegin; },
+       "probe_records[4].op is not one a mark site records"},
+      {"a counter that is not a number",
+       [](Capture& c) { c.probe_records.value[10] = std::numeric_limits<double>::quiet_NaN(); },
+       "probe_records[10].value is not a finite number"},
+      {"a label without its value", [](Capture& c) { c.probe_records.text[1] = kNone; },
+       "probe_records[1].text is missing (a label's value)"},
+      {"text out of range", [](Capture& c) { c.probe_records.text[1] = 5000; },
+       "probe_records[1].text = 5000 is out of range"},
+      {"out of time order", [](Capture& c) { c.probe_records.time[5] = 14; },
+       "probe_records[5].time goes back in time"},
+  };
+  REQUIRE(ErrorOf(testing::MakeProbeCapture()).empty());
+  for (const Case& k : cases) {
+    CAPTURE(k.what);
+    Capture c = testing::MakeProbeCapture();
+    k.spoil(c);
+    CHECK(ErrorOf(c).rfind(k.error, 0) == 0);
+  }
 }

@@ -79,4 +79,46 @@ capture::Capture MakeOffCpuCapture() {
   return c;
 }
 
+capture::Capture MakeProbeCapture() {
+  using namespace capture;
+  Capture c = MakeOffCpuCapture();
+  const StringId first = StringId(c.strings.size());
+  for (const char* s : {"request", "parse", "tick", "route", "/a", "depth", "app.c", "gen"})
+    c.strings.push_back(s);
+  auto str = [&](int i) { return first + StringId(i); };
+  ProbeSites& ps = c.probe_sites;
+  ps.kind = {ProbeKind::kZone,  ProbeKind::kZone,    ProbeKind::kMark,
+             ProbeKind::kLabel, ProbeKind::kCounter, ProbeKind::kZone};
+  ps.name = {str(0), str(1), str(2), str(3), str(5), str(7)};
+  ps.file = {str(6), str(6), str(6), str(6), str(6), kNone};
+  ps.line = {10, 20, 30, 40, 50, 0};
+  ps.module = {0, 0, 0, 0, 0, kNone};
+  ProbeRecords& r = c.probe_records;
+  auto add = [&](uint64_t time, ThreadId thread, ProbeSiteId site, ProbeOp op, double value = 0,
+                 StringId text = kNone) {
+    r.time.push_back(time);
+    r.thread.push_back(thread);
+    r.site.push_back(site);
+    r.op.push_back(op);
+    r.value.push_back(value);
+    r.text.push_back(text);
+  };
+  add(15, 0, 0, ProbeOp::kBegin);
+  add(60, 0, 3, ProbeOp::kLabel, 0, str(4));
+  add(95, 0, 1, ProbeOp::kBegin);
+  add(104, 0, 1, ProbeOp::kEnd);
+  add(105, 0, 2, ProbeOp::kMark);
+  add(150, 0, 0, ProbeOp::kEnd);
+  add(160, 1, 5, ProbeOp::kBegin);
+  add(170, 1, 0, ProbeOp::kBegin);
+  add(180, 1, 5, ProbeOp::kEnd);
+  add(190, 1, 0, ProbeOp::kEnd);
+  add(195, 0, 4, ProbeOp::kCounter, 3.5);
+  add(210, 0, 1, ProbeOp::kBegin);
+  add(220, 0, 0, ProbeOp::kEnd);
+  add(230, 0, 3, ProbeOp::kLabelClear);
+  c.settings.SetSource("probes", "on");
+  return c;
+}
+
 }  // namespace microscope::testing

@@ -21,4 +21,13 @@ capture::Capture MakeTestCapture();
 // off_cpu_min 1000 ns; settings.off_cpu "on", syscalls "off: test".
 capture::Capture MakeOffCpuCapture();
 
+// MakeOffCpuCapture plus probes (sites: 0 zone request, 1 zone parse, 2 mark
+// tick, 3 label route, 4 counter depth, 5 zone gen defined at run time):
+//   app     request [15,150) holding parse [95,104) (samples 100..103 in
+//           parse, 104..109 in request; off-CPU [20,90) in request); route
+//           = /a from 60 to 230; tick at 105; depth 3.5 at 195; parse from
+//           210, never ended; an end of request at 220 without a begin
+//   worker  gen [160,180) and request [170,190), overlapping
+capture::Capture MakeProbeCapture();
+
 }  // namespace microscope::testing
