@@ -62,14 +62,15 @@ void WriteBytes(uint32_t pid, const std::vector<uint64_t>& addresses, uint8_t va
   }
 }
 
+// Small, since the queue moves them: a label's text is kept aside.
 struct ProbeEvent {
   uint64_t time = 0;
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint32_t site = 0;  // sites_ index
   ProbeOp op = ProbeOp::kMark;
+  uint32_t text = 0;  // a label's value: texts_ index
   double value = 0;
-  std::string text;
 };
 
 // A module's probes as its file has them.
@@ -256,7 +257,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     r.site.push_back(site.id);
     r.op.push_back(e.op);
     r.value.push_back(e.value);
-    r.text.push_back(e.op == ProbeOp::kLabel ? processor->Intern(e.text) : capture::kNone);
+    r.text.push_back(e.op == ProbeOp::kLabel ? processor->Intern(texts_[e.text]) : capture::kNone);
     ++delivered_;
   }
 
@@ -332,8 +333,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
       t.dead = true;
       return;
     }
-    // Heartbeat, timeout, reader and selection first; then the state that
-    // lets run-time sites enable themselves.
+    // Heartbeat, timeout, reader and selection first; then the static
+    // sites; then the state that lets run-time sites enable themselves.
     ctl.heartbeat = MonotonicNowNs();
     ctl.timeout_ms = kTimeoutMs;
     ctl.reader = self;
@@ -345,8 +346,6 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
       t.dead = true;
       return;
     }
-    const uint32_t recording = MICROSCOPE_STATE_RECORDING;
-    (void)WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, state), &recording, sizeof(recording));
     const ModuleProbes& mp = modules_[t.module];
     std::vector<uint64_t> enable;
     for (const SiteText& s : mp.sites) {
@@ -356,6 +355,10 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     }
     WriteBytes(t.pid, enable, 1);
     t.enabled.insert(t.enabled.end(), enable.begin(), enable.end());
+    // Recording only once the static sites are on: a program that waits
+    // for it (microscope_recording) then loses none of its first zones.
+    const uint32_t recording = MICROSCOPE_STATE_RECORDING;
+    (void)WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, state), &recording, sizeof(recording));
     // What rings hold from before this recording is not ours: skip it.
     std::vector<uint64_t> raw;
     ForEachRing(t, ctl.rings, [&](uint64_t address, microscope_ring& ring, RingState& state) {
@@ -528,10 +531,12 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
         Problem("probe counter values not finite (left out)", sites_[e.site].name);
         return;
       }
-    } else if (r.op == MICROSCOPE_OP_LABEL_INT) {
-      e.text = std::to_string(int64_t(r.operand));
-    } else if (r.op == MICROSCOPE_OP_LABEL_TEXT) {
-      e.text = std::move(r.text);
+    } else if (r.op == MICROSCOPE_OP_LABEL_INT || r.op == MICROSCOPE_OP_LABEL_TEXT) {
+      std::string text =
+          r.op == MICROSCOPE_OP_LABEL_INT ? std::to_string(int64_t(r.operand)) : std::move(r.text);
+      auto [it, fresh] = text_index_.try_emplace(std::move(text), uint32_t(texts_.size()));
+      if (fresh) texts_.push_back(it->first);
+      e.text = it->second;
     }
     fresh_.push_back(std::move(e));
   }
@@ -552,6 +557,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
   std::map<std::tuple<uint8_t, std::string, std::string, uint32_t, capture::ModuleId>, uint32_t>
       site_index_;
   std::vector<ProbeEvent> fresh_;
+  std::vector<std::string> texts_;  // labels' values, each once
+  std::unordered_map<std::string, uint32_t> text_index_;
   uint64_t delivered_ = 0;
   uint64_t dropped_ = 0;
   uint64_t threads_refused_ = 0;

@@ -42,10 +42,13 @@ void TscClock::Add(Point p) {
 
 uint64_t TscClock::ToNs(uint64_t tsc) const {
   if (points_.size() < 2) return 0;
+  if (last_ < points_.size() && points_[last_ - 1].tsc <= tsc && tsc < points_[last_].tsc)
+    return Through(points_[last_ - 1], points_[last_], tsc);
   auto after = std::upper_bound(points_.begin(), points_.end(), tsc,
                                 [](uint64_t t, const Point& p) { return t < p.tsc; });
   if (after == points_.begin()) ++after;
   if (after == points_.end()) --after;
+  last_ = size_t(after - points_.begin());
   return Through(*(after - 1), *after, tsc);
 }
 

@@ -28,6 +28,7 @@ class TscClock {
 
  private:
   std::vector<Point> points_;
+  mutable size_t last_ = 1;  // the segment the last stamp fell in: stamps come in runs
 };
 
 }  // namespace microscope::probes

@@ -103,13 +103,21 @@ class EventlessSource : public EventSource {
 template <typename T>
 class QueuedSource : public EventSource {
  public:
-  size_t pending() const final { return queue_.size(); }
-  uint64_t time_at(size_t i) const final { return TimeOf(queue_[i]); }
-  void Consume(size_t n) final { queue_.erase(queue_.begin(), queue_.begin() + ptrdiff_t(n)); }
+  size_t pending() const final { return queue_.size() - head_; }
+  uint64_t time_at(size_t i) const final { return TimeOf(queue_[head_ + i]); }
+  // Delivered events are dropped from the front in bulk, not one erase a
+  // round: a busy source's backlog would be moved again at every pump.
+  void Consume(size_t n) final {
+    head_ += n;
+    if (head_ >= 4096 && head_ * 2 >= queue_.size()) {
+      queue_.erase(queue_.begin(), queue_.begin() + ptrdiff_t(head_));
+      head_ = 0;
+    }
+  }
 
  protected:
   virtual uint64_t TimeOf(const T& event) const = 0;
-  const T& at(size_t i) const { return queue_[i]; }
+  const T& at(size_t i) const { return queue_[head_ + i]; }
 
   // Moves `fresh` into the queue, keeping what `keep` accepts, in time order
   // (each read is sorted and merged in; the backlog is not sorted again).
@@ -122,12 +130,16 @@ class QueuedSource : public EventSource {
     fresh->clear();
     auto less = [this](const T& a, const T& b) { return TimeOf(a) < TimeOf(b); };
     auto mid = queue_.begin() + ptrdiff_t(sorted);
-    std::stable_sort(mid, queue_.end(), less);
-    std::inplace_merge(queue_.begin(), mid, queue_.end(), less);
+    if (!std::is_sorted(mid, queue_.end(), less)) std::stable_sort(mid, queue_.end(), less);
+    // Only the pending part can be out of order with the fresh events.
+    auto first = queue_.begin() + ptrdiff_t(head_);
+    if (mid != first && mid != queue_.end() && less(*mid, *(mid - 1)))
+      std::inplace_merge(first, mid, queue_.end(), less);
   }
 
  private:
   std::vector<T> queue_;
+  size_t head_ = 0;  // queue_[0, head_) were delivered
 };
 
 }  // namespace microscope::record

@@ -127,6 +127,26 @@ check(z.get("rt.zone", {}).get("count") == 50, "50 run-time zones: %s" % {k: r["
 check(z["rt.zone"]["file"] == "gen.c" and z["rt.zone"]["line"] == 7, "its file and line: %s:%d" % (z["rt.zone"]["file"], z["rt.zone"]["line"]))
 check(rep["zones"]["marks"] == 50, "50 run-time marks: %d" % rep["zones"]["marks"])
 
+# Static sites of a library loaded mid-recording.
+out = d + "/dlopen.mscap"
+record(out, [fixture("probes"), "dlopen", "40", fixture("libprobes_plugin.so")], ["--probes", "plugin.*"])
+rep, z = zones(out)
+check(z.get("plugin.zone", {}).get("count") == 40, "40 zones of a dlopened library: %s" %
+      {k: r["count"] for k, r in z.items()})
+check(z["plugin.zone"]["file"].endswith("probes_plugin.c"), "its site's file: %s" % z["plugin.zone"]["file"])
+
+# A reader that falls behind: the program drops what its ring cannot hold,
+# counts it, and the capture says so.
+out = d + "/behind.mscap"
+record(out, [fixture("probes"), "killed", "0.5"], ["--probes", "all"])
+rep, z = zones(out)
+dropped = problems(rep).get("probe records dropped (a thread's ring was full)")
+check(dropped is not None and int(dropped["example"].split()[0]) > 0,
+      "records dropped are counted: %s" % problems(rep))
+check(rep["header"]["lost_records"] >= int(dropped["example"].split()[0]),
+      "and counted as lost: %s" % rep["header"]["lost_records"])
+check(z["pair"]["count"] > 10000, "what the ring held was recorded: %d pairs" % z["pair"]["count"])
+
 # C++ scoped zones, in plain, inline and template functions; a selection.
 out = d + "/cpp.mscap"
 record(out, [fixture("probes_cpp"), "50"], ["--probes", "all"])

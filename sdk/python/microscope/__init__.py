@@ -126,14 +126,24 @@ def recording():
 class zone:
     """A zone: `with zone("name"):` around code, or `@zone("name")` on a
     function (each call a zone). Zones of one thread nest as the code runs."""
-    __slots__ = ("_name", "_open")
+    __slots__ = ("_name", "_open", "_at", "_site")
 
     def __init__(self, name):
         self._name = name
         self._open = []  # (site, begun) of each enter not yet exited
+        self._at = None  # the code and instruction it was last entered from
+        self._site = _NO_SITE
 
     def __enter__(self):
-        site = _site(_ZONE, self._name, *_caller())
+        if _lib is None:
+            self._open.append((_NO_SITE, False))
+            return self
+        f = sys._getframe(1)
+        at = (f.f_code, f.f_lasti)  # cheaper than the line, which is computed
+        if at != self._at:
+            self._site = _site(_ZONE, self._name, f.f_code.co_filename, f.f_lineno)
+            self._at = at
+        site = self._site
         begun = site.on() and _lib.microscope_lib_zone_begin(site.address)
         self._open.append((site, begun))
         return self
