@@ -79,49 +79,6 @@ Zones PairZones(const capture::Capture& c) {
   return z;
 }
 
-std::vector<uint32_t> InnermostAt(const Zones& zones, std::span<const ThreadId> threads,
-                                  std::span<const uint64_t> times) {
-  std::vector<uint32_t> out(times.size(), kNone);
-  const std::vector<ZoneOccurrence>& occ = zones.occurrences;
-  // Per thread, begin and end events in time order.
-  struct Edge {
-    uint64_t time;
-    bool end;
-    uint32_t occurrence;
-  };
-  std::map<ThreadId, std::vector<Edge>> edges;
-  for (size_t i = 0; i < occ.size(); ++i) {
-    if (occ[i].begin == kUnknownTime) continue;
-    edges[occ[i].thread].push_back({occ[i].begin, false, uint32_t(i)});
-    if (occ[i].end != kUnknownTime) edges[occ[i].thread].push_back({occ[i].end, true, uint32_t(i)});
-  }
-  std::map<ThreadId, std::vector<uint32_t>> points;  // per thread, the rows in time order
-  for (size_t i = 0; i < times.size(); ++i) {
-    if (edges.count(threads[i])) points[threads[i]].push_back(uint32_t(i));
-  }
-  for (auto& [thread, list] : edges) {
-    std::stable_sort(list.begin(), list.end(),
-                     [](const Edge& a, const Edge& b) { return a.time < b.time; });
-    std::vector<uint32_t>& rows = points[thread];
-    std::stable_sort(rows.begin(), rows.end(),
-                     [&](uint32_t a, uint32_t b) { return times[a] < times[b]; });
-    std::set<std::pair<uint64_t, uint32_t>> active;  // (begin, occurrence)
-    size_t e = 0;
-    for (uint32_t row : rows) {
-      for (; e < list.size() && list[e].time <= times[row]; ++e) {
-        const ZoneOccurrence& o = occ[list[e].occurrence];
-        if (list[e].end) {
-          active.erase({o.begin, list[e].occurrence});
-        } else {
-          active.insert({o.begin, list[e].occurrence});
-        }
-      }
-      if (!active.empty()) out[row] = active.rbegin()->second;
-    }
-  }
-  return out;
-}
-
 std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& c,
                                                         const Zones& zones) {
   const std::vector<ZoneOccurrence>& occ = zones.occurrences;
@@ -166,6 +123,21 @@ std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& 
       shown = now;
       since = time;
     }
+  }
+  return out;
+}
+
+std::vector<uint32_t> InnermostAt(const capture::Capture& c, const Zones& zones,
+                                  std::span<const ThreadId> threads,
+                                  std::span<const uint64_t> times) {
+  std::vector<uint32_t> out(times.size(), kNone);
+  const std::vector<std::vector<ZoneSegment>> segments = InnermostSegments(c, zones);
+  for (size_t i = 0; i < times.size(); ++i) {
+    if (threads[i] >= segments.size()) continue;
+    const std::vector<ZoneSegment>& list = segments[threads[i]];
+    auto it = std::upper_bound(list.begin(), list.end(), times[i],
+                               [](uint64_t t, const ZoneSegment& s) { return t < s.begin; });
+    if (it != list.begin() && times[i] < std::prev(it)->end) out[i] = std::prev(it)->occurrence;
   }
   return out;
 }
@@ -315,7 +287,7 @@ std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zo
   const capture::Samples& smp = c.samples;
   std::vector<uint64_t> times(smp.time.begin(), smp.time.end());
   std::vector<ThreadId> threads(smp.thread.begin(), smp.thread.end());
-  std::vector<uint32_t> inner = InnermostAt(zones, threads, times);
+  std::vector<uint32_t> inner = InnermostAt(c, zones, threads, times);
   for (size_t i = 0; i < inner.size(); ++i) {
     if (inner[i] == kNone) continue;
     ZoneStats& s = stats[occ[inner[i]].site];
@@ -323,7 +295,7 @@ std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zo
     s.sample_weight += smp.weight.empty() ? 0 : smp.weight[i];
   }
   const capture::OffCpu& off = c.off_cpu;
-  std::vector<uint32_t> off_inner = InnermostAt(zones, off.thread, off.start);
+  std::vector<uint32_t> off_inner = InnermostAt(c, zones, off.thread, off.start);
   for (size_t i = 0; i < off_inner.size(); ++i) {
     if (off_inner[i] == kNone) continue;
     const ZoneOccurrence& o = occ[off_inner[i]];

@@ -39,11 +39,12 @@ struct Zones {
 
 Zones PairZones(const capture::Capture& c);
 
-// Per row of (thread, time) points given in time order: the innermost
-// occurrence (latest begun) open on that thread at that time, or kNone. An
-// occurrence is open from its begin (inclusive) to its end (exclusive), to
-// the recording's end when it never ended; one with no begin holds nothing.
-std::vector<uint32_t> InnermostAt(const Zones& zones, std::span<const capture::ThreadId> threads,
+// Per (thread, time) point: the innermost occurrence (latest begun) open
+// on that thread at that time (InnermostSegments), or kNone. An occurrence
+// is open from its begin (inclusive) to its end (exclusive); one with no
+// begin holds nothing.
+std::vector<uint32_t> InnermostAt(const capture::Capture& c, const Zones& zones,
+                                  std::span<const capture::ThreadId> threads,
                                   std::span<const uint64_t> times);
 
 struct ZoneSegment {

@@ -69,7 +69,7 @@ TEST_CASE("Zones: samples and off-CPU time go to the innermost open zone") {
   const Zones z = PairZones(c);
   std::vector<capture::ThreadId> threads(c.samples.thread.begin(), c.samples.thread.end());
   std::vector<uint64_t> times(c.samples.time.begin(), c.samples.time.end());
-  const std::vector<uint32_t> inner = InnermostAt(z, threads, times);
+  const std::vector<uint32_t> inner = InnermostAt(c, z, threads, times);
   for (size_t i = 0; i < inner.size(); ++i) {
     CAPTURE(c.samples.time[i]);
     CHECK(inner[i] == (c.samples.time[i] < 104 ? 1u : 0u));
