@@ -324,7 +324,7 @@ void BuildViews(const capture::Capture& original, const capture::Capture& cap,
   }
   if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width), q.top);
   if (SyscallsShown(original, v)) m->syscalls = BuildSyscalls(cap, keys, q.top);
-  if (v.zones) m->zones = BuildZonesReport(original, q.top);
+  if (v.zones) m->zones = BuildZonesReport(original, q.top, filter);
 }
 
 }  // namespace

@@ -264,12 +264,15 @@ std::vector<capture::ProbeSiteId> ZoneSitesNamed(const capture::Capture& c,
   return out;
 }
 
-std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zones) {
+std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zones,
+                                      const SampleFilter& filter) {
   const std::vector<ZoneOccurrence>& occ = zones.occurrences;
   std::vector<ZoneStats> stats(c.probe_sites.size());
   std::vector<std::vector<uint32_t>> complete(c.probe_sites.size());
   std::vector<uint8_t> seen(c.probe_sites.size(), 0);
   for (size_t i = 0; i < occ.size(); ++i) {
+    const uint64_t at = occ[i].begin != kUnknownTime ? occ[i].begin : occ[i].end;
+    if (!filter.KeepPlace(occ[i].thread, at)) continue;
     ZoneStats& s = stats[occ[i].site];
     seen[occ[i].site] = 1;
     if (occ[i].begin == kUnknownTime) {
@@ -289,7 +292,7 @@ std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zo
   std::vector<ThreadId> threads(smp.thread.begin(), smp.thread.end());
   std::vector<uint32_t> inner = InnermostAt(c, zones, threads, times);
   for (size_t i = 0; i < inner.size(); ++i) {
-    if (inner[i] == kNone) continue;
+    if (inner[i] == kNone || !filter.Keep(c, i)) continue;
     ZoneStats& s = stats[occ[inner[i]].site];
     s.samples += smp.CountAt(i);
     s.sample_weight += smp.weight.empty() ? 0 : smp.weight[i];
@@ -297,7 +300,7 @@ std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zo
   const capture::OffCpu& off = c.off_cpu;
   std::vector<uint32_t> off_inner = InnermostAt(c, zones, off.thread, off.start);
   for (size_t i = 0; i < off_inner.size(); ++i) {
-    if (off_inner[i] == kNone) continue;
+    if (off_inner[i] == kNone || !filter.Keep(off.thread[i], off.start[i], off.stack[i])) continue;
     const ZoneOccurrence& o = occ[off_inner[i]];
     ZoneStats& s = stats[o.site];
     ++s.off_cpu_intervals;
@@ -345,10 +348,10 @@ ReportZoneExemplar ExemplarOf(const capture::Capture& c, const Zones& z, const E
 
 }  // namespace
 
-ReportZones BuildZonesReport(const capture::Capture& c, size_t top) {
+ReportZones BuildZonesReport(const capture::Capture& c, size_t top, const SampleFilter& filter) {
   ReportZones out;
   const Zones z = PairZones(c);
-  for (const ZoneStats& s : ZoneStatistics(c, z)) {
+  for (const ZoneStats& s : ZoneStatistics(c, z, filter)) {
     ReportZoneRow row;
     row.name = c.str(c.probe_sites.name[s.site]);
     row.file = c.str(c.probe_sites.file[s.site]);
@@ -369,7 +372,9 @@ ReportZones BuildZonesReport(const capture::Capture& c, size_t top) {
     out.samples_inside += s.samples;
     out.rows.push_back(std::move(row));
   }
-  for (size_t i = 0; i < c.samples.size(); ++i) out.samples += c.samples.CountAt(i);
+  for (size_t i = 0; i < c.samples.size(); ++i) {
+    if (filter.Keep(c, i)) out.samples += c.samples.CountAt(i);
+  }
   for (ReportZoneRow& row : out.rows)
     row.sample_percent = out.samples > 0 ? 100.0 * double(row.samples) / double(out.samples) : 0;
   out.shown = std::min(top, out.rows.size());

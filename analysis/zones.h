@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/filter.h"
 #include "capture/capture.h"
 
 namespace microscope::analysis {
@@ -109,7 +110,11 @@ struct ZoneStats {
 };
 
 // One row per zone site that recorded anything, by total time, then name.
-std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zones);
+// With a filter: the occurrences on the threads and in the time it keeps
+// (by their begin, or their end when the begin is unknown), and the
+// samples and off-CPU intervals it keeps.
+std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zones,
+                                      const SampleFilter& filter = SampleFilter());
 
 // The zones table (report --zones): each zone site's statistics, its
 // exemplar occurrences named by thread and time, and what else the
@@ -148,6 +153,7 @@ struct ReportZones {
   uint64_t counter_records = 0;
 };
 
-ReportZones BuildZonesReport(const capture::Capture& c, size_t top);
+ReportZones BuildZonesReport(const capture::Capture& c, size_t top,
+                             const SampleFilter& filter = SampleFilter());
 
 }  // namespace microscope::analysis

@@ -160,6 +160,15 @@ check(sorted(z) == ["cpp.inline", "cpp.round"], "--probes cpp.in*,cpp.round sele
 p = run([MICROSCOPE, "record", "--probes", "a*b", "--", "true"])
 check(p.returncode != 0 and "'*' only ends a prefix" in p.stderr, "a bad selection is refused: %r" % p.stderr)
 
+# MICROSCOPE_DISABLE: every macro is nothing; no section, no zone, the same work.
+disabled = fixture("probes_disabled")
+sections = run(["readelf", "-S", "-W", disabled]).stdout
+check("microscope_" not in sections, "no microscope_ section with MICROSCOPE_DISABLE")
+p = record(out, [disabled, "20"], ["--probes", "all"])
+check("rounds 20" in p.stdout, "the disabled program did its work: %r" % p.stdout)
+rep, z = zones(out)
+check(not z, "and recorded no zone: %s" % sorted(z))
+
 # A running program, attached to: its sites are found and switched on.
 out = d + "/attach.mscap"
 target = subprocess.Popen([fixture("probes"), "attach", "6"], stdout=subprocess.PIPE, text=True)

@@ -137,6 +137,33 @@ TEST_CASE("Zones: the report's table names exemplars and counts the other record
   CHECK(r.counter_records == 1);
 }
 
+TEST_CASE("Zones: the table counts what the report's filter keeps") {
+  const capture::Capture c = testing::MakeProbeCapture();
+  FunctionKeys keys(c, Granularity::kFunction);
+  FilterSpec spec;
+  spec.thread = "worker";
+  const ReportZones worker = BuildZonesReport(c, 20, SampleFilter::Make(c, keys, spec).value());
+  REQUIRE(worker.rows.size() == 2);  // gen and request on worker, 20 each: by name
+  CHECK(worker.rows[0].name == "gen");
+  CHECK(worker.rows[1].name == "request");
+  CHECK(worker.rows[1].count == 1);
+  CHECK(worker.rows[1].unmatched_ends == 0);  // app's, not worker's
+  CHECK(worker.rows[1].samples == 0);
+  CHECK(worker.samples == 0);
+  FilterSpec early;
+  early.to_ns = 100;  // up to 110, the recording having begun at 10
+  const ReportZones e = BuildZonesReport(c, 20, SampleFilter::Make(c, keys, early).value());
+  REQUIRE(e.rows.size() == 2);  // request and parse began by then; gen did not
+  CHECK(e.rows[0].name == "request");
+  CHECK(e.rows[0].count == 1);
+  CHECK(e.rows[0].unmatched_ends == 0);  // its end without a begin came at 220
+  CHECK(e.rows[0].samples == 6);
+  CHECK(e.rows[1].name == "parse");
+  CHECK(e.rows[1].open_at_end == 0);  // the one left open began at 210
+  CHECK(e.rows[1].samples == 4);
+  CHECK(e.samples == 10);  // samples 100..109, all by 110
+}
+
 TEST_CASE("Zones: innermost segments and probe labels for pprof") {
   capture::Capture c = testing::MakeProbeCapture();
   const std::vector<std::vector<ZoneSegment>> seg = InnermostSegments(c, PairZones(c));
