@@ -127,11 +127,13 @@ std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& 
   return out;
 }
 
-std::vector<uint32_t> InnermostAt(const capture::Capture& c, const Zones& zones,
+namespace {
+
+// InnermostAt over segments already made.
+std::vector<uint32_t> InnermostIn(const std::vector<std::vector<ZoneSegment>>& segments,
                                   std::span<const ThreadId> threads,
                                   std::span<const uint64_t> times) {
   std::vector<uint32_t> out(times.size(), kNone);
-  const std::vector<std::vector<ZoneSegment>> segments = InnermostSegments(c, zones);
   for (size_t i = 0; i < times.size(); ++i) {
     if (threads[i] >= segments.size()) continue;
     const std::vector<ZoneSegment>& list = segments[threads[i]];
@@ -140,6 +142,14 @@ std::vector<uint32_t> InnermostAt(const capture::Capture& c, const Zones& zones,
     if (it != list.begin() && times[i] < std::prev(it)->end) out[i] = std::prev(it)->occurrence;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<uint32_t> InnermostAt(const capture::Capture& c, const Zones& zones,
+                                  std::span<const ThreadId> threads,
+                                  std::span<const uint64_t> times) {
+  return InnermostIn(InnermostSegments(c, zones), threads, times);
 }
 
 std::vector<ProbeBuckets> ProbeLaneBuckets(const capture::Capture& c, uint64_t start,
@@ -181,15 +191,27 @@ std::vector<ProbeBuckets> ProbeLaneBuckets(const capture::Capture& c, uint64_t s
   return out;
 }
 
+std::vector<ProbeLabelSpan> ProbeLabelSpans(const capture::Capture& c) {
+  std::vector<ProbeLabelSpan> out;
+  const capture::ProbeRecords& r = c.probe_records;
+  std::map<std::pair<ThreadId, capture::StringId>, ProbeLabelSpan> open;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r.op[i] != ProbeOp::kLabel && r.op[i] != ProbeOp::kLabelClear) continue;
+    const auto key = std::make_pair(r.thread[i], c.probe_sites.name[r.site[i]]);
+    auto it = open.find(key);
+    if (it != open.end()) {
+      it->second.end = r.time[i];
+      out.push_back(it->second);
+      open.erase(it);
+    }
+    if (r.op[i] == ProbeOp::kLabel) open[key] = {key.first, key.second, r.TextAt(i), r.time[i]};
+  }
+  for (const auto& [key, span] : open) out.push_back(span);
+  return out;
+}
+
 void AddProbeLabelSpans(capture::Capture* c) {
   if (c->probe_records.size() == 0) return;
-  auto intern = [&](std::string_view text) {
-    for (size_t i = 0; i < c->strings.size(); ++i) {
-      if (c->strings[i] == text) return capture::StringId(i);
-    }
-    c->strings.emplace_back(text);
-    return capture::StringId(c->strings.size() - 1);
-  };
   capture::LabelSpans& l = c->labels;
   auto add = [&](ThreadId thread, capture::StringId key, capture::StringId value, uint64_t begin,
                  uint64_t end) {
@@ -203,7 +225,8 @@ void AddProbeLabelSpans(capture::Capture* c) {
   const Zones zones = PairZones(*c);
   const std::vector<std::vector<ZoneSegment>> segments = InnermostSegments(*c, zones);
   if (std::any_of(segments.begin(), segments.end(), [](const auto& s) { return !s.empty(); })) {
-    const capture::StringId key = intern(kZoneLabel);
+    c->strings.emplace_back(kZoneLabel);
+    const capture::StringId key = capture::StringId(c->strings.size() - 1);
     for (size_t t = 0; t < segments.size(); ++t) {
       for (const ZoneSegment& s : segments[t]) {
         add(ThreadId(t), key, c->probe_sites.name[zones.occurrences[s.occurrence].site], s.begin,
@@ -211,23 +234,14 @@ void AddProbeLabelSpans(capture::Capture* c) {
       }
     }
   }
-  // The program's labels: per thread and key, the value set and when.
-  const capture::ProbeRecords& r = c->probe_records;
-  std::map<std::pair<ThreadId, capture::StringId>, std::pair<capture::StringId, uint64_t>> open;
-  for (size_t i = 0; i < r.size(); ++i) {
-    if (r.op[i] != ProbeOp::kLabel && r.op[i] != ProbeOp::kLabelClear) continue;
-    const auto key = std::make_pair(r.thread[i], c->probe_sites.name[r.site[i]]);
-    auto it = open.find(key);
-    if (it != open.end()) {
-      add(key.first, key.second, it->second.first, it->second.second, r.time[i]);
-      open.erase(it);
+  // A label never changed holds to its thread's end, or the recording's.
+  for (const ProbeLabelSpan& s : ProbeLabelSpans(*c)) {
+    uint64_t end = s.end;
+    if (end == kUnknownTime) {
+      const capture::Thread& th = c->threads[s.thread];
+      end = std::max(th.end_time != 0 ? th.end_time : c->settings.end_time, s.begin) + 1;
     }
-    if (r.op[i] == ProbeOp::kLabel) open[key] = {r.text[i], r.time[i]};
-  }
-  for (const auto& [key, value] : open) {
-    const capture::Thread& th = c->threads[key.first];
-    const uint64_t end = th.end_time != 0 ? th.end_time : c->settings.end_time;
-    add(key.first, key.second, value.first, value.second, std::max(end, value.second) + 1);
+    add(s.thread, s.key, s.value, s.begin, end);
   }
 }
 
@@ -290,7 +304,8 @@ std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zo
   const capture::Samples& smp = c.samples;
   std::vector<uint64_t> times(smp.time.begin(), smp.time.end());
   std::vector<ThreadId> threads(smp.thread.begin(), smp.thread.end());
-  std::vector<uint32_t> inner = InnermostAt(c, zones, threads, times);
+  const std::vector<std::vector<ZoneSegment>> segments = InnermostSegments(c, zones);
+  std::vector<uint32_t> inner = InnermostIn(segments, threads, times);
   for (size_t i = 0; i < inner.size(); ++i) {
     if (inner[i] == kNone || !filter.Keep(c, i)) continue;
     ZoneStats& s = stats[occ[inner[i]].site];
@@ -298,7 +313,7 @@ std::vector<ZoneStats> ZoneStatistics(const capture::Capture& c, const Zones& zo
     s.sample_weight += smp.weight.empty() ? 0 : smp.weight[i];
   }
   const capture::OffCpu& off = c.off_cpu;
-  std::vector<uint32_t> off_inner = InnermostAt(c, zones, off.thread, off.start);
+  std::vector<uint32_t> off_inner = InnermostIn(segments, off.thread, off.start);
   for (size_t i = 0; i < off_inner.size(); ++i) {
     if (off_inner[i] == kNone || !filter.Keep(off.thread[i], off.start[i], off.stack[i])) continue;
     const ZoneOccurrence& o = occ[off_inner[i]];

@@ -61,6 +61,18 @@ struct ZoneSegment {
 std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& c,
                                                         const Zones& zones);
 
+// The program's labels, per thread and key: from the record that set a
+// value to the one that changed or cleared it (end kUnknownTime: none did),
+// in the order they ended.
+struct ProbeLabelSpan {
+  capture::ThreadId thread = capture::kNone;
+  capture::StringId key = capture::kNone;  // the label site's name
+  capture::StringId value = capture::kNone;
+  uint64_t begin = 0;
+  uint64_t end = kUnknownTime;
+};
+std::vector<ProbeLabelSpan> ProbeLabelSpans(const capture::Capture& c);
+
 // The probes as labels of the samples (capture LabelSpans, for pprof's
 // sample labels): key "zone" with the innermost zone's name, and each of the
 // program's labels with its value, from the record that set it to the one

@@ -1,7 +1,6 @@
 #include "formats/chrome_probes.h"
 
 #include <algorithm>
-#include <map>
 #include <vector>
 
 #include "analysis/zones.h"
@@ -79,7 +78,11 @@ void AppendProbeEvents(const capture::Capture& c, const analysis::SampleFilter& 
     zones[o.thread].push_back(
         {o.begin, o.end == analysis::kUnknownTime ? UINT64_MAX : o.end, site_name(o.site)});
   }
-  std::map<std::pair<capture::ThreadId, uint32_t>, std::pair<uint64_t, std::string>> open_labels;
+  for (const analysis::ProbeLabelSpan& l : analysis::ProbeLabelSpans(c)) {
+    if (!filter.KeepPlace(l.thread, l.begin)) continue;
+    labels[l.thread].push_back({l.begin, l.end == analysis::kUnknownTime ? UINT64_MAX : l.end,
+                                c.str(l.key) + " = " + c.str(l.value)});
+  }
   for (size_t i = 0; i < r.size(); ++i) {
     const capture::ThreadId t = r.thread[i];
     if (!filter.KeepPlace(t, r.time[i])) continue;
@@ -101,24 +104,9 @@ void AppendProbeEvents(const capture::Capture& c, const analysis::SampleFilter& 
         emit(e + ",\"args\":{\"value\":" + value.dump() + "}}");
         break;
       }
-      case ProbeOp::kLabel:
-      case ProbeOp::kLabelClear: {
-        const auto key = std::make_pair(t, c.probe_sites.name[r.site[i]]);
-        auto it = open_labels.find(key);
-        if (it != open_labels.end()) {
-          labels[t].push_back({it->second.first, r.time[i], name + " = " + it->second.second});
-          open_labels.erase(it);
-        }
-        if (r.op[i] == ProbeOp::kLabel) open_labels[key] = {r.time[i], c.str(r.TextAt(i))};
-        break;
-      }
       default:
         break;
     }
-  }
-  for (const auto& [key, value] : open_labels) {
-    labels[key.first].push_back(
-        {value.first, UINT64_MAX, c.str(key.second) + " = " + value.second});
   }
   // Slices, track by track.
   for (size_t t = 0; t < c.threads.size(); ++t) {

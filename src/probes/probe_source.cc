@@ -39,12 +39,7 @@ constexpr size_t kMaxRings = 65536;    // per control block: past this the list 
 constexpr uint64_t kMaxSection = 64ull << 20;
 constexpr size_t kMaxNotes = 16;
 
-// Another process's memory, read and written in place.
-bool ReadAt(uint32_t pid, uint64_t address, void* out, size_t size) {
-  iovec local{out, size};
-  iovec remote{reinterpret_cast<void*>(address), size};
-  return process_vm_readv(pid_t(pid), &local, 1, &remote, 1, 0) == ssize_t(size);
-}
+// Another process's memory, written in place (read: runtimes::ProcessMemory).
 bool WriteAt(uint32_t pid, uint64_t address, const void* data, size_t size) {
   iovec local{const_cast<void*>(data), size};
   iovec remote{reinterpret_cast<void*>(address), size};
@@ -201,9 +196,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     if (!mp.has_ctl) return;
     if (fresh && !mp.refused.empty()) {
       Problem("probes of a module refused or partly read", std::string(m.path) + ": " + mp.refused);
-      if (mp.loads.empty()) return;
     }
-    if (mp.loads.empty()) return;
+    if (mp.loads.empty()) return;  // refused whole
     for (const symbols::LoadSegment& seg : mp.loads) {
       if (m.file_offset < seg.offset || m.file_offset >= seg.offset + seg.filesz) continue;
       const uint64_t bias = m.start - (seg.vaddr + (m.file_offset - seg.offset));
@@ -314,7 +308,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
       pending_problems_.clear();
     }
     microscope_ctl ctl;
-    if (!ReadAt(t.pid, t.ctl, &ctl, sizeof(ctl))) {
+    if (!runtimes::ProcessMemory(pid_t(t.pid)).Read(t.ctl, &ctl, sizeof(ctl))) {
       if (++t.tries >= kAttachTries) t.dead = true;  // the process went, or never ran the module
       return;
     }
@@ -404,7 +398,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
         return;
       }
       microscope_ring ring;
-      if (!ReadAt(t.pid, address, &ring, sizeof(ring))) return;  // the process is going
+      if (!runtimes::ProcessMemory(pid_t(t.pid)).Read(address, &ring, sizeof(ring)))
+        return;  // the process is going
       if (ring.magic != MICROSCOPE_RING_MAGIC || !std::has_single_bit(ring.words) ||
           ring.words > kMaxRingWords || ring.tail > ring.head ||
           ring.head - ring.tail > ring.words) {
@@ -419,38 +414,33 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     }
   }
 
-  // Reads the run-time sites defined since the last round.
+  // Reads the run-time sites defined since the last round, and switches on
+  // those selected (a site defined while this recorder listened did so itself).
   void ReadRuntimeSites(Target& t, const microscope_ctl& ctl) {
     if (ctl.runtime_sites == 0) return;
     const uint32_t count = std::min(ctl.runtime_count, uint32_t(MICROSCOPE_RUNTIME_SITES));
     if (count <= t.runtime_read) return;
     std::vector<uint8_t> slots(size_t(count - t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE);
     const uint64_t first = ctl.runtime_sites + uint64_t(t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE;
-    if (!ReadAt(t.pid, first, slots.data(), slots.size())) return;
+    if (!runtimes::ProcessMemory(pid_t(t.pid)).Read(first, slots.data(), slots.size())) return;
     std::vector<uint64_t> enable;
-    for (size_t i = 0; i < count - t.runtime_read; ++i) {
-      const uint64_t address = first + i * MICROSCOPE_RUNTIME_SITE_SIZE;
-      auto slot = std::span<const uint8_t>(slots).subspan(i * MICROSCOPE_RUNTIME_SITE_SIZE,
-                                                          MICROSCOPE_RUNTIME_SITE_SIZE);
-      Result<std::optional<SiteText>> site = ParseRuntimeSlot(slot, address);
+    uint32_t read = 0;
+    for (; read < count - t.runtime_read; ++read) {
+      const uint64_t address = first + uint64_t(read) * MICROSCOPE_RUNTIME_SITE_SIZE;
+      Result<std::optional<SiteText>> site = ParseRuntimeSlot(
+          std::span<const uint8_t>(slots).subspan(size_t(read) * MICROSCOPE_RUNTIME_SITE_SIZE,
+                                                  MICROSCOPE_RUNTIME_SITE_SIZE),
+          address);
       if (!site.ok()) {
         Problem("probe sites malformed", t.path + ": " + site.status().message());
         continue;
       }
-      if (!site.value().has_value()) {  // still being written: from here next round
-        t.runtime_read += uint32_t(i);
-        WriteBytes(t.pid, enable, 1);
-        t.enabled.insert(t.enabled.end(), enable.begin(), enable.end());
-        return;
-      }
+      if (!site.value().has_value()) break;  // still being written: from here next round
       const SiteText& s = *site.value();
       t.site_at[address] = SiteIndex(s, capture::kNone);
-      if (Selected(selection_, s.name) && slot[kSiteEnabledAt] == 0)
-        enable.push_back(address + kSiteEnabledAt);
-      else if (Selected(selection_, s.name))
-        t.enabled.push_back(address + kSiteEnabledAt);
+      if (Selected(selection_, s.name)) enable.push_back(address + kSiteEnabledAt);
     }
-    t.runtime_read = count;
+    t.runtime_read += read;
     WriteBytes(t.pid, enable, 1);
     t.enabled.insert(t.enabled.end(), enable.begin(), enable.end());
     if (ctl.runtime_count > MICROSCOPE_RUNTIME_SITES && !runtime_full_said_) {
@@ -466,7 +456,9 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     const uint64_t beat = MonotonicNowNs();
     if (!WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, heartbeat), &beat, sizeof(beat))) return;
     microscope_ctl ctl;
-    if (!ReadAt(t.pid, t.ctl, &ctl, offsetof(microscope_ctl, heartbeat))) return;
+    if (!runtimes::ProcessMemory(pid_t(t.pid))
+             .Read(t.ctl, &ctl, offsetof(microscope_ctl, heartbeat)))
+      return;
     t.threads_refused = ctl.threads_refused;
     // The rings' words first, then the sites: a record names only sites
     // defined before it was written.
@@ -569,11 +561,23 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
 
 }  // namespace
 
-bool Selected(std::string_view selection, std::string_view name) {
+namespace {
+
+// The names and prefixes of a selection, as written (commas between).
+std::vector<std::string_view> SelectionItems(std::string_view selection) {
+  std::vector<std::string_view> items;
   while (!selection.empty()) {
     const size_t comma = selection.find(',');
-    std::string_view item = selection.substr(0, comma);
+    items.push_back(selection.substr(0, comma));
     selection = comma == std::string_view::npos ? std::string_view() : selection.substr(comma + 1);
+  }
+  return items;
+}
+
+}  // namespace
+
+bool Selected(std::string_view selection, std::string_view name) {
+  for (std::string_view item : SelectionItems(selection)) {
     if (item == "all" || item == "*") return true;
     if (item.ends_with('*') ? name.starts_with(item.substr(0, item.size() - 1)) : name == item)
       return true;
@@ -584,10 +588,7 @@ bool Selected(std::string_view selection, std::string_view name) {
 Result<std::string> SelectionLines(std::string_view selection) {
   std::string lines;
   if (selection.empty()) return Status::Error("an empty selection (all, NAME or PREFIX*)");
-  while (!selection.empty()) {
-    const size_t comma = selection.find(',');
-    std::string_view item = selection.substr(0, comma);
-    selection = comma == std::string_view::npos ? std::string_view() : selection.substr(comma + 1);
+  for (std::string_view item : SelectionItems(selection)) {
     if (item.empty()) return Status::Error("an empty name in the selection");
     if (item.find('\n') != std::string_view::npos || item.find('\0') != std::string_view::npos)
       return Status::Error("a name with a line break or NUL in the selection");
