@@ -1,9 +1,8 @@
 #include "analysis/report.h"
 
-#include <map>
-
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "analysis/source.h"
 #include "analysis/syscalls.h"
