@@ -17,11 +17,11 @@
 
 #include "base/clock.h"
 #include "base/hex.h"
+#include "capture/row_order.h"
 #include "src/probes/abi.h"
 #include "src/probes/ring_records.h"
 #include "src/probes/site_entries.h"
 #include "src/probes/tsc_clock.h"
-#include "src/record/row_order.h"
 #include "src/record/splicer.h"
 #include "src/runtimes/process_memory.h"
 #include "src/symbols/elf_handle.h"
@@ -266,7 +266,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     // Each ring is in time order; rings read in one round may interleave
     // with what an earlier round delivered only if a thread stalled between
     // stamping a record and publishing it.
-    record::SortRowsBy(r.time, r.time, r.thread, r.site, r.op, r.value, r.text);
+    capture::SortRowsBy(r.time, r.time, r.thread, r.site, r.op, r.value, r.text);
     if (dropped_ > 0) {
       Problem("probe records dropped (a thread's ring was full)",
               std::to_string(dropped_) + " records");

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "capture/row_order.h"
 #include "src/record/bpf_offcpu.h"
 #include "src/record/proc.h"
-#include "src/record/row_order.h"
 
 namespace microscope::record {
 namespace {
@@ -130,8 +130,8 @@ void FinishOffCpuRows(capture::Capture* c, uint64_t end_time) {
       o.flags[i] |= capture::kOffCpuCutAtEnd;
     }
   }
-  SortRowsBy(o.start, o.start, o.end, o.thread, o.stack, o.stack_end, o.state, o.waker_tid,
-             o.waker_name, o.flags);
+  capture::SortRowsBy(o.start, o.start, o.end, o.thread, o.stack, o.stack_end, o.state, o.waker_tid,
+                      o.waker_name, o.flags);
 }
 
 Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& context) {

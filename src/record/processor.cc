@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "base/hex.h"
-#include "src/record/row_order.h"
+#include "capture/row_order.h"
 #include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
 
@@ -502,7 +502,7 @@ void Processor::SortSamplesByTime() {
   // long vCPU stall) was processed one round late: put samples back in order.
   size_t late = 0;
   for (size_t i = 1; i < s.size(); ++i) late += s.time[i] < s.time[i - 1];
-  if (SortRowsBy(s.time, s.time, s.thread, s.stack, s.weight, s.end, s.count)) {
+  if (capture::SortRowsBy(s.time, s.time, s.thread, s.stack, s.weight, s.end, s.count)) {
     CountProblem("records arrived late and were reordered", std::to_string(late) + " samples");
   }
 }

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "capture/row_order.h"
 #include "src/record/bpf_syscalls.h"
-#include "src/record/row_order.h"
 
 namespace microscope::record {
 namespace {
@@ -70,7 +70,8 @@ void FinishSyscallRows(capture::Capture* c) {
   if (std::all_of(y.stack.begin(), y.stack.end(), [](uint32_t n) { return n == capture::kNone; })) {
     y.stack.clear();  // no call carried a stack: no column
   }
-  SortRowsBy(y.time, y.time, y.duration, y.arg0, y.arg1, y.arg2, y.thread, y.nr, y.ret, y.stack);
+  capture::SortRowsBy(y.time, y.time, y.duration, y.arg0, y.arg1, y.arg2, y.thread, y.nr, y.ret,
+                      y.stack);
 }
 
 Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& context) {

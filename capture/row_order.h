@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace microscope::record {
+namespace microscope::capture {
 
 // Permutes every column in `columns` (the key among them, or not) into the
 // order that sorts `key`; ties keep their order. Nothing moves when `key` is
@@ -29,4 +29,4 @@ bool SortRowsBy(const Key& key, Columns&... columns) {
   return true;
 }
 
-}  // namespace microscope::record
+}  // namespace microscope::capture
