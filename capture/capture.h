@@ -265,6 +265,17 @@ struct SourceSetting {
   }
 };
 
+// (2.9) A change the budget controller made (schema.fbs says each field).
+struct BudgetStep {
+  uint64_t time = 0;
+  uint32_t level = 0;
+  uint32_t frequency = 0;
+  uint32_t stack_copy = 0;
+  uint32_t measured_ppm = 0;
+  std::string reason;
+  bool operator==(const BudgetStep&) const = default;
+};
+
 struct Settings {
   std::string mode;  // "launch" or "attach"
   std::vector<std::string> command;
@@ -294,6 +305,15 @@ struct Settings {
   std::string symbols;  // "now", "later" or "symbolize"; empty in older captures
   std::string boot_id;  // the recording's boot: KASLR moves the kernel at each boot
   std::vector<SourceSetting> sources;  // in the order they started
+  // (2.9) Wall-clock time at start_time (ns since the epoch); absent: not known.
+  std::optional<uint64_t> realtime_start;
+  // (2.9) "" the whole recording, "segment" (index from 1) or "snapshot".
+  std::string part;
+  uint64_t part_index = 0;
+  std::string recording_id;  // shared by the parts of one recording
+  // (2.9) --budget in millionths of one CPU (0: none), and its changes.
+  uint32_t budget_ppm = 0;
+  std::vector<BudgetStep> budget_steps;
 
   // The source named `name`, or null when the recording did not ask for it.
   const SourceSetting* Source(std::string_view name) const {

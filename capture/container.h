@@ -30,7 +30,7 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // 2.7 settings.ring_lost_records and kernel_lost_records; 2.8 probe sites
 // and records (the program's own zones, marks, labels and counters).
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 8;
+inline constexpr uint16_t kFormatMinor = 9;
 // A reader refuses payloads claiming more than this: a corrupt size must not
 // make us allocate the machine's memory.
 // FlatBuffers buffers are limited to 2 GiB.

@@ -76,6 +76,17 @@ Result<Settings> ToSettings(const fbs::Settings* s) {
   if (s->unit()) out.unit = s->unit()->str();
   out.symbols = Str(s->symbols());
   out.boot_id = Str(s->boot_id());
+  if (s->realtime_start().has_value()) out.realtime_start = *s->realtime_start();
+  out.part = Str(s->part());
+  out.part_index = s->part_index();
+  out.recording_id = Str(s->recording_id());
+  out.budget_ppm = s->budget_ppm();
+  if (s->budget_steps() != nullptr) {
+    for (const fbs::BudgetStep* st : *s->budget_steps()) {
+      out.budget_steps.push_back({st->time(), st->level(), st->frequency(), st->stack_copy(),
+                                  st->measured_ppm(), Str(st->reason())});
+    }
+  }
   if (s->sources() != nullptr) {
     for (const fbs::SourceSetting* src : *s->sources()) {
       SourceSetting& to = out.SetSource(Str(src->name()), Str(src->state()));

@@ -556,6 +556,13 @@ Capture MergeCaptures(std::vector<Capture>&& parts) {
     for (const std::string& note : s.notes) {
       if (notes.insert(note).second) out.settings.notes.push_back(note);
     }
+    if (&p != &parts.front()) {
+      for (const BudgetStep& step : s.budget_steps) {
+        if (std::find(out.settings.budget_steps.begin(), out.settings.budget_steps.end(), step) ==
+            out.settings.budget_steps.end())
+          out.settings.budget_steps.push_back(step);
+      }
+    }
     p = Capture();  // each part's memory goes as soon as it is merged
   }
   NormalizeEventRows(&out);

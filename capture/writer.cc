@@ -43,6 +43,14 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
                                  b.CreateVectorOfStrings(keys), b.CreateVector(values)));
   }
   auto sources = b.CreateVector(source_rows);
+  auto part = b.CreateString(s.part);
+  auto recording_id = b.CreateString(s.recording_id);
+  std::vector<flatbuffers::Offset<fbs::BudgetStep>> step_rows;
+  for (const BudgetStep& st : s.budget_steps) {
+    step_rows.push_back(fbs::CreateBudgetStep(b, st.time, st.level, st.frequency, st.stack_copy,
+                                              st.measured_ppm, b.CreateString(st.reason)));
+  }
+  auto budget_steps = b.CreateVector(step_rows);
   fbs::SettingsBuilder sb(b);
   sb.add_mode(mode);
   sb.add_command(command);
@@ -74,6 +82,12 @@ Offset<fbs::Settings> BuildSettings(FlatBufferBuilder& b, const Settings& s) {
   sb.add_off_cpu_min(off != nullptr ? off->Value("min_ns") : 0);
   sb.add_syscall_stack_min(sys != nullptr ? sys->Value("stack_min_ns") : 0);
   sb.add_sources(sources);
+  if (s.realtime_start) sb.add_realtime_start(*s.realtime_start);
+  sb.add_part(part);
+  sb.add_part_index(s.part_index);
+  sb.add_recording_id(recording_id);
+  sb.add_budget_ppm(s.budget_ppm);
+  sb.add_budget_steps(budget_steps);
   return sb.Finish();
 }
 

@@ -98,6 +98,16 @@ class Processor : private CodeMarks, private FrameInterner {
   // Closes open rows at `end_time` and returns the capture (unnamed).
   capture::Capture Finish(uint64_t end_time);
 
+  // While recording: a capture of the rows so far with the dictionaries as
+  // they are, open processes, threads and mappings closed at `now` and the
+  // problems counted so far, not yet compacted (capture/window.h). With
+  // `take_before`, only the rows that began before it, which leave the
+  // processor (a segment); without, a copy of every row (a snapshot).
+  capture::Capture Part(uint64_t now, std::optional<uint64_t> take_before);
+  // Drops the rows that ended before `before` (a rolling window's start);
+  // the dictionaries stay.
+  void Evict(uint64_t before);
+
   capture::Settings& settings() { return capture_.settings; }
   // Per module, the paths of its file as the processes that mapped it see
   // it, through their own roots (process_roots.h); empty for modules only
@@ -197,6 +207,9 @@ class Processor : private CodeMarks, private FrameInterner {
   std::map<std::pair<capture::ThreadId, capture::StringId>, size_t> open_labels_;
   void AddLabel(capture::ThreadId thread, std::string_view key, std::string_view value,
                 uint64_t time);
+  // Cuts rows out of capture_ (capture/window.h), keeping open_labels_ on
+  // the rows it points at.
+  void TakeRows(uint64_t before, bool by_end, capture::Capture* taken);
   // Unwind state: per module its CFI (loaded on first use, shared by every
   // process mapping it: modules are one per build ID), per mapping its bias.
   struct ModuleUnwind {

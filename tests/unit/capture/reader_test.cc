@@ -92,6 +92,22 @@ TEST_CASE("Capture: write then read gives the same tables") {
   c.settings.kernel_lost_records = 11;
   CHECK(ParseCapturePayload(SerializeCapture(c))->settings.ring_lost_records == 9u);
   CHECK(ParseCapturePayload(SerializeCapture(c))->settings.kernel_lost_records == 11u);
+  // 2.9: wall-clock start, which part of a recording, the budget's steps.
+  CHECK(!ParseCapturePayload(SerializeCapture(c))->settings.realtime_start.has_value());
+  c.settings.realtime_start = 1'764'600'000'000'000'000ull;
+  c.settings.part = "segment";
+  c.settings.part_index = 7;
+  c.settings.recording_id = "r1";
+  c.settings.budget_ppm = 10000;
+  c.settings.budget_steps = {{100, 1, 499, 8192, 12000, "over"},
+                             {900, 0, 999, 16384, 3000, "under"}};
+  Settings back = ParseCapturePayload(SerializeCapture(c))->settings;
+  CHECK(back.realtime_start == c.settings.realtime_start);
+  CHECK(back.part == "segment");
+  CHECK(back.part_index == 7);
+  CHECK(back.recording_id == "r1");
+  CHECK(back.budget_ppm == 10000);
+  CHECK(back.budget_steps == c.settings.budget_steps);
 }
 
 namespace {

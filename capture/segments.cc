@@ -1,0 +1,195 @@
+#include "capture/segments.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "capture/reader.h"
+#include "capture/window.h"
+
+namespace microscope::capture {
+namespace {
+
+constexpr std::string_view kPrefix = "microscope-";
+constexpr std::string_view kSuffix = ".mscap";
+
+bool Digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The pid field of a segment name.
+int PidOf(std::string_view name) {
+  // microscope-YYYYMMDDTHHMMSS.mmmZ-PID-SEQ.mscap
+  std::string_view rest = name.substr(kPrefix.size() + 21);  // after "...Z-"
+  size_t dash = rest.find('-');
+  if (dash == std::string_view::npos) return 0;
+  return std::atoi(std::string(rest.substr(0, dash)).c_str());
+}
+
+}  // namespace
+
+std::string SegmentName(uint64_t realtime_ns, int pid, uint64_t sequence) {
+  time_t seconds = time_t(realtime_ns / 1'000'000'000);
+  tm utc{};
+  gmtime_r(&seconds, &utc);
+  char when[32];
+  std::snprintf(when, sizeof(when), "%04d%02d%02dT%02d%02d%02d.%03uZ", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                unsigned(realtime_ns / 1'000'000 % 1000));
+  return std::string(kPrefix) + when + "-" + std::to_string(pid) + "-" + std::to_string(sequence) +
+         std::string(kSuffix);
+}
+
+bool IsSegmentName(std::string_view name) {
+  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return false;
+  std::string_view mid = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  // YYYYMMDDTHHMMSS.mmmZ-PID-SEQ
+  if (mid.size() < 24 || mid[8] != 'T' || mid[15] != '.' || mid[19] != 'Z' || mid[20] != '-')
+    return false;
+  if (!Digits(mid.substr(0, 8)) || !Digits(mid.substr(9, 6)) || !Digits(mid.substr(16, 3)))
+    return false;
+  std::string_view rest = mid.substr(21);
+  size_t dash = rest.find('-');
+  return dash != std::string_view::npos && Digits(rest.substr(0, dash)) &&
+         Digits(rest.substr(dash + 1));
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Result<std::vector<SegmentFile>> ListSegments(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) {
+    return Status::Error(std::string("cannot list the directory: ") + std::strerror(errno))
+        .WithContext(dir);
+  }
+  std::vector<SegmentFile> out;
+  while (dirent* e = readdir(d)) {
+    if (!IsSegmentName(e->d_name)) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode)) continue;  // gone
+    out.push_back({e->d_name, uint64_t(st.st_size),
+                   uint64_t(st.st_mtim.tv_sec) * 1'000'000'000 + uint64_t(st.st_mtim.tv_nsec)});
+  }
+  closedir(d);
+  // Names sort by start; one recorder's segments of the same millisecond by
+  // sequence number (compared as a number).
+  auto key = [](const SegmentFile& f) {
+    std::string_view n = f.name;
+    size_t last = n.rfind('-');
+    return std::make_pair(std::string(n.substr(0, last)),
+                          std::strtoull(std::string(n.substr(last + 1)).c_str(), nullptr, 10));
+  };
+  std::sort(out.begin(), out.end(),
+            [&](const SegmentFile& a, const SegmentFile& b) { return key(a) < key(b); });
+  return out;
+}
+
+std::vector<std::string> ApplyRetention(const std::string& dir, uint64_t retain_ns,
+                                        uint64_t retain_bytes, uint64_t now_realtime_ns) {
+  std::vector<std::string> deleted;
+  Result<std::vector<SegmentFile>> files = ListSegments(dir);
+  if (!files.ok()) return deleted;
+  uint64_t total = 0;
+  for (const SegmentFile& f : *files) total += f.bytes;
+  for (const SegmentFile& f : *files) {
+    const bool too_old = retain_ns != 0 && f.mtime_ns + retain_ns < now_realtime_ns;
+    const bool too_big = retain_bytes != 0 && total > retain_bytes;
+    if (!too_old && !too_big) break;
+    if (unlink((dir + "/" + f.name).c_str()) == 0 || errno == ENOENT) {
+      total -= f.bytes;
+      deleted.push_back(f.name);
+    }
+  }
+  return deleted;
+}
+
+size_t RemoveStaleTemporaries(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d)) {
+    std::string_view name = e->d_name;
+    size_t tmp = name.find(".mscap.tmp.");
+    if (tmp == std::string_view::npos) continue;
+    std::string_view segment = name.substr(0, tmp + kSuffix.size());
+    if (!IsSegmentName(segment)) continue;
+    const int pid = PidOf(segment);
+    if (pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)) continue;  // its writer may be alive
+    stale.emplace_back(name);
+  }
+  closedir(d);
+  size_t removed = 0;
+  for (const std::string& name : stale) removed += unlink((dir + "/" + name).c_str()) == 0;
+  return removed;
+}
+
+Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir) {
+  ASSIGN_OR_RETURN(std::vector<SegmentFile> files, ListSegments(dir));
+  DirectoryCapture out;
+  std::vector<Capture> parts;
+  size_t vanished = 0;
+  for (const SegmentFile& f : files) {
+    const std::string path = dir + "/" + f.name;
+    Result<Capture> c = ReadCapture(path);
+    if (!c.ok()) {
+      if (access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
+        ++vanished;  // retention deleted it meanwhile
+      } else {
+        out.notes.push_back(f.name + " left out: " + c.status().message());
+      }
+      continue;
+    }
+    parts.push_back(std::move(c).value());
+  }
+  if (vanished > 0) {
+    out.notes.push_back(std::to_string(vanished) + " segment" + (vanished == 1 ? "" : "s") +
+                        " deleted by retention while the directory was read");
+  }
+  // The monotonic clock restarts at each boot: only the newest boot's
+  // segments share one time line.
+  if (!parts.empty()) {
+    const std::string boot = parts.back().settings.boot_id;
+    size_t other = 0;
+    std::vector<Capture> same;
+    for (Capture& p : parts) {
+      if (p.settings.boot_id == boot) {
+        same.push_back(std::move(p));
+      } else {
+        ++other;
+      }
+    }
+    if (other > 0) {
+      out.notes.push_back(std::to_string(other) + " segment" + (other == 1 ? "" : "s") +
+                          " of an earlier boot left out (the clock restarted at boot)");
+    }
+    parts = std::move(same);
+  }
+  if (parts.empty()) {
+    return Status::Error(files.empty() ? "no segments (microscope-*.mscap) in the directory"
+                                       : "no segment in the directory could be read")
+        .WithContext(dir);
+  }
+  // Parts in time order: names sort by wall clock, which may step.
+  std::stable_sort(parts.begin(), parts.end(), [](const Capture& a, const Capture& b) {
+    return a.settings.start_time < b.settings.start_time;
+  });
+  out.segments = parts.size();
+  out.capture = MergeCaptures(std::move(parts));
+  out.capture.settings.part = "segments";
+  out.capture.settings.part_index = out.segments;
+  for (const std::string& note : out.notes) out.capture.settings.notes.push_back(note);
+  return out;
+}
+
+}  // namespace microscope::capture

@@ -1,0 +1,58 @@
+// The directory of a continuous recording (record --continuous DIR): one
+// complete capture per segment, named
+//   microscope-YYYYMMDDTHHMMSS.mmmZ-PID-SEQ.mscap
+// (the segment's wall-clock start in UTC, the recorder's pid, its sequence
+// number from 1), published by rename so that a name of this form is only
+// ever a complete file. Writers keep to the naming and retention; readers
+// take every segment there is as one profile.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "capture/capture.h"
+
+namespace microscope::capture {
+
+std::string SegmentName(uint64_t realtime_ns, int pid, uint64_t sequence);
+// Whether `name` (a file name, no directory) has the form SegmentName gives.
+bool IsSegmentName(std::string_view name);
+
+struct SegmentFile {
+  std::string name;  // in the directory
+  uint64_t bytes = 0;
+  uint64_t mtime_ns = 0;  // wall clock: when it was published
+};
+// The segments in `dir`, oldest first (names sort by their start).
+Result<std::vector<SegmentFile>> ListSegments(const std::string& dir);
+
+// Deletes segments of `dir`, oldest first, while one was published more
+// than `retain_ns` before `now_realtime_ns` (0: no age limit) or they take
+// more than `retain_bytes` together (0: no size limit); files of any other
+// name are never touched. Returns the names deleted.
+std::vector<std::string> ApplyRetention(const std::string& dir, uint64_t retain_ns,
+                                        uint64_t retain_bytes, uint64_t now_realtime_ns);
+
+// Deletes the temporaries (NAME.tmp.XXXXXX) that a recorder killed while
+// writing a segment left, when no process has the pid in NAME any more.
+// Returns how many.
+size_t RemoveStaleTemporaries(const std::string& dir);
+
+// Every segment of `dir` read as one capture (MergeCaptures). A segment deleted while the directory
+// is read (retention) is passed over; one that cannot be read is left out with a note naming it;
+// segments of an earlier boot than the newest are left out with a note (their clock restarted). An
+// error when no segment is left.
+struct DirectoryCapture {
+  Capture capture;
+  size_t segments = 0;
+  std::vector<std::string> notes;  // what was left out, and why
+};
+Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir);
+
+// Whether `path` names a directory (report DIR and the other readers).
+bool IsDirectory(const std::string& path);
+
+}  // namespace microscope::capture
