@@ -52,6 +52,25 @@ struct Lines {
   }
 };
 
+// The budget the recorder kept to, and each change it made to keep to it.
+void BudgetLines(const Summary& s, Lines& l) {
+  if (s.budget_ppm == 0) return;
+  std::string& b = l.Line("budget");
+  Appendf(b, "%.2f%% of one CPU for the recorder itself; %s", s.budget_ppm / 1e4,
+          Counted(s.budget_steps.size(), "change").c_str());
+  const size_t kShown = 12;
+  for (size_t i = 0; i < s.budget_steps.size() && i < kShown; ++i) {
+    const capture::BudgetStep& st = s.budget_steps[i];
+    const uint64_t at = st.time > s.start_time ? st.time - s.start_time : 0;
+    Appendf(l.Line(""), "at %s: level %u, %u Hz, %u-byte stacks (measured %.2f%%: %s)",
+            Quantity(at, "nanoseconds").c_str(), st.level, st.frequency, st.stack_copy,
+            st.measured_ppm / 1e4, st.reason.c_str());
+  }
+  if (s.budget_steps.size() > kShown) {
+    Appendf(l.Line(""), "... and %zu more (--json lists all)", s.budget_steps.size() - kShown);
+  }
+}
+
 // What ran, for how long, and what was sampled.
 void RunLines(const ReportHeader& h, Lines& l) {
   const Summary& s = h.summary;
@@ -81,6 +100,18 @@ void RunLines(const ReportHeader& h, Lines& l) {
   }
   if (s.threads.size() > kShownThreads) threads += " ... (--threads lists all)";
   l.Line("duration") = Quantity(s.duration_ns, "nanoseconds");
+  if (s.realtime_start) l.Line("started") = UtcTime(*s.realtime_start);
+  if (s.part == "segment") {
+    Appendf(l.Line("part"), "segment %llu of a continuous recording (%s)", Ull(s.part_index),
+            s.recording_id.c_str());
+  } else if (s.part == "snapshot") {
+    Appendf(l.Line("part"), "snapshot %llu, taken while recording (%s)", Ull(s.part_index),
+            s.recording_id.c_str());
+  } else if (s.part == "segments") {
+    Appendf(l.Line("part"), "%s of a continuous recording, read as one",
+            Counted(s.part_index, "segment").c_str());
+  }
+  BudgetLines(s, l);
   const bool off_metric = h.metric == Metric::kOffCpu;
   std::string& samples = l.Line(off_metric ? "intervals" : "samples");
   if (s.samples == 0 && s.frequency == 0 && !off_metric) {

@@ -2,11 +2,25 @@
 
 #include "analysis/labels.h"
 
+#include <time.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
 namespace microscope::analysis {
+
+std::string UtcTime(uint64_t realtime_ns) {
+  time_t seconds = time_t(realtime_ns / 1'000'000'000);
+  tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[48];
+  std::snprintf(text, sizeof(text), "%04d-%02d-%02d %02d:%02d:%02d.%03u UTC", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                unsigned(realtime_ns / 1'000'000 % 1000));
+  return text;
+}
 
 Summary Summarize(const capture::Capture& c) {
   Summary s;
@@ -29,6 +43,13 @@ Summary Summarize(const capture::Capture& c) {
   s.throttles = st.throttles;
   s.kernel_frames = st.kernel_frames;
   s.notes = st.notes;
+  s.realtime_start = st.realtime_start;
+  s.part = st.part;
+  s.part_index = st.part_index;
+  s.recording_id = st.recording_id;
+  s.budget_ppm = st.budget_ppm;
+  s.budget_steps = st.budget_steps;
+  s.start_time = st.start_time;
   // A stack is fully named when every frame on it has a function.
   std::vector<uint8_t> named(c.stacks.size());
   for (size_t n = 0; n < c.stacks.size(); ++n) {

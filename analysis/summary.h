@@ -61,9 +61,21 @@ struct Summary {
   std::vector<ThreadSummary> threads;     // by samples desc, then tid
   std::vector<ProblemSummary> problems;   // by kind
   std::vector<std::string> notes;
+  // (2.9) The wall clock at the start, which part of a recording this is,
+  // and the budget with its changes (times as offsets from the start).
+  std::optional<uint64_t> realtime_start;
+  std::string part;
+  uint64_t part_index = 0;
+  std::string recording_id;
+  uint32_t budget_ppm = 0;
+  std::vector<capture::BudgetStep> budget_steps;
+  uint64_t start_time = 0;
 };
 
 Summary Summarize(const capture::Capture& capture);
+
+// "2026-12-02 06:30:15.123 UTC".
+std::string UtcTime(uint64_t realtime_ns);
 
 // Per-thread totals of the samples a filter keeps, by value desc then tid.
 struct ThreadCost {

@@ -14,4 +14,12 @@ inline uint64_t MonotonicNowNs() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+// CLOCK_REALTIME in nanoseconds since the Unix epoch: wall-clock names and
+// the wall-clock time a capture's start corresponds to.
+inline uint64_t RealtimeNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
 }  // namespace microscope

@@ -193,3 +193,27 @@ Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir) {
 }
 
 }  // namespace microscope::capture
+
+namespace microscope::capture {
+
+Result<Capture> ReadCaptureOrSegments(const std::string& path) {
+  if (IsDirectory(path)) {
+    ASSIGN_OR_RETURN(DirectoryCapture d, ReadSegmentDirectory(path));
+    return std::move(d.capture);
+  }
+  Result<Capture> c = ReadCapture(path);
+  if (!c.ok()) return c.status().WithContext(path);
+  return c;
+}
+
+std::string SegmentListing(const std::string& path) {
+  if (!IsDirectory(path)) return "";
+  Result<std::vector<SegmentFile>> files = ListSegments(path);
+  std::string out;
+  if (files.ok()) {
+    for (const SegmentFile& f : *files) out += f.name + "\n";
+  }
+  return out;
+}
+
+}  // namespace microscope::capture

@@ -55,4 +55,11 @@ Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir);
 // Whether `path` names a directory (report DIR and the other readers).
 bool IsDirectory(const std::string& path);
 
+// A capture file, or a directory of segments read as one (what was left
+// out is in the capture's notes). Errors name the path.
+Result<Capture> ReadCaptureOrSegments(const std::string& path);
+// The segment names of a directory, one string, to see it change; empty for
+// a file.
+std::string SegmentListing(const std::string& path);
+
 }  // namespace microscope::capture

@@ -66,6 +66,26 @@ ordered_json SummaryJson(const analysis::Summary& s) {
   j["metric"] = s.metric;
   j["unit"] = s.unit;
   j["duration_ns"] = s.duration_ns;
+  j["start_time"] = s.start_time;
+  if (s.realtime_start) j["realtime_start"] = *s.realtime_start;
+  if (!s.part.empty()) {
+    j["part"] = s.part;
+    j["part_index"] = s.part_index;
+  }
+  if (!s.recording_id.empty()) j["recording_id"] = s.recording_id;
+  if (s.budget_ppm != 0) {
+    j["budget_ppm"] = s.budget_ppm;
+    ordered_json steps = ordered_json::array();
+    for (const capture::BudgetStep& st : s.budget_steps) {
+      steps.push_back({{"time", st.time},
+                       {"level", st.level},
+                       {"frequency", st.frequency},
+                       {"stack_copy", st.stack_copy},
+                       {"measured_ppm", st.measured_ppm},
+                       {"reason", st.reason}});
+    }
+    j["budget_steps"] = steps;
+  }
   j["samples"] = s.samples;
   j["value"] = s.value;
   j["fully_named_samples"] = s.fully_named;

@@ -7,6 +7,7 @@
 #include "base/open_file.h"
 #include "capture/container.h"
 #include "capture/reader.h"
+#include "capture/segments.h"
 #include "formats/convert.h"
 #include "src/cli/commands.h"
 #include "src/cli/filter_options.h"
@@ -31,16 +32,21 @@ int RunConvert(ConvertOptions& o) {
     PrintError(resolved.message());
     return 2;
   }
-  auto bytes = ReadRegularFile(o.input);
+  const bool directory = capture::IsDirectory(o.input);
+  auto bytes =
+      directory ? Result<std::vector<uint8_t>>(std::vector<uint8_t>()) : ReadRegularFile(o.input);
   if (!bytes.ok()) {
     PrintError(bytes.status().WithContext(o.input).message());
     return 1;
   }
   const std::vector<uint8_t>& in = *bytes;
-  bool is_capture = in.size() >= sizeof(capture::kMagic) &&
-                    std::memcmp(in.data(), capture::kMagic, sizeof(capture::kMagic)) == 0;
+  bool is_capture =
+      directory || (in.size() >= sizeof(capture::kMagic) &&
+                    std::memcmp(in.data(), capture::kMagic, sizeof(capture::kMagic)) == 0);
   Result<capture::Capture> cap = Status::Error("");
-  if (is_capture) {
+  if (directory) {
+    cap = capture::ReadCaptureOrSegments(o.input);
+  } else if (is_capture) {
     auto payload = capture::DecodeContainer(in);  // the bytes already read, not the path again
     cap = payload.ok() ? capture::ParseCapturePayload(std::move(payload).value())
                        : Result<capture::Capture>(payload.status());
@@ -48,7 +54,7 @@ int RunConvert(ConvertOptions& o) {
     cap = formats::ImportProfile(in);
   }
   if (!cap.ok()) {
-    PrintError(cap.status().WithContext(o.input).message());
+    PrintError((directory ? cap.status() : cap.status().WithContext(o.input)).message());
     return 1;
   }
   if (!is_capture) {
@@ -100,7 +106,9 @@ Runner AddConvertCommand(CLI::App& app) {
       "speedscope follow --metric (folded then counts microseconds, as offcputime -f).\n"
       "Imports keep what the input has: stacks, functions, values, and for pprof the\n"
       "mappings and pid/tid/thread labels; folded input has one thread and counts.");
-  cmd->add_option("input", o->input, "a .mscap capture, a pprof profile, or folded stacks")
+  cmd->add_option("input", o->input,
+                  "a .mscap capture, a --continuous directory of segments, a pprof profile, or "
+                  "folded stacks")
       ->required();
   cmd->add_option("-o,--output", o->output, "file to write")->required();
   cmd->add_option("--to", o->to,

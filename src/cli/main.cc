@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   Runner symbolize = AddSymbolizeCommand(app);
   Runner syscalls = AddSyscallsCommand(app);
   Runner serve = AddServeCommand(app);
+  Runner snapshot = AddSnapshotCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -53,5 +54,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("symbolize")) return symbolize();
   if (app.got_subcommand("syscalls")) return syscalls();
   if (app.got_subcommand("serve")) return serve();
+  if (app.got_subcommand("snapshot")) return snapshot();
   return 2;
 }

@@ -39,6 +39,11 @@ struct RecordFlags {
   CLI::Option* stack = nullptr;
   CLI::Option* off_cpu = nullptr;
   CLI::Option* probes = nullptr;
+  // Always-on.
+  std::string rolling;
+  std::string segment;
+  std::string retain;
+  std::string retain_bytes;
 };
 
 void AddRecordFlags(CLI::App* app, RecordFlags* f) {
@@ -108,8 +113,63 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
   f->probes = cmd->add_option("--probes", f->options.probes,
                   "the program's own zones, marks, labels and counters (sdk/: C, C++, Python, "
                   "Node) to record: all, NAME or PREFIX*, several separated by commas");
+  cmd->add_option("--rolling", f->rolling,
+                  "keep only the last TIME in memory (e.g. 60s), for a run of any length; "
+                  "the capture written at the end and each snapshot hold that window")
+      ->group("Always-on");
+  cmd->add_option("--continuous", f->options.continuous_dir,
+                  "publish a complete capture of each segment into DIR "
+                  "(microscope-TIME-PID-N.mscap) instead of one at -o")
+      ->group("Always-on");
+  cmd->add_option("--segment", f->segment, "length of each --continuous segment (default 10s)")
+      ->group("Always-on");
+  cmd->add_option("--retain", f->retain,
+                  "delete --continuous segments older than TIME (e.g. 1h, 7d)")
+      ->group("Always-on");
+  cmd->add_option("--retain-bytes", f->retain_bytes,
+                  "delete the oldest --continuous segments past SIZE in all (e.g. 500M, 2G)")
+      ->group("Always-on");
   cmd->add_flag("-q,--quiet", f->quiet, "no status line or summary on stderr");
   cmd->add_option("command", f->options.command, "program and arguments to launch (after --)");
+}
+
+// --rolling, --continuous and their settings; false after printing why
+// they do not go together.
+bool ResolveAlwaysOn(RecordFlags& f) {
+  record::RecordOptions& o = f.options;
+  const bool continuous = !o.continuous_dir.empty();
+  if (!f.rolling.empty() && !ParseDurationOption("--rolling", f.rolling, &o.rolling_ns))
+    return false;
+  if (o.rolling_ns != 0 && continuous) {
+    PrintError("--rolling and --continuous do not go together: segments already bound memory");
+    return false;
+  }
+  for (const auto& [flag, text] :
+       {std::pair<const char*, const std::string&>{"--segment", f.segment},
+        {"--retain", f.retain},
+        {"--retain-bytes", f.retain_bytes}}) {
+    if (!text.empty() && !continuous) {
+      PrintError(std::string(flag) + " needs --continuous DIR");
+      return false;
+    }
+  }
+  if (!f.segment.empty() && !ParseDurationOption("--segment", f.segment, &o.segment_ns))
+    return false;
+  if (o.segment_ns < 100'000'000) {
+    PrintError("--segment " + f.segment + ": at least 100ms");
+    return false;
+  }
+  if (!f.retain.empty() && !ParseDurationOption("--retain", f.retain, &o.retain_ns)) return false;
+  if (!f.retain_bytes.empty()) {
+    Result<uint64_t> bytes = ParseByteSize(f.retain_bytes);
+    if (bytes.ok() && *bytes == 0) bytes = Status::Error("'0' keeps nothing");
+    if (!bytes.ok()) {
+      PrintError("--retain-bytes: " + bytes.status().message());
+      return false;
+    }
+    o.retain_bytes = *bytes;
+  }
+  return true;
 }
 
 // Fills in the preset and reads the durations; false (after printing the
@@ -156,6 +216,7 @@ bool ResolveRecordFlags(RecordFlags& f) {
       !ParseDurationOption("--duration", f.duration, &f.options.duration_ns)) {
     return false;
   }
+  if (!ResolveAlwaysOn(f)) return false;
   if (f.options.pid == 0 && f.options.command.empty()) {
     PrintError("record: give a program to launch (-- PROG ARGS) or --pid PID");
     return false;

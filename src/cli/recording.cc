@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -15,9 +16,14 @@ namespace microscope::cli {
 namespace {
 
 volatile sig_atomic_t g_stop_signal = 0;
+std::atomic<uint64_t> g_snapshot_signals{0};
 
 void OnStopSignal(int sig) {
   g_stop_signal = sig;
+}
+
+void OnSnapshotSignal(int) {
+  g_snapshot_signals.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Ctrl-C, SIGTERM and SIGHUP end a recording (and write the capture).
@@ -28,6 +34,9 @@ void CatchStopSignals() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
+  // SIGUSR1 asks for a snapshot (named after -o with a number).
+  sa.sa_handler = OnSnapshotSignal;
+  sigaction(SIGUSR1, &sa, nullptr);
 }
 
 // A recording opens an event per thread and CPU.
@@ -66,17 +75,15 @@ class StatusLine {
   uint64_t last_ = 0;
 };
 
-void PrintSummary(const record::RecordOptions& options, const record::RecordSummary& s) {
+std::string SummaryText(const record::RecordOptions& options, const record::RecordSummary& s) {
   std::string what = Counted(s.samples, "sample");
   if (!options.samples)
     what = Counted(s.syscalls, "system call");
   else if (s.syscalls > 0)
     what += ", " + Counted(s.syscalls, "system call");
   if (s.off_cpu > 0) what += ", " + Counted(s.off_cpu, "off-CPU interval");
-  fprintf(stderr, "microscope: wrote %s: %s, %s, %s, %llu lost\n", options.output.c_str(),
-          what.c_str(), Counted(s.threads, "thread").c_str(),
-          Counted(s.processes, "process", "processes").c_str(),
-          static_cast<unsigned long long>(s.lost));
+  return what + ", " + Counted(s.threads, "thread") + ", " +
+         Counted(s.processes, "process", "processes") + ", " + std::to_string(s.lost) + " lost";
 }
 
 }  // namespace
@@ -92,9 +99,19 @@ int RunRecording(const record::RecordOptions& options, bool quiet) {
   };
   hooks.progress = [&](const record::RecordProgress& p) { status.Update(p); };
   hooks.stop_signal = [] { return int(g_stop_signal); };
-  hooks.written = [&](const record::RecordSummary& s) {
+  hooks.written = [&](const std::string& path, const record::RecordSummary& s) {
     status.Clear();
-    if (!quiet) PrintSummary(options, s);
+    if (!quiet)
+      fprintf(stderr, "microscope: wrote %s: %s\n", path.c_str(), SummaryText(options, s).c_str());
+  };
+  hooks.snapshot_signals = [] { return g_snapshot_signals.load(std::memory_order_relaxed); };
+  hooks.part_written = [&](const std::string& path, const Status& written,
+                           const record::RecordSummary& s) {
+    if (!written.ok()) {
+      fprintf(stderr, "microscope: %s\n", written.WithContext(path).message().c_str());
+    } else if (!quiet) {
+      fprintf(stderr, "microscope: wrote %s: %s\n", path.c_str(), SummaryText(options, s).c_str());
+    }
   };
   Result<int> exit_status = record::RunRecord(options, hooks);
   status.Clear();

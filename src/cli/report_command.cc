@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "capture/reader.h"
+#include "capture/segments.h"
 #include "formats/report_json.h"
 #include "formats/source_text.h"
 #include "src/cli/commands.h"
@@ -29,9 +29,7 @@ struct ReportOptions {
 };
 
 Result<capture::Capture> Read(const std::string& path) {
-  auto c = capture::ReadCapture(path);
-  if (!c.ok()) return c.status().WithContext(path);
-  return c;
+  return capture::ReadCaptureOrSegments(path);
 }
 
 // The query from the options CLI11 has checked.
@@ -98,7 +96,9 @@ Runner AddReportCommand(CLI::App& app) {
       "report",
       "Summarize a capture: header, then the chosen views (default: hottest functions by self\n"
       "and by total). Filters apply to every view.");
-  cmd->add_option("file", o->file, "capture file")->required();
+  cmd->add_option("file", o->file,
+                  "capture file, or a --continuous directory: its segments as one profile")
+      ->required();
   cmd->add_flag("--flat", o->query.views.flat, "hottest functions by self and by total");
   cmd->add_flag("--tree", o->query.views.tree, "the call tree, callers first");
   cmd->add_flag("--inverted", o->query.views.inverted,

@@ -545,14 +545,16 @@ capture::Capture Processor::Part(uint64_t now, std::optional<uint64_t> take_befo
   part.stacks = capture_.stacks;
   part.probe_sites = capture_.probe_sites;
   part.settings = capture_.settings;
+  // Rows that began after `now` (processed beyond a segment's end) close
+  // where they began; a part holds no event of theirs.
   for (auto& t : part.threads) {
-    if (t.end_time == 0) t.end_time = now;
+    if (t.end_time == 0) t.end_time = std::max(now, t.start_time);
   }
   for (auto& p : part.processes) {
-    if (p.end_time == 0) p.end_time = now;
+    if (p.end_time == 0) p.end_time = std::max(now, p.start_time);
   }
   for (auto& m : part.mappings) {
-    if (m.time_end == 0) m.time_end = now;
+    if (m.time_end == 0) m.time_end = std::max(now, m.time_start);
   }
   auto add_string = [&part](const std::string& text) {
     part.strings.push_back(text);

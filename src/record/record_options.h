@@ -41,6 +41,16 @@ struct RecordOptions {
   // The program's own probes (sdk/) to record: "all", names and NAME*
   // prefixes separated by commas; empty: none.
   std::string probes;
+  // Always-on. Keep only the rows of the last rolling_ns in memory (0: every
+  // row); the capture written at the end, and each snapshot, holds that window.
+  uint64_t rolling_ns = 0;
+  // Non-empty: publish a capture of each segment_ns into this directory
+  // (capture/segments.h) instead of one capture at `output`, deleting the
+  // oldest once older than retain_ns or past retain_bytes in all (0: no limit).
+  std::string continuous_dir;
+  uint64_t segment_ns = 10'000'000'000;
+  uint64_t retain_ns = 0;
+  uint64_t retain_bytes = 0;
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <memory>
 #include <set>
 #include <vector>
@@ -12,11 +13,15 @@
 #include "base/clock.h"
 #include "base/plural.h"
 #include "capture/reader.h"
+#include "capture/segments.h"
+#include "capture/window.h"
 #include "capture/writer.h"
 #include "src/record/collector.h"
 #include "src/record/launch.h"
+#include "src/record/part_writer.h"
 #include "src/record/proc.h"
 #include "src/record/pump.h"
+#include "src/record/snapshot_server.h"
 #include "src/record/sources.h"
 #include "src/symbols/kallsyms.h"
 #include "src/symbols/line_table.h"
@@ -108,6 +113,28 @@ Status OpenEveryThread(pid_t target, Collector* collector) {
   return OkStatus();
 }
 
+RecordSummary SummaryOf(const capture::Capture& cap) {
+  RecordSummary summary;
+  summary.samples = cap.samples.size();
+  summary.syscalls = cap.syscalls.size();
+  summary.off_cpu = cap.off_cpu.size();
+  summary.threads = cap.threads.size();
+  summary.processes = cap.processes.size();
+  summary.lost = cap.settings.lost_records + cap.settings.lost_samples;
+  return summary;
+}
+
+// "out.mscap" -> "out.3.mscap": the name of the n-th snapshot after -o.
+std::string NumberedName(const std::string& output, uint64_t n) {
+  size_t slash = output.rfind('/');
+  size_t dot = output.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
+      dot == (slash == std::string::npos ? 0 : slash + 1)) {
+    return output + "." + std::to_string(n);
+  }
+  return output.substr(0, dot) + "." + std::to_string(n) + output.substr(dot);
+}
+
 // One recording, step by step: open (launch or attach), run, stop, write.
 class Recording {
  public:
@@ -117,9 +144,15 @@ class Recording {
   Status Open(const CollectorOptions& copts) {
     ASSIGN_OR_RETURN(collector_, Collector::Create(copts));
     DescribeRecording(options_, copts, &settings());
+    settings().kernel_frames = collector_->kernel_frames();  // parts cut before the end say it too
     RETURN_IF_ERROR(options_.pid == 0 ? Launch() : Attach());
     settings().target_pid = target_;
     settings().start_time = start_;
+    realtime_start_ = RealtimeNowNs() - (MonotonicNowNs() - start_);
+    settings().realtime_start = realtime_start_;
+    settings().recording_id = std::to_string(realtime_start_) + "-" + std::to_string(getpid());
+    segment_start_ = start_;
+    RETURN_IF_ERROR(StartParts());
     return child_ != nullptr ? child_->Release() : OkStatus();
   }
 
@@ -170,6 +203,60 @@ class Recording {
     return StartSources();
   }
 
+  // Always-on: the continuous directory, the snapshot sockets, the writer.
+  Status StartParts() {
+    if (!options_.continuous_dir.empty()) {
+      const std::string& dir = options_.continuous_dir;
+      if (!capture::IsDirectory(dir)) {
+        return Status::Error(StatusCode::kInvalidArgument,
+                             "--continuous " + dir + ": not a directory (create it first)");
+      }
+      if (access(dir.c_str(), W_OK) != 0) {
+        return Status::Error(StatusCode::kPermissionDenied,
+                             "--continuous " + dir + ": not writable");
+      }
+      size_t stale = capture::RemoveStaleTemporaries(dir);
+      if (stale > 0) {
+        hooks_.warn("removed " + Counted(stale, "unfinished segment") +
+                    " a recorder killed while writing left in " + dir);
+      }
+    }
+    std::string note;
+    auto server = SnapshotServer::Listen(target_, &note);
+    if (server.ok()) {
+      server_ = std::move(server).value();
+      for (int fd : server_->fds()) wait_fds_.push_back(fd);
+      if (!note.empty()) hooks_.warn(note);
+    } else {
+      hooks_.warn(server.status().message() +
+                  "; `microscope snapshot` cannot reach this recording");
+    }
+    writer_ = std::make_unique<PartWriter>();
+    return OkStatus();
+  }
+  bool Rolling() const { return options_.rolling_ns != 0; }
+  bool Continuous() const { return !options_.continuous_dir.empty(); }
+  uint64_t Realtime(uint64_t monotonic) const { return realtime_start_ + (monotonic - start_); }
+  // Every round, once rows are processed through `through`: evict what the
+  // window no longer holds, cut segments, take snapshots asked for.
+  void AfterPump(uint64_t through);
+  // A segment's part: rows before `to`; its settings say which it is.
+  void CutSegment(uint64_t to);
+  void MakeSegment(capture::Capture* part, uint64_t from, uint64_t to);
+  std::string SegmentPath(uint64_t from) const {
+    return options_.continuous_dir + "/" +
+           capture::SegmentName(Realtime(from), getpid(), segment_index_);
+  }
+  // A rolling window's part ends at `end` and holds what reached into it.
+  void TrimToWindow(capture::Capture* part, uint64_t end) const;
+  void Snapshot(uint64_t through, std::string path, int connection);
+  void Retain() {
+    if (options_.retain_ns == 0 && options_.retain_bytes == 0) return;
+    capture::ApplyRetention(options_.continuous_dir, options_.retain_ns, options_.retain_bytes,
+                            RealtimeNowNs());
+  }
+  FinishOptions Finishing() const { return {options_.symbolize, processor_.TargetPaths()}; }
+
   void Poll(const PollWindow& window) {
     for (const auto& s : sources_) s->Poll(window, &processor_);
   }
@@ -204,6 +291,18 @@ class Recording {
   RuntimeMaps runtime_maps_;              // the Python walker's, for the other BPF sources
   std::shared_ptr<runtimes::Sampler> runtime_sampler_;  // the runtime walkers' program
   std::unique_ptr<LaunchedChild> child_;  // launch mode
+  // Always-on.
+  std::unique_ptr<SnapshotServer> server_;
+  std::unique_ptr<PartWriter> writer_;
+  uint64_t realtime_start_ = 0;  // the wall-clock time of start_
+  uint64_t segment_start_ = 0;   // the current segment's
+  uint64_t segment_index_ = 0;   // of the last segment cut
+  uint64_t snapshots_ = 0;       // taken
+  uint64_t numbered_ = 0;        // the last number given to a file after -o
+  uint64_t signals_seen_ = 0;    // SIGUSR1s answered
+  uint64_t evicted_at_ = 0;
+  capture::Settings counted_;                         // the counts the segments so far carried
+  std::map<std::string, uint64_t> problems_counted_;  // by kind
   pid_t target_ = 0;
   uint64_t start_ = 0;
   uint64_t end_ = 0;
@@ -226,7 +325,10 @@ void Recording::Run() {
     // (the kernel writes a record as it stamps it; 10 ms is the margin), so
     // they can be processed now without any earlier record still to come.
     // This keeps memory bounded by a round's records, not the recording's.
-    if (previous_drain > start_ + 10'000'000) Pump(previous_drain - 10'000'000);
+    if (previous_drain > start_ + 10'000'000) {
+      Pump(previous_drain - 10'000'000);
+      AfterPump(previous_drain - 10'000'000);
+    }
     previous_drain = drained;
     hooks_.progress({now - start_, collector_->samples(), collector_->lost()});
     if (TargetEnded()) {
@@ -278,33 +380,130 @@ void Recording::Stop(bool by_duration) {
   if (exited_) processor_.SetExitStatus(uint32_t(target_), ExitStatusForShell(wait_status_));
 }
 
+void Recording::AfterPump(uint64_t through) {
+  if (Rolling() && through > start_ + options_.rolling_ns &&
+      through - evicted_at_ >= std::max<uint64_t>(1'000'000'000, options_.rolling_ns / 10)) {
+    processor_.Evict(through - options_.rolling_ns);
+    evicted_at_ = through;
+  }
+  while (Continuous() && through >= segment_start_ + options_.segment_ns) {
+    CutSegment(segment_start_ + options_.segment_ns);
+  }
+  const uint64_t signals = hooks_.snapshot_signals();
+  for (; signals_seen_ < signals; ++signals_seen_) Snapshot(through, "", -1);
+  if (server_ != nullptr) {
+    for (SnapshotServer::Request& r : server_->Take()) {
+      Snapshot(through, r.path, r.connection.get());
+      r.connection = ScopedFd();  // the writer answers on its own copy
+    }
+  }
+}
+
+void Recording::MakeSegment(capture::Capture* part, uint64_t from, uint64_t to) {
+  capture::Settings& s = part->settings;
+  ++segment_index_;
+  // A row processed a round late (a stalled CPU) goes into the next segment.
+  const uint64_t first = part->samples.size() > 0 ? part->samples.time[0] : from;
+  s.start_time = std::min(from, first);
+  s.end_time = to;
+  s.realtime_start = Realtime(s.start_time);
+  s.part = "segment";
+  s.part_index = segment_index_;
+  // Losses and throttles are counted from the start: each segment carries
+  // what came since the one before.
+  const capture::Settings total = s;
+  s.lost_records -= counted_.lost_records;
+  s.lost_samples -= counted_.lost_samples;
+  s.throttles -= counted_.throttles;
+  s.unthrottles -= counted_.unthrottles;
+  counted_ = total;
+  std::vector<capture::Problem> fresh;
+  for (capture::Problem p : part->problems) {
+    uint64_t& before = problems_counted_[part->str(p.kind)];
+    p.count -= std::min(p.count, before);
+    before += p.count;
+    if (p.count > 0) fresh.push_back(p);
+  }
+  part->problems = std::move(fresh);
+}
+
+void Recording::CutSegment(uint64_t to) {
+  PartJob job;
+  job.part = processor_.Part(to, to);
+  MakeSegment(&job.part, segment_start_, to);
+  job.path = SegmentPath(job.part.settings.start_time);
+  job.finish = Finishing();
+  job.done = [this, path = job.path](const Status& status, const capture::Capture& part) {
+    if (status.ok()) Retain();
+    hooks_.part_written(path, status, SummaryOf(part));
+  };
+  writer_->Submit(std::move(job));
+  segment_start_ = to;
+}
+
+void Recording::TrimToWindow(capture::Capture* part, uint64_t end) const {
+  if (end <= start_ + options_.rolling_ns) return;
+  const uint64_t from = end - options_.rolling_ns;
+  capture::TimeCut cut;
+  cut.before = from;
+  cut.intervals_by_end = true;
+  capture::TakeEventRows(part, cut, nullptr);
+  part->settings.start_time = from;
+  part->settings.realtime_start = Realtime(from);
+}
+
+void Recording::Snapshot(uint64_t through, std::string path, int connection) {
+  PartJob job;
+  job.part = processor_.Part(through, std::nullopt);
+  if (Rolling()) TrimToWindow(&job.part, through);
+  if (Continuous()) {
+    // The current segment so far.
+    job.part.settings.start_time = segment_start_;
+    job.part.settings.realtime_start = Realtime(segment_start_);
+  }
+  job.part.settings.end_time = through;
+  job.part.settings.part = "snapshot";
+  job.part.settings.part_index = ++snapshots_;
+  if (path.empty()) {
+    // The next number whose file is not there yet: never over an older snapshot.
+    do {
+      path = NumberedName(options_.output, ++numbered_);
+    } while (access(path.c_str(), F_OK) == 0);
+  }
+  job.path = path;
+  job.finish = Finishing();
+  const int answer_to = connection >= 0 ? dup(connection) : -1;
+  job.done = [this, path, answer_to](const Status& status, const capture::Capture& part) {
+    const RecordSummary summary = SummaryOf(part);
+    hooks_.part_written(path, status, summary);
+    if (answer_to >= 0) {
+      SnapshotServer::Answer(answer_to, status,
+                             path + ": " + Counted(summary.samples, "sample") + ", " +
+                                 Counted(summary.threads, "thread"));
+      close(answer_to);
+    }
+  };
+  writer_->Submit(std::move(job));
+}
+
 Result<int> Recording::Write() {
   // The targets' own views of their files (their roots stay open while
   // processor_ lives), taken before Finish hands the capture over.
-  std::vector<std::vector<std::string>> target_paths = processor_.TargetPaths();
+  FinishOptions finish = Finishing();
   capture::Capture cap = processor_.Finish(end_);
-  cap.settings.symbols = options_.symbolize;
-  symbols::AddModuleLayouts(&cap, target_paths);
-  if (options_.symbolize == "now") {
-    symbols::SymbolizeOptions how;
-    how.this_host = true;
-    how.target_paths = std::move(target_paths);
-    how.cache_dir = symbols::DefaultCacheDir();
-    auto named = symbols::Symbolize(&cap, how);
-    if (!named.ok()) return named.status().WithContext("symbolizing the recording");
+  std::string path = options_.output;
+  if (Continuous()) {
+    MakeSegment(&cap, segment_start_, end_);
+    path = SegmentPath(cap.settings.start_time);
+  } else if (Rolling()) {
+    TrimToWindow(&cap, end_);
   }
-  Status valid = capture::ValidateCapture(cap);
-  if (!valid.ok()) return valid.WithContext("internal error: the recorded capture is inconsistent");
+  writer_->Flush();  // the parts before this one are written first
+  RETURN_IF_ERROR(FinishCapture(&cap, finish));
   collector_.reset();  // release fds and rings before the (possibly slow) write
-  RETURN_IF_ERROR(capture::WriteCapture(cap, options_.output));
-  RecordSummary summary;
-  summary.samples = cap.samples.size();
-  summary.syscalls = cap.syscalls.size();
-  summary.off_cpu = cap.off_cpu.size();
-  summary.threads = cap.threads.size();
-  summary.processes = cap.processes.size();
-  summary.lost = cap.settings.lost_records + cap.settings.lost_samples;
-  hooks_.written(summary);
+  RETURN_IF_ERROR(capture::WriteCapture(cap, path));
+  if (Continuous()) Retain();
+  hooks_.written(path, SummaryOf(cap));
   // A program the recording stopped without ending (Ctrl-C) ends as it chooses.
   if (child_ == nullptr) return 0;
   return ExitStatusForShell(exited_ ? wait_status_ : child_->Wait());

@@ -36,8 +36,16 @@ struct RecordHooks {
   std::function<void(const RecordProgress&)> progress = [](const RecordProgress&) {};
   // The signal a stop was asked for with (SIGINT, SIGTERM, SIGHUP); 0 until then.
   std::function<int()> stop_signal = [] { return 0; };
-  // The capture is written (before waiting for a launched program to end).
-  std::function<void(const RecordSummary&)> written = [](const RecordSummary&) {};
+  // The capture is written at `path` (before waiting for a launched program
+  // to end).
+  std::function<void(const std::string& path, const RecordSummary&)> written =
+      [](const std::string&, const RecordSummary&) {};
+  // SIGUSR1s received so far: each asks for a snapshot.
+  std::function<uint64_t()> snapshot_signals = [] { return 0; };
+  // A part of the running recording (a snapshot or a segment) is written, or
+  // could not be: called on the thread that writes parts.
+  std::function<void(const std::string& path, const Status&, const RecordSummary&)> part_written =
+      [](const std::string&, const Status&, const RecordSummary&) {};
 };
 
 // Ring data pages per CPU when -m is not given (record --help says them).

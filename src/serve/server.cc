@@ -18,6 +18,7 @@
 #include "analysis/report.h"
 #include "analysis/report_params.h"
 #include "capture/reader.h"
+#include "capture/segments.h"
 #include "formats/report_json.h"
 #include "formats/source_text.h"
 #include "src/serve/web_assets.h"
@@ -63,6 +64,16 @@ class Lru {
     order_.splice(order_.begin(), order_, it->second);
     return &it->second->second;
   }
+  void Erase(const std::string& key) {
+    auto it = index_.find(key);
+    if (it == index_.end()) return;
+    order_.erase(it->second);
+    index_.erase(it);
+  }
+  void Clear() {
+    order_.clear();
+    index_.clear();
+  }
   const V& Put(const std::string& key, V value) {
     order_.emplace_front(key, std::move(value));
     index_[key] = order_.begin();
@@ -92,6 +103,7 @@ struct Server::State {
   std::mutex mutex;
   Lru<std::shared_ptr<const capture::Capture>> loaded{kLoadedCaptures};
   Lru<std::pair<int, std::string>> answers{kCachedAnswers};
+  std::map<std::string, std::string> listings;  // per served directory, its segments
   // Reads the captures (as many as are kept loaded) while the first page
   // loads: pprof reads its profile before serving; a capture of 1M samples
   // takes ~100 ms to read, which the first query would otherwise wait.
@@ -124,10 +136,10 @@ struct Server::State {
       return Status::Error(StatusCode::kNotFound, "no capture named '" + name + "' is served");
     }
     if (const auto* c = loaded.Get(name)) return *c;
-    Result<capture::Capture> read = capture::ReadCapture(path->second);
+    Result<capture::Capture> read = capture::ReadCaptureOrSegments(path->second);
     if (!read.ok()) {
       *status = 422;
-      return read.status().WithContext(path->second);
+      return read.status();
     }
     return loaded.Put(name, std::make_shared<const capture::Capture>(std::move(read).value()));
   }
@@ -138,8 +150,21 @@ struct Server::State {
     std::string key;
     for (const auto& [k, v] : params) key += k + '\0' + v + '\0';
     std::lock_guard lock(mutex);
+    RefreshListings();
     if (const auto* cached = answers.Get(key)) return *cached;
     return answers.Put(key, Compute(params));
+  }
+
+  // Served directories whose segments changed are read again, and answers
+  // computed from them go.
+  void RefreshListings() {
+    for (const auto& [name, path] : paths) {
+      std::string listing = capture::SegmentListing(path);
+      if (listing.empty() || listings[name] == listing) continue;
+      listings[name] = std::move(listing);
+      loaded.Erase(name);
+      answers.Clear();
+    }
   }
 
   std::pair<int, std::string> Compute(
@@ -168,7 +193,14 @@ struct Server::State {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [name, path] : paths) {
       struct stat st {};
-      list.push_back({{"name", name}, {"bytes", stat(path.c_str(), &st) == 0 ? st.st_size : 0}});
+      uint64_t bytes = stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+      if (capture::IsDirectory(path)) {
+        bytes = 0;
+        if (auto files = capture::ListSegments(path); files.ok()) {
+          for (const capture::SegmentFile& f : *files) bytes += f.bytes;
+        }
+      }
+      list.push_back({{"name", name}, {"bytes", bytes}});
     }
     return nlohmann::json{{"captures", list}}.dump(-1, ' ', false,
                                                    nlohmann::json::error_handler_t::replace);
@@ -319,9 +351,20 @@ Result<std::vector<std::string>> CapturesToServe(const std::string& file_or_dir)
   std::error_code ec;
   std::vector<std::string> out;
   if (std::filesystem::is_directory(file_or_dir, ec)) {
+    // A --continuous directory's segments are one capture, named after it
+    // and read again as segments come and go; other captures are their own.
+    bool segments = false;
     for (const auto& entry : std::filesystem::directory_iterator(file_or_dir, ec)) {
-      if (entry.path().extension() == ".mscap" && entry.is_regular_file(ec))
+      if (capture::IsSegmentName(entry.path().filename().string())) {
+        segments = true;
+      } else if (entry.path().extension() == ".mscap" && entry.is_regular_file(ec)) {
         out.push_back(entry.path().string());
+      }
+    }
+    if (segments) {
+      std::string dir = std::filesystem::path(file_or_dir).lexically_normal().string();
+      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+      out.push_back(dir);
     }
     if (ec) return Status::Error(file_or_dir + ": " + ec.message());
     std::sort(out.begin(), out.end());

@@ -27,6 +27,21 @@ TEST_CASE("ParseDuration: every unit, on every command") {
   CHECK(Ns("1h") == 3600000000000);
   CHECK(Ns("0") == 0);
   CHECK(Ns(".5s") == 500000000);
+  CHECK(Ns("7d") == 7 * 86400000000000ull);
+}
+
+TEST_CASE("ParseByteSize: bytes and powers of 1024, refusing the rest") {
+  CHECK(*ParseByteSize("4096") == 4096);
+  CHECK(*ParseByteSize("64K") == 65536);
+  CHECK(*ParseByteSize("500M") == 500ull << 20);
+  CHECK(*ParseByteSize("500MB") == 500ull << 20);
+  CHECK(*ParseByteSize("2GiB") == 2ull << 30);
+  CHECK(*ParseByteSize("1T") == 1ull << 40);
+  for (const char* bad : {"", "M", "-1M", "1.5G", "1X", "1 G", "99999999999T"}) {
+    Result<uint64_t> v = ParseByteSize(bad);
+    CHECK_MESSAGE(!v.ok(), bad);
+    if (!v.ok()) CHECK(v.status().message().find("is not a size") != std::string::npos);
+  }
 }
 
 TEST_CASE("ParseDuration: refuses what is not a duration, saying why") {
