@@ -107,6 +107,9 @@ void RunLines(const ReportHeader& h, Lines& l) {
   } else if (s.part == "snapshot") {
     Appendf(l.Line("part"), "snapshot %llu, taken while recording (%s)", Ull(s.part_index),
             s.recording_id.c_str());
+  } else if (s.part == "window") {
+    Appendf(l.Line("part"), "the window a rolling recording held at its end (%s)",
+            s.recording_id.c_str());
   } else if (s.part == "segments") {
     Appendf(l.Line("part"), "%s of a continuous recording, read as one",
             Counted(s.part_index, "segment").c_str());

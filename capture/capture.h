@@ -307,7 +307,8 @@ struct Settings {
   std::vector<SourceSetting> sources;  // in the order they started
   // (2.9) Wall-clock time at start_time (ns since the epoch); absent: not known.
   std::optional<uint64_t> realtime_start;
-  // (2.9) "" the whole recording, "segment" (index from 1) or "snapshot".
+  // (2.9) "" the whole recording, "segment" (index from 1), "snapshot" or
+  // "window" (a rolling recording's last).
   std::string part;
   uint64_t part_index = 0;
   std::string recording_id;  // shared by the parts of one recording

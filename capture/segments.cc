@@ -102,7 +102,10 @@ std::vector<std::string> ApplyRetention(const std::string& dir, uint64_t retain_
   if (!files.ok()) return deleted;
   uint64_t total = 0;
   for (const SegmentFile& f : *files) total += f.bytes;
-  for (const SegmentFile& f : *files) {
+  // The newest segment stays whatever the limits say: it is the latest
+  // profile there is, and a writer just published it.
+  for (size_t i = 0; i + 1 < files->size(); ++i) {
+    const SegmentFile& f = (*files)[i];
     const bool too_old = retain_ns != 0 && f.mtime_ns + retain_ns < now_realtime_ns;
     const bool too_big = retain_bytes != 0 && total > retain_bytes;
     if (!too_old && !too_big) break;

@@ -31,8 +31,9 @@ Result<std::vector<SegmentFile>> ListSegments(const std::string& dir);
 
 // Deletes segments of `dir`, oldest first, while one was published more
 // than `retain_ns` before `now_realtime_ns` (0: no age limit) or they take
-// more than `retain_bytes` together (0: no size limit); files of any other
-// name are never touched. Returns the names deleted.
+// more than `retain_bytes` together (0: no size limit); the newest stays
+// whatever the limits, and files of any other name are never touched.
+// Returns the names deleted.
 std::vector<std::string> ApplyRetention(const std::string& dir, uint64_t retain_ns,
                                         uint64_t retain_bytes, uint64_t now_realtime_ns);
 

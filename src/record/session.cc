@@ -497,6 +497,7 @@ Result<int> Recording::Write() {
     path = SegmentPath(cap.settings.start_time);
   } else if (Rolling()) {
     TrimToWindow(&cap, end_);
+    cap.settings.part = "window";
   }
   writer_->Flush();  // the parts before this one are written first
   RETURN_IF_ERROR(FinishCapture(&cap, finish));

@@ -70,6 +70,13 @@ std::vector<SnapshotServer::Request> SnapshotServer::Take() {
     for (;;) {
       ScopedFd c(accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!c.valid()) break;
+      // The client sends its request as soon as it connects; it is read
+      // before any answer, or the answer could be lost with it unread (a
+      // client that sends nothing holds the recording loop 200 ms at most;
+      // the rings are drained meanwhile by their own thread).
+      pollfd p{c.get(), POLLIN, 0};
+      char buffer[kMaxMessage];
+      ssize_t n = poll(&p, 1, 200) == 1 ? recv(c.get(), buffer, sizeof(buffer), 0) : -1;
       ucred cred{};
       socklen_t len = sizeof(cred);
       if (getsockopt(c.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
@@ -78,10 +85,6 @@ std::vector<SnapshotServer::Request> SnapshotServer::Take() {
                "");
         continue;
       }
-      // The client sends its request as soon as it connects.
-      pollfd p{c.get(), POLLIN, 0};
-      char buffer[kMaxMessage];
-      ssize_t n = poll(&p, 1, 1000) == 1 ? recv(c.get(), buffer, sizeof(buffer), 0) : -1;
       std::string request = n > 0 ? std::string(buffer, size_t(n)) : "";
       if (!request.starts_with(kRequest) ||
           (request.size() > kRequest.size() && request[kRequest.size()] != '/')) {
@@ -115,7 +118,9 @@ Result<std::string> RequestSnapshot(pid_t pid, const std::string& path, int time
                              " answers (neither a recorder nor a recorded program has that pid)");
   }
   const std::string request = std::string(kRequest) + path;
-  if (send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) < 0) {
+  // A recorder that refuses answers at once and hangs up, perhaps before the
+  // request is sent: its answer is read all the same.
+  if (send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) < 0 && errno != EPIPE) {
     return Status::Error(std::string("cannot ask the recorder: ") + std::strerror(errno));
   }
   pollfd p{fd.get(), POLLIN, 0};

@@ -79,6 +79,9 @@ TEST_CASE("Segments: retention deletes the oldest segments by age and size, noth
   deleted = ApplyRetention(dir.path.string(), 0, 1500, NowRealtime());
   CHECK(deleted == std::vector<std::string>{names[2]});
   CHECK(fs::exists(dir.path / names[3]));
+  // The newest stays, even past both limits.
+  CHECK(ApplyRetention(dir.path.string(), 1, 1, NowRealtime()).empty());
+  CHECK(fs::exists(dir.path / names[3]));
   CHECK(fs::exists(dir.path / "other.mscap"));
   CHECK(fs::exists(dir.path / "microscope-notes.txt"));
 }
