@@ -40,7 +40,7 @@ std::string SegmentName(uint64_t realtime_ns, int pid, uint64_t sequence) {
   time_t seconds = time_t(realtime_ns / 1'000'000'000);
   tm utc{};
   gmtime_r(&seconds, &utc);
-  char when[32];
+  char when[64];
   std::snprintf(when, sizeof(when), "%04d%02d%02dT%02d%02d%02d.%03uZ", utc.tm_year + 1900,
                 utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
                 unsigned(realtime_ns / 1'000'000 % 1000));

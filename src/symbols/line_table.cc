@@ -57,14 +57,14 @@ const Plugin& LoadPlugin() {
   static std::once_flag once;
   std::call_once(once, [] {
     // $MICROSCOPE_DWARF_PLUGIN (tests and benchmarks built elsewhere), else
-    // beside the executable, else the installed library directory.
+    // beside the executable (a build tree), else where `meson install` put it.
     std::vector<std::string> candidates;
     if (const char* env = getenv("MICROSCOPE_DWARF_PLUGIN"); env != nullptr && *env != '\0') {
       candidates.push_back(env);
     } else {
       std::string dir = OwnDirectory();
       candidates.push_back(dir + "/" + kPluginName);
-      candidates.push_back(dir + "/../lib/microscope/" + kPluginName);
+      candidates.push_back(std::string(MICROSCOPE_PLUGIN_DIR) + "/" + kPluginName);
     }
     for (const std::string& path : candidates) {
       if (access(path.c_str(), R_OK) != 0) continue;
