@@ -351,6 +351,11 @@ inline constexpr std::string_view kPythonSource = "python";
 inline constexpr std::string_view kNodeSource = "node";
 // values: modules (read), sites, records, dropped (2.8)
 inline constexpr std::string_view kProbeSource = "probes";
+// values: budget_ppm, kept, dropped (samples), and the recorder's own cost
+// measured from its first period to its end: wall_ns, cpu_ns, bpf_ns,
+// share_ppm; and from its fourth period on (once the controller had time to
+// act): steady_share_ppm (2.9)
+inline constexpr std::string_view kBudgetSource = "budget";
 
 struct Capture {
   std::vector<std::string> strings;

@@ -5,6 +5,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/recording.h"
 #include "src/probes/probe_source.h"
+#include "src/record/budget.h"
 
 namespace microscope::cli {
 
@@ -44,6 +45,7 @@ struct RecordFlags {
   std::string segment;
   std::string retain;
   std::string retain_bytes;
+  std::string budget;
 };
 
 void AddRecordFlags(CLI::App* app, RecordFlags* f) {
@@ -129,6 +131,12 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
   cmd->add_option("--retain-bytes", f->retain_bytes,
                   "delete the oldest --continuous segments past SIZE in all (e.g. 500M, 2G)")
       ->group("Always-on");
+  cmd->add_option("--budget", f->budget,
+                  "keep the recorder's own cost (its CPU time and its BPF programs' run time) "
+                  "within this share of one CPU, e.g. 1%: it samples less often, unwinds fewer "
+                  "stack bytes and drops the runtimes' frame walks step by step while over, and "
+                  "steps back while well under; each change is in the capture (needs BPF)")
+      ->group("Always-on");
   cmd->add_flag("-q,--quiet", f->quiet, "no status line or summary on stderr");
   cmd->add_option("command", f->options.command, "program and arguments to launch (after --)");
 }
@@ -137,6 +145,12 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
 // they do not go together.
 bool ResolveAlwaysOn(RecordFlags& f) {
   record::RecordOptions& o = f.options;
+  if (!f.budget.empty() && !record::ParseBudget(f.budget, &o.budget_ppm)) {
+    PrintError("--budget '" + f.budget +
+               "': a share of one CPU in percent, over 0 and at most "
+               "100%, e.g. 1% or 0.5%");
+    return false;
+  }
   const bool continuous = !o.continuous_dir.empty();
   if (!f.rolling.empty() && !ParseDurationOption("--rolling", f.rolling, &o.rolling_ns))
     return false;

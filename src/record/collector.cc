@@ -216,7 +216,15 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
   return OkStatus();
 }
 
+Status Collector::AttachGate(int gate_fd, std::function<Status(int)> chain) {
+  if (program_fd_ >= 0) return Status::Error("a program already runs at each sample");
+  RETURN_IF_ERROR(AttachProgram(gate_fd));
+  chain_ = std::move(chain);
+  return OkStatus();
+}
+
 Status Collector::AttachProgram(int prog_fd) {
+  if (chain_) return chain_(prog_fd);
   if (!options_.sample) return Status::Error("no sampling events to run a BPF program on");
   for (int fd : sampling_fds_) {
     if (ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog_fd) != 0) {

@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -75,6 +76,10 @@ class Collector {
   // that threads and children inherit run it too). Not with events opened
   // without sampling.
   Status AttachProgram(int prog_fd);
+  // The budget's sample gate: runs first at every sample, and a program
+  // attached later goes behind it through `chain` (the gate's tail call)
+  // instead of onto the events. Before any other AttachProgram.
+  Status AttachGate(int gate_fd, std::function<Status(int)> chain);
   // Opens one BPF output event per CPU (PERF_COUNT_SW_BPF_OUTPUT) whose
   // records go to that CPU's sample ring, for a program to write with
   // bpf_perf_event_output just before its sample; returns (CPU, fd) pairs.
@@ -150,6 +155,7 @@ class Collector {
   std::vector<ScopedFd> events_;
   std::vector<int> sampling_fds_;  // of events_, the events that sample
   int program_fd_ = -1;            // run at each sample (AttachProgram)
+  std::function<Status(int)> chain_;  // AttachGate's
   std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
   std::vector<std::vector<uint8_t>> arenas_;
   bool ring_shrunk_ = false;

@@ -435,7 +435,14 @@ void Processor::OnSample(const Event& e) {
   s.time.push_back(e.time);
   s.thread.push_back(thread);
   s.stack.push_back(node);
-  s.weight.push_back(e.period);
+  uint64_t weight = e.period;
+  if (!sample_scale_.empty()) {
+    auto it = std::upper_bound(
+        sample_scale_.begin(), sample_scale_.end(), e.time,
+        [](uint64_t t, const std::pair<uint64_t, uint32_t>& change) { return t < change.first; });
+    if (it != sample_scale_.begin()) weight *= std::prev(it)->second;
+  }
+  s.weight.push_back(weight);
   s.end.push_back(end);
 }
 
@@ -517,6 +524,10 @@ void Processor::TakeRows(uint64_t before, bool by_end, capture::Capture* taken) 
   cut.open_labels = &open;
   std::vector<uint32_t> index = capture::TakeEventRows(&capture_, cut, taken);
   for (auto& [key, row] : open_labels_) row = index[row];
+}
+
+void Processor::SetSampleScale(uint64_t time, uint32_t keep_one_in) {
+  sample_scale_.emplace_back(time, keep_one_in);
 }
 
 void Processor::Evict(uint64_t before) {

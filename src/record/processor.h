@@ -108,6 +108,13 @@ class Processor : private CodeMarks, private FrameInterner {
   // the dictionaries stay.
   void Evict(uint64_t before);
 
+  // The budget's levels (budget.h). From `time` on the kernel keeps one
+  // sample in `keep_one_in`: each kept sample stands for that many (its
+  // weight is multiplied), so totals stay the CPU time spent.
+  void SetSampleScale(uint64_t time, uint32_t keep_one_in);
+  // Unwinds at most the first `bytes` of each copied user stack (0: all).
+  void SetStackLimit(uint32_t bytes) { stack_limit_ = bytes; }
+
   capture::Settings& settings() { return capture_.settings; }
   // Per module, the paths of its file as the processes that mapped it see
   // it, through their own roots (process_roots.h); empty for modules only
@@ -245,6 +252,10 @@ class Processor : private CodeMarks, private FrameInterner {
   std::map<std::tuple<uint64_t, capture::ModuleId, capture::FunctionId>, capture::FrameId>
       jit_frames_;
   RingPairing ring_pairing_;
+  // The budget's: (from time, samples each kept one stands for), in time
+  // order; and the unwound bytes.
+  std::vector<std::pair<uint64_t, uint32_t>> sample_scale_;
+  uint32_t stack_limit_ = 0;
   std::vector<std::vector<CodeRange>> module_marks_;
   // Per module, sorted [begin, end) file offsets unwound by frame pointers.
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> frame_pointer_code_;

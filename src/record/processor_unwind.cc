@@ -100,7 +100,9 @@ capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
   map.self = this;
   map.proc = &proc;
   unwind_frames_.resize(options_.max_user_frames);
-  unwind::StackImage stack{regs.value[unwind::kRegRsp], e.stack};
+  std::span<const uint8_t> bytes = e.stack;
+  if (stack_limit_ != 0 && bytes.size() > stack_limit_) bytes = bytes.first(stack_limit_);
+  unwind::StackImage stack{regs.value[unwind::kRegRsp], bytes};
   unwind::Policy policy =
       options_.call_graph == CallGraph::kAuto ? unwind::Policy::kAuto : unwind::Policy::kDwarf;
   unwind::UnwindResult r = unwind::Unwind(regs, stack, map, policy, unwind_frames_);

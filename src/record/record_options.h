@@ -51,6 +51,9 @@ struct RecordOptions {
   uint64_t segment_ns = 10'000'000'000;
   uint64_t retain_ns = 0;
   uint64_t retain_bytes = 0;
+  // The share of one CPU the recorder keeps its own cost to (millionths;
+  // 0: no budget): budget.h.
+  uint32_t budget_ppm = 0;
   std::vector<std::string> command;  // launch mode
   int pid = 0;                       // attach mode when non-zero
 };

@@ -1,6 +1,7 @@
 #include "src/record/sources.h"
 
 #include "src/probes/probe_source.h"
+#include "src/record/budget_source.h"
 #include "src/record/exit_source.h"
 #include "src/record/offcpu_source.h"
 #include "src/record/syscall_source.h"
@@ -23,9 +24,13 @@ struct SourceKind {
   Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
 };
 
-// One line per source. The runtime walkers come first: the sources that
-// take stacks with BPF walk with their maps.
+// One line per source. The budget's sample gate comes first: the runtime
+// walkers' program goes behind it. Then the runtime walkers: the sources
+// that take stacks with BPF walk with their maps.
 const SourceKind kSources[] = {
+    {capture::kBudgetSource, "the budget", false,
+     [](const RecordOptions& o) { return o.budget_ppm != 0; },
+     [](const RecordOptions&) { return true; }, StartBudgetSource},
     {capture::kPythonSource, "Python frames", false,
      [](const RecordOptions& o) { return o.samples && o.python != "off"; },
      [](const RecordOptions& o) { return o.python == "bpf"; }, runtimes::python::StartPythonSource},
@@ -38,7 +43,8 @@ const SourceKind kSources[] = {
     {capture::kSyscallSource, "system calls", false,
      [](const RecordOptions& o) { return o.syscalls; },
      [](const RecordOptions& o) { return !o.samples; }, StartSyscallSource},
-    {capture::kProbeSource, "probes", false, [](const RecordOptions& o) { return !o.probes.empty(); },
+    {capture::kProbeSource, "probes", false,
+     [](const RecordOptions& o) { return !o.probes.empty(); },
      [](const RecordOptions&) { return true; }, probes::StartProbeSource},
     {"jit", "JIT code names", true, [](const RecordOptions& o) { return o.samples; },
      [](const RecordOptions&) { return false; }, runtimes::jit::StartJitSource},
