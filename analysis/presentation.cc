@@ -56,8 +56,15 @@ struct Lines {
 void BudgetLines(const Summary& s, Lines& l) {
   if (s.budget_ppm == 0) return;
   std::string& b = l.Line("budget");
-  Appendf(b, "%.2f%% of one CPU for the recorder itself; %s", s.budget_ppm / 1e4,
-          Counted(s.budget_steps.size(), "change").c_str());
+  Appendf(b, "%.2f%% of one CPU for the recorder itself", s.budget_ppm / 1e4);
+  for (const capture::SourceSetting& src : s.sources) {
+    if (src.name != capture::kBudgetSource || src.Value("wall_ns") == 0) continue;
+    Appendf(b, "; measured %.2f%% over the recording", src.Value("share_ppm") / 1e4);
+    for (const auto& [key, value] : src.values) {
+      if (key == "steady_share_ppm") Appendf(b, ", %.2f%% from its fourth second", value / 1e4);
+    }
+  }
+  Appendf(b, "; %s", Counted(s.budget_steps.size(), "change").c_str());
   const size_t kShown = 12;
   for (size_t i = 0; i < s.budget_steps.size() && i < kShown; ++i) {
     const capture::BudgetStep& st = s.budget_steps[i];

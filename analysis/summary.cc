@@ -50,6 +50,7 @@ Summary Summarize(const capture::Capture& c) {
   s.budget_ppm = st.budget_ppm;
   s.budget_steps = st.budget_steps;
   s.start_time = st.start_time;
+  s.sources = st.sources;
   // A stack is fully named when every frame on it has a function.
   std::vector<uint8_t> named(c.stacks.size());
   for (size_t n = 0; n < c.stacks.size(); ++n) {

@@ -70,6 +70,7 @@ struct Summary {
   uint32_t budget_ppm = 0;
   std::vector<capture::BudgetStep> budget_steps;
   uint64_t start_time = 0;
+  std::vector<capture::SourceSetting> sources;  // each event source asked for, as stored
 };
 
 Summary Summarize(const capture::Capture& capture);

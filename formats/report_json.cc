@@ -86,6 +86,13 @@ ordered_json SummaryJson(const analysis::Summary& s) {
     }
     j["budget_steps"] = steps;
   }
+  ordered_json sources = ordered_json::object();
+  for (const capture::SourceSetting& src : s.sources) {
+    ordered_json values = ordered_json::object();
+    for (const auto& [k, v] : src.values) values[k] = v;
+    sources[src.name] = {{"state", src.state}, {"values", values}};
+  }
+  j["sources"] = sources;
   j["samples"] = s.samples;
   j["value"] = s.value;
   j["fully_named_samples"] = s.fully_named;

@@ -7,7 +7,7 @@
 namespace microscope::record {
 
 std::vector<BudgetLevel> BudgetLadder(uint32_t frequency, uint32_t stack_copy) {
-  std::vector<BudgetLevel> ladder{{1, stack_copy, true}};
+  std::vector<BudgetLevel> ladder{{1, stack_copy, true, 10}};
   for (uint32_t step = 1;; ++step) {
     BudgetLevel l = ladder.back();
     const bool can_rate = frequency / (l.keep_one_in * 2) >= 10;
@@ -21,6 +21,7 @@ std::vector<BudgetLevel> BudgetLadder(uint32_t frequency, uint32_t stack_copy) {
       l.stack_bytes = std::max<uint32_t>(1024, l.stack_bytes / 2 / 8 * 8);
     }
     l.walks = l.keep_one_in < 4;
+    l.round_ms = l.keep_one_in >= 16 ? 40 : l.keep_one_in >= 4 ? 20 : 10;
     ladder.push_back(l);
   }
   return ladder;

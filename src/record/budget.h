@@ -19,18 +19,21 @@ namespace microscope::record {
 // What a level costs less by: samples kept one in `keep_one_in` (the rest
 // dropped by the kernel before they are written: the effective frequency is
 // the asked-for one divided by it), copied stack bytes unwound at most
-// `stack_bytes`, and the runtimes' BPF frame walks on or off.
+// `stack_bytes`, the runtimes' BPF frame walks on or off, and the recorder's
+// rounds of draining and processing every `round_ms` (each round costs
+// about the same however few samples it finds).
 struct BudgetLevel {
   uint32_t keep_one_in = 1;
   uint32_t stack_bytes = 0;
   bool walks = true;
+  uint32_t round_ms = 10;
   bool operator==(const BudgetLevel&) const = default;
 };
 
 // Level 0 is what was asked for; each next level roughly halves the cost of
 // the one before (the sampling rate, then the unwound bytes, alternately;
-// the walks go at the level where the rate is a quarter), down to about
-// 10 samples a second.
+// the walks go and rounds take 20 ms where the rate is a quarter, 40 ms
+// where it is a sixteenth), down to about 10 samples a second.
 std::vector<BudgetLevel> BudgetLadder(uint32_t frequency, uint32_t stack_copy);
 
 // One period's measurement.

@@ -20,14 +20,14 @@ namespace {
 
 constexpr uint64_t kPeriodNs = 1'000'000'000;
 
+// Every thread of the recorder (not its children: a launched target is one,
+// and the short-lived DWARF readers it forks are not counted either).
 uint64_t OwnCpuNs() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
   uint64_t total = 0;
-  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {  // children: the DWARF readers
-    rusage u{};
-    if (getrusage(who, &u) != 0) continue;
-    for (const timeval& t : {u.ru_utime, u.ru_stime}) {
-      total += uint64_t(t.tv_sec) * 1'000'000'000ull + uint64_t(t.tv_usec) * 1000ull;
-    }
+  for (const timeval& t : {u.ru_utime, u.ru_stime}) {
+    total += uint64_t(t.tv_sec) * 1'000'000'000ull + uint64_t(t.tv_usec) * 1000ull;
   }
   return total;
 }
@@ -58,7 +58,8 @@ uint64_t OwnBpfRunNs() {
 class BudgetSource final : public EventlessSource {
  public:
   BudgetSource(const SourceContext& context, std::unique_ptr<SampleGate> gate, ScopedFd stats)
-      : gate_(std::move(gate)),
+      : collector_(context.collector),
+        gate_(std::move(gate)),
         stats_(std::move(stats)),
         controller_(context.options.budget_ppm, context.options.frequency,
                     context.options.call_graph == Processor::CallGraph::kFramePointer
@@ -72,8 +73,9 @@ class BudgetSource final : public EventlessSource {
 
   void Poll(const PollWindow& window, Processor* processor) override {
     if (window.final) return;
-    const Sample now = Measure(MonotonicNowNs());
-    if (now.time - last_.time < kPeriodNs) return;
+    const uint64_t time = MonotonicNowNs();
+    if (time - last_.time < kPeriodNs) return;  // measured once a period: measuring costs too
+    const Sample now = Measure(time);
     if (++periods_ == 4) steady_ = last_;
     BudgetObservation o{now.time, now.time - last_.time, now.cpu - last_.cpu, now.bpf - last_.bpf};
     last_ = now;
@@ -86,6 +88,7 @@ class BudgetSource final : public EventlessSource {
     }
     processor->SetSampleScale(now.time, level.keep_one_in);
     processor->SetStackLimit(level.stack_bytes);
+    collector_->SetRoundMs(int(level.round_ms));
     steps_.push_back(*step);
   }
 
@@ -116,6 +119,7 @@ class BudgetSource final : public EventlessSource {
     return {time, OwnCpuNs(), stats_.valid() ? OwnBpfRunNs() : 0};
   }
 
+  Collector* collector_;
   std::unique_ptr<SampleGate> gate_;
   ScopedFd stats_;  // BPF run-time statistics stay on while it is open
   BudgetController controller_;

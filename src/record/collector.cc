@@ -353,7 +353,7 @@ void Collector::DrainLoop() {
     // is drained, and a short program must not have exited by then (Node
     // 22, 0.1 s of JavaScript: 75% of its frames unnamed at 50 ms rounds,
     // 1.5% at 10 ms; the recorder's CPU time the same within 1%).
-    poll(fds.data(), fds.size(), kRoundMs);
+    poll(fds.data(), fds.size(), round_ms());
     // An event whose task exited polls as hung up for good: wait on the
     // others (and the round's tick), still draining its ring each round.
     for (size_t i = 0; i + 1 < fds.size(); ++i) {

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -94,6 +95,10 @@ class Collector {
   // cannot take. The records wait in memory for Collect, up to a bound past
   // which the rings are left to fill and the kernel counts what it drops.
   Status StartDraining();
+  // The drain thread's longest wait between rounds (kRoundMs unless the
+  // budget asks for longer); the recording loop waits as long.
+  void SetRoundMs(int ms) { round_ms_.store(ms, std::memory_order_relaxed); }
+  int round_ms() const { return round_ms_.load(std::memory_order_relaxed); }
   // Stops the thread and moves what it drained onto arenas().
   void StopDraining();
   // Waits up to `timeout_ms` for records (drained by the thread, or in a ring
@@ -156,6 +161,7 @@ class Collector {
   std::vector<int> sampling_fds_;  // of events_, the events that sample
   int program_fd_ = -1;            // run at each sample (AttachProgram)
   std::function<Status(int)> chain_;  // AttachGate's
+  std::atomic<int> round_ms_{kRoundMs};
   std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
   std::vector<std::vector<uint8_t>> arenas_;
   bool ring_shrunk_ = false;

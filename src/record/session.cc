@@ -1,6 +1,8 @@
 #include "src/record/session.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -197,6 +199,7 @@ class Recording {
       return Status::Error(StatusCode::kNotFound, "no process with pid " + std::to_string(target_));
     }
     start_ = MonotonicNowNs();
+    target_fd_ = ScopedFd(int(syscall(SYS_pidfd_open, target_, 0)));  // -1: /proc is read instead
     RETURN_IF_ERROR(OpenEveryThread(target_, collector_.get()));
     settings().command = ReadCommandLine(target_);
     SeedFromProc(target_, start_, &processor_);
@@ -278,7 +281,14 @@ class Recording {
     }
   }
   bool TargetEnded() {
-    return child_ != nullptr ? child_->Exited(&wait_status_) : ProcessGone(target_);
+    if (child_ != nullptr) return child_->Exited(&wait_status_);
+    // An attached process: its pidfd turns readable once every thread of
+    // it has exited (a look costs one poll; /proc costs a read per thread).
+    if (target_fd_.valid()) {
+      pollfd p{target_fd_.get(), POLLIN, 0};
+      return poll(&p, 1, 0) == 1;
+    }
+    return ProcessGone(target_);
   }
   void Stop(bool by_duration);
 
@@ -304,6 +314,7 @@ class Recording {
   capture::Settings counted_;                         // the counts the segments so far carried
   std::map<std::string, uint64_t> problems_counted_;  // by kind
   pid_t target_ = 0;
+  ScopedFd target_fd_;  // attach mode: the target's pidfd
   uint64_t start_ = 0;
   uint64_t end_ = 0;
   bool exited_ = false;
@@ -317,7 +328,7 @@ void Recording::Run() {
   Status draining = collector_->StartDraining();
   if (!draining.ok()) hooks_.warn(draining.message() + "; the rings are drained between rounds");
   for (;;) {
-    collector_->Wait(kRoundMs, wait_fds_);
+    collector_->Wait(collector_->round_ms(), wait_fds_);
     uint64_t now = MonotonicNowNs();
     uint64_t drained = collector_->Collect();
     Poll(running);

@@ -17,17 +17,19 @@ BudgetObservation Period(uint64_t second, uint64_t cpu_ms, uint64_t bpf_ms = 0) 
 TEST_CASE("Budget: the ladder halves the rate and the unwound bytes in turn, to 10 Hz and 1 KiB") {
   std::vector<BudgetLevel> l = BudgetLadder(999, 16384);
   REQUIRE(l.size() >= 8);
-  CHECK(l[0] == BudgetLevel{1, 16384, true});
-  CHECK(l[1] == BudgetLevel{2, 16384, true});
-  CHECK(l[2] == BudgetLevel{2, 8192, true});
-  CHECK(l[3] == BudgetLevel{4, 8192, false});  // the walks go with the rate at a quarter
-  CHECK(l[4] == BudgetLevel{4, 4096, false});
+  CHECK(l[0] == BudgetLevel{1, 16384, true, 10});
+  CHECK(l[1] == BudgetLevel{2, 16384, true, 10});
+  CHECK(l[2] == BudgetLevel{2, 8192, true, 10});
+  // The walks go, and rounds lengthen, with the rate at a quarter.
+  CHECK(l[3] == BudgetLevel{4, 8192, false, 20});
+  CHECK(l[4] == BudgetLevel{4, 4096, false, 20});
+  CHECK(l[7] == BudgetLevel{16, 2048, false, 40});
   CHECK(l.back().keep_one_in == 64);  // 999 / 64 = 15 Hz; / 128 would be under 10
   CHECK(l.back().stack_bytes == 1024);
   // Frame-pointer recordings copy no stack: only the rate steps.
   std::vector<BudgetLevel> fp = BudgetLadder(999, 0);
   CHECK(fp.size() == 7);
-  CHECK(fp.back() == BudgetLevel{64, 0, false});
+  CHECK(fp.back() == BudgetLevel{64, 0, false, 40});
   CHECK(BudgetLadder(10, 0).size() == 1);  // nothing cheaper to step to
 }
 

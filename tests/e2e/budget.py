@@ -1,0 +1,60 @@
+"""record --budget: on a machine whose two cores are busy, the recorder
+keeps its own cost (CPU time and BPF run time, measured by itself) within
+the budget once its controller has acted, says each change it made, and the
+samples it kept still add up to the CPU time the target spent."""
+import os
+import signal
+import subprocess
+import time
+
+from common import *
+
+require_perf()
+d = tmpdir()
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+
+
+target = subprocess.Popen([fixture("longrun"), "120"], stdout=subprocess.PIPE, text=True)
+try:
+    check(target.stdout.readline().strip() == "ready", "target started")
+    os.kill(target.pid, signal.SIGUSR1)  # a second spinning thread: both cores busy
+    time.sleep(0.5)
+    out = d + "/budget.mscap"
+    before = cpu_seconds(target.pid)
+    p = run([MICROSCOPE, "record", "-q", "--budget", "1%", "-o", out, "--pid", str(target.pid),
+             "--duration", "12s"], timeout=120)
+    spent = cpu_seconds(target.pid) - before
+    check(p.returncode == 0, "record --budget 1%% exited 0 (%s)" % p.stderr)
+    h = report(out)["header"]
+    check(h["budget_ppm"] == 10000, "the capture says its budget")
+    steps = h["budget_steps"]
+    check(len(steps) >= 1 and steps[0]["level"] >= 1 and steps[0]["measured_ppm"] > 10000,
+          "the controller stepped down from a period over budget: %s" % steps[:2])
+    check(all(s["frequency"] < 999 for s in steps), "each step samples less often than 999 Hz")
+    src = h["sources"]["budget"]["values"]
+    steady = src["steady_share_ppm"]
+    # Its cost from the fourth second on: within the budget, with a quarter
+    # for the period it takes to see and act (periods are 1 s).
+    check(steady <= 12500, "the recorder's own cost from its fourth second: %.2f%% of one CPU "
+          "(budget 1%%; over the whole run %.2f%%, BPF %.3f s of %.3f s)" %
+          (steady / 1e4, src["share_ppm"] / 1e4, src["bpf_ns"] / 1e9, (src["cpu_ns"] + src["bpf_ns"]) / 1e9))
+    check(src["dropped"] > src["kept"], "the gate dropped most samples: kept %d, dropped %d" % (src["kept"], src["dropped"]))
+    value = h["value"] / 1e9
+    check(abs(value - spent) <= 0.15 * spent,
+          "kept samples stand for those dropped: %.2f s of CPU in the capture, %.2f s spent by the target" %
+          (value, spent))
+    text = run([MICROSCOPE, "report", out]).stdout
+    check("budget      1.00% of one CPU" in text and "over budget" in text, "report shows the budget and its changes")
+finally:
+    target.kill()
+    target.wait()
+
+for bad in ("0%", "1", "150%", "x%"):
+    p = run([MICROSCOPE, "record", "--budget", bad, "--", "true"])
+    check(p.returncode == 2 and "--budget" in p.stderr, "--budget %s refused: %s" % (bad, p.stderr.strip()))
