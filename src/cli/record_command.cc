@@ -1,8 +1,10 @@
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
 #include "base/duration.h"
 #include "src/cli/commands.h"
+#include "src/cli/push.h"
 #include "src/cli/recording.h"
 #include "src/probes/probe_source.h"
 #include "src/record/budget.h"
@@ -28,6 +30,17 @@ void AddSyscallStackMinOption(CLI::App* cmd, std::string* text) {
 
 namespace {
 
+std::string ReadComm(int pid) {
+  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/comm").c_str(), "r");
+  if (f == nullptr) return "";
+  char name[64] = {};
+  if (fgets(name, sizeof(name), f) == nullptr) name[0] = '\0';
+  fclose(f);
+  std::string s = name;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
 // record's flags as given, before the preset fills what they left open.
 struct RecordFlags {
   record::RecordOptions options;
@@ -46,6 +59,8 @@ struct RecordFlags {
   std::string retain;
   std::string retain_bytes;
   std::string budget;
+  PushOptions push;
+  std::string push_queue;
 };
 
 void AddRecordFlags(CLI::App* app, RecordFlags* f) {
@@ -137,6 +152,18 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
                   "stack bytes and drops the runtimes' frame walks step by step while over, and "
                   "steps back while well under; each change is in the capture (needs BPF)")
       ->group("Always-on");
+  cmd->add_option("--push", f->push.url,
+                  "send each --continuous segment as pprof to a continuous-profiling store's "
+                  "ingest (Pyroscope's POST /ingest?format=pprof: Grafana Pyroscope, Alloy's "
+                  "receiver), e.g. http://pyroscope:4040; queued on disk in DIR/.push and retried "
+                  "with backoff, never holding up the recording")
+      ->group("Always-on");
+  cmd->add_option("--push-app", f->push.app,
+                  "the application name profiles are filed under (default: the program's name)")
+      ->group("Always-on");
+  cmd->add_option("--push-queue", f->push_queue,
+                  "most bytes of profiles waiting to be sent (default 64M); past it the oldest go")
+      ->group("Always-on");
   cmd->add_flag("-q,--quiet", f->quiet, "no status line or summary on stderr");
   cmd->add_option("command", f->options.command, "program and arguments to launch (after --)");
 }
@@ -169,6 +196,29 @@ bool ResolveAlwaysOn(RecordFlags& f) {
   }
   if (!f.segment.empty() && !ParseDurationOption("--segment", f.segment, &o.segment_ns))
     return false;
+  if (!f.push.url.empty() || !f.push.app.empty() || !f.push_queue.empty()) {
+    if (!continuous) {
+      PrintError("--push sends --continuous segments: give --continuous DIR");
+      return false;
+    }
+    if (f.push.url.empty()) {
+      PrintError("--push-app and --push-queue go with --push URL");
+      return false;
+    }
+    if (Result<std::pair<std::string, std::string>> e = IngestEndpoint(f.push.url); !e.ok()) {
+      PrintError(e.status().message());
+      return false;
+    }
+    if (!f.push_queue.empty()) {
+      Result<uint64_t> bytes = ParseByteSize(f.push_queue);
+      if (!bytes.ok()) {
+        PrintError("--push-queue: " + bytes.status().message());
+        return false;
+      }
+      f.push.queue_bytes = *bytes;
+    }
+    f.push.dir = o.continuous_dir;
+  }
   if (o.segment_ns < 100'000'000) {
     PrintError("--segment " + f.segment + ": at least 100ms");
     return false;
@@ -249,7 +299,19 @@ Runner AddRecordCommand(CLI::App& app) {
   AddRecordFlags(&app, flags.get());
   return [flags]() -> int {
     if (!ResolveRecordFlags(*flags)) return 2;
-    return RunRecording(flags->options, flags->quiet);
+    PushOptions& push = flags->push;
+    if (!push.url.empty()) {
+      push.frequency = flags->options.frequency;
+      if (push.app.empty()) {
+        // The program's name, as the store lists it.
+        std::string program =
+            flags->options.command.empty()
+                ? ReadComm(flags->options.pid)
+                : flags->options.command[0].substr(flags->options.command[0].rfind('/') + 1);
+        push.app = program.empty() ? "microscope" : program;
+      }
+    }
+    return RunRecording(flags->options, flags->quiet, push);
   };
 }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "base/clock.h"
@@ -88,7 +89,7 @@ std::string SummaryText(const record::RecordOptions& options, const record::Reco
 
 }  // namespace
 
-int RunRecording(const record::RecordOptions& options, bool quiet) {
+int RunRecording(const record::RecordOptions& options, bool quiet, const PushOptions& push) {
   RaiseFdLimit();
   CatchStopSignals();
   StatusLine status(!quiet);
@@ -97,9 +98,19 @@ int RunRecording(const record::RecordOptions& options, bool quiet) {
     status.Clear();
     fprintf(stderr, "microscope: %s\n", line.c_str());
   };
+  std::unique_ptr<Pusher> pusher;
+  if (!push.url.empty()) {
+    Result<std::unique_ptr<Pusher>> started = Pusher::Start(push, hooks.warn);
+    if (!started.ok()) {
+      PrintError(started.status().message());
+      return 2;
+    }
+    pusher = std::move(started).value();
+  }
   hooks.progress = [&](const record::RecordProgress& p) { status.Update(p); };
   hooks.stop_signal = [] { return int(g_stop_signal); };
   hooks.written = [&](const std::string& path, const record::RecordSummary& s) {
+    if (pusher != nullptr) pusher->Publish(path);
     status.Clear();
     if (!quiet)
       fprintf(stderr, "microscope: wrote %s: %s\n", path.c_str(), SummaryText(options, s).c_str());
@@ -107,6 +118,9 @@ int RunRecording(const record::RecordOptions& options, bool quiet) {
   hooks.snapshot_signals = [] { return g_snapshot_signals.load(std::memory_order_relaxed); };
   hooks.part_written = [&](const std::string& path, const Status& written,
                            const record::RecordSummary& s) {
+    // Segments go to the store; snapshots (named after -o) stay here.
+    if (pusher != nullptr && written.ok() && path.starts_with(options.continuous_dir + "/"))
+      pusher->Publish(path);
     if (!written.ok()) {
       fprintf(stderr, "microscope: %s\n", written.WithContext(path).message().c_str());
     } else if (!quiet) {
@@ -115,6 +129,18 @@ int RunRecording(const record::RecordOptions& options, bool quiet) {
   };
   Result<int> exit_status = record::RunRecord(options, hooks);
   status.Clear();
+  if (pusher != nullptr) {
+    // What the store did not take in a few seconds stays queued for the next start.
+    pusher->Stop(5000);
+    PushCounts c = pusher->counts();
+    fprintf(stderr,
+            "microscope: push: %llu sent, %llu attempts failed, %llu refused, %llu dropped "
+            "(queue full), %llu still queued\n",
+            static_cast<unsigned long long>(c.sent),
+            static_cast<unsigned long long>(c.failed_attempts),
+            static_cast<unsigned long long>(c.refused), static_cast<unsigned long long>(c.dropped),
+            static_cast<unsigned long long>(c.queued));
+  }
   if (!exit_status.ok()) {
     PrintError(exit_status.status().message());
     return 1;

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""What profiling costs the profiled program, guarded by a baseline.
+
+Each fixture runs a fixed amount of work, unprofiled and under each
+profiler, attached before the work starts (the fixture waits for a line on
+stdin), rounds alternating the order of the modes. Per fixture and mode:
+
+  slowdown          the fixture's own wall time / the unprofiled run's of the
+                    same round: median, quartiles, min and max
+  cpu_per_target_s  the profiler's CPU time (all of it: start, collection,
+                    naming, writing) per second of the fixture's CPU time
+  peak_rss_mb       the profiler's peak resident memory
+
+Fixtures: spin2 (two threads saturating both cores, C), python (CPython
+split workload), node (V8 shares workload); modes: none, microscope's
+presets (quick, default, deep), perf record --call-graph dwarf and -g (fp).
+
+  bench/overhead.py [--build build] [--rounds 5] [--fixtures spin2,python,node]
+                    [--modes ...] [--out results.json]
+  bench/overhead.py --compare bench/overhead.json [...]   exit 1 on a regression
+  bench/overhead.py --write bench/overhead.json --cause "why the baseline moves"
+
+A regression is a median slowdown above the baseline's by more than the
+noise this run and the baseline measured (the larger interquartile range of
+the two, and at least one point). Run as root on an otherwise idle machine."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PY_DRIVER = r"""
+import os, runpy, sys, time
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+print("ready", flush=True)
+sys.stdin.readline()
+t0, c0 = time.monotonic(), time.process_time()
+runpy.run_path(script, run_name="__main__")
+print("driver wall_s=%.6f cpu_s=%.6f" % (time.monotonic() - t0, time.process_time() - c0), flush=True)
+"""
+
+NODE_DRIVER = r"""
+const fs = require('fs');
+const script = process.argv[2];
+process.argv.splice(1, 1);
+process.stdout.write('ready\n');
+fs.readSync(0, Buffer.alloc(16));
+const t0 = process.hrtime.bigint(), c0 = process.cpuUsage();
+require(script);
+const c = process.cpuUsage(c0);
+process.stdout.write(`driver wall_s=${Number(process.hrtime.bigint() - t0) / 1e9} cpu_s=${(c.user + c.system) / 1e6}\n`);
+"""
+
+
+def fixtures(build):
+    python = shutil.which("python3.11") or sys.executable
+    node = shutil.which("node")
+    return {
+        "spin2": [os.path.join(build, "tests", "spin2"), "2000"],
+        "python": [python, "-c", PY_DRIVER, os.path.join(ROOT, "tests/fixtures/python/workload.py"),
+                   "split", "40"],
+        "node": [node, "-e", NODE_DRIVER, os.path.join(ROOT, "tests/fixtures/node/workload.js"),
+                 "shares", "30"] if node else None,
+    }
+
+
+def modes(build, tmp):
+    ms = os.path.join(build, "microscope")
+    out = os.path.join(tmp, "out")
+    perf = shutil.which("perf")
+    m = {"none": None}
+    for preset in ("quick", "default", "deep"):
+        m["microscope-" + preset] = [ms, "record", "-q", "--preset", preset, "-o", out + ".mscap", "--pid"]
+    if perf:
+        m["perf-dwarf"] = [perf, "record", "-q", "-F", "999", "--call-graph", "dwarf", "-o", out + ".data", "-p"]
+        m["perf-fp"] = [perf, "record", "-q", "-F", "999", "-g", "-o", out + ".data", "-p"]
+    return m
+
+
+def parse_result(line):
+    fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+    return float(fields["wall_s"]), float(fields["cpu_s"])
+
+
+def run_once(fixture, profiler):
+    """One run: (fixture wall s, fixture CPU s, profiler CPU s, profiler peak RSS MiB)."""
+    target = subprocess.Popen(fixture, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if target.stdout.readline().strip() != "ready":
+        sys.exit("fixture did not start: %s" % fixture)
+    prof = None
+    if profiler is not None:
+        prof = subprocess.Popen(profiler + [str(target.pid)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+    time.sleep(0.6)  # the profiler attaches (BPF programs load) before the work starts
+    target.stdin.write("go\n")
+    target.stdin.flush()
+    result = None
+    for line in target.stdout:
+        if "wall_s=" in line:
+            result = parse_result(line)
+    target.wait()
+    if result is None:
+        sys.exit("fixture printed no times: %s" % fixture)
+    cpu = rss = 0.0
+    if prof is not None:
+        _, status, ru = os.wait4(prof.pid, 0)
+        prof.returncode = os.waitstatus_to_exitcode(status)
+        if prof.returncode != 0:
+            sys.exit("profiler failed (%d): %s\n%s" % (prof.returncode, profiler, prof.stderr.read()[-2000:]))
+        cpu = ru.ru_utime + ru.ru_stime
+        rss = ru.ru_maxrss / 1024.0
+    return result[0], result[1], cpu, rss
+
+
+def quartiles(values):
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+def measure(args):
+    tmp = tempfile.mkdtemp(prefix="overhead.")
+    try:
+        fx = {k: v for k, v in fixtures(args.build).items() if k in args.fixtures and v}
+        ms = {k: v for k, v in modes(args.build, tmp).items() if k in args.modes}
+        if "none" not in ms:
+            sys.exit("the modes must include none (the unprofiled run each slowdown divides by)")
+        out = {}
+        for name, fixture in fx.items():
+            runs = {m: [] for m in ms}
+            order = list(ms)
+            for r in range(args.rounds):
+                for m in order:
+                    runs[m].append(run_once(fixture, ms[m]))
+                    print("  %s round %d %-18s wall %.3f s" % (name, r + 1, m, runs[m][-1][0]), file=sys.stderr)
+                order = order[1:] + order[:1]  # alternate who goes first
+            res = {}
+            for m in ms:
+                slow = [runs[m][i][0] / runs["none"][i][0] for i in range(args.rounds)]
+                q1, q3 = quartiles(slow)
+                res[m] = {
+                    "slowdown": round(statistics.median(slow), 4),
+                    "slowdown_q1": round(q1, 4),
+                    "slowdown_q3": round(q3, 4),
+                    "slowdown_min": round(min(slow), 4),
+                    "slowdown_max": round(max(slow), 4),
+                    "cpu_per_target_s": round(statistics.median(x[2] / x[1] for x in runs[m]), 4),
+                    "peak_rss_mb": round(statistics.median(x[3] for x in runs[m]), 1),
+                    "fixture_wall_s": round(statistics.median(x[0] for x in runs[m]), 3),
+                }
+            out[name] = res
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(results, baseline=None):
+    regressions = []
+    print("%-8s %-18s %9s %17s %10s %8s%s" % ("fixture", "mode", "slowdown", "quartiles", "cpu/tgt s", "rss MB",
+                                               "   baseline  verdict" if baseline else ""))
+    for name, res in results.items():
+        for m, r in res.items():
+            line = "%-8s %-18s %+8.1f%% %7.1f%%..%5.1f%% %10.3f %8.1f" % (
+                name, m, (r["slowdown"] - 1) * 100, (r["slowdown_q1"] - 1) * 100, (r["slowdown_q3"] - 1) * 100,
+                r["cpu_per_target_s"], r["peak_rss_mb"])
+            b = (baseline or {}).get(name, {}).get(m)
+            if b is not None:
+                noise = max(0.01, r["slowdown_q3"] - r["slowdown_q1"], b["slowdown_q3"] - b["slowdown_q1"])
+                worse = r["slowdown"] - b["slowdown"] > noise
+                line += "   %+6.1f%%   %s" % ((b["slowdown"] - 1) * 100,
+                                              "REGRESSION (noise %.1f points)" % (noise * 100) if worse else "ok")
+                if worse:
+                    regressions.append("%s %s" % (name, m))
+            print(line)
+    return regressions
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--fixtures", default="spin2,python,node")
+    p.add_argument("--modes", default="none,microscope-quick,microscope-default,microscope-deep,perf-dwarf,perf-fp")
+    p.add_argument("--out", help="write this run's results (JSON)")
+    p.add_argument("--compare", help="a baseline (JSON) to hold this run against")
+    p.add_argument("--write", help="write this run as the new baseline (JSON); needs --cause")
+    p.add_argument("--cause", help="why the baseline moves (kept in it)")
+    args = p.parse_args()
+    args.fixtures = args.fixtures.split(",")
+    args.modes = args.modes.split(",")
+    if args.write and not args.cause:
+        sys.exit("--write needs --cause: a new baseline says why it moved")
+    results = measure(args)
+    baseline = None
+    if args.compare:
+        with open(args.compare) as f:
+            baseline = json.load(f)["results"]
+    regressions = table(results, baseline)
+    doc = {
+        "machine": {"kernel": platform.release(), "cpus": os.cpu_count(), "host": platform.node()},
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "rounds": args.rounds,
+        "results": results,
+    }
+    if args.cause:
+        doc["cause"] = args.cause
+    for path in filter(None, (args.out, args.write)):
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+    if regressions:
+        print("regressions beyond the noise: " + ", ".join(regressions))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""record --continuous DIR --push URL against a local receiver that checks
+each request as Pyroscope's ingest takes it (POST /ingest, name, from,
+until, format=pprof, a multipart "profile" part) and validates each profile
+with Google's pprof: every segment arrives; a receiver that is down, then
+up, gets the queued ones by retries; a 503 is retried, a 400 moved aside;
+a full queue drops the oldest and says how many."""
+import email.parser
+import email.policy
+import http.server
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.parse
+
+from common import *
+
+require_perf()
+PPROF = os.environ.get("PPROF")
+if not PPROF:
+    if os.environ.get("CI") == "true":
+        fail("Google's pprof is needed (built by the tests) to validate what is pushed")
+    print("SKIP: Google's pprof was not built")
+    sys.exit(SKIP)
+d = tmpdir()
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 taking /ingest; `answers` is a list of
+    status codes to give the first requests (then 200)."""
+
+    def __init__(self, port=0, answers=()):
+        receiver = self
+        self.requests = []
+        self.problems = []
+        self.answers = list(answers)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                url = urllib.parse.urlparse(self.path)
+                q = urllib.parse.parse_qs(url.query)
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                status = receiver.answers.pop(0) if receiver.answers else 200
+                try:
+                    receiver.check(url.path, q, self.headers.get("Content-Type", ""), body, status)
+                except Exception as e:  # noqa: BLE001 - every problem is the test's
+                    receiver.problems.append(repr(e))
+                self.send_response(status)
+                self.end_headers()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def check(self, path, q, content_type, body, status):
+        assert path == "/ingest", path
+        for key in ("name", "from", "until", "format"):
+            assert key in q, "no %s in %s" % (key, q)
+        assert q["format"] == ["pprof"], q["format"]
+        assert re.match(r"^split\{hostname=[^}]+\}$", q["name"][0]), q["name"]
+        start, end = int(q["from"][0]), int(q["until"][0])
+        assert 1.7e9 < start <= end <= start + 5, (start, end)
+        assert content_type.startswith("multipart/form-data"), content_type
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+        parts = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+                 for part in message.iter_parts()}
+        assert "profile" in parts, "no profile part: %s" % list(parts)
+        profile = parts["profile"]
+        path = "%s/received-%d.pb.gz" % (d, len(self.requests))
+        with open(path, "wb") as f:
+            f.write(profile)
+        p = run([PPROF, "-raw", path])
+        assert p.returncode == 0, "pprof refuses it: " + p.stderr
+        assert "burn_units" in p.stdout, "the profile lacks the fixture's hot function"
+        self.requests.append((status, start, end, path))
+
+    def ok(self):
+        return [r for r in self.requests if r[0] == 200]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port():
+    r = Receiver()
+    port = r.port
+    r.stop()
+    return port
+
+
+def segments(directory):
+    return sorted(n for n in os.listdir(directory) if n.endswith(".mscap"))
+
+
+def record_split(directory, url, seconds, *extra):
+    return run([MICROSCOPE, "record", "-q", "--continuous", directory, "--segment", "500ms",
+                "--push", url, *extra, "--", fixture("split"), str(seconds)], timeout=120)
+
+
+# Every segment arrives, valid, with its time span.
+recv = Receiver()
+try:
+    out = d + "/up"
+    os.mkdir(out)
+    p = record_split(out, "http://127.0.0.1:%d" % recv.port, 2500)
+    check(p.returncode == 0, "recording with --push exited 0 (%s)" % p.stderr)
+    check(not recv.problems, "every request was as the ingest takes it: %s" % recv.problems[:2])
+    n = len(segments(out))
+    check(len(recv.ok()) == n and n >= 4, "%d segments, %d profiles received" % (n, len(recv.ok())))
+    check("%d sent, 0 attempts failed" % n in p.stderr, "the recorder counts them: %s" % p.stderr.strip())
+    check(os.listdir(out + "/.push") == ["refused"], "nothing left queued")
+finally:
+    recv.stop()
+
+# A receiver down, then up: retried with backoff until it takes them all.
+port = free_port()
+out = d + "/late"
+os.mkdir(out)
+rec = subprocess.Popen([MICROSCOPE, "record", "-q", "--continuous", out, "--segment", "500ms",
+                        "--push", "http://127.0.0.1:%d/" % port, "--", fixture("split"), "4000"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+time.sleep(2.5)
+recv = Receiver(port)
+try:
+    so, se = rec.communicate(timeout=120)
+    check(rec.returncode == 0, "recording with the receiver down at first exited 0 (%s)" % se)
+    n = len(segments(out))
+    check("retrying" in se, "the recorder said it retries: %s" % se.strip().splitlines()[:1])
+    check(len(recv.ok()) == n, "all %d segments arrived once the receiver was up (%d)" % (n, len(recv.ok())))
+    m = re.search(r"push: (\d+) sent, (\d+) attempts failed", se)
+    check(m and int(m.group(1)) == n and int(m.group(2)) >= 1, "counted: %s" % (m and m.group(0)))
+    starts = [r[1] for r in recv.ok()]
+    check(starts == sorted(starts), "sent oldest first")
+finally:
+    recv.stop()
+
+# A 503 is retried; a 400 is moved aside and counted.
+recv = Receiver(answers=[503, 400])
+try:
+    out = d + "/answers"
+    os.mkdir(out)
+    p = record_split(out, "http://127.0.0.1:%d" % recv.port, 2000)
+    check(p.returncode == 0, "exited 0 (%s)" % p.stderr)
+    n = len(segments(out))
+    refused = os.listdir(out + "/.push/refused")
+    check(len(refused) == 1 and "refused" in p.stderr, "the profile answered 400 was kept aside: %s" % refused)
+    check(len(recv.ok()) == n - 1, "the others arrived, the one answered 503 on retry: %d of %d" % (len(recv.ok()), n))
+finally:
+    recv.stop()
+
+# A full queue: the receiver never answers; 3 KiB of queue (three profiles
+# of about 950 bytes) keeps the newest,
+# drops and counts the rest, and leaves them for the next start.
+port = free_port()
+out = d + "/full"
+os.mkdir(out)
+p = record_split(out, "http://127.0.0.1:%d" % port, 3000, "--push-queue", "3K")
+check(p.returncode == 0, "exited 0 with nowhere to push (%s)" % p.stderr)
+m = re.search(r"push: 0 sent, (\d+) attempts failed, 0 refused, (\d+) dropped \(queue full\), (\d+) still queued", p.stderr)
+check(m is not None, "counted: %s" % p.stderr.strip().splitlines()[-1:])
+queued = [f for f in os.listdir(out + "/.push") if f.endswith(".pb.gz")]
+size = sum(os.path.getsize(out + "/.push/" + f) for f in queued)
+check(int(m.group(2)) >= 1 and size <= 3072 and len(queued) == int(m.group(3)),
+      "%s dropped, %d queued in %d bytes" % (m.group(2), len(queued), size))
+# The next recorder on the directory sends what was left.
+recv = Receiver(port)
+try:
+    p = record_split(out, "http://127.0.0.1:%d" % port, 300)
+    check("left queued" in p.stderr, "the next start says it sends what was left: %s" % p.stderr.strip().splitlines()[:1])
+    check(len(recv.ok()) >= len(queued) + 1, "it sent them and its own: %d" % len(recv.ok()))
+finally:
+    recv.stop()
+
+for args, want in ((["--push", "http://127.0.0.1:1", "--", "true"], "give --continuous DIR"),
+                   (["--continuous", d, "--push", "https://x", "--", "true"], "an http:// URL"),
+                   (["--continuous", d, "--push-app", "x", "--", "true"], "go with --push URL")):
+    p = run([MICROSCOPE, "record", *args])
+    check(p.returncode == 2 and want in p.stderr, "%s refused: %s" % (" ".join(args), p.stderr.strip()))
