@@ -48,28 +48,31 @@ runpy.run_path(script, run_name="__main__")
 print("driver wall_s=%.6f cpu_s=%.6f" % (time.monotonic() - t0, time.process_time() - c0), flush=True)
 """
 
+# Preloaded (node -r) before the workload, which runs as the main module.
 NODE_DRIVER = r"""
 const fs = require('fs');
-const script = process.argv[2];
-process.argv.splice(1, 1);
 process.stdout.write('ready\n');
 fs.readSync(0, Buffer.alloc(16));
 const t0 = process.hrtime.bigint(), c0 = process.cpuUsage();
-require(script);
-const c = process.cpuUsage(c0);
-process.stdout.write(`driver wall_s=${Number(process.hrtime.bigint() - t0) / 1e9} cpu_s=${(c.user + c.system) / 1e6}\n`);
+process.on('exit', () => {
+  const c = process.cpuUsage(c0);
+  process.stdout.write(`driver wall_s=${Number(process.hrtime.bigint() - t0) / 1e9} cpu_s=${(c.user + c.system) / 1e6}\n`);
+});
 """
 
 
-def fixtures(build):
+def fixtures(build, tmp):
     python = shutil.which("python3.11") or sys.executable
     node = shutil.which("node")
+    driver = os.path.join(tmp, "driver.js")
+    with open(driver, "w") as f:
+        f.write(NODE_DRIVER)
     return {
-        "spin2": [os.path.join(build, "tests", "spin2"), "2000"],
+        "spin2": [os.path.join(build, "tests", "spin2"), "20000"],
         "python": [python, "-c", PY_DRIVER, os.path.join(ROOT, "tests/fixtures/python/workload.py"),
-                   "split", "40"],
-        "node": [node, "-e", NODE_DRIVER, os.path.join(ROOT, "tests/fixtures/node/workload.js"),
-                 "shares", "30"] if node else None,
+                   "split", "2"],
+        "node": [node, "-r", driver, os.path.join(ROOT, "tests/fixtures/node/workload.js"),
+                 "shares", "2"] if node else None,
     }
 
 
@@ -131,7 +134,7 @@ def quartiles(values):
 def measure(args):
     tmp = tempfile.mkdtemp(prefix="overhead.")
     try:
-        fx = {k: v for k, v in fixtures(args.build).items() if k in args.fixtures and v}
+        fx = {k: v for k, v in fixtures(args.build, tmp).items() if k in args.fixtures and v}
         ms = {k: v for k, v in modes(args.build, tmp).items() if k in args.modes}
         if "none" not in ms:
             sys.exit("the modes must include none (the unprofiled run each slowdown divides by)")
