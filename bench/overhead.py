@@ -19,6 +19,7 @@ presets (quick, default, deep), perf record --call-graph dwarf and -g (fp).
                     [--modes ...] [--out results.json]
   bench/overhead.py --compare bench/overhead.json [...]   exit 1 on a regression
   bench/overhead.py --write bench/overhead.json --cause "why the baseline moves"
+  bench/overhead.py --other OLD/microscope ...   another build beside this one
 
 A regression is a median slowdown above the baseline's by more than the
 noise this run and the baseline measured (the larger interquartile range of
@@ -76,13 +77,16 @@ def fixtures(build, tmp):
     }
 
 
-def modes(build, tmp):
+def modes(build, tmp, other=None):
     ms = os.path.join(build, "microscope")
     out = os.path.join(tmp, "out")
     perf = shutil.which("perf")
     m = {"none": None}
     for preset in ("quick", "default", "deep"):
         m["microscope-" + preset] = [ms, "record", "-q", "--preset", preset, "-o", out + ".mscap", "--pid"]
+    if other:
+        # Another build's recorder beside this one's, before and after a change.
+        m["other-default"] = [other, "record", "-q", "-o", out + ".other.mscap", "--pid"]
     if perf:
         m["perf-dwarf"] = [perf, "record", "-q", "-F", "999", "--call-graph", "dwarf", "-o", out + ".data", "-p"]
         m["perf-fp"] = [perf, "record", "-q", "-F", "999", "-g", "-o", out + ".data", "-p"]
@@ -135,7 +139,8 @@ def measure(args):
     tmp = tempfile.mkdtemp(prefix="overhead.")
     try:
         fx = {k: v for k, v in fixtures(args.build, tmp).items() if k in args.fixtures and v}
-        ms = {k: v for k, v in modes(args.build, tmp).items() if k in args.modes}
+        ms = {k: v for k, v in modes(args.build, tmp, args.other).items()
+              if k in args.modes or k == "other-default"}
         if "none" not in ms:
             sys.exit("the modes must include none (the unprofiled run each slowdown divides by)")
         out = {}
@@ -194,6 +199,7 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--fixtures", default="spin2,python,node")
     p.add_argument("--modes", default="none,microscope-quick,microscope-default,microscope-deep,perf-dwarf,perf-fp")
+    p.add_argument("--other", help="another microscope binary: its default preset runs as other-default")
     p.add_argument("--out", help="write this run's results (JSON)")
     p.add_argument("--compare", help="a baseline (JSON) to hold this run against")
     p.add_argument("--write", help="write this run as the new baseline (JSON); needs --cause")

@@ -447,6 +447,9 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
     ++stats->errors;  // more unread bytes than the ring holds: not a ring we understand
     return head;
   }
+  // One allocation for the round's bytes, not one growth per record (and
+  // no zero-filling of what is copied over at once).
+  arena->reserve(arena->size() + size_t(head - tail));
   while (tail < head) {
     RecordHeader h;
     size_t pos = size_t(tail % size);
@@ -459,9 +462,8 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
     }
     size_t first = std::min<size_t>(h.size, size - pos);
     size_t old = arena->size();
-    arena->resize(old + h.size);
-    std::memcpy(arena->data() + old, data.data() + pos, first);
-    if (first < h.size) std::memcpy(arena->data() + old + first, data.data(), h.size - first);
+    arena->insert(arena->end(), data.data() + pos, data.data() + pos + first);
+    if (first < h.size) arena->insert(arena->end(), data.data(), data.data() + (h.size - first));
     if (h.type == kRecordSample) {
       ++stats->samples;
     } else if (h.type == kRecordLost && h.size >= 24) {

@@ -162,6 +162,29 @@ check(p.returncode == 0 and os.path.getsize(d + "/segs.pb.gz") > 0, "convert DIR
 late = report(segs, "--time", "2s..")["all"]["samples"]
 check(0.3 * total < late < 0.7 * total, "--time 2s.. on a directory keeps about half: %d of %d" % (late, total))
 
+# --- serve DIR: the segments are one capture, named after the directory,
+# read again when a segment comes or goes.
+import json
+import urllib.request
+
+server = subprocess.Popen([MICROSCOPE, "serve", segs], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+try:
+    url = server.stdout.readline().strip()
+    listed = json.load(urllib.request.urlopen(url + "api/captures"))["captures"]
+    check([c["name"] for c in listed] == ["segs"] and listed[0]["bytes"] > 0,
+          "serve DIR lists the segments as one capture named after it: %s" % listed)
+    served = json.load(urllib.request.urlopen(url + "api/report?views=flat"))["header"]
+    check(served["samples"] == total, "serve DIR answers for every segment: %d samples" % served["samples"])
+    # One segment goes (as retention would take it): the next answer is without it.
+    gone = header(segs + "/" + names[0])["samples"]
+    os.rename(segs + "/" + names[0], d + "/" + names[0])
+    served = json.load(urllib.request.urlopen(url + "api/report?views=flat"))["header"]
+    check(served["samples"] == total - gone, "a segment gone is read again: %d samples" % served["samples"])
+    os.rename(d + "/" + names[0], segs + "/" + names[0])
+finally:
+    server.send_signal(signal.SIGINT)
+    server.wait(timeout=30)
+
 # --- SIGKILL mid-segment leaves only complete segments; a restart resumes
 # in the same directory, clobbering nothing and clearing what the killed
 # writer left.
