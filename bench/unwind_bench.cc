@@ -89,12 +89,9 @@ Recording RecordFixture(const std::vector<std::string>& argv) {
   }
   (*collector)->Drain();
   for (const auto& arena : (*collector)->arenas()) {
-    for (size_t off = 0; off + 8 <= arena.size();) {
-      RecordHeader h;
-      std::memcpy(&h, arena.data() + off, 8);
-      auto e = DecodeRecord(std::span(arena).subspan(off, h.size), (*collector)->layout());
-      off += h.size;
-      if (!e.ok()) continue;
+    arena.ForEach([&](uint32_t, std::span<const uint8_t> record) {
+      auto e = DecodeRecord(record, (*collector)->layout());
+      if (!e.ok()) return true;
       if (e->type == EventType::kMmap2 && (e->prot & 4) && !e->filename.empty() &&
           e->filename[0] == '/') {
         rec.maps.push_back({e->addr, e->addr + e->len, e->pgoff, std::string(e->filename),
@@ -111,7 +108,8 @@ Recording RecordFixture(const std::vector<std::string>& argv) {
         st.tid = e->tid;
         rec.samples.push_back(std::move(st));
       }
-    }
+      return true;
+    });
   }
   std::sort(rec.maps.begin(), rec.maps.end(),
             [](const Map& a, const Map& b) { return a.start < b.start; });

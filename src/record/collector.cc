@@ -269,6 +269,8 @@ Result<std::vector<std::pair<int, int>>> Collector::OpenOutputEvents() {
                            id);
     out.emplace_back(ring.cpu, int(fd));
   }
+  std::lock_guard lock(mutex_);  // the drain thread's copy
+  raw_ids_ = layout_.raw_ids;
   return out;
 }
 
@@ -305,8 +307,10 @@ void Collector::Wait(int timeout_ms, std::span<const int> extra_fds) {
 void Collector::Drain() {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < rings_.size(); ++i) {
-    if (rings_[i].base != nullptr)
-      DrainRing(i, &arenas_[i], rings_[i].samples ? &stats_ : &task_stats_);
+    if (rings_[i].base == nullptr) continue;
+    std::vector<uint8_t> chunk;
+    DrainRing(i, &chunk, rings_[i].samples ? &stats_ : &task_stats_, raw_ids_);
+    arenas_[i].Append(std::move(chunk));
   }
 }
 
@@ -347,6 +351,7 @@ void Collector::DrainLoop() {
   }
   fds.push_back({stop_fd_.get(), POLLIN, 0});
   std::vector<std::vector<uint8_t>> copied(rings_.size());
+  std::vector<uint64_t> raw_ids;  // raw_ids_ as of this round
   for (;;) {
     // A round every 10 ms at least: runtimes' frames are named from the
     // live process when their sample is processed, a round or two after it
@@ -364,23 +369,20 @@ void Collector::DrainLoop() {
       std::unique_lock lock(mutex_);
       room_.wait(lock, [&] { return stop_ || backlog_ < kMaxBacklog; });
       if (stop_) return;
+      if (raw_ids.size() != raw_ids_.size()) raw_ids = raw_ids_;
     }
     uint64_t began = MonotonicNowNs();
     RingCopyStats stats, task_stats;
     size_t bytes = 0;
     for (size_t i = 0; i < rings_.size(); ++i) {
       if (rings_[i].base == nullptr) continue;
-      DrainRing(i, &copied[i], rings_[i].samples ? &stats : &task_stats);
+      DrainRing(i, &copied[i], rings_[i].samples ? &stats : &task_stats, raw_ids);
       bytes += copied[i].size();
     }
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < copied.size(); ++i) {
-      if (drained_[i].empty()) {
-        drained_[i].swap(copied[i]);
-      } else {
-        drained_[i].insert(drained_[i].end(), copied[i].begin(), copied[i].end());
-      }
-      copied[i].clear();
+      drained_[i].Append(std::move(copied[i]));  // moved, not copied
+      copied[i] = {};
     }
     backlog_ += bytes;
     drained_at_ = began;
@@ -404,7 +406,7 @@ uint64_t Collector::Collect() {
   // Only swaps under the lock: appending megabytes there kept the drain
   // thread waiting for a reader that the machine's load had descheduled
   // (gaps of 170-280 ms between drains under make -j16 on 2 cores).
-  std::vector<std::vector<uint8_t>> taken(drained_.size());
+  std::vector<RingArena> taken(drained_.size());
   uint64_t at;
   {
     std::lock_guard lock(mutex_);
@@ -414,13 +416,7 @@ uint64_t Collector::Collect() {
     at = drained_at_;
   }
   room_.notify_one();
-  for (size_t i = 0; i < taken.size(); ++i) {
-    if (arenas_[i].empty()) {
-      arenas_[i].swap(taken[i]);
-    } else {
-      arenas_[i].insert(arenas_[i].end(), taken[i].begin(), taken[i].end());
-    }
-  }
+  for (size_t i = 0; i < taken.size(); ++i) arenas_[i].Append(std::move(taken[i]));
   if (!thread_.joinable()) drained_.clear();  // stopped: later calls drain here
   return at;
 }
@@ -440,15 +436,34 @@ std::optional<uint64_t> Collector::lost_task_records() const {
   return task_stats_.lost;
 }
 
+namespace {
+
+// `len` bytes of the ring from `pos` (which may wrap its end) onto `arena`.
+void AppendFromRing(std::span<const uint8_t> data, size_t pos, size_t len,
+                    std::vector<uint8_t>* arena) {
+  const size_t first = std::min(len, data.size() - pos);
+  arena->insert(arena->end(), data.data() + pos, data.data() + pos + first);
+  if (first < len) arena->insert(arena->end(), data.data(), data.data() + (len - first));
+}
+
+uint64_t RingWord(std::span<const uint8_t> data, size_t pos) {
+  uint64_t v = 0;
+  std::memcpy(&v, data.data() + pos % data.size(), 8);  // 8-aligned: never wraps
+  return v;
+}
+
+}  // namespace
+
 uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t head,
-                         std::vector<uint8_t>* arena, RingCopyStats* stats) {
+                         std::vector<uint8_t>* arena, RingCopyStats* stats, uint32_t stack_copy,
+                         std::span<const uint64_t> raw_ids) {
   const size_t size = data.size();
   if (head - tail > size) {
     ++stats->errors;  // more unread bytes than the ring holds: not a ring we understand
     return head;
   }
-  // One allocation for the round's bytes, not one growth per record (and
-  // no zero-filling of what is copied over at once).
+  // One allocation for the round's bytes at most, not one growth per record
+  // (and no zero-filling of what is copied over at once).
   arena->reserve(arena->size() + size_t(head - tail));
   while (tail < head) {
     RecordHeader h;
@@ -460,10 +475,27 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
       ++stats->errors;  // a corrupt ring: drop what is left rather than misparse it
       return head;
     }
-    size_t first = std::min<size_t>(h.size, size - pos);
-    size_t old = arena->size();
-    arena->insert(arena->end(), data.data() + pos, data.data() + pos + first);
-    if (first < h.size) arena->insert(arena->end(), data.data(), data.data() + (h.size - first));
+    const size_t old = arena->size();
+    // A sample's user stack: u64 size (= stack_copy), data[size], u64
+    // dyn_size, last in the record. Samples without user context carry a
+    // size of 0 and neither of the rest: copied whole.
+    const size_t stack_at = h.size >= stack_copy + 24 ? h.size - stack_copy - 16 : 0;
+    uint64_t dyn = 0;
+    if (h.type == kRecordSample && stack_copy != 0 && stack_at != 0 &&
+        !std::binary_search(raw_ids.begin(), raw_ids.end(), RingWord(data, pos + 8)) &&
+        RingWord(data, pos + stack_at) == stack_copy &&
+        (dyn = RingWord(data, pos + h.size - 8)) <= stack_copy) {
+      const size_t kept = (dyn + 7) / 8 * 8;
+      AppendFromRing(data, pos, stack_at + 8 + kept, arena);
+      AppendFromRing(data, (pos + h.size - 8) % size, 8, arena);
+      RecordHeader small = h;
+      small.size = uint16_t(h.size - stack_copy + kept);
+      std::memcpy(arena->data() + old, &small, sizeof(small));
+      const uint64_t stack_size = kept;
+      std::memcpy(arena->data() + old + stack_at, &stack_size, 8);
+    } else {
+      AppendFromRing(data, pos, h.size, arena);
+    }
     if (h.type == kRecordSample) {
       ++stats->samples;
     } else if (h.type == kRecordLost && h.size >= 24) {
@@ -476,13 +508,15 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
   return tail;
 }
 
-void Collector::DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats) {
+void Collector::DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats,
+                          std::span<const uint64_t> raw_ids) {
   Ring& ring = rings_[index];
   auto* meta = static_cast<perf_event_mmap_page*>(ring.base);
   const uint8_t* data = static_cast<const uint8_t*>(ring.base) + getpagesize();
   uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
   uint64_t tail = meta->data_tail;
-  tail = CopyRingRecords(std::span(data, ring.data_size), tail, head, arena, stats);
+  tail = CopyRingRecords(std::span(data, ring.data_size), tail, head, arena, stats,
+                         ring.samples ? options_.stack_copy : 0, raw_ids);
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 

@@ -42,8 +42,16 @@ struct RingCopyStats {
 // Copies the complete records in [tail, head) of a ring's data area (whose
 // size is a power of two) into `arena`, joining records that wrap the end.
 // Returns the new tail. Pure, so tests can hand it any bytes.
+// With `stack_copy` (the bytes of user stack each sample asks for, its last
+// field), a sample's stack is copied only as far as the kernel filled it
+// (its dyn_size, rounded up to 8): the record keeps its layout with a
+// smaller stack size. A thread's stack is mostly shallower than the copy
+// asked for, and the rest of its ring space is only skipped by the kernel.
+// Samples whose identifier is in `raw_ids` (sorted: BPF output events') are
+// not the sampling events' and are copied whole.
 uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t head,
-                         std::vector<uint8_t>* arena, RingCopyStats* stats);
+                         std::vector<uint8_t>* arena, RingCopyStats* stats, uint32_t stack_copy = 0,
+                         std::span<const uint64_t> raw_ids = {});
 
 struct CollectorOptions {
   uint32_t frequency = 999;
@@ -113,8 +121,8 @@ class Collector {
   // Copies every complete record out of the rings (not while draining).
   void Drain();
 
-  // Records copied out, ring by ring, back to back (each 8-byte aligned).
-  std::vector<std::vector<uint8_t>>& arenas() { return arenas_; }
+  // Records copied out, ring by ring, in the chunks each drain took.
+  std::vector<RingArena>& arenas() { return arenas_; }
   const SampleLayout& layout() const { return layout_; }
   bool kernel_frames() const { return kernel_frames_; }
   uint64_t samples() const { return Stats().samples; }
@@ -149,7 +157,8 @@ class Collector {
   explicit Collector(const CollectorOptions& options);
   Result<int> OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exec);
   uint32_t RingPages(const Ring& ring) const;
-  void DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats);
+  void DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats,
+                 std::span<const uint64_t> raw_ids);
   void DrainLoop();
   RingCopyStats Stats() const;
 
@@ -163,7 +172,7 @@ class Collector {
   std::function<Status(int)> chain_;  // AttachGate's
   std::atomic<int> round_ms_{kRoundMs};
   std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
-  std::vector<std::vector<uint8_t>> arenas_;
+  std::vector<RingArena> arenas_;
   bool ring_shrunk_ = false;
   bool lost_counters_ = true;  // every event counts its losses (PERF_FORMAT_LOST)
 
@@ -172,7 +181,8 @@ class Collector {
   std::condition_variable room_;  // the backlog fell below its bound, or stop
   RingCopyStats stats_;           // the sample rings
   RingCopyStats task_stats_;      // the task rings
-  std::vector<std::vector<uint8_t>> drained_;  // per ring, not yet collected
+  std::vector<RingArena> drained_;             // per ring, not yet collected
+  std::vector<uint64_t> raw_ids_;              // layout_.raw_ids, for the drain thread
   size_t backlog_ = 0;                         // bytes in drained_
   uint64_t drained_at_ = 0;
   bool stop_ = false;

@@ -269,11 +269,10 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
   return e;
 }
 
-std::set<uint32_t> ForkedTids(const std::vector<std::vector<uint8_t>>& arenas,
-                              const SampleLayout& layout) {
+std::set<uint32_t> ForkedTids(const std::vector<RingArena>& arenas, const SampleLayout& layout) {
   std::set<uint32_t> tids;
-  for (const auto& arena : arenas) {
-    ForEachRecord(arena, [&](uint32_t type, std::span<const uint8_t> record) {
+  for (const RingArena& arena : arenas) {
+    arena.ForEach([&](uint32_t type, std::span<const uint8_t> record) {
       if (type != kRecordFork) return true;
       Result<Event> e = DecodeRecord(record, layout);
       if (e.ok()) tids.insert(e->tid);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <set>
 #include <span>
 #include <string_view>
@@ -135,9 +136,62 @@ size_t ForEachRecord(std::span<const uint8_t> arena, Fn fn) {
   return off;
 }
 
+// The records copied out of one ring, in ring order, as the drains took
+// them: each chunk holds whole records, and the front chunk's first bytes
+// may be processed already. A drain's bytes are moved in and whole chunks
+// dropped once processed, so that no record is copied again between its
+// ring and the processor (appending to one buffer and erasing its front
+// moved every record twice more: a fifth of the recorder's time).
+class RingArena {
+ public:
+  RingArena() = default;
+  explicit RingArena(std::vector<uint8_t> bytes) { Append(std::move(bytes)); }
+
+  void Append(std::vector<uint8_t>&& chunk) {
+    if (!chunk.empty()) chunks_.push_back(std::move(chunk));
+  }
+  // Moves `other`'s chunks (none consumed) in after these.
+  void Append(RingArena&& other) {
+    for (std::vector<uint8_t>& chunk : other.chunks_) Append(std::move(chunk));
+    other.chunks_.clear();
+  }
+  bool empty() const { return chunks_.empty(); }
+
+  // Where a walk stopped: the record at `offset` of chunk `chunk` (past the
+  // last chunk: every record was taken).
+  struct Position {
+    size_t chunk = 0;
+    size_t offset = 0;
+  };
+  // Calls fn(type, record) for each record not yet consumed, in order, until
+  // fn returns false (ForEachRecord over the chunks).
+  template <typename Fn>
+  Position ForEach(Fn fn) const {
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      const size_t from = c == 0 ? start_ : 0;
+      bool stopped = false;
+      const size_t end = from + ForEachRecord(std::span<const uint8_t>(chunks_[c]).subspan(from),
+                                              [&](uint32_t type, std::span<const uint8_t> record) {
+                                                stopped = !fn(type, record);
+                                                return !stopped;
+                                              });
+      if (stopped) return {c, end};
+    }
+    return {chunks_.size(), 0};
+  }
+  // Drops the records before `p` (a position ForEach returned).
+  void Consume(Position p) {
+    for (size_t i = 0; i < p.chunk && !chunks_.empty(); ++i) chunks_.pop_front();
+    start_ = chunks_.empty() ? 0 : p.offset;
+  }
+
+ private:
+  std::deque<std::vector<uint8_t>> chunks_;
+  size_t start_ = 0;  // bytes of chunks_.front() already consumed
+};
+
 // The threads whose FORK record is in the arenas: created by a thread whose
 // events were already open, so they inherited those events.
-std::set<uint32_t> ForkedTids(const std::vector<std::vector<uint8_t>>& arenas,
-                              const SampleLayout& layout);
+std::set<uint32_t> ForkedTids(const std::vector<RingArena>& arenas, const SampleLayout& layout);
 
 }  // namespace microscope::record

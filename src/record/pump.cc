@@ -19,14 +19,14 @@ struct Slot {
 };
 
 // Decodes the arenas' records up to the watermark into `events`; returns
-// how many bytes of each arena were taken.
-std::vector<size_t> DecodeRound(const std::vector<std::vector<uint8_t>>& arenas,
-                                const SampleLayout& layout, uint64_t watermark,
-                                Processor* processor, std::vector<Event>* events) {
-  std::vector<size_t> consumed(arenas.size());
+// where each arena's walk stopped.
+std::vector<RingArena::Position> DecodeRound(const std::vector<RingArena>& arenas,
+                                             const SampleLayout& layout, uint64_t watermark,
+                                             Processor* processor, std::vector<Event>* events) {
+  std::vector<RingArena::Position> consumed(arenas.size());
   RingPairing& pairing = processor->ring_pairing();
   for (size_t a = 0; a < arenas.size(); ++a) {
-    consumed[a] = ForEachRecord(arenas[a], [&](uint32_t type, std::span<const uint8_t> record) {
+    consumed[a] = arenas[a].ForEach([&](uint32_t type, std::span<const uint8_t> record) {
       Result<Event> e = DecodeRecord(record, layout);
       if (!e.ok()) {
         processor->CountProblem("malformed kernel record skipped",
@@ -49,11 +49,11 @@ std::vector<size_t> DecodeRound(const std::vector<std::vector<uint8_t>>& arenas,
 
 }  // namespace
 
-void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& layout,
-                uint64_t watermark, Processor* processor,
-                std::span<const std::unique_ptr<EventSource>> sources) {
+void PumpArenas(std::vector<RingArena>* arenas, const SampleLayout& layout, uint64_t watermark,
+                Processor* processor, std::span<const std::unique_ptr<EventSource>> sources) {
   std::vector<Event> events;
-  std::vector<size_t> consumed = DecodeRound(*arenas, layout, watermark, processor, &events);
+  std::vector<RingArena::Position> consumed =
+      DecodeRound(*arenas, layout, watermark, processor, &events);
   std::vector<Slot> order(events.size());
   for (size_t i = 0; i < events.size(); ++i) order[i] = {events[i].time, 0, uint32_t(i)};
   std::vector<size_t> ready(sources.size());
@@ -73,10 +73,7 @@ void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& l
     }
   }
   for (size_t s = 0; s < sources.size(); ++s) sources[s]->Consume(ready[s]);
-  for (size_t a = 0; a < arenas->size(); ++a) {
-    auto& arena = (*arenas)[a];
-    arena.erase(arena.begin(), arena.begin() + ptrdiff_t(consumed[a]));
-  }
+  for (size_t a = 0; a < arenas->size(); ++a) (*arenas)[a].Consume(consumed[a]);
   RingPairing& pairing = processor->ring_pairing();
   pairing.EndRound();
   if (uint64_t unpaired = pairing.TakeUnpaired(watermark == UINT64_MAX); unpaired > 0) {
@@ -87,7 +84,8 @@ void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& l
 
 void ProcessArenas(const std::vector<std::vector<uint8_t>>& arenas, const SampleLayout& layout,
                    Processor* processor) {
-  std::vector<std::vector<uint8_t>> copy = arenas;
+  std::vector<RingArena> copy;
+  for (const std::vector<uint8_t>& bytes : arenas) copy.emplace_back(bytes);
   PumpArenas(&copy, layout, UINT64_MAX, processor);
 }
 

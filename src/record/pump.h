@@ -16,11 +16,10 @@ namespace microscope::record {
 // Decodes the records at the front of each arena stamped at or before
 // `watermark`, takes the sources' pending events stamped at or before it,
 // feeds them all to `processor` in time order (at equal times: the rings'
-// records, then each source's in the order given), and erases what it fed.
+// records, then each source's in the order given), and drops what it fed.
 // Malformed records become counted problems.
-void PumpArenas(std::vector<std::vector<uint8_t>>* arenas, const SampleLayout& layout,
-                uint64_t watermark, Processor* processor,
-                std::span<const std::unique_ptr<EventSource>> sources = {});
+void PumpArenas(std::vector<RingArena>* arenas, const SampleLayout& layout, uint64_t watermark,
+                Processor* processor, std::span<const std::unique_ptr<EventSource>> sources = {});
 
 // Decodes every record of every arena and feeds them to `processor` in time
 // order. Malformed records become counted problems.

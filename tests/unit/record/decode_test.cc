@@ -191,3 +191,72 @@ TEST_CASE("Ring copy: a head more than a ring ahead of the tail is refused") {
   CHECK(stats.errors == 1);
   CHECK(arena.empty());
 }
+
+namespace {
+
+// A sample with three user registers and `copy` bytes of user stack, of
+// which the kernel filled `filled` (byte i is i * 3 + 1). `regs`: false,
+// a sample with no user context (abi 0, stack size 0, nothing after).
+std::vector<uint8_t> StackSample(uint64_t id, uint64_t time, uint32_t copy, uint32_t filled,
+                                 bool regs = true) {
+  RecordBuilder b(record::kRecordSample, PERF_RECORD_MISC_USER);
+  b.Put<uint64_t>(id).Put<uint64_t>(0x401000);
+  b.Put<uint32_t>(10).Put<uint32_t>(11).Put(time).Put<uint32_t>(0).Put<uint32_t>(0);
+  b.Put<uint64_t>(1000000).Put<uint64_t>(1).Put<uint64_t>(0x401000);
+  if (!regs) {
+    b.Put<uint64_t>(0).Put<uint64_t>(0);  // abi none; stack size 0
+    return b.Finish();
+  }
+  b.Put<uint64_t>(2).Put<uint64_t>(0x7ff0).Put<uint64_t>(0x7ff8).Put<uint64_t>(0x401000);
+  b.Put<uint64_t>(copy);
+  for (uint32_t i = 0; i < copy; ++i) b.Put<uint8_t>(i < filled ? uint8_t(i * 3 + 1) : 0xEE);
+  b.Put<uint64_t>(filled);
+  return b.Finish();
+}
+
+SampleLayout StackLayout() {
+  SampleLayout l = CollectorLayout();
+  l.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  l.regs_user_mask = 0x7;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("Ring copy: a sample's user stack is copied only as far as the kernel filled it") {
+  for (size_t at :
+       {size_t(0), size_t(512 - 48), size_t(512 - 200)}) {  // whole, and wrapping the end
+    CAPTURE(at);
+    auto a = StackSample(7, 10, 256, 20);
+    auto none = StackSample(7, 11, 256, 0, /*regs=*/false);
+    auto raw = StackSample(9, 12, 256, 20);  // a BPF output event's id: left whole
+    std::vector<uint8_t> all = a;
+    all.insert(all.end(), none.begin(), none.end());
+    std::vector<uint8_t> ring_small(1024);
+    // Lay the records into a 1024-byte ring from `at`, wrapping.
+    for (size_t i = 0; i < all.size(); ++i) ring_small[(at + i) % 1024] = all[i];
+    std::vector<uint8_t> arena;
+    RingCopyStats stats;
+    const uint64_t ids[] = {9};
+    CHECK(CopyRingRecords(ring_small, at, at + all.size(), &arena, &stats, 256, ids) ==
+          at + all.size());
+    CHECK(stats.errors == 0);
+    CHECK(stats.samples == 2);
+    // 256 bytes of stack became 24 (20 filled, rounded up to 8).
+    REQUIRE(arena.size() == a.size() - 256 + 24 + none.size());
+    auto e = DecodeRecord(std::span(arena).first(a.size() - 256 + 24), StackLayout());
+    REQUIRE(e.ok());
+    CHECK(e->time == 10);
+    REQUIRE(e->stack.size() == 20);
+    for (size_t i = 0; i < 20; ++i) CHECK(e->stack[i] == uint8_t(i * 3 + 1));
+    CHECK(e->regs.size() == 24);
+    auto n = DecodeRecord(std::span(arena).subspan(a.size() - 256 + 24), StackLayout());
+    REQUIRE(n.ok());
+    CHECK(n->time == 11);
+    CHECK(n->stack.empty());
+    // An output event's record is never cut, whatever its bytes look like.
+    std::vector<uint8_t> raw_arena;
+    CHECK(CopyRingRecords(raw, 0, raw.size(), &raw_arena, &stats, 256, ids) == raw.size());
+    CHECK(raw_arena == raw);
+  }
+}

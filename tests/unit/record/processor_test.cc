@@ -173,12 +173,13 @@ TEST_CASE("Pump: only records up to the watermark are processed, the rest wait")
   put(arenas[1], SampleRecord(10, 10, 40, {record::kContextUser, 0x400030}));
   Processor::Options o;
   Processor p(o);
-  PumpArenas(&arenas, CollectorLayout(), 30, &p);
+  std::vector<RingArena> rings = Rings(arenas);
+  PumpArenas(&rings, CollectorLayout(), 30, &p);
   CHECK(p.sample_count() == 2);  // t=20 and t=30
-  CHECK(arenas[0].empty());
-  CHECK_FALSE(arenas[1].empty());  // t=40 waits
-  PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p);
-  CHECK(arenas[1].empty());
+  CHECK(rings[0].empty());
+  CHECK_FALSE(rings[1].empty());  // t=40 waits
+  PumpArenas(&rings, CollectorLayout(), UINT64_MAX, &p);
+  CHECK(rings[1].empty());
   auto c = p.Finish(100);
   REQUIRE(c.samples.size() == 3);
   CHECK(c.samples.time == std::vector<uint64_t>{20, 30, 40});
@@ -232,9 +233,11 @@ TEST_CASE("Processor: a record processed late is put back in time order") {
   put(SampleRecord(10, 10, 50, {record::kContextUser, 0x1}));
   Processor::Options o;
   Processor p(o);
-  PumpArenas(&arenas, CollectorLayout(), 60, &p);
-  put(SampleRecord(10, 10, 40, {record::kContextUser, 0x2}));  // stamped before the last watermark
-  PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p);
+  std::vector<RingArena> rings = Rings(arenas);
+  PumpArenas(&rings, CollectorLayout(), 60, &p);
+  // Stamped before the last watermark, drained a round later.
+  rings[0].Append(SampleRecord(10, 10, 40, {record::kContextUser, 0x2}));
+  PumpArenas(&rings, CollectorLayout(), UINT64_MAX, &p);
   auto c = p.Finish(100);
   CHECK(c.samples.time == std::vector<uint64_t>{40, 50});
   CHECK(capture::ValidateCapture(c).ok());

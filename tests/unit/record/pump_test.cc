@@ -60,7 +60,8 @@ TEST_CASE("Pump: source events are merged with ring records by time, rings first
   a->Add({25, 5, 20});  // read out of order: kept in time order
   b->Add({20, 35});
   Processor p(Processor::Options{});
-  PumpArenas(&arenas, CollectorLayout(), 30, &p, sources);
+  std::vector<RingArena> rings = Rings(arenas);
+  PumpArenas(&rings, CollectorLayout(), 30, &p, sources);
   // a's 5 comes before every sample; at t=20 the sample, then a, then b.
   CHECK(a->delivered == std::vector<std::pair<uint64_t, uint64_t>>{{5, 0}, {20, 2}, {25, 2}});
   CHECK(b->delivered == std::vector<std::pair<uint64_t, uint64_t>>{{20, 2}});
@@ -69,7 +70,7 @@ TEST_CASE("Pump: source events are merged with ring records by time, rings first
   CHECK(b->time_at(0) == 35);
   CHECK(p.sample_count() == 3);
   b->Add({33});  // read in a later round, before the waiting one
-  PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p, sources);
+  PumpArenas(&rings, CollectorLayout(), UINT64_MAX, &p, sources);
   CHECK(b->delivered == std::vector<std::pair<uint64_t, uint64_t>>{{20, 2}, {33, 3}, {35, 3}});
   CHECK(b->pending() == 0);
 }
@@ -80,10 +81,13 @@ TEST_CASE("ForkedTids: the FORK records' threads, decoded, across arenas") {
   Put(&arenas[0], TaskRecord(kRecordFork, 10, 10, 11, 10, 2));
   Put(&arenas[1], TaskRecord(kRecordExit, 10, 10, 12, 10, 3));
   Put(&arenas[1], TaskRecord(kRecordFork, 20, 10, 20, 10, 4));
-  CHECK(ForkedTids(arenas, CollectorLayout()) == std::set<uint32_t>{11, 20});
-  // A record cut short is not read past its arena.
+  CHECK(ForkedTids(Rings(arenas), CollectorLayout()) == std::set<uint32_t>{11, 20});
+  // A record cut short is not read past its chunk.
   arenas[1].resize(arenas[1].size() - 4);
-  CHECK(ForkedTids(arenas, CollectorLayout()) == std::set<uint32_t>{11});
+  std::vector<RingArena> cut(2);
+  cut[0] = RingArena(arenas[0]);
+  cut[1] = RingArena(arenas[1]);
+  CHECK(ForkedTids(cut, CollectorLayout()) == std::set<uint32_t>{11});
 }
 
 OffCpuInterval Interval(uint32_t tid, uint64_t start, uint64_t end) {
@@ -201,7 +205,8 @@ TEST_CASE("Off-CPU short counts go to the thread's latest row") {
   std::vector<std::vector<uint8_t>> arenas(1);
   Put(&arenas[0], TaskRecord(kRecordExit, 10, 10, 11, 10, 20));
   Put(&arenas[0], TaskRecord(kRecordFork, 10, 10, 11, 10, 30));  // tid 11 reused
-  PumpArenas(&arenas, CollectorLayout(), UINT64_MAX, &p);
+  std::vector<RingArena> rings = Rings(arenas);
+  PumpArenas(&rings, CollectorLayout(), UINT64_MAX, &p);
   AppendOffCpuShort({10, 11, 0, 7, 700}, &p);
   capture::Capture c = p.Finish(100);
   REQUIRE(c.off_cpu_short.size() == 1);

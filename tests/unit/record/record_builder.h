@@ -49,6 +49,19 @@ class RecordBuilder {
   std::vector<uint8_t> bytes_;
 };
 
+// Each ring's bytes as the collector hands them over, one record per chunk,
+// so that every walk crosses chunks.
+inline std::vector<record::RingArena> Rings(const std::vector<std::vector<uint8_t>>& bytes) {
+  std::vector<record::RingArena> out(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    record::ForEachRecord(bytes[i], [&](uint32_t, std::span<const uint8_t> r) {
+      out[i].Append(std::vector<uint8_t>(r.begin(), r.end()));
+      return true;
+    });
+  }
+  return out;
+}
+
 inline record::SampleLayout CollectorLayout() {
   record::SampleLayout l;
   l.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |

@@ -205,7 +205,7 @@ TEST_CASE("Ring pairing: a walk goes with the next sample of its thread in its r
   // Ring 1: a walk of thread 12 for its sample there.
   put(&ring1, RawRecord(10, 12, 3, 42, WalkBytes(10, 12, 0, {Frame(1), Frame(2), Frame(3)})));
   put(&ring1, testing::SampleRecord(10, 12, 4, {record::kContextUser, 0x400100}));
-  std::vector<std::vector<uint8_t>> arenas = {ring0, ring1};
+  std::vector<record::RingArena> arenas = testing::Rings({ring0, ring1});
   record::PumpArenas(&arenas, layout, UINT64_MAX, &p);
   // Time order: ring 1's sample (4), then ring 0's two (8, 11).
   CHECK(splicer.walks == std::vector<int>{1203, 1101, -1});
