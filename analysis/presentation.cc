@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "base/clock.h"
 #include "base/percent.h"
 #include "base/plural.h"
 
@@ -107,7 +108,7 @@ void RunLines(const ReportHeader& h, Lines& l) {
   }
   if (s.threads.size() > kShownThreads) threads += " ... (--threads lists all)";
   l.Line("duration") = Quantity(s.duration_ns, "nanoseconds");
-  if (s.realtime_start) l.Line("started") = UtcTime(*s.realtime_start);
+  if (s.realtime_start) l.Line("started") = UtcText(*s.realtime_start);
   if (s.part == "segment") {
     Appendf(l.Line("part"), "segment %llu of a continuous recording (%s)", Ull(s.part_index),
             s.recording_id.c_str());

@@ -2,25 +2,11 @@
 
 #include "analysis/labels.h"
 
-#include <time.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <tuple>
 
 namespace microscope::analysis {
-
-std::string UtcTime(uint64_t realtime_ns) {
-  time_t seconds = time_t(realtime_ns / 1'000'000'000);
-  tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[48];
-  std::snprintf(text, sizeof(text), "%04d-%02d-%02d %02d:%02d:%02d.%03u UTC", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                unsigned(realtime_ns / 1'000'000 % 1000));
-  return text;
-}
 
 Summary Summarize(const capture::Capture& c) {
   Summary s;

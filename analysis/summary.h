@@ -75,9 +75,6 @@ struct Summary {
 
 Summary Summarize(const capture::Capture& capture);
 
-// "2026-12-02 06:30:15.123 UTC".
-std::string UtcTime(uint64_t realtime_ns);
-
 // Per-thread totals of the samples a filter keeps, by value desc then tid.
 struct ThreadCost {
   int32_t tid;

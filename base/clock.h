@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace microscope {
 
@@ -20,6 +22,25 @@ inline uint64_t RealtimeNowNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// A wall-clock time in UTC to the millisecond: "2026-12-02 06:30:15.123 UTC",
+// or for file names "20261202T063015.123Z".
+enum class UtcStyle { kText, kCompact };
+inline std::string UtcText(uint64_t realtime_ns, UtcStyle style = UtcStyle::kText) {
+  time_t seconds = time_t(realtime_ns / 1000000000ull);
+  tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[64];
+  const unsigned ms = unsigned(realtime_ns / 1000000ull % 1000);
+  if (style == UtcStyle::kCompact) {
+    std::snprintf(text, sizeof(text), "%04d%02d%02dT%02d%02d%02d.%03uZ", utc.tm_year + 1900,
+                  utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, ms);
+  } else {
+    std::snprintf(text, sizeof(text), "%04d-%02d-%02d %02d:%02d:%02d.%03u UTC", utc.tm_year + 1900,
+                  utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, ms);
+  }
+  return text;
 }
 
 }  // namespace microscope

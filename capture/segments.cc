@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/clock.h"
 #include "capture/reader.h"
 #include "capture/window.h"
 
@@ -37,15 +38,8 @@ int PidOf(std::string_view name) {
 }  // namespace
 
 std::string SegmentName(uint64_t realtime_ns, int pid, uint64_t sequence) {
-  time_t seconds = time_t(realtime_ns / 1'000'000'000);
-  tm utc{};
-  gmtime_r(&seconds, &utc);
-  char when[64];
-  std::snprintf(when, sizeof(when), "%04d%02d%02dT%02d%02d%02d.%03uZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                unsigned(realtime_ns / 1'000'000 % 1000));
-  return std::string(kPrefix) + when + "-" + std::to_string(pid) + "-" + std::to_string(sequence) +
-         std::string(kSuffix);
+  return std::string(kPrefix) + UtcText(realtime_ns, UtcStyle::kCompact) + "-" +
+         std::to_string(pid) + "-" + std::to_string(sequence) + std::string(kSuffix);
 }
 
 bool IsSegmentName(std::string_view name) {
@@ -179,7 +173,8 @@ Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir) {
     parts = std::move(same);
   }
   if (parts.empty()) {
-    return Status::Error(files.empty() ? "no segments (microscope-*.mscap) in the directory"
+    return Status::Error(files.empty() ? "not a regular file, and no segments (microscope-*.mscap) "
+                                         "in the directory"
                                        : "no segment in the directory could be read")
         .WithContext(dir);
   }

@@ -352,6 +352,19 @@ void CompactDictionaries(Capture* c) {
     Needed::Mark(n.strings, f.raw_name);
     Needed::Mark(n.modules, f.module);
   }
+  // Processes and threads that lived in the capture's span stay too, with
+  // no row of theirs: a short-lived process still shows with its exit
+  // status. (A whole recording keeps every one.)
+  const uint64_t from = c->settings.start_time, to = c->settings.end_time;
+  auto lived = [&](uint64_t start, uint64_t end) {
+    return start <= to && (end == 0 || end >= from);
+  };
+  for (size_t i = 0; i < c->threads.size(); ++i) {
+    if (lived(c->threads[i].start_time, c->threads[i].end_time)) n.threads[i] = 1;
+  }
+  for (size_t i = 0; i < c->processes.size(); ++i) {
+    if (lived(c->processes[i].start_time, c->processes[i].end_time)) n.processes[i] = 1;
+  }
   for (size_t i = 0; i < c->threads.size(); ++i) {
     if (!n.threads[i]) continue;
     Needed::Mark(n.processes, c->threads[i].process);

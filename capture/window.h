@@ -33,8 +33,9 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
 
 // Drops every dictionary row (string, module, mapping, process, thread,
 // function, frame, stack node) that no event row, problem or probe site
-// needs, and renumbers the rest in their order; a mapping stays while its
-// process does and it was mapped at some time since settings.start_time.
+// needs, and renumbers the rest in their order. Processes and threads that
+// lived in [settings.start_time, settings.end_time] stay, and a mapping
+// stays while its process does and it was mapped at some time in the span.
 void CompactDictionaries(Capture* c);
 
 // Sorts each event table by time (stably) and drops optional columns that

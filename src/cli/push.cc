@@ -19,26 +19,12 @@
 #include "capture/container.h"
 #include "capture/reader.h"
 #include "formats/pprof.h"
+#include "src/serve/server.h"
 
 namespace microscope::cli {
 namespace {
 
 constexpr const char* kSuffix = ".pb.gz";
-
-std::string UrlEncode(const std::string& text) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += char(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 // The queue's files, oldest first (names start with the segment's start).
 std::vector<std::pair<std::string, uint64_t>> Queued(const std::string& dir) {
@@ -158,11 +144,11 @@ bool Pusher::SendOne(const std::string& name) {
   if (!bytes.ok()) return true;  // gone (dropped for room meanwhile)
   // NAME: FROM-UNTIL-SEGMENT.pb.gz
   const std::string from = name.substr(0, 12), until = name.substr(13, 12);
-  const std::string query = path_ +
-                            "?name=" + UrlEncode(options_.app + "{hostname=" + hostname_ + "}") +
-                            "&from=" + std::to_string(std::stoull(from)) +
-                            "&until=" + std::to_string(std::stoull(until)) + "&format=pprof" +
-                            "&spyName=microscope&sampleRate=" + std::to_string(options_.frequency);
+  const std::string query =
+      path_ + "?name=" + serve::UrlEncode(options_.app + "{hostname=" + hostname_ + "}") +
+      "&from=" + std::to_string(std::stoull(from)) +
+      "&until=" + std::to_string(std::stoull(until)) + "&format=pprof" +
+      "&spyName=microscope&sampleRate=" + std::to_string(options_.frequency);
   httplib::Client client(host_);
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(30, 0);

@@ -136,9 +136,14 @@ TEST_CASE("Window: compaction drops what no row needs and renumbers the rest") {
   c.stacks.parent.push_back(0);  // main>unused, no sample on it
   c.stacks.frame.push_back(FrameId(c.frames.size() - 1));
   c.strings.push_back("idle");
-  c.processes.push_back({200, 1, StringId(c.strings.size() - 1), -1, 10, 1000});
-  c.threads.push_back({200, 1, StringId(c.strings.size() - 1), 10, 1000});
-  c.mappings.push_back({1, 0, 0x1000, 0x2000, 0, 10, 1000});
+  // A process of another span (after this capture's end), no row of its own.
+  c.processes.push_back({200, 1, StringId(c.strings.size() - 1), -1, 1100, 1200});
+  c.threads.push_back({200, 1, StringId(c.strings.size() - 1), 1100, 1200});
+  c.mappings.push_back({1, 0, 0x1000, 0x2000, 0, 1100, 1200});
+  // One that lived in the span without a sample: it stays, exit status and all.
+  c.strings.push_back("short");
+  c.processes.push_back({300, 100, StringId(c.strings.size() - 1), 3, 500, 600});
+  c.threads.push_back({300, 2, StringId(c.strings.size() - 1), 500, 600});
   REQUIRE(ValidateCapture(c).ok());
   const std::vector<std::string> before = SampleTexts(c);
   CompactDictionaries(&c);
@@ -147,8 +152,11 @@ TEST_CASE("Window: compaction drops what no row needs and renumbers the rest") {
   CHECK(c.stacks.size() == 4);  // main, main>run, main>run>hot, main>run>cold
   CHECK(c.frames.size() == 4);
   CHECK(c.functions.size() == 4);
-  CHECK(c.processes.size() == 1);
-  CHECK(c.threads.size() == 1);
+  REQUIRE(c.processes.size() == 2);
+  CHECK(c.processes[1].pid == 300);
+  CHECK(c.processes[1].exit_status == 3);
+  CHECK(c.threads.size() == 2);
+  CHECK(c.threads[1].process == 1);
   CHECK(c.mappings.size() == 1);
   for (const std::string& s : c.strings) {
     CHECK(s != "unused");
