@@ -31,6 +31,59 @@ void SplitColumn(Col& src, const std::vector<char>& fate, Col* dst) {
   src = std::move(kept);
 }
 
+// Calls fn(column of `a`, the same column of `b` or null) for every column
+// of an event table: the one list of each table's columns that a cut walks.
+template <typename Fn>
+void TableColumns(Samples& a, Samples* b, Fn fn) {
+  fn(a.time, b ? &b->time : nullptr);
+  fn(a.thread, b ? &b->thread : nullptr);
+  fn(a.stack, b ? &b->stack : nullptr);
+  fn(a.weight, b ? &b->weight : nullptr);
+  fn(a.end, b ? &b->end : nullptr);
+  fn(a.count, b ? &b->count : nullptr);
+}
+template <typename Fn>
+void TableColumns(Syscalls& a, Syscalls* b, Fn fn) {
+  fn(a.time, b ? &b->time : nullptr);
+  fn(a.duration, b ? &b->duration : nullptr);
+  fn(a.thread, b ? &b->thread : nullptr);
+  fn(a.nr, b ? &b->nr : nullptr);
+  fn(a.ret, b ? &b->ret : nullptr);
+  fn(a.arg0, b ? &b->arg0 : nullptr);
+  fn(a.arg1, b ? &b->arg1 : nullptr);
+  fn(a.arg2, b ? &b->arg2 : nullptr);
+  fn(a.stack, b ? &b->stack : nullptr);
+}
+template <typename Fn>
+void TableColumns(OffCpu& a, OffCpu* b, Fn fn) {
+  fn(a.start, b ? &b->start : nullptr);
+  fn(a.end, b ? &b->end : nullptr);
+  fn(a.thread, b ? &b->thread : nullptr);
+  fn(a.stack, b ? &b->stack : nullptr);
+  fn(a.stack_end, b ? &b->stack_end : nullptr);
+  fn(a.state, b ? &b->state : nullptr);
+  fn(a.waker_tid, b ? &b->waker_tid : nullptr);
+  fn(a.waker_name, b ? &b->waker_name : nullptr);
+  fn(a.flags, b ? &b->flags : nullptr);
+}
+template <typename Fn>
+void TableColumns(LabelSpans& a, LabelSpans* b, Fn fn) {
+  fn(a.thread, b ? &b->thread : nullptr);
+  fn(a.key, b ? &b->key : nullptr);
+  fn(a.value, b ? &b->value : nullptr);
+  fn(a.start, b ? &b->start : nullptr);
+  fn(a.end, b ? &b->end : nullptr);
+}
+template <typename Fn>
+void TableColumns(ProbeRecords& a, ProbeRecords* b, Fn fn) {
+  fn(a.time, b ? &b->time : nullptr);
+  fn(a.thread, b ? &b->thread : nullptr);
+  fn(a.site, b ? &b->site : nullptr);
+  fn(a.op, b ? &b->op : nullptr);
+  fn(a.value, b ? &b->value : nullptr);
+  fn(a.text, b ? &b->text : nullptr);
+}
+
 template <typename Times>
 std::vector<char> Before(const Times& times, uint64_t before) {
   std::vector<char> fate(times.size(), kKeep);
@@ -242,47 +295,23 @@ void AppendEventRows(Capture* out, const Capture& p, SpanIndex* spans) {
 
 std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* taken) {
   const uint64_t before = cut.before;
-  Samples& s = live->samples;
-  std::vector<char> fate = Before(s.time, before);
-  Samples* ts = taken ? &taken->samples : nullptr;
-  SplitColumn(s.thread, fate, ts ? &ts->thread : nullptr);
-  SplitColumn(s.stack, fate, ts ? &ts->stack : nullptr);
-  SplitColumn(s.weight, fate, ts ? &ts->weight : nullptr);
-  SplitColumn(s.end, fate, ts ? &ts->end : nullptr);
-  SplitColumn(s.count, fate, ts ? &ts->count : nullptr);
-  SplitColumn(s.time, fate, ts ? &ts->time : nullptr);
-
-  Syscalls& y = live->syscalls;
-  fate = Before(y.time, before);
-  Syscalls* ty = taken ? &taken->syscalls : nullptr;
-  SplitColumn(y.duration, fate, ty ? &ty->duration : nullptr);
-  SplitColumn(y.thread, fate, ty ? &ty->thread : nullptr);
-  SplitColumn(y.nr, fate, ty ? &ty->nr : nullptr);
-  SplitColumn(y.ret, fate, ty ? &ty->ret : nullptr);
-  SplitColumn(y.arg0, fate, ty ? &ty->arg0 : nullptr);
-  SplitColumn(y.arg1, fate, ty ? &ty->arg1 : nullptr);
-  SplitColumn(y.arg2, fate, ty ? &ty->arg2 : nullptr);
-  SplitColumn(y.stack, fate, ty ? &ty->stack : nullptr);
-  SplitColumn(y.time, fate, ty ? &ty->time : nullptr);
+  // Each table's fate of its rows first, from its time columns; then every
+  // column split alike (TableColumns lists them).
+  auto split = [](auto& table, auto* into, const std::vector<char>& fate) {
+    TableColumns(table, into, [&](auto& column, auto* to) { SplitColumn(column, fate, to); });
+  };
+  split(live->samples, taken ? &taken->samples : nullptr, Before(live->samples.time, before));
+  split(live->syscalls, taken ? &taken->syscalls : nullptr, Before(live->syscalls.time, before));
 
   OffCpu& o = live->off_cpu;
-  fate.assign(o.size(), kKeep);
+  std::vector<char> fate(o.size(), kKeep);
   for (size_t i = 0; i < o.size(); ++i) {
     // An interval still open (end 0) reaches past any cut.
     const bool before_cut =
         cut.intervals_by_end ? o.end[i] != 0 && o.end[i] < before : o.start[i] < before;
     fate[i] = before_cut ? kMove : kKeep;
   }
-  OffCpu* to = taken ? &taken->off_cpu : nullptr;
-  SplitColumn(o.end, fate, to ? &to->end : nullptr);
-  SplitColumn(o.thread, fate, to ? &to->thread : nullptr);
-  SplitColumn(o.stack, fate, to ? &to->stack : nullptr);
-  SplitColumn(o.stack_end, fate, to ? &to->stack_end : nullptr);
-  SplitColumn(o.state, fate, to ? &to->state : nullptr);
-  SplitColumn(o.waker_tid, fate, to ? &to->waker_tid : nullptr);
-  SplitColumn(o.waker_name, fate, to ? &to->waker_name : nullptr);
-  SplitColumn(o.flags, fate, to ? &to->flags : nullptr);
-  SplitColumn(o.start, fate, to ? &to->start : nullptr);
+  split(o, taken ? &taken->off_cpu : nullptr, fate);
 
   if (cut.short_counts) {
     if (taken != nullptr) taken->off_cpu_short = std::move(live->off_cpu_short);
@@ -303,22 +332,9 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
   for (size_t i = 0; i < fate.size(); ++i) {
     if (fate[i] != kMove) label_index[i] = next++;
   }
-  LabelSpans* tl = taken ? &taken->labels : nullptr;
-  SplitColumn(l.thread, fate, tl ? &tl->thread : nullptr);
-  SplitColumn(l.key, fate, tl ? &tl->key : nullptr);
-  SplitColumn(l.value, fate, tl ? &tl->value : nullptr);
-  SplitColumn(l.end, fate, tl ? &tl->end : nullptr);
-  SplitColumn(l.start, fate, tl ? &tl->start : nullptr);
-
-  ProbeRecords& r = live->probe_records;
-  fate = Before(r.time, before);
-  ProbeRecords* tr = taken ? &taken->probe_records : nullptr;
-  SplitColumn(r.thread, fate, tr ? &tr->thread : nullptr);
-  SplitColumn(r.site, fate, tr ? &tr->site : nullptr);
-  SplitColumn(r.op, fate, tr ? &tr->op : nullptr);
-  SplitColumn(r.value, fate, tr ? &tr->value : nullptr);
-  SplitColumn(r.text, fate, tr ? &tr->text : nullptr);
-  SplitColumn(r.time, fate, tr ? &tr->time : nullptr);
+  split(l, taken ? &taken->labels : nullptr, fate);
+  split(live->probe_records, taken ? &taken->probe_records : nullptr,
+        Before(live->probe_records.time, before));
   return label_index;
 }
 
