@@ -23,6 +23,9 @@ Runner AddSnapshotCommand(CLI::App& app);
 // A positive duration (base/duration.h) given to `option`, into
 // nanoseconds; otherwise prints the error and returns false.
 bool ParseDurationOption(const char* option, const std::string& text, uint64_t* ns);
+// A positive size (base/duration.h's ParseByteSize) given to `option`, in
+// bytes; otherwise prints the error and returns false.
+bool ParseSizeOption(const char* option, const std::string& text, uint64_t* bytes);
 // --syscall-stack-min TIME (record and syscalls), read into `text`.
 void AddSyscallStackMinOption(CLI::App* cmd, std::string* text);
 

@@ -1,4 +1,3 @@
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
@@ -8,6 +7,7 @@
 #include "src/cli/recording.h"
 #include "src/probes/probe_source.h"
 #include "src/record/budget.h"
+#include "src/record/proc.h"
 
 namespace microscope::cli {
 
@@ -22,6 +22,17 @@ bool ParseDurationOption(const char* option, const std::string& text, uint64_t* 
   return true;
 }
 
+bool ParseSizeOption(const char* option, const std::string& text, uint64_t* bytes) {
+  Result<uint64_t> v = ParseByteSize(text);
+  if (v.ok() && *v == 0) v = Status::Error("'" + text + "' is not a positive size");
+  if (!v.ok()) {
+    PrintError(std::string(option) + ": " + v.status().message());
+    return false;
+  }
+  *bytes = *v;
+  return true;
+}
+
 void AddSyscallStackMinOption(CLI::App* cmd, std::string* text) {
   cmd->add_option("--syscall-stack-min", *text,
                   "system calls lasting at least TIME also store the caller's user stack "
@@ -29,17 +40,6 @@ void AddSyscallStackMinOption(CLI::App* cmd, std::string* text) {
 }
 
 namespace {
-
-std::string ReadComm(int pid) {
-  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/comm").c_str(), "r");
-  if (f == nullptr) return "";
-  char name[64] = {};
-  if (fgets(name, sizeof(name), f) == nullptr) name[0] = '\0';
-  fclose(f);
-  std::string s = name;
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
 
 // record's flags as given, before the preset fills what they left open.
 struct RecordFlags {
@@ -209,13 +209,9 @@ bool ResolveAlwaysOn(RecordFlags& f) {
       PrintError(e.status().message());
       return false;
     }
-    if (!f.push_queue.empty()) {
-      Result<uint64_t> bytes = ParseByteSize(f.push_queue);
-      if (!bytes.ok()) {
-        PrintError("--push-queue: " + bytes.status().message());
-        return false;
-      }
-      f.push.queue_bytes = *bytes;
+    if (!f.push_queue.empty() &&
+        !ParseSizeOption("--push-queue", f.push_queue, &f.push.queue_bytes)) {
+      return false;
     }
     f.push.dir = o.continuous_dir;
   }
@@ -224,14 +220,9 @@ bool ResolveAlwaysOn(RecordFlags& f) {
     return false;
   }
   if (!f.retain.empty() && !ParseDurationOption("--retain", f.retain, &o.retain_ns)) return false;
-  if (!f.retain_bytes.empty()) {
-    Result<uint64_t> bytes = ParseByteSize(f.retain_bytes);
-    if (bytes.ok() && *bytes == 0) bytes = Status::Error("'0' keeps nothing");
-    if (!bytes.ok()) {
-      PrintError("--retain-bytes: " + bytes.status().message());
-      return false;
-    }
-    o.retain_bytes = *bytes;
+  if (!f.retain_bytes.empty() &&
+      !ParseSizeOption("--retain-bytes", f.retain_bytes, &o.retain_bytes)) {
+    return false;
   }
   return true;
 }
@@ -306,7 +297,7 @@ Runner AddRecordCommand(CLI::App& app) {
         // The program's name, as the store lists it.
         std::string program =
             flags->options.command.empty()
-                ? ReadComm(flags->options.pid)
+                ? record::ReadComm(flags->options.pid)
                 : flags->options.command[0].substr(flags->options.command[0].rfind('/') + 1);
         push.app = program.empty() ? "microscope" : program;
       }

@@ -118,12 +118,16 @@ uint32_t MaxStack() {
   return n > 0 ? uint32_t(n) : 127;
 }
 
+std::string ReadComm(pid_t pid) {
+  return Trim(ReadSmallFile(ProcDir(pid) + "/comm"));
+}
+
 void SeedFromProc(pid_t pid, uint64_t time, Processor* processor) {
   const std::string proc = ProcDir(pid);
   char state = 0;
   pid_t ppid = 0;
   ParseStat(ReadSmallFile(proc + "/stat"), &state, &ppid);
-  processor->AddProcess(uint32_t(pid), uint32_t(ppid), Trim(ReadSmallFile(proc + "/comm")), time);
+  processor->AddProcess(uint32_t(pid), uint32_t(ppid), ReadComm(pid), time);
   for (pid_t tid : ListTasks(pid)) {
     std::string name = Trim(ReadSmallFile(proc + "/task/" + std::to_string(tid) + "/comm"));
     processor->AddThread(uint32_t(pid), uint32_t(tid), name, time);

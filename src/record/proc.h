@@ -41,6 +41,8 @@ bool StillMapped(pid_t pid, uint64_t start, std::string_view path);
 
 // /proc/PID/cmdline as arguments.
 std::vector<std::string> ReadCommandLine(pid_t pid);
+// /proc/PID/comm without its newline; empty when the process is gone.
+std::string ReadComm(pid_t pid);
 
 // /proc/sys/kernel/perf_event_max_stack (127 when unreadable).
 uint32_t MaxStack();
