@@ -83,7 +83,6 @@ Result<std::unique_ptr<Pusher>> Pusher::Start(const PushOptions& options,
   gethostname(host, sizeof(host) - 1);
   p->hostname_ = host;
   const size_t left = Queued(p->queue_).size();
-  p->counts_.queued = left;
   if (left > 0) {
     p->say_("push: " + std::to_string(left) + " profiles an earlier recorder left queued in " +
             p->queue_ + " are sent first");
@@ -134,7 +133,6 @@ void Pusher::Enqueue(const std::string& name, const std::vector<uint8_t>& bytes)
     say_("push: " + w.message());
     ++counts_.dropped;
   }
-  counts_.queued = Queued(queue_).size();
   wake_.notify_all();
 }
 
@@ -162,7 +160,6 @@ bool Pusher::SendOne(const std::string& name) {
     unlink(file.c_str());
     std::lock_guard lock(mutex_);
     ++counts_.sent;
-    counts_.queued = Queued(queue_).size();
     if (failing_) say_("push: " + host_ + " takes profiles again");
     failing_ = false;
     return true;
@@ -177,7 +174,6 @@ bool Pusher::SendOne(const std::string& name) {
   if (!retry) {
     rename(file.c_str(), (queue_ + "/refused/" + name).c_str());
     ++counts_.refused;
-    counts_.queued = Queued(queue_).size();
     say_("push: " + host_ + path_ + " refused " + name + " (" + why + "); kept in " + queue_ +
          "/refused");
     return true;
@@ -227,13 +223,13 @@ void Pusher::Stop(int flush_ms) {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mutex_);
-  counts_.queued = Queued(queue_).size();
 }
 
 PushCounts Pusher::counts() const {
   std::lock_guard lock(mutex_);
-  return counts_;
+  PushCounts c = counts_;
+  c.queued = Queued(queue_).size();  // what the queue holds, counted when asked
+  return c;
 }
 
 }  // namespace microscope::cli

@@ -37,7 +37,7 @@ struct PushCounts {
   uint64_t failed_attempts = 0;  // answered 5xx, 408, 429, or no answer: retried
   uint64_t refused = 0;          // answered another 4xx: moved to DIR/.push/refused
   uint64_t dropped = 0;          // the queue was full: the oldest went
-  uint64_t queued = 0;           // waiting now
+  uint64_t queued = 0;           // waiting now (counted from the queue when asked)
 };
 
 class Pusher {
