@@ -256,6 +256,7 @@ void Processor::OnComm(const Event& e) {
     // exec replaces the whole address space; the old one is kept for samples
     // taken inside execve.
     EndAllMappings(p, e.time, &p.before_exec);
+    p.in_exec = true;
     p.anonymous_frame_pointers = false;
     for (MappingWatcher* w : mapping_watchers_) w->Forget(uint32_t(e.pid));
     p.root_known = false;       // and may follow a change of namespace

@@ -140,6 +140,9 @@ class Processor : private CodeMarks, private FrameInterner {
     // The mappings its last exec replaced, until it runs the new program: a
     // sample taken inside execve holds the old program's pc.
     std::map<uint64_t, uint32_t> before_exec;
+    // From its exec until it runs the new program (the old one may not have
+    // been recorded: a launched program's exec replaces microscope's child).
+    bool in_exec = false;
     // Its anonymous code keeps frame pointers (CodeMarks).
     bool anonymous_frame_pointers = false;
   };

@@ -116,17 +116,21 @@ capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
     const uint64_t pc = regs.value[unwind::kRegRa];
     // In the kernel (kernel frames came first), inside execve after the old
     // address space was dropped: the registers are still the old
-    // program's, its stack is gone. Name the pc in the old mappings.
-    if (!scratch_.empty() && !proc.before_exec.empty()) {
+    // program's, its stack is gone. Name the pc in the old mappings; an
+    // old program that was not recorded (the launched program's exec
+    // replaces microscope's own child) leaves the kernel's frames alone.
+    if (!scratch_.empty() && proc.in_exec) {
       auto it = proc.before_exec.upper_bound(pc);
       if (it != proc.before_exec.begin() && pc < capture_.mappings[std::prev(it)->second].end) {
         scratch_.push_back(MappedFrame(std::prev(it)->second, pc));
         return StackEnd::kInExec;
       }
+      if (proc.before_exec.empty()) return StackEnd::kInExec;
     }
     scratch_.push_back(UserFrame(proc, pc));  // still show where it was
   } else if (r.frames > 0) {
     proc.before_exec.clear();  // the new program runs
+    proc.in_exec = false;
   }
   return r.end;
 }

@@ -299,3 +299,40 @@ TEST_CASE("Processor: a sample inside execve names the replaced program's pc (in
   CHECK(f[1].address == 0x1234);
   CHECK(c.samples.end[2] == capture::StackEnd::kUnmappedPc);
 }
+
+TEST_CASE("Processor: inside the launched program's exec, the launcher's pc is no frame") {
+  // A launched program's events start at its exec: the image it replaces
+  // (microscope's own child) was never recorded. A storm of 501 processes
+  // here had 1-2 such samples counted unmapped-pc, each with a problem.
+  Processor::Options o;
+  o.call_graph = Processor::CallGraph::kDwarf;
+  Processor p(o);
+  p.AddProcess(10, 1, "launched", 0);
+  Event exec;
+  exec.type = EventType::kComm;
+  exec.pid = exec.tid = 10;
+  exec.time = 200;
+  exec.comm = "prog";
+  exec.exec = true;
+  p.Process(exec);
+  const uint64_t chain[] = {kContextKernel, 0xffffffff81000010ull};
+  static uint64_t regs[kUserRegCount];
+  regs[8] = 0x7f3e7a8f2ad7;  // IP: the launcher's execve in its libc
+  regs[7] = 0x7ffd00000000;  // SP
+  Event s;
+  s.type = EventType::kSample;
+  s.pid = s.tid = 10;
+  s.time = 300;
+  s.period = 1;
+  s.callchain = std::span(reinterpret_cast<const uint8_t*>(chain), sizeof(chain));
+  s.regs_abi = 2;  // PERF_SAMPLE_REGS_ABI_64
+  s.regs = std::span(reinterpret_cast<const uint8_t*>(regs), sizeof(regs));
+  p.Process(s);
+  capture::Capture c = p.Finish(1000);
+  REQUIRE(c.samples.size() == 1);
+  CHECK(c.samples.end[0] == capture::StackEnd::kInExec);
+  auto f = FramesOf(c, 0);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].kind == capture::FrameKind::kKernel);
+  CHECK(c.problems.empty());
+}
