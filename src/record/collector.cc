@@ -291,7 +291,7 @@ Status Collector::Disable() {
   return OkStatus();
 }
 
-void Collector::Wait(int timeout_ms, std::span<const int> extra_fds) {
+void Collector::Wait(int timeout_ms, std::span<const int> extra_fds, std::vector<int>* ready) {
   std::vector<pollfd> fds;
   if (thread_.joinable()) {
     fds.push_back({wake_fd_.get(), POLLIN, 0});
@@ -300,8 +300,14 @@ void Collector::Wait(int timeout_ms, std::span<const int> extra_fds) {
       if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
     }
   }
+  const size_t first_extra = fds.size();
   for (int fd : extra_fds) fds.push_back({fd, POLLIN, 0});
-  poll(fds.data(), fds.size(), timeout_ms);
+  const int n = poll(fds.data(), fds.size(), timeout_ms);
+  if (ready == nullptr) return;
+  ready->clear();
+  for (size_t i = first_extra; n > 0 && i < fds.size(); ++i) {
+    if (fds[i].revents != 0) ready->push_back(fds[i].fd);
+  }
 }
 
 void Collector::Drain() {

@@ -111,8 +111,9 @@ class Collector {
   void StopDraining();
   // Waits up to `timeout_ms` for records (drained by the thread, or in a ring
   // past its watermark when there is none), or for one of `extra_fds` (the
-  // BPF rings) to be readable.
-  void Wait(int timeout_ms, std::span<const int> extra_fds = {});
+  // BPF rings) to be readable; `ready`, when given, gets those of
+  // `extra_fds` that were.
+  void Wait(int timeout_ms, std::span<const int> extra_fds = {}, std::vector<int>* ready = nullptr);
   // Moves the records drained since the last call onto arenas() (or drains
   // the rings here, without the thread) and returns when the drain that
   // copied the last of them began: every record written before that time is

@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <memory>
@@ -182,8 +183,10 @@ class Recording {
     settings().command = options_.command;
     ASSIGN_OR_RETURN(child_, LaunchedChild::Fork(options_.command));
     target_ = child_->pid();
+    target_fd_ = ScopedFd(int(syscall(SYS_pidfd_open, target_, 0)));  // wakes the loop at its exit
     RETURN_IF_ERROR(collector_->AddTask(target_, /*enable_on_exec=*/true));
     RETURN_IF_ERROR(StartSources());
+    if (target_fd_.valid()) wait_fds_.push_back(target_fd_.get());
     const std::string& program = options_.command[0];
     std::string base = program.substr(program.rfind('/') + 1).substr(0, 15);
     start_ = MonotonicNowNs();
@@ -203,7 +206,9 @@ class Recording {
     RETURN_IF_ERROR(OpenEveryThread(target_, collector_.get()));
     settings().command = ReadCommandLine(target_);
     SeedFromProc(target_, start_, &processor_);
-    return StartSources();
+    RETURN_IF_ERROR(StartSources());
+    if (target_fd_.valid()) wait_fds_.push_back(target_fd_.get());
+    return OkStatus();
   }
 
   // Always-on: the continuous directory, the snapshot sockets, the writer.
@@ -298,6 +303,7 @@ class Recording {
   std::unique_ptr<Collector> collector_;
   std::vector<std::unique_ptr<EventSource>> sources_;
   std::vector<int> wait_fds_;
+  std::vector<int> ready_fds_;            // of wait_fds_, readable at the last wait
   RuntimeMaps runtime_maps_;              // the Python walker's, for the other BPF sources
   std::shared_ptr<runtimes::Sampler> runtime_sampler_;  // the runtime walkers' program
   std::unique_ptr<LaunchedChild> child_;  // launch mode
@@ -310,6 +316,7 @@ class Recording {
   uint64_t snapshots_ = 0;       // taken
   uint64_t numbered_ = 0;        // the last number given to a file after -o
   uint64_t signals_seen_ = 0;    // SIGUSR1s answered
+  bool requests_waiting_ = false;  // a snapshot socket polled readable
   uint64_t evicted_at_ = 0;
   capture::Settings counted_;                         // the counts the segments so far carried
   std::map<std::string, uint64_t> problems_counted_;  // by kind
@@ -328,7 +335,10 @@ void Recording::Run() {
   Status draining = collector_->StartDraining();
   if (!draining.ok()) hooks_.warn(draining.message() + "; the rings are drained between rounds");
   for (;;) {
-    collector_->Wait(collector_->round_ms(), wait_fds_);
+    collector_->Wait(collector_->round_ms(), wait_fds_, &ready_fds_);
+    if (server_ != nullptr) {
+      for (int fd : server_->fds()) requests_waiting_ |= std::ranges::count(ready_fds_, fd) > 0;
+    }
     uint64_t now = MonotonicNowNs();
     uint64_t drained = collector_->Collect();
     Poll(running);
@@ -402,7 +412,9 @@ void Recording::AfterPump(uint64_t through) {
   }
   const uint64_t signals = hooks_.snapshot_signals();
   for (; signals_seen_ < signals; ++signals_seen_) Snapshot(through, "", -1);
-  if (server_ != nullptr) {
+  // Accepted once a socket polled readable, not tried every round.
+  if (server_ != nullptr && requests_waiting_) {
+    requests_waiting_ = false;
     for (SnapshotServer::Request& r : server_->Take()) {
       Snapshot(through, r.path, r.connection.get());
       r.connection = ScopedFd();  // the writer answers on its own copy
