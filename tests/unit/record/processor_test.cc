@@ -247,19 +247,24 @@ TEST_CASE("Processor: a record processed late is put back in time order") {
   CHECK(counted);
 }
 
+// Process 10 execs `comm` at time 200.
+static void Exec(Processor* p, const char* comm) {
+  Event exec;
+  exec.type = EventType::kComm;
+  exec.pid = exec.tid = 10;
+  exec.time = 200;
+  exec.comm = comm;
+  exec.exec = true;
+  p->Process(exec);
+}
+
 TEST_CASE("Processor: a sample inside execve names the replaced program's pc (in-exec)") {
   Processor::Options o;
   o.call_graph = Processor::CallGraph::kDwarf;
   Processor p(o);
   p.AddProcess(10, 1, "old", 0);
   p.AddMapping(10, 0x7f0000000000, 0x7f0000010000, 0, "/nonexistent/old/libc.so.6", {}, 0);
-  Event exec;
-  exec.type = EventType::kComm;
-  exec.pid = exec.tid = 10;
-  exec.time = 200;
-  exec.comm = "new";
-  exec.exec = true;
-  p.Process(exec);
+  Exec(&p, "new");
   Event mmap;
   mmap.type = EventType::kMmap2;
   mmap.pid = mmap.tid = 10;
@@ -308,13 +313,7 @@ TEST_CASE("Processor: inside the launched program's exec, the launcher's pc is n
   o.call_graph = Processor::CallGraph::kDwarf;
   Processor p(o);
   p.AddProcess(10, 1, "launched", 0);
-  Event exec;
-  exec.type = EventType::kComm;
-  exec.pid = exec.tid = 10;
-  exec.time = 200;
-  exec.comm = "prog";
-  exec.exec = true;
-  p.Process(exec);
+  Exec(&p, "prog");
   const uint64_t chain[] = {kContextKernel, 0xffffffff81000010ull};
   static uint64_t regs[kUserRegCount];
   regs[8] = 0x7f3e7a8f2ad7;  // IP: the launcher's execve in its libc
