@@ -193,7 +193,12 @@ try:
     kd = d + "/killed"
     os.mkdir(kd)
     rec = recorder("--continuous", kd, "--segment", "1s", "--pid", str(target.pid))
-    time.sleep(2.6)
+    # Two segments out, then into the third: not a fixed time (the sanitized
+    # recorder on a slow machine had published one segment at 2.6 s).
+    deadline = time.time() + 60
+    while len(segments(kd)) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
     rec.kill()
     rec.wait()
     before = {n: os.path.getsize(kd + "/" + n) for n in segments(kd)}
