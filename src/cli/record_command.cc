@@ -11,26 +11,29 @@
 
 namespace microscope::cli {
 
-bool ParseDurationOption(const char* option, const std::string& text, uint64_t* ns) {
-  Result<uint64_t> v = ParseDuration(text);
-  if (v.ok() && *v == 0) v = Status::Error("'" + text + "' is not a positive duration");
+namespace {
+
+// `text` read by `parse`, positive, into *out; otherwise prints the error.
+bool ParsePositive(const char* option, const std::string& text,
+                   Result<uint64_t> (*parse)(std::string_view), const char* what, uint64_t* out) {
+  Result<uint64_t> v = parse(text);
+  if (v.ok() && *v == 0) v = Status::Error("'" + text + "' is not a positive " + what);
   if (!v.ok()) {
     PrintError(std::string(option) + ": " + v.status().message());
     return false;
   }
-  *ns = *v;
+  *out = *v;
   return true;
 }
 
+}  // namespace
+
+bool ParseDurationOption(const char* option, const std::string& text, uint64_t* ns) {
+  return ParsePositive(option, text, ParseDuration, "duration", ns);
+}
+
 bool ParseSizeOption(const char* option, const std::string& text, uint64_t* bytes) {
-  Result<uint64_t> v = ParseByteSize(text);
-  if (v.ok() && *v == 0) v = Status::Error("'" + text + "' is not a positive size");
-  if (!v.ok()) {
-    PrintError(std::string(option) + ": " + v.status().message());
-    return false;
-  }
-  *bytes = *v;
-  return true;
+  return ParsePositive(option, text, ParseByteSize, "size", bytes);
 }
 
 void AddSyscallStackMinOption(CLI::App* cmd, std::string* text) {

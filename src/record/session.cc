@@ -186,7 +186,6 @@ class Recording {
     target_fd_ = ScopedFd(int(syscall(SYS_pidfd_open, target_, 0)));  // wakes the loop at its exit
     RETURN_IF_ERROR(collector_->AddTask(target_, /*enable_on_exec=*/true));
     RETURN_IF_ERROR(StartSources());
-    if (target_fd_.valid()) wait_fds_.push_back(target_fd_.get());
     const std::string& program = options_.command[0];
     std::string base = program.substr(program.rfind('/') + 1).substr(0, 15);
     start_ = MonotonicNowNs();
@@ -206,9 +205,7 @@ class Recording {
     RETURN_IF_ERROR(OpenEveryThread(target_, collector_.get()));
     settings().command = ReadCommandLine(target_);
     SeedFromProc(target_, start_, &processor_);
-    RETURN_IF_ERROR(StartSources());
-    if (target_fd_.valid()) wait_fds_.push_back(target_fd_.get());
-    return OkStatus();
+    return StartSources();
   }
 
   // Always-on: the continuous directory, the snapshot sockets, the writer.
@@ -334,11 +331,12 @@ void Recording::Run() {
   const PollWindow running{start_, UINT64_MAX, child_ != nullptr, false};
   Status draining = collector_->StartDraining();
   if (!draining.ok()) hooks_.warn(draining.message() + "; the rings are drained between rounds");
+  if (target_fd_.valid())
+    wait_fds_.push_back(target_fd_.get());  // the target's exit wakes the loop
+  const std::vector<int> server_fds = server_ != nullptr ? server_->fds() : std::vector<int>();
   for (;;) {
     collector_->Wait(collector_->round_ms(), wait_fds_, &ready_fds_);
-    if (server_ != nullptr) {
-      for (int fd : server_->fds()) requests_waiting_ |= std::ranges::count(ready_fds_, fd) > 0;
-    }
+    for (int fd : server_fds) requests_waiting_ |= std::ranges::count(ready_fds_, fd) > 0;
     uint64_t now = MonotonicNowNs();
     uint64_t drained = collector_->Collect();
     Poll(running);
