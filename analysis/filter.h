@@ -51,6 +51,9 @@ class SampleFilter {
     return stack_keep_[stack] != 0;
   }
   bool keeps_all() const { return all_; }
+  // The kept time range (absolute; the whole of time without --time).
+  uint64_t from() const { return from_; }
+  uint64_t to() const { return to_; }
   // The tests of a thread and a time only, for rows with no stack (the
   // program's probe records): the thread, time range and zone.
   bool KeepPlace(capture::ThreadId thread, uint64_t time) const {

@@ -19,6 +19,9 @@ Lanes ComputeLanes(const capture::Capture& c, const SampleFilter& filter, size_t
     out.start = std::min(out.start, o.start.front());
     for (uint64_t e : o.end) end = std::max(end, e);
   }
+  // A time range narrows the timeline to it: its columns span the range.
+  if (filter.from() > out.start && filter.from() < end) out.start = filter.from();
+  if (filter.to() < end - 1 && filter.to() >= out.start) end = filter.to() + 1;
   out.bucket_ns = std::max<uint64_t>((end - out.start + buckets - 1) / buckets, 1);
   std::vector<Lane> by_thread(c.threads.size());
   for (size_t t = 0; t < by_thread.size(); ++t) {

@@ -105,7 +105,8 @@ Runner AddReportCommand(CLI::App& app) {
                 "the inverted tree: sampled functions first, then their callers");
   cmd->add_flag("--threads", o->query.views.threads, "per-thread totals");
   cmd->add_flag("--lanes", o->query.views.lanes,
-                "a timeline of each thread: its samples, and its time off CPU by state");
+                "a timeline of each thread: its samples, and its time off CPU by state\n"
+                "(over the --time range when one is given)");
   cmd->add_flag("--zones", o->query.views.zones,
                 "the program's zones (recorded with --probes): count, total and self time, "
                 "p50/p90/p99/max with the thread and time of each, CPU samples and off-CPU time "

@@ -40,10 +40,14 @@ try:
     src = h["sources"]["budget"]["values"]
     steady = src["steady_share_ppm"]
     # Its cost from the fourth second on: within the budget, with a quarter
-    # for the period it takes to see and act (periods are 1 s).
-    check(steady <= 12500, "the recorder's own cost from its fourth second: %.2f%% of one CPU "
-          "(budget 1%%; over the whole run %.2f%%, BPF %.3f s of %.3f s)" %
-          (steady / 1e4, src["share_ppm"] / 1e4, src["bpf_ns"] / 1e9, (src["cpu_ns"] + src["bpf_ns"]) / 1e9))
+    # for the period it takes to see and act (periods are 1 s). A sanitized
+    # recorder (E2E_LAG_FACTOR 3) spends some three times the CPU on the same
+    # rounds even at the bottom of its ladder: it gets that factor.
+    limit = 12500 * LAG_FACTOR
+    check(steady <= limit, "the recorder's own cost from its fourth second: %.2f%% of one CPU "
+          "(budget 1%%, allowed %.2f%%; over the whole run %.2f%%, BPF %.3f s of %.3f s)" %
+          (steady / 1e4, limit / 1e4, src["share_ppm"] / 1e4, src["bpf_ns"] / 1e9,
+           (src["cpu_ns"] + src["bpf_ns"]) / 1e9))
     check(src["dropped"] > src["kept"], "the gate dropped most samples: kept %d, dropped %d" % (src["kept"], src["dropped"]))
     value = h["value"] / 1e9
     check(abs(value - spent) <= 0.15 * spent,

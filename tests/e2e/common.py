@@ -20,6 +20,8 @@ SKIP = 77
 # reads them later: the phases a test needs read while a process lives
 # last this many times longer there (meson sets it from b_sanitize).
 LAG_FACTOR = float(os.environ.get("E2E_LAG_FACTOR", "1"))
+# A build under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/).
+SANITIZED = os.environ.get("E2E_SANITIZED") == "1"
 
 
 def fixture(name):

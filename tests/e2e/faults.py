@@ -10,8 +10,8 @@
 - the target killed (SIGKILL) mid-recording, and a process ended by a thread
   other than its leader: a valid capture with everything up to the end;
 - a ring flood (one page, 20 kHz, many threads starting and ending): the
-  capture's lost count equals the kernel's own count exactly, and report
-  says so."""
+  capture's lost count equals the kernel's own count but for the losses
+  after the last record a ring took, and report says which."""
 import glob
 import random
 import select
@@ -350,12 +350,18 @@ if h.get("kernel_lost_records") is None:
     print("SKIP: this kernel keeps no count of lost records (PERF_FORMAT_LOST, Linux 6.0+): "
           "nothing to compare the LOST records with")
 else:
-    check(h["kernel_lost_records"] == ring,
-          "the LOST records add up to the kernel's own count: %d and %d" % (ring, h["kernel_lost_records"]))
+    # Losses after the last record a ring took have no LOST record (the
+    # kernel writes one with the next record it can place): those at the very
+    # end, a few, may be counted by the kernel alone.
+    kernel = h["kernel_lost_records"]
+    check(ring <= kernel <= ring + max(16, ring // 20),
+          "the LOST records add up to the kernel's own count, but for the last few: %d and %d" %
+          (ring, kernel))
     text = run([MICROSCOPE, "report", out]).stdout
-    check("lost        %d records" % h["lost_records"] in text and
-          "%d%s as the kernel's own count says" %
-          (ring, "" if ring == h["lost_records"] else " from the perf rings") in text,
+    of = "" if ring == h["lost_records"] else " from the perf rings"
+    said = ("%d%s as the kernel's own count says" % (ring, of) if kernel == ring else
+            "the kernel counted %d lost%s (%d after the last record a ring took)" % (kernel, of, kernel - ring))
+    check("lost        %d records" % h["lost_records"] in text and said in text,
           "report says so: %s" % [l for l in text.splitlines() if "lost" in l])
 
 # --- No descriptor of ours reaches the launched program (perf events, BPF

@@ -114,7 +114,15 @@ check(z["unmatched"]["unmatched_ends"] == 3 and z["unmatched"]["count"] == 0,
 check(z["never ends"]["open_at_end"] == 1 and z["never ends"]["count"] == 0,
       "a zone open at the end stays open: %d" % z["never ends"]["open_at_end"])
 
-lanes = report(out, "--lanes", "--lane-width", "80")["lanes"]
+# The lanes over the zones' own stretch (--time): 1000 columns of some 0.1 ms,
+# so that inner's 1 ms holds columns of its own however long the recording.
+def ats(name):
+    return [z[name][k]["at_ns"] for k in ("p50", "p90", "p99", "max")]
+lo, hi = max(0, min(ats("outer")) - 62000000), max(ats("overlap.b")) + 40000000
+lanes = report(out, "--lanes", "--lane-width", "1000", "--time", "%dns..%dns" % (lo, hi))["lanes"]
+check(lanes["start_ns"] - rep["header"]["start_time"] == lo and
+      lanes["bucket_ns"] * 1000 <= hi - lo + 1000,
+      "the lanes span --time: from %d ns, %d ns a column" % (lanes["start_ns"] - rep["header"]["start_time"], lanes["bucket_ns"]))
 check(lanes.get("zone_names", [])[:2] == ["outer", "inner"], "the lanes name the zones: %s" % lanes.get("zone_names"))
 row = lanes["lanes"][0].get("zones", "")
 check("a" in row and "b" in row and "e" in row, "a lane shows the zones it was in: %r" % row)

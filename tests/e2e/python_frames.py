@@ -102,7 +102,11 @@ def near(got, want, points):
 
 
 names = {}
-for name, python in sorted(pythons.items()):
+# Under the sanitizers (a recorder some three times slower) Debian's 3.11 and
+# the newest only: the recorder's own code is the same for each release, and
+# each release's layout is checked by the optimized build's run of this test.
+CHECKED = ["3.11", "3.15"] if SANITIZED else sorted(pythons)
+for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
     # a() 75% / b() 25%.
     cap = record_fixture(name, python, "split")
     rep = report(cap, "--min-percent", "0")
@@ -321,7 +325,7 @@ check(not any("Python" in n for n in notes), "auto on a native program: no walke
 
 # An exec into another CPython: each laid out again. (3.11 into 3.13, 3.13
 # into 3.14, 3.14 into 3.15, 3.15 into 3.11.)
-order = ["3.11", "3.13", "3.14", "3.15"]
+order = [n for n in ["3.11", "3.13", "3.14", "3.15"] if n in CHECKED]
 for i, name in enumerate(order):
     other = pythons[order[(i + 1) % len(order)]][0]
     env = dict(os.environ, PYTHON_EXEC=other)
