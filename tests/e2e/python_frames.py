@@ -250,13 +250,15 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
     # Blocked time: sleeper() in time.sleep 20 x 10 ms, waiter() on a
     # threading.Lock for as long; off-CPU intervals and slow system calls
     # carry the Python frames of the moment.
-    cap = record_fixture(name, python, "blocked", extra=("--off-cpu",))
+    lagged = str(int(int(SCALE) * LAG_FACTOR))  # blocked's head start
+    cap = record_fixture(name, python, "blocked", extra=("--off-cpu",), scale=lagged)
     off = {f["function"]: f["total"]["value"] for f in
            report(cap, "--metric", "offcpu", "--min-percent", "0")["functions"]}
     check(off.get("sleeper", 0) >= 150e6 and off.get("waiter", 0) >= 150e6,
           "%s: off CPU under sleeper() %.0f ms and waiter() %.0f ms (each 200 by design)" %
           (name, off.get("sleeper", 0) / 1e6, off.get("waiter", 0) / 1e6))
-    cap = record_fixture(name, python, "blocked", extra=("--syscalls", "--syscall-stack-min", "5ms"))
+    cap = record_fixture(name, python, "blocked", extra=("--syscalls", "--syscall-stack-min", "5ms"),
+                         scale=lagged)
     slow = report(cap, "--syscalls")["syscalls"]["slowest"]
     def called_from(fn):
         return [c for c in slow if fn in c["stack"]]
