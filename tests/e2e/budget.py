@@ -41,7 +41,7 @@ try:
     steady = src["steady_share_ppm"]
     # Its cost from the fourth second on: within the budget, with a quarter
     # for the period it takes to see and act (periods are 1 s). A sanitized
-    # recorder (E2E_LAG_FACTOR 3) spends some three times the CPU on the same
+    # recorder (LAG_FACTOR 3) spends some three times the CPU on the same
     # rounds even at the bottom of its ladder: it gets that factor.
     limit = 12500 * LAG_FACTOR
     check(steady <= limit, "the recorder's own cost from its fourth second: %.2f%% of one CPU "

@@ -14,14 +14,15 @@ import tempfile
 MICROSCOPE = os.environ.get("MICROSCOPE", "microscope")
 FIXTURES = os.environ.get("FIXTURES", ".")
 SKIP = 77
+# A build under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/;
+# meson sets it from b_sanitize).
+SANITIZED = os.environ.get("E2E_SANITIZED") == "1"
 # The recorder reads a process's names and code (perf maps, trampolines,
 # Python code objects) while it lives, some 50-110 ms after the samples
 # (docs/design.md). A sanitizer build's recorder is a few times slower and
 # reads them later: the phases a test needs read while a process lives
-# last this many times longer there (meson sets it from b_sanitize).
-LAG_FACTOR = float(os.environ.get("E2E_LAG_FACTOR", "1"))
-# A build under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/).
-SANITIZED = os.environ.get("E2E_SANITIZED") == "1"
+# last this many times longer there (E2E_LAG_FACTOR overrides it).
+LAG_FACTOR = float(os.environ.get("E2E_LAG_FACTOR", "3" if SANITIZED else "1"))
 
 
 def fixture(name):
