@@ -35,6 +35,9 @@ std::vector<int> PossibleCpus() {
 // default stack copy), 15 s of samples at 999 Hz on 2 CPUs.
 constexpr size_t kMaxBacklog = size_t(512) << 20;
 
+// The drain thread's longest wait, in the recording loop's rounds.
+constexpr int kDrainRounds = 10;
+
 constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
                                  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
                                  PERF_SAMPLE_CALLCHAIN;
@@ -293,9 +296,9 @@ Status Collector::Disable() {
 
 void Collector::Wait(int timeout_ms, std::span<const int> extra_fds, std::vector<int>* ready) {
   std::vector<pollfd> fds;
-  if (thread_.joinable()) {
-    fds.push_back({wake_fd_.get(), POLLIN, 0});
-  } else {
+  // With the drain thread, the rings are this loop's to drain at each round
+  // (Collect): only the thread wakes at their watermarks.
+  if (!thread_.joinable()) {
     for (const Ring& r : rings_) {
       if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
     }
@@ -310,24 +313,33 @@ void Collector::Wait(int timeout_ms, std::span<const int> extra_fds, std::vector
   }
 }
 
-void Collector::Drain() {
-  std::lock_guard lock(mutex_);
+void Collector::DrainRound(std::vector<std::vector<uint8_t>>* chunks,
+                           std::span<const uint64_t> raw_ids) {
+  RingCopyStats stats, task_stats;
   for (size_t i = 0; i < rings_.size(); ++i) {
     if (rings_[i].base == nullptr) continue;
-    std::vector<uint8_t> chunk;
-    DrainRing(i, &chunk, rings_[i].samples ? &stats_ : &task_stats_, raw_ids_);
-    arenas_[i].Append(std::move(chunk));
+    DrainRing(i, &(*chunks)[i], rings_[i].samples ? &stats : &task_stats, raw_ids);
   }
+  std::lock_guard lock(mutex_);
+  stats_.Add(stats);
+  task_stats_.Add(task_stats);
+}
+
+void Collector::Drain() {
+  std::vector<std::vector<uint8_t>> chunks(rings_.size());
+  {
+    std::lock_guard drain(drain_mutex_);
+    DrainRound(&chunks, layout_.raw_ids);
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) arenas_[i].Append(std::move(chunks[i]));
 }
 
 Status Collector::StartDraining() {
-  wake_fd_ = ScopedFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   stop_fd_ = ScopedFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake_fd_.valid() || !stop_fd_.valid()) {
+  if (!stop_fd_.valid()) {
     return Status::Error(std::string("eventfd: ") + std::strerror(errno));
   }
   drained_.assign(rings_.size(), {});
-  drained_at_ = MonotonicNowNs();
   stop_ = false;
   try {
     thread_ = std::thread([this] { DrainLoop(); });
@@ -359,14 +371,15 @@ void Collector::DrainLoop() {
   std::vector<std::vector<uint8_t>> copied(rings_.size());
   std::vector<uint64_t> raw_ids;  // raw_ids_ as of this round
   for (;;) {
-    // A round every 10 ms at least: runtimes' frames are named from the
-    // live process when their sample is processed, a round or two after it
-    // is drained, and a short program must not have exited by then (Node
-    // 22, 0.1 s of JavaScript: 75% of its frames unnamed at 50 ms rounds,
-    // 1.5% at 10 ms; the recorder's CPU time the same within 1%).
-    poll(fds.data(), fds.size(), round_ms());
+    // The recording loop drains the rings at each of its rounds (Collect);
+    // this thread wakes when one is a quarter full (its watermark), which
+    // that loop's rounds leave it only while it is busy elsewhere, and
+    // every ten rounds besides. Waking it and that loop at every round cost
+    // the recorder twice its share of the CPU: on a virtual machine a
+    // thread's wake-up is what costs, not the copy.
+    poll(fds.data(), fds.size(), kDrainRounds * round_ms());
     // An event whose task exited polls as hung up for good: wait on the
-    // others (and the round's tick), still draining its ring each round.
+    // others (and the timeout), still draining its ring each time.
     for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) fds[i].fd = -1;
     }
@@ -377,26 +390,13 @@ void Collector::DrainLoop() {
       if (stop_) return;
       if (raw_ids.size() != raw_ids_.size()) raw_ids = raw_ids_;
     }
-    uint64_t began = MonotonicNowNs();
-    RingCopyStats stats, task_stats;
-    size_t bytes = 0;
-    for (size_t i = 0; i < rings_.size(); ++i) {
-      if (rings_[i].base == nullptr) continue;
-      DrainRing(i, &copied[i], rings_[i].samples ? &stats : &task_stats, raw_ids);
-      bytes += copied[i].size();
-    }
+    std::lock_guard drain(drain_mutex_);
+    DrainRound(&copied, raw_ids);
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < copied.size(); ++i) {
+      backlog_ += copied[i].size();
       drained_[i].Append(std::move(copied[i]));  // moved, not copied
       copied[i] = {};
-    }
-    backlog_ += bytes;
-    drained_at_ = began;
-    stats_.Add(stats);
-    task_stats_.Add(task_stats);
-    if (bytes > 0) {
-      uint64_t one = 1;
-      (void)!write(wake_fd_.get(), &one, sizeof(one));
     }
   }
 }
@@ -407,24 +407,31 @@ uint64_t Collector::Collect() {
     Drain();
     return began;
   }
-  uint64_t count;
-  if (wake_fd_.valid()) (void)!read(wake_fd_.get(), &count, sizeof(count));
-  // Only swaps under the lock: appending megabytes there kept the drain
-  // thread waiting for a reader that the machine's load had descheduled
+  // What the thread drained comes first, then what is in the rings now,
+  // drained here. Only swaps under mutex_: appending megabytes there kept
+  // the thread waiting for a reader that the machine's load had descheduled
   // (gaps of 170-280 ms between drains under make -j16 on 2 cores).
   std::vector<RingArena> taken(drained_.size());
-  uint64_t at;
+  std::vector<std::vector<uint8_t>> own(rings_.size());
+  uint64_t began;
   {
-    std::lock_guard lock(mutex_);
-    taken.swap(drained_);
-    drained_.resize(taken.size());
-    backlog_ = 0;
-    at = drained_at_;
+    std::lock_guard drain(drain_mutex_);
+    {
+      std::lock_guard lock(mutex_);
+      taken.swap(drained_);
+      drained_.resize(taken.size());
+      backlog_ = 0;
+    }
+    began = MonotonicNowNs();
+    DrainRound(&own, layout_.raw_ids);
   }
   room_.notify_one();
-  for (size_t i = 0; i < taken.size(); ++i) arenas_[i].Append(std::move(taken[i]));
+  for (size_t i = 0; i < taken.size(); ++i) {
+    arenas_[i].Append(std::move(taken[i]));
+    arenas_[i].Append(std::move(own[i]));
+  }
   if (!thread_.joinable()) drained_.clear();  // stopped: later calls drain here
-  return at;
+  return began;
 }
 
 RingCopyStats Collector::Stats() const {

@@ -96,30 +96,30 @@ class Collector {
   // first AddTask.
   Result<std::vector<std::pair<int, int>>> OpenOutputEvents();
 
-  // From now until StopDraining, a thread of its own empties the rings as
-  // they fill, as perf record's does, so that nothing the reader does between
-  // rounds (the CFI of a large module it meets first takes a second on a
-  // busy machine) leaves a ring full: the kernel drops what a full ring
-  // cannot take. The records wait in memory for Collect, up to a bound past
-  // which the rings are left to fill and the kernel counts what it drops.
+  // From now until StopDraining, a thread of its own empties any ring that
+  // fills to its watermark (a quarter) between two Collects, so that nothing
+  // the reader does between rounds (the CFI of a large module it meets first
+  // takes a second on a busy machine) leaves a ring full: the kernel drops
+  // what a full ring cannot take. Those records wait in memory for Collect,
+  // up to a bound past which the rings are left to fill and the kernel
+  // counts what it drops.
   Status StartDraining();
-  // The drain thread's longest wait between rounds (kRoundMs unless the
-  // budget asks for longer); the recording loop waits as long.
+  // The recording loop's round (kRoundMs unless the budget asks for
+  // longer); the drain thread waits ten of them at most.
   void SetRoundMs(int ms) { round_ms_.store(ms, std::memory_order_relaxed); }
   int round_ms() const { return round_ms_.load(std::memory_order_relaxed); }
   // Stops the thread and moves what it drained onto arenas().
   void StopDraining();
-  // Waits up to `timeout_ms` for records (drained by the thread, or in a ring
-  // past its watermark when there is none), or for one of `extra_fds` (the
-  // BPF rings) to be readable; `ready`, when given, gets those of
-  // `extra_fds` that were.
+  // Waits up to `timeout_ms` for one of `extra_fds` (the BPF rings) to be
+  // readable, or, without the drain thread, for a ring past its watermark;
+  // `ready`, when given, gets those of `extra_fds` that were.
   void Wait(int timeout_ms, std::span<const int> extra_fds = {}, std::vector<int>* ready = nullptr);
-  // Moves the records drained since the last call onto arenas() (or drains
-  // the rings here, without the thread) and returns when the drain that
-  // copied the last of them began: every record written before that time is
-  // now in arenas().
+  // Moves the records the drain thread took since the last call onto
+  // arenas(), drains the rings after them, and returns when that drain
+  // began: every record written before that time is now in arenas().
   uint64_t Collect();
-  // Copies every complete record out of the rings (not while draining).
+  // Copies every complete record out of the rings onto arenas() (after
+  // StopDraining, or without the thread: with it, Collect keeps the order).
   void Drain();
 
   // Records copied out, ring by ring, in the chunks each drain took.
@@ -158,6 +158,9 @@ class Collector {
   explicit Collector(const CollectorOptions& options);
   Result<int> OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exec);
   uint32_t RingPages(const Ring& ring) const;
+  // Drains every ring into `chunks` (one per ring) and counts what it
+  // copied; under drain_mutex_.
+  void DrainRound(std::vector<std::vector<uint8_t>>* chunks, std::span<const uint64_t> raw_ids);
   void DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats,
                  std::span<const uint64_t> raw_ids);
   void DrainLoop();
@@ -177,7 +180,10 @@ class Collector {
   bool ring_shrunk_ = false;
   bool lost_counters_ = true;  // every event counts its losses (PERF_FORMAT_LOST)
 
-  // Shared with the drain thread, under mutex_.
+  // Held by whichever thread reads the rings (Collect's or the drain
+  // thread's round): each moves the rings' tails.
+  std::mutex drain_mutex_;
+  // Shared with the drain thread, under mutex_ (taken inside drain_mutex_).
   mutable std::mutex mutex_;
   std::condition_variable room_;  // the backlog fell below its bound, or stop
   RingCopyStats stats_;           // the sample rings
@@ -185,9 +191,7 @@ class Collector {
   std::vector<RingArena> drained_;             // per ring, not yet collected
   std::vector<uint64_t> raw_ids_;              // layout_.raw_ids, for the drain thread
   size_t backlog_ = 0;                         // bytes in drained_
-  uint64_t drained_at_ = 0;
   bool stop_ = false;
-  ScopedFd wake_fd_;  // eventfd: the thread drained something
   ScopedFd stop_fd_;  // eventfd: the thread is to stop
   std::thread thread_;
 };
