@@ -1,11 +1,16 @@
 // The kernel record decoder over arbitrary records, under layouts chosen by
 // the input's first byte (with and without callchains, user registers,
-// stack copies and BPF output).
+// stack copies and BPF output); and the collector's ring copy over the same
+// bytes laid into a ring, cutting stacks at learned ends, then decoded.
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
+#include "src/record/collector.h"
 #include "src/record/decode.h"
+#include "src/record/stack_extents.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace microscope::record;
@@ -30,5 +35,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return true;
   });
   (void)DecodeRecord(records, layout);
+
+  // As Collector::Collect copies a sample ring: records from an offset
+  // the input chooses, wrapping the ring's end, stacks of 256 bytes asked
+  // for, cut where threads 1 to 16 were learned to end.
+  static const StackExtents extents = [] {
+    StackExtents e;
+    for (uint32_t tid = 1; tid <= 16; ++tid) e.Learn(tid, 0x7ff8 + tid * 24);
+    return e;
+  }();
+  const bool with_ids = (layout.sample_type & (1u << 16)) != 0 && (layout.sample_type & 2) != 0;
+  const StackTrim trim{.extents = with_ids ? &extents : nullptr,
+                       .tid_at = 28,
+                       .regs = uint32_t(std::popcount(layout.regs_user_mask)),
+                       .sp_index = 7};
+  std::vector<uint8_t> ring(1024);
+  const size_t n = std::min(records.size(), ring.size());
+  const size_t at = size_t(data[0]) * 8;
+  for (size_t i = 0; i < n; ++i) ring[(at + i) % ring.size()] = records[i];
+  std::vector<uint8_t> arena;
+  RingCopyStats stats;
+  (void)CopyRingRecords(ring, at, at + n, &arena, &stats, 256, layout.raw_ids, trim);
+  ForEachRecord(arena, [&](uint32_t, std::span<const uint8_t> record) {
+    (void)DecodeRecord(record, layout);
+    return true;
+  });
   return 0;
 }

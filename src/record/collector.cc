@@ -41,6 +41,9 @@ constexpr int kDrainRounds = 10;
 constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
                                  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
                                  PERF_SAMPLE_CALLCHAIN;
+// In a sample of kSampleType: the header, IDENTIFIER, IP, then TID's pid
+// and tid.
+constexpr uint32_t kSampleTidAt = 8 + 8 + 8 + 4;
 
 }  // namespace
 
@@ -314,11 +317,11 @@ void Collector::Wait(int timeout_ms, std::span<const int> extra_fds, std::vector
 }
 
 void Collector::DrainRound(std::vector<std::vector<uint8_t>>* chunks,
-                           std::span<const uint64_t> raw_ids) {
+                           std::span<const uint64_t> raw_ids, const StackTrim& trim) {
   RingCopyStats stats, task_stats;
   for (size_t i = 0; i < rings_.size(); ++i) {
     if (rings_[i].base == nullptr) continue;
-    DrainRing(i, &(*chunks)[i], rings_[i].samples ? &stats : &task_stats, raw_ids);
+    DrainRing(i, &(*chunks)[i], rings_[i].samples ? &stats : &task_stats, raw_ids, trim);
   }
   std::lock_guard lock(mutex_);
   stats_.Add(stats);
@@ -329,7 +332,7 @@ void Collector::Drain() {
   std::vector<std::vector<uint8_t>> chunks(rings_.size());
   {
     std::lock_guard drain(drain_mutex_);
-    DrainRound(&chunks, layout_.raw_ids);
+    DrainRound(&chunks, layout_.raw_ids, Trim());
   }
   for (size_t i = 0; i < chunks.size(); ++i) arenas_[i].Append(std::move(chunks[i]));
 }
@@ -391,7 +394,7 @@ void Collector::DrainLoop() {
       if (raw_ids.size() != raw_ids_.size()) raw_ids = raw_ids_;
     }
     std::lock_guard drain(drain_mutex_);
-    DrainRound(&copied, raw_ids);
+    DrainRound(&copied, raw_ids, {});  // the extents are the recording loop's
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < copied.size(); ++i) {
       backlog_ += copied[i].size();
@@ -423,7 +426,7 @@ uint64_t Collector::Collect() {
       backlog_ = 0;
     }
     began = MonotonicNowNs();
-    DrainRound(&own, layout_.raw_ids);
+    DrainRound(&own, layout_.raw_ids, Trim());
   }
   room_.notify_one();
   for (size_t i = 0; i < taken.size(); ++i) {
@@ -432,6 +435,14 @@ uint64_t Collector::Collect() {
   }
   if (!thread_.joinable()) drained_.clear();  // stopped: later calls drain here
   return began;
+}
+
+StackTrim Collector::Trim() const {
+  if (options_.stack_copy == 0) return {};
+  return {.extents = &stack_extents_,
+          .tid_at = kSampleTidAt,
+          .regs = uint32_t(kUserRegCount),
+          .sp_index = uint32_t(kUserRegSp)};
 }
 
 RingCopyStats Collector::Stats() const {
@@ -469,7 +480,7 @@ uint64_t RingWord(std::span<const uint8_t> data, size_t pos) {
 
 uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t head,
                          std::vector<uint8_t>* arena, RingCopyStats* stats, uint32_t stack_copy,
-                         std::span<const uint64_t> raw_ids) {
+                         std::span<const uint64_t> raw_ids, const StackTrim& trim) {
   const size_t size = data.size();
   if (head - tail > size) {
     ++stats->errors;  // more unread bytes than the ring holds: not a ring we understand
@@ -478,6 +489,8 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
   // One allocation for the round's bytes at most, not one growth per record
   // (and no zero-filling of what is copied over at once).
   arena->reserve(arena->size() + size_t(head - tail));
+  // The user registers (ABI word first) lie just before the stack's size.
+  const size_t regs_bytes = (size_t(trim.regs) + 1) * 8;
   while (tail < head) {
     RecordHeader h;
     size_t pos = size_t(tail % size);
@@ -498,9 +511,21 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
         !std::binary_search(raw_ids.begin(), raw_ids.end(), RingWord(data, pos + 8)) &&
         RingWord(data, pos + stack_at) == stack_copy &&
         (dyn = RingWord(data, pos + h.size - 8)) <= stack_copy) {
+      if (trim.extents != nullptr && stack_at >= regs_bytes + trim.tid_at + 4 &&
+          RingWord(data, pos + stack_at - regs_bytes) != 0) {
+        // Only as far as the thread's walks read (none of it when the
+        // stack pointer lies above that: the thread's walks know nothing of
+        // this stack).
+        const uint64_t sp = RingWord(data, pos + stack_at - regs_bytes + 8 + trim.sp_index * 8);
+        const uint64_t tid_word = RingWord(data, pos + trim.tid_at / 8 * 8);
+        const uint32_t tid = uint32_t(trim.tid_at % 8 == 0 ? tid_word : tid_word >> 32);
+        const uint64_t end = trim.extents->End(tid, sp);
+        if (end != 0) dyn = std::min(dyn, end - sp);
+      }
       const size_t kept = (dyn + 7) / 8 * 8;
       AppendFromRing(data, pos, stack_at + 8 + kept, arena);
-      AppendFromRing(data, (pos + h.size - 8) % size, 8, arena);
+      arena->insert(arena->end(), reinterpret_cast<const uint8_t*>(&dyn),
+                    reinterpret_cast<const uint8_t*>(&dyn) + 8);
       RecordHeader small = h;
       small.size = uint16_t(h.size - stack_copy + kept);
       std::memcpy(arena->data() + old, &small, sizeof(small));
@@ -522,14 +547,14 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
 }
 
 void Collector::DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats,
-                          std::span<const uint64_t> raw_ids) {
+                          std::span<const uint64_t> raw_ids, const StackTrim& trim) {
   Ring& ring = rings_[index];
   auto* meta = static_cast<perf_event_mmap_page*>(ring.base);
   const uint8_t* data = static_cast<const uint8_t*>(ring.base) + getpagesize();
   uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
   uint64_t tail = meta->data_tail;
   tail = CopyRingRecords(std::span(data, ring.data_size), tail, head, arena, stats,
-                         ring.samples ? options_.stack_copy : 0, raw_ids);
+                         ring.samples ? options_.stack_copy : 0, raw_ids, trim);
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 

@@ -24,6 +24,7 @@
 #include "base/scoped_fd.h"
 #include "base/status.h"
 #include "src/record/decode.h"
+#include "src/record/stack_extents.h"
 #include "src/record/user_regs.h"
 
 namespace microscope::record {
@@ -49,9 +50,11 @@ struct RingCopyStats {
 // asked for, and the rest of its ring space is only skipped by the kernel.
 // Samples whose identifier is in `raw_ids` (sorted: BPF output events') are
 // not the sampling events' and are copied whole.
+// With `trim.extents`, a sample's stack is cut further at the end its
+// thread's walks need (StackExtents), dyn_size with it.
 uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t head,
                          std::vector<uint8_t>* arena, RingCopyStats* stats, uint32_t stack_copy = 0,
-                         std::span<const uint64_t> raw_ids = {});
+                         std::span<const uint64_t> raw_ids = {}, const StackTrim& trim = {});
 
 struct CollectorOptions {
   uint32_t frequency = 999;
@@ -122,6 +125,11 @@ class Collector {
   // StopDraining, or without the thread: with it, Collect keeps the order).
   void Drain();
 
+  // What the unwinder needs of each thread's stack, learned by the
+  // processor: the recording loop's drains (Collect, Drain) copy samples'
+  // stacks only that far. The recording loop's alone.
+  StackExtents& stack_extents() { return stack_extents_; }
+
   // Records copied out, ring by ring, in the chunks each drain took.
   std::vector<RingArena>& arenas() { return arenas_; }
   const SampleLayout& layout() const { return layout_; }
@@ -160,9 +168,11 @@ class Collector {
   uint32_t RingPages(const Ring& ring) const;
   // Drains every ring into `chunks` (one per ring) and counts what it
   // copied; under drain_mutex_.
-  void DrainRound(std::vector<std::vector<uint8_t>>* chunks, std::span<const uint64_t> raw_ids);
+  void DrainRound(std::vector<std::vector<uint8_t>>* chunks, std::span<const uint64_t> raw_ids,
+                  const StackTrim& trim);
   void DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats,
-                 std::span<const uint64_t> raw_ids);
+                 std::span<const uint64_t> raw_ids, const StackTrim& trim);
+  StackTrim Trim() const;  // the recording loop's, over stack_extents_
   void DrainLoop();
   RingCopyStats Stats() const;
 
@@ -177,6 +187,7 @@ class Collector {
   std::atomic<int> round_ms_{kRoundMs};
   std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
   std::vector<RingArena> arenas_;
+  StackExtents stack_extents_;
   bool ring_shrunk_ = false;
   bool lost_counters_ = true;  // every event counts its losses (PERF_FORMAT_LOST)
 

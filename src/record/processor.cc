@@ -257,6 +257,7 @@ void Processor::OnComm(const Event& e) {
     // taken inside execve.
     EndAllMappings(p, e.time, &p.before_exec);
     p.in_exec = true;
+    if (stack_extents_ != nullptr) stack_extents_->Forget(e.tid);  // a new stack
     p.anonymous_frame_pointers = false;
     for (MappingWatcher* w : mapping_watchers_) w->Forget(uint32_t(e.pid));
     p.root_known = false;       // and may follow a change of namespace
@@ -298,6 +299,7 @@ void Processor::OnExit(const Event& e) {
   if (t == threads_.end()) return;  // already ended (duplicate delivery)
   capture_.threads[t->second].end_time = e.time;
   threads_.erase(t);
+  if (stack_extents_ != nullptr) stack_extents_->Forget(e.tid);
   auto p = processes_.find(e.pid);
   if (p == processes_.end()) return;
   // The process (and its address space) ends with its last thread, which
@@ -421,6 +423,13 @@ void Processor::OnSample(const Event& e) {
   StackEnd end = StackEnd::kFramePointerEnd;
   if (options_.call_graph != CallGraph::kFramePointer) {
     end = UnwindUser(e, proc);  // the kernel chain above holds kernel frames only
+    if (stack_extents_ != nullptr && !e.stack.empty()) {
+      if (end == StackEnd::kComplete && stack_read_end_ != 0) {
+        stack_extents_->Learn(e.tid, stack_read_end_);
+      } else if (end == StackEnd::kStackCopyExhausted) {
+        stack_extents_->Forget(e.tid);  // the next copy whole, to learn again
+      }
+    }
     if (scratch_.empty()) end = StackEnd::kEmpty;
   } else if (scratch_.empty()) {
     end = StackEnd::kEmpty;

@@ -25,6 +25,7 @@
 #include "src/record/process_roots.h"
 #include "src/record/ring_pairing.h"
 #include "src/record/splicer.h"
+#include "src/record/stack_extents.h"
 #include "src/record/user_regs.h"
 #include "src/symbols/elf_image.h"
 #include "src/unwind/module_cfi.h"
@@ -114,6 +115,9 @@ class Processor : private CodeMarks, private FrameInterner {
   void SetSampleScale(uint64_t time, uint32_t keep_one_in);
   // Unwinds at most the first `bytes` of each copied user stack (0: all).
   void SetStackLimit(uint32_t bytes) { stack_limit_ = bytes; }
+  // Where to keep what each thread's walks read of its samples' stacks
+  // (the collector's, which copies no more of them); null: nowhere.
+  void SetStackExtents(StackExtents* extents) { stack_extents_ = extents; }
 
   capture::Settings& settings() { return capture_.settings; }
   // Per module, the paths of its file as the processes that mapped it see
@@ -259,6 +263,8 @@ class Processor : private CodeMarks, private FrameInterner {
   // order; and the unwound bytes.
   std::vector<std::pair<uint64_t, uint32_t>> sample_scale_;
   uint32_t stack_limit_ = 0;
+  StackExtents* stack_extents_ = nullptr;
+  uint64_t stack_read_end_ = 0;  // of UnwindUser's last walk
   std::vector<std::vector<CodeRange>> module_marks_;
   // Per module, sorted [begin, end) file offsets unwound by frame pointers.
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> frame_pointer_code_;

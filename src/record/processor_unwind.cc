@@ -106,6 +106,7 @@ capture::StackEnd Processor::UnwindUser(const Event& e, ProcessState& proc) {
   unwind::Policy policy =
       options_.call_graph == CallGraph::kAuto ? unwind::Policy::kAuto : unwind::Policy::kDwarf;
   unwind::UnwindResult r = unwind::Unwind(regs, stack, map, policy, unwind_frames_);
+  stack_read_end_ = stack.read_end;
   scratch_sp_.resize(scratch_.size(), 0);
   for (size_t i = 0; i < r.frames; ++i) {
     const unwind::Frame& f = unwind_frames_[i];

@@ -329,6 +329,7 @@ void Recording::Run() {
   bool by_duration = false;
   uint64_t previous_drain = start_;
   const PollWindow running{start_, UINT64_MAX, child_ != nullptr, false};
+  processor_.SetStackExtents(&collector_->stack_extents());
   Status draining = collector_->StartDraining();
   if (!draining.ok()) hooks_.warn(draining.message() + "; the rings are drained between rounds");
   if (target_fd_.valid())

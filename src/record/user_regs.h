@@ -20,6 +20,10 @@ static_assert(__builtin_popcountll(kUserRegsMask) == kUserRegCount);
 inline constexpr int kUserRegToDwarf[kUserRegCount] = {0, 3, 2,  1,  4,  5,  6,  7, unwind::kRegRa,
                                                        8, 9, 10, 11, 12, 13, 14, 15};
 
+// The stack pointer's place among them.
+inline constexpr size_t kUserRegSp = 7;
+static_assert(kUserRegToDwarf[kUserRegSp] == unwind::kRegRsp);
+
 using UserRegs = uint64_t[kUserRegCount];
 
 }  // namespace microscope::record

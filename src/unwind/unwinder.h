@@ -6,6 +6,7 @@
 // typed reason; nothing is appended after a step that could not be proven.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -35,11 +36,14 @@ struct CodeInfo {
 struct StackImage {
   uint64_t base = 0;
   std::span<const uint8_t> bytes;
+  // The end of the bytes read so far (0: none): what a walk needed.
+  mutable uint64_t read_end = 0;
   bool Read(uint64_t address, uint64_t* value) const {
     if (address < base || address - base > bytes.size() || bytes.size() - (address - base) < 8) {
       return false;
     }
     std::memcpy(value, bytes.data() + (address - base), 8);
+    read_end = std::max(read_end, address + 8);
     return true;
   }
 };

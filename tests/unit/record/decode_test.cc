@@ -260,3 +260,62 @@ TEST_CASE("Ring copy: a sample's user stack is copied only as far as the kernel 
     CHECK(raw_arena == raw);
   }
 }
+
+TEST_CASE("Ring copy: a sample's stack is cut at the end its thread's walks read") {
+  // StackSample: tid 11 at byte 28, three registers (the second, 0x7ff8, as
+  // the stack pointer), 20 of 256 bytes filled.
+  StackExtents extents;
+  const StackTrim trim{.extents = &extents, .tid_at = 28, .regs = 3, .sp_index = 1};
+  auto copy = [&](const std::vector<uint8_t>& rec, size_t at) {
+    std::vector<uint8_t> ring(1024);
+    for (size_t i = 0; i < rec.size(); ++i) ring[(at + i) % ring.size()] = rec[i];
+    std::vector<uint8_t> arena;
+    RingCopyStats stats;
+    CHECK(CopyRingRecords(ring, at, at + rec.size(), &arena, &stats, 256, {}, trim) ==
+          at + rec.size());
+    CHECK(stats.errors == 0);
+    return arena;
+  };
+  const auto rec = StackSample(7, 10, 256, 20);
+  for (size_t at : {size_t(0), size_t(1024 - 200)}) {
+    CAPTURE(at);
+    extents = {};
+    // Nothing learned: as far as the kernel filled it.
+    auto whole = copy(rec, at);
+    auto e = DecodeRecord(whole, StackLayout());
+    REQUIRE(e.ok());
+    CHECK(e->stack.size() == 20);
+    // Learned 12 bytes above the stack pointer: 12 kept (16 of record).
+    extents.Learn(11, 0x7ff8 + 12);
+    auto cut = copy(rec, at);
+    CHECK(cut.size() == whole.size() - 8);
+    e = DecodeRecord(cut, StackLayout());
+    REQUIRE(e.ok());
+    REQUIRE(e->stack.size() == 12);
+    for (size_t i = 0; i < 12; ++i) CHECK(e->stack[i] == uint8_t(i * 3 + 1));
+    CHECK(e->tid == 11);
+    CHECK(e->time == 10);
+    // An end beyond what was filled keeps what was filled.
+    extents.Learn(11, 0x7ff8 + 4096);
+    e = DecodeRecord(copy(rec, at), StackLayout());
+    REQUIRE(e.ok());
+    CHECK(e->stack.size() == 20);
+    // Another thread's end, or one below the stack pointer, cuts nothing.
+    extents = {};
+    extents.Learn(12, 0x7ff8 + 8);
+    extents.Learn(11, 0x7ff0);
+    e = DecodeRecord(copy(rec, at), StackLayout());
+    REQUIRE(e.ok());
+    CHECK(e->stack.size() == 20);
+    // Forgotten: whole again.
+    extents.Learn(11, 0x7ff8 + 8);
+    extents.Forget(11);
+    e = DecodeRecord(copy(rec, at), StackLayout());
+    REQUIRE(e.ok());
+    CHECK(e->stack.size() == 20);
+  }
+  // A sample with no user context is left as it is.
+  extents.Learn(11, 0x7ff8 + 8);
+  const auto none = StackSample(7, 11, 256, 0, /*regs=*/false);
+  CHECK(copy(none, 0) == none);
+}

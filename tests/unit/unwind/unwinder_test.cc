@@ -104,6 +104,31 @@ TEST_CASE("Unwinder: fast rows walk to the outermost frame (complete)") {
   CHECK(out[2].pc == 0x403011);
 }
 
+TEST_CASE("Unwinder: a walk says how far up the copy it read, and needs no more") {
+  auto table = ThreeFunctions();
+  FakeCode code;
+  code.ranges.push_back({0x401000, 0x404000, table.get(), 0x400000});
+  Stack s;
+  s.Put(0x7008, 0x402051);
+  s.Put(0x7020, 0xabcdef);
+  s.Put(0x7028, 0x403011);
+  std::vector<Frame> out(16);
+  const StackImage whole = s.Image();
+  auto r = Unwind(Regs(0x401050, 0x7000), whole, code, Policy::kDwarf, out);
+  REQUIRE(r.end == StackEnd::kComplete);
+  REQUIRE(whole.read_end > whole.base);
+  REQUIRE(whole.read_end - whole.base < whole.bytes.size());
+  // The copy cut there walks the same; 8 bytes short, it runs out.
+  const size_t needed = whole.read_end - whole.base;
+  StackImage cut{whole.base, whole.bytes.first(needed)};
+  auto rc = Unwind(Regs(0x401050, 0x7000), cut, code, Policy::kDwarf, out);
+  CHECK(rc.end == StackEnd::kComplete);
+  CHECK(rc.frames == r.frames);
+  StackImage short_copy{whole.base, whole.bytes.first(needed - 8)};
+  CHECK(Unwind(Regs(0x401050, 0x7000), short_copy, code, Policy::kDwarf, out).end ==
+        StackEnd::kStackCopyExhausted);
+}
+
 TEST_CASE("Unwinder: a return address at a function's end is looked up at pc - 1") {
   // f1 returns to 0x402100: one past f2's last byte (a call as f2's last
   // instruction). Looking up pc itself would miss f2.
