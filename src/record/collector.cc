@@ -378,8 +378,8 @@ void Collector::DrainLoop() {
     // this thread wakes when one is a quarter full (its watermark), which
     // that loop's rounds leave it only while it is busy elsewhere, and
     // every ten rounds besides. Waking it and that loop at every round cost
-    // the recorder twice its share of the CPU: on a virtual machine a
-    // thread's wake-up is what costs, not the copy.
+    // the recorder half as much CPU again while collecting: on a virtual
+    // machine a thread's wake-up costs more than the copy.
     poll(fds.data(), fds.size(), kDrainRounds * round_ms());
     // An event whose task exited polls as hung up for good: wait on the
     // others (and the timeout), still draining its ring each time.

@@ -31,7 +31,6 @@ class StackExtents {
     e = std::max(e, end);
   }
   void Forget(uint32_t tid) { ends_.erase(tid); }
-  size_t size() const { return ends_.size(); }
 
  private:
   std::unordered_map<uint32_t, uint64_t> ends_;
