@@ -509,6 +509,7 @@ void Processor::Process(const Event& e) {
     case EventType::kUnthrottle:
       ++capture_.settings.unthrottles;
       break;
+    case EventType::kRaw:  // the pump pairs these with their samples (ring_pairing.h)
     case EventType::kOther:
       break;
   }
