@@ -46,6 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   const bool with_ids = (layout.sample_type & (1u << 16)) != 0 && (layout.sample_type & 2) != 0;
   const StackTrim trim{.extents = with_ids ? &extents : nullptr,
+                       .callchain_at = 56,
                        .tid_at = 28,
                        .regs = uint32_t(std::popcount(layout.regs_user_mask)),
                        .sp_index = 7};

@@ -42,8 +42,9 @@ constexpr uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_
                                  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
                                  PERF_SAMPLE_CALLCHAIN;
 // In a sample of kSampleType: the header, IDENTIFIER, IP, then TID's pid
-// and tid.
+// and tid; then TIME, CPU and PERIOD before the CALLCHAIN's length.
 constexpr uint32_t kSampleTidAt = 8 + 8 + 8 + 4;
+constexpr uint32_t kSampleCallchainAt = 8 + 8 + 8 + 8 + 8 + 8 + 8;
 
 }  // namespace
 
@@ -394,7 +395,7 @@ void Collector::DrainLoop() {
       if (raw_ids.size() != raw_ids_.size()) raw_ids = raw_ids_;
     }
     std::lock_guard drain(drain_mutex_);
-    DrainRound(&copied, raw_ids, {});  // the extents are the recording loop's
+    DrainRound(&copied, raw_ids, Trim(false));  // the extents are the recording loop's
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < copied.size(); ++i) {
       backlog_ += copied[i].size();
@@ -437,9 +438,10 @@ uint64_t Collector::Collect() {
   return began;
 }
 
-StackTrim Collector::Trim() const {
+StackTrim Collector::Trim(bool extents) const {
   if (options_.stack_copy == 0) return {};
-  return {.extents = &stack_extents_,
+  return {.extents = extents ? &stack_extents_ : nullptr,
+          .callchain_at = kSampleCallchainAt,
           .tid_at = kSampleTidAt,
           .regs = uint32_t(kUserRegCount),
           .sp_index = uint32_t(kUserRegSp)};
@@ -476,6 +478,36 @@ uint64_t RingWord(std::span<const uint8_t> data, size_t pos) {
   return v;
 }
 
+// Where a sample's user stack lies in its record (at `pos` in the ring),
+// found forward from its callchain's length: 0 where the record is not laid
+// out as `trim` says, or carries no stack.
+struct SampleStackAt {
+  size_t stack_at = 0;  // the stack's size word
+  uint64_t size = 0;    // the bytes of stack the record holds
+  uint64_t dyn = 0;     // of them, filled by the kernel
+  uint64_t sp = 0;      // the user stack pointer, 0 when unknown
+};
+
+SampleStackAt FindSampleStack(std::span<const uint8_t> data, size_t pos, size_t record_size,
+                              uint32_t stack_copy, const StackTrim& trim) {
+  if (trim.callchain_at == 0 || record_size < trim.callchain_at + 8) return {};
+  const uint64_t frames = RingWord(data, pos + trim.callchain_at);
+  if (frames >= record_size / 8) return {};
+  const size_t regs_at = trim.callchain_at + 8 + size_t(frames) * 8;
+  if (regs_at + 8 > record_size) return {};
+  const uint64_t abi = RingWord(data, pos + regs_at);
+  const size_t stack_at = regs_at + 8 + (abi != 0 ? size_t(trim.regs) * 8 : 0);
+  if (stack_at + 16 > record_size) return {};
+  SampleStackAt at{.stack_at = stack_at, .size = RingWord(data, pos + stack_at)};
+  if (at.size == 0 || at.size > stack_copy || stack_at + 16 + at.size != record_size) return {};
+  at.dyn = RingWord(data, pos + record_size - 8);
+  if (at.dyn > at.size) return {};
+  if (abi != 0 && trim.sp_index < trim.regs) {
+    at.sp = RingWord(data, pos + regs_at + 8 + size_t(trim.sp_index) * 8);
+  }
+  return at;
+}
+
 }  // namespace
 
 uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t head,
@@ -489,8 +521,6 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
   // One allocation for the round's bytes at most, not one growth per record
   // (and no zero-filling of what is copied over at once).
   arena->reserve(arena->size() + size_t(head - tail));
-  // The user registers (ABI word first) lie just before the stack's size.
-  const size_t regs_bytes = (size_t(trim.regs) + 1) * 8;
   while (tail < head) {
     RecordHeader h;
     size_t pos = size_t(tail % size);
@@ -502,35 +532,34 @@ uint64_t CopyRingRecords(std::span<const uint8_t> data, uint64_t tail, uint64_t 
       return head;
     }
     const size_t old = arena->size();
-    // A sample's user stack: u64 size (= stack_copy), data[size], u64
-    // dyn_size, last in the record. Samples without user context carry a
-    // size of 0 and neither of the rest: copied whole.
-    const size_t stack_at = h.size >= stack_copy + 24 ? h.size - stack_copy - 16 : 0;
-    uint64_t dyn = 0;
-    if (h.type == kRecordSample && stack_copy != 0 && stack_at != 0 &&
-        !std::binary_search(raw_ids.begin(), raw_ids.end(), RingWord(data, pos + 8)) &&
-        RingWord(data, pos + stack_at) == stack_copy &&
-        (dyn = RingWord(data, pos + h.size - 8)) <= stack_copy) {
-      if (trim.extents != nullptr && stack_at >= regs_bytes + trim.tid_at + 4 &&
-          RingWord(data, pos + stack_at - regs_bytes) != 0) {
+    const SampleStackAt at =
+        h.type == kRecordSample && stack_copy != 0 &&
+                !std::binary_search(raw_ids.begin(), raw_ids.end(), RingWord(data, pos + 8))
+            ? FindSampleStack(data, pos, h.size, stack_copy, trim)
+            : SampleStackAt{};
+    if (at.stack_at != 0) {
+      // A sample's user stack: u64 size, data[size], u64 dyn_size, last in
+      // the record. The size is what was asked for, or less where the record
+      // would not fit its 16-bit size (a 64 KiB copy never does).
+      uint64_t dyn = at.dyn;
+      if (trim.extents != nullptr && at.sp != 0) {
         // Only as far as the thread's walks read (none of it when the
         // stack pointer lies above that: the thread's walks know nothing of
         // this stack).
-        const uint64_t sp = RingWord(data, pos + stack_at - regs_bytes + 8 + trim.sp_index * 8);
         const uint64_t tid_word = RingWord(data, pos + trim.tid_at / 8 * 8);
         const uint32_t tid = uint32_t(trim.tid_at % 8 == 0 ? tid_word : tid_word >> 32);
-        const uint64_t end = trim.extents->End(tid, sp);
-        if (end != 0) dyn = std::min(dyn, end - sp);
+        const uint64_t end = trim.extents->End(tid, at.sp);
+        if (end != 0) dyn = std::min(dyn, end - at.sp);
       }
       const size_t kept = (dyn + 7) / 8 * 8;
-      AppendFromRing(data, pos, stack_at + 8 + kept, arena);
+      AppendFromRing(data, pos, at.stack_at + 8 + kept, arena);
       arena->insert(arena->end(), reinterpret_cast<const uint8_t*>(&dyn),
                     reinterpret_cast<const uint8_t*>(&dyn) + 8);
       RecordHeader small = h;
-      small.size = uint16_t(h.size - stack_copy + kept);
+      small.size = uint16_t(h.size - at.size + kept);
       std::memcpy(arena->data() + old, &small, sizeof(small));
       const uint64_t stack_size = kept;
-      std::memcpy(arena->data() + old + stack_at, &stack_size, 8);
+      std::memcpy(arena->data() + old + at.stack_at, &stack_size, 8);
     } else {
       AppendFromRing(data, pos, h.size, arena);
     }

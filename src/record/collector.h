@@ -44,10 +44,13 @@ struct RingCopyStats {
 // size is a power of two) into `arena`, joining records that wrap the end.
 // Returns the new tail. Pure, so tests can hand it any bytes.
 // With `stack_copy` (the bytes of user stack each sample asks for, its last
-// field), a sample's stack is copied only as far as the kernel filled it
-// (its dyn_size, rounded up to 8): the record keeps its layout with a
-// smaller stack size. A thread's stack is mostly shallower than the copy
-// asked for, and the rest of its ring space is only skipped by the kernel.
+// field) and the samples' layout in `trim`, a sample's stack is copied only
+// as far as the kernel filled it (its dyn_size, rounded up to 8): the record
+// keeps its layout with a smaller stack size. A thread's stack is mostly
+// shallower than the copy asked for, and the rest of its ring space is only
+// skipped by the kernel. The stack is found from the callchain forward: the
+// kernel gives less than was asked for where the record would outgrow its
+// 16-bit size (a 64 KiB copy always does).
 // Samples whose identifier is in `raw_ids` (sorted: BPF output events') are
 // not the sampling events' and are copied whole.
 // With `trim.extents`, a sample's stack is cut further at the end its
@@ -172,7 +175,7 @@ class Collector {
                   const StackTrim& trim);
   void DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopyStats* stats,
                  std::span<const uint64_t> raw_ids, const StackTrim& trim);
-  StackTrim Trim() const;  // the recording loop's, over stack_extents_
+  StackTrim Trim(bool extents = true) const;  // over stack_extents_: the recording loop's alone
   void DrainLoop();
   RingCopyStats Stats() const;
 

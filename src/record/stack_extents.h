@@ -36,12 +36,15 @@ class StackExtents {
   std::unordered_map<uint32_t, uint64_t> ends_;
 };
 
-// Where a sample record keeps what StackExtents needs: its thread id and
-// its user stack pointer, before the copied stack.
+// Where a sample record keeps its fields, for cutting its user stack: the
+// callchain's length word (the user registers follow the callchain, the
+// stack follows them), its thread id and, among the registers, its stack
+// pointer. With `extents`, a stack is cut at the end its thread's walks read.
 struct StackTrim {
   const StackExtents* extents = nullptr;  // null: copy each stack as far as it was filled
+  uint32_t callchain_at = 0;  // byte offset of the callchain's length; 0: stacks copied whole
   uint32_t tid_at = 0;                    // byte offset of the thread id in a sample record
-  uint32_t regs = 0;                      // user registers before the stack's size word
+  uint32_t regs = 0;                      // user registers after the ABI word (none when it is 0)
   uint32_t sp_index = 0;                  // the stack pointer's place among them
 };
 

@@ -221,6 +221,10 @@ SampleLayout StackLayout() {
   return l;
 }
 
+// StackSample's layout: the callchain's length at byte 56, tid 11 at byte
+// 28, three registers (the second, 0x7ff8, as the stack pointer).
+constexpr StackTrim kSampleTrim{.callchain_at = 56, .tid_at = 28, .regs = 3, .sp_index = 1};
+
 }  // namespace
 
 TEST_CASE("Ring copy: a sample's user stack is copied only as far as the kernel filled it") {
@@ -238,7 +242,7 @@ TEST_CASE("Ring copy: a sample's user stack is copied only as far as the kernel 
     std::vector<uint8_t> arena;
     RingCopyStats stats;
     const uint64_t ids[] = {9};
-    CHECK(CopyRingRecords(ring_small, at, at + all.size(), &arena, &stats, 256, ids) ==
+    CHECK(CopyRingRecords(ring_small, at, at + all.size(), &arena, &stats, 256, ids, kSampleTrim) ==
           at + all.size());
     CHECK(stats.errors == 0);
     CHECK(stats.samples == 2);
@@ -256,16 +260,40 @@ TEST_CASE("Ring copy: a sample's user stack is copied only as far as the kernel 
     CHECK(n->stack.empty());
     // An output event's record is never cut, whatever its bytes look like.
     std::vector<uint8_t> raw_arena;
-    CHECK(CopyRingRecords(raw, 0, raw.size(), &raw_arena, &stats, 256, ids) == raw.size());
+    CHECK(CopyRingRecords(raw, 0, raw.size(), &raw_arena, &stats, 256, ids, kSampleTrim) ==
+          raw.size());
     CHECK(raw_arena == raw);
   }
 }
 
+TEST_CASE("Ring copy: a stack the kernel gave less room than was asked for is cut as well") {
+  // A 64 KiB copy never fits a record's 16-bit size: the kernel gives what
+  // fits, so the record's stack size is below the one asked for.
+  auto a = StackSample(7, 10, 200, 20);
+  std::vector<uint8_t> arena;
+  RingCopyStats stats;
+  CHECK(CopyRingRecords(a, 0, a.size(), &arena, &stats, 256, {}, kSampleTrim) == a.size());
+  CHECK(stats.errors == 0);
+  REQUIRE(arena.size() == a.size() - 200 + 24);
+  auto e = DecodeRecord(arena, StackLayout());
+  REQUIRE(e.ok());
+  REQUIRE(e->stack.size() == 20);
+  for (size_t i = 0; i < 20; ++i) CHECK(e->stack[i] == uint8_t(i * 3 + 1));
+  // Without the samples' layout, or with a stack larger than asked for (not
+  // a sampling event's), the record is copied whole.
+  for (uint32_t asked : {uint32_t(256), uint32_t(128)}) {
+    std::vector<uint8_t> whole;
+    CHECK(CopyRingRecords(a, 0, a.size(), &whole, &stats, asked, {},
+                          asked == 256 ? StackTrim{} : kSampleTrim) == a.size());
+    CHECK(whole == a);
+  }
+}
+
 TEST_CASE("Ring copy: a sample's stack is cut at the end its thread's walks read") {
-  // StackSample: tid 11 at byte 28, three registers (the second, 0x7ff8, as
-  // the stack pointer), 20 of 256 bytes filled.
+  // StackSample: 20 of 256 bytes filled.
   StackExtents extents;
-  const StackTrim trim{.extents = &extents, .tid_at = 28, .regs = 3, .sp_index = 1};
+  StackTrim trim = kSampleTrim;
+  trim.extents = &extents;
   auto copy = [&](const std::vector<uint8_t>& rec, size_t at) {
     std::vector<uint8_t> ring(1024);
     for (size_t i = 0; i < rec.size(); ++i) ring[(at + i) % ring.size()] = rec[i];
