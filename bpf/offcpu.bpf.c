@@ -17,6 +17,16 @@
 // A preempted thread sends its interval at switch-in, from sched_switch,
 // with its saved registers (bpf_task_pt_regs) and its user stack only when
 // the outgoing task shares its address space.
+//
+// A switch-in can go untraced: some kernels trace nothing while certain
+// tasks are current (a VM's agent; sched_switch fires in the outgoing
+// task's context), and a program skipped as recursive sees nothing either.
+// A thread found running with its interval open (at a system call's exit,
+// or at its next switch-out) was switched in unseen: the interval is closed
+// then, its end set back by the CPU time the thread was charged since its
+// switch-out, and marked as a bound (SWITCH_IN_UNSEEN), without a kernel
+// stack; its user stack is kept when the system call's exit is that of the
+// very entry it blocked in.
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -158,7 +168,7 @@ static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 
   bpf_get_current_comm(e->comm, sizeof(e->comm));
   if (e->ustack_size == 0) e->flags |= MICROSCOPE_OFFCPU_NO_USER_STACK;
   e->py.magic = 0;
-  python_walk(&e->py, pid, tid);  // where its Python code blocked
+  if (s->has_regs) python_walk(&e->py, pid, tid);  // where its Python code blocked
   send(e);
 }
 
@@ -188,6 +198,38 @@ static __always_inline void open_interval(struct offcpu_start *s, __u64 now, __u
   s->has_regs = 0;
 }
 
+// What closing an interval whose switch-in is not traced needs: the
+// thread's CPU time, and its user SP and IP (those of its kernel entry).
+static __always_inline void note_switch_out(struct offcpu_start* s, struct task_struct* t) {
+  s->out_runtime = BPF_CORE_READ(t, se.sum_exec_runtime);
+  struct pt_regs* r = (struct pt_regs*)bpf_task_pt_regs(t);
+  s->out_sp = BPF_CORE_READ(r, sp);
+  s->out_ip = BPF_CORE_READ(r, ip);
+}
+
+// The running thread `t`'s interval is open: its switch-in was not traced.
+// It was switched in at most the CPU time it was charged since its
+// switch-out before `now` (the charge lags by up to a tick, never leads).
+static __always_inline void close_unseen(struct offcpu_start* s, struct task_struct* t, __u64 now) {
+  __u64 ran = BPF_CORE_READ(t, se.sum_exec_runtime) - s->out_runtime;
+  s->end_ns = now - s->start_ns > ran ? now - ran : s->start_ns;
+  s->flags |= MICROSCOPE_OFFCPU_SWITCH_IN_UNSEEN;
+  s->kstack_size = 0;
+  s->has_regs = 0;
+}
+
+static __always_inline void count_short(__u32 tid, struct offcpu_start* s, __u64 delta) {
+  struct offcpu_short_key key = {.tid = tid, .state = s->state};
+  struct offcpu_short* c = bpf_map_lookup_elem(&shorts, &key);
+  if (c) {
+    __sync_fetch_and_add(&c->count, 1);
+    __sync_fetch_and_add(&c->total_ns, delta);
+  } else {
+    struct offcpu_short fresh = {.count = 1, .total_ns = delta, .pid = s->pid};
+    bpf_map_update_elem(&shorts, &key, &fresh, BPF_NOEXIST);
+  }
+}
+
 static __always_inline void close_interval(struct offcpu_start *s) {
   s->start_ns = 0;
   s->end_ns = 0;
@@ -209,22 +251,36 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     __u32 tid = BPF_CORE_READ(prev, pid);
     __u32 pid = BPF_CORE_READ(prev, tgid);
     struct offcpu_start *old = bpf_map_lookup_elem(&starts, &tid);
-    // An interval switched in but not yet sent: the thread is switching out
-    // again before schedule() returned, so its stacks are still those of
-    // that interval (a preempted one was sent at switch-in).
-    if (old && old->end_ns != 0 && is_open(old)) send_from_own_context(old, pid, tid);
+    if (old && is_open(old)) {
+      if (old->end_ns != 0) {
+        // Switched in but not yet sent: the thread is switching out again
+        // before schedule() returned, so its stacks are still those of that
+        // interval (a preempted one was sent at switch-in).
+        send_from_own_context(old, pid, tid);
+      } else if (old->start_ns != 0) {
+        close_unseen(old, prev, now);  // it has run since: no stacks of the block
+        __u64 delta = old->end_ns - old->start_ns;
+        if (delta < min_ns) {
+          count_short(tid, old, delta);
+        } else {
+          send_from_own_context(old, pid, tid);
+        }
+      }
+    }
     if (BPF_CORE_READ(prev, exit_state) != 0 || (prev_state & 0x80) != 0) {  // TASK_DEAD
       bpf_map_delete_elem(&starts, &tid);
     } else if (old) {
       // Reuse the thread's entry in place: copying a whole entry (with its
       // kernel stack) at every switch would cost more than the rest.
       open_interval(old, now, pid, state_of(preempt, prev_state));
+      note_switch_out(old, prev);
     } else {
       __u32 zero = 0;
       struct offcpu_start *s = bpf_map_lookup_elem(&fresh, &zero);
       if (s) {
         s->flags = 0;
         open_interval(s, now, pid, state_of(preempt, prev_state));
+        note_switch_out(s, prev);
         if (bpf_map_update_elem(&starts, &tid, s, BPF_ANY) != 0) count_lost(0, 1);
       }
     }
@@ -238,15 +294,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   s->end_ns = now;
   __u64 delta = s->start_ns != 0 ? now - s->start_ns : min_ns;
   if (delta < min_ns && !(s->flags & MICROSCOPE_OFFCPU_CUT_AT_START)) {
-    struct offcpu_short_key key = {.tid = tid, .state = s->state};
-    struct offcpu_short *c = bpf_map_lookup_elem(&shorts, &key);
-    if (c) {
-      __sync_fetch_and_add(&c->count, 1);
-      __sync_fetch_and_add(&c->total_ns, delta);
-    } else {
-      struct offcpu_short fresh = {.count = 1, .total_ns = delta, .pid = s->pid};
-      bpf_map_update_elem(&shorts, &key, &fresh, BPF_NOEXIST);
-    }
+    count_short(tid, s, delta);
     close_interval(s);
     return 0;
   }
@@ -315,7 +363,26 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tid = (__u32)pid_tgid;
   struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
-  if (!s || s->end_ns == 0) return 0;
+  if (!s) return 0;
+  if (s->end_ns == 0) {
+    // Closed, or off CPU since before the recording (seeded: it is caught at
+    // its next switch).
+    if (s->start_ns == 0) return 0;
+    // Running with its interval open: switched in unseen.
+    struct task_struct* task = bpf_get_current_task_btf();
+    close_unseen(s, task, bpf_ktime_get_ns());
+    struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+    if (BPF_CORE_READ(regs, sp) == s->out_sp && BPF_CORE_READ(regs, ip) == s->out_ip) {
+      // The exit of the entry it blocked in: no user code ran since.
+      read_user_regs(s->regs, regs);
+      s->has_regs = 1;
+    }
+    if (s->end_ns - s->start_ns < min_ns) {
+      count_short(tid, s, s->end_ns - s->start_ns);
+      close_interval(s);
+      return 0;
+    }
+  }
   send_from_own_context(s, pid_tgid >> 32, tid);
   close_interval(s);
   return 0;

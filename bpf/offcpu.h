@@ -17,6 +17,7 @@
 
 /* offcpu_event.flags (capture kOffCpu* bits). */
 #define MICROSCOPE_OFFCPU_CUT_AT_START 1
+#define MICROSCOPE_OFFCPU_SWITCH_IN_UNSEEN 2 /* capture kOffCpuCutAtEnd: the end is a bound */
 #define MICROSCOPE_OFFCPU_NO_USER_STACK 4
 #define MICROSCOPE_OFFCPU_EARLY_WAKER 0x80 /* in offcpu_start only: waker seen before switch-out */
 
@@ -55,6 +56,12 @@ struct offcpu_start {
   __u64 end_ns; /* 0: still off CPU */
   __u64 regs[MICROSCOPE_USER_REGS]; /* the user registers at switch-in */
   __u64 waker_ns;   /* when the waker was seen (an early one may precede the switch-out) */
+  /* At switch-out: the thread's CPU time (se.sum_exec_runtime) and its user
+   * SP and IP (its kernel entry's), to close an interval whose switch-in was
+   * not traced. */
+  __u64 out_runtime;
+  __u64 out_sp;
+  __u64 out_ip;
   __u32 kstack_size; /* bytes of kstack: the kernel stack at switch-in */
   __u32 has_regs;
   __u64 kstack[MICROSCOPE_KSTACK_MAX];
