@@ -230,6 +230,16 @@ static __always_inline void count_short(__u32 tid, struct offcpu_start* s, __u64
   }
 }
 
+// An interval close_unseen closed: counted if short, sent otherwise.
+static __always_inline void send_unseen(struct offcpu_start* s, __u32 pid, __u32 tid) {
+  __u64 delta = s->end_ns - s->start_ns;
+  if (delta < min_ns) {
+    count_short(tid, s, delta);
+  } else {
+    send_from_own_context(s, pid, tid);
+  }
+}
+
 static __always_inline void close_interval(struct offcpu_start *s) {
   s->start_ns = 0;
   s->end_ns = 0;
@@ -259,12 +269,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
         send_from_own_context(old, pid, tid);
       } else if (old->start_ns != 0) {
         close_unseen(old, prev, now);  // it has run since: no stacks of the block
-        __u64 delta = old->end_ns - old->start_ns;
-        if (delta < min_ns) {
-          count_short(tid, old, delta);
-        } else {
-          send_from_own_context(old, pid, tid);
-        }
+        send_unseen(old, pid, tid);
       }
     }
     if (BPF_CORE_READ(prev, exit_state) != 0 || (prev_state & 0x80) != 0) {  // TASK_DEAD
@@ -377,13 +382,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret) {
       read_user_regs(s->regs, regs);
       s->has_regs = 1;
     }
-    if (s->end_ns - s->start_ns < min_ns) {
-      count_short(tid, s, s->end_ns - s->start_ns);
-      close_interval(s);
-      return 0;
-    }
+    send_unseen(s, pid_tgid >> 32, tid);
+  } else {
+    send_from_own_context(s, pid_tgid >> 32, tid);
   }
-  send_from_own_context(s, pid_tgid >> 32, tid);
   close_interval(s);
   return 0;
 }
