@@ -298,7 +298,13 @@ for what in ("unit length", "abbrev garbage", "truncated file"):
              "-o", os.path.join(other, "bad.mscap")])
     check(p.returncode == 0 and "Traceback" not in p.stderr, "%s: symbolize completes (exit %d)" % (what, p.returncode))
     m = fixture_modules(json.loads(p.stdout))["unwind"]
-    check(m["problems"] or any("unreadable" in l or "not" in l for l in m["looked"]),
-          "%s: a per-module problem: %s" % (what, m["problems"] or m["looked"]))
+    # The corrupt file itself is named: as a problem (its DWARF unreadable),
+    # or as a candidate refused with its reason; neither "not there" (it is
+    # there) nor taken as it is.
+    named = [p for p in m["problems"] if target in p]
+    refused = [l for l in m["looked"] if l.startswith("debug dir %s: " % target) and
+               not l.endswith(": not there") and "build ID matches" not in l]
+    check(named or refused, "%s: a per-module problem naming %s: %s" % (what, target, named or refused or
+                                                                       (m["problems"], m["looked"])))
     check(run([MICROSCOPE, "report", os.path.join(other, "bad.mscap")]).returncode == 0,
           "%s: the output capture is valid" % what)
