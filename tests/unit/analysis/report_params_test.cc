@@ -67,7 +67,8 @@ TEST_CASE("ParseReportParams: bad names and values say which") {
       {{{"collapse_recursion", "true"}}, "collapse_recursion"},
       {{{"time", "soon"}}, "time"},
   };
-  for (const auto& [params, says] : bad) {
+  for (const auto& [params, expected] : bad) {
+    const std::string& says = expected;  // clang 14's CAPTURE cannot capture a structured binding
     auto p = ParseReportParams(params);
     CAPTURE(says);
     REQUIRE_FALSE(p.ok());

@@ -10,7 +10,6 @@
 
 using namespace microscope;
 using analysis::ReportQuery;
-using nlohmann::json;
 using nlohmann::ordered_json;
 
 namespace {
@@ -61,7 +60,7 @@ TEST_CASE("Report JSON: functions are whole, costs carry their share") {
   CHECK(hot["self"]["percent"].get<double>() == doctest::Approx(70));
   CHECK(j["functions"][3]["function"] == "run");
   CHECK(j["header"]["samples"] == 10);
-  CHECK(j["header"]["command"] == json::array({"app", "--flag"}));
+  CHECK(j["header"]["command"] == ordered_json::array({"app", "--flag"}));
 }
 
 TEST_CASE("Report JSON: trees nest children and leave out pruned nodes") {
@@ -78,7 +77,7 @@ TEST_CASE("Report JSON: trees nest children and leave out pruned nodes") {
   const ordered_json& run = main["children"][0];
   REQUIRE(run["children"].size() == 1);  // cold (30%) and the unsampled leaf pruned
   CHECK(run["children"][0]["function"] == "hot");
-  CHECK(run["children"][0]["children"] == json::array());
+  CHECK(run["children"][0]["children"] == ordered_json::array());
 }
 
 TEST_CASE("Report JSON: diff rows are whole; paths have no module") {

@@ -14,7 +14,6 @@
 using microscope::record::SyscallEvent;
 using microscope::record::SyscallTracer;
 
-
 TEST_CASE("SyscallTracer: sees a child's calls, counts and results exact, and its children") {
   int gate[2];
   REQUIRE(pipe(gate) == 0);
