@@ -12,7 +12,9 @@ import sys
 import tempfile
 
 MICROSCOPE = os.environ.get("MICROSCOPE", "microscope")
-FIXTURES = os.environ.get("FIXTURES", ".")
+# The programs being profiled; E2E_FIXTURES points the sanitized suite at the
+# first build's (scripts/test), so that both suites profile the same programs.
+FIXTURES = os.environ.get("E2E_FIXTURES") or os.environ.get("FIXTURES", ".")
 SKIP = 77
 # A build under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/;
 # meson sets it from b_sanitize).
@@ -60,11 +62,12 @@ def require_perf():
 
 
 def fetch_runtimes(script, versions):
-    """{version: program} as scripts/SCRIPT (fetch-python, fetch-node) fetches
-    and caches them outside the repository; skips, or fails in CI, when they
-    cannot be fetched."""
+    """{version: program} from the cache outside the repository that
+    scripts/fetch-runtimes fills before the tests (scripts/SCRIPT: fetch-python,
+    fetch-node, asked for cached versions only); skips, or fails in CI, when
+    one is not there."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", script)
-    p = run([path, *versions], timeout=900)
+    p = run([path, *versions], env=dict(os.environ, MICROSCOPE_RUNTIMES_CACHED="1"))
     if p.returncode != 0:
         why = "scripts/%s failed (%d): %s" % (script, p.returncode, p.stderr.strip()[-500:])
         if os.environ.get("CI") == "true":
