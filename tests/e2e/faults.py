@@ -347,6 +347,10 @@ h = report(out)["header"]
 ring = h.get("ring_lost_records", 0)
 check(ring > 0, "the flood lost %d records from the perf rings (%d in all)" % (ring, h["lost_records"]))
 if h.get("kernel_lost_records") is None:
+    # CI's kernel (6.18) keeps the count: there its absence is a recorder
+    # that stopped reading it, not an old kernel.
+    if os.environ.get("CI") == "true":
+        fail("the capture has no kernel count of lost records (PERF_FORMAT_LOST, Linux 6.0+): CI's kernel keeps one")
     print("SKIP: this kernel keeps no count of lost records (PERF_FORMAT_LOST, Linux 6.0+): "
           "nothing to compare the LOST records with")
 else:
