@@ -61,6 +61,17 @@ def require_perf():
     sys.exit(SKIP)
 
 
+def require(present, missing):
+    """Goes on when `present`; else exits 77 (skip) saying what is `missing`,
+    or fails with CI=true, where every tool a test needs must be there."""
+    if present:
+        return
+    if os.environ.get("CI") == "true":
+        fail("CI must run this test: " + missing)
+    print("SKIP: " + missing)
+    sys.exit(SKIP)
+
+
 def fetch_runtimes(script, versions):
     """{version: program} from the cache outside the repository that
     scripts/fetch-runtimes fills before the tests (scripts/SCRIPT: fetch-python,

@@ -6,11 +6,8 @@ import re
 from common import *
 
 PPROF = os.environ.get("PPROF")
-if not PPROF or not os.path.exists(PPROF):
-    if os.environ.get("CI") == "true":
-        fail("pprof was not built (go and golang-github-google-pprof-dev are installed by scripts/setup)")
-    print("SKIP: pprof not built")
-    sys.exit(SKIP)
+require(PPROF and os.path.exists(PPROF),
+        "pprof was not built (go and golang-github-google-pprof-dev are installed by scripts/setup)")
 d = tmpdir()
 cap = d + "/threads.mscap"
 make_capture(cap, "threads")

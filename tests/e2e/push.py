@@ -19,11 +19,7 @@ from common import *
 
 require_perf()
 PPROF = os.environ.get("PPROF")
-if not PPROF:
-    if os.environ.get("CI") == "true":
-        fail("Google's pprof is needed (built by the tests) to validate what is pushed")
-    print("SKIP: Google's pprof was not built")
-    sys.exit(SKIP)
+require(PPROF, "Google's pprof, which validates what is pushed, was not built (scripts/setup installs golang-go)")
 d = tmpdir()
 
 

@@ -13,17 +13,9 @@ from common import *
 
 require_perf()
 web = os.environ.get("WEB_DIR")
-if not web:
-    if os.environ.get("CI") == "true":
-        fail("the browser view was not built (npm missing): CI must test it")
-    print("SKIP: the browser view was not built (npm missing; scripts/setup installs nodejs)")
-    sys.exit(SKIP)
+require(web, "the browser view was not built (npm missing; scripts/setup installs nodejs)")
 chromium = "/usr/bin/chromium"
-if not os.path.exists(chromium):
-    if os.environ.get("CI") == "true":
-        fail("chromium (Debian package chromium) is needed for the browser tests")
-    print("SKIP: no %s (scripts/setup installs it)" % chromium)
-    sys.exit(SKIP)
+require(os.path.exists(chromium), "no %s (scripts/setup installs chromium)" % chromium)
 d = tmpdir()
 record(d + "/threads.mscap", [fixture("threads"), "400"])
 record(d + "/split.mscap", [fixture("split"), "300"])
