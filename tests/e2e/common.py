@@ -42,6 +42,17 @@ def check(condition, message):
     print("ok: " + message)
 
 
+def require(present, missing):
+    """Goes on when `present`; else exits 77 (skip) saying what is `missing`,
+    or fails with CI=true, where every test must run."""
+    if present:
+        return
+    if os.environ.get("CI") == "true":
+        fail("CI must run this test: " + missing)
+    print("SKIP: " + missing)
+    sys.exit(SKIP)
+
+
 def require_perf():
     """Exit 77 (skip) when perf_event cannot be used here, unless CI=true."""
     reason = None
@@ -53,23 +64,7 @@ def require_perf():
                 f.read()
         except OSError:
             reason = "no perf_event support (/proc/sys/kernel/perf_event_paranoid missing)"
-    if reason is None:
-        return
-    if os.environ.get("CI") == "true":
-        fail("perf_event test cannot run in CI: " + reason)
-    print("SKIP: " + reason)
-    sys.exit(SKIP)
-
-
-def require(present, missing):
-    """Goes on when `present`; else exits 77 (skip) saying what is `missing`,
-    or fails with CI=true, where every tool a test needs must be there."""
-    if present:
-        return
-    if os.environ.get("CI") == "true":
-        fail("CI must run this test: " + missing)
-    print("SKIP: " + missing)
-    sys.exit(SKIP)
+    require(reason is None, "perf_event cannot be used: %s" % reason)
 
 
 def fetch_runtimes(script, versions):
@@ -79,12 +74,7 @@ def fetch_runtimes(script, versions):
     one is not there."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", script)
     p = run([path, *versions], env=dict(os.environ, MICROSCOPE_RUNTIMES_CACHED="1"))
-    if p.returncode != 0:
-        why = "scripts/%s failed (%d): %s" % (script, p.returncode, p.stderr.strip()[-500:])
-        if os.environ.get("CI") == "true":
-            fail(why)
-        print("SKIP: " + why)
-        sys.exit(SKIP)
+    require(p.returncode == 0, "scripts/%s failed (%d): %s" % (script, p.returncode, p.stderr.strip()[-500:]))
     return dict(line.split("\t") for line in p.stdout.splitlines())
 
 
