@@ -129,8 +129,16 @@ record(out, [fx, "crowd", str(2 * os.cpu_count() + 1)], ["--off-cpu", "--off-cpu
 settings, iv, shorts = rows(out)
 pre = [r for r in iv if r["thread"] == "crowd" and r["state"] == "preempted"]
 check(len(pre) >= 5, "the crowd's threads are preempted: %d intervals" % len(pre))
+# Whether the task that ran before a switch-in shares the address space
+# depends on what else runs: 74% of the crowd's intervals had the user stack
+# on an idle machine, 61% with two CPU burners, 48% with the burners and a
+# sanitized recorder. Each interval either has it, whole down to
+# crowd_work, or says it has none (flag 4); a quarter at least have it.
 with_user = [r for r in pre if "crowd_work" in r["stack"]]
-check(len(with_user) >= 0.5 * len(pre), "most preempted intervals have the user stack: %d of %d (%s)"
+cut = [r for r in pre if r not in with_user and not r["flags"] & 4]
+check(not cut, "every preempted interval has its user stack down to crowd_work or says it has none: "
+      "%d do neither (%s)" % (len(cut), cut[0] if cut else ""))
+check(len(with_user) >= 0.25 * len(pre), "preempted intervals have the user stack: %d of %d (%s)"
       % (len(with_user), len(pre), with_user[0]["stack"] if with_user else pre[0]["stack"]))
 s = with_user[0]["stack"]
 check(s[s.index("crowd_work") + 1:] == ["crowd", "start_thread", "clone3"],
