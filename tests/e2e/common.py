@@ -7,7 +7,9 @@ import atexit
 import json
 import shutil
 import os
+import select
 import subprocess
+import time
 import sys
 import tempfile
 
@@ -29,6 +31,39 @@ LAG_FACTOR = float(os.environ.get("E2E_LAG_FACTOR", "3" if SANITIZED else "1"))
 
 def fixture(name):
     return os.path.join(FIXTURES, name)
+
+
+def read_line(stream, want, seconds=30):
+    """Reads lines of `stream` until one equals `want`; False at EOF or timeout."""
+    end = time.time() + seconds
+    while time.time() < end:
+        ready, _, _ = select.select([stream], [], [], max(0.0, end - time.time()))
+        if not ready:
+            break
+        line = stream.readline()
+        if not line:
+            return False
+        if line.strip() == want:
+            return True
+    return False
+
+
+def wait_attached(rec, seconds=60):
+    """Waits until the recorder `rec` (a Popen of `record --pid`) holds perf
+    events, which it opens on the target's threads as it attaches: what the
+    target does after this happens while it is attached. Fails if the
+    recorder ends first or takes longer than `seconds`."""
+    end = time.time() + seconds
+    fds = "/proc/%d/fd" % rec.pid
+    while time.time() < end and rec.poll() is None:
+        try:
+            links = [os.readlink(os.path.join(fds, n)) for n in os.listdir(fds)]
+        except OSError:
+            links = []
+        if "anon_inode:[perf_event]" in links:
+            return
+        time.sleep(0.02)
+    fail("the recorder did not attach within %g s (status %s)" % (seconds, rec.poll()))
 
 
 def fail(message):

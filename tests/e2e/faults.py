@@ -14,7 +14,6 @@
   after the last record a ring took, and report says which."""
 import glob
 import random
-import select
 import signal
 import time
 
@@ -74,21 +73,6 @@ def wait_gone(pids, seconds=10):
     while time.time() < end and any(alive(p) for p in pids):
         time.sleep(0.05)
     return [p for p in pids if alive(p)]
-
-
-def read_line(stream, want, seconds=30):
-    """Reads lines of `stream` until one equals `want`; False at EOF or timeout."""
-    end = time.time() + seconds
-    while time.time() < end:
-        ready, _, _ = select.select([stream], [], [], max(0.0, end - time.time()))
-        if not ready:
-            break
-        line = stream.readline()
-        if not line:
-            return False
-        if line.strip() == want:
-            return True
-    return False
 
 
 def runs_on(pid):

@@ -203,7 +203,11 @@ try:
     rec = subprocess.Popen([MICROSCOPE, "record", "-q", "-o", d + "/killed.mscap", "--pid",
                             str(target.pid), "--probes", "all"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.5)
+    # Killed once it has switched the program's sites on (which a
+    # sanitized recorder on a busy machine takes seconds to do), half a
+    # second into the recording.
+    check(read_line(target.stdout, "recorded", 60), "the recorder switched the program's sites on")
+    time.sleep(0.5)
     rec.send_signal(signal.SIGKILL)
     rec.wait()
     so, _ = target.communicate(timeout=60)

@@ -124,10 +124,22 @@ os.mkdir(out)
 rec = subprocess.Popen([MICROSCOPE, "record", "-q", "--continuous", out, "--segment", "500ms",
                         "--push", "http://127.0.0.1:%d/" % port, "--", fixture("split"), "4000"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-time.sleep(2.5)
+# The receiver comes up once the recorder has said it retries (not after a
+# fixed time, which a slow recorder can take before its first segment).
+said = []
+def read_stderr():
+    for line in rec.stderr:
+        said.append(line)
+reading = threading.Thread(target=read_stderr)
+reading.start()
+deadline = time.time() + 60
+while not any("retrying" in line for line in said) and rec.poll() is None and time.time() < deadline:
+    time.sleep(0.05)
 recv = Receiver(port)
 try:
-    so, se = rec.communicate(timeout=120)
+    so = rec.communicate(timeout=120)[0]
+    reading.join()
+    se = "".join(said)
     check(rec.returncode == 0, "recording with the receiver down at first exited 0 (%s)" % se)
     n = len(segments(out))
     check("retrying" in se, "the recorder said it retries: %s" % se.strip().splitlines()[:1])

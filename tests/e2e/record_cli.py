@@ -62,7 +62,9 @@ check(0.9e9 <= h["duration_ns"] <= 5e9, "--duration 1s: recorded %.2f s" % (h["d
 # Ctrl-C: the terminal sends SIGINT to the whole foreground group.
 rec = subprocess.Popen([MICROSCOPE, "record", "-q", "-o", d + "/int.mscap", "--", fixture("longrun"), "60"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-time.sleep(1.5)
+# A second after the program says it runs (it runs once sampling is on).
+check(read_line(rec.stdout, "ready", 60), "Ctrl-C: the program started")
+time.sleep(1.0)
 os.killpg(rec.pid, signal.SIGINT)
 so, se = rec.communicate(timeout=60)
 check(rec.returncode == 128 + signal.SIGINT, "Ctrl-C: the program's status 130 (%d, %s)" % (rec.returncode, se))
