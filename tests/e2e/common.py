@@ -66,6 +66,39 @@ def wait_attached(rec, seconds=60):
     fail("the recorder did not attach within %g s (status %s)" % (seconds, rec.poll()))
 
 
+def held_bpf(pid):
+    """{prog, map, link: ids} of the BPF objects `pid`'s descriptors hold
+    (their /proc fdinfo names them)."""
+    held = {"prog": set(), "map": set(), "link": set()}
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            text = open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key in ("prog_id", "map_id", "link_id"):
+                held[key[:-3]].add(int(value))
+    return held
+
+def wait_bpf_attached(proc, seconds=60):
+    """Waits until `proc` (a Popen) holds BPF links and their number has
+    not changed for 0.3 s: its programs are attached."""
+    end = time.time() + seconds
+    seen, since = -1, time.time()
+    while time.time() < end and proc.poll() is None:
+        try:
+            n = len(held_bpf(proc.pid)["link"])
+        except OSError:
+            n = 0
+        if n != seen:
+            seen, since = n, time.time()
+        elif n > 0 and time.time() - since >= 0.3:
+            return
+        time.sleep(0.05)
+    fail("%s did not attach its BPF programs within %g s (status %s)" % (proc.args[0], seconds, proc.poll()))
+
+
 def fail(message):
     print("FAIL: " + message)
     sys.exit(1)

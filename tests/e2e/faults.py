@@ -223,22 +223,6 @@ def bpf_objects(kind):
     return {o["id"] for o in json.loads(p.stdout or "[]")}
 
 
-def held_bpf(pid):
-    """{prog, map, link: ids} of the BPF objects `pid`'s descriptors hold
-    (their /proc fdinfo names them)."""
-    held = {"prog": set(), "map": set(), "link": set()}
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            text = open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
-        except OSError:
-            continue
-        for line in text.splitlines():
-            key, _, value = line.partition(":")
-            if key in ("prog_id", "map_id", "link_id"):
-                held[key[:-3]].add(int(value))
-    return held
-
-
 out = d + "/bpf.mscap"
 rec = start_record(out, [fixture("longrun"), "60"], ["--off-cpu", "--syscalls"])
 check(read_line(rec.stdout, "ready"), "longrun started under a recorder with BPF parts")

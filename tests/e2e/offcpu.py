@@ -170,13 +170,25 @@ check(sum(1 for r in iv if r["thread"] == "sleeper" and r["state"] == "sleeping"
 
 # 6. offcputime (libbpf-tools) on the same run of the sleeping fixture: the
 # blocked time of the sleeper in the nanosleep stack within 5%.
-proc = subprocess.Popen(["sh", "-c", "sleep 1; exec %s sleep 80" % fx])
-time.sleep(0.1)
-peer = subprocess.Popen(["offcputime", "-p", str(proc.pid), "4"], stdout=subprocess.PIPE,
+# The sleeper starts once both are attached (the shell waits on a FIFO), and
+# offcputime is stopped by SIGINT once it has ended: neither starts late
+# on a busy machine.
+go = os.path.join(d, "go")
+os.mkfifo(go)
+proc = subprocess.Popen(["sh", "-c", "read x < %s; exec %s sleep 80" % (go, fx)])
+peer = subprocess.Popen(["offcputime", "-p", str(proc.pid), "600"], stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
 out = os.path.join(d, "peer.mscap")
-p = run([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-o", out])
+rec = subprocess.Popen([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-o", out],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+wait_bpf_attached(peer)
+wait_bpf_attached(rec)
+with open(go, "w") as f:
+    f.write("go\n")
 proc.wait()
+so, se = rec.communicate(timeout=120)
+check(rec.returncode == 0, "record --off-cpu --pid of the sleeper exited 0: %s" % se)
+peer.send_signal(signal.SIGINT)
 peer_out, peer_err = peer.communicate(timeout=30)
 check(peer.returncode == 0, "offcputime ran: %s" % peer_err[-300:])
 theirs = 0
