@@ -1,5 +1,6 @@
 #include "capture/container.h"
 
+#include "base/file_policy.h"
 #include "base/open_file.h"
 
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <zstd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -40,6 +42,24 @@ std::string WriteError(int err, const std::string& dir, uint64_t needed) {
   return message + ")";
 }
 
+// The process's umask, read without setting it: umask(2) only sets, and
+// setting it to read it and back races with every file another thread
+// creates meanwhile (the segment writer's thread).
+mode_t ProcessUmask() {
+  static const mode_t mask = [] {
+    unsigned m = 022;
+    if (FILE* f = fopen("/proc/self/status", "re")) {
+      char line[256];
+      while (fgets(line, sizeof(line), f) != nullptr) {
+        if (sscanf(line, "Umask: %o", &m) == 1) break;
+      }
+      fclose(f);
+    }
+    return mode_t(m & 0777);
+  }();
+  return mask;
+}
+
 struct ZstdCCtxDeleter {
   void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
 };
@@ -52,9 +72,7 @@ Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path) 
   name.push_back('\0');
   int fd = mkostemp(name.data(), O_CLOEXEC);
   if (fd < 0) return Status::Error(Errno("cannot create a temporary file")).WithContext(path);
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
+  fchmod(fd, 0666 & ~ProcessUmask());
   std::unique_ptr<AtomicFile> f(new AtomicFile());
   f->path_ = path;
   f->tmp_ = name.data();
@@ -223,6 +241,12 @@ Result<std::vector<uint8_t>> ReadContainer(const std::string& path) {
   // read as it was).
   ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
                    ReadRegularFile(path, sizeof(FileHeader) + kMaxPayloadBytes + (1u << 20)));
+  return DecodeContainer(bytes);
+}
+
+Result<std::vector<uint8_t>> ReadContainerFrom(int fd) {
+  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                   ReadWhole(fd, sizeof(FileHeader) + kMaxPayloadBytes + (1u << 20)));
   return DecodeContainer(bytes);
 }
 

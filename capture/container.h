@@ -52,6 +52,8 @@ Status WriteContainer(const std::string& path, std::span<const uint8_t> payload)
 
 // Reads and checks the header, decompresses the payload.
 Result<std::vector<uint8_t>> ReadContainer(const std::string& path);
+// The same from a file already opened (a regular file: base/file_policy.h).
+Result<std::vector<uint8_t>> ReadContainerFrom(int fd);
 Result<std::vector<uint8_t>> DecodeContainer(std::span<const uint8_t> file);
 
 // Writes `bytes` to `path` through a temporary name and rename.

@@ -679,4 +679,9 @@ Result<Capture> ReadCapture(const std::string& path) {
   return ParseCapturePayload(std::move(payload));
 }
 
+Result<Capture> ReadCaptureFrom(int fd) {
+  ASSIGN_OR_RETURN(std::vector<uint8_t> payload, ReadContainerFrom(fd));
+  return ParseCapturePayload(std::move(payload));
+}
+
 }  // namespace microscope::capture

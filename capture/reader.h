@@ -13,6 +13,8 @@ namespace microscope::capture {
 
 // Errors read "what, where" (the caller prefixes the file name).
 Result<Capture> ReadCapture(const std::string& path);
+// The same from a file already opened (a regular file: base/file_policy.h).
+Result<Capture> ReadCaptureFrom(int fd);
 Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload);
 // Takes the payload: the big columns of the result view it in place.
 Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& payload);
