@@ -6,7 +6,9 @@
 
 #include <httplib.h>
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -15,7 +17,7 @@
 #include "analysis/filter.h"
 #include "analysis/profile.h"
 #include "base/clock.h"
-#include "base/open_file.h"
+#include "base/file_policy.h"
 #include "capture/container.h"
 #include "capture/reader.h"
 #include "formats/pprof.h"
@@ -25,25 +27,67 @@ namespace microscope::cli {
 namespace {
 
 constexpr const char* kSuffix = ".pb.gz";
+constexpr uint64_t kMaxQueued = 1ull << 30;  // a queued profile is a segment's pprof
 
-// The queue's files, oldest first (names start with the segment's start).
-std::vector<std::pair<std::string, uint64_t>> Queued(const std::string& dir) {
+bool AllDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// FROM-UNTIL-SEGMENT.pb.gz: twelve digits, twelve digits, a segment's name
+// (letters, digits, '.', '-', '_').
+bool IsQueuedName(std::string_view name) {
+  const size_t suffix = std::strlen(kSuffix);
+  if (name.size() <= 26 + suffix || !name.ends_with(kSuffix)) return false;
+  if (!AllDigits(name.substr(0, 12)) || name[12] != '-' || !AllDigits(name.substr(13, 12)) ||
+      name[25] != '-')
+    return false;
+  std::string_view segment = name.substr(26, name.size() - 26 - suffix);
+  return !segment.empty() && segment[0] != '.' &&
+         std::all_of(segment.begin(), segment.end(), [](char c) {
+           return std::isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_';
+         });
+}
+
+uint64_t NumberAt(std::string_view name, size_t at) {
+  uint64_t v = 0;
+  std::from_chars(name.data() + at, name.data() + at + 12, v);
+  return v;
+}
+
+}  // namespace
+
+// The queue's profiles, oldest first (names start with the segment's
+// start). Only regular files of this recorder's user with a queued
+// profile's name count; anything else is passed over, told once.
+std::vector<std::pair<std::string, uint64_t>> Pusher::Queued() {
   std::vector<std::pair<std::string, uint64_t>> out;
-  DIR* d = opendir(dir.c_str());
+  DIR* d = fdopendir(dup(queue_fd_.get()));
   if (d == nullptr) return out;
+  rewinddir(d);
   while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() <= std::strlen(kSuffix) || !name.ends_with(kSuffix) || name[0] == '.') continue;
-    struct stat st;
-    if (fstatat(dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode))
-      out.emplace_back(name, uint64_t(st.st_size));
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || name == "refused" || name.find(".tmp.") != std::string::npos)
+      continue;
+    std::optional<struct stat> st = StatEntry(queue_fd_.get(), name);
+    if (!st) continue;  // gone
+    std::string why;
+    if (!IsQueuedName(name)) {
+      why = "not a queued profile's name";
+    } else if (!S_ISREG(st->st_mode)) {
+      why = S_ISLNK(st->st_mode) ? "a symbolic link" : "not a regular file";
+    } else if (st->st_uid != geteuid()) {
+      why = "owned by uid " + std::to_string(st->st_uid);
+    }
+    if (why.empty()) {
+      out.emplace_back(name, uint64_t(st->st_size));
+    } else if (told_.insert(name).second) {
+      say_("push: " + queue_ + "/" + name + " passed over: " + why);
+    }
   }
   closedir(d);
   std::sort(out.begin(), out.end());
   return out;
 }
-
-}  // namespace
 
 Result<std::pair<std::string, std::string>> IngestEndpoint(const std::string& url) {
   const std::string scheme = "http://";
@@ -73,16 +117,21 @@ Result<std::unique_ptr<Pusher>> Pusher::Start(const PushOptions& options,
   p->host_ = endpoint.first;
   p->path_ = endpoint.second;
   p->queue_ = options.dir + "/.push";
-  for (const std::string& d : {p->queue_, p->queue_ + "/refused"}) {
-    if (mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::Error(std::string("cannot create the push queue: ") + std::strerror(errno))
-          .WithContext(d);
-    }
-  }
+  // DIR may be writable by others: the queue is a directory of this
+  // recorder's user, mode 0700, opened once and never through a link.
+  Result<ScopedFd> dir = OpenDirectory(options.dir);
+  if (!dir.ok()) return dir.status().WithContext(options.dir);
+  Result<ScopedFd> queue = OpenOwnDirectory(dir->get(), ".push", 0700);
+  if (!queue.ok()) return queue.status().WithContext("cannot use the push queue " + p->queue_);
+  p->queue_fd_ = std::move(*queue);
+  Result<ScopedFd> refused = OpenOwnDirectory(p->queue_fd_.get(), "refused", 0700);
+  if (!refused.ok()) return refused.status().WithContext("cannot use the push queue " + p->queue_);
+  p->refused_fd_ = std::move(*refused);
+  p->dir_fd_ = std::move(*dir);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   p->hostname_ = host;
-  const size_t left = Queued(p->queue_).size();
+  const size_t left = p->Queued().size();
   if (left > 0) {
     p->say_("push: " + std::to_string(left) + " profiles an earlier recorder left queued in " +
             p->queue_ + " are sent first");
@@ -96,7 +145,12 @@ Pusher::~Pusher() {
 }
 
 void Pusher::Publish(const std::string& path) {
-  Result<capture::Capture> c = capture::ReadCapture(path);
+  // The segment just published, read from DIR without following a link:
+  // only this recorder's own file.
+  const std::string base = path.substr(path.rfind('/') + 1);
+  Result<ScopedFd> fd = OpenEntry(dir_fd_.get(), base, geteuid());
+  Result<capture::Capture> c =
+      fd.ok() ? capture::ReadCaptureFrom(fd->get()) : Result<capture::Capture>(fd.status());
   if (!c.ok()) {
     say_("push: " + c.status().WithContext(path).message());
     return;
@@ -110,42 +164,41 @@ void Pusher::Publish(const std::string& path) {
   char prefix[64];
   std::snprintf(prefix, sizeof(prefix), "%012llu-%012llu-", static_cast<unsigned long long>(from),
                 static_cast<unsigned long long>(until));
-  std::string base = path.substr(path.rfind('/') + 1);
   Enqueue(prefix + base + kSuffix, pprof);
 }
 
 void Pusher::Enqueue(const std::string& name, const std::vector<uint8_t>& bytes) {
   std::lock_guard lock(mutex_);
   // Room first: the oldest profiles go when the queue would pass its bound.
-  auto queued = Queued(queue_);
+  auto queued = Queued();
   uint64_t total = bytes.size();
   for (const auto& [n, size] : queued) total += size;
   for (const auto& [n, size] : queued) {
     if (total <= options_.queue_bytes) break;
-    if (unlink((queue_ + "/" + n).c_str()) == 0) {
+    if (unlinkat(queue_fd_.get(), n.c_str(), 0) == 0) {
       total -= size;
       ++counts_.dropped;
     }
   }
   if (bytes.size() > options_.queue_bytes) {
     ++counts_.dropped;
-  } else if (Status w = capture::WriteFileAtomically(queue_ + "/" + name, bytes); !w.ok()) {
-    say_("push: " + w.message());
+  } else if (Status w = WriteEntryAtomically(queue_fd_.get(), name, bytes, 0600); !w.ok()) {
+    say_("push: " + w.WithContext(queue_).message());
     ++counts_.dropped;
   }
   wake_.notify_all();
 }
 
 bool Pusher::SendOne(const std::string& name) {
-  const std::string file = queue_ + "/" + name;
-  Result<std::vector<uint8_t>> bytes = ReadRegularFile(file);
+  Result<ScopedFd> fd = OpenEntry(queue_fd_.get(), name, geteuid());
+  Result<std::vector<uint8_t>> bytes =
+      fd.ok() ? ReadWhole(fd->get(), kMaxQueued) : Result<std::vector<uint8_t>>(fd.status());
   if (!bytes.ok()) return true;  // gone (dropped for room meanwhile)
-  // NAME: FROM-UNTIL-SEGMENT.pb.gz
-  const std::string from = name.substr(0, 12), until = name.substr(13, 12);
+  // NAME: FROM-UNTIL-SEGMENT.pb.gz (Queued checked the form)
   const std::string query =
       path_ + "?name=" + serve::UrlEncode(options_.app + "{hostname=" + hostname_ + "}") +
-      "&from=" + std::to_string(std::stoull(from)) +
-      "&until=" + std::to_string(std::stoull(until)) + "&format=pprof" +
+      "&from=" + std::to_string(NumberAt(name, 0)) +
+      "&until=" + std::to_string(NumberAt(name, 13)) + "&format=pprof" +
       "&spyName=microscope&sampleRate=" + std::to_string(options_.frequency);
   httplib::Client client(host_);
   client.set_connection_timeout(5, 0);
@@ -157,7 +210,7 @@ bool Pusher::SendOne(const std::string& name) {
   std::string why;
   bool retry = true;
   if (r && r->status >= 200 && r->status < 300) {
-    unlink(file.c_str());
+    unlinkat(queue_fd_.get(), name.c_str(), 0);
     std::lock_guard lock(mutex_);
     ++counts_.sent;
     if (failing_) say_("push: " + host_ + " takes profiles again");
@@ -172,7 +225,7 @@ bool Pusher::SendOne(const std::string& name) {
   }
   std::lock_guard lock(mutex_);
   if (!retry) {
-    rename(file.c_str(), (queue_ + "/refused/" + name).c_str());
+    renameat(queue_fd_.get(), name.c_str(), refused_fd_.get(), name.c_str());
     ++counts_.refused;
     say_("push: " + host_ + path_ + " refused " + name + " (" + why + "); kept in " + queue_ +
          "/refused");
@@ -189,7 +242,7 @@ void Pusher::Loop() {
   uint32_t backoff = 0;
   std::unique_lock lock(mutex_);
   for (;;) {
-    auto queued = Queued(queue_);
+    auto queued = Queued();
     const bool flushing = stopping_;
     if (flushing && (queued.empty() || MonotonicNowNs() >= flush_until_)) return;
     if (queued.empty()) {
@@ -228,7 +281,8 @@ void Pusher::Stop(int flush_ms) {
 PushCounts Pusher::counts() const {
   std::lock_guard lock(mutex_);
   PushCounts c = counts_;
-  c.queued = Queued(queue_).size();  // what the queue holds, counted when asked
+  c.queued =
+      const_cast<Pusher*>(this)->Queued().size();  // what the queue holds, counted when asked
   return c;
 }
 

@@ -4,6 +4,9 @@
 // Segments are converted as they are published and queued on disk
 // (DIR/.push), bounded in bytes; a thread of its own sends the oldest first
 // and retries with backoff, so that collection never waits on the network.
+// The queue is a directory of the recorder's own user, mode 0700, used
+// through a descriptor: a DIR other users can write cannot point it, or
+// the segments it reads, elsewhere (docs/security.md).
 // What the store refuses for good (a 4xx) is moved aside (DIR/.push/refused);
 // what could not be sent by the end stays queued and is sent by the next
 // recorder started on DIR.
@@ -14,9 +17,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
+#include "base/scoped_fd.h"
 #include "base/status.h"
 
 namespace microscope::cli {
@@ -61,12 +66,17 @@ class Pusher {
   void Loop();
   bool SendOne(const std::string& file);  // true: done with it (sent or refused)
   void Enqueue(const std::string& name, const std::vector<uint8_t>& bytes);
+  std::vector<std::pair<std::string, uint64_t>> Queued();  // under mutex_ once started
 
   PushOptions options_;
   std::function<void(const std::string&)> say_;
-  std::string host_;  // scheme://host:port
-  std::string path_;  // /.../ingest
-  std::string queue_;
+  std::string host_;            // scheme://host:port
+  std::string path_;            // /.../ingest
+  std::string queue_;           // DIR/.push, for messages
+  ScopedFd dir_fd_;             // DIR
+  ScopedFd queue_fd_;           // DIR/.push: ours, 0700
+  ScopedFd refused_fd_;         // DIR/.push/refused
+  std::set<std::string> told_;  // queue entries passed over, told once
   std::string hostname_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

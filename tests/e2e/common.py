@@ -152,6 +152,47 @@ def fetch_pythons(versions=("3.13", "3.14", "3.15")):
     return fetch_runtimes("fetch-python", versions)
 
 
+_attacker = []
+
+
+def attacker():
+    """A local user of no privilege, made for this test and removed at its
+    end: (uid, gid, the setpriv prefix that runs a command as that user)."""
+    if not _attacker:
+        require(os.geteuid() == 0, "making a local user to attack with needs root")
+        name = "mscope-t%d" % os.getpid()
+        p = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                            "--user-group", name], capture_output=True, text=True)
+        if p.returncode != 0:
+            fail("useradd %s: %s" % (name, p.stderr.strip()))
+        atexit.register(subprocess.run, ["userdel", name], capture_output=True)
+        import pwd
+        pw = pwd.getpwnam(name)
+        _attacker.append((pw.pw_uid, pw.pw_gid, ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+                                                 "--clear-groups"]))
+    return _attacker[0]
+
+
+def tree_state(path):
+    """{relative path: (mode, uid, size, link target or sha1 of content)} of
+    everything under `path`, to show nothing in it moved or changed."""
+    import hashlib
+    state = {}
+    for root, dirs, files in os.walk(path):
+        for n in dirs + files:
+            full = os.path.join(root, n)
+            st = os.lstat(full)
+            if os.path.islink(full):
+                what = os.readlink(full)
+            elif os.path.isfile(full):
+                with open(full, "rb") as f:
+                    what = hashlib.sha1(f.read()).hexdigest()
+            else:
+                what = ""
+            state[os.path.relpath(full, path)] = (st.st_mode, st.st_uid, st.st_size, what)
+    return state
+
+
 def tmpdir():
     d = tempfile.mkdtemp(prefix="microscope-e2e-")
     atexit.register(shutil.rmtree, d, True)

@@ -30,6 +30,7 @@ class Receiver:
     def __init__(self, port=0, answers=()):
         receiver = self
         self.requests = []
+        self.bodies = []
         self.problems = []
         self.answers = list(answers)
 
@@ -42,6 +43,7 @@ class Receiver:
                 q = urllib.parse.parse_qs(url.query)
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
+                receiver.bodies.append(body)
                 status = receiver.answers.pop(0) if receiver.answers else 200
                 try:
                     receiver.check(url.path, q, self.headers.get("Content-Type", ""), body, status)
@@ -137,7 +139,9 @@ while not any("retrying" in line for line in said) and rec.poll() is None and ti
     time.sleep(0.05)
 recv = Receiver(port)
 try:
-    so = rec.communicate(timeout=120)[0]
+    # stderr is the reading thread's alone (communicate would read it too).
+    so = rec.stdout.read()
+    rec.wait(timeout=120)
     reading.join()
     se = "".join(said)
     check(rec.returncode == 0, "recording with the receiver down at first exited 0 (%s)" % se)
@@ -185,6 +189,96 @@ try:
     p = record_split(out, "http://127.0.0.1:%d" % port, 300)
     check("left queued" in p.stderr, "the next start says it sends what was left: %s" % p.stderr.strip().splitlines()[:1])
     check(len(recv.ok()) >= len(queued) + 1, "it sent them and its own: %d" % len(recv.ok()))
+finally:
+    recv.stop()
+
+# DIR writable by another user, who tries to make the root recorder send,
+# move or delete what it cannot read: a root-only directory holds a canary.
+uid, gid, as_user = attacker()
+os.chmod(d, 0o711)  # the user can reach the directories made for it, and list nothing else
+secret = d + "/secret"
+os.mkdir(secret, 0o700)
+canary = b"CANARY-" + os.urandom(16).hex().encode()
+with open(secret + "/000000000001-000000000002-x.mscap.pb.gz", "wb") as f:
+    f.write(canary)  # named as a queued profile would be
+os.chmod(secret + "/000000000001-000000000002-x.mscap.pb.gz", 0o600)
+before = tree_state(secret)
+
+
+def users_dir(name):
+    path = d + "/" + name
+    os.mkdir(path)
+    os.chown(path, uid, gid)
+    return path
+
+
+def canary_safe(recv, what):
+    check(all(canary not in b for b in recv.bodies), "%s: the canary's bytes were never sent" % what)
+    check(tree_state(secret) == before, "%s: nothing in the root-only directory moved, changed or went" % what)
+
+
+# The queue planted beforehand: a link to the root-only directory, or a
+# directory of the user's own. The recorder refuses to use it.
+for kind in ("link", "theirs"):
+    out = users_dir("planted-" + kind)
+    if kind == "link":
+        run(as_user + ["ln", "-s", secret, out + "/.push"])
+    else:
+        run(as_user + ["mkdir", out + "/.push"])
+    recv = Receiver()
+    try:
+        p = record_split(out, "http://127.0.0.1:%d" % recv.port, 300)
+        check(p.returncode != 0 and "cannot use the push queue" in p.stderr and
+              ("not a directory" in p.stderr or "owned by uid %d" % uid in p.stderr),
+              "a planted .push (%s) is refused: %s" % (kind, p.stderr.strip()[-300:]))
+        canary_safe(recv, "planted .push (%s)" % kind)
+    finally:
+        recv.stop()
+
+# The queue swapped while the recorder runs: the user renames the real one
+# away and puts a link to the root-only directory in its place; the
+# recorder goes on with the queue it opened.
+port = free_port()
+out = users_dir("swapped")
+rec = subprocess.Popen([MICROSCOPE, "record", "-q", "--continuous", out, "--segment", "300ms",
+                        "--push", "http://127.0.0.1:%d/" % port, "--", fixture("split"), "3000"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+deadline = time.time() + 60
+while time.time() < deadline and rec.poll() is None and not (
+        os.path.isdir(out + "/.push") and any(n.endswith(".pb.gz") for n in os.listdir(out + "/.push"))):
+    time.sleep(0.05)
+check(os.stat(out + "/.push").st_mode & 0o777 == 0o700, "the queue is the recorder's alone (0700)")
+run(as_user + ["mv", out + "/.push", out + "/old"])
+run(as_user + ["ln", "-s", secret, out + "/.push"])
+recv = Receiver(port)
+try:
+    so, se = rec.communicate(timeout=120)
+    check(rec.returncode == 0, "the recording with its queue swapped exited 0: %s" % se)
+    n = len(segments(out))
+    check(len(recv.ok()) == n and not recv.problems,
+          "every segment arrived from the queue it opened: %d of %d (%s)" % (len(recv.ok()), n, recv.problems[:1]))
+    canary_safe(recv, "a swapped .push")
+    check(os.readlink(out + "/.push") == secret, "the user's link was left as it was")
+finally:
+    recv.stop()
+
+# What is in a queue that is not a queued profile (a name of another form,
+# a link) is passed over with a line, never sent or a crash.
+out = d + "/odd"
+os.makedirs(out + "/.push")
+with open(out + "/.push/x.pb.gz", "wb") as f:
+    f.write(b"not a profile")
+os.symlink(secret + "/000000000001-000000000002-x.mscap.pb.gz",
+           out + "/.push/000000000003-000000000004-y.mscap.pb.gz")
+recv = Receiver()
+try:
+    p = record_split(out, "http://127.0.0.1:%d" % recv.port, 300)
+    check(p.returncode == 0, "a queue with odd entries: the recording exited 0 (%s)" % p.stderr[-300:])
+    check("x.pb.gz passed over: not a queued profile's name" in p.stderr and
+          "y.mscap.pb.gz passed over: a symbolic link" in p.stderr,
+          "the odd entries are named, once each: %s" % p.stderr.strip().splitlines()[:3])
+    check(len(recv.ok()) == len(segments(out)) and not recv.problems, "the segments arrived")
+    canary_safe(recv, "a link in the queue")
 finally:
     recv.stop()
 
