@@ -13,6 +13,7 @@
 #include <map>
 
 #include "base/clock.h"
+#include "base/file_policy.h"
 #include "capture/reader.h"
 #include "capture/window.h"
 
@@ -61,19 +62,22 @@ bool IsDirectory(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-Result<std::vector<SegmentFile>> ListSegments(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) {
-    return Status::Error(std::string("cannot list the directory: ") + std::strerror(errno))
-        .WithContext(dir);
-  }
+namespace {
+
+// The segments of the open directory `dir`, oldest first: regular files
+// only, a symbolic link never followed (and owned by `owner` when given).
+std::vector<SegmentFile> ListIn(int dir, std::optional<uid_t> owner) {
   std::vector<SegmentFile> out;
+  DIR* d = fdopendir(dup(dir));
+  if (d == nullptr) return out;
+  rewinddir(d);
   while (dirent* e = readdir(d)) {
     if (!IsSegmentName(e->d_name)) continue;
-    struct stat st;
-    if (fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode)) continue;  // gone
-    out.push_back({e->d_name, uint64_t(st.st_size),
-                   uint64_t(st.st_mtim.tv_sec) * 1'000'000'000 + uint64_t(st.st_mtim.tv_nsec)});
+    std::optional<struct stat> st = StatEntry(dir, e->d_name);
+    if (!st || !S_ISREG(st->st_mode)) continue;  // gone, or not a file the recorder wrote
+    if (owner && st->st_uid != *owner) continue;
+    out.push_back({e->d_name, uint64_t(st->st_size),
+                   uint64_t(st->st_mtim.tv_sec) * 1'000'000'000 + uint64_t(st->st_mtim.tv_nsec)});
   }
   closedir(d);
   // Names sort by start; one recorder's segments of the same millisecond by
@@ -89,21 +93,37 @@ Result<std::vector<SegmentFile>> ListSegments(const std::string& dir) {
   return out;
 }
 
+Result<ScopedFd> OpenSegmentDirectory(const std::string& dir) {
+  Result<ScopedFd> fd = OpenDirectory(dir);
+  if (!fd.ok()) return fd.status().WithContext(dir);
+  return fd;
+}
+
+}  // namespace
+
+Result<std::vector<SegmentFile>> ListSegments(const std::string& dir, std::optional<uid_t> owner) {
+  ASSIGN_OR_RETURN(ScopedFd fd, OpenSegmentDirectory(dir));
+  return ListIn(fd.get(), owner);
+}
+
 std::vector<std::string> ApplyRetention(const std::string& dir, uint64_t retain_ns,
                                         uint64_t retain_bytes, uint64_t now_realtime_ns) {
   std::vector<std::string> deleted;
-  Result<std::vector<SegmentFile>> files = ListSegments(dir);
-  if (!files.ok()) return deleted;
+  Result<ScopedFd> fd = OpenSegmentDirectory(dir);
+  if (!fd.ok()) return deleted;
+  // Only this recorder's user's own files count: a name planted by another
+  // user (a link to a big file, a file of theirs) neither counts nor goes.
+  std::vector<SegmentFile> files = ListIn(fd->get(), geteuid());
   uint64_t total = 0;
-  for (const SegmentFile& f : *files) total += f.bytes;
+  for (const SegmentFile& f : files) total += f.bytes;
   // The newest segment stays whatever the limits say: it is the latest
   // profile there is, and a writer just published it.
-  for (size_t i = 0; i + 1 < files->size(); ++i) {
-    const SegmentFile& f = (*files)[i];
+  for (size_t i = 0; i + 1 < files.size(); ++i) {
+    const SegmentFile& f = files[i];
     const bool too_old = retain_ns != 0 && f.mtime_ns + retain_ns < now_realtime_ns;
     const bool too_big = retain_bytes != 0 && total > retain_bytes;
     if (!too_old && !too_big) break;
-    if (unlink((dir + "/" + f.name).c_str()) == 0 || errno == ENOENT) {
+    if (unlinkat(fd->get(), f.name.c_str(), 0) == 0 || errno == ENOENT) {
       total -= f.bytes;
       deleted.push_back(f.name);
     }
@@ -112,7 +132,9 @@ std::vector<std::string> ApplyRetention(const std::string& dir, uint64_t retain_
 }
 
 size_t RemoveStaleTemporaries(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
+  Result<ScopedFd> fd = OpenSegmentDirectory(dir);
+  if (!fd.ok()) return 0;
+  DIR* d = fdopendir(dup(fd->get()));
   if (d == nullptr) return 0;
   std::vector<std::string> stale;
   while (dirent* e = readdir(d)) {
@@ -121,30 +143,33 @@ size_t RemoveStaleTemporaries(const std::string& dir) {
     if (tmp == std::string_view::npos) continue;
     std::string_view segment = name.substr(0, tmp + kSuffix.size());
     if (!IsSegmentName(segment)) continue;
+    std::optional<struct stat> st = StatEntry(fd->get(), name);
+    if (!st || !S_ISREG(st->st_mode) || st->st_uid != geteuid()) continue;  // not one of ours
     const int pid = PidOf(segment);
     if (pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)) continue;  // its writer may be alive
     stale.emplace_back(name);
   }
   closedir(d);
   size_t removed = 0;
-  for (const std::string& name : stale) removed += unlink((dir + "/" + name).c_str()) == 0;
+  for (const std::string& name : stale) removed += unlinkat(fd->get(), name.c_str(), 0) == 0;
   return removed;
 }
 
 Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir) {
-  ASSIGN_OR_RETURN(std::vector<SegmentFile> files, ListSegments(dir));
+  ASSIGN_OR_RETURN(ScopedFd fd, OpenSegmentDirectory(dir));
+  std::vector<SegmentFile> files = ListIn(fd.get(), std::nullopt);
   DirectoryCapture out;
   std::vector<Capture> parts;
   size_t vanished = 0;
   for (const SegmentFile& f : files) {
-    const std::string path = dir + "/" + f.name;
-    Result<Capture> c = ReadCapture(path);
+    Result<ScopedFd> file = OpenEntry(fd.get(), f.name);
+    if (!file.ok() && file.status().code() == StatusCode::kNotFound) {
+      ++vanished;  // retention deleted it meanwhile
+      continue;
+    }
+    Result<Capture> c = file.ok() ? ReadCaptureFrom(file->get()) : Result<Capture>(file.status());
     if (!c.ok()) {
-      if (access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
-        ++vanished;  // retention deleted it meanwhile
-      } else {
-        out.notes.push_back(f.name + " left out: " + c.status().message());
-      }
+      out.notes.push_back(f.name + " left out: " + c.status().message());
       continue;
     }
     parts.push_back(std::move(c).value());

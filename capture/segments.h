@@ -7,7 +7,10 @@
 // take every segment there is as one profile.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,19 +29,25 @@ struct SegmentFile {
   uint64_t bytes = 0;
   uint64_t mtime_ns = 0;  // wall clock: when it was published
 };
-// The segments in `dir`, oldest first (names sort by their start).
-Result<std::vector<SegmentFile>> ListSegments(const std::string& dir);
+// The segments in `dir`, oldest first (names sort by their start): regular
+// files with a segment's name, never a symbolic link, and owned by `owner`
+// when given.
+Result<std::vector<SegmentFile>> ListSegments(const std::string& dir,
+                                              std::optional<uid_t> owner = std::nullopt);
 
 // Deletes segments of `dir`, oldest first, while one was published more
 // than `retain_ns` before `now_realtime_ns` (0: no age limit) or they take
 // more than `retain_bytes` together (0: no size limit); the newest stays
-// whatever the limits, and files of any other name are never touched.
+// whatever the limits. Only regular files of this process's user count
+// (lstat: a link is never followed for type or size); files of any other
+// name or owner are never touched.
 // Returns the names deleted.
 std::vector<std::string> ApplyRetention(const std::string& dir, uint64_t retain_ns,
                                         uint64_t retain_bytes, uint64_t now_realtime_ns);
 
 // Deletes the temporaries (NAME.tmp.XXXXXX) that a recorder killed while
-// writing a segment left, when no process has the pid in NAME any more.
+// writing a segment left (this process's user's, never a link), when no
+// process has the pid in NAME any more.
 // Returns how many.
 size_t RemoveStaleTemporaries(const std::string& dir);
 
