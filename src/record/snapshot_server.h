@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@ class SnapshotServer {
 
  private:
   std::vector<ScopedFd> listening_;
+  std::deque<ScopedFd> refused_;  // answered, closed at the next round
 };
 
 // The client: asks the recorder of `pid` (its own pid or its target's) for a
