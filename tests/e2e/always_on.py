@@ -94,6 +94,87 @@ finally:
     target.kill()
     target.wait()
 
+# --- The snapshot sockets beside another local user. Abstract socket names
+# are anyone's to bind: one who binds a target's name first is not believed
+# (the client checks who serves it), and one who connects in a loop does
+# not hold the recording (credentials first, a bounded number per round).
+uid, gid, as_user = attacker()
+SQUAT = r"""
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind("\0microscope/target/" + sys.argv[1])
+s.listen(8)
+print("bound", flush=True)
+while True:
+    c, _ = s.accept()
+    try:
+        c.recv(8192)
+        c.send(b"ok\nwrote /tmp/forged.mscap: 123456 samples")
+    except OSError:
+        pass
+    c.close()
+"""
+FLOOD = r"""
+import socket, sys, time
+held, end = [], time.time() + float(sys.argv[2])
+while time.time() < end:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.setblocking(False)
+    try:
+        s.connect("\0microscope/recorder/" + sys.argv[1])
+        held.append(s)
+    except OSError:
+        s.close()
+        time.sleep(0.001)
+    if len(held) > 64:
+        held.pop(0).close()
+"""
+
+
+def listening(name):
+    with open("/proc/net/unix") as f:
+        return any(line.split()[-1] == "@" + name for line in f.readlines()[1:] if len(line.split()) >= 8)
+
+
+target = start_target()
+squatter = subprocess.Popen(as_user + ["/usr/bin/python3", "-c", SQUAT, str(target.pid)],
+                            stdout=subprocess.PIPE, text=True)
+rec = None
+try:
+    check(read_line(squatter.stdout, "bound"), "another user bound @microscope/target/%d first" % target.pid)
+    rec = recorder("--rolling", "2s", "-o", d + "/squat.mscap", "--pid", str(target.pid))
+    deadline = time.time() + 60
+    while not listening("microscope/recorder/%d" % rec.pid) and rec.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    p = run([MICROSCOPE, "snapshot", str(target.pid), "-o", d + "/forged.mscap"])
+    check(p.returncode == 1 and "held by uid %d" % uid in p.stderr and "123456" not in p.stdout + p.stderr,
+          "root's snapshot of the target does not believe the squatter: %s" % p.stderr.strip())
+    p = run([MICROSCOPE, "snapshot", str(rec.pid), "-o", d + "/real.mscap"])
+    check(p.returncode == 0 and os.path.exists(d + "/real.mscap"),
+          "the recorder itself answers by its own pid: %s" % p.stderr.strip())
+    rec.send_signal(signal.SIGINT)
+    so, se = rec.communicate(timeout=60)
+    check("are taken by uid %d" % uid in se, "the recorder says who holds its target's name: %s" % se.strip())
+finally:
+    squatter.kill()
+    squatter.wait()
+    if rec is not None and rec.poll() is None:
+        rec.kill()
+        rec.wait()
+
+rec = recorder("--pid", str(target.pid), "--duration", "4s", "-o", d + "/flooded.mscap")
+flood = subprocess.Popen(as_user + ["/usr/bin/python3", "-c", FLOOD, str(rec.pid), str(8 * LAG_FACTOR)])
+try:
+    so, se = rec.communicate(timeout=120)
+    check(rec.returncode == 0, "a recording connected to in a loop by another user exited 0: %s" % se)
+    h = header(d + "/flooded.mscap")
+    check(h["duration_ns"] <= 5e9, "--duration 4s under a connect flood ended after %.2f s" % (h["duration_ns"] / 1e9))
+finally:
+    flood.kill()
+    flood.wait()
+    target.kill()
+    target.wait()
+
 # --- A rolling recorder's memory stays bounded: two threads sampled as fast
 # as the kernel lets. RssAnon is read when the target has run 16 CPU-seconds
 # under the recorder and again 28 CPU-seconds later (some 8 s and 22 s on
@@ -104,7 +185,8 @@ finally:
 # each point: the records waiting in the recorder's backlog come and go
 # with its scheduling (a single reading swung by 20 MB on an idle machine).
 # Without eviction (a window longer than the run) the lowest readings grew
-# by 8.7 MB here; with it they stayed within 1 MB or fell.
+# by 8.7 MB here; with it they stayed within 1 MB or fell, but for one run
+# in four where a burst of backlog raised them 6.3 MB at once.
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -144,16 +226,22 @@ def memory_bound():
         start = cpu_seconds(target.pid)
         rec = recorder("--rolling", "1s", "-F", "20000", "-o", d + "/memory.mscap", "--pid", str(target.pid),
                        "--duration", "600s")
-        early = low_rss(rec, target.pid, start + 14, start + 16)
-        late_kb = low_rss(rec, target.pid, start + 42, start + 44)
+        lows = [low_rss(rec, target.pid, start + at, start + at + 2) for at in (14, 21, 28, 35, 42)]
         rec.send_signal(signal.SIGINT)
         so, se = rec.communicate(timeout=60)
         check(rec.returncode == 0, "rolling recorder at -F 20000 stopped by SIGINT, status 0 (%s)" % se)
         h = header(d + "/memory.mscap")
         rate = h["samples"] / (h["duration_ns"] / 1e9)
-        check(late_kb - early < 5 * 1024,
-              "memory bounded: RssAnon at its lowest %d KiB over the target's CPU-seconds 14-16, %d KiB over 42-44, "
-              "at %.0f samples/s" % (early, late_kb, rate))
+        # A leak grows at every step (without eviction: some 2.2 MB each);
+        # a burst of backlog raises the floor once, in one step, and the
+        # rings' buffers keep their size after it. So the bound fails when
+        # the lows grew by 5 MB in all and in most steps.
+        steps = [b - a for a, b in zip(lows, lows[1:])]
+        grew = sum(1 for x in steps if x > 512)
+        check(lows[-1] - lows[0] < 5 * 1024 or grew < 3,
+              "memory bounded: RssAnon at its lowest over the target's CPU-seconds 14-16, 21-23, 28-30, 35-37 and "
+              "42-44: %s KiB (%d of 4 steps up by over 512 KiB), at %.0f samples/s" %
+              (" ".join(str(x) for x in lows), grew, rate))
     finally:
         target.kill()
         target.wait()
@@ -315,6 +403,33 @@ try:
     sizes = [os.path.getsize(bd + "/" + n) for n in kept]
     check(sum(sizes) <= 12 * 1024 and int(SEGMENT.match(kept[0]).group(2)) > 3,
           "--retain-bytes 12K keeps %d bytes in segments %s" % (sum(sizes), [SEGMENT.match(n).group(2) for n in kept]))
+
+    # A directory another user can write: that user plants segment names, a
+    # link to a big root-only file named as the newest segment and a big
+    # file of their own. Retention counts neither (lstat, the recorder's own
+    # files only), so it does not delete each real segment as it comes.
+    uid, gid, as_user = attacker()
+    os.chmod(d, 0o711)
+    sd = d + "/shared"
+    os.mkdir(sd)
+    os.chmod(sd, 0o1777)
+    big = d + "/big"
+    with open(big, "wb") as f:
+        f.write(b"\0" * (8 << 20))
+    os.chmod(big, 0o600)
+    planted = [sd + "/microscope-29991231T235959.999Z-1-1.mscap", sd + "/microscope-29991231T235959.998Z-2-1.mscap"]
+    run(as_user + ["ln", "-s", big, planted[0]])
+    run(as_user + ["sh", "-c", "head -c 1000000 /dev/zero > " + planted[1]])
+    p = run([MICROSCOPE, "record", "-q", "--continuous", sd, "--segment", "200ms", "--retain-bytes", "12K",
+             "--pid", str(target.pid), "--duration", "3s"])
+    check(p.returncode == 0, "--retain-bytes in a shared directory exited 0 (%s)" % p.stderr)
+    kept = [n for n in segments(sd) if "2999" not in n]
+    sizes = [os.path.getsize(sd + "/" + n) for n in kept]
+    check(len(kept) >= 2 and sum(sizes) <= 12 * 1024,
+          "names planted by another user neither count nor go: %d of the recorder's segments kept (%d bytes)"
+          % (len(kept), sum(sizes)))
+    check(os.path.islink(planted[0]) and os.path.getsize(planted[1]) == 1000000 and os.path.getsize(big) == 8 << 20,
+          "the planted names and the file linked to are as they were")
 finally:
     target.kill()
     target.wait()
