@@ -57,6 +57,10 @@ std::string WriteFolded(const capture::Capture& c, const analysis::FunctionKeys&
   return out;
 }
 
+// A folded line is a stack of at most kMaxStackDepth names: a line longer
+// than this is not one, and is refused before anything is kept of it.
+constexpr size_t kMaxFoldedLine = 1 << 20;
+
 Result<capture::Capture> ReadFolded(std::string_view text) {
   CaptureBuilder b;
   bool kernel_frames = false;
@@ -73,8 +77,12 @@ Result<capture::Capture> ReadFolded(std::string_view text) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     auto where = [&](const std::string& what) {
-      return Status::Error("line " + std::to_string(line_no) + ": " + what);
+      return Status::Error(StatusCode::kDataLoss, "line " + std::to_string(line_no) + ": " + what);
     };
+    if (line.size() > kMaxFoldedLine) {
+      return where("longer than 1 MiB (" + std::to_string(line.size()) +
+                   " bytes): not a folded stack");
+    }
     size_t space = line.find_last_of(' ');
     if (space == std::string_view::npos || space + 1 == line.size()) {
       return where("no sample count at the end (want 'a;b;c COUNT')");

@@ -56,7 +56,14 @@ Result<std::vector<uint8_t>> Gunzip(std::span<const uint8_t> data, size_t limit)
                            std::to_string(z.total_in));
     }
   }
+  const size_t trailing = z.avail_in;
+  const size_t end = z.total_in;
   inflateEnd(&z);
+  if (trailing != 0) {
+    return Status::Error(StatusCode::kDataLoss, std::to_string(trailing) +
+                                                    " bytes after the gzip member's end at byte " +
+                                                    std::to_string(end));
+  }
   return out;
 }
 

@@ -12,7 +12,8 @@ namespace microscope::formats {
 
 std::vector<uint8_t> Gzip(std::span<const uint8_t> data);
 bool IsGzip(std::span<const uint8_t> data);
-// Inflates at most `limit` bytes; more is an error (a bomb, or not ours).
+// Inflates one gzip member to at most `limit` bytes; more is an error (a
+// bomb, or not ours), and so is anything after the member (padding).
 Result<std::vector<uint8_t>> Gunzip(std::span<const uint8_t> data, size_t limit);
 
 }  // namespace microscope::formats

@@ -569,9 +569,8 @@ Result<capture::Capture> ReadPprof(std::span<const uint8_t> file, const std::str
   std::vector<uint8_t> inflated;
   std::span<const uint8_t> data = file;
   if (IsGzip(file)) {
-    // pprof compresses well, but not 256 to 1: more is a bomb.
-    size_t limit = std::min<size_t>(size_t(2) << 30, std::max<size_t>(64 << 20, file.size() * 256));
-    ASSIGN_OR_RETURN(inflated, Gunzip(file, limit));
+    // A fixed ceiling, whatever the file's size (padding must not raise it).
+    ASSIGN_OR_RETURN(inflated, Gunzip(file, kMaxInflatedPprof));
     data = inflated;
   }
   Profile p;

@@ -37,7 +37,9 @@ std::vector<uint8_t> WritePprof(const capture::Capture& capture,
 // "samples"/"count" type gives the sample counts. In a profile of three or
 // more types, rows whose weight is 0 belong to another quantity (off-CPU
 // rows read as cpu) and are skipped.
-// Errors name the byte offset in the (inflated) protobuf.
+// Errors name the byte offset in the (inflated) protobuf. A gzipped profile
+// inflates to at most kMaxInflatedPprof bytes, whatever the file's size.
+constexpr size_t kMaxInflatedPprof = size_t(256) << 20;
 Result<capture::Capture> ReadPprof(std::span<const uint8_t> file,
                                    const std::string& sample_type = "");
 

@@ -46,6 +46,30 @@ p = run([MICROSCOPE, "convert", bad, "-o", d + "/bad.mscap"])
 check(p.returncode == 1 and p.stderr.strip() == "microscope: error: %s: line 2: count 'three' is not a whole number" % bad,
       "bad folded line refused: %r" % p.stderr.strip())
 
+# Hostile imports, refused with a bounded cost: a 200 MB folded line, and a
+# gzipped pprof bomb padded with zeros (the inflate limit is fixed, not
+# grown with the file's size). The converter's peak memory is its RSS.
+import gzip
+import resource
+long_line = d + "/long.folded"
+with open(long_line, "w") as f:
+    f.write("a;b 1\n" + "x" * (200 << 20) + " 1\n")
+padded = d + "/padded.pb.gz"
+with open(padded, "wb") as f:
+    f.write(gzip.compress(b"\0" * (1 << 20), 1) + b"\0" * (4 << 20))
+bomb = d + "/bomb.pb.gz"
+with open(bomb, "wb") as f:
+    f.write(gzip.compress(b"\0" * ((256 << 20) + 1), 1) + b"\0" * (4 << 20))
+for path, want in ((long_line, "line 2: longer than 1 MiB (209715202 bytes): not a folded stack"),
+                   (padded, "4194304 bytes after the gzip member's end"),
+                   (bomb, "inflates past 268435456 bytes")):
+    p = run([MICROSCOPE, "convert", path, "-o", d + "/hostile.mscap"])
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    check(p.returncode == 1 and want in p.stderr and path in p.stderr and len(p.stderr) < 1000,
+          "%s refused with the place named, briefly: %r" % (os.path.basename(path), p.stderr.strip()[:300]))
+    check(not os.path.exists(d + "/hostile.mscap"), "nothing written for %s" % os.path.basename(path))
+check(peak_mb < 1200, "the largest converter of these stayed under 1.2 GB: %.0f MB" % peak_mb)
+
 # Chrome trace: the Trace Event format's rules.
 trace = d + "/trace.json"
 check(run([MICROSCOPE, "convert", cap, "--to", "chrome", "-o", trace]).returncode == 0, "convert to chrome")

@@ -64,6 +64,32 @@ TEST_CASE("Folded: malformed lines name the line") {
   CHECK(bad3.status().message().find("line 1: count 'x2'") == 0);
 }
 
+TEST_CASE("Folded: a line over 1 MiB is refused with its number, nothing kept of it") {
+  std::string text = "a;b 1\n" + std::string(2 << 20, 'x') + " 1\n";
+  auto bad = formats::ReadFolded(text);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "line 2: longer than 1 MiB (2097154 bytes): not a folded stack");
+}
+
+TEST_CASE("gzip: bytes after the member are refused, and the ceiling does not grow with them") {
+  std::vector<uint8_t> data(1000, 'a');
+  std::vector<uint8_t> gz = formats::Gzip(data);
+  REQUIRE(formats::Gunzip(gz, 1 << 20).ok());
+  std::vector<uint8_t> padded = gz;
+  padded.resize(gz.size() + 4096, 0);
+  auto bad = formats::Gunzip(padded, 1 << 20);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "4096 bytes after the gzip member's end at byte " + std::to_string(gz.size()));
+  // A bomb inflates past the fixed ceiling however much padding follows.
+  std::vector<uint8_t> bomb =
+      formats::Gzip(std::vector<uint8_t>(formats::kMaxInflatedPprof + 1, 0));
+  bomb.resize(bomb.size() * 64, 0);
+  auto r = formats::ReadPprof(bomb);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("inflates past 268435456 bytes") != std::string::npos);
+}
+
 TEST_CASE("pprof: write then read gives the same flat profile, threads and values") {
   auto c = testing::MakeTestCapture();
   auto bytes = formats::WritePprof(c, {});
