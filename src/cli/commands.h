@@ -33,6 +33,9 @@ void AddSyscallStackMinOption(CLI::App* cmd, std::string* text);
 void AddInlinesOption(CLI::App* cmd, std::string* text);
 // --look mixed|python|native (report and convert), read into `text`.
 void AddLookOption(CLI::App* cmd, std::string* text);
+// A process id: a whole number from 1 to 4194304 (the kernel's largest
+// pid_max); anything else is one line naming what was given.
+CLI::Validator PidCheck();
 
 // Prints "microscope: error: MESSAGE" to stderr.
 void PrintError(const std::string& message);

@@ -1,3 +1,4 @@
+#include <charconv>
 #include <cstdio>
 #include <vector>
 
@@ -22,6 +23,18 @@ void AddLookOption(CLI::App* cmd, std::string* text) {
                   "code called from Python or JavaScript stays); native: no interpreted frames")
       ->capture_default_str()
       ->check(CLI::IsMember({"mixed", "python", "js", "native"}));
+}
+
+CLI::Validator PidCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int pid = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+        if (ec == std::errc() && end == text.data() + text.size() && pid >= 1 && pid <= 4194304)
+          return "";
+        return "'" + text + "' is not a process id (a whole number from 1 to 4194304)";
+      },
+      "PID");
 }
 
 void PrintError(const std::string& message) {

@@ -1,3 +1,5 @@
+#include <bpf/libbpf.h>
+
 #include <cstdlib>
 #include <memory>
 
@@ -93,8 +95,7 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
              "--stack-copy", f->options.stack_copy,
              "bytes of user stack copied per sample for dwarf/auto (multiple of 8, max 65528)")
           ->check(CLI::Range(8u, 65528u));
-  cmd->add_option("-p,--pid", f->options.pid, "attach to this running process")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("-p,--pid", f->options.pid, "attach to this running process")->check(PidCheck());
   cmd->add_option("-d,--duration", f->duration, "stop after TIME (e.g. 10s, 500ms, 2m)");
   cmd->add_option("-m,--mmap-pages", f->options.mmap_pages,
                   "ring buffer data pages per CPU, a power of two (more: fewer losses). "
@@ -130,9 +131,10 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
                 "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
                 "syscalls` does, in the same capture");
   AddSyscallStackMinOption(cmd, &f->stack_min);
-  f->probes = cmd->add_option("--probes", f->options.probes,
-                  "the program's own zones, marks, labels and counters (sdk/: C, C++, Python, "
-                  "Node) to record: all, NAME or PREFIX*, several separated by commas");
+  f->probes =
+      cmd->add_option("--probes", f->options.probes,
+                      "the program's own zones, marks, labels and counters (sdk/: C, C++, Python, "
+                      "Node) to record: all, NAME or PREFIX*, several separated by commas");
   cmd->add_option("--rolling", f->rolling,
                   "keep only the last TIME in memory (e.g. 60s), for a run of any length; "
                   "the capture written at the end and each snapshot hold that window")
@@ -292,6 +294,10 @@ Runner AddRecordCommand(CLI::App& app) {
   auto flags = std::make_shared<RecordFlags>();
   AddRecordFlags(&app, flags.get());
   return [flags]() -> int {
+    // libbpf logs to stderr by default; its errors come back to us as
+    // statuses, told once with what they mean. Set here, once, before any
+    // BPF object is opened (the libraries leave process-wide state alone).
+    libbpf_set_print(nullptr);
     if (!ResolveRecordFlags(*flags)) return 2;
     PushOptions& push = flags->push;
     if (!push.url.empty()) {

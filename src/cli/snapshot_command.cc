@@ -52,7 +52,7 @@ Runner AddSnapshotCommand(CLI::App& app) {
       "recorder's user may ask.");
   cmd->add_option("pid", o->pid, "the recorder's pid or its target's")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(PidCheck());
   cmd->add_option("-o,--output", o->output, "capture file to write");
   cmd->add_option("--timeout", o->timeout_s, "seconds to wait for the file to be written")
       ->capture_default_str()

@@ -85,7 +85,6 @@ OffCpuTracer::~OffCpuTracer() = default;
 Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options,
                                                           std::span<const int32_t> pids) {
   auto state = std::make_unique<State>();
-  libbpf_set_print(nullptr);
   state->skel = offcpu_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the off-CPU BPF programs", errno);
   state->skel->rodata->min_ns = options.min_ns;

@@ -65,7 +65,6 @@ SyscallTracer::~SyscallTracer() = default;
 Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(const Options& options,
                                                             std::span<const int32_t> pids) {
   auto state = std::make_unique<State>();
-  libbpf_set_print(nullptr);  // errors come back as statuses, not as log lines
   state->skel = syscalls_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the syscall BPF programs", errno);
   state->skel->rodata->stack_min_ns = options.stack_min_ns;

@@ -88,7 +88,6 @@ class ExitSource final : public QueuedSource<exit_event> {
 
 Result<std::unique_ptr<EventSource>> StartExitSource(const SourceContext& context) {
   auto bpf = std::make_unique<ExitBpf>();
-  libbpf_set_print(nullptr);  // errors come back as statuses, not as log lines
   bpf->skel = exits_bpf__open();
   if (bpf->skel == nullptr) return BpfFailed("cannot open the process-exit BPF program", errno);
   if (int err = exits_bpf__load(bpf->skel); err != 0) {

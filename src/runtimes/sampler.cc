@@ -45,7 +45,6 @@ int OnExec(void* ctx, void* data, size_t size) {
 
 Result<std::unique_ptr<Sampler::State>> Load() {
   auto state = std::make_unique<Sampler::State>();
-  libbpf_set_print(nullptr);
   state->skel = sampler_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the runtime walkers", errno);
   int cpus = libbpf_num_possible_cpus();

@@ -39,6 +39,12 @@ check(p.returncode == 0, "--off-cpu-min 500ns --duration 1h accepted: %r" % p.st
 p = run([MICROSCOPE, "record", "-q", "--duration", "5parsecs", "--", fixture("split"), "5"])
 check(p.returncode == 2 and "--duration: '5parsecs' is not a duration" in p.stderr,
       "a bad duration names the option and the value: %r" % p.stderr)
+for bad in ("0", "-5", "abc", "99999999999"):
+    for args in (["record", "--pid", bad], ["snapshot", bad]):
+        p = run([MICROSCOPE, *args])
+        line = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
+        check(p.returncode not in (0, 1) and "'%s' is not a process id" % bad in line and "range" not in p.stderr,
+              "%s: one line naming the pid: %r" % (" ".join(args), p.stderr))
 
 # On a terminal, a live status line (elapsed, samples, lost) on stderr; none with -q.
 # `script` gives the recorder a pseudo-terminal.

@@ -3,6 +3,7 @@
 // the binary exits 77, which meson counts as skipped, rather than passing
 // without running; with CI=true it fails instead.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <bpf/libbpf.h>
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
     std::printf("SKIP: BPF and perf_event need root\n");
     return 77;
   }
+  libbpf_set_print(nullptr);  // as the CLI does: errors come back as statuses
   doctest::Context context(argc, argv);
   return context.run();
 }
