@@ -1,3 +1,5 @@
+#include <bpf/libbpf.h>
+
 #include <charconv>
 #include <cstdio>
 #include <vector>
@@ -45,6 +47,10 @@ void PrintError(const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace microscope::cli;
+  // libbpf logs to stderr by default; its errors come back to us as
+  // statuses, told once with what they mean. Set here, once, before any
+  // command opens a BPF object (the libraries leave process-wide state alone).
+  libbpf_set_print(nullptr);
   CLI::App app{"microscope: a sampling profiler for Linux"};
   app.set_version_flag("--version", "microscope " MICROSCOPE_VERSION);
   app.require_subcommand(1);

@@ -1,5 +1,3 @@
-#include <bpf/libbpf.h>
-
 #include <cstdlib>
 #include <memory>
 
@@ -294,10 +292,6 @@ Runner AddRecordCommand(CLI::App& app) {
   auto flags = std::make_shared<RecordFlags>();
   AddRecordFlags(&app, flags.get());
   return [flags]() -> int {
-    // libbpf logs to stderr by default; its errors come back to us as
-    // statuses, told once with what they mean. Set here, once, before any
-    // BPF object is opened (the libraries leave process-wide state alone).
-    libbpf_set_print(nullptr);
     if (!ResolveRecordFlags(*flags)) return 2;
     PushOptions& push = flags->push;
     if (!push.url.empty()) {

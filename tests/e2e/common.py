@@ -50,17 +50,22 @@ def read_line(stream, want, seconds=30):
 
 def wait_attached(rec, seconds=60):
     """Waits until the recorder `rec` (a Popen of `record --pid`) holds perf
-    events, which it opens on the target's threads as it attaches: what the
-    target does after this happens while it is attached. Fails if the
+    events and their number has not changed for 0.3 s: it has opened them
+    on every thread of the target, so what the target does after this
+    happens while it is attached. (A child forked while the recorder was
+    still opening them was sampled without its parent.) Fails if the
     recorder ends first or takes longer than `seconds`."""
     end = time.time() + seconds
     fds = "/proc/%d/fd" % rec.pid
+    seen, since = -1, time.time()
     while time.time() < end and rec.poll() is None:
         try:
-            links = [os.readlink(os.path.join(fds, n)) for n in os.listdir(fds)]
+            n = sum(1 for f in os.listdir(fds) if os.readlink(os.path.join(fds, f)) == "anon_inode:[perf_event]")
         except OSError:
-            links = []
-        if "anon_inode:[perf_event]" in links:
+            n = 0
+        if n != seen:
+            seen, since = n, time.time()
+        elif n > 0 and time.time() - since >= 0.3:
             return
         time.sleep(0.02)
     fail("the recorder did not attach within %g s (status %s)" % (seconds, rec.poll()))

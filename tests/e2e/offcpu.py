@@ -144,20 +144,33 @@ s = with_user[0]["stack"]
 check(s[s.index("crowd_work") + 1:] == ["crowd", "start_thread", "clone3"],
       "a preempted crowd thread was in crowd_work, called from crowd: %s" % s)
 
-# 5. Attach: the process is asleep when the recording starts (cut at start),
-# and --duration stops while the main thread still waits in pthread_join
-# (cut at end).
-# The shell sleeps past the attach, which the ASan build takes longer to
-# make (it once exec'd the fixture first there): E2E_LAG_FACTOR scales it.
-proc = subprocess.Popen(["sh", "-c", "sleep %g; exec %s sleep %d" %
-                         (0.5 * LAG_FACTOR, fx, 400 * LAG_FACTOR)])
-time.sleep(0.1)
+# 5. Attach: the process is asleep when the recording starts (cut at start:
+# the shell waits on a FIFO), then execs the sleeper; the recording is
+# stopped while the main thread still waits in pthread_join (cut at end),
+# once the sleeper has burnt 0.2 s of CPU in its 2 ms rounds (some 100
+# rounds, each with a sleep), however loaded the machine.
+go5 = os.path.join(d, "go5")
+os.mkfifo(go5)
+proc = subprocess.Popen(["sh", "-c", "read x < %s; exec %s sleep %d" % (go5, fx, 4000)])
 out = os.path.join(d, "attach.mscap")
-p = run([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-d", "%gs" % (1.5 * LAG_FACTOR),
-         "-o", out])
+rec = subprocess.Popen([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-o", out],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+wait_bpf_attached(rec)
+with open(go5, "w") as f:
+    f.write("go\n")
+TICK = os.sysconf("SC_CLK_TCK")
+deadline = time.time() + 120
+while time.time() < deadline:
+    with open("/proc/%d/stat" % proc.pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    if (int(fields[11]) + int(fields[12])) / TICK >= 0.2:
+        break
+    time.sleep(0.05)
+rec.send_signal(signal.SIGINT)
+so, se = rec.communicate(timeout=120)
 proc.kill()
 proc.wait()
-check(p.returncode == 0, "record --pid ran: %s" % p.stderr)
+check(rec.returncode == 0, "record --pid ran, stopped by SIGINT: %s" % se)
 settings, iv, shorts = rows(out)
 cut_start = [r for r in iv if r["flags"] & 1]
 check(cut_start and all(r["start"] == settings["start"] for r in cut_start),
@@ -165,8 +178,8 @@ check(cut_start and all(r["start"] == settings["start"] for r in cut_start),
 cut_end = [r for r in iv if r["flags"] & 2]
 check(any(r["tid"] == proc.pid and r["end"] == settings["end"] for r in cut_end),
       "the main thread, still in pthread_join, ends at the recording's end, marked cut")
-check(sum(1 for r in iv if r["thread"] == "sleeper" and r["state"] == "sleeping") >= 50,
-      "the attached sleeper's intervals are there")
+sleeps = sum(1 for r in iv if r["thread"] == "sleeper" and r["state"] == "sleeping")
+check(sleeps >= 50, "the attached sleeper's intervals are there: %d" % sleeps)
 
 # 6. offcputime (libbpf-tools) on the same run of the sleeping fixture: the
 # blocked time of the sleeper in the nanosleep stack within 5%.
