@@ -131,11 +131,6 @@ while time.time() < end:
 """
 
 
-def listening(name):
-    with open("/proc/net/unix") as f:
-        return any(line.split()[-1] == "@" + name for line in f.readlines()[1:] if len(line.split()) >= 8)
-
-
 target = start_target()
 squatter = subprocess.Popen(as_user + ["/usr/bin/python3", "-c", SQUAT, str(target.pid)],
                             stdout=subprocess.PIPE, text=True)
@@ -143,9 +138,7 @@ rec = None
 try:
     check(read_line(squatter.stdout, "bound"), "another user bound @microscope/target/%d first" % target.pid)
     rec = recorder("--rolling", "2s", "-o", d + "/squat.mscap", "--pid", str(target.pid))
-    deadline = time.time() + 60
-    while not listening("microscope/recorder/%d" % rec.pid) and rec.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
+    wait_recording(rec)
     p = run([MICROSCOPE, "snapshot", str(target.pid), "-o", d + "/forged.mscap"])
     check(p.returncode == 1 and "held by uid %d" % uid in p.stderr and "123456" not in p.stdout + p.stderr,
           "root's snapshot of the target does not believe the squatter: %s" % p.stderr.strip())

@@ -48,27 +48,22 @@ def read_line(stream, want, seconds=30):
     return False
 
 
-def wait_attached(rec, seconds=60):
-    """Waits until the recorder `rec` (a Popen of `record --pid`) holds perf
-    events and their number has not changed for 0.3 s: it has opened them
-    on every thread of the target, so what the target does after this
-    happens while it is attached. (A child forked while the recorder was
-    still opening them was sampled without its parent.) Fails if the
-    recorder ends first or takes longer than `seconds`."""
+def wait_recording(rec, seconds=60):
+    """Waits until the recorder `rec` (a Popen of `record`) is recording:
+    it listens for snapshots (@microscope/recorder/PID) once its target is
+    attached or launched and every source has started, so what the target
+    does after this is recorded. Fails if the recorder ends first or takes
+    longer than `seconds`. (Its perf events or BPF links appear earlier:
+    a child forked then was sampled without its parent, and a sleeper
+    released then lost most of its intervals on a loaded machine.)"""
+    name = "@microscope/recorder/%d" % rec.pid
     end = time.time() + seconds
-    fds = "/proc/%d/fd" % rec.pid
-    seen, since = -1, time.time()
     while time.time() < end and rec.poll() is None:
-        try:
-            n = sum(1 for f in os.listdir(fds) if os.readlink(os.path.join(fds, f)) == "anon_inode:[perf_event]")
-        except OSError:
-            n = 0
-        if n != seen:
-            seen, since = n, time.time()
-        elif n > 0 and time.time() - since >= 0.3:
-            return
+        with open("/proc/net/unix") as f:
+            if any(line.split()[-1] == name for line in f.readlines()[1:] if len(line.split()) >= 8):
+                return
         time.sleep(0.02)
-    fail("the recorder did not attach within %g s (status %s)" % (seconds, rec.poll()))
+    fail("the recorder was not recording within %g s (status %s)" % (seconds, rec.poll()))
 
 
 def held_bpf(pid):

@@ -155,7 +155,7 @@ proc = subprocess.Popen(["sh", "-c", "read x < %s; exec %s sleep %d" % (go5, fx,
 out = os.path.join(d, "attach.mscap")
 rec = subprocess.Popen([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-o", out],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-wait_bpf_attached(rec)
+wait_recording(rec)
 with open(go5, "w") as f:
     f.write("go\n")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -195,7 +195,7 @@ out = os.path.join(d, "peer.mscap")
 rec = subprocess.Popen([MICROSCOPE, "record", "-q", "--off-cpu", "--pid", str(proc.pid), "-o", out],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 wait_bpf_attached(peer)
-wait_bpf_attached(rec)
+wait_recording(rec)
 with open(go, "w") as f:
     f.write("go\n")
 proc.wait()

@@ -16,7 +16,7 @@ try:
     check(target.stdout.readline().strip() == "ready", "target started")
     rec = subprocess.Popen([MICROSCOPE, "record", "-q", "-o", out, "--pid", str(target.pid),
                             "--duration", "3s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_attached(rec)
+    wait_recording(rec)
     os.kill(target.pid, signal.SIGUSR1)  # start the "late" thread while attached
     os.kill(target.pid, signal.SIGUSR2)  # and a child process
     so, se = rec.communicate(timeout=60)
