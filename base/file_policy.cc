@@ -1,5 +1,6 @@
 #include "base/file_policy.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <unistd.h>
@@ -145,6 +146,19 @@ Result<ScopedFd> OpenEntry(int dir, std::string_view name, std::optional<uid_t> 
     return Refused(n + " is owned by " + Uid(st.st_uid) + ", not " + Uid(*owner));
   }
   return fd;
+}
+
+std::vector<std::string> EntryNames(int dir) {
+  std::vector<std::string> names;
+  DIR* d = fdopendir(dup(dir));
+  if (d == nullptr) return names;
+  rewinddir(d);  // the duplicate shares the offset with `dir`
+  while (dirent* e = readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  closedir(d);
+  return names;
 }
 
 std::optional<struct stat> StatEntry(int dir, std::string_view name) {

@@ -56,6 +56,10 @@ bool IsEntryName(std::string_view name);
 // by `owner` when given).
 Result<ScopedFd> OpenEntry(int dir, std::string_view name, std::optional<uid_t> owner = {});
 
+// The names in the directory `dir` (not "." or ".."), read from its start
+// through a descriptor of its own.
+std::vector<std::string> EntryNames(int dir);
+
 // lstat of an entry of `dir` (a symbolic link is itself); nullopt when
 // there is no such entry.
 std::optional<struct stat> StatEntry(int dir, std::string_view name);

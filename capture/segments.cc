@@ -1,6 +1,5 @@
 #include "capture/segments.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -68,18 +67,14 @@ namespace {
 // only, a symbolic link never followed (and owned by `owner` when given).
 std::vector<SegmentFile> ListIn(int dir, std::optional<uid_t> owner) {
   std::vector<SegmentFile> out;
-  DIR* d = fdopendir(dup(dir));
-  if (d == nullptr) return out;
-  rewinddir(d);
-  while (dirent* e = readdir(d)) {
-    if (!IsSegmentName(e->d_name)) continue;
-    std::optional<struct stat> st = StatEntry(dir, e->d_name);
+  for (const std::string& name : EntryNames(dir)) {
+    if (!IsSegmentName(name)) continue;
+    std::optional<struct stat> st = StatEntry(dir, name);
     if (!st || !S_ISREG(st->st_mode)) continue;  // gone, or not a file the recorder wrote
     if (owner && st->st_uid != *owner) continue;
-    out.push_back({e->d_name, uint64_t(st->st_size),
+    out.push_back({name, uint64_t(st->st_size),
                    uint64_t(st->st_mtim.tv_sec) * 1'000'000'000 + uint64_t(st->st_mtim.tv_nsec)});
   }
-  closedir(d);
   // Names sort by start; one recorder's segments of the same millisecond by
   // sequence number (compared as a number).
   auto key = [](const SegmentFile& f) {
@@ -134,11 +129,9 @@ std::vector<std::string> ApplyRetention(const std::string& dir, uint64_t retain_
 size_t RemoveStaleTemporaries(const std::string& dir) {
   Result<ScopedFd> fd = OpenSegmentDirectory(dir);
   if (!fd.ok()) return 0;
-  DIR* d = fdopendir(dup(fd->get()));
-  if (d == nullptr) return 0;
   std::vector<std::string> stale;
-  while (dirent* e = readdir(d)) {
-    std::string_view name = e->d_name;
+  for (const std::string& entry : EntryNames(fd->get())) {
+    std::string_view name = entry;
     size_t tmp = name.find(".mscap.tmp.");
     if (tmp == std::string_view::npos) continue;
     std::string_view segment = name.substr(0, tmp + kSuffix.size());
@@ -149,7 +142,6 @@ size_t RemoveStaleTemporaries(const std::string& dir) {
     if (pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)) continue;  // its writer may be alive
     stale.emplace_back(name);
   }
-  closedir(d);
   size_t removed = 0;
   for (const std::string& name : stale) removed += unlinkat(fd->get(), name.c_str(), 0) == 0;
   return removed;

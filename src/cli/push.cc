@@ -1,6 +1,5 @@
 #include "src/cli/push.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,13 +60,8 @@ uint64_t NumberAt(std::string_view name, size_t at) {
 // profile's name count; anything else is passed over, told once.
 std::vector<std::pair<std::string, uint64_t>> Pusher::Queued() {
   std::vector<std::pair<std::string, uint64_t>> out;
-  DIR* d = fdopendir(dup(queue_fd_.get()));
-  if (d == nullptr) return out;
-  rewinddir(d);
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name == "." || name == ".." || name == "refused" || name.find(".tmp.") != std::string::npos)
-      continue;
+  for (const std::string& name : EntryNames(queue_fd_.get())) {
+    if (name == "refused" || name.find(".tmp.") != std::string::npos) continue;
     std::optional<struct stat> st = StatEntry(queue_fd_.get(), name);
     if (!st) continue;  // gone
     std::string why;
@@ -84,7 +78,6 @@ std::vector<std::pair<std::string, uint64_t>> Pusher::Queued() {
       say_("push: " + queue_ + "/" + name + " passed over: " + why);
     }
   }
-  closedir(d);
   std::sort(out.begin(), out.end());
   return out;
 }
