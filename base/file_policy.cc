@@ -41,6 +41,40 @@ std::string Uid(uid_t uid) {
   return "uid " + std::to_string(uid);
 }
 
+// Whether the link `where` (lstat `link`, in the directory `dir`) may be
+// followed under `policy`.
+Status TrustLink(const std::string& where, const struct stat& link, const struct stat& dir,
+                 const FilePolicy& policy) {
+  if (!policy.follow_links) return Refused(where + " is a symbolic link");
+  auto trusted = [&](uid_t uid) {
+    return uid == 0 || (policy.link_owner && uid == *policy.link_owner);
+  };
+  if (!trusted(link.st_uid)) {
+    return Refused(where + " is a symbolic link of " + Uid(link.st_uid) + ", not root's" +
+                   (policy.link_owner && *policy.link_owner != 0
+                        ? " or " + Uid(*policy.link_owner) + "'s"
+                        : ""));
+  }
+  if (!trusted(dir.st_uid) || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Refused(where + " is a symbolic link in a directory others can write");
+  }
+  return OkStatus();
+}
+
+// `fd` (opened with O_PATH from `dir` as `name`, lstat `st`) opened again
+// for reading, and held to be the very file checked.
+Result<ScopedFd> Reopen(int dir, const std::string& name, const struct stat& st,
+                        const std::string& at) {
+  ScopedFd file(
+      openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!file.valid()) return Errno("cannot open " + at);
+  struct stat fs;
+  if (fstat(file.get(), &fs) != 0) return Errno("cannot stat " + at);
+  if (fs.st_dev != st.st_dev || fs.st_ino != st.st_ino)
+    return Refused(at + " changed while it was opened");
+  return file;
+}
+
 }  // namespace
 
 bool IsEntryName(std::string_view name) {
@@ -76,13 +110,7 @@ Result<ScopedFd> OpenUntrusted(const std::string& path, const FilePolicy& policy
     if (fstat(next.get(), &st) != 0) return Errno("cannot stat " + at + "/" + part);
     if (S_ISLNK(st.st_mode)) {
       const std::string where = at + "/" + part;
-      if (!policy.follow_links) return Refused(where + " is a symbolic link");
-      if (st.st_uid != 0) {
-        return Refused(where + " is a symbolic link of " + Uid(st.st_uid) + ", not root's");
-      }
-      if (ds.st_uid != 0 || (ds.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        return Refused(where + " is a symbolic link in a directory others can write");
-      }
+      RETURN_IF_ERROR(TrustLink(where, st, ds, policy));
       if (++links > kMaxLinks) return Refused("more than 32 symbolic links");
       char target[PATH_MAX];
       ssize_t n = readlinkat(next.get(), "", target, sizeof(target));
@@ -116,16 +144,68 @@ Result<ScopedFd> OpenUntrusted(const std::string& path, const FilePolicy& policy
     if (policy.world_readable && !(st.st_mode & S_IROTH)) {
       return Refused("not shown: " + at + " is not readable by all");
     }
-    // Opened again for reading, from the same directory, and held to be
-    // the very file checked.
-    ScopedFd file(
-        openat(dir.get(), part.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-    if (!file.valid()) return Errno("cannot open " + at);
-    struct stat fs;
-    if (fstat(file.get(), &fs) != 0) return Errno("cannot stat " + at);
-    if (fs.st_dev != st.st_dev || fs.st_ino != st.st_ino)
-      return Refused(at + " changed while it was opened");
-    return file;
+    return Reopen(dir.get(), part, st, at);
+  }
+  return Status::Error(StatusCode::kInvalidArgument, "names a directory, not a file");
+}
+
+Result<ScopedFd> OpenBeneath(int root, const std::string& relative, const FilePolicy& policy) {
+  if (relative.find('\0') != std::string::npos) {
+    return Status::Error(StatusCode::kInvalidArgument, "a NUL in the path");
+  }
+  // The directories from `root` down to the one being read: ".." pops one,
+  // so nothing above `root` is ever opened.
+  std::vector<ScopedFd> dirs;
+  dirs.emplace_back(openat(root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dirs.back().valid()) return Errno("cannot open the root directory");
+  std::vector<std::string> names;  // below root, for messages
+  auto here = [&] {
+    std::string at;
+    for (const std::string& n : names) at += (at.empty() ? "" : "/") + n;
+    return at;
+  };
+  std::deque<std::string> rest;
+  PushFront(&rest, relative);
+  int links = 0;
+  while (!rest.empty()) {
+    const std::string part = std::move(rest.front());
+    rest.pop_front();
+    if (part == ".") continue;
+    if (part == "..") {
+      if (names.empty()) return Refused("'..' leaves the directory");
+      dirs.pop_back();
+      names.pop_back();
+      continue;
+    }
+    const int dir = dirs.back().get();
+    const std::string where = here() + (names.empty() ? "" : "/") + part;
+    ScopedFd next(openat(dir, part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!next.valid()) return Errno("cannot open " + where);
+    struct stat st, ds;
+    if (fstat(next.get(), &st) != 0 || fstat(dir, &ds) != 0) return Errno("cannot stat " + where);
+    if (S_ISLNK(st.st_mode)) {
+      RETURN_IF_ERROR(TrustLink(where, st, ds, policy));
+      if (++links > kMaxLinks) return Refused("more than 32 symbolic links");
+      char target[PATH_MAX];
+      ssize_t n = readlinkat(next.get(), "", target, sizeof(target));
+      if (n <= 0 || size_t(n) >= sizeof(target)) return Errno("cannot read the link " + where);
+      std::string_view to(target, size_t(n));
+      if (to.front() == '/') return Refused(where + " is a symbolic link to an absolute path");
+      PushFront(&rest, to);
+      continue;
+    }
+    if (!rest.empty()) {
+      if (!S_ISDIR(st.st_mode))
+        return Status::Error(StatusCode::kNotFound, where + " is not a directory");
+      dirs.push_back(std::move(next));
+      names.push_back(part);
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) return Refused(where + " is not a regular file");
+    if (policy.owner && st.st_uid != *policy.owner) {
+      return Refused(where + " is owned by " + Uid(st.st_uid) + ", not " + Uid(*policy.owner));
+    }
+    return Reopen(dir, part, st, where);
   }
   return Status::Error(StatusCode::kInvalidArgument, "names a directory, not a file");
 }

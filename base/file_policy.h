@@ -41,11 +41,23 @@ struct FilePolicy {
   std::optional<uid_t> owner;   // the file must be owned by this uid
   bool world_readable = false;  // readable by anyone, through directories anyone can search
   bool follow_links = true;     // root's links as above; false: no symbolic link at all
+  // Links of this uid are followed too, in directories of root or of this
+  // uid that no one else can write: those of the user who runs `report`,
+  // who could read what they point to anyway.
+  std::optional<uid_t> link_owner;
 };
 
 // Opens the absolute `path` for reading under `policy`. Errors say which
 // component was refused and why; the caller adds the path.
 Result<ScopedFd> OpenUntrusted(const std::string& path, const FilePolicy& policy = {});
+
+// Opens `relative` inside the directory `root` for reading, never leaving
+// it: resolved one component at a time from `root` as OpenUntrusted does,
+// a ".." above `root` and an absolute link are refused, and a link is
+// followed only under `policy` (root's or link_owner's, in a directory no
+// one else can write); what is opened must be a regular file. For a tree
+// the person running microscope named (--source-root).
+Result<ScopedFd> OpenBeneath(int root, const std::string& relative, const FilePolicy& policy = {});
 
 // Whether `name` is one entry of a directory: not empty, no '/', not "." or
 // "..", no NUL.

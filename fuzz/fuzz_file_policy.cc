@@ -22,6 +22,8 @@ namespace {
 
 std::string root;
 ino_t secret_ino = 0;
+int inner = -1;  // a directory OpenBeneath must not leave
+ino_t inner_ino = 0;
 
 void Write(const std::string& path, mode_t mode) {
   FILE* f = fopen(path.c_str(), "w");
@@ -51,12 +53,36 @@ void MakeTree() {
   (void)!symlink("../secret/s", (root + "/shared/l").c_str());
   mkfifo((root + "/fifo").c_str(), 0644);
   (void)!symlink("loop", (root + "/loop").c_str());
+  // inner/: its one file, a link to it, and links out of it.
+  mkdir((root + "/inner").c_str(), 0755);
+  mkdir((root + "/inner/d").c_str(), 0755);
+  Write(root + "/inner/d/f", 0644);
+  if (stat((root + "/inner/d/f").c_str(), &st) != 0) abort();
+  inner_ino = st.st_ino;
+  (void)!symlink("d/f", (root + "/inner/in").c_str());
+  (void)!symlink("../../a", (root + "/inner/d/up").c_str());
+  (void)!symlink((root + "/a").c_str(), (root + "/inner/abs").c_str());
+  inner = open((root + "/inner").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (inner < 0) abort();
+}
+
+// OpenBeneath: nothing outside inner/ is ever opened, whatever the path.
+int Beneath(const std::string& tail) {
+  microscope::Result<microscope::ScopedFd> fd =
+      microscope::OpenBeneath(inner, tail, {.link_owner = geteuid()});
+  if (!fd.ok()) return 0;
+  struct stat st;
+  if (fstat(fd->get(), &st) != 0 || st.st_ino != inner_ino) abort();
+  return 0;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (root.empty()) MakeTree();
+  // A first byte '<' asks OpenBeneath for a path inside inner/.
+  if (size > 0 && data[0] == '<')
+    return Beneath(std::string(reinterpret_cast<const char*>(data) + 1, size - 1));
   // A first byte '!' asks for a world-readable file (what serve shows).
   microscope::FilePolicy policy;
   policy.world_readable = size > 0 && data[0] == '!';

@@ -7,6 +7,10 @@
 #include <functional>
 #include <string>
 
+namespace microscope::formats {
+struct SourceOptions;
+}
+
 namespace microscope::cli {
 
 using Runner = std::function<int()>;
@@ -33,6 +37,9 @@ void AddSyscallStackMinOption(CLI::App* cmd, std::string* text);
 void AddInlinesOption(CLI::App* cmd, std::string* text);
 // --look mixed|python|native (report and convert), read into `text`.
 void AddLookOption(CLI::App* cmd, std::string* text);
+// --source-root DIR and --trim-path PREFIX (report and serve): where the
+// source view looks for the files a capture names.
+void AddSourceRootOptions(CLI::App* cmd, formats::SourceOptions* options);
 // A process id: a whole number from 1 to 4194304 (the kernel's largest
 // pid_max); anything else is one line naming what was given.
 CLI::Validator PidCheck();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "formats/source_text.h"
 #include "src/cli/commands.h"
 
 namespace microscope::cli {
@@ -25,6 +26,19 @@ void AddLookOption(CLI::App* cmd, std::string* text) {
                   "code called from Python or JavaScript stays); native: no interpreted frames")
       ->capture_default_str()
       ->check(CLI::IsMember({"mixed", "python", "js", "native"}));
+}
+
+void AddSourceRootOptions(CLI::App* cmd, formats::SourceOptions* options) {
+  cmd->add_option("--source-root", options->root,
+                  "look for the source view's files under DIR first (as pprof's -source_path): "
+                  "a capture's path, less --trim-path, below DIR; read with this process's "
+                  "rights, never through a link of another user or out of DIR")
+      ->type_name("DIR");
+  cmd->add_option("--trim-path", options->trim,
+                  "strip PREFIX from the capture's source paths before looking under "
+                  "--source-root (as pprof's -trim_path): for a tree moved, or recorded on "
+                  "another host")
+      ->type_name("PREFIX");
 }
 
 CLI::Validator PidCheck() {

@@ -26,6 +26,7 @@ struct ReportOptions {
   bool json = false;
   FilterOptions filter;
   analysis::ReportQuery query;
+  formats::SourceOptions source;  // --source-root, --trim-path
 };
 
 Result<capture::Capture> Read(const std::string& path) {
@@ -57,6 +58,11 @@ int RunReport(ReportOptions& o) {
     PrintError(resolved.message());
     return 2;
   }
+  Result<formats::SourceFiles> sources = formats::SourceFiles::Open(o.source);
+  if (!sources.ok()) {
+    PrintError(sources.status().message());
+    return 2;
+  }
   Result<capture::Capture> read = Read(o.file);
   if (!read.ok()) {
     PrintError(read.status().message());
@@ -77,7 +83,10 @@ int RunReport(ReportOptions& o) {
     PrintError(model.status().message());
     return 1;
   }
-  if (model->source) formats::ReadSourceText(&*model->source);
+  if (model->source) {
+    formats::ReadSourceText(&*model->source,
+                            [&](const std::string& path) { return sources->OpenFile(path); });
+  }
   if (o.json) {
     formats::WriteReportJson(stdout, *model);
   } else {
@@ -128,7 +137,9 @@ Runner AddReportCommand(CLI::App& app) {
   cmd->add_option("--source", o->query.source,
                   "FUNCTION's source lines (where DWARF or a runtime gave lines) with the "
                   "samples at each, self and total, read from the files the capture names on "
-                  "this host (as perf annotate, by line)");
+                  "this host (as perf annotate, by line), as the user running report: regular "
+                  "files only, links of root's or this user's only");
+  AddSourceRootOptions(cmd, &o->source);
   cmd->add_option("--diff", o->diff, "compare with OTHER.mscap (shares of each total)");
   o->filter.Register(cmd);
   AddInlinesOption(cmd, &o->inlines);

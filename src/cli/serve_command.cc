@@ -137,6 +137,7 @@ Runner AddServeCommand(CLI::App& app) {
                   "the address to listen on; another than the loopback lets others read the "
                   "captures")
       ->capture_default_str();
+  AddSourceRootOptions(cmd, &o->serve.source);
   cmd->add_flag("--open", o->open,
                 "open the view in a browser ($BROWSER when set, else xdg-open) once serving");
   return [o]() { return RunServe(*o); };

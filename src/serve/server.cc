@@ -97,6 +97,7 @@ struct Server::State {
   bool loopback_only = true;
   int port = 0;
   std::map<std::string, std::string> paths;  // base name: path
+  std::optional<formats::SourceFiles> sources;
   httplib::Server http;
   // Queries are answered one at a time (two cores; the model building is
   // the work): one lock over the captures and the answers.
@@ -185,7 +186,10 @@ struct Server::State {
     q.other_name = parsed->diff;
     Result<analysis::ReportModel> model = analysis::BuildReport(**capture, q, other.get());
     if (!model.ok()) return {422, ErrorJson(model.status().message())};
-    if (model->source) formats::ReadSourceText(&*model->source);
+    if (model->source) {
+      formats::ReadSourceText(&*model->source,
+                              [this](const std::string& path) { return sources->OpenFile(path); });
+    }
     return {200, formats::ReportJson(*model, /*indent=*/false)};
   }
 
@@ -234,6 +238,11 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
   auto s = std::make_unique<State>();
   s->options = options;
   s->loopback_only = IsLoopback(options.bind);
+  formats::SourceOptions source = options.source;
+  source.for_anyone = true;  // clients may be anyone on the host
+  Result<formats::SourceFiles> sources = formats::SourceFiles::Open(source);
+  if (!sources.ok()) return sources.status();
+  s->sources.emplace(std::move(sources).value());
   for (const std::string& path : options.captures) {
     if (!s->paths.emplace(CaptureName(path), path).second) {
       return Status::Error(StatusCode::kInvalidArgument,

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "formats/source_text.h"
 
 namespace microscope::serve {
 
@@ -32,6 +33,9 @@ struct ServeOptions {
   std::vector<std::string> captures;
   std::string bind = "127.0.0.1";
   int port = 0;  // 0: a free one
+  // The source view's files: outside the source root, only what anyone on
+  // the host could read (formats/source_text.h; for_anyone is set).
+  formats::SourceOptions source;
 };
 
 class Server {

@@ -178,6 +178,59 @@ TEST_CASE("WriteEntryAtomically replaces a planted link, never writes through it
   CHECK(std::distance(std::filesystem::directory_iterator(t.path), {}) == 2);  // no temporary left
 }
 
+TEST_CASE("OpenUntrusted link_owner: the links of the user running microscope too") {
+  TempDir t;
+  t.Write("real.txt", "real");
+  REQUIRE(symlink("real.txt", (t.path + "/rel").c_str()) == 0);
+  if (Root()) {
+    REQUIRE(lchown((t.path + "/rel").c_str(), kNobody, kNobody) == 0);
+    REQUIRE(chown(t.path.c_str(), kNobody, kNobody) == 0);
+    CHECK(Text(OpenUntrusted(t.path + "/rel", {.link_owner = kNobody})) == "real");
+    CHECK(Refusal(OpenUntrusted(t.path + "/rel", {.link_owner = kNobody + 1}))
+              .find("not root's or uid") != std::string::npos);
+    chmod(t.path.c_str(), 0777);
+    CHECK(Refusal(OpenUntrusted(t.path + "/rel", {.link_owner = kNobody}))
+              .find("in a directory others can write") != std::string::npos);
+  } else {
+    CHECK(Text(OpenUntrusted(t.path + "/rel", {.link_owner = geteuid()})) == "real");
+  }
+}
+
+TEST_CASE("OpenBeneath: inside the directory only") {
+  TempDir t;
+  const std::string outside = t.Write("secret", "secret");
+  REQUIRE(std::filesystem::create_directories(t.path + "/root/src/sub"));
+  t.Write("root/src/a.c", "a");
+  REQUIRE(symlink("../a.c", (t.path + "/root/src/sub/up").c_str()) == 0);
+  REQUIRE(symlink("../../secret", (t.path + "/root/src/out").c_str()) == 0);
+  REQUIRE(symlink(outside.c_str(), (t.path + "/root/src/abs").c_str()) == 0);
+  REQUIRE(mkfifo((t.path + "/root/src/fifo").c_str(), 0644) == 0);
+  Result<ScopedFd> root = OpenDirectory(t.path + "/root");
+  REQUIRE(root.ok());
+  const FilePolicy mine{.link_owner = geteuid()};
+  CHECK(Text(OpenBeneath(root->get(), "src/a.c")) == "a");
+  CHECK(Text(OpenBeneath(root->get(), "./src/sub/../a.c")) == "a");
+  CHECK(Text(OpenBeneath(root->get(), "src/sub/up", mine)) == "a");
+  CHECK(Refusal(OpenBeneath(root->get(), "../secret")).find("leaves the directory") !=
+        std::string::npos);
+  CHECK(Refusal(OpenBeneath(root->get(), "src/../../secret")).find("leaves the directory") !=
+        std::string::npos);
+  CHECK(Refusal(OpenBeneath(root->get(), "src/out", mine)).find("leaves the directory") !=
+        std::string::npos);
+  CHECK(Refusal(OpenBeneath(root->get(), "src/abs", mine)).find("absolute") != std::string::npos);
+  CHECK(Refusal(OpenBeneath(root->get(), "src/fifo")).find("not a regular file") !=
+        std::string::npos);
+  CHECK(Refusal(OpenBeneath(root->get(), "src/sub/up", {.follow_links = false}))
+            .find("symbolic link") != std::string::npos);
+  CHECK(OpenBeneath(root->get(), "src/missing.c").status().code() == StatusCode::kNotFound);
+  if (Root()) {
+    // A link of another user is not followed, even inside.
+    REQUIRE(lchown((t.path + "/root/src/sub/up").c_str(), kNobody, kNobody) == 0);
+    CHECK(Refusal(OpenBeneath(root->get(), "src/sub/up", {.link_owner = 0}))
+              .find("symbolic link of uid 65534") != std::string::npos);
+  }
+}
+
 TEST_CASE("ReadWhole is bounded") {
   TempDir t;
   t.Write("big", std::string(5000, 'x'));
