@@ -52,6 +52,7 @@ struct RecordFlags {
   std::string call_graph = "auto";
   std::string off_cpu_min = "20us";
   std::string stack_min;
+  std::string target_memory;
   CLI::Option* freq = nullptr;
   CLI::Option* stack = nullptr;
   CLI::Option* off_cpu = nullptr;
@@ -133,6 +134,11 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
       cmd->add_option("--probes", f->options.probes,
                       "the program's own zones, marks, labels and counters (sdk/: C, C++, Python, "
                       "Node) to record: all, NAME or PREFIX*, several separated by commas");
+  cmd->add_option("--target-memory", f->target_memory,
+                  "most memory kept, in all, for what the profiled programs write and the "
+                  "recorder reads: their perf maps, jitdumps, GDB JIT objects and probe rings "
+                  "(default 256M); past it a program's are no longer read, with a note in the "
+                  "capture, and the recording goes on");
   cmd->add_option("--rolling", f->rolling,
                   "keep only the last TIME in memory (e.g. 60s), for a run of any length; "
                   "the capture written at the end and each snapshot hold that window")
@@ -257,6 +263,10 @@ bool ResolveRecordFlags(RecordFlags& f) {
     }
   }
   if (!ParseDurationOption("--off-cpu-min", f.off_cpu_min, &f.options.off_cpu_min_ns)) return false;
+  if (!f.target_memory.empty() &&
+      !ParseSizeOption("--target-memory", f.target_memory, &f.options.target_memory)) {
+    return false;
+  }
   if (f.probes->count() > 0) {
     if (Result<std::string> lines = probes::SelectionLines(f.options.probes); !lines.ok()) {
       PrintError("--probes '" + f.options.probes + "': " + lines.status().message());

@@ -12,6 +12,7 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -103,9 +104,9 @@ struct Target {
   bool attached = false;
   bool dead = false;  // refused, or no longer readable
   int tries = 0;
-  std::vector<uint64_t> enabled;  // the enabled flags this recorder set
+  std::vector<uint64_t> enabled;                   // the enabled flags this recorder set
   std::unordered_map<uint64_t, uint32_t> site_at;  // a site's address -> sites_ index
-  uint32_t runtime_read = 0;  // run-time slots read
+  uint32_t runtime_read = 0;                       // run-time slots read
   std::map<uint64_t, RingState> rings;
   uint64_t threads_refused = 0;
 };
@@ -180,8 +181,12 @@ ModuleProbes ReadModuleProbes(const std::string& file) {
 
 class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record::MappingWatcher {
  public:
-  ProbeSource(std::string selection, std::string lines, std::function<void(const std::string&)> warn)
-      : selection_(std::move(selection)), lines_(std::move(lines)), warn_(std::move(warn)) {
+  ProbeSource(std::string selection, std::string lines,
+              std::function<void(const std::string&)> warn, record::TargetMemory* memory)
+      : selection_(std::move(selection)),
+        lines_(std::move(lines)),
+        warn_(std::move(warn)),
+        memory_(memory) {
     clock_.Add(TscClock::Measure());
   }
 
@@ -213,7 +218,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
   }
 
   void Forget(uint32_t pid) override {
-    for (auto it = targets_.lower_bound({pid, 0}); it != targets_.end() && it->first.first == pid;) {
+    for (auto it = targets_.lower_bound({pid, 0});
+         it != targets_.end() && it->first.first == pid;) {
       Retire(it->second);
       it = targets_.erase(it);
     }
@@ -390,11 +396,16 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
   // Calls fn(address, header, state) for each ring of the list at `first`.
   template <typename Fn>
   void ForEachRing(Target& t, uint64_t first, Fn fn) {
-    size_t n = 0;
-    for (uint64_t address = first; address != 0; ++n) {
-      if (n == kMaxRings) {
-        Problem("probe rings malformed", t.path + ": more than " + std::to_string(kMaxRings) +
-                                             " rings in one list (a cycle?)");
+    std::unordered_set<uint64_t> seen;  // a ring is visited once: a list may not be a cycle
+    for (uint64_t address = first; address != 0;) {
+      if (seen.size() == kMaxRings) {
+        Problem("probe rings malformed",
+                t.path + ": more than " + std::to_string(kMaxRings) + " rings in one list");
+        return;
+      }
+      if (!seen.insert(address).second) {
+        Problem("probe rings malformed",
+                t.path + ": the list of rings comes back to the ring at " + HexAddress(address));
         return;
       }
       microscope_ring ring;
@@ -403,8 +414,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
       if (ring.magic != MICROSCOPE_RING_MAGIC || !std::has_single_bit(ring.words) ||
           ring.words > kMaxRingWords || ring.tail > ring.head ||
           ring.head - ring.tail > ring.words) {
-        Problem("probe rings malformed", t.path + ": ring at " + HexAddress(address) +
-                                             " (words " + std::to_string(ring.words) + ", head " +
+        Problem("probe rings malformed", t.path + ": ring at " + HexAddress(address) + " (words " +
+                                             std::to_string(ring.words) + ", head " +
                                              std::to_string(ring.head) + ", tail " +
                                              std::to_string(ring.tail) + ")");
         return;
@@ -421,7 +432,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     const uint32_t count = std::min(ctl.runtime_count, uint32_t(MICROSCOPE_RUNTIME_SITES));
     if (count <= t.runtime_read) return;
     std::vector<uint8_t> slots(size_t(count - t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE);
-    const uint64_t first = ctl.runtime_sites + uint64_t(t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE;
+    const uint64_t first =
+        ctl.runtime_sites + uint64_t(t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE;
     if (!runtimes::ProcessMemory(pid_t(t.pid)).Read(first, slots.data(), slots.size())) return;
     std::vector<uint64_t> enable;
     uint32_t read = 0;
@@ -470,9 +482,24 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
       std::vector<uint64_t> words;
     };
     std::vector<Chunk> chunks;
+    // What the rings hold is copied here before it is decoded: counted in
+    // the recording's target memory while it is.
+    uint64_t taken = 0;
+    struct Release {
+      record::TargetMemory* memory;
+      uint64_t* bytes;
+      ~Release() { memory->Give(*bytes); }
+    } release{memory_, &taken};
+    bool past = false;
     ForEachRing(t, ctl.rings, [&](uint64_t address, microscope_ring& ring, RingState& state) {
       state.dropped = ring.dropped;
-      if (ring.head == ring.tail) return;
+      if (ring.head == ring.tail || past) return;
+      const uint64_t bytes = (ring.head - ring.tail) * 8;
+      if (!memory_->Take(bytes)) {
+        past = true;
+        return;
+      }
+      taken += bytes;
       Chunk c{address, ring.head, ring.clock, &state, std::vector<uint64_t>(ring.head - ring.tail)};
       const uint64_t data = address + kRingHeader;
       const uint64_t start = ring.tail & (ring.words - 1);
@@ -486,6 +513,14 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
         return;
       chunks.push_back(std::move(c));
     });
+    if (past) {
+      // The rings are read no more: their program's records stop here.
+      Problem("probe rings read no further (the recording's target memory is used up)",
+              t.path + " (pid " + std::to_string(t.pid) + "): past " +
+                  std::to_string(memory_->limit() >> 20) + " MiB (--target-memory)");
+      Detach(t);
+      t.dead = true;
+    }
     ReadRuntimeSites(t, ctl);
     for (Chunk& c : chunks) {
       RingChunk decoded = DecodeRingWords(c.words, &c.state->tid);
@@ -540,6 +575,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
   const std::string selection_;
   const std::string lines_;  // the selection as the control block carries it
   std::function<void(const std::string&)> warn_;
+  record::TargetMemory* memory_;
   record::Processor* processor_ = nullptr;  // during Poll and Finish
   std::vector<std::pair<std::string, std::string>> pending_problems_;
   TscClock clock_;
@@ -599,19 +635,21 @@ Result<std::string> SelectionLines(std::string_view selection) {
   }
   if (lines.size() >= MICROSCOPE_SELECTION_SIZE) {
     return Status::Error("the selection takes " + std::to_string(lines.size()) +
-                         " bytes; a program keeps " + std::to_string(MICROSCOPE_SELECTION_SIZE - 1));
+                         " bytes; a program keeps " +
+                         std::to_string(MICROSCOPE_SELECTION_SIZE - 1));
   }
   return lines;
 }
 
-Result<std::unique_ptr<record::EventSource>> StartProbeSource(const record::SourceContext& context) {
+Result<std::unique_ptr<record::EventSource>> StartProbeSource(
+    const record::SourceContext& context) {
   ASSIGN_OR_RETURN(std::string lines, SelectionLines(context.options.probes));
   context.settings->SetSource(std::string(capture::kProbeSource), "on");
   context.settings->notes.push_back(
       "probes: the program's own zones, marks, labels and counters (sdk/), selected by '" +
       context.options.probes + "'");
-  return std::unique_ptr<record::EventSource>(
-      std::make_unique<ProbeSource>(context.options.probes, std::move(lines), context.warn));
+  return std::unique_ptr<record::EventSource>(std::make_unique<ProbeSource>(
+      context.options.probes, std::move(lines), context.warn, context.target_memory));
 }
 
 }  // namespace microscope::probes

@@ -21,6 +21,7 @@
 #include "src/record/processor.h"
 #include "src/record/record_options.h"
 #include "src/record/source_events.h"
+#include "src/record/target_memory.h"
 
 namespace microscope::runtimes {
 class Sampler;  // src/runtimes/sampler.h
@@ -48,6 +49,9 @@ struct SourceContext {
   // The runtimes' one sampler program, loaded by the first runtime source
   // that needs it (runtimes::Sampler::Attach) and shared by the others.
   std::shared_ptr<runtimes::Sampler>* runtime_sampler = nullptr;
+  // The recording's one bound on what its targets make it keep
+  // (target_memory.h).
+  TargetMemory* target_memory = nullptr;
 };
 
 // The span of the recording a poll may keep events from: [start, end).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "src/record/processor.h"
+#include "src/record/target_memory.h"
 
 namespace microscope::record {
 
@@ -41,6 +42,9 @@ struct RecordOptions {
   // The program's own probes (sdk/) to record: "all", names and NAME*
   // prefixes separated by commas; empty: none.
   std::string probes;
+  // The most bytes kept for what the targets write (perf maps, jitdumps,
+  // GDB JIT objects, probe rings), in all: target_memory.h.
+  uint64_t target_memory = kDefaultTargetMemory;
   // Always-on. Keep only the rows of the last rolling_ns in memory (0: every
   // row); the capture written at the end, and each snapshot, holds that window.
   uint64_t rolling_ns = 0;

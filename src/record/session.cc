@@ -166,8 +166,9 @@ class Recording {
   capture::Settings& settings() { return processor_.settings(); }
 
   Status StartSources() {
-    SourceContext context{options_,         target_,     child_ != nullptr, &settings(),
-                          collector_.get(), hooks_.warn, &runtime_maps_,    &runtime_sampler_};
+    SourceContext context{options_,       target_,           child_ != nullptr,
+                          &settings(),    collector_.get(),  hooks_.warn,
+                          &runtime_maps_, &runtime_sampler_, &target_memory_};
     ASSIGN_OR_RETURN(sources_, record::StartSources(context, hooks_.warn));
     for (const auto& s : sources_) {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());
@@ -300,19 +301,20 @@ class Recording {
   std::unique_ptr<Collector> collector_;
   std::vector<std::unique_ptr<EventSource>> sources_;
   std::vector<int> wait_fds_;
-  std::vector<int> ready_fds_;            // of wait_fds_, readable at the last wait
-  RuntimeMaps runtime_maps_;              // the Python walker's, for the other BPF sources
+  std::vector<int> ready_fds_;  // of wait_fds_, readable at the last wait
+  RuntimeMaps runtime_maps_;    // the Python walker's, for the other BPF sources
   std::shared_ptr<runtimes::Sampler> runtime_sampler_;  // the runtime walkers' program
+  TargetMemory target_memory_{options_.target_memory};
   std::unique_ptr<LaunchedChild> child_;  // launch mode
   // Always-on.
   std::unique_ptr<SnapshotServer> server_;
   std::unique_ptr<PartWriter> writer_;
-  uint64_t realtime_start_ = 0;  // the wall-clock time of start_
-  uint64_t segment_start_ = 0;   // the current segment's
-  uint64_t segment_index_ = 0;   // of the last segment cut
-  uint64_t snapshots_ = 0;       // taken
-  uint64_t numbered_ = 0;        // the last number given to a file after -o
-  uint64_t signals_seen_ = 0;    // SIGUSR1s answered
+  uint64_t realtime_start_ = 0;    // the wall-clock time of start_
+  uint64_t segment_start_ = 0;     // the current segment's
+  uint64_t segment_index_ = 0;     // of the last segment cut
+  uint64_t snapshots_ = 0;         // taken
+  uint64_t numbered_ = 0;          // the last number given to a file after -o
+  uint64_t signals_seen_ = 0;      // SIGUSR1s answered
   bool requests_waiting_ = false;  // a snapshot socket polled readable
   uint64_t evicted_at_ = 0;
   capture::Settings counted_;                         // the counts the segments so far carried

@@ -173,12 +173,9 @@ Result<size_t> JitDump::ReadMore() {
       ++added;
       continue;
     }
-    const JitSymbol* s = ranges_.Find(op.move.from);
-    if (s == nullptr) continue;
-    JitSymbol moved{op.move.to, op.move.to + op.move.size, s->name, s->unwinding,
-                    s->eh_frame_hdr_size};
-    ranges_.Add(std::move(moved));
-    ++added;
+    // In place: a move never copies (a dump of many moves of one load
+    // with a big unwinding record costs nothing more).
+    added += ranges_.Move(op.move.from, op.move.to, op.move.size) ? 1 : 0;
   }
   if (r.closed) done_ = true;
   if (!r.error.empty()) {

@@ -64,6 +64,7 @@ class JitDump {
   Result<size_t> ReadMore();
   const JitSymbol* Find(uint64_t address) const { return ranges_.Find(address); }
   size_t unknown_records() const { return unknown_; }
+  uint64_t bytes() const { return ranges_.bytes(); }
 
  private:
   OwnedFile file_;

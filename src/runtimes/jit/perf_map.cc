@@ -42,14 +42,45 @@ PerfMapLines ParsePerfMapLines(std::string_view text) {
   return out;
 }
 
-void SymbolRanges::Add(JitSymbol symbol) {
+uint64_t SymbolRanges::Cost(const JitSymbol& s) {
+  constexpr uint64_t kNode = 48;  // a std::map node's own bytes beside its value
+  return kNode + sizeof(JitSymbol) + (s.name.capacity() > 15 ? s.name.capacity() : 0) +
+         s.unwinding.capacity();
+}
+
+void SymbolRanges::Insert(JitSymbol symbol) {
   // Drop what the new range overlaps: the one starting before it, if it
   // reaches in, and those starting inside it.
   auto it = by_start_.lower_bound(symbol.start);
   if (it != by_start_.begin() && std::prev(it)->second.end > symbol.start) --it;
-  while (it != by_start_.end() && it->first < symbol.end) it = by_start_.erase(it);
+  while (it != by_start_.end() && it->first < symbol.end) {
+    bytes_ -= Cost(it->second);
+    it = by_start_.erase(it);
+  }
+  bytes_ += Cost(symbol);
   const uint64_t start = symbol.start;
   by_start_.emplace(start, std::move(symbol));
+}
+
+void SymbolRanges::Add(JitSymbol symbol) {
+  symbol.name.shrink_to_fit();
+  symbol.unwinding.shrink_to_fit();
+  Insert(std::move(symbol));
+}
+
+bool SymbolRanges::Move(uint64_t from, uint64_t to, uint64_t size) {
+  auto it = by_start_.upper_bound(from);
+  if (it == by_start_.begin() || std::prev(it)->second.end <= from) return false;
+  --it;
+  JitSymbol s = std::move(it->second);
+  bytes_ -= Cost(s);
+  by_start_.erase(it);
+  s.start = to;
+  s.end = to + size;
+  s.cfi.reset();  // rules placed at the old address
+  s.cfi_tried = false;
+  Insert(std::move(s));
+  return true;
 }
 
 const JitSymbol* SymbolRanges::Find(uint64_t address) const {

@@ -51,11 +51,22 @@ PerfMapLines ParsePerfMapLines(std::string_view text);
 class SymbolRanges {
  public:
   void Add(JitSymbol symbol);
+  // The symbol whose code holds `from` now starts at `to` and is `size`
+  // bytes (a jitdump's code move): moved, never copied, with its unwinding
+  // information; what it lands on is dropped. False when no code holds
+  // `from`.
+  bool Move(uint64_t from, uint64_t to, uint64_t size);
   const JitSymbol* Find(uint64_t address) const;
   size_t size() const { return by_start_.size(); }
+  // About how many bytes the symbols take, their names and unwinding
+  // information with them (what a recording's target memory counts).
+  uint64_t bytes() const { return bytes_; }
 
  private:
+  static uint64_t Cost(const JitSymbol& s);
+  void Insert(JitSymbol symbol);
   std::map<uint64_t, JitSymbol> by_start_;
+  uint64_t bytes_ = 0;
 };
 
 // A file a JIT writes for the process (its perf map, its jitdump), checked
@@ -87,6 +98,7 @@ class PerfMap {
   const JitSymbol* Find(uint64_t address) const { return ranges_.Find(address); }
   size_t malformed() const { return malformed_; }
   bool exhausted() const { return offset_ >= kMaxTotal; }
+  uint64_t bytes() const { return ranges_.bytes(); }
 
  private:
   OwnedFile file_;

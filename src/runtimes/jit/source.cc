@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -70,6 +71,8 @@ int64_t ProcessStart(uint32_t pid) {
 
 class JitSource final : public record::EventlessSource, public record::JitNamer {
  public:
+  explicit JitSource(record::TargetMemory* memory) : memory_(memory) {}
+
   int wait_fd() const override { return -1; }
   void Poll(const record::PollWindow&, record::Processor*) override {}
   record::JitNamer* jit_namer() override { return this; }
@@ -122,6 +125,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     std::string module;  // "[jit object ADDRESS]"
     SymbolRanges ranges;
     std::shared_ptr<const unwind::CfiTable> cfi;  // null: none
+    uint64_t bytes = 0;  // what it keeps, about (the target memory's count)
   };
   // What names an address: a symbol of a jitdump, a perf map or a GDB JIT
   // object (`object`), and the module it is in.
@@ -143,11 +147,12 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     auto find = [&](auto* file, const std::string& shown) -> std::optional<Found> {
       if (file == nullptr) return std::nullopt;
       const JitSymbol* s = file->Find(address);
-      if (s == nullptr && reread) {
+      if (s == nullptr && reread && !p.full) {
         p.read_at = now;
         Result<size_t> added = file->ReadMore();
         if (!added.ok()) Note(added.status().message());
         symbols_ += added.ok() ? *added : 0;
+        Account(pid, &p);
         s = file->Find(address);
       }
       if (s == nullptr) return std::nullopt;
@@ -182,6 +187,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     auto it = processes_.find(pid);
     if (it == processes_.end()) return;
     Tally(it->second);
+    memory_->Give(it->second.charged);
     processes_.erase(it);
   }
 
@@ -201,7 +207,9 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
                 {"unwind_rules_proven_from_code", rules_.proven},
                 {"unwind_rules_not_proven", rules_.not_proven},
                 {"unwind_rules_refused", rules_.refused},
-                {"unwind_code_unread", rules_.unread}};
+                {"unwind_code_unread", rules_.unread},
+                {"gdb_jit_objects_aliased", gdb_aliased_},
+                {"processes_past_target_memory", past_bound_}};
     for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   }
 
@@ -220,7 +228,34 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     std::string dump_shown;  // (a mapped jitdump's, else /tmp/jit-PID.dump)
     bool map_refused = false, dump_refused = false;
     uint64_t looked_at = 0, read_at = 0;
+    size_t aliased = 0;    // GDB JIT entries refused at the last read, as aliases
+    uint64_t charged = 0;  // bytes counted in the recording's target memory
+    bool full = false;     // past the target memory: nothing more is read
   };
+
+  // Counts what the process's files and objects keep now in the
+  // recording's target memory; past its bound they are read no more.
+  void Account(uint32_t pid, Process* p) {
+    uint64_t now = (p->map ? p->map->bytes() : 0) + (p->dump ? p->dump->bytes() : 0);
+    for (const auto& [key, object] : p->objects) now += object.bytes;
+    if (now < p->charged) {
+      memory_->Give(p->charged - now);
+    } else if (now > p->charged && !memory_->Take(now - p->charged)) {
+      memory_->Count(now - p->charged);  // read already: kept until the process goes
+      StopReading(pid, p);
+    }
+    p->charged = now;
+  }
+
+  void StopReading(uint32_t pid, Process* p) {
+    if (p->full) return;
+    p->full = true;
+    ++past_bound_;
+    Note("pid " + std::to_string(pid) +
+         ": its perf map, jitdump and GDB JIT objects are read no further: the recording's " +
+         "target memory (" + std::to_string(memory_->limit() >> 20) +
+         " MiB, --target-memory) is used up");
+  }
 
   // Opens the process's perf map and jitdump, where they are and are its own.
   void Open(uint32_t pid, Process* p) {
@@ -258,7 +293,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
       p->descriptor = DescriptorIn(pid, where->first, where->second.first, where->second.second);
     }
     if (p->descriptor == 0) return std::nullopt;
-    if (!p->gdb_read || now - p->gdb_read_at >= kReadEveryNs) {
+    if (!p->full && (!p->gdb_read || now - p->gdb_read_at >= kReadEveryNs)) {
       p->gdb_read = true;
       p->gdb_read_at = now;
       ReadGdbJit(pid, p);
@@ -300,9 +335,27 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
       Note("GDB JIT entries not read: " + entries.status().message());
       return;
     }
+    // A JIT registers each object once, each in memory of its own: an entry
+    // whose bytes overlap another's is an alias, never read (one object
+    // named by many entries would otherwise be read and parsed again for
+    // each).
+    std::vector<GdbJitEntry> sorted = *entries;
+    std::sort(sorted.begin(), sorted.end(), [](const GdbJitEntry& a, const GdbJitEntry& b) {
+      return a.symfile < b.symfile || (a.symfile == b.symfile && a.size < b.size);
+    });
     std::map<std::pair<uint64_t, uint64_t>, GdbObject> kept;
-    for (const GdbJitEntry& e : *entries) {
+    uint64_t reach = 0;  // the end of the entries before, in address order
+    size_t aliased = 0;
+    for (const GdbJitEntry& e : sorted) {
       const std::pair key{e.symfile, e.size};
+      if (e.symfile < reach) {
+        if (aliased++ == 0 && p->aliased == 0) {
+          Note("GDB JIT entry at " + HexAddress(e.symfile) + " of " + std::to_string(e.size) +
+               " bytes overlaps another entry's object: not read");
+        }
+        continue;
+      }
+      reach = e.symfile + std::min<uint64_t>(e.size, UINT64_MAX - e.symfile);
       auto old = p->objects.find(key);
       if (old != p->objects.end()) {
         kept.emplace(key, std::move(old->second));
@@ -310,7 +363,17 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
       }
       GdbObject object;
       object.module = "[jit object " + HexAddress(e.symfile) + "]";
+      // Its bytes while they are parsed count too.
+      if (e.size <= kMaxObject && !memory_->Take(e.size)) {
+        StopReading(pid, p);
+        break;
+      }
       std::vector<uint8_t> bytes(e.size <= kMaxObject ? size_t(e.size) : 0);
+      struct Release {
+        record::TargetMemory* memory;
+        uint64_t bytes;
+        ~Release() { memory->Give(bytes); }
+      } release{memory_, bytes.size()};
       if (bytes.empty() || !memory.Read(e.symfile, bytes.data(), bytes.size())) {
         Note("GDB JIT object at " + HexAddress(e.symfile) + " of " + std::to_string(e.size) +
              " bytes not read");
@@ -324,10 +387,14 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
           object.cfi = std::move(*cfi);
           ++rules_.from_gdb;
         }
+        // Its rules are of its own size at most, about.
+        object.bytes = object.ranges.bytes() + (object.cfi != nullptr ? bytes.size() : 0);
       }
       kept.emplace(key, std::move(object));  // an unreadable one is not read again
     }
+    p->aliased = aliased;
     p->objects = std::move(kept);
+    Account(pid, p);
   }
 
   // What a process's files held, kept past the process.
@@ -336,6 +403,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     files_.dumps += p.dump != nullptr;
     if (p.map != nullptr) files_.malformed += p.map->malformed();
     if (p.dump != nullptr) files_.unknown += p.dump->unknown_records();
+    gdb_aliased_ += p.aliased;
   }
 
   void Note(const std::string& note) {
@@ -347,7 +415,8 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   // none) and segments.
   std::map<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, std::vector<symbols::LoadSegment>>>
       descriptors_;
-  uint64_t gdb_objects_ = 0;
+  record::TargetMemory* memory_;
+  uint64_t gdb_objects_ = 0, gdb_aliased_ = 0, past_bound_ = 0;
   std::vector<std::string> notes_;
   uint64_t symbols_ = 0, named_ = 0;
   struct {
@@ -360,8 +429,8 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
 
 }  // namespace
 
-Result<std::unique_ptr<record::EventSource>> StartJitSource(const record::SourceContext&) {
-  return std::unique_ptr<record::EventSource>(std::make_unique<JitSource>());
+Result<std::unique_ptr<record::EventSource>> StartJitSource(const record::SourceContext& context) {
+  return std::unique_ptr<record::EventSource>(std::make_unique<JitSource>(context.target_memory));
 }
 
 }  // namespace microscope::runtimes::jit

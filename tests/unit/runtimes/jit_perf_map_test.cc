@@ -61,6 +61,33 @@ TEST_CASE("Perf maps: a later range replaces the ones it overlaps") {
   CHECK(r.size() == 2);
 }
 
+TEST_CASE("Symbol ranges: a code move moves the symbol in place; bytes counted as they change") {
+  SymbolRanges r;
+  CHECK(r.bytes() == 0);
+  JitSymbol big{0x1000, 0x1010, "moved function with a long name"};
+  big.unwinding.assign(1 << 20, 0xab);
+  r.Add(std::move(big));
+  r.Add({0x9000, 0x9010, "landed on"});
+  const uint64_t both = r.bytes();
+  CHECK(both > (1u << 20));
+  // 10,000 moves back and forth: one symbol, its unwinding bytes with it,
+  // nothing more kept.
+  for (int i = 0; i < 10000; ++i) {
+    CHECK(r.Move(i % 2 ? 0x2000 : 0x1008, i % 2 ? 0x1000 : 0x2000, 0x10));
+  }
+  CHECK(r.size() == 2);
+  CHECK(r.bytes() == both);
+  CHECK(r.Find(0x1000)->name == "moved function with a long name");
+  CHECK(r.Find(0x1000)->unwinding.size() == (1u << 20));
+  CHECK(r.Find(0x2000) == nullptr);
+  // Onto another symbol: that one goes, and its bytes.
+  CHECK(r.Move(0x1000, 0x9000, 0x10));
+  CHECK(r.size() == 1);
+  CHECK(r.Find(0x9000)->name == "moved function with a long name");
+  CHECK(r.bytes() < both);
+  CHECK_FALSE(r.Move(0x5000, 0x6000, 0x10));  // no code there
+}
+
 TEST_CASE("Perf maps: read as they grow; another user's or an older one refused") {
   char dir[] = "/tmp/microscope-perfmap-XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
