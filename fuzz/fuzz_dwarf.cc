@@ -1,9 +1,9 @@
-// The DWARF line reader as it runs: the plugin (libdwarf) reads the file in
-// a forked child and sends the table back; the parent checks the reply like
+// The DWARF line reader as it runs: the helper program (libdwarf) reads the
+// file and sends the table back; the parent checks the reply like
 // any untrusted bytes. A crash or hang of libdwarf on a damaged file costs
-// that file its lines (the child's exit status says why); this target fails
+// that file its lines (the helper's exit status says why); this target fails
 // only when the parent side does not hold: a crash, a leak, undefined
-// behaviour, or a reader that never returns. (The child's coverage does not
+// behaviour, or a reader that never returns. (The helper's coverage does not
 // reach the fuzzer: it guides on the parent's checks and mutates the rest.)
 #include <sys/mman.h>
 #include <unistd.h>

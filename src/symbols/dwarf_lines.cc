@@ -1,4 +1,4 @@
-// The libdwarf side of line_table.h, built as libmicroscope_dwarf.so.
+// The libdwarf side of line_table.h, built into microscope-dwarf.
 //
 // One pass over a module's DWARF builds two sorted tables:
 //  - line rows (address -> file, line) from every CU's line program;
@@ -414,9 +414,12 @@ void DwarfReader::BuildSegments() {
 }  // namespace
 }  // namespace microscope::symbols
 
-extern "C" __attribute__((visibility("default"))) microscope::Status microscope_read_dwarf_lines_v2(
-    const char* path, microscope::symbols::LineTableData* out) {
+namespace microscope::symbols {
+
+Status ReadDwarfLines(const char* path, LineTableData* out) {
   *out = {};
-  microscope::symbols::DwarfReader reader(out);
+  DwarfReader reader(out);
   return reader.Load(path);
 }
+
+}  // namespace microscope::symbols

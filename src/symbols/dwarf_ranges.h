@@ -1,5 +1,5 @@
-// The address ranges of a DIE, for the DWARF-lines plugin (dwarf_lines.cc):
-// built into libmicroscope_dwarf.so with libdwarf alone.
+// The address ranges of a DIE, for the DWARF lines reader (dwarf_lines.cc):
+// built into microscope-dwarf with libdwarf alone.
 #pragma once
 
 #include <libdwarf/libdwarf.h>

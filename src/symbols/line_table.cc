@@ -1,11 +1,11 @@
-// The main side of line_table.h: the plugin loader, lookups, and the cache
-// of decoded tables.
+// The main side of line_table.h: running the helper, lookups, and the
+// cache of decoded tables.
 #include "src/symbols/line_table.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,22 +22,10 @@
 #include "base/scoped_fd.h"
 #include "capture/container.h"
 
-// GCC says __SANITIZE_ADDRESS__; clang says __has_feature(address_sanitizer).
-#if defined(__SANITIZE_ADDRESS__)
-#define MICROSCOPE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MICROSCOPE_ASAN 1
-#endif
-#endif
-#ifndef MICROSCOPE_ASAN
-#define MICROSCOPE_ASAN 0
-#endif
-
 namespace microscope::symbols {
 namespace {
 
-constexpr const char* kPluginName = "libmicroscope_dwarf.so";
+constexpr const char* kHelperName = "microscope-dwarf";
 
 std::string OwnDirectory() {
   char buf[4096];
@@ -47,72 +35,27 @@ std::string OwnDirectory() {
   return path.substr(0, path.rfind('/'));
 }
 
-struct Plugin {
-  ReadDwarfLinesFn read = nullptr;
-  std::string error;
-};
-
-const Plugin& LoadPlugin() {
-  static Plugin plugin;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // $MICROSCOPE_DWARF_PLUGIN (tests and benchmarks built elsewhere), else
-    // beside the executable (a build tree), else where `meson install` put it.
+// The helper's path: $MICROSCOPE_DWARF_HELPER (tests and benchmarks built
+// elsewhere), else beside the executable (a build tree), else where `meson
+// install` put it; or why there is none.
+const Result<std::string>& HelperPath() {
+  static const Result<std::string> path = []() -> Result<std::string> {
     std::vector<std::string> candidates;
-    if (const char* env = getenv("MICROSCOPE_DWARF_PLUGIN"); env != nullptr && *env != '\0') {
+    if (const char* env = getenv("MICROSCOPE_DWARF_HELPER"); env != nullptr && *env != '\0') {
       candidates.push_back(env);
     } else {
-      std::string dir = OwnDirectory();
-      candidates.push_back(dir + "/" + kPluginName);
-      candidates.push_back(std::string(MICROSCOPE_PLUGIN_DIR) + "/" + kPluginName);
+      candidates.push_back(OwnDirectory() + "/" + kHelperName);
+      candidates.push_back(std::string(MICROSCOPE_PLUGIN_DIR) + "/" + kHelperName);
     }
-    for (const std::string& path : candidates) {
-      if (access(path.c_str(), R_OK) != 0) continue;
-#if MICROSCOPE_ASAN
-      // AddressSanitizer refuses RTLD_DEEPBIND. A sanitizer build loads
-      // the plugin (built without the sanitizers) in a link namespace of
-      // its own: there too libdwarf's names resolve to libdwarf. Only the
-      // forked child calls it, and leaves by _exit: nothing the plugin's
-      // allocator made is freed by ours.
-      void* handle = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
-#else
-      // DEEPBIND: the plugin and libdwarf resolve libdwarf's names to
-      // libdwarf, not to libdw's functions of the same names.
-      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-#endif
-      if (handle == nullptr) {
-        plugin.error = std::string("cannot load ") + path + ": " + dlerror();
-        return;
-      }
-      plugin.read = reinterpret_cast<ReadDwarfLinesFn>(dlsym(handle, kReadDwarfLinesSymbol));
-      if (plugin.read == nullptr) plugin.error = path + " has no " + kReadDwarfLinesSymbol;
-      return;
+    for (const std::string& c : candidates) {
+      if (access(c.c_str(), X_OK) == 0) return c;
     }
-    plugin.error = std::string("DWARF reader ") + kPluginName + " not found (looked in " +
-                   candidates.front() + (candidates.size() > 1 ? " and " + candidates[1] : "") +
-                   ")";
-  });
-  return plugin;
-}
-
-}  // namespace
-
-namespace {
-
-constexpr char kCacheMagic[8] = {'M', 'S', 'L', 'I', 'N', 'E', 'S', '1'};
-
-struct CacheHeader {
-  char magic[8];
-  uint64_t file_size;  // of the DWARF file the table was read from
-  int64_t mtime_ns;
-  uint32_t rows, scopes, segments, strings;
-  uint64_t string_bytes;
-};
-
-template <typename T>
-void Append(std::vector<uint8_t>* out, const T* data, size_t n) {
-  const uint8_t* p = reinterpret_cast<const uint8_t*>(data);
-  out->insert(out->end(), p, p + n * sizeof(T));
+    return Status::Error(StatusCode::kUnavailable,
+                         std::string("DWARF reader ") + kHelperName + " not found (looked for " +
+                             candidates.front() +
+                             (candidates.size() > 1 ? " and " + candidates[1] : "") + ")");
+  }();
+  return path;
 }
 
 }  // namespace
@@ -150,95 +93,6 @@ void LineTable::Lookup(uint64_t vaddr, std::vector<SourceFrame>* out) const {
   }
 }
 
-std::vector<uint8_t> SerializeLineTable(const LineTableData& d, uint64_t file_size,
-                                        int64_t mtime_ns) {
-  CacheHeader h{};
-  std::memcpy(h.magic, kCacheMagic, sizeof(h.magic));
-  h.file_size = file_size;
-  h.mtime_ns = mtime_ns;
-  h.rows = uint32_t(d.rows.size());
-  h.scopes = uint32_t(d.scopes.size());
-  h.segments = uint32_t(d.segments.size());
-  h.strings = uint32_t(d.strings.size());
-  std::vector<uint32_t> offsets{0};
-  for (const std::string& s : d.strings) offsets.push_back(offsets.back() + uint32_t(s.size()));
-  h.string_bytes = offsets.back();
-  std::vector<uint8_t> out;
-  Append(&out, &h, 1);
-  Append(&out, d.rows.data(), d.rows.size());
-  Append(&out, d.scopes.data(), d.scopes.size());
-  Append(&out, d.segments.data(), d.segments.size());
-  Append(&out, offsets.data(), offsets.size());
-  for (const std::string& s : d.strings) Append(&out, s.data(), s.size());
-  return out;
-}
-
-Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t file_size,
-                                     int64_t mtime_ns) {
-  CacheHeader h;
-  if (bytes.size() < sizeof(h)) return Status::Error("shorter than its header");
-  std::memcpy(&h, bytes.data(), sizeof(h));
-  if (std::memcmp(h.magic, kCacheMagic, sizeof(h.magic)) != 0) return Status::Error("bad magic");
-  if (h.file_size != file_size || h.mtime_ns != mtime_ns) {
-    return Status::Error("made from another version of the file");
-  }
-  // Each part no larger than the file before they are added up: a huge
-  // string_bytes must not wrap the sum around to the file's size.
-  if (h.string_bytes > bytes.size()) return Status::Error("string bytes exceed the file");
-  uint64_t need = sizeof(h) + uint64_t(h.rows) * sizeof(LineTableData::Row) +
-                  uint64_t(h.scopes) * sizeof(LineTableData::Scope) +
-                  uint64_t(h.segments) * sizeof(LineTableData::Segment) +
-                  (uint64_t(h.strings) + 1) * 4 + h.string_bytes;
-  if (need != bytes.size()) {
-    return Status::Error("size " + std::to_string(bytes.size()) + " does not match its counts (" +
-                         std::to_string(need) + ")");
-  }
-  LineTableData d;
-  const uint8_t* p = bytes.data() + sizeof(h);
-  auto take = [&p](auto* vec, size_t n) {
-    vec->resize(n);
-    if (n == 0) return;  // an empty vector's data() may be null: no memcpy
-    std::memcpy(vec->data(), p, n * sizeof((*vec)[0]));
-    p += n * sizeof((*vec)[0]);
-  };
-  take(&d.rows, h.rows);
-  take(&d.scopes, h.scopes);
-  take(&d.segments, h.segments);
-  std::vector<uint32_t> offsets;
-  take(&offsets, size_t(h.strings) + 1);
-  if (offsets[0] != 0 || offsets.back() != h.string_bytes)
-    return Status::Error("bad string offsets");
-  for (uint32_t i = 0; i < h.strings; ++i) {
-    if (offsets[i + 1] < offsets[i]) return Status::Error("bad string offsets");
-  }
-  d.strings.reserve(h.strings);
-  for (uint32_t i = 0; i < h.strings; ++i) {
-    d.strings.emplace_back(reinterpret_cast<const char*>(p) + offsets[i],
-                           offsets[i + 1] - offsets[i]);
-  }
-  // Every reference in range, sorted where searched, parents before children.
-  auto name_ok = [&](uint32_t id) { return id == kNoName || id < h.strings; };
-  for (size_t i = 0; i < d.rows.size(); ++i) {
-    if (!name_ok(d.rows[i].file) || (i > 0 && d.rows[i].address < d.rows[i - 1].address)) {
-      return Status::Error("bad line row " + std::to_string(i));
-    }
-  }
-  for (size_t i = 0; i < d.scopes.size(); ++i) {
-    const auto& s = d.scopes[i];
-    if ((s.parent != kNoName && s.parent >= i) || !name_ok(s.name) || !name_ok(s.call_file)) {
-      return Status::Error("bad scope " + std::to_string(i));
-    }
-  }
-  for (size_t i = 0; i < d.segments.size(); ++i) {
-    const auto& s = d.segments[i];
-    if ((s.scope != kNoName && s.scope >= h.scopes) ||
-        (i > 0 && s.start < d.segments[i - 1].start)) {
-      return Status::Error("bad segment " + std::to_string(i));
-    }
-  }
-  return d;
-}
-
 std::string DefaultCacheDir() {
   if (const char* dir = getenv("MICROSCOPE_CACHE_DIR")) return dir;  // "" disables
   if (const char* xdg = getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
@@ -266,48 +120,50 @@ Status ChildError(std::span<const uint8_t> reply) {
 
 // libdwarf 20210528 is not safe on hostile input (a damaged
 // .debug_rnglists header makes it free a block twice and abort), and debug
-// files are untrusted. So the plugin reads in a forked child, which sends
-// the table back serialized ('K' + the cache format) or an error ('E', one
-// byte of StatusCode, then the message); the parent validates it like a
-// cache entry. A crash costs the module its lines, never the process.
+// files are untrusted. So the helper reads each file in a process of its
+// own, started with posix_spawn (never a fork of this threaded process,
+// whose other threads' locks the child would inherit held), and sends the
+// table back serialized ('K' + the cache format) or an error ('E', one byte
+// of StatusCode, then the message); this side validates it like a cache
+// entry. A crash costs the module its lines, never the process.
 Result<LineTableData> ReadInChild(const std::string& path) {
-  const Plugin& plugin = LoadPlugin();
-  if (plugin.read == nullptr) return Status::Error(StatusCode::kUnavailable, plugin.error);
+  ASSIGN_OR_RETURN(std::string helper, HelperPath());
+  ScopedFd file(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st;
+  if (!file.valid()) return Status::Error(std::string("cannot open: ") + strerror(errno));
+  if (fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Status::Error(StatusCode::kInvalidArgument, "not a regular file");
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return Status::Error(std::string("pipe: ") + strerror(errno));
   ScopedFd read_end(fds[0]);
   ScopedFd write_end(fds[1]);
-  const pid_t parent = getpid();
-  pid_t child = fork();
-  if (child < 0) return Status::Error(std::string("fork: ") + strerror(errno));
-  if (child == 0) {
-    read_end.Reset();
-    // A reader looping on damaged DWARF must not outlive a killed
-    // recorder (it would run on alone, an orphan nobody waits for).
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(4);
-    // A crash here must end the child plainly, whatever handlers the
-    // parent installed.
-    for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
-    LineTableData data;
-    std::vector<uint8_t> out;
-    Status read = plugin.read(path.c_str(), &data);
-    if (read.ok()) {
-      out = SerializeLineTable(data, 0, 0);
-      out.insert(out.begin(), 'K');
-    } else {
-      out.assign(read.message().begin(), read.message().end());
-      out.insert(out.begin(), {uint8_t('E'), uint8_t(read.code())});
-    }
-    size_t done = 0;
-    while (done < out.size()) {
-      ssize_t n = write(write_end.get(), out.data() + done, out.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) _exit(3);
-      done += size_t(n);
-    }
-    _exit(0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, file.get(), STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  // Default signal handling and none blocked, whatever this process set.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::string parent = std::to_string(getpid());
+  std::string name = path;
+  char* argv[] = {helper.data(), name.data(), parent.data(), nullptr};
+  char* env[] = {nullptr};  // nothing of this process's environment
+  pid_t child = 0;
+  const int spawned = posix_spawn(&child, helper.c_str(), &actions, &attr, argv, env);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (spawned != 0) {
+    return Status::Error(StatusCode::kUnavailable,
+                         "cannot run " + helper + ": " + std::string(strerror(spawned)));
   }
+  file.Reset();
   write_end.Reset();
   // Damaged DWARF can also make a reader loop: it gets a deadline.
   constexpr int kDeadlineSeconds = 120;

@@ -4,10 +4,15 @@
 //
 // libdwarf and elfutils' libdw export functions of the same names
 // (dwarf_lineno, dwarf_child, dwarf_attr, ...) with other signatures, and
-// the unwinder needs libdw. So the reader lives in its own shared module,
-// libmicroscope_dwarf.so, loaded with RTLD_LOCAL | RTLD_DEEPBIND: its calls
-// and libdwarf's own bind to libdwarf, everyone else's to libdw. The plugin
-// only fills a LineTableData; everything else here is on the main side.
+// the unwinder needs libdw. And libdwarf is not safe on hostile input,
+// which debug files are. So the reader is a program of its own,
+// microscope-dwarf (dwarf_helper.cc: libdwarf, and nothing of libdw),
+// installed beside microscope's other files and run with posix_spawn for
+// each file: the file on its standard input, the table back on its
+// standard output, checked here like any untrusted bytes. A crash, a hang
+// or a lock held by another thread of the recorder costs the module its
+// lines, never the process (a fork of the threaded recorder would inherit
+// its locks).
 //
 // Tables are also kept in a cache by build ID (like perf's build-ID cache,
 // but of the decoded tables), so a module's DWARF is read once per host.
@@ -77,7 +82,7 @@ class LineTable {
   LineTableData data_;
 };
 
-// Reads `path`'s DWARF through the plugin, or the cached table for
+// Reads `path`'s DWARF through the helper, or the cached table for
 // `build_id` when one was saved from this same file (size and mtime), and
 // saves a fresh one. `cache_dir` empty: no cache. Errors say what was wrong;
 // kNotFound means the file has no DWARF lines or functions, which is no
@@ -97,11 +102,9 @@ std::vector<uint8_t> SerializeLineTable(const LineTableData& data, uint64_t file
 Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t file_size,
                                      int64_t mtime_ns);
 
-// The plugin's one entry point (C linkage, looked up with dlsym). Its error
-// is kNotFound when the file has no DWARF lines or functions (nothing to
-// report), kDataLoss when its DWARF is damaged. The _v2 name: a plugin of
-// the older signature (bool and a message only) is refused, not called.
-using ReadDwarfLinesFn = Status (*)(const char* path, LineTableData* out);
-inline constexpr const char* kReadDwarfLinesSymbol = "microscope_read_dwarf_lines_v2";
+// The helper's reader (dwarf_lines.cc, in microscope-dwarf only). Its
+// error is kNotFound when the file has no DWARF lines or functions (nothing
+// to report), kDataLoss when its DWARF is damaged.
+Status ReadDwarfLines(const char* path, LineTableData* out);
 
 }  // namespace microscope::symbols

@@ -160,7 +160,8 @@ for i in range(8):
         break
 check(hits >= 1, "%d kills landed inside the write" % hits)
 
-# Killed while its DWARF reader (a forked child) runs: the child, held
+# Killed while its DWARF reader (the helper program microscope-dwarf, run
+# with posix_spawn: never a fork of the threaded recorder) runs: the child, held
 # stopped here so that it cannot simply finish first, dies with it. The
 # recorder records a recorder (nested): microscope's own DWARF is large, so
 # its reader runs for a while; it is stopped once it has used CPU time (so
@@ -192,6 +193,9 @@ while reader is None and time.time() < end and rec.poll() is None:
             break
     time.sleep(0.002)
 check(reader is not None, "the recorder's DWARF reader was caught reading (%s)" % reader)
+exe = os.readlink("/proc/%d/exe" % reader)
+check(os.path.basename(exe) == "microscope-dwarf",
+      "the DWARF reader is a program of its own, not a fork of the recorder (%s)" % exe)
 rec.send_signal(signal.SIGKILL)
 rec.wait(30)
 left = wait_gone([reader], 5)

@@ -1,6 +1,6 @@
 """The Debian package, round trip: built from a copy of the repository by
 dpkg-buildpackage -b, lintian clean of errors, installed with dpkg, its files
-where Debian expects them (binary, DWARF plugin, man page per command, bash
+where Debian expects them (binary, DWARF reader helper, man page per command, bash
 completion, systemd unit that systemd-analyze accepts), a recording made and
 reported with the installed binary, then removed and purged leaving nothing."""
 import glob
@@ -46,7 +46,7 @@ try:
     listed = run(["dpkg", "-L", "microscope"]).stdout.split()
     arch = run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"]).stdout.strip()
     want = ["/usr/bin/microscope",
-            "/usr/lib/%s/microscope/libmicroscope_dwarf.so" % arch,
+            "/usr/lib/%s/microscope/microscope-dwarf" % arch,
             "/usr/share/bash-completion/completions/microscope",
             "/lib/systemd/system/microscope@.service"]
     commands = ["convert", "record", "report", "serve", "snapshot", "symbolize", "syscalls"]
@@ -69,9 +69,9 @@ try:
     p = run(["systemd-analyze", "verify", "--man=no", inst])
     check(p.returncode == 0, "systemd-analyze verify accepts the unit (%s)" % p.stderr.strip())
     # A recording with the installed binary, named through its installed
-    # plugin: not the build tree's (which the tests' environment names), and
-    # with no line tables cached (a cached table needs no plugin).
-    installed = {k: v for k, v in os.environ.items() if k != "MICROSCOPE_DWARF_PLUGIN"}
+    # DWARF reader: not the build tree's (which the tests' environment
+    # names), and with no line tables cached (a cached table needs no reader).
+    installed = {k: v for k, v in os.environ.items() if k != "MICROSCOPE_DWARF_HELPER"}
     installed["MICROSCOPE_CACHE_DIR"] = d + "/empty-cache"
     out = d + "/installed.mscap"
     p = run(["/usr/bin/microscope", "record", "-q", "--symbolize", "later", "-o", out, "--",
@@ -80,7 +80,7 @@ try:
     p = run(["/usr/bin/microscope", "symbolize", out], env=installed)
     lines = re.search(r"(\d+) with file:line", p.stdout)
     check(p.returncode == 0 and lines and int(lines.group(1)) > 0 and "DWARF reader" not in p.stdout,
-          "the installed binary reads DWARF lines through its installed plugin: %s" %
+          "the installed binary reads DWARF lines through its installed reader: %s" %
           [l for l in p.stdout.splitlines() if "file:line" in l or "problem" in l][:3])
     p = run(["/usr/bin/microscope", "report", "--json", "--granularity", "line", out], env=installed)
     check(p.returncode == 0 and "split.c:" in p.stdout, "and reports them")

@@ -352,7 +352,7 @@ TEST_CASE("LineTable: DWARF that crashes libdwarf is an error for that file, not
   std::remove(tmp.c_str());
 }
 
-TEST_CASE("LineTable: a file without DWARF is kNotFound, carried from the plugin's child") {
+TEST_CASE("LineTable: a file without DWARF is kNotFound, carried from the helper") {
   // The symbolizer tells "nothing to read" (no problem of the file's) from
   // "damaged" by this code alone, so it must survive the child protocol.
   const char* path = std::getenv("FIXTURE_UNWIND");
