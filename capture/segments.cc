@@ -149,12 +149,21 @@ size_t RemoveStaleTemporaries(const std::string& dir) {
 
 Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir) {
   ASSIGN_OR_RETURN(ScopedFd fd, OpenSegmentDirectory(dir));
-  std::vector<SegmentFile> files = ListIn(fd.get(), std::nullopt);
+  const int at = fd.get();
+  return ReadSegmentsFrom(
+      dir, {.list = [at]() -> Result<std::vector<SegmentFile>> { return ListIn(at, std::nullopt); },
+            .open = [at](const std::string& name) { return OpenEntry(at, name); }});
+}
+
+Result<DirectoryCapture> ReadSegmentsFrom(const std::string& dir, const SegmentSource& source) {
+  Result<std::vector<SegmentFile>> listed = source.list();
+  if (!listed.ok()) return listed.status().WithContext(dir);
+  const std::vector<SegmentFile>& files = *listed;
   DirectoryCapture out;
   std::vector<Capture> parts;
   size_t vanished = 0;
   for (const SegmentFile& f : files) {
-    Result<ScopedFd> file = OpenEntry(fd.get(), f.name);
+    Result<ScopedFd> file = source.open(f.name);
     if (!file.ok() && file.status().code() == StatusCode::kNotFound) {
       ++vanished;  // retention deleted it meanwhile
       continue;

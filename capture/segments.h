@@ -10,11 +10,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/scoped_fd.h"
 #include "base/status.h"
 #include "capture/capture.h"
 
@@ -61,6 +63,16 @@ struct DirectoryCapture {
   std::vector<std::string> notes;  // what was left out, and why
 };
 Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir);
+
+// The same through another's hands: `list` gives the directory's segments
+// (as ListSegments), `open` opens one by its name (a regular file, never a
+// link). serve's broker opens them for a server without the rights to.
+// `dir` names the directory in errors.
+struct SegmentSource {
+  std::function<Result<std::vector<SegmentFile>>()> list;
+  std::function<Result<ScopedFd>(const std::string& name)> open;
+};
+Result<DirectoryCapture> ReadSegmentsFrom(const std::string& dir, const SegmentSource& source);
 
 // Whether `path` names a directory (report DIR and the other readers).
 bool IsDirectory(const std::string& path);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "src/cli/commands.h"
+#include "src/serve/broker.h"
 #include "src/serve/server.h"
 
 namespace microscope::cli {
@@ -21,6 +22,7 @@ namespace {
 struct ServeCommandOptions {
   std::string target;
   std::string diff;  // another capture, compared with the target in the view
+  std::string user;  // started as root: who the server runs as (empty: nobody)
   serve::ServeOptions serve;
   bool open = false;  // open the URL in a browser once listening
 };
@@ -77,6 +79,28 @@ int RunServe(ServeCommandOptions& o) {
     o.serve.captures.push_back(other->front());
     view = "?capture=" + serve::UrlEncode(serve::CaptureName(captures->front())) +
            "&diff=" + serve::UrlEncode(serve::CaptureName(other->front()));
+  }
+  // Started as root, serve forks before any thread: a broker that stays
+  // root opens what is served, and the server runs as --user (broker.h).
+  Result<std::unique_ptr<serve::DirectBroker>> direct =
+      serve::DirectBroker::Open(o.serve.captures, o.serve.source);
+  if (!direct.ok()) {
+    PrintError(direct.status().message());
+    return 1;
+  }
+  if (geteuid() == 0) {
+    Result<std::unique_ptr<serve::Broker>> client =
+        serve::SeparatePrivileges(std::move(direct).value(), o.user);
+    if (!client.ok()) {
+      PrintError(client.status().message());
+      return 1;
+    }
+    o.serve.broker = std::move(client).value();
+  } else if (!o.user.empty()) {
+    PrintError("--user " + o.user + ": serve changes its user only when started as root");
+    return 2;
+  } else {
+    o.serve.broker = std::move(direct).value();
   }
   // SIGINT and SIGTERM stop the server from a thread of their own, so the
   // server's threads never run a handler.
@@ -138,6 +162,10 @@ Runner AddServeCommand(CLI::App& app) {
                   "captures")
       ->capture_default_str();
   AddSourceRootOptions(cmd, &o->serve.source);
+  cmd->add_option("--user", o->user,
+                  "started as root, the user the server runs as (default: nobody); root stays "
+                  "only in a broker process that opens the captures and source files served")
+      ->type_name("NAME");
   cmd->add_flag("--open", o->open,
                 "open the view in a browser ($BROWSER when set, else xdg-open) once serving");
   return [o]() { return RunServe(*o); };

@@ -21,6 +21,7 @@
 #include "capture/segments.h"
 #include "formats/report_json.h"
 #include "formats/source_text.h"
+#include "src/serve/broker.h"
 #include "src/serve/web_assets.h"
 
 namespace microscope::serve {
@@ -97,7 +98,7 @@ struct Server::State {
   bool loopback_only = true;
   int port = 0;
   std::map<std::string, std::string> paths;  // base name: path
-  std::optional<formats::SourceFiles> sources;
+  std::shared_ptr<Broker> broker;  // opens what is served (broker.h)
   httplib::Server http;
   // Queries are answered one at a time (two cores; the model building is
   // the work): one lock over the captures and the answers.
@@ -137,7 +138,7 @@ struct Server::State {
       return Status::Error(StatusCode::kNotFound, "no capture named '" + name + "' is served");
     }
     if (const auto* c = loaded.Get(name)) return *c;
-    Result<capture::Capture> read = capture::ReadCaptureOrSegments(path->second);
+    Result<capture::Capture> read = ReadServed(*broker, name);
     if (!read.ok()) {
       *status = 422;
       return read.status();
@@ -160,7 +161,7 @@ struct Server::State {
   // computed from them go.
   void RefreshListings() {
     for (const auto& [name, path] : paths) {
-      std::string listing = capture::SegmentListing(path);
+      std::string listing = ServedListing(*broker, name);
       if (listing.empty() || listings[name] == listing) continue;
       listings[name] = std::move(listing);
       loaded.Erase(name);
@@ -188,7 +189,7 @@ struct Server::State {
     if (!model.ok()) return {422, ErrorJson(model.status().message())};
     if (model->source) {
       formats::ReadSourceText(&*model->source,
-                              [this](const std::string& path) { return sources->OpenFile(path); });
+                              [this](const std::string& path) { return broker->OpenSource(path); });
     }
     return {200, formats::ReportJson(*model, /*indent=*/false)};
   }
@@ -196,15 +197,7 @@ struct Server::State {
   std::string Captures() const {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [name, path] : paths) {
-      struct stat st {};
-      uint64_t bytes = stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
-      if (capture::IsDirectory(path)) {
-        bytes = 0;
-        if (auto files = capture::ListSegments(path); files.ok()) {
-          for (const capture::SegmentFile& f : *files) bytes += f.bytes;
-        }
-      }
-      list.push_back({{"name", name}, {"bytes", bytes}});
+      list.push_back({{"name", name}, {"bytes", ServedBytes(*broker, name)}});
     }
     return nlohmann::json{{"captures", list}}.dump(-1, ' ', false,
                                                    nlohmann::json::error_handler_t::replace);
@@ -238,11 +231,12 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
   auto s = std::make_unique<State>();
   s->options = options;
   s->loopback_only = IsLoopback(options.bind);
-  formats::SourceOptions source = options.source;
-  source.for_anyone = true;  // clients may be anyone on the host
-  Result<formats::SourceFiles> sources = formats::SourceFiles::Open(source);
-  if (!sources.ok()) return sources.status();
-  s->sources.emplace(std::move(sources).value());
+  s->broker = options.broker;
+  if (s->broker == nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<DirectBroker> direct,
+                     DirectBroker::Open(options.captures, options.source));
+    s->broker = std::move(direct);
+  }
   for (const std::string& path : options.captures) {
     if (!s->paths.emplace(CaptureName(path), path).second) {
       return Status::Error(StatusCode::kInvalidArgument,

@@ -28,6 +28,8 @@
 
 namespace microscope::serve {
 
+class Broker;
+
 struct ServeOptions {
   // Capture files, served under their base names (unique).
   std::vector<std::string> captures;
@@ -36,6 +38,9 @@ struct ServeOptions {
   // The source view's files: outside the source root, only what anyone on
   // the host could read (formats/source_text.h; for_anyone is set).
   formats::SourceOptions source;
+  // What opens the captures and source files (broker.h); null: a
+  // DirectBroker over `captures` and `source`, in this process.
+  std::shared_ptr<Broker> broker;
 };
 
 class Server {

@@ -226,12 +226,15 @@ def memory_bound():
         h = header(d + "/memory.mscap")
         rate = h["samples"] / (h["duration_ns"] / 1e9)
         # A leak grows at every step (without eviction: some 2.2 MB each);
-        # a burst of backlog raises the floor once, in one step, and the
-        # rings' buffers keep their size after it. So the bound fails when
-        # the lows grew by 5 MB in all and in most steps.
+        # a burst of backlog raises the floor in the step it comes in, and
+        # the buffers it grew keep their size after it. On a loaded machine
+        # bursts came in three steps of four (27 MB to 57 MB, one run in
+        # four), never in all four, while a leak's lowest readings rise at
+        # each. So the bound fails when the lows grew by 5 MB in all and at
+        # every step.
         steps = [b - a for a, b in zip(lows, lows[1:])]
         grew = sum(1 for x in steps if x > 512)
-        check(lows[-1] - lows[0] < 5 * 1024 or grew < 3,
+        check(lows[-1] - lows[0] < 5 * 1024 or grew < 4,
               "memory bounded: RssAnon at its lowest over the target's CPU-seconds 14-16, 21-23, 28-30, 35-37 and "
               "42-44: %s KiB (%d of 4 steps up by over 512 KiB), at %.0f samples/s" %
               (" ".join(str(x) for x in lows), grew, rate))
