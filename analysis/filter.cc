@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <regex>
+#include <memory>
+
+#include <re2/re2.h>
 
 #include "analysis/zones.h"
 #include "base/duration.h"
@@ -10,21 +12,34 @@
 namespace microscope::analysis {
 namespace {
 
-Result<std::optional<std::regex>> Compile(const std::string& pattern, const char* what) {
-  if (pattern.empty()) return std::optional<std::regex>();
-  // libstdc++ compiles a regex by recursion: 20,000 nested groups overflow
-  // the stack.
-  constexpr size_t kMaxPattern = 4096;
+// RE2 matches in time linear in the name, whatever the pattern (no
+// backtracking: `(.*.*)*QQQ` costs what `QQQ` does), and refuses what it
+// cannot: backreferences, lookaround. The pattern's length and its
+// compiled program are bounded, so a query cannot make the server build a
+// huge automaton either.
+constexpr size_t kMaxPattern = 4096;
+constexpr int64_t kMaxProgramBytes = 8 << 20;
+
+Result<std::unique_ptr<RE2>> Compile(const std::string& pattern, const char* what) {
+  if (pattern.empty()) return std::unique_ptr<RE2>();
   if (pattern.size() > kMaxPattern) {
     return Status::Error(std::string(what) + " '" + pattern.substr(0, 40) + "...' is longer than " +
                          std::to_string(kMaxPattern) + " characters");
   }
-  try {
-    return std::optional<std::regex>(std::regex(pattern, std::regex::ECMAScript));
-  } catch (const std::regex_error& e) {
-    return Status::Error(std::string(what) + " '" + pattern +
-                         "' is not a valid regex: " + e.what());
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(kMaxProgramBytes);
+  auto re = std::make_unique<RE2>(pattern, options);
+  if (re->error_code() == RE2::ErrorPatternTooLarge) {
+    return Status::Error(std::string(what) + " '" + pattern.substr(0, 80) +
+                         (pattern.size() > 80 ? "..." : "") + "' compiles to a program over " +
+                         std::to_string(kMaxProgramBytes >> 20) + " MiB: use a smaller regex");
   }
+  if (!re->ok()) {
+    return Status::Error(std::string(what) + " '" + pattern + "' is not a valid regex (" +
+                         re->error() + "; RE2 syntax: no backreferences or lookaround)");
+  }
+  return re;
 }
 
 }  // namespace
@@ -54,15 +69,14 @@ Status ParseTimeRange(const std::string& text, FilterSpec* spec) {
 bool SampleFilter::InsideZone(capture::ThreadId thread, uint64_t time) const {
   if (thread >= zone_spans_.size()) return false;
   const auto& spans = zone_spans_[thread];
-  auto it = std::upper_bound(spans.begin(), spans.end(), time,
-                             [](uint64_t t, const std::pair<uint64_t, uint64_t>& s) {
-                               return t < s.first;
-                             });
+  auto it = std::upper_bound(
+      spans.begin(), spans.end(), time,
+      [](uint64_t t, const std::pair<uint64_t, uint64_t>& s) { return t < s.first; });
   return it != spans.begin() && time < std::prev(it)->second;
 }
 
 Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const FunctionKeys& keys,
-                                        const FilterSpec& spec) {
+                                        const FilterSpec& spec, Cancel cancel) {
   SampleFilter f;
   if (spec.empty()) return f;
   f.all_ = false;
@@ -106,16 +120,14 @@ Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const Functio
   if (spec.to_ns) f.to_ = c.settings.start_time + *spec.to_ns;
   ASSIGN_OR_RETURN(auto focus, Compile(spec.focus, "--focus"));
   ASSIGN_OR_RETURN(auto exclude, Compile(spec.exclude, "--exclude"));
-  f.needs_focus_ = focus.has_value();
+  f.needs_focus_ = focus != nullptr;
   // Per key: 1 matches focus, 2 matches exclude (computed once per key).
   std::vector<int8_t> match(keys.size(), -1);
   auto match_of = [&](KeyId k) {
     if (match[k] < 0) {
-      // libstdc++'s regex recurses per character: match a bounded prefix.
-      const std::string& full = keys.Name(k);
-      std::string name = full.size() > 4096 ? full.substr(0, 4096) : full;
-      match[k] = int8_t((focus && std::regex_search(name, *focus) ? 1 : 0) |
-                        (exclude && std::regex_search(name, *exclude) ? 2 : 0));
+      const std::string& name = keys.Name(k);
+      match[k] = int8_t((focus && RE2::PartialMatch(name, *focus) ? 1 : 0) |
+                        (exclude && RE2::PartialMatch(name, *exclude) ? 2 : 0));
     }
     return match[k];
   };
@@ -123,6 +135,7 @@ Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const Functio
   std::vector<uint8_t> path(c.stacks.size());
   f.stack_keep_.resize(c.stacks.size());
   for (size_t n = 0; n < c.stacks.size(); ++n) {
+    if (cancel.At(n)) return Status::Error(StatusCode::kCancelled, "the query was cancelled");
     uint32_t p = c.stacks.parent[n];
     path[n] =
         uint8_t((p == capture::kNone ? 0 : path[p]) | match_of(keys.KeyOf(c.stacks.frame[n])));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/cancel.h"
 #include "analysis/keys.h"
 #include "base/status.h"
 #include "capture/capture.h"
@@ -19,7 +20,7 @@ struct FilterSpec {
   std::string thread;               // a tid or a thread name; empty: every thread
   std::optional<uint64_t> from_ns;  // relative to the recording's start
   std::optional<uint64_t> to_ns;
-  std::string focus;    // ECMAScript regex searched in function names
+  std::string focus;    // an RE2 regex (no backreferences or lookaround) searched in function names
   std::string exclude;  // likewise
   // Keeps samples taken inside an occurrence of the zone of this name (the
   // program's probes, analysis/zones.h), at any depth of its thread's zones.
@@ -34,8 +35,9 @@ class SampleFilter {
  public:
   // Keeps every sample.
   SampleFilter() = default;
+  // kCancelled when `cancel` is set while it matches the stacks.
   static Result<SampleFilter> Make(const capture::Capture& capture, const FunctionKeys& keys,
-                                   const FilterSpec& spec);
+                                   const FilterSpec& spec, Cancel cancel = {});
   bool Keep(const capture::Capture& c, size_t sample) const {
     return all_ || Keep(c.samples.thread[sample], c.samples.time[sample], c.samples.stack[sample]);
   }

@@ -256,10 +256,11 @@ capture::Capture ForMetric(const capture::Capture& c, Metric metric, const Metri
 }
 
 std::vector<Cost> CostPerStack(const capture::Capture& c, const SampleFilter& filter,
-                               Cost* no_stack) {
+                               Cost* no_stack, Cancel cancel) {
   std::vector<Cost> per(c.stacks.size());
   const auto& s = c.samples;
   for (size_t i = 0; i < s.size(); ++i) {
+    if (cancel.At(i)) break;
     if (!filter.Keep(c, i)) continue;
     Cost& target = s.stack[i] == kNone ? *no_stack : per[s.stack[i]];
     target.Add(s.CountAt(i), s.weight[i]);
@@ -267,14 +268,16 @@ std::vector<Cost> CostPerStack(const capture::Capture& c, const SampleFilter& fi
   return per;
 }
 
-Flat ComputeFlat(const capture::Capture& c, const FunctionKeys& keys, const SampleFilter& filter) {
+Flat ComputeFlat(const capture::Capture& c, const FunctionKeys& keys, const SampleFilter& filter,
+                 Cancel cancel) {
   Flat flat;
   Cost no_stack;
-  std::vector<Cost> per_stack = CostPerStack(c, filter, &no_stack);
+  std::vector<Cost> per_stack = CostPerStack(c, filter, &no_stack, cancel);
   std::vector<Cost> self(keys.size()), total(keys.size());
   std::vector<uint32_t> seen(keys.size(), kNone);  // last stack node that counted a key
   flat.all = no_stack;
   for (uint32_t node = 0; node < per_stack.size(); ++node) {
+    if (cancel.At(node)) break;
     const Cost& cost = per_stack[node];
     if (cost.samples == 0 && cost.value == 0) continue;
     flat.all.Add(cost);
@@ -389,8 +392,15 @@ CallTree ComputeTree(const capture::Capture& c, const FunctionKeys& keys,
   CallTree tree;
   tree.inverted = options.inverted;
   Cost no_stack;
-  std::vector<Cost> per_stack = CostPerStack(c, filter, &no_stack);
+  std::vector<Cost> per_stack = CostPerStack(c, filter, &no_stack, options.cancel);
   tree.all = no_stack;
+  // Past max_nodes (a compare after each node added) it stops over_bound;
+  // the cancel flag is read every kStride stack nodes.
+  const size_t max_nodes = options.max_nodes == 0 ? SIZE_MAX - 1 : options.max_nodes;
+  auto stop = [&](uint32_t node) {
+    if (options.cancel.At(node)) tree.cancelled = true;
+    return tree.cancelled || tree.over_bound;
+  };
   if (!options.inverted) {
     // Stack nodes with no cost below them (all of them filtered out) make
     // no tree node: one backward pass marks the others, children first.
@@ -403,12 +413,13 @@ CallTree ComputeTree(const capture::Capture& c, const FunctionKeys& keys,
       uint32_t sp = c.stacks.parent[node];
       if (sp != kNone) live[sp] = 1;
     }
-    TreeBuilder builder(&tree, live_count);
-    tree.nodes.reserve(live_count);
+    TreeBuilder builder(&tree, std::min(live_count, max_nodes + 1));
+    tree.nodes.reserve(std::min(live_count, max_nodes + 1));
     // Stack nodes become tree nodes merged by key under the same parent;
     // parents precede children in both, so one forward pass suffices.
     std::vector<uint32_t> tree_of_stack(c.stacks.size());
     for (uint32_t node = 0; node < c.stacks.size(); ++node) {
+      if (stop(node)) break;
       if (!live[node]) continue;
       uint32_t sp = c.stacks.parent[node];
       uint32_t parent = sp == kNone ? kNone : tree_of_stack[sp];
@@ -419,6 +430,7 @@ CallTree ComputeTree(const capture::Capture& c, const FunctionKeys& keys,
       tree_of_stack[node] = t;
       tree.nodes[t].self.Add(per_stack[node]);
       tree.all.Add(per_stack[node]);
+      if (tree.nodes.size() > max_nodes) tree.over_bound = true;
     }
     for (uint32_t i = uint32_t(tree.nodes.size()); i-- > 0;) {
       TreeNode& n = tree.nodes[i];
@@ -437,9 +449,10 @@ CallTree ComputeTree(const capture::Capture& c, const FunctionKeys& keys,
       depth[node] = (sp == kNone ? 0 : depth[sp]) + 1;
       if (per_stack[node].samples != 0 || per_stack[node].value != 0) bound += depth[node];
     }
-    TreeBuilder builder(&tree, bound);
-    tree.nodes.reserve(bound);
+    TreeBuilder builder(&tree, std::min(bound, max_nodes + 1));
+    tree.nodes.reserve(std::min(bound, max_nodes + 1));
     for (uint32_t node = 0; node < c.stacks.size(); ++node) {
+      if (stop(node)) break;
       const Cost& cost = per_stack[node];
       if (cost.samples == 0 && cost.value == 0) continue;
       tree.all.Add(cost);
@@ -452,6 +465,10 @@ CallTree ComputeTree(const capture::Capture& c, const FunctionKeys& keys,
         tree.nodes[t].total.Add(cost);
         if (n == node) tree.nodes[t].self.Add(cost);
         last = key;
+        if (tree.nodes.size() > max_nodes) {
+          tree.over_bound = true;
+          break;
+        }
       }
     }
   }

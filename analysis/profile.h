@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/cancel.h"
 #include "analysis/filter.h"
 #include "analysis/keys.h"
 #include "base/status.h"
@@ -48,6 +49,9 @@ struct TreeNode {
 struct CallTree {
   Cost all;
   bool inverted = false;
+  // It stopped at TreeOptions::max_nodes, or was cancelled: incomplete.
+  bool over_bound = false;
+  bool cancelled = false;
   std::vector<TreeNode> nodes;
   std::vector<uint32_t> roots;  // by total value desc, then name
 };
@@ -55,6 +59,10 @@ struct CallTree {
 struct TreeOptions {
   bool inverted = false;            // roots are the sampled functions, children their callers
   bool collapse_recursion = false;  // a function calling itself is one node
+  // The most nodes it may build (over_bound past them); 0: no bound. An
+  // inverted tree can have a node per frame of every sampled stack.
+  size_t max_nodes = 0;
+  Cancel cancel;
 };
 
 // What the samples of a view measure. kCpu: the capture's samples as they
@@ -133,11 +141,12 @@ capture::Capture WithLook(const capture::Capture& capture, Look look);
 
 // Samples and value ending in each stack node (index = StackId); samples
 // without a stack are added to `no_stack`.
+// Cancelled, they return what they have counted.
 std::vector<Cost> CostPerStack(const capture::Capture& capture, const SampleFilter& filter,
-                               Cost* no_stack);
+                               Cost* no_stack, Cancel cancel = {});
 
 Flat ComputeFlat(const capture::Capture& capture, const FunctionKeys& keys,
-                 const SampleFilter& filter = {});
+                 const SampleFilter& filter = {}, Cancel cancel = {});
 CallTree ComputeTree(const capture::Capture& capture, const FunctionKeys& keys,
                      const SampleFilter& filter = {}, TreeOptions options = {});
 

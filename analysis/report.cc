@@ -68,12 +68,35 @@ uint32_t AddTreeNode(const CallTree& tree, const FunctionKeys& keys, uint32_t no
   return at;
 }
 
-ReportTree BuildTree(const CallTree& tree, const FunctionKeys& keys, double min_percent) {
+Status Cancelled() {
+  return Status::Error(StatusCode::kCancelled, "the query was cancelled");
+}
+
+// The tree's pruned view; an error when the tree stopped short (cancelled,
+// over the bound) or its view would be over the bound.
+Result<ReportTree> BuildTree(const CallTree& tree, const FunctionKeys& keys, const ReportQuery& q) {
+  const char* which = tree.inverted ? "inverted call tree" : "call tree";
+  auto over = [&] {
+    return Status::Error(StatusCode::kTooLarge,
+                         std::string("the ") + which + " has more than " +
+                             std::to_string(q.max_tree_nodes) +
+                             " nodes, more than a query may build: narrow it (focus, thread, "
+                             "time, a coarser granularity, a larger min_percent)");
+  };
+  if (tree.cancelled) return Cancelled();
+  if (tree.over_bound) return over();
+  if (q.max_tree_nodes != 0) {
+    size_t shown = 0;
+    for (uint32_t i = 0; i < tree.nodes.size(); ++i) {
+      shown += KeptInTree(tree, i, q.min_percent);  // a kept node's parent is kept too
+    }
+    if (shown > q.max_tree_nodes) return over();
+  }
   ReportTree out;
   out.inverted = tree.inverted;
   for (uint32_t root : tree.roots) {
-    if (KeptInTree(tree, root, min_percent)) {
-      out.roots.push_back(AddTreeNode(tree, keys, root, min_percent, &out));
+    if (KeptInTree(tree, root, q.min_percent)) {
+      out.roots.push_back(AddTreeNode(tree, keys, root, q.min_percent, &out));
     }
   }
   return out;
@@ -301,22 +324,22 @@ Result<DiffResult> DiffWith(const capture::Capture& cap, const capture::Capture&
 // The views that read the filtered samples of the chosen metric (`cap`);
 // lanes and the off-CPU tables read the capture's own CPU samples and
 // intervals (`original`).
-void BuildViews(const capture::Capture& original, const capture::Capture& cap,
-                const FunctionKeys& keys, const SampleFilter& filter, const ReportQuery& q,
-                ReportModel* m) {
+Status BuildViews(const capture::Capture& original, const capture::Capture& cap,
+                  const FunctionKeys& keys, const SampleFilter& filter, const ReportQuery& q,
+                  ReportModel* m) {
   const ReportViews& v = q.views;
-  m->flat = BuildFlat(ComputeFlat(cap, keys, filter), keys, q.top);
+  m->flat = BuildFlat(ComputeFlat(cap, keys, filter, q.cancel), keys, q.top);
+  if (q.cancel()) return Cancelled();
   if (v.by_state) {
     m->by_state = BuildOffCpu(cap, SummarizeOffCpu(original, filter, q.top), q.top);
   }
-  if (v.tree) {
-    m->tree = BuildTree(ComputeTree(cap, keys, filter, {false, q.collapse_recursion}), keys,
-                        q.min_percent);
+  for (bool inverted : {false, true}) {
+    if (!(inverted ? v.inverted : v.tree)) continue;
+    const TreeOptions options{inverted, q.collapse_recursion, q.max_tree_nodes, q.cancel};
+    ASSIGN_OR_RETURN(ReportTree tree, BuildTree(ComputeTree(cap, keys, filter, options), keys, q));
+    (inverted ? m->inverted : m->tree) = std::move(tree);
   }
-  if (v.inverted) {
-    m->inverted = BuildTree(ComputeTree(cap, keys, filter, {true, q.collapse_recursion}), keys,
-                            q.min_percent);
-  }
+  if (q.cancel()) return Cancelled();
   if (v.threads) {
     m->threads = BuildThreads(ThreadTotals(cap, filter), m->flat.all.value);
     m->shown_threads = std::min(q.top, m->threads->size());
@@ -324,6 +347,7 @@ void BuildViews(const capture::Capture& original, const capture::Capture& cap,
   if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width), q.top);
   if (SyscallsShown(original, v)) m->syscalls = BuildSyscalls(cap, keys, q.top);
   if (v.zones) m->zones = BuildZonesReport(original, q.top, filter);
+  return q.cancel() ? Cancelled() : OkStatus();
 }
 
 }  // namespace
@@ -342,16 +366,19 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   const Metric metric = q.metric.value_or(DefaultMetric(original));
   if (Status ok = CheckMetric(original, metric); !ok.ok()) return ok.WithContext(q.capture_name);
   std::optional<capture::Capture> for_metric;
+  if (q.cancel()) return Cancelled();
   if (metric != Metric::kCpu) for_metric = ForMetric(original, metric, {q.views.by_state});
   const capture::Capture& cap = for_metric ? *for_metric : original;
   FunctionKeys keys(cap, q.granularity);
-  Result<SampleFilter> filter = SampleFilter::Make(cap, keys, q.filter);
+  if (q.cancel()) return Cancelled();
+  Result<SampleFilter> filter = SampleFilter::Make(cap, keys, q.filter, q.cancel);
   if (!filter.ok()) return filter.status().WithContext(q.capture_name);
   ReportModel m;
   m.min_percent = q.min_percent;
   m.nouns = Nouns(q.granularity, metric);
   m.header = BuildHeader(original, cap, metric, q);
-  BuildViews(original, cap, keys, *filter, q, &m);
+  if (q.cancel()) return Cancelled();
+  RETURN_IF_ERROR(BuildViews(original, cap, keys, *filter, q, &m));
   if (!q.source.empty()) {
     m.source = BuildSource(cap, *filter, q.source, m.flat.all.value);
     if (!m.source) {
@@ -364,10 +391,10 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
     ASSIGN_OR_RETURN(DiffResult diff, DiffWith(cap, *other, metric, q));
     m.diff = BuildDiff(std::move(diff), q.top);
   }
+  if (q.cancel()) return Cancelled();
   const ReportViews& v = q.views;
-  const bool any =
-      v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls || m.source ||
-      m.zones;
+  const bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls ||
+                   m.source || m.zones;
   m.show_flat = v.flat || !any;
   return m;
 }

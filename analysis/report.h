@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/cancel.h"
 #include "analysis/diff.h"
 #include "analysis/filter.h"
 #include "analysis/keys.h"
@@ -58,6 +59,12 @@ struct ReportQuery {
   // How errors name the capture and the diff's other capture ("FILE: ...").
   std::string capture_name;
   std::string other_name;
+  // Bounds for a query from someone untrusted (serve): set from another
+  // thread, `cancel` makes BuildReport end with kCancelled; a call tree of
+  // more than `max_tree_nodes` (built or shown; 0: no bound) is
+  // kTooLarge.
+  Cancel cancel;
+  size_t max_tree_nodes = 0;
 };
 
 // Samples and value, and the value's share of its view's total in percent.

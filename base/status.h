@@ -21,6 +21,8 @@ enum class StatusCode : uint8_t {
   kUnavailable = 5,       // this host or kernel lacks it (no BTF, no BPF)
   kDataLoss = 6,          // malformed or truncated input (capture, ELF, DWARF, record)
   kInternal = 7,          // our own invariant broke
+  kCancelled = 8,         // stopped from outside: its deadline passed, or a shutdown
+  kTooLarge = 9,          // it would build more than it is allowed to
 };
 
 class [[nodiscard]] Status {

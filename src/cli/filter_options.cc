@@ -5,8 +5,11 @@
 namespace microscope::cli {
 
 void FilterOptions::Register(CLI::App* cmd) {
-  cmd->add_option("--focus", spec.focus, "keep samples with a function matching REGEX");
-  cmd->add_option("--exclude", spec.exclude, "drop samples with a function matching REGEX");
+  cmd->add_option("--focus", spec.focus,
+                  "keep samples with a function matching REGEX (RE2 syntax, searched anywhere "
+                  "in the name: no backreferences or lookaround; up to 4096 characters)");
+  cmd->add_option("--exclude", spec.exclude,
+                  "drop samples with a function matching REGEX (RE2 syntax, as --focus)");
   cmd->add_option("--thread", spec.thread, "keep one thread, by tid or name");
   cmd->add_option("--pid", pid, "keep one process");
   cmd->add_option("--time", time, "keep samples in FROM..TO after the start (e.g. 1s..2.5s)");

@@ -302,3 +302,40 @@ TEST_CASE("Report: tables say what their rows are and what their counts count") 
   CHECK(m.nouns.rows == "addresses");
   CHECK(m.nouns.counts == "samples and intervals");
 }
+
+TEST_CASE("Report: a cancelled query and a tree over its bound are errors, not partial models") {
+  auto c = testing::MakeTestCapture();  // main > run > {hot, cold}
+  ReportQuery q;
+  q.views.tree = true;
+  std::atomic<bool> cancel{false};
+  q.cancel = Cancel(&cancel);
+  q.max_tree_nodes = 4;
+  CHECK(Build(c, q).tree->nodes.size() == 4);  // at the bound: answered
+  q.max_tree_nodes = 6;
+  q.views.inverted = true;
+  CHECK(Build(c, q).inverted->nodes.size() == 6);  // hot>run>main, cold>run>main
+  q.max_tree_nodes = 5;
+  auto over = BuildReport(c, q);
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.status().code() == StatusCode::kTooLarge);
+  CHECK(over.status().message().find("the inverted call tree has more than 5 nodes") == 0);
+  // Pruned, the view is smaller: the bound holds for the tree built too.
+  q.min_percent = 50;
+  CHECK(BuildReport(c, q).status().code() == StatusCode::kTooLarge);
+  q = {};
+  q.cancel = Cancel(&cancel);
+  cancel = true;
+  auto cancelled = BuildReport(c, q);
+  REQUIRE_FALSE(cancelled.ok());
+  CHECK(cancelled.status().code() == StatusCode::kCancelled);
+}
+
+TEST_CASE("Cancel: read every kStride iterations") {
+  std::atomic<bool> flag{true};
+  Cancel cancel(&flag);
+  CHECK(cancel());
+  CHECK(cancel.At(0));
+  CHECK_FALSE(cancel.At(1));
+  CHECK(cancel.At(Cancel::kStride));
+  CHECK_FALSE(Cancel()());
+}

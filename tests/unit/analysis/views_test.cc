@@ -53,6 +53,52 @@ TEST_CASE("Filter: focus keeps stacks through a function, exclude drops them") {
   CHECK_FALSE(SampleFilter::Make(c, keys, spec).ok());
 }
 
+TEST_CASE("Filter: regexes match in linear time, and too large ones are refused by name") {
+  auto c = TestCapture();
+  // "hot" renamed to 200,000 characters of words: a backtracking engine
+  // takes exponential time on these patterns against it.
+  std::string name;
+  while (name.size() < 200000) name += "abcdefgh ";
+  name += "!";
+  for (std::string& s : c.strings) {
+    if (s == "hot") s = name;
+  }
+  FunctionKeys keys(c);
+  // Each against every name: 0 samples kept but for the one that matches
+  // "main" (all 10); none of them takes the long name's backtracking.
+  const std::pair<const char*, uint64_t> patterns[] = {
+      {"(.*.*)*QQQ", 0}, {"^(\\w+\\s?)*$", 10}, {"(a|aa)+$", 0}, {"(x+x+)+y", 0}};
+  for (const auto& [pattern, kept] : patterns) {
+    FilterSpec spec;
+    spec.focus = pattern;
+    auto f = SampleFilter::Make(c, keys, spec);
+    REQUIRE(f.ok());
+    CHECK(ComputeFlat(c, keys, *f).all.samples == kept);
+  }
+  FilterSpec spec;
+  spec.focus = "^(\\w+\\s?)*!$";
+  CHECK(ComputeFlat(c, keys, *SampleFilter::Make(c, keys, spec)).all.samples == 7);
+  // RE2's syntax: a backreference or lookaround is an error naming the option.
+  spec.focus = "(a)\\1";
+  auto back = SampleFilter::Make(c, keys, spec);
+  REQUIRE_FALSE(back.ok());
+  CHECK(back.status().message().find("--focus '(a)\\1' is not a valid regex") == 0);
+  CHECK(back.status().message().find("no backreferences or lookaround") != std::string::npos);
+  spec = {};
+  spec.exclude = "a(?=b)";
+  CHECK(SampleFilter::Make(c, keys, spec).status().message().find("--exclude") == 0);
+  // Over 4 KiB of pattern, or a program over RE2's memory bound.
+  spec = {};
+  spec.focus = std::string(5000, 'a');
+  CHECK(SampleFilter::Make(c, keys, spec).status().message().find("longer than 4096") !=
+        std::string::npos);
+  spec.focus = "(\\pL{100}){10}";
+  auto large = SampleFilter::Make(c, keys, spec);
+  REQUIRE_FALSE(large.ok());
+  CHECK(large.status().message().find("--focus") == 0);
+  CHECK(large.status().message().find("MiB") != std::string::npos);
+}
+
 TEST_CASE("Filter: thread by name or tid, pid, and time range relative to the start") {
   auto c = TestCapture();
   FunctionKeys keys(c);
