@@ -67,9 +67,10 @@ def stop(p):
 def get(url, path):
     """(seconds, bytes) of one GET."""
     u = urllib.parse.urlparse(url)
+    token = urllib.parse.parse_qs(u.query).get("token", [""])[0]  # the URL serve printed
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
     t0 = time.monotonic()
-    c.request("GET", path)
+    c.request("GET", path, headers={"Authorization": "Bearer " + token})
     r = c.getresponse()
     body = r.read()
     dt = time.monotonic() - t0
@@ -119,13 +120,13 @@ def main():
         whole, inverted = [], []
         for i in range(a.repeat):
             # microscope, cold: a fresh server, the page at once.
-            s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/)")
+            s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/\S*)")
             got = paint("node", driver, playwright, url)
             p_cold.append(got["paint_ms"])
             frames["microscope"] = got["frames"]
             stop(s)
             # The API on a fresh server: cold, then computed and cached.
-            s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/)")
+            s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/\S*)")
             dt, size = get(url, view)
             cold.append(dt)
             r["answer_bytes"] = size
@@ -136,7 +137,7 @@ def main():
                 "min_percent=0.1", "min_percent=0.1%d2" % i))[0])
             stop(s)
             # microscope, loaded: the capture read by another query first.
-            s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/)")
+            s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/\S*)")
             get(url, "/api/report?views=threads")
             got = paint("node", driver, playwright, url)
             p_loaded.append(got["paint_ms"])

@@ -25,6 +25,9 @@ struct ServeCommandOptions {
   std::string user;  // started as root: who the server runs as (empty: nobody)
   serve::ServeOptions serve;
   bool open = false;  // open the URL in a browser once listening
+  bool no_token = false;
+  std::string query_timeout = "10s";
+  std::string cache_size = "256M";
 };
 
 // Opens `url` as a desktop does: with $BROWSER when set (its first
@@ -68,6 +71,11 @@ int RunServe(ServeCommandOptions& o) {
     return 1;
   }
   o.serve.captures = *captures;
+  o.serve.require_token = !o.no_token;
+  if (!ParseDurationOption("--query-timeout", o.query_timeout, &o.serve.query_timeout_ns) ||
+      !ParseSizeOption("--cache-size", o.cache_size, &o.serve.cache_bytes)) {
+    return 1;
+  }
   std::string view = "";  // the page's query: what the printed URL opens
   if (!o.diff.empty()) {
     Result<std::vector<std::string>> other = serve::CapturesToServe(o.diff);
@@ -77,7 +85,7 @@ int RunServe(ServeCommandOptions& o) {
       return 1;
     }
     o.serve.captures.push_back(other->front());
-    view = "?capture=" + serve::UrlEncode(serve::CaptureName(captures->front())) +
+    view = "capture=" + serve::UrlEncode(serve::CaptureName(captures->front())) +
            "&diff=" + serve::UrlEncode(serve::CaptureName(other->front()));
   }
   // Started as root, serve forks before any thread: a broker that stays
@@ -116,17 +124,18 @@ int RunServe(ServeCommandOptions& o) {
   }
   serve::Server* s = server->get();
   if (o.serve.bind != "127.0.0.1" && o.serve.bind != "::1" && o.serve.bind != "localhost") {
-    std::fprintf(stderr,
-                 "microscope: warning: --bind %s: whoever reaches this address can read the "
-                 "captures served (read-only, without authentication)\n",
-                 o.serve.bind.c_str());
+    std::fprintf(stderr, "microscope: warning: --bind %s: whoever reaches this address %s\n",
+                 o.serve.bind.c_str(),
+                 o.no_token ? "can read the captures served (read-only, without authentication)"
+                            : "with the printed URL can read the captures served (read-only; "
+                              "plain HTTP: the token crosses the network in the clear)");
   }
-  std::printf("%s%s\n", s->url().c_str(), view.c_str());
+  std::printf("%s\n", s->url(view).c_str());
   const size_t served = o.serve.captures.size();
   std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", served,
                served == 1 ? "" : "s", s->url().c_str());
   std::fflush(stdout);
-  if (o.open) OpenInBrowser(s->url() + view);
+  if (o.open) OpenInBrowser(s->url(view));
   std::thread waiter([&stop, s] {
     int sig = 0;
     sigwait(&stop, &sig);
@@ -148,8 +157,8 @@ Runner AddServeCommand(CLI::App& app) {
       "tree, functions, timeline; its state in its URL) over a JSON API of report queries "
       "(GET /api/captures; GET /api/report with report's options as parameters: views, "
       "metric, granularity, look, inlines, min_percent, top, lane_width, thread, pid, time, "
-      "focus, exclude, capture, diff). Prints the URL (--open opens it), then serves until "
-      "Ctrl-C.");
+      "focus, exclude (RE2 regexes), capture, diff). Prints the URL with its access token "
+      "(--open opens it), then serves until Ctrl-C.");
   cmd->add_option("target", o->target, "a capture file, or a directory of .mscap files")
       ->required();
   cmd->add_option("--diff", o->diff,
@@ -166,6 +175,16 @@ Runner AddServeCommand(CLI::App& app) {
                   "started as root, the user the server runs as (default: nobody); root stays "
                   "only in a broker process that opens the captures and source files served")
       ->type_name("NAME");
+  cmd->add_flag("--no-token", o->no_token,
+                "serve the API without the printed URL's random token (by default every "
+                "/api request needs it: a cookie once the page is opened, or "
+                "Authorization: Bearer TOKEN); anyone on the host could then read the captures");
+  cmd->add_option("--query-timeout", o->query_timeout,
+                  "cancel a query still computing after TIME, answering 503 (e.g. 30s)")
+      ->capture_default_str();
+  cmd->add_option("--cache-size", o->cache_size,
+                  "keep answers up to SIZE bytes of JSON (K, M, G suffixes; e.g. 64M)")
+      ->capture_default_str();
   cmd->add_flag("--open", o->open,
                 "open the view in a browser ($BROWSER when set, else xdg-open) once serving");
   return [o]() { return RunServe(*o); };

@@ -2,11 +2,17 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+#include <malloc.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <list>
 #include <map>
 #include <mutex>
@@ -22,14 +28,21 @@
 #include "formats/report_json.h"
 #include "formats/source_text.h"
 #include "src/serve/broker.h"
+#include "src/serve/guarded_http.h"
 #include "src/serve/web_assets.h"
 
 namespace microscope::serve {
 namespace {
 
 constexpr size_t kLoadedCaptures = 4;   // kept in memory, the least recently used dropped
-constexpr size_t kCachedAnswers = 256;  // report answers kept, likewise
+constexpr size_t kCachedAnswers = 256;  // report answers kept, likewise (and by bytes)
 constexpr size_t kMaxRequestBytes = 64 << 10;
+// What one query may build: call tree nodes (each ~64 bytes, and ~200 of
+// JSON when shown), and the answer's bytes.
+constexpr size_t kMaxTreeNodes = 2 << 20;
+constexpr size_t kMaxAnswerBytes = 128 << 20;
+
+using Clock = std::chrono::steady_clock;
 
 std::string ErrorJson(const std::string& message) {
   return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
@@ -54,41 +67,109 @@ bool IsLoopback(const std::string& bind) {
   return bind == "::1" || bind == "localhost";
 }
 
-// A small least-recently-used map.
+// A small least-recently-used map, bounded by count and by the bytes its
+// values are said to take.
 template <typename V>
 class Lru {
  public:
-  explicit Lru(size_t capacity) : capacity_(capacity) {}
+  explicit Lru(size_t capacity, uint64_t max_bytes = UINT64_MAX)
+      : capacity_(capacity), max_bytes_(max_bytes) {}
+  uint64_t max_bytes() const { return max_bytes_; }
+  void set_max_bytes(uint64_t bytes) { max_bytes_ = bytes; }
   const V* Get(const std::string& key) {
     auto it = index_.find(key);
     if (it == index_.end()) return nullptr;
     order_.splice(order_.begin(), order_, it->second);
-    return &it->second->second;
+    return &it->second->value;
   }
   void Erase(const std::string& key) {
     auto it = index_.find(key);
     if (it == index_.end()) return;
+    bytes_ -= it->second->bytes;
     order_.erase(it->second);
     index_.erase(it);
   }
   void Clear() {
     order_.clear();
     index_.clear();
+    bytes_ = 0;
   }
-  const V& Put(const std::string& key, V value) {
-    order_.emplace_front(key, std::move(value));
+  // Keeps `value` (unless it alone is over the byte bound), dropping the
+  // least recently used past either bound.
+  const V& Put(const std::string& key, V value, uint64_t bytes = 0) {
+    Erase(key);
+    order_.push_front({key, std::move(value), bytes});
     index_[key] = order_.begin();
-    if (order_.size() > capacity_) {
-      index_.erase(order_.back().first);
+    bytes_ += bytes;
+    while (order_.size() > 1 && (order_.size() > capacity_ || bytes_ > max_bytes_)) {
+      bytes_ -= order_.back().bytes;
+      index_.erase(order_.back().key);
       order_.pop_back();
     }
-    return order_.front().second;
+    return order_.front().value;
   }
 
  private:
+  struct Entry {
+    std::string key;
+    V value;
+    uint64_t bytes;
+  };
   size_t capacity_;
-  std::list<std::pair<std::string, V>> order_;
-  std::map<std::string, typename std::list<std::pair<std::string, V>>::iterator> index_;
+  uint64_t max_bytes_;
+  uint64_t bytes_ = 0;
+  std::list<Entry> order_;
+  std::map<std::string, typename std::list<Entry>::iterator> index_;
+};
+
+// 32 hex digits from getrandom (the kernel's CSPRNG); empty if it fails.
+std::string RandomToken() {
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return "";
+    got += size_t(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+// Compared in time that depends on the length only (which is fixed).
+bool SameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= (unsigned char)(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+// The value of cookie `name` in a Cookie header ("a=1; b=2"), or "".
+std::string CookieValue(const std::string& header, const std::string& name) {
+  size_t at = 0;
+  while (at < header.size()) {
+    size_t end = header.find(';', at);
+    if (end == std::string::npos) end = header.size();
+    std::string pair = header.substr(at, end - at);
+    const size_t first = pair.find_first_not_of(' ');
+    pair = first == std::string::npos ? "" : pair.substr(first);
+    if (pair.size() > name.size() && pair.compare(0, name.size(), name) == 0 &&
+        pair[name.size()] == '=')
+      return pair.substr(name.size() + 1);
+    at = end + 1;
+  }
+  return "";
+}
+
+// A report query's answer: its status and JSON body.
+struct ReportAnswer {
+  int status = 200;
+  std::string body;
 };
 
 }  // namespace
@@ -98,14 +179,34 @@ struct Server::State {
   bool loopback_only = true;
   int port = 0;
   std::map<std::string, std::string> paths;  // base name: path
-  std::shared_ptr<Broker> broker;  // opens what is served (broker.h)
-  httplib::Server http;
-  // Queries are answered one at a time (two cores; the model building is
-  // the work): one lock over the captures and the answers.
+  std::shared_ptr<Broker> broker;            // opens what is served (broker.h)
+  GuardedHttpServer http{ConnectionLimits{}};
+  std::string token;  // empty with --no-token
+  // Guards the caches, the listings and the queries running; held only to
+  // look things up and store them, never while a capture is read or a
+  // query computed, so one slow query keeps no other client waiting.
   std::mutex mutex;
   Lru<std::shared_ptr<const capture::Capture>> loaded{kLoadedCaptures};
-  Lru<std::pair<int, std::string>> answers{kCachedAnswers};
+  Lru<std::shared_ptr<const ReportAnswer>> answers{kCachedAnswers};
   std::map<std::string, std::string> listings;  // per served directory, its segments
+  // A query computing: the same query asked meanwhile waits for its answer.
+  std::map<std::string, std::shared_future<std::shared_ptr<const ReportAnswer>>> computing;
+  // At most `slots` queries compute at once (the host's CPUs, at least 2);
+  // the others wait for a turn, which counts against their deadline.
+  size_t slots = std::max(2u, std::thread::hardware_concurrency());
+  size_t busy = 0;
+  std::condition_variable turn;
+  // The queries computing, cancelled by the watchdog past their deadline
+  // and all at once by Stop.
+  struct Running {
+    std::atomic<bool> cancel{false};
+    Clock::time_point deadline;
+    bool timed_out = false;  // under `mutex`
+  };
+  std::set<Running*> running;
+  bool stopping = false;
+  std::condition_variable watch;
+  std::thread watchdog;
   // Reads the captures (as many as are kept loaded) while the first page
   // loads: pprof reads its profile before serving; a capture of 1M samples
   // takes ~100 ms to read, which the first query would otherwise wait.
@@ -115,7 +216,6 @@ struct Server::State {
     size_t n = 0;
     for (const auto& [name, path] : paths) {
       if (n++ == kLoadedCaptures) break;
-      std::lock_guard lock(mutex);  // a query waits for one capture at most
       int status = 0;
       (void)Load(name, &status);  // an error is the query's to report
     }
@@ -137,24 +237,119 @@ struct Server::State {
       *status = 404;
       return Status::Error(StatusCode::kNotFound, "no capture named '" + name + "' is served");
     }
-    if (const auto* c = loaded.Get(name)) return *c;
+    {
+      std::lock_guard lock(mutex);
+      if (const auto* c = loaded.Get(name)) return *c;
+    }
+    // Read without the lock: two queries may read the same capture once
+    // each, and no other query waits for it.
     Result<capture::Capture> read = ReadServed(*broker, name);
     if (!read.ok()) {
       *status = 422;
       return read.status();
     }
-    return loaded.Put(name, std::make_shared<const capture::Capture>(std::move(read).value()));
+    auto c = std::make_shared<const capture::Capture>(std::move(read).value());
+    std::lock_guard lock(mutex);
+    return loaded.Put(name, std::move(c));
   }
 
-  // The answer to a report query: status and JSON body.
-  std::pair<int, std::string> Report(const httplib::Request& req) {
-    std::vector<std::pair<std::string, std::string>> params(req.params.begin(), req.params.end());
+  // The answer to a report query: cached, or computed once for everyone
+  // asking it meanwhile.
+  std::shared_ptr<const ReportAnswer> Report(const httplib::Request& req) {
+    std::vector<std::pair<std::string, std::string>> params;
+    for (const auto& [k, v] : req.params) {
+      if (k != "token") params.emplace_back(k, v);
+    }
     std::string key;
     for (const auto& [k, v] : params) key += k + '\0' + v + '\0';
-    std::lock_guard lock(mutex);
-    RefreshListings();
-    if (const auto* cached = answers.Get(key)) return *cached;
-    return answers.Put(key, Compute(params));
+    std::promise<std::shared_ptr<const ReportAnswer>> promise;
+    {
+      std::unique_lock lock(mutex);
+      RefreshListings();
+      if (const auto* cached = answers.Get(key)) return *cached;
+      if (auto it = computing.find(key); it != computing.end()) {
+        auto pending = it->second;
+        lock.unlock();
+        return pending.get();
+      }
+      computing.emplace(key, promise.get_future().share());
+    }
+    auto answer = std::make_shared<const ReportAnswer>(ComputeInTurn(params));
+    {
+      std::lock_guard lock(mutex);
+      // A cancelled query is not its answer; one over the cache's bound is
+      // not kept.
+      if (answer->status != 503 && answer->body.size() <= answers.max_bytes()) {
+        answers.Put(key, answer, answer->body.size());
+      }
+      computing.erase(key);
+    }
+    promise.set_value(answer);
+    return answer;
+  }
+
+  // Compute with a turn and a deadline.
+  ReportAnswer ComputeInTurn(const std::vector<std::pair<std::string, std::string>>& params) {
+    const double timeout_s = double(options.query_timeout_ns) / 1e9;
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g s", timeout_s);
+    Running r;
+    r.deadline = Clock::now() + std::chrono::nanoseconds(options.query_timeout_ns);
+    {
+      std::unique_lock lock(mutex);
+      if (!turn.wait_until(lock, r.deadline, [&] { return stopping || busy < slots; })) {
+        return {503, ErrorJson("the query waited its whole deadline (" + std::string(seconds) +
+                               ", serve --query-timeout) for one of the " + std::to_string(slots) +
+                               " queries computing at once to end: try again shortly")};
+      }
+      if (stopping) return {503, ErrorJson("the server is stopping")};
+      ++busy;
+      running.insert(&r);
+    }
+    watch.notify_all();
+    ReportAnswer answer = Compute(params, r.cancel);
+    bool timed_out = false;
+    {
+      std::lock_guard lock(mutex);
+      --busy;
+      running.erase(&r);
+      timed_out = r.timed_out;
+    }
+    turn.notify_one();
+    // What the query built goes back to the system: each worker thread has
+    // its own malloc arena, and each kept its largest query's peak.
+    malloc_trim(0);
+    if (answer.status == 503) {
+      answer.body =
+          ErrorJson(timed_out ? "the query was cancelled: it computed past its deadline of " +
+                                    std::string(seconds) +
+                                    " (serve --query-timeout); narrow it (focus, thread, time, "
+                                    "a coarser granularity, fewer views)"
+                              : "the query was cancelled: the server is stopping");
+    }
+    return answer;
+  }
+
+  // Cancels each query computing past its deadline.
+  void Watch() {
+    std::unique_lock lock(mutex);
+    while (!stopping) {
+      auto next = Clock::time_point::max();
+      const auto now = Clock::now();
+      for (Running* r : running) {
+        if (now >= r->deadline) {
+          r->timed_out = true;
+          r->cancel = true;
+        } else {
+          next = std::min(next, r->deadline);
+        }
+      }
+      if (next == Clock::time_point::max()) {
+        watch.wait(lock);
+      } else {
+        watch.wait_until(lock, next);
+      }
+    }
   }
 
   // Served directories whose segments changed are read again, and answers
@@ -169,8 +364,9 @@ struct Server::State {
     }
   }
 
-  std::pair<int, std::string> Compute(
-      const std::vector<std::pair<std::string, std::string>>& params) {
+  // 503 with no message when cancelled (ComputeInTurn says why).
+  ReportAnswer Compute(const std::vector<std::pair<std::string, std::string>>& params,
+                       const std::atomic<bool>& cancel) {
     Result<analysis::ReportParams> parsed = analysis::ParseReportParams(params);
     if (!parsed.ok()) return {400, ErrorJson(parsed.status().message())};
     int status = 0;
@@ -185,13 +381,65 @@ struct Server::State {
     analysis::ReportQuery& q = parsed->query;
     q.capture_name = parsed->capture.empty() ? paths.begin()->first : parsed->capture;
     q.other_name = parsed->diff;
+    q.cancel = analysis::Cancel(&cancel);
+    q.max_tree_nodes = kMaxTreeNodes;
     Result<analysis::ReportModel> model = analysis::BuildReport(**capture, q, other.get());
+    if (!model.ok() && model.status().code() == StatusCode::kCancelled) return {503, ""};
     if (!model.ok()) return {422, ErrorJson(model.status().message())};
     if (model->source) {
       formats::ReadSourceText(&*model->source,
                               [this](const std::string& path) { return broker->OpenSource(path); });
     }
-    return {200, formats::ReportJson(*model, /*indent=*/false)};
+    std::string json = formats::ReportJson(*model, /*indent=*/false);
+    if (json.size() > kMaxAnswerBytes) {
+      return {422, ErrorJson("the answer would be " + std::to_string(json.size() >> 20) +
+                             " MiB, more than the " + std::to_string(kMaxAnswerBytes >> 20) +
+                             " MiB a query may return: narrow it (min_percent, top, focus, "
+                             "thread, time)")};
+    }
+    return {200, std::move(json)};
+  }
+
+  // Whether a request may go on (else `res` says why): an /api request
+  // must come from this server's own page or no page (Origin,
+  // Sec-Fetch-Site) and carry the token (a ?token= parameter, the cookie
+  // a page load with it set, or Authorization: Bearer). Any request with
+  // the right ?token= sets the cookie.
+  bool Admit(const httplib::Request& req, httplib::Response& res, const std::string& host) {
+    const bool api = req.path.rfind("/api/", 0) == 0;
+    if (api) {
+      const std::string site = req.get_header_value("Sec-Fetch-Site");
+      if (!site.empty() && site != "same-origin" && site != "none") {
+        Fail(res, 403,
+             "a request from another site (Sec-Fetch-Site: " + site +
+                 ") is refused: the API answers this server's own page");
+        return false;
+      }
+      const std::string origin = req.get_header_value("Origin");
+      if (!origin.empty() && origin != "http://" + host) {
+        Fail(res, 403,
+             "Origin '" + origin + "' is not this server (http://" + host +
+                 "): a request from another site is refused");
+        return false;
+      }
+    }
+    if (token.empty()) return true;
+    const std::string cookie = "microscope_token_" + std::to_string(port);
+    const std::string from_query = req.get_param_value("token");
+    std::string given = from_query;
+    if (given.empty()) given = CookieValue(req.get_header_value("Cookie"), cookie);
+    const std::string authorization = req.get_header_value("Authorization");
+    if (given.empty() && authorization.rfind("Bearer ", 0) == 0) given = authorization.substr(7);
+    const bool valid = SameToken(given, token);
+    if (valid && !from_query.empty()) {
+      res.set_header("Set-Cookie", cookie + "=" + token + "; HttpOnly; SameSite=Strict; Path=/");
+    }
+    if (!api || valid) return true;
+    Fail(res, given.empty() ? 401 : 403,
+         given.empty() ? "this server needs the token of the URL it printed (open "
+                         "http://HOST:PORT/?token=..., or send Authorization: Bearer TOKEN)"
+                       : "the token given is not this server's");
+    return false;
   }
 
   std::string Captures() const {
@@ -206,6 +454,12 @@ struct Server::State {
 
 Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Server::~Server() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->watch.notify_all();
+  if (state_->watchdog.joinable()) state_->watchdog.join();
   if (state_->preload.joinable()) state_->preload.join();
 }
 
@@ -213,18 +467,28 @@ int Server::port() const {
   return state_->port;
 }
 
-std::string Server::url() const {
+std::string Server::url(const std::string& query) const {
   const std::string& b = state_->options.bind;
   const std::string host = b.find(':') != std::string::npos ? "[" + b + "]" : b;
-  return "http://" + host + ":" + std::to_string(state_->port) + "/";
+  std::string q = state_->token.empty() ? "" : "token=" + state_->token;
+  if (!query.empty()) q += (q.empty() ? "" : "&") + query;
+  return "http://" + host + ":" + std::to_string(state_->port) + "/" + (q.empty() ? "" : "?" + q);
 }
 
 void Server::Run() {
   state_->preload = std::thread([st = state_.get()] { st->Preload(); });
+  state_->watchdog = std::thread([st = state_.get()] { st->Watch(); });
   state_->http.listen_after_bind();
 }
 void Server::Stop() {
-  state_->http.stop();
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+    for (State::Running* r : state_->running) r->cancel = true;
+  }
+  state_->watch.notify_all();
+  state_->turn.notify_all();
+  state_->http.Shutdown();
 }
 
 Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
@@ -243,17 +507,22 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
                            "two captures are named " + CaptureName(path) + ": serve one of them");
     }
   }
+  if (options.require_token) {
+    s->token = RandomToken();
+    if (s->token.empty()) {
+      return Status::Error(std::string("cannot make the access token (getrandom: ") +
+                           std::strerror(errno) + ")");
+    }
+  }
+  s->answers.set_max_bytes(options.cache_bytes);
   State* st = s.get();
-  httplib::Server& http = s->http;
+  GuardedHttpServer& http = s->http;
   // A worker serves one connection for as long as it is kept alive, and a
-  // browser keeps up to six open: with two workers, a second client (or the
-  // page's own next request) waited out a 5 s keep-alive. The answers are
-  // computed one at a time anyway (State::mutex).
-  http.new_task_queue = [] { return new httplib::ThreadPool(16); };
-  http.set_keep_alive_timeout(2);
+  // browser keeps up to six open: more workers than the connections all
+  // clients may hold, so a connection over a cap is refused at once
+  // (guarded_http.h holds the caps and the deadlines).
+  http.new_task_queue = [&http] { return new httplib::ThreadPool(http.Workers()); };
   http.set_payload_max_length(kMaxRequestBytes);
-  http.set_read_timeout(10);
-  http.set_keep_alive_max_count(100);
   http.set_default_headers({
       {"X-Content-Type-Options", "nosniff"},
       {"Referrer-Policy", "no-referrer"},
@@ -276,14 +545,15 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
               " with port " + std::to_string(st->port) + "); refused against DNS rebinding");
       return httplib::Server::HandlerResponse::Handled;
     }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return st->Admit(req, res, host) ? httplib::Server::HandlerResponse::Unhandled
+                                     : httplib::Server::HandlerResponse::Handled;
   });
   http.Get("/api/captures", [st](const httplib::Request&, httplib::Response& res) {
     Answer(res, 200, st->Captures());
   });
   http.Get("/api/report", [st](const httplib::Request& req, httplib::Response& res) {
-    auto [status, body] = st->Report(req);
-    Answer(res, status, body);
+    std::shared_ptr<const ReportAnswer> answer = st->Report(req);
+    Answer(res, answer->status, answer->body);
   });
   // The browser view: its files, by exact path; nothing else.
   auto asset = [](const httplib::Request& req, httplib::Response& res) {

@@ -10,12 +10,23 @@
 // is served but the captures named on the command line and the browser
 // view's own files, embedded in the binary (web_assets.h).
 //
+// Against other local users (docs/security.md): every /api request needs
+// the random token of the printed URL (a cookie once the page is loaded),
+// and a cross-site Origin or Sec-Fetch-Site is refused (403); a query is
+// computed beside others (at most as many at once as the host has CPUs,
+// at least 2) and cancelled past its deadline or a bound on what it
+// builds; regexes are RE2's, linear-time; connections are capped per
+// client and in all, with deadlines on reading a request
+// (guarded_http.h); answers are cached up to a byte bound.
+//
 //   GET /                the browser view (web/)
 //   GET /api/captures    the captures served: name, size, samples
 //   GET /api/report?...  the report model for a query; 400 with a message
 //                        for a bad parameter, 404 for an unknown capture,
 //                        422 for one that does not read or a query it
-//                        cannot answer
+//                        cannot answer or that would build too much, 503
+//                        for one cancelled past its deadline (or the server
+//                        stopping); 401/403 without the token
 #pragma once
 
 #include <cstdint>
@@ -35,6 +46,13 @@ struct ServeOptions {
   std::vector<std::string> captures;
   std::string bind = "127.0.0.1";
   int port = 0;  // 0: a free one
+  // Every /api request must carry the token of the printed URL (its
+  // ?token=, then the cookie the page load sets); false with --no-token.
+  bool require_token = true;
+  // A query still computing past this is cancelled (503).
+  uint64_t query_timeout_ns = 10'000'000'000;
+  // The answers kept, in bytes of their JSON.
+  uint64_t cache_bytes = 256 << 20;
   // The source view's files: outside the source root, only what anyone on
   // the host could read (formats/source_text.h; for_anyone is set).
   formats::SourceOptions source;
@@ -50,9 +68,13 @@ class Server {
   ~Server();
 
   int port() const;
-  std::string url() const;
+  // http://HOST:PORT/?token=TOKEN (no query with --no-token), with `query`
+  // ("capture=a&diff=b") after the token.
+  std::string url(const std::string& query = "") const;
   // Answers requests until Stop (from another thread or a signal thread).
   void Run();
+  // Cancels the queries computing and closes every connection: Run returns
+  // within a few hundred milliseconds.
   void Stop();
 
   struct State;

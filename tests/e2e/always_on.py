@@ -290,16 +290,17 @@ import urllib.request
 
 server = subprocess.Popen([MICROSCOPE, "serve", segs], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 try:
-    url = server.stdout.readline().strip()
-    listed = json.load(urllib.request.urlopen(url + "api/captures"))["captures"]
+    url, _, token = serve_url(server.stdout.readline())
+    url_token = "&token=" + token
+    listed = json.load(urllib.request.urlopen(url + "api/captures?token=" + token))["captures"]
     check([c["name"] for c in listed] == ["segs"] and listed[0]["bytes"] > 0,
           "serve DIR lists the segments as one capture named after it: %s" % listed)
-    served = json.load(urllib.request.urlopen(url + "api/report?views=flat"))["header"]
+    served = json.load(urllib.request.urlopen(url + "api/report?views=flat" + url_token))["header"]
     check(served["samples"] == total, "serve DIR answers for every segment: %d samples" % served["samples"])
     # One segment goes (as retention would take it): the next answer is without it.
     gone = header(segs + "/" + names[0])["samples"]
     os.rename(segs + "/" + names[0], d + "/" + names[0])
-    served = json.load(urllib.request.urlopen(url + "api/report?views=flat"))["header"]
+    served = json.load(urllib.request.urlopen(url + "api/report?views=flat" + url_token))["header"]
     check(served["samples"] == total - gone, "a segment gone is read again: %d samples" % served["samples"])
     os.rename(d + "/" + names[0], segs + "/" + names[0])
 finally:

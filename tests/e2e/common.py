@@ -173,6 +173,16 @@ def attacker():
     return _attacker[0]
 
 
+def serve_url(line):
+    """(base "http://HOST:PORT/", port, token) of the URL `microscope serve`
+    prints ("http://127.0.0.1:PORT/?token=HEX[&...]"); fails on another line."""
+    import re
+    m = re.match(r"(http://[^/]+:(\d+)/)\?token=([0-9a-f]{32})(&|$)", line.strip())
+    if m is None:
+        fail("serve printed no URL with a token: %r" % line)
+    return m.group(1), int(m.group(2)), m.group(3)
+
+
 def tree_state(path):
     """{relative path: (mode, uid, size, link target or sha1 of content)} of
     everything under `path`, to show nothing in it moved or changed."""

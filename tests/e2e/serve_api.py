@@ -26,14 +26,17 @@ with open(d + "/bad.mscap", "wb") as f:
 server = subprocess.Popen([MICROSCOPE, "serve", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
 url = server.stdout.readline().strip()
-m = re.match(r"http://127\.0\.0\.1:(\d+)/$", url)
-check(m is not None, "serve prints its URL first: %r" % url)
-port = int(m.group(1))
+m = re.match(r"http://127\.0\.0\.1:(\d+)/\?token=[0-9a-f]{32}$", url)
+check(m is not None, "serve prints its URL first, with its token: %r" % url)
+_, port, token = serve_url(url)
 
 
 def request(method, path, host=None, body=None):
+    """The API's token goes as a header (serve_hostile checks the others)."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    headers = {"Host": host} if host is not None else {}
+    headers = {"Authorization": "Bearer " + token}
+    if host is not None:
+        headers["Host"] = host
     c.request(method, path, body=body, headers=headers)
     r = c.getresponse()
     data = r.read()
@@ -117,7 +120,7 @@ try:
     # the loopback, httplib's brotli only cost (300 ms for a 600 kB answer).
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("GET", api(capture="threads.mscap", views="tree"),
-                 headers={"Accept-Encoding": "gzip, deflate, br, zstd"})
+                 headers={"Accept-Encoding": "gzip, deflate, br, zstd", "Authorization": "Bearer " + token})
     r = conn.getresponse()
     body = r.read()
     check(r.status == 200 and r.getheader("Content-Encoding") is None and json.loads(body),
@@ -181,7 +184,8 @@ try:
             answer += chunk
         s.close()
         status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
-        check(status in (400, 404) and b"root:" not in answer and capture_head not in answer,
+        # (401: an /api path without the token, refused before routing)
+        check(status in (400, 401, 404) and b"root:" not in answer and capture_head not in answer,
               "GET %s reaches no file: %d" % (path, status))
 finally:
     server.send_signal(signal.SIGINT)
@@ -203,8 +207,7 @@ for target, says in [(d + "/missing.mscap", "no such file"), ("/dev/null", "not 
 server = subprocess.Popen([MICROSCOPE, "serve", d + "/threads.mscap", "--bind", "0.0.0.0"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 try:
-    url = server.stdout.readline().strip()
-    port = int(url.rsplit(":", 1)[1].rstrip("/"))
+    _, port, token = serve_url(server.stdout.readline())
     status, _, _ = request("GET", "/api/report", host="10.1.2.3:%d" % port)
     check(status == 200, "--bind 0.0.0.0: an IP literal Host is answered, the only capture "
           "without capture=: %d" % status)
@@ -220,8 +223,9 @@ server = subprocess.Popen([MICROSCOPE, "serve", d + "/split.mscap", "--diff", d 
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 try:
     url = server.stdout.readline().strip()
-    check(url.endswith("/?capture=split.mscap&diff=threads.mscap"), "serve --diff prints the view's URL: %r" % url)
-    port = int(re.match(r"http://127\.0\.0\.1:(\d+)/", url).group(1))
+    check(re.search(r"/\?token=[0-9a-f]{32}&capture=split\.mscap&diff=threads\.mscap$", url),
+          "serve --diff prints the view's URL: %r" % url)
+    _, port, token = serve_url(url)
     got = get_json("/api/report?capture=split.mscap&diff=threads.mscap")
     check(got == cli("split.mscap", "--diff", "threads.mscap"), "and the API answers that diff")
     status, headers, page = request("GET", "/")
@@ -259,7 +263,7 @@ for browser, works in [(opener, True), (os.path.join(d, "no-such-browser"), Fals
                               env=dict(os.environ, BROWSER=browser))
     try:
         url = server.stdout.readline().strip()
-        port = int(re.match(r"http://127\.0\.0\.1:(\d+)/", url).group(1))
+        _, port, token = serve_url(url)
         if works:
             deadline = time.time() + 10 * LAG_FACTOR
             while not os.path.exists(opened) and time.time() < deadline:

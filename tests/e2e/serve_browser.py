@@ -27,7 +27,8 @@ server = subprocess.Popen([MICROSCOPE, "serve", d], stdout=subprocess.PIPE, stde
                           text=True)
 try:
     url = server.stdout.readline().strip()
-    check(url.startswith("http://127.0.0.1:"), "serve printed its URL: %r" % url)
+    serve_url(url)
+    check(url.startswith("http://127.0.0.1:"), "serve printed its URL, with its token: %r" % url)
     p = run(["node", "--test", "--test-reporter=spec", os.path.join(web, "browser", "view.test.mjs")],
             env=dict(os.environ, SERVE_URL=url, SCREENSHOTS=shots,
                      PLAYWRIGHT_CORE=os.path.join(web, "node_modules", "playwright-core", "index.mjs")),

@@ -2,6 +2,9 @@
 // directly with capture/'s tables, so the e2e tests of what reads captures
 // (report, convert, malformed input) need no perf_event privileges and get
 // the same capture every run. Usage: capture_make OUT threads|split|split-swap|build
+//   or capture_make OUT synthetic SAMPLES PATHS
+//   synthetic   bench/synthetic_capture.h's, of that size: for what only a
+//               large capture shows (serve's deadlines and bounds)
 //   threads     the threads fixture: worker-a, worker-b and worker-c burn 1, 2
 //               and 3 shares in work_a/b/c, each with burn_units inlined
 //               (burn.h lines), called from thread_a/b/c under start_thread
@@ -12,9 +15,11 @@
 //               main and 4 unnamed addresses of cc1plus (1, 2, 3 and 4
 //               shares)
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "bench/synthetic_capture.h"
 #include "capture/reader.h"
 #include "capture/writer.h"
 
@@ -221,13 +226,17 @@ Capture Build() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: capture_make OUT threads|split|split-swap|build\n");
+  if (argc < 3 || (std::string(argv[2]) == "synthetic") != (argc == 5) || argc > 5) {
+    fprintf(stderr,
+            "usage: capture_make OUT threads|split|split-swap|build|synthetic SAMPLES PATHS\n");
     return 2;
   }
   std::string shape = argv[2];
   Capture c;
-  if (shape == "threads") {
+  if (shape == "synthetic") {
+    c = microscope::bench::MakeSyntheticCapture(std::strtoull(argv[3], nullptr, 10), 3,
+                                                std::strtoull(argv[4], nullptr, 10));
+  } else if (shape == "threads") {
     c = Threads();
   } else if (shape == "split" || shape == "split-swap") {
     c = Split(shape == "split-swap");

@@ -11,7 +11,11 @@ const shots = process.env.SCREENSHOTS;
 let browser, page;
 const errors = [];
 
-const api = async (query) => (await fetch(new URL(query, url))).json();
+// The API needs the printed URL's token: the page has it as a cookie once
+// the URL is loaded (before()), this script sends it itself.
+const token = new URL(url).searchParams.get("token");
+const api = async (query) =>
+  (await fetch(new URL(query, url), { headers: { Authorization: `Bearer ${token}` } })).json();
 const field = (name) => page.locator(`dd[data-field="${name}"]`).textContent();
 const ready = () => page.waitForSelector('main[data-ready="yes"]');
 // d3-flame-graph grows new frames to their widths over d3's transition
@@ -28,6 +32,7 @@ before(async () => {
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  await page.goto(url);  // the printed URL sets the token's cookie
 });
 after(async () => {
   await browser?.close();
