@@ -22,6 +22,9 @@ from common import *
 require_perf()
 d = tmpdir()
 BOUND = 64 << 20
+# Under the sanitizers memory is theirs (shadow, quarantine): the bombs run
+# and what they say is checked, but not the recorder's RSS.
+MEASURED = not SANITIZED
 
 
 def status_kib(pid, field):
@@ -48,7 +51,7 @@ def watched(args, limit_bytes):
     for t in threads:
         t.start()
     peak, killed = 0, False
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 240 * LAG_FACTOR
     while p.poll() is None:
         hwm = status_kib(p.pid, "VmHWM")
         if hwm is not None:
@@ -75,11 +78,12 @@ def record_watched(name, command, extra, allowed, bound=BOUND):
     cap = os.path.join(d, name + ".mscap")
     rc, out, err, peak, killed = watched(
         [MICROSCOPE, "record", "-q", "--target-memory", str(bound >> 20) + "M", "-o", cap, *extra, "--", *command],
-        2 * allowed)
+        2 * allowed if MEASURED else 6 << 30)
     words = out.split()
     cleanup(words[-1] if words else "")
-    check(not killed, "%s: the recorder stayed under twice the allowed %d MiB (peak %d MiB)" %
-          (name, allowed >> 20, peak >> 20))
+    if MEASURED:
+        check(not killed, "%s: the recorder stayed under twice the allowed %d MiB (peak %d MiB)" %
+              (name, allowed >> 20, peak >> 20))
     check(rc == 0 and os.path.exists(cap), "%s: the recording ended and was written (rc %d): %s" %
           (name, rc, err[-400:]))
     return cap, peak
@@ -101,7 +105,7 @@ base_jit, base_probes = max(base_jit, 48 << 20), max(base_probes, 48 << 20)
 for mode, extra in (("mapbomb", ()), ("dumpbomb", ("-g", "dwarf")), ("gdbbomb", ("-g", "dwarf"))):
     allowed = base_jit + BOUND + (48 << 20)
     cap, peak = record_watched(mode, [fixture("jit"), mode, "60000"], extra, allowed)
-    check(peak <= allowed, "%s: peak RSS %d MiB within the allowed %d MiB (baseline %d MiB + %d MiB bound)" %
+    check(not MEASURED or peak <= allowed, "%s: peak RSS %d MiB within the allowed %d MiB (baseline %d MiB + %d MiB bound)" %
           (mode, peak >> 20, allowed >> 20, base_jit >> 20, BOUND >> 20))
     rep = report(cap, "--min-percent", "0")
     fns = {f["function"]: f for f in rep["functions"]}
@@ -131,7 +135,7 @@ for mode, extra in (("mapbomb", ()), ("dumpbomb", ("-g", "dwarf")), ("gdbbomb", 
 # zones before it are still recorded.
 allowed = base_probes + BOUND + (48 << 20)
 cap, peak = record_watched("cycle", [fixture("probes"), "cycle", "2"], ("--probes", "all"), allowed)
-check(peak <= allowed, "cycle: peak RSS %d MiB within the allowed %d MiB" % (peak >> 20, allowed >> 20))
+check(not MEASURED or peak <= allowed, "cycle: peak RSS %d MiB within the allowed %d MiB" % (peak >> 20, allowed >> 20))
 rep = report(cap, "--min-percent", "0")
 problems = {p["kind"]: p for p in rep["header"].get("problems", [])}
 malformed = problems.get("probe rings malformed")
