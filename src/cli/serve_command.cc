@@ -30,14 +30,15 @@ struct ServeCommandOptions {
   std::string cache_size = "256M";
 };
 
-// Opens `url` as a desktop does: with $BROWSER when set (its first
+// Starts `url`'s opener as a desktop does: $BROWSER when set (its first
 // command, as Python's webbrowser reads it), else xdg-open, without waiting
 // for it; says so on stderr when that cannot be done (the URL is printed
-// either way).
-void OpenInBrowser(const std::string& url) {
+// either way). Its pid, or 0.
+pid_t SpawnOpener(const std::string& url, std::string* opener_out) {
   const char* env = std::getenv("BROWSER");
   std::string opener = env != nullptr && *env != '\0' ? env : "xdg-open";
   opener = opener.substr(0, opener.find(':'));
+  *opener_out = opener;
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none;
@@ -51,8 +52,14 @@ void OpenInBrowser(const std::string& url) {
   if (err != 0) {
     std::fprintf(stderr, "microscope: warning: --open: cannot run %s (%s): open %s yourself\n",
                  opener.c_str(), std::strerror(err), url.c_str());
-    return;
+    return 0;
   }
+  return pid;
+}
+
+// Says so when the opener started by SpawnOpener fails.
+void WatchOpener(pid_t pid, const std::string& opener, const std::string& url) {
+  if (pid == 0) return;
   std::thread([pid, opener, url] {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -88,27 +95,15 @@ int RunServe(ServeCommandOptions& o) {
     view = "capture=" + serve::UrlEncode(serve::CaptureName(captures->front())) +
            "&diff=" + serve::UrlEncode(serve::CaptureName(other->front()));
   }
-  // Started as root, serve forks before any thread: a broker that stays
-  // root opens what is served, and the server runs as --user (broker.h).
+  if (geteuid() != 0 && !o.user.empty()) {
+    PrintError("--user " + o.user + ": serve changes its user only when started as root");
+    return 2;
+  }
   Result<std::unique_ptr<serve::DirectBroker>> direct =
       serve::DirectBroker::Open(o.serve.captures, o.serve.source);
   if (!direct.ok()) {
     PrintError(direct.status().message());
     return 1;
-  }
-  if (geteuid() == 0) {
-    Result<std::unique_ptr<serve::Broker>> client =
-        serve::SeparatePrivileges(std::move(direct).value(), o.user);
-    if (!client.ok()) {
-      PrintError(client.status().message());
-      return 1;
-    }
-    o.serve.broker = std::move(client).value();
-  } else if (!o.user.empty()) {
-    PrintError("--user " + o.user + ": serve changes its user only when started as root");
-    return 2;
-  } else {
-    o.serve.broker = std::move(direct).value();
   }
   // SIGINT and SIGTERM stop the server from a thread of their own, so the
   // server's threads never run a handler.
@@ -117,12 +112,33 @@ int RunServe(ServeCommandOptions& o) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  // Bound first (as root: any port), then, started as root, serve forks
+  // before any thread: a broker that stays root opens what is served, and
+  // the server runs as --user (broker.h). The browser is opened by the
+  // server's process while it is still the user who started serve.
   Result<std::unique_ptr<serve::Server>> server = serve::Server::Open(o.serve);
   if (!server.ok()) {
     PrintError(server.status().message());
     return 1;
   }
   serve::Server* s = server->get();
+  pid_t opener = 0;
+  std::string opener_name;
+  if (geteuid() == 0) {
+    Result<std::unique_ptr<serve::Broker>> client =
+        serve::SeparatePrivileges(std::move(direct).value(), o.user, s->listening_fd(), [&] {
+          if (o.open) opener = SpawnOpener(s->url(view), &opener_name);
+        });
+    if (!client.ok()) {
+      PrintError(client.status().message());
+      return 1;
+    }
+    s->SetBroker(std::move(client).value());
+  } else {
+    s->SetBroker(std::move(direct).value());
+    if (o.open) opener = SpawnOpener(s->url(view), &opener_name);
+  }
+  WatchOpener(opener, opener_name, s->url(view));
   if (o.serve.bind != "127.0.0.1" && o.serve.bind != "::1" && o.serve.bind != "localhost") {
     std::fprintf(stderr, "microscope: warning: --bind %s: whoever reaches this address %s\n",
                  o.serve.bind.c_str(),
@@ -135,7 +151,6 @@ int RunServe(ServeCommandOptions& o) {
   std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", served,
                served == 1 ? "" : "s", s->url().c_str());
   std::fflush(stdout);
-  if (o.open) OpenInBrowser(s->url(view));
   std::thread waiter([&stop, s] {
     int sig = 0;
     sigwait(&stop, &sig);

@@ -310,7 +310,8 @@ Result<ScopedFd> DirectBroker::OpenSource(const std::string& path) {
 }
 
 Result<std::unique_ptr<Broker>> SeparatePrivileges(std::unique_ptr<DirectBroker> direct,
-                                                   const std::string& user) {
+                                                   const std::string& user, int child_only_fd,
+                                                   const std::function<void()>& before_drop) {
   const std::string name = user.empty() ? "nobody" : user;
   errno = 0;
   const passwd* pw = getpwnam(name.c_str());
@@ -351,10 +352,12 @@ Result<std::unique_ptr<Broker>> SeparatePrivileges(std::unique_ptr<DirectBroker>
     mine.Reset();
     std::map<std::string, ServedCapture> served = direct->served();
     direct.reset();  // the source root's descriptor stays the broker's
+    if (before_drop) before_drop();
     DropPrivileges(uid, gid, broker, name);
     return std::unique_ptr<Broker>(new BrokerClient(std::move(served), std::move(theirs)));
   }
   theirs.Reset();
+  if (child_only_fd >= 0) close(child_only_fd);
   ScopedFd sfd(signalfd(-1, &signals, SFD_CLOEXEC));
   if (!sfd.valid()) {
     kill(child, SIGKILL);

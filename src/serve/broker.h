@@ -20,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -86,12 +87,15 @@ class DirectBroker : public Broker {
 };
 
 // When this process is root: forks the broker. In the child, returns the
-// broker it asks (over a socket), running as `user` (empty: nobody); the
-// parent serves the child's requests through `direct` and exits with the
-// child's status (it never returns). An error, before forking, when `user`
-// does not exist. Call it before any thread starts.
+// broker it asks (over a socket), running as `user` (empty: nobody), after
+// calling `before_drop` (if any) while still root; the parent closes
+// `child_only_fd` (the server's listening socket; -1: none), serves the
+// child's requests through `direct` and exits with the child's status (it
+// never returns). An error, before forking, when `user` does not exist.
+// Call it before any thread starts.
 Result<std::unique_ptr<Broker>> SeparatePrivileges(std::unique_ptr<DirectBroker> direct,
-                                                   const std::string& user);
+                                                   const std::string& user, int child_only_fd = -1,
+                                                   const std::function<void()>& before_drop = {});
 
 // The capture served as `name` (a known one), read through `broker`:
 // a file, or a directory's segments as one (capture::ReadSegmentsFrom).

@@ -43,6 +43,8 @@ class GuardedHttpServer : public httplib::Server {
   // Threads for connections: more than one client may hold, so that a
   // client at its cap cannot keep another out.
   size_t Workers() const { return limits_.total + 8; }
+  // The listening socket (bound): -1 before.
+  int listening_fd() const { return int(svr_sock_); }
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -491,6 +491,14 @@ void Server::Stop() {
   state_->http.Shutdown();
 }
 
+void Server::SetBroker(std::shared_ptr<Broker> broker) {
+  state_->broker = std::move(broker);
+}
+
+int Server::listening_fd() const {
+  return state_->http.listening_fd();
+}
+
 Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
   auto s = std::make_unique<State>();
   s->options = options;

@@ -71,6 +71,11 @@ class Server {
   // http://HOST:PORT/?token=TOKEN (no query with --no-token), with `query`
   // ("capture=a&diff=b") after the token.
   std::string url(const std::string& query = "") const;
+  // Opens what is served through `broker` from now on (serve started as
+  // root binds first, then separates privileges: broker.h). Before Run.
+  void SetBroker(std::shared_ptr<Broker> broker);
+  // The listening socket (the broker, which never serves, closes its copy).
+  int listening_fd() const;
   // Answers requests until Stop (from another thread or a signal thread).
   void Run();
   // Cancels the queries computing and closes every connection: Run returns
