@@ -30,7 +30,7 @@ class DwarfReader {
   }
   // kNotFound: the file has no DWARF, or none with lines or functions;
   // kDataLoss: its DWARF is damaged.
-  Status Load(const char* path);
+  Status Load(int fd);
 
  private:
   using Row = LineTableData::Row;
@@ -77,14 +77,13 @@ uint32_t DwarfReader::Intern(const char* s) {
   return it->second;
 }
 
-Status DwarfReader::Load(const char* path) {
+Status DwarfReader::Load(int fd) {
   Dwarf_Error err = nullptr;
   // Every DIE, attribute, string and list is freed here as soon as it is
   // used, so libdwarf need not track its allocations (a search tree that
   // cost about a fifth of the load).
   dwarf_set_de_alloc_flag(0);
-  int res = dwarf_init_path(path, nullptr, 0, DW_DLC_READ, DW_GROUPNUMBER_ANY, nullptr, nullptr,
-                            &dbg_, nullptr, 0, nullptr, &err);
+  int res = dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, nullptr, nullptr, &dbg_, &err);
   if (res == DW_DLV_NO_ENTRY)
     return Status::Error(StatusCode::kNotFound, "no DWARF debug information");
   if (res != DW_DLV_OK) {
@@ -416,10 +415,10 @@ void DwarfReader::BuildSegments() {
 
 namespace microscope::symbols {
 
-Status ReadDwarfLines(const char* path, LineTableData* out) {
+Status ReadDwarfLines(int fd, LineTableData* out) {
   *out = {};
   DwarfReader reader(out);
-  return reader.Load(path);
+  return reader.Load(fd);
 }
 
 }  // namespace microscope::symbols

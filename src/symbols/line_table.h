@@ -102,9 +102,10 @@ std::vector<uint8_t> SerializeLineTable(const LineTableData& data, uint64_t file
 Result<LineTableData> ParseLineTable(std::span<const uint8_t> bytes, uint64_t file_size,
                                      int64_t mtime_ns);
 
-// The helper's reader (dwarf_lines.cc, in microscope-dwarf only). Its
-// error is kNotFound when the file has no DWARF lines or functions (nothing
-// to report), kDataLoss when its DWARF is damaged.
-Status ReadDwarfLines(const char* path, LineTableData* out);
+// The helper's reader (dwarf_lines.cc, in microscope-dwarf only) of the
+// file open at `fd`. Its error is kNotFound when the file has no DWARF
+// lines or functions (nothing to report), kDataLoss when its DWARF is
+// damaged.
+Status ReadDwarfLines(int fd, LineTableData* out);
 
 }  // namespace microscope::symbols

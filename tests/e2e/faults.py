@@ -196,6 +196,12 @@ check(reader is not None, "the recorder's DWARF reader was caught reading (%s)" 
 exe = os.readlink("/proc/%d/exe" % reader)
 check(os.path.basename(exe) == "microscope-dwarf",
       "the DWARF reader is a program of its own, not a fork of the recorder (%s)" % exe)
+if os.geteuid() == 0:
+    import pwd
+    with open("/proc/%d/status" % reader) as f:
+        uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+    check(uids == [str(pwd.getpwnam("nobody").pw_uid)] * 4,
+          "the root recorder's DWARF reader reads as nobody, root given up for good (Uid: %s)" % " ".join(uids))
 rec.send_signal(signal.SIGKILL)
 rec.wait(30)
 left = wait_gone([reader], 5)
