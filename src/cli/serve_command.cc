@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -151,12 +154,28 @@ int RunServe(ServeCommandOptions& o) {
   std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", served,
                served == 1 ? "" : "s", s->url().c_str());
   std::fflush(stdout);
-  std::thread waiter([&stop, s] {
+  std::mutex ending;
+  std::condition_variable ended_cv;
+  bool ended = false;
+  std::thread waiter([&] {
     int sig = 0;
     sigwait(&stop, &sig);
     s->Stop();
+    // Stop cancels the queries computing; whatever one is still in, serve
+    // ends within half a second of the signal (it writes nothing that
+    // could be left half done).
+    std::unique_lock lock(ending);
+    if (!ended_cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return ended; })) {
+      std::fflush(nullptr);
+      _exit(0);
+    }
   });
   s->Run();
+  {
+    std::lock_guard lock(ending);
+    ended = true;
+  }
+  ended_cv.notify_all();
   pthread_kill(waiter.native_handle(), SIGTERM);  // when Run ended by itself
   waiter.join();
   return 0;
