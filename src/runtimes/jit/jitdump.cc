@@ -145,9 +145,9 @@ Result<std::unique_ptr<unwind::CfiTable>> JitDumpUnwindTable(const JitSymbol& s)
   return table;
 }
 
-Result<std::unique_ptr<JitDump>> JitDump::Open(const std::string& path, uid_t owner,
+Result<std::unique_ptr<JitDump>> JitDump::Open(int root, const std::string& path, uid_t owner,
                                                int64_t started) {
-  ASSIGN_OR_RETURN(OwnedFile file, OwnedFile::Check(path, owner, started));
+  ASSIGN_OR_RETURN(OwnedFile file, OwnedFile::Check(root, path, owner, started));
   ASSIGN_OR_RETURN(std::vector<uint8_t> head, file.Read(0, 4096));
   Result<JitDumpHeader> header = ParseJitDumpHeader(head);
   if (!header.ok())

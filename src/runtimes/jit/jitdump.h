@@ -58,7 +58,7 @@ class JitDump {
 
   // The dump at `path`: checked as a perf map is (owner, not older than the
   // process), its header read.
-  static Result<std::unique_ptr<JitDump>> Open(const std::string& path, uid_t owner,
+  static Result<std::unique_ptr<JitDump>> Open(int root, const std::string& path, uid_t owner,
                                                int64_t started);
   // Reads the records appended since; the count of new symbols.
   Result<size_t> ReadMore();

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <iterator>
 
+#include "base/file_policy.h"
 #include "base/scoped_fd.h"
 
 namespace microscope::runtimes::jit {
@@ -90,14 +91,20 @@ const JitSymbol* SymbolRanges::Find(uint64_t address) const {
   return address < it->second.end ? &it->second : nullptr;
 }
 
-Result<OwnedFile> OwnedFile::Check(const std::string& path, uid_t owner, int64_t started) {
+Result<OwnedFile> OwnedFile::Check(int root, const std::string& path, uid_t owner,
+                                   int64_t started) {
   // Opened once, checked through the descriptor and read through it: the
   // file stays readable after its process exits (and its /proc/PID/root
   // with it), and what was checked is what is read.
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  Result<ScopedFd> opened = OpenBeneath(root, path, {.link_owner = owner});
+  if (!opened.ok()) {
+    if (opened.status().code() == StatusCode::kNotFound)
+      return Status::Error(StatusCode::kNotFound, path + ": not found");
+    return Status::Error(StatusCode::kPermissionDenied, path + ": " + opened.status().message());
+  }
+  ScopedFd fd = std::move(*opened);
   struct stat st;
-  if (!fd.valid() || fstat(fd.get(), &st) != 0)
-    return Status::Error(StatusCode::kNotFound, path + ": not found");
+  if (fstat(fd.get(), &st) != 0) return Status::Error(StatusCode::kNotFound, path + ": not found");
   if (!S_ISREG(st.st_mode)) {
     return Status::Error(StatusCode::kPermissionDenied, path + ": not a regular file");
   }
@@ -130,9 +137,9 @@ Result<std::vector<uint8_t>> OwnedFile::Read(uint64_t offset, size_t max) const 
   return buf;
 }
 
-Result<std::unique_ptr<PerfMap>> PerfMap::Open(const std::string& path, uid_t owner,
+Result<std::unique_ptr<PerfMap>> PerfMap::Open(int root, const std::string& path, uid_t owner,
                                                int64_t started) {
-  ASSIGN_OR_RETURN(OwnedFile file, OwnedFile::Check(path, owner, started));
+  ASSIGN_OR_RETURN(OwnedFile file, OwnedFile::Check(root, path, owner, started));
   auto map = std::make_unique<PerfMap>();
   map->file_ = std::move(file);
   return map;

@@ -71,13 +71,17 @@ class SymbolRanges {
 
 // A file a JIT writes for the process (its perf map, its jitdump), checked
 // to be the process's own: a regular file its user owns, last written after
-// it started. Each read reopens it and refuses a file that is no longer the
-// one checked (replaced by another since).
+// it started. `path` is the file as the process names it, resolved beneath
+// `root` (its /proc/PID/root) by the file policy: one component at a time,
+// never above `root`, following only links of root or of the owner in
+// directories no one else can write (never one in /tmp), never an absolute
+// link (which would resolve against the recorder's root, not the
+// process's). Each read checks that the file is still the owner's.
 struct OwnedFile {
   std::string path;
   ScopedFd fd;
   uint32_t uid = 0;
-  static Result<OwnedFile> Check(const std::string& path, uid_t owner, int64_t started);
+  static Result<OwnedFile> Check(int root, const std::string& path, uid_t owner, int64_t started);
   // Up to `max` bytes from `offset` (fewer where the file ends).
   Result<std::vector<uint8_t>> Read(uint64_t offset, size_t max) const;
 };
@@ -87,10 +91,10 @@ class PerfMap {
   static constexpr size_t kMaxRead = 1 << 20;    // bytes read at once
   static constexpr size_t kMaxTotal = 64 << 20;  // bytes read of one map
 
-  // The map of process `pid` at `path` (as the target sees it), whose owner
-  // must be `owner` and whose last change must not precede `started`
-  // (the process's start, in seconds since the epoch).
-  static Result<std::unique_ptr<PerfMap>> Open(const std::string& path, uid_t owner,
+  // The map at `path` (as the target sees it, beneath its root directory
+  // `root`), whose owner must be `owner` and whose last change must not
+  // precede `started` (the process's start, in seconds since the epoch).
+  static Result<std::unique_ptr<PerfMap>> Open(int root, const std::string& path, uid_t owner,
                                                int64_t started);
   // Reads what was appended since (at most kMaxRead); the count of new
   // symbols.

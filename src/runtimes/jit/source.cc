@@ -1,5 +1,6 @@
 #include "src/runtimes/jit/source.h"
 
+#include <fcntl.h>
 #include <gelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/hex.h"
+#include "base/scoped_fd.h"
 #include "src/record/splicer.h"
 #include "src/runtimes/jit/entry_code.h"
 #include "src/runtimes/jit/gdb_jit.h"
@@ -264,13 +266,18 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     if (p->dump_shown.empty()) p->dump_shown = "/tmp/jit-" + nspid + ".dump";
     struct stat proc;
     if (stat(("/proc/" + std::to_string(pid)).c_str(), &proc) != 0) return;
+    // The files are named as the process sees them: resolved beneath its
+    // root directory (a container's), never the recorder's.
+    ScopedFd root(
+        open(("/proc/" + std::to_string(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) return;
     // Second granularity on both sides: a file a second older is still its.
     const int64_t started = ProcessStart(pid) - 1;
     // Each file once found, or once refused (with the reason noted).
     auto open = [&](auto* file, bool* refused, const std::string& shown, const char* what) {
       if (*file != nullptr || *refused) return;
-      auto opened = std::remove_reference_t<decltype(**file)>::Open(TargetFile(pid, shown),
-                                                                    proc.st_uid, started);
+      auto opened =
+          std::remove_reference_t<decltype(**file)>::Open(root.get(), shown, proc.st_uid, started);
       if (opened.ok()) {
         *file = std::move(*opened);
       } else if (opened.status().code() != StatusCode::kNotFound) {

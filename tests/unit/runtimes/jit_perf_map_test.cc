@@ -1,4 +1,6 @@
 #include <doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/scoped_fd.h"
 #include "src/runtimes/jit/entry_code.h"
 #include "src/runtimes/jit/gdb_jit.h"
 #include "src/runtimes/jit/jitdump.h"
@@ -93,7 +96,8 @@ TEST_CASE("Perf maps: read as they grow; another user's or an older one refused"
   REQUIRE(mkdtemp(dir) != nullptr);
   const std::string path = std::string(dir) + "/perf-1.map";
   std::ofstream(path) << "1000 10 first\n2000 10 sec";
-  Result<std::unique_ptr<PerfMap>> map = PerfMap::Open(path, getuid(), 0);
+  ScopedFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  Result<std::unique_ptr<PerfMap>> map = PerfMap::Open(root.get(), path, getuid(), 0);
   REQUIRE(map.ok());
   CHECK((*map)->ReadMore().value() == 1);
   CHECK((*map)->Find(0x1008)->name == "first");
@@ -102,13 +106,52 @@ TEST_CASE("Perf maps: read as they grow; another user's or an older one refused"
   CHECK((*map)->ReadMore().value() == 1);
   CHECK((*map)->Find(0x2000)->name == "second");
   CHECK((*map)->ReadMore().value() == 0);
-  Result<std::unique_ptr<PerfMap>> foreign = PerfMap::Open(path, getuid() + 1, 0);
+  Result<std::unique_ptr<PerfMap>> foreign = PerfMap::Open(root.get(), path, getuid() + 1, 0);
   CHECK(foreign.status().code() == StatusCode::kPermissionDenied);
   CHECK(foreign.status().message().find("not by the process's user") != std::string::npos);
-  Result<std::unique_ptr<PerfMap>> stale = PerfMap::Open(path, getuid(), time(nullptr) + 60);
+  Result<std::unique_ptr<PerfMap>> stale =
+      PerfMap::Open(root.get(), path, getuid(), time(nullptr) + 60);
   CHECK(stale.status().message().find("before its process started") != std::string::npos);
-  CHECK(PerfMap::Open(path + ".none", getuid(), 0).status().code() == StatusCode::kNotFound);
+  CHECK(PerfMap::Open(root.get(), path + ".none", getuid(), 0).status().code() ==
+        StatusCode::kNotFound);
   std::remove(path.c_str());
+  rmdir(dir);
+}
+
+TEST_CASE("Perf maps: resolved beneath the process's root; no link in /tmp, no absolute link") {
+  // A process's root (its /proc/PID/root): a container's tree.
+  char dir[] = "/tmp/microscope-perfroot-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string top = dir;
+  REQUIRE(mkdir((top + "/tmp").c_str(), 01777) == 0);
+  REQUIRE(chmod((top + "/tmp").c_str(), 01777) == 0);
+  std::ofstream(top + "/tmp/perf-1.map") << "1000 10 mine\n";
+  std::ofstream(top + "/secret") << "3000 10 outside\n";
+  ScopedFd root(open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(root.valid());
+  Result<std::unique_ptr<PerfMap>> map = PerfMap::Open(root.get(), "/tmp/perf-1.map", getuid(), 0);
+  REQUIRE(map.ok());
+  CHECK((*map)->ReadMore().value() == 1);
+  // A link the process planted in its world-writable /tmp is never followed.
+  REQUIRE(symlink("perf-1.map", (top + "/tmp/perf-2.map").c_str()) == 0);
+  Result<std::unique_ptr<PerfMap>> linked =
+      PerfMap::Open(root.get(), "/tmp/perf-2.map", getuid(), 0);
+  CHECK(linked.status().code() == StatusCode::kPermissionDenied);
+  CHECK(linked.status().message().find("others can write") != std::string::npos);
+  // An absolute link would resolve against the recorder's root: refused.
+  REQUIRE(mkdir((top + "/run").c_str(), 0755) == 0);
+  REQUIRE(symlink("/etc/passwd", (top + "/run/perf-3.map").c_str()) == 0);
+  Result<std::unique_ptr<PerfMap>> absolute =
+      PerfMap::Open(root.get(), "/run/perf-3.map", getuid(), 0);
+  CHECK(absolute.status().message().find("absolute path") != std::string::npos);
+  // Nor does ".." climb out of the process's root.
+  Result<std::unique_ptr<PerfMap>> above =
+      PerfMap::Open(root.get(), "/../../../" + top.substr(1) + "/secret", getuid(), 0);
+  CHECK(above.status().message().find("leaves the directory") != std::string::npos);
+  for (const char* f : {"/tmp/perf-1.map", "/tmp/perf-2.map", "/run/perf-3.map", "/secret"})
+    std::remove((top + f).c_str());
+  rmdir((top + "/tmp").c_str());
+  rmdir((top + "/run").c_str());
   rmdir(dir);
 }
 
