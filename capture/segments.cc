@@ -63,15 +63,26 @@ bool IsDirectory(const std::string& path) {
 
 namespace {
 
+// Whether a segment owned by `uid` in the directory `dir` (its stat) is
+// one a recorder wrote there, not one another user planted in a directory
+// others can write: the directory's owner's, root's, or this process's
+// user's.
+bool TrustedOwner(const struct stat& dir, uid_t uid) {
+  return uid == dir.st_uid || uid == 0 || uid == geteuid();
+}
+
 // The segments of the open directory `dir`, oldest first: regular files
-// only, a symbolic link never followed (and owned by `owner` when given).
+// only, a symbolic link never followed, owned by `owner` when given, else
+// by a trusted owner (above).
 std::vector<SegmentFile> ListIn(int dir, std::optional<uid_t> owner) {
   std::vector<SegmentFile> out;
+  struct stat ds;
+  if (fstat(dir, &ds) != 0) return out;
   for (const std::string& name : EntryNames(dir)) {
     if (!IsSegmentName(name)) continue;
     std::optional<struct stat> st = StatEntry(dir, name);
     if (!st || !S_ISREG(st->st_mode)) continue;  // gone, or not a file the recorder wrote
-    if (owner && st->st_uid != *owner) continue;
+    if (owner ? st->st_uid != *owner : !TrustedOwner(ds, st->st_uid)) continue;
     out.push_back({name, uint64_t(st->st_size),
                    uint64_t(st->st_mtim.tv_sec) * 1'000'000'000 + uint64_t(st->st_mtim.tv_nsec)});
   }
@@ -95,6 +106,22 @@ Result<ScopedFd> OpenSegmentDirectory(const std::string& dir) {
 }
 
 }  // namespace
+
+Result<ScopedFd> OpenSegment(int dir, const std::string& name) {
+  if (!IsSegmentName(name)) {
+    return Status::Error(StatusCode::kInvalidArgument, "not a segment's name: " + name);
+  }
+  struct stat ds;
+  if (fstat(dir, &ds) != 0) return Status::Error(StatusCode::kNotFound, "directory gone");
+  ASSIGN_OR_RETURN(ScopedFd fd, OpenEntry(dir, name));
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0 || !TrustedOwner(ds, st.st_uid)) {
+    return Status::Error(StatusCode::kPermissionDenied,
+                         name + " is owned by uid " + std::to_string(st.st_uid) +
+                             ", neither the directory's owner, root nor this user");
+  }
+  return fd;
+}
 
 Result<std::vector<SegmentFile>> ListSegments(const std::string& dir, std::optional<uid_t> owner) {
   ASSIGN_OR_RETURN(ScopedFd fd, OpenSegmentDirectory(dir));
@@ -152,7 +179,7 @@ Result<DirectoryCapture> ReadSegmentDirectory(const std::string& dir) {
   const int at = fd.get();
   return ReadSegmentsFrom(
       dir, {.list = [at]() -> Result<std::vector<SegmentFile>> { return ListIn(at, std::nullopt); },
-            .open = [at](const std::string& name) { return OpenEntry(at, name); }});
+            .open = [at](const std::string& name) { return OpenSegment(at, name); }});
 }
 
 Result<DirectoryCapture> ReadSegmentsFrom(const std::string& dir, const SegmentSource& source) {

@@ -33,9 +33,13 @@ struct SegmentFile {
 };
 // The segments in `dir`, oldest first (names sort by their start): regular
 // files with a segment's name, never a symbolic link, and owned by `owner`
-// when given.
+// when given; otherwise by the directory's owner, root or this process's
+// user (never a file another user planted in a directory others can write).
 Result<std::vector<SegmentFile>> ListSegments(const std::string& dir,
                                               std::optional<uid_t> owner = std::nullopt);
+// The segment `name` of the open directory `dir` for reading, under the
+// rules ListSegments lists by (a link or another user's file refused).
+Result<ScopedFd> OpenSegment(int dir, const std::string& name);
 
 // Deletes segments of `dir`, oldest first, while one was published more
 // than `retain_ns` before `now_realtime_ns` (0: no age limit) or they take

@@ -200,6 +200,9 @@ int RunBroker(DirectBroker& direct, int sock, int signals, pid_t child) {
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       kill(child, SIGKILL);
+      int status = 0;
+      waitpid(child, &status, 0);
+      return ExitStatusOf(status);
     }
     if (fds[0].revents & POLLIN) {
       signalfd_siginfo info;
@@ -214,15 +217,20 @@ int RunBroker(DirectBroker& direct, int sock, int signals, pid_t child) {
       ScopedFd none;
       if (!ReceiveMessage(sock, kMaxBrokerRequest, &body, nullptr)) {
         // The server closed its end (it is ending) or sent what is not a
-        // request: no more requests; its exit ends the broker.
+        // request: no more requests; its exit ends the broker. Shut down,
+        // so that a server waiting for a reply is not left waiting.
         reading = false;
+        shutdown(sock, SHUT_RDWR);
         continue;
       }
       Result<BrokerRequest> request = DecodeRequest(body);
       std::vector<capture::SegmentFile> segments;
       ScopedFd fd;
       Status s = request.ok() ? Handle(direct, *request, &segments, &fd) : request.status();
-      if (!SendMessage(sock, EncodeReply(s, segments), fd.get())) reading = false;
+      if (!SendMessage(sock, EncodeReply(s, segments), fd.get())) {
+        reading = false;
+        shutdown(sock, SHUT_RDWR);
+      }
     }
   }
 }
@@ -274,13 +282,13 @@ Result<ScopedFd> DirectBroker::OpenCapture(const std::string& name) {
   if (c == nullptr || c->directory) {
     return Status::Error(StatusCode::kNotFound, "no capture file is served as '" + name + "'");
   }
-  ScopedFd fd(open(c->path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd.valid()) return Errno("cannot open " + c->path);
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) return Errno("cannot stat " + c->path);
-  if (!S_ISREG(st.st_mode)) {
-    return Status::Error(StatusCode::kPermissionDenied, c->path + " is not a regular file");
-  }
+  // Named by the person serving, but it may sit in a directory others can
+  // write: opened by the file policy, so a name swapped for another user's
+  // link is refused rather than followed (root's links, and this user's in
+  // directories no one else can write, are followed).
+  Result<ScopedFd> fd =
+      OpenUntrusted(std::filesystem::absolute(c->path).string(), {.link_owner = getuid()});
+  if (!fd.ok()) return fd.status().WithContext(c->path);
   return fd;
 }
 
@@ -297,12 +305,9 @@ Result<ScopedFd> DirectBroker::OpenSegment(const std::string& name, const std::s
   if (c == nullptr || !c->directory) {
     return Status::Error(StatusCode::kNotFound, "no directory is served as '" + name + "'");
   }
-  if (!capture::IsSegmentName(entry)) {
-    return Status::Error(StatusCode::kInvalidArgument, "not a segment's name: " + entry);
-  }
   Result<ScopedFd> dir = OpenDirectory(c->path);
   if (!dir.ok()) return dir.status().WithContext(c->path);
-  return OpenEntry(dir->get(), entry);
+  return capture::OpenSegment(dir->get(), entry);
 }
 
 Result<ScopedFd> DirectBroker::OpenSource(const std::string& path) {

@@ -11,6 +11,7 @@ import re
 import shutil
 import signal
 import urllib.parse
+import urllib.error
 import urllib.request
 
 from common import *
@@ -149,6 +150,41 @@ try:
     check(get(url, "api/report")["header"]["samples"] == one, "and serves the root-only capture")
 finally:
     stop(s, "serve --user")
+# A directory others can write (a shared spool, 1777): what another user
+# plants there is not served. Their own file named as a segment is not
+# merged into the directory's capture, their link named as a segment is not
+# followed, and a served name they swapped for a link to a root-only
+# capture is refused, never opened by the root broker.
+shared = d + "/shared"
+os.makedirs(shared)
+os.chmod(shared, 0o1777)
+for name in ["microscope-20250101T000000.000Z-100-1.mscap", "microscope-20250101T000010.000Z-100-2.mscap"]:
+    shutil.copy(d + "/private.mscap", shared + "/" + name)
+planted = shared + "/microscope-20250101T000020.000Z-200-1.mscap"
+shutil.copy(d + "/private.mscap", planted)
+os.lchown(planted, uid, gid)
+linked = shared + "/microscope-20250101T000030.000Z-200-2.mscap"
+os.symlink(d + "/private.mscap", linked)
+os.lchown(linked, uid, gid)
+swapped = shared + "/run.mscap"
+os.symlink(d + "/private.mscap", swapped)
+os.lchown(swapped, uid, gid)
+s, url, port = serve(shared, swapped)
+try:
+    rep = get(url, "api/report", capture="shared")
+    check(rep["header"]["samples"] == 2 * one,
+          "the shared directory is served as its two root segments, not the planted file or link "
+          "(%d samples, %d each)" % (rep["header"]["samples"], one))
+    try:
+        got = get(url, "api/report", capture="run.mscap")
+        fail("a served name swapped for another user's link was read: %d samples" % got["header"]["samples"])
+    except urllib.error.HTTPError as e:
+        body = e.read().decode()
+        check("symbolic link of uid %d" % uid in body,
+              "a served name swapped for another user's link is refused: %d %s" % (e.code, body[:200]))
+finally:
+    stop(s, "serve of a shared directory")
+
 p = run([MICROSCOPE, "serve", "--user", "no-such-user-here", d + "/private.mscap"])
 check(p.returncode == 1 and "--user no-such-user-here: no such user" in p.stderr,
       "an unknown --user is one error: %r" % p.stderr)
