@@ -165,6 +165,12 @@ Result<LineTableData> ReadInChild(const std::string& path) {
   }
   file.Reset();
   write_end.Reset();
+  // A line table is a few words a row, and a row takes at least a byte of
+  // the file's line programs: a reply far larger than the file is a
+  // hostile file's (a program that loops), and is not kept.
+  const uint64_t max_reply =
+      std::clamp<uint64_t>(64 * uint64_t(st.st_size), uint64_t(64) << 20, uint64_t(2) << 30);
+  bool too_big = false;
   // Damaged DWARF can also make a reader loop: it gets a deadline.
   constexpr int kDeadlineSeconds = 120;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kDeadlineSeconds);
@@ -185,10 +191,14 @@ Result<LineTableData> ReadInChild(const std::string& path) {
     ssize_t n = read(read_end.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
+    if (bytes.size() + size_t(n) > max_reply) {
+      too_big = true;
+      break;
+    }
     bytes.insert(bytes.end(), buf, buf + n);
   }
   read_end.Reset();
-  if (timed_out) kill(child, SIGKILL);
+  if (timed_out || too_big) kill(child, SIGKILL);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
@@ -196,6 +206,11 @@ Result<LineTableData> ReadInChild(const std::string& path) {
     return Status::Error(StatusCode::kDataLoss,
                          "the DWARF reader took over " + std::to_string(kDeadlineSeconds) +
                              " s on this file and was stopped: damaged DWARF");
+  }
+  if (too_big) {
+    return Status::Error(StatusCode::kDataLoss,
+                         "the DWARF reader's table passed " + std::to_string(max_reply >> 20) +
+                             " MiB (64 times the file's size) and was not kept: damaged DWARF");
   }
   if (WIFSIGNALED(status)) {
     return Status::Error(StatusCode::kDataLoss,

@@ -14,6 +14,7 @@
   after the last record a ring took, and report says which."""
 import glob
 import random
+import re
 import signal
 import time
 
@@ -209,6 +210,24 @@ for p in left:
     os.kill(p, signal.SIGKILL)
 check(not left, "the stopped DWARF reader died with the recorder")
 check(read_line(rec.stdout, "finished", 60), "the program ran to its end")
+
+# A DWARF reader that answers without end (as one parsing a hostile file
+# could): the recorder keeps at most 64 times the file's size (at least
+# 64 MiB) of its reply, stops it, and the module goes without lines. The
+# reader here is a stand-in that sends 1 GiB.
+flood = d + "/flood-reader"
+with open(flood, "w") as f:
+    f.write("#!/bin/sh\nprintf K\nexec /usr/bin/head -c 1073741824 /dev/zero\n")
+os.chmod(flood, 0o755)
+out = d + "/flooded.mscap"
+env = dict(os.environ, MICROSCOPE_CACHE_DIR=d + "/flood-cache", MICROSCOPE_DWARF_HELPER=flood)
+p = run(["/usr/bin/time", "-f", "maxrss_kb=%M", MICROSCOPE, "record", "-q", "-o", out, "--",
+         fixture("faults"), "work", "20"], env=env)
+peak = int(re.search(r"maxrss_kb=(\d+)", p.stderr).group(1)) // 1024
+check(p.returncode == 0 and os.path.exists(out), "recorded beside a flooding DWARF reader: %r" % p.stderr[-300:])
+said = json.dumps(report(out)["header"].get("problems", []))
+check("passed 64 MiB" in said, "the flooded module's lines are refused, saying why: %s" % said[:600])
+check(peak < 600, "the recorder kept a bounded part of the 1 GiB reply: peak RSS %d MB" % peak)
 
 # Attach mode: the target runs on.
 target = subprocess.Popen([fixture("longrun"), "60"], stdout=subprocess.PIPE, text=True)
