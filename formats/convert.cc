@@ -92,14 +92,14 @@ Status Export(const capture::Capture& recorded, const std::string& format,
   return capture::WriteFileAtomically(output, bytes);
 }
 
-Result<capture::Capture> ImportProfile(std::span<const uint8_t> in) {
+Result<capture::Capture> ImportProfile(std::span<const uint8_t> in, size_t max_inflated) {
   // Folded stacks are text; a raw (not gzipped) pprof Profile is binary.
   bool text = true;
   for (size_t i = 0; i < in.size() && i < 4096; ++i) {
     uint8_t b = in[i];
     if (b < 0x20 && b != '\n' && b != '\r' && b != '\t') text = false;
   }
-  if (IsGzip(in) || !text) return ReadPprof(in);
+  if (IsGzip(in) || !text) return ReadPprof(in, "", max_inflated);
   return ReadFolded(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()));
 }
 

@@ -11,6 +11,7 @@
 #include "analysis/profile.h"
 #include "base/status.h"
 #include "capture/capture.h"
+#include "formats/pprof.h"
 
 namespace microscope::formats {
 
@@ -39,7 +40,9 @@ struct ExportOptions {
 Status Export(const capture::Capture& capture, const std::string& format, const std::string& output,
               const ExportOptions& options);
 
-// Reads a pprof profile (gzipped or raw protobuf) or folded stacks.
-Result<capture::Capture> ImportProfile(std::span<const uint8_t> bytes);
+// Reads a pprof profile (gzipped or raw protobuf, inflated to at most
+// `max_inflated` bytes) or folded stacks.
+Result<capture::Capture> ImportProfile(std::span<const uint8_t> bytes,
+                                       size_t max_inflated = kMaxInflatedPprof);
 
 }  // namespace microscope::formats

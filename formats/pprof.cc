@@ -565,12 +565,13 @@ bool IsUnnamedFrame(const Profile& p, const PLocation& loc, const capture::Captu
 
 }  // namespace
 
-Result<capture::Capture> ReadPprof(std::span<const uint8_t> file, const std::string& sample_type) {
+Result<capture::Capture> ReadPprof(std::span<const uint8_t> file, const std::string& sample_type,
+                                   size_t max_inflated) {
   std::vector<uint8_t> inflated;
   std::span<const uint8_t> data = file;
   if (IsGzip(file)) {
     // A fixed ceiling, whatever the file's size (padding must not raise it).
-    ASSIGN_OR_RETURN(inflated, Gunzip(file, kMaxInflatedPprof));
+    ASSIGN_OR_RETURN(inflated, Gunzip(file, max_inflated));
     data = inflated;
   }
   Profile p;

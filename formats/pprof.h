@@ -38,9 +38,11 @@ std::vector<uint8_t> WritePprof(const capture::Capture& capture,
 // more types, rows whose weight is 0 belong to another quantity (off-CPU
 // rows read as cpu) and are skipped.
 // Errors name the byte offset in the (inflated) protobuf. A gzipped profile
-// inflates to at most kMaxInflatedPprof bytes, whatever the file's size.
+// inflates to at most `max_inflated` bytes, whatever the file's size
+// (convert --max-inflate; kMaxInflatedPprof by default).
 constexpr size_t kMaxInflatedPprof = size_t(256) << 20;
 Result<capture::Capture> ReadPprof(std::span<const uint8_t> file,
-                                   const std::string& sample_type = "");
+                                   const std::string& sample_type = "",
+                                   size_t max_inflated = kMaxInflatedPprof);
 
 }  // namespace microscope::formats

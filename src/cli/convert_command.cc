@@ -23,6 +23,7 @@ struct ConvertOptions {
   std::string inlines = "on";
   std::string look = "mixed";
   bool per_thread = false;
+  std::string max_inflate = "256M";
   FilterOptions filter;
 };
 
@@ -32,6 +33,8 @@ int RunConvert(ConvertOptions& o) {
     PrintError(resolved.message());
     return 2;
   }
+  uint64_t max_inflate = 0;
+  if (!ParseSizeOption("--max-inflate", o.max_inflate, &max_inflate)) return 2;
   const bool directory = capture::IsDirectory(o.input);
   auto bytes =
       directory ? Result<std::vector<uint8_t>>(std::vector<uint8_t>()) : ReadRegularFile(o.input);
@@ -51,7 +54,7 @@ int RunConvert(ConvertOptions& o) {
     cap = payload.ok() ? capture::ParseCapturePayload(std::move(payload).value())
                        : Result<capture::Capture>(payload.status());
   } else {
-    cap = formats::ImportProfile(in);
+    cap = formats::ImportProfile(in, size_t(max_inflate));
   }
   if (!cap.ok()) {
     PrintError((directory ? cap.status() : cap.status().WithContext(o.input)).message());
@@ -114,6 +117,10 @@ Runner AddConvertCommand(CLI::App& app) {
   cmd->add_option("--to", o->to,
                   "pprof, chrome, folded, speedscope, or mscap (default: by -o's name)")
       ->check(CLI::IsMember({"pprof", "chrome", "folded", "speedscope", "mscap"}));
+  cmd->add_option("--max-inflate", o->max_inflate,
+                  "a gzipped pprof profile may inflate to at most SIZE bytes, whatever the "
+                  "file's size (K, M, G suffixes)")
+      ->capture_default_str();
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
   AddInlinesOption(cmd, &o->inlines);
   AddLookOption(cmd, &o->look);

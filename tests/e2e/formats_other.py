@@ -69,6 +69,24 @@ for path, want in ((long_line, "line 2: longer than 1 MiB (209715202 bytes): not
           "%s refused with the place named, briefly: %r" % (os.path.basename(path), p.stderr.strip()[:300]))
     check(not os.path.exists(d + "/hostile.mscap"), "nothing written for %s" % os.path.basename(path))
 check(peak_mb < 1200, "the largest converter of these stayed under 1.2 GB: %.0f MB" % peak_mb)
+# The ceiling is an option: a real profile that inflates to ~2 MiB is
+# refused under --max-inflate 1M and read under the default.
+real_pb = d + "/real.pb.gz"
+check(run([MICROSCOPE, "convert", cap, "--to", "pprof", "-o", real_pb]).returncode == 0, "convert to pprof")
+with open(real_pb, "rb") as f:
+    raw = gzip.decompress(f.read())
+big_pb = d + "/big.pb.gz"
+with open(big_pb, "wb") as f:  # the same profile, its string table padded to 2 MiB
+    f.write(gzip.compress(raw + b"\x32\x80\x80\x80\x01" + b"s" * (2 << 20)))
+p = run([MICROSCOPE, "convert", big_pb, "--max-inflate", "1M", "-o", d + "/big.mscap"])
+check(p.returncode == 1 and "inflates past 1048576 bytes" in p.stderr and big_pb in p.stderr,
+      "--max-inflate 1M refuses a 2 MiB profile: %r" % p.stderr.strip()[:300])
+check(not os.path.exists(d + "/big.mscap"), "nothing written past --max-inflate")
+p = run([MICROSCOPE, "convert", big_pb, "-o", d + "/big.mscap"])
+check(p.returncode == 0 and os.path.exists(d + "/big.mscap"),
+      "the same profile under the default ceiling is read: %r" % p.stderr.strip()[:300])
+p = run([MICROSCOPE, "convert", big_pb, "--max-inflate", "zero", "-o", d + "/big2.mscap"])
+check(p.returncode == 2 and "--max-inflate" in p.stderr, "a bad --max-inflate is refused: %r" % p.stderr.strip())
 
 # Chrome trace: the Trace Event format's rules.
 trace = d + "/trace.json"
