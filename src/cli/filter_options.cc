@@ -1,6 +1,7 @@
 #include "src/cli/filter_options.h"
 
 #include "analysis/report_params.h"
+#include "src/cli/commands.h"
 
 namespace microscope::cli {
 
@@ -11,7 +12,7 @@ void FilterOptions::Register(CLI::App* cmd) {
   cmd->add_option("--exclude", spec.exclude,
                   "drop samples with a function matching REGEX (RE2 syntax, as --focus)");
   cmd->add_option("--thread", spec.thread, "keep one thread, by tid or name");
-  cmd->add_option("--pid", pid, "keep one process");
+  cmd->add_option("--pid", pid, "keep one process")->check(PidCheck());
   cmd->add_option("--time", time, "keep samples in FROM..TO after the start (e.g. 1s..2.5s)");
   cmd->add_option("--zone", spec.zone,
                   "keep samples taken inside the program's zone NAME (recorded with --probes)");

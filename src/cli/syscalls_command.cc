@@ -25,7 +25,7 @@ Runner AddSyscallsCommand(CLI::App& app) {
       "  microscope syscalls --pid PID [--duration TIME]");
   cmd->add_option("-o,--output", options->output, "capture file to write")->capture_default_str();
   cmd->add_option("-p,--pid", options->pid, "trace this running process (and its new children)")
-      ->check(CLI::PositiveNumber);
+      ->check(PidCheck());
   cmd->add_option("-d,--duration", *duration, "stop after TIME (e.g. 10s, 500ms, 2m)");
   AddSyscallStackMinOption(cmd, stack_min.get());
   cmd->add_flag("-q,--quiet", *quiet, "no summary on stderr");

@@ -40,7 +40,8 @@ p = run([MICROSCOPE, "record", "-q", "--duration", "5parsecs", "--", fixture("sp
 check(p.returncode == 2 and "--duration: '5parsecs' is not a duration" in p.stderr,
       "a bad duration names the option and the value: %r" % p.stderr)
 for bad in ("0", "-5", "abc", "99999999999"):
-    for args in (["record", "--pid", bad], ["snapshot", bad]):
+    for args in (["record", "--pid", bad], ["snapshot", bad], ["syscalls", "--pid", bad],
+                 ["report", d + "/ns.mscap", "--pid", bad]):
         p = run([MICROSCOPE, *args])
         line = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
         check(p.returncode not in (0, 1) and "'%s' is not a process id" % bad in line and "range" not in p.stderr,
