@@ -214,18 +214,16 @@ Result<ScopedFd> OpenEntry(int dir, std::string_view name, std::optional<uid_t> 
   const std::string n(name);
   if (!IsEntryName(name))
     return Status::Error(StatusCode::kInvalidArgument, "not a file name: " + n);
-  ScopedFd fd(openat(dir, n.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!fd.valid()) {
-    if (errno == ELOOP) return Refused(n + " is a symbolic link");
-    return Errno("cannot open " + n);
-  }
+  // Looked at before it is opened for reading: opening a device or a FIFO
+  // can itself act (a tape rewinds, a FIFO's writer is released).
   struct stat st;
-  if (fstat(fd.get(), &st) != 0) return Errno("cannot stat " + n);
+  if (fstatat(dir, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Errno("cannot stat " + n);
+  if (S_ISLNK(st.st_mode)) return Refused(n + " is a symbolic link");
   if (!S_ISREG(st.st_mode)) return Refused(n + " is not a regular file");
   if (owner && st.st_uid != *owner) {
     return Refused(n + " is owned by " + Uid(st.st_uid) + ", not " + Uid(*owner));
   }
-  return fd;
+  return Reopen(dir, n, st, n);
 }
 
 std::vector<std::string> EntryNames(int dir) {

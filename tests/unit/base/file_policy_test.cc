@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "base/file_policy.h"
 
@@ -130,6 +133,23 @@ TEST_CASE("Entries of a directory: never followed, regular, owned") {
   CHECK(!OpenEntry(dir->get(), "../a").ok());
   CHECK(!OpenEntry(dir->get(), "..").ok());
   CHECK(!IsEntryName(std::string("a\0b", 3)));
+  // A FIFO is refused without being opened: a writer waiting on it stays
+  // waiting (opening it for reading would release the writer).
+  REQUIRE(mkfifo((t.path + "/fifo").c_str(), 0600) == 0);
+  std::atomic<int> writer{0};  // 1: opening, 2: opened
+  std::thread w([&] {
+    writer = 1;
+    int fd = open((t.path + "/fifo").c_str(), O_WRONLY | O_CLOEXEC);
+    writer = 2;
+    if (fd >= 0) close(fd);
+  });
+  while (writer.load() == 0) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // in its open()
+  CHECK(Refusal(OpenEntry(dir->get(), "fifo")).find("not a regular file") != std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(writer.load() == 1);
+  close(open((t.path + "/fifo").c_str(), O_RDONLY | O_CLOEXEC));  // releases it
+  w.join();
   auto st = StatEntry(dir->get(), "link");
   REQUIRE(st.has_value());
   CHECK(S_ISLNK(st->st_mode));
