@@ -158,10 +158,14 @@ finally:
 rec = recorder("--pid", str(target.pid), "--duration", "4s", "-o", d + "/flooded.mscap")
 flood = subprocess.Popen(as_user + ["/usr/bin/python3", "-c", FLOOD, str(rec.pid), str(8 * LAG_FACTOR)])
 try:
+    wait_recording(rec)
+    began = time.time()
     so, se = rec.communicate(timeout=120)
+    took = time.time() - began  # the flood once held a 4 s recording for 30.8 s
     check(rec.returncode == 0, "a recording connected to in a loop by another user exited 0: %s" % se)
     h = header(d + "/flooded.mscap")
     check(h["duration_ns"] <= 5e9, "--duration 4s under a connect flood ended after %.2f s" % (h["duration_ns"] / 1e9))
+    check(took <= 4 + LAG_FACTOR, "and the recorder exited %.2f s after it began recording" % took)
 finally:
     flood.kill()
     flood.wait()

@@ -160,6 +160,12 @@ def attacker():
     end: (uid, gid, the setpriv prefix that runs a command as that user)."""
     if not _attacker:
         require(os.geteuid() == 0, "making a local user to attack with needs root")
+        # Users an earlier test left when it was killed (its atexit never ran).
+        with open("/etc/passwd") as f:
+            for line in f:
+                old = line.split(":", 1)[0]
+                if old.startswith("mscope-t") and old[8:].isdigit() and not os.path.exists("/proc/" + old[8:]):
+                    subprocess.run(["userdel", old], capture_output=True)
         name = "mscope-t%d" % os.getpid()
         p = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
                             "--user-group", name], capture_output=True, text=True)

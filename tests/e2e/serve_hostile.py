@@ -126,14 +126,17 @@ try:
     # another client is.
     get(port, api(token, capture="threads.mscap", views="threads"))  # loaded
     got = {}
-    evil = threading.Thread(target=lambda: got.update(
-        evil=get(port, api(token, capture="threads.mscap", focus="(.*.*)*QQQ"))))
-    evil.start()
-    other = get(port, api(token, capture="threads.mscap", views="flat", top="3"))
-    evil.join(30)
-    check(not evil.is_alive() and got["evil"][0] == 200 and got["evil"][3] < 1.0 * LAG_FACTOR,
-          "focus=(.*.*)*QQQ answered in %.2f s" % got["evil"][3] if "evil" in got else "no answer in 30 s")
-    check(other[0] == 200 and other[3] < 1.0 * LAG_FACTOR, "and another client in %.2f s" % other[3])
+    for param, pattern in (("focus", "(.*.*)*QQQ"), ("exclude", r"^(\w+\s?)*$")):
+        got.clear()
+        evil = threading.Thread(target=lambda: got.update(
+            evil=get(port, api(token, capture="threads.mscap", **{param: pattern}))))
+        evil.start()
+        other = get(port, api(token, capture="threads.mscap", views="flat", top="3"))
+        evil.join(30)
+        check(not evil.is_alive() and got["evil"][0] == 200 and got["evil"][3] < 1.0 * LAG_FACTOR,
+              "%s=%s answered in %.2f s" % (param, pattern, got["evil"][3]) if "evil" in got
+              else "%s=%s: no answer in 30 s" % (param, pattern))
+        check(other[0] == 200 and other[3] < 1.0 * LAG_FACTOR, "and another client in %.2f s" % other[3])
 
     # A slow query holds no other client.
     get(port, api(token, capture="big.mscap", views="threads"))  # loaded
