@@ -165,11 +165,12 @@ Result<LineTableData> ReadInChild(const std::string& path) {
   }
   file.Reset();
   write_end.Reset();
-  // A line table is a few words a row, and a row takes at least a byte of
-  // the file's line programs: a reply far larger than the file is a
-  // hostile file's (a program that loops), and is not kept.
+  // A row, scope or segment of the table is 16 bytes, and each takes at
+  // least a byte of the file (a line program's opcode, a DIE, a range
+  // entry), in sections of their own: a reply over 32 times the file's size
+  // is not a table of this file, and is not kept.
   const uint64_t max_reply =
-      std::clamp<uint64_t>(64 * uint64_t(st.st_size), uint64_t(64) << 20, uint64_t(2) << 30);
+      std::clamp<uint64_t>(32 * uint64_t(st.st_size), uint64_t(32) << 20, uint64_t(2) << 30);
   bool too_big = false;
   // Damaged DWARF can also make a reader loop: it gets a deadline.
   constexpr int kDeadlineSeconds = 120;
@@ -210,7 +211,7 @@ Result<LineTableData> ReadInChild(const std::string& path) {
   if (too_big) {
     return Status::Error(StatusCode::kDataLoss,
                          "the DWARF reader's table passed " + std::to_string(max_reply >> 20) +
-                             " MiB (64 times the file's size) and was not kept: damaged DWARF");
+                             " MiB (32 times the file's size) and was not kept: damaged DWARF");
   }
   if (WIFSIGNALED(status)) {
     return Status::Error(StatusCode::kDataLoss,

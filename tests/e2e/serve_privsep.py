@@ -169,7 +169,7 @@ os.lchown(linked, uid, gid)
 swapped = shared + "/run.mscap"
 os.symlink(d + "/private.mscap", swapped)
 os.lchown(swapped, uid, gid)
-s, url, port = serve(shared, swapped)
+s, url, port = serve(shared)  # its .mscap files, and its segments as one capture
 try:
     rep = get(url, "api/report", capture="shared")
     check(rep["header"]["samples"] == 2 * one,
