@@ -195,6 +195,12 @@ int RunBroker(DirectBroker& direct, int sock, int signals, pid_t child) {
   timeval second{1, 0};
   setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &second, sizeof(second));
   bool reading = true;
+  // No more requests: shut down, so that a server waiting for a reply is
+  // not left waiting; its exit ends the broker.
+  auto stop_reading = [&] {
+    reading = false;
+    shutdown(sock, SHUT_RDWR);
+  };
   for (;;) {
     pollfd fds[2] = {{signals, POLLIN, 0}, {reading ? sock : -1, POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) {
@@ -217,20 +223,15 @@ int RunBroker(DirectBroker& direct, int sock, int signals, pid_t child) {
       ScopedFd none;
       if (!ReceiveMessage(sock, kMaxBrokerRequest, &body, nullptr)) {
         // The server closed its end (it is ending) or sent what is not a
-        // request: no more requests; its exit ends the broker. Shut down,
-        // so that a server waiting for a reply is not left waiting.
-        reading = false;
-        shutdown(sock, SHUT_RDWR);
+        // request.
+        stop_reading();
         continue;
       }
       Result<BrokerRequest> request = DecodeRequest(body);
       std::vector<capture::SegmentFile> segments;
       ScopedFd fd;
       Status s = request.ok() ? Handle(direct, *request, &segments, &fd) : request.status();
-      if (!SendMessage(sock, EncodeReply(s, segments), fd.get())) {
-        reading = false;
-        shutdown(sock, SHUT_RDWR);
-      }
+      if (!SendMessage(sock, EncodeReply(s, segments), fd.get())) stop_reading();
     }
   }
 }

@@ -105,9 +105,6 @@ Result<OwnedFile> OwnedFile::Check(int root, const std::string& path, uid_t owne
   ScopedFd fd = std::move(*opened);
   struct stat st;
   if (fstat(fd.get(), &st) != 0) return Status::Error(StatusCode::kNotFound, path + ": not found");
-  if (!S_ISREG(st.st_mode)) {
-    return Status::Error(StatusCode::kPermissionDenied, path + ": not a regular file");
-  }
   if (st.st_uid != owner) {
     return Status::Error(StatusCode::kPermissionDenied,
                          path + ": owned by uid " + std::to_string(st.st_uid) +
