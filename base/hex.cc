@@ -27,4 +27,20 @@ std::string HexBytes(std::span<const uint8_t> bytes) {
   return out;
 }
 
+std::string UrlEncode(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+    if (unreserved) {
+      out += char(c);
+    } else {
+      out += '%';
+      out += "0123456789ABCDEF"[c >> 4];
+      out += "0123456789ABCDEF"[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace microscope

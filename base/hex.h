@@ -1,10 +1,11 @@
 // Hexadecimal as every command prints it: addresses with 0x, bytes (build
-// IDs) as plain lower-case pairs.
+// IDs) as plain lower-case pairs; and percent-encoding for URLs.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace microscope {
 
@@ -12,5 +13,8 @@ namespace microscope {
 std::string HexAddress(uint64_t value);
 // "9c1e03..." (two digits a byte, in order)
 std::string HexBytes(std::span<const uint8_t> bytes);
+// `text` for a URL's path or query: RFC 3986's unreserved characters kept,
+// every other byte as %XX.
+std::string UrlEncode(std::string_view text);
 
 }  // namespace microscope

@@ -19,7 +19,7 @@
 
 #include "src/record/collector.h"
 #include "src/record/decode.h"
-#include "src/unwind/module_cfi.h"
+#include "src/record/module_cfi.h"
 #include "src/unwind/unwinder.h"
 
 using namespace microscope;
@@ -137,8 +137,8 @@ const Recording& Get(const std::string& name) {
 // microscope's code map over the recorded mappings.
 struct Code : unwind::CodeMap {
   const Recording* rec;
-  unwind::CfiCache* cache;
-  std::vector<std::shared_ptr<const unwind::ModuleCfi>> cfi;
+  record::CfiCache* cache;
+  std::vector<std::shared_ptr<const record::ModuleCfi>> cfi;
   std::vector<uint64_t> bias;
   bool Lookup(uint64_t pc, unwind::CodeInfo* info) override {
     auto it = std::upper_bound(rec->maps.begin(), rec->maps.end(), pc,
@@ -157,7 +157,7 @@ void BM_UnwindMicroscope(benchmark::State& state, const std::string& fixture) {
     state.SkipWithError(("no samples: " + rec.error).c_str());
     return;
   }
-  unwind::CfiCache cache;
+  record::CfiCache cache;
   Code code;
   code.rec = &rec;
   code.cache = &cache;
@@ -246,7 +246,7 @@ void BM_UnwindLibdwfl(benchmark::State& state, const std::string& fixture) {
   std::map<std::string, bool> reported;
   for (const Map& m : rec.maps) {
     if (reported[m.path]) continue;
-    auto cfi = unwind::LoadModuleCfi(m.path);
+    auto cfi = record::LoadModuleCfi(m.path);
     uint64_t bias = 0;
     if (!cfi.ok() || !(*cfi)->Bias(m.start, m.pgoff, &bias)) continue;
     if (dwfl_report_elf(dwfl, m.path.c_str(), m.path.c_str(), -1, bias, false) != nullptr) {
@@ -291,7 +291,7 @@ void BM_UnwindLibdwfl(benchmark::State& state, const std::string& fixture) {
 // loaded, then the row of one address (the middle of its largest segment,
 // the text) found.
 void BM_LoadCfi(benchmark::State& state, const std::string& path) {
-  auto probe = unwind::LoadModuleCfi(path);
+  auto probe = record::LoadModuleCfi(path);
   if (!probe.ok()) {
     state.SkipWithError((path + ": " + probe.status().message()).c_str());
     return;
@@ -302,7 +302,7 @@ void BM_LoadCfi(benchmark::State& state, const std::string& path) {
   }
   size_t rows = 0;
   for (auto _ : state) {
-    auto cfi = unwind::LoadModuleCfi(path);
+    auto cfi = record::LoadModuleCfi(path);
     benchmark::DoNotOptimize((*cfi)->table->Find(text));
     rows = (*cfi)->table->size();
   }

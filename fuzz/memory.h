@@ -6,13 +6,13 @@
 #include <cstring>
 #include <span>
 
-#include "src/runtimes/process_memory.h"
+#include "src/record/process_memory.h"
 
 namespace microscope::fuzz {
 
 inline constexpr uint64_t kBase = 0x10000;
 
-struct InputMemory : runtimes::ProcessMemory {
+struct InputMemory : record::ProcessMemory {
   explicit InputMemory(std::span<const uint8_t> bytes) : ProcessMemory(0), bytes_(bytes) {}
   bool Read(uint64_t address, void* out, size_t size) override {
     if (address < kBase || address - kBase > bytes_.size() ||

@@ -17,10 +17,10 @@
 #include "analysis/profile.h"
 #include "base/clock.h"
 #include "base/file_policy.h"
+#include "base/hex.h"
 #include "capture/container.h"
 #include "capture/reader.h"
 #include "formats/pprof.h"
-#include "src/serve/server.h"
 
 namespace microscope::cli {
 namespace {
@@ -188,11 +188,11 @@ bool Pusher::SendOne(const std::string& name) {
       fd.ok() ? ReadWhole(fd->get(), kMaxQueued) : Result<std::vector<uint8_t>>(fd.status());
   if (!bytes.ok()) return true;  // gone (dropped for room meanwhile)
   // NAME: FROM-UNTIL-SEGMENT.pb.gz (Queued checked the form)
-  const std::string query =
-      path_ + "?name=" + serve::UrlEncode(options_.app + "{hostname=" + hostname_ + "}") +
-      "&from=" + std::to_string(NumberAt(name, 0)) +
-      "&until=" + std::to_string(NumberAt(name, 13)) + "&format=pprof" +
-      "&spyName=microscope&sampleRate=" + std::to_string(options_.frequency);
+  const std::string query = path_ +
+                            "?name=" + UrlEncode(options_.app + "{hostname=" + hostname_ + "}") +
+                            "&from=" + std::to_string(NumberAt(name, 0)) +
+                            "&until=" + std::to_string(NumberAt(name, 13)) + "&format=pprof" +
+                            "&spyName=microscope&sampleRate=" + std::to_string(options_.frequency);
   httplib::Client client(host_);
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(30, 0);

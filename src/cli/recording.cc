@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/plural.h"
 #include "src/cli/commands.h"
+#include "src/cli/sources.h"
 
 namespace microscope::cli {
 namespace {
@@ -127,7 +128,7 @@ int RunRecording(const record::RecordOptions& options, bool quiet, const PushOpt
       fprintf(stderr, "microscope: wrote %s: %s\n", path.c_str(), SummaryText(options, s).c_str());
     }
   };
-  Result<int> exit_status = record::RunRecord(options, hooks);
+  Result<int> exit_status = record::RunRecord(options, RecordingSources(), hooks);
   status.Clear();
   if (pusher != nullptr) {
     // What the store did not take in a few seconds stays queued for the next start.

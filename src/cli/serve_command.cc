@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "base/hex.h"
 #include "src/cli/commands.h"
 #include "src/serve/broker.h"
 #include "src/serve/server.h"
@@ -95,8 +96,8 @@ int RunServe(ServeCommandOptions& o) {
       return 1;
     }
     o.serve.captures.push_back(other->front());
-    view = "capture=" + serve::UrlEncode(serve::CaptureName(captures->front())) +
-           "&diff=" + serve::UrlEncode(serve::CaptureName(other->front()));
+    view = "capture=" + UrlEncode(serve::CaptureName(captures->front())) +
+           "&diff=" + UrlEncode(serve::CaptureName(other->front()));
   }
   if (geteuid() != 0 && !o.user.empty()) {
     PrintError("--user " + o.user + ": serve changes its user only when started as root");

@@ -24,7 +24,7 @@
 #include "src/probes/site_entries.h"
 #include "src/probes/tsc_clock.h"
 #include "src/record/splicer.h"
-#include "src/runtimes/process_memory.h"
+#include "src/record/process_memory.h"
 #include "src/symbols/elf_handle.h"
 #include "src/symbols/elf_image.h"
 
@@ -40,7 +40,7 @@ constexpr size_t kMaxRings = 65536;    // per control block: past this the list 
 constexpr uint64_t kMaxSection = 64ull << 20;
 constexpr size_t kMaxNotes = 16;
 
-// Another process's memory, written in place (read: runtimes::ProcessMemory).
+// Another process's memory, written in place (read: record::ProcessMemory).
 bool WriteAt(uint32_t pid, uint64_t address, const void* data, size_t size) {
   iovec local{const_cast<void*>(data), size};
   iovec remote{reinterpret_cast<void*>(address), size};
@@ -197,7 +197,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     if (!m.path.starts_with("/")) return;
     auto [it, fresh] = modules_.try_emplace(m.module);
     ModuleProbes& mp = it->second;
-    if (fresh) mp = ReadModuleProbes(runtimes::TargetFile(m.pid, m.path));
+    if (fresh) mp = ReadModuleProbes(record::TargetFile(m.pid, m.path));
     if (!mp.has_ctl) return;
     if (fresh && !mp.refused.empty()) {
       Problem("probes of a module refused or partly read", std::string(m.path) + ": " + mp.refused);
@@ -314,7 +314,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
       pending_problems_.clear();
     }
     microscope_ctl ctl;
-    if (!runtimes::ProcessMemory(pid_t(t.pid)).Read(t.ctl, &ctl, sizeof(ctl))) {
+    if (!record::ProcessMemory(pid_t(t.pid)).Read(t.ctl, &ctl, sizeof(ctl))) {
       if (++t.tries >= kAttachTries) t.dead = true;  // the process went, or never ran the module
       return;
     }
@@ -409,7 +409,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
         return;
       }
       microscope_ring ring;
-      if (!runtimes::ProcessMemory(pid_t(t.pid)).Read(address, &ring, sizeof(ring)))
+      if (!record::ProcessMemory(pid_t(t.pid)).Read(address, &ring, sizeof(ring)))
         return;  // the process is going
       if (ring.magic != MICROSCOPE_RING_MAGIC || !std::has_single_bit(ring.words) ||
           ring.words > kMaxRingWords || ring.tail > ring.head ||
@@ -434,7 +434,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     std::vector<uint8_t> slots(size_t(count - t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE);
     const uint64_t first =
         ctl.runtime_sites + uint64_t(t.runtime_read) * MICROSCOPE_RUNTIME_SITE_SIZE;
-    if (!runtimes::ProcessMemory(pid_t(t.pid)).Read(first, slots.data(), slots.size())) return;
+    if (!record::ProcessMemory(pid_t(t.pid)).Read(first, slots.data(), slots.size())) return;
     std::vector<uint64_t> enable;
     uint32_t read = 0;
     for (; read < count - t.runtime_read; ++read) {
@@ -468,7 +468,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     const uint64_t beat = MonotonicNowNs();
     if (!WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, heartbeat), &beat, sizeof(beat))) return;
     microscope_ctl ctl;
-    if (!runtimes::ProcessMemory(pid_t(t.pid))
+    if (!record::ProcessMemory(pid_t(t.pid))
              .Read(t.ctl, &ctl, offsetof(microscope_ctl, heartbeat)))
       return;
     t.threads_refused = ctl.threads_refused;

@@ -39,7 +39,7 @@ ModuleKind KindOfPath(std::string_view path) {
 
 Processor::Processor(Options options)
     : options_(options), strings_(&capture_.strings), stacks_(&capture_.stacks) {
-  if (!options_.cfi_cache) options_.cfi_cache = std::make_shared<unwind::CfiCache>();
+  if (!options_.cfi_cache) options_.cfi_cache = std::make_shared<record::CfiCache>();
 }
 
 Processor::ProcessState& Processor::EnsureProcess(uint32_t pid, uint64_t time) {

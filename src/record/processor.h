@@ -28,7 +28,7 @@
 #include "src/record/stack_extents.h"
 #include "src/record/user_regs.h"
 #include "src/symbols/elf_image.h"
-#include "src/unwind/module_cfi.h"
+#include "src/record/module_cfi.h"
 #include "src/unwind/unwinder.h"
 
 namespace microscope::record {
@@ -45,7 +45,7 @@ class Processor : private CodeMarks, private FrameInterner {
     CallGraph call_graph = CallGraph::kFramePointer;
     size_t max_user_frames = 1024;
     // Shared CFI tables (by build ID); a private cache when null.
-    std::shared_ptr<unwind::CfiCache> cfi_cache;
+    std::shared_ptr<record::CfiCache> cfi_cache;
   };
   explicit Processor(Options options);
 
@@ -195,7 +195,7 @@ class Processor : private CodeMarks, private FrameInterner {
   capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
                                       ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
-  const unwind::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
+  const record::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
   // Remembers the root through which `module`, just mapped by process
   // `pid`, is reached (once per process and exec, never per sample).
   void NoteRoot(uint32_t pid, ProcessState& p, capture::ModuleId module);
@@ -228,7 +228,7 @@ class Processor : private CodeMarks, private FrameInterner {
   // process mapping it: modules are one per build ID), per mapping its bias.
   struct ModuleUnwind {
     bool tried = false;
-    std::shared_ptr<const unwind::ModuleCfi> cfi;
+    std::shared_ptr<const record::ModuleCfi> cfi;
   };
   std::vector<ModuleUnwind> module_unwind_;
   std::vector<uint64_t> mapping_bias_;

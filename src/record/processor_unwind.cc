@@ -15,7 +15,7 @@ namespace {
 constexpr uint64_t kUnknownBias = ~0ull;
 }  // namespace
 
-const unwind::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
+const record::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
   if (module_unwind_.size() <= module) module_unwind_.resize(capture_.modules.size());
   ModuleUnwind& mu = module_unwind_[module];
   if (mu.tried) return mu.cfi.get();
@@ -65,7 +65,7 @@ bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* in
     info->frame_pointers = true;
     return true;
   }
-  const unwind::ModuleCfi* cfi = ModuleUnwindInfo(m.module);
+  const record::ModuleCfi* cfi = ModuleUnwindInfo(m.module);
   info->table = cfi != nullptr ? cfi->table.get() : nullptr;
   info->bias = 0;
   if (cfi == nullptr) return true;

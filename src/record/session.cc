@@ -141,8 +141,9 @@ std::string NumberedName(const std::string& output, uint64_t n) {
 // One recording, step by step: open (launch or attach), run, stop, write.
 class Recording {
  public:
-  Recording(const RecordOptions& options, const RecordHooks& hooks, Processor::Options popts)
-      : options_(options), hooks_(hooks), processor_(popts) {}
+  Recording(const RecordOptions& options, std::span<const SourceKind> source_kinds,
+            const RecordHooks& hooks, Processor::Options popts)
+      : options_(options), source_kinds_(source_kinds), hooks_(hooks), processor_(popts) {}
 
   Status Open(const CollectorOptions& copts) {
     ASSIGN_OR_RETURN(collector_, Collector::Create(copts));
@@ -169,7 +170,7 @@ class Recording {
     SourceContext context{options_,       target_,           child_ != nullptr,
                           &settings(),    collector_.get(),  hooks_.warn,
                           &runtime_maps_, &runtime_sampler_, &target_memory_};
-    ASSIGN_OR_RETURN(sources_, record::StartSources(context, hooks_.warn));
+    ASSIGN_OR_RETURN(sources_, record::StartSources(source_kinds_, context, hooks_.warn));
     for (const auto& s : sources_) {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());
       if (s->splicer() != nullptr) processor_.AddSplicer(s->splicer());
@@ -296,6 +297,7 @@ class Recording {
   void Stop(bool by_duration);
 
   const RecordOptions& options_;
+  std::span<const SourceKind> source_kinds_;
   const RecordHooks& hooks_;
   Processor processor_;
   std::unique_ptr<Collector> collector_;
@@ -547,11 +549,12 @@ uint32_t DefaultRingPages(const RecordOptions& options) {
   return pages;
 }
 
-Result<int> RunRecord(const RecordOptions& options, const RecordHooks& hooks) {
+Result<int> RunRecord(const RecordOptions& options, std::span<const SourceKind> sources,
+                      const RecordHooks& hooks) {
   Processor::Options popts;
   popts.max_stack = MaxStack();
   popts.call_graph = options.call_graph;
-  Recording recording(options, hooks, popts);
+  Recording recording(options, sources, hooks, popts);
   RETURN_IF_ERROR(recording.Open(CollectorOptionsFor(options)));
   recording.Run();
   return recording.Write();

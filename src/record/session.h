@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "src/record/record_options.h"
+#include "src/record/sources.h"
 
 namespace microscope::record {
 
@@ -51,9 +52,11 @@ struct RecordHooks {
 // Ring data pages per CPU when -m is not given (record --help says them).
 uint32_t DefaultRingPages(const RecordOptions& options);
 
-// Records and writes the capture to options.output. Returns the exit
+// Records and writes the capture to options.output, with those of
+// `sources` the options ask for. Returns the exit
 // status `record` should end with: the launched program's, as a shell
 // reports it, or 0 for an attach.
-Result<int> RunRecord(const RecordOptions& options, const RecordHooks& hooks);
+Result<int> RunRecord(const RecordOptions& options, std::span<const SourceKind> sources,
+                      const RecordHooks& hooks);
 
 }  // namespace microscope::record

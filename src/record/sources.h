@@ -1,10 +1,14 @@
-// The registry of event sources: which the options ask for, how each
-// starts, and what happens when the kernel refuses one.
+// Starting the event sources of a recording: which the options ask for, how
+// each starts, and what happens when the kernel refuses one. The list of
+// sources is the command's (src/cli/sources.cc): record/ knows none of the
+// runtimes or probes that plug in above it.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -12,12 +16,25 @@
 
 namespace microscope::record {
 
-// Starts every source the options ask for, in registration order. A source
-// the kernel refuses is left out: `warn` gets one line, and the capture's
-// settings and notes say why; the recording goes on. Without CPU samples
-// (options.samples false) the sources are the recording, and a refusal is
-// an error.
+struct SourceKind {
+  std::string_view name;  // in the capture's settings (capture::SourceSetting)
+  const char* part;       // how a refusal names it
+  // A part every recording tries: refused, it says why in the settings
+  // only, not on stderr (an unprivileged user would see it each time).
+  bool quiet;
+  bool (*wanted)(const RecordOptions&);
+  // Refused, the recording stops (otherwise it goes on without the part).
+  bool (*required)(const RecordOptions&);
+  Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
+};
+
+// Starts every source of `kinds` the options ask for, in their order. A
+// source the kernel refuses is left out: `warn` gets one line, and the
+// capture's settings and notes say why; the recording goes on. Without CPU
+// samples (options.samples false) the sources are the recording, and a
+// refusal is an error.
 Result<std::vector<std::unique_ptr<EventSource>>> StartSources(
-    const SourceContext& context, const std::function<void(const std::string&)>& warn);
+    std::span<const SourceKind> kinds, const SourceContext& context,
+    const std::function<void(const std::string&)>& warn);
 
 }  // namespace microscope::record

@@ -632,21 +632,6 @@ std::string CaptureName(const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }
 
-std::string UrlEncode(const std::string& text) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += char(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 Result<std::vector<std::string>> CapturesToServe(const std::string& file_or_dir) {
   std::error_code ec;
   std::vector<std::string> out;

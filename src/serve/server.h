@@ -91,8 +91,6 @@ class Server {
 
 // The name a capture file is served under (its base name).
 std::string CaptureName(const std::string& path);
-// `text` for a URL's query (RFC 3986 unreserved characters kept).
-std::string UrlEncode(const std::string& text);
 
 // The capture files a serve argument names: the file itself, or the
 // *.mscap files directly in a directory (sorted). An error when there are

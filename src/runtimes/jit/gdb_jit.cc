@@ -8,7 +8,7 @@
 
 namespace microscope::runtimes::jit {
 
-Result<std::vector<GdbJitEntry>> ReadGdbJitEntries(ProcessMemory& memory, uint64_t descriptor) {
+Result<std::vector<GdbJitEntry>> ReadGdbJitEntries(record::ProcessMemory& memory, uint64_t descriptor) {
   struct {
     uint32_t version, action;
     uint64_t relevant, first;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "src/record/process_memory.h"
 #include "src/runtimes/jit/perf_map.h"
-#include "src/runtimes/process_memory.h"
 #include "src/unwind/cfi_table.h"
 
 namespace microscope::runtimes::jit {
@@ -25,7 +25,7 @@ struct GdbJitEntry {
 // The registered entries, from the descriptor at `descriptor`; at most
 // kMaxEntries (more is an error naming where the list went on).
 inline constexpr size_t kMaxGdbJitEntries = 4096;
-Result<std::vector<GdbJitEntry>> ReadGdbJitEntries(ProcessMemory& memory, uint64_t descriptor);
+Result<std::vector<GdbJitEntry>> ReadGdbJitEntries(record::ProcessMemory& memory, uint64_t descriptor);
 
 // An object's functions (symbols with a size), where they run: the symbol's
 // value, plus its section's sh_addr in a relocatable object (ET_REL, as

@@ -15,12 +15,12 @@
 #include "base/clock.h"
 #include "base/hex.h"
 #include "base/scoped_fd.h"
+#include "src/record/process_memory.h"
 #include "src/record/splicer.h"
 #include "src/runtimes/jit/entry_code.h"
 #include "src/runtimes/jit/gdb_jit.h"
 #include "src/runtimes/jit/jitdump.h"
 #include "src/runtimes/jit/perf_map.h"
-#include "src/runtimes/process_memory.h"
 #include "src/symbols/elf_handle.h"
 #include "src/symbols/elf_image.h"
 
@@ -179,7 +179,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     }
     uint8_t code[kProvenBytes];
     const size_t n = size_t(std::min<uint64_t>(s.end - s.start, sizeof(code)));
-    if (!ProcessMemory(pid_t(pid)).Read(s.start, code, n)) return ++rules_.unread, nullptr;
+    if (!record::ProcessMemory(pid_t(pid)).Read(s.start, code, n)) return ++rules_.unread, nullptr;
     std::unique_ptr<unwind::CfiTable> t = ProveEntryCode(std::span(code, n), s.start);
     if (t == nullptr) return ++rules_.not_proven, nullptr;
     return ++rules_.proven, std::move(t);
@@ -316,7 +316,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   uint64_t DescriptorIn(uint32_t pid, const std::string& path, uint64_t start, uint64_t offset) {
     // By the file itself: the same path in another mount namespace, or a
     // file replaced at that path, is another file.
-    const std::string file_path = TargetFile(pid, path);
+    const std::string file_path = record::TargetFile(pid, path);
     struct stat st;
     if (stat(file_path.c_str(), &st) != 0) return 0;
     auto [it, fresh] = descriptors_.try_emplace({uint64_t(st.st_dev), uint64_t(st.st_ino)});
@@ -336,7 +336,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   }
 
   void ReadGdbJit(uint32_t pid, Process* p) {
-    ProcessMemory memory{pid_t(pid)};
+    record::ProcessMemory memory{pid_t(pid)};
     Result<std::vector<GdbJitEntry>> entries = ReadGdbJitEntries(memory, p->descriptor);
     if (!entries.ok()) {
       Note("GDB JIT entries not read: " + entries.status().message());

@@ -66,11 +66,11 @@ Result<std::string> HeapReader::ReadString(uint64_t tagged, size_t max) {
     const char16_t u = units[i];
     if (u >= 0xd800 && u < 0xdc00 && i + 1 < units.size() && units[i + 1] >= 0xdc00 &&
         units[i + 1] < 0xe000) {
-      AppendUtf8(0x10000 + ((uint32_t(u) - 0xd800) << 10) + (units[i + 1] - 0xdc00), &out);
+      record::AppendUtf8(0x10000 + ((uint32_t(u) - 0xd800) << 10) + (units[i + 1] - 0xdc00), &out);
       ++i;
       continue;
     }
-    AppendUtf8(u, &out);
+    record::AppendUtf8(u, &out);
   }
   return out;
 }

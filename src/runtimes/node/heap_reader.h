@@ -9,14 +9,15 @@
 #include <string>
 
 #include "base/status.h"
+#include "src/record/process_memory.h"
 #include "src/runtimes/node/layout.h"
-#include "src/runtimes/process_memory.h"
 
 namespace microscope::runtimes::node {
 
 class HeapReader {
  public:
-  HeapReader(ProcessMemory* memory, const V8Layout* layout) : memory_(memory), layout_(layout) {}
+  HeapReader(record::ProcessMemory* memory, const V8Layout* layout)
+      : memory_(memory), layout_(layout) {}
 
   bool IsObject(uint64_t tagged) const;
   bool IsSmi(uint64_t word) const;
@@ -38,7 +39,7 @@ class HeapReader {
   Status Read(uint64_t tagged, int64_t offset, void* out, size_t size, const char* what);
   Status AppendUnits(uint64_t tagged, int depth, size_t max, std::u16string* out);
 
-  ProcessMemory* memory_;
+  record::ProcessMemory* memory_;
   const V8Layout* layout_;
 };
 

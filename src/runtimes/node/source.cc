@@ -10,6 +10,7 @@
 
 #include "base/hex.h"
 #include "src/record/proc.h"
+#include "src/record/process_memory.h"
 #include "src/record/splicer.h"
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
@@ -18,7 +19,6 @@
 #include "src/runtimes/node/walk.h"
 #include "src/runtimes/node/walker.h"
 #include "src/runtimes/per_file.h"
-#include "src/runtimes/process_memory.h"
 #include "src/runtimes/sampler.h"
 
 namespace microscope::runtimes::node {
@@ -80,13 +80,13 @@ struct FunctionKey {
 struct NamedFunction {
   std::string error;  // non-empty: not named, why
   std::string name, script;
-  uint32_t first_line = 0;  // 0: not known
+  uint32_t first_line = 0;             // 0: not known
   const SourceLines* lines = nullptr;  // its script's, when read
 };
 
 struct Process {
   const ImageInfo* image = nullptr;
-  std::unique_ptr<ProcessMemory> memory;
+  std::unique_ptr<record::ProcessMemory> memory;
   std::map<FunctionKey, NamedFunction> functions;
   // Line starts of the script sources read (by source string; null: not read).
   std::unordered_map<uint64_t, std::unique_ptr<SourceLines>> sources;
@@ -181,7 +181,7 @@ void NodeSource::LayOut(uint32_t pid, const ImageInfo* info, bool executable) {
   Process& p = processes_[pid];
   p = Process{};  // another program now: nothing named before holds
   p.image = info;
-  p.memory = std::make_unique<ProcessMemory>(pid_t(pid));
+  p.memory = std::make_unique<record::ProcessMemory>(pid_t(pid));
   (void)sampler_->Follow(pid);
   v8_process offsets = info->offsets;
   // A library's thread-local variables lie where the loader put its block.
@@ -194,7 +194,7 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   if (mapping.path.empty() || mapping.path[0] != '/') return;  // anonymous code, [vdso], ...
   auto [it, fresh] = modules_.try_emplace(mapping.module, nullptr);
   if (fresh) {
-    const std::string file = TargetFile(mapping.pid, mapping.path);
+    const std::string file = record::TargetFile(mapping.pid, mapping.path);
     it->second = InfoOf(file);
     const ImageInfo& info = *it->second;
     if (info.v8 && info.error.empty()) {
@@ -216,7 +216,7 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
       return;
     }
   }
-  if (fresh) AddImage(TargetFile(mapping.pid, mapping.path));
+  if (fresh) AddImage(record::TargetFile(mapping.pid, mapping.path));
   auto known = processes_.find(mapping.pid);
   if (known != processes_.end() && known->second.image == info) return;  // laid out already
   // A forked child's copied mappings, processed after it exec'd another
@@ -225,7 +225,7 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   struct stat exe, image;
   const bool executable =
       stat(("/proc/" + std::to_string(mapping.pid) + "/exe").c_str(), &exe) == 0 &&
-      stat(TargetFile(mapping.pid, mapping.path).c_str(), &image) == 0 &&
+      stat(record::TargetFile(mapping.pid, mapping.path).c_str(), &image) == 0 &&
       exe.st_dev == image.st_dev && exe.st_ino == image.st_ino;
   LayOut(mapping.pid, info, executable);
 }

@@ -68,7 +68,7 @@ Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout,
   for (size_t i = 0; i < size_t(length); ++i) {
     uint32_t c = 0;
     std::memcpy(&c, raw.data() + i * kind, kind);
-    AppendUtf8(c, &out);
+    record::AppendUtf8(c, &out);
   }
   return out;
 }

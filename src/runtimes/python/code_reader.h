@@ -11,20 +11,20 @@
 #include <vector>
 
 #include "base/status.h"
-#include "src/runtimes/process_memory.h"
+#include "src/record/process_memory.h"
 #include "src/runtimes/python/layout.h"
 
 namespace microscope::runtimes::python {
 
-using runtimes::ProcessMemory;
+using record::ProcessMemory;
 
 // Where the target's runtime state and type objects are: the interpreter
 // module's symbols plus its load bias.
 struct InterpreterAddresses {
   uint64_t runtime = 0;  // _PyRuntime
   uint64_t code = 0;     // PyCode_Type
-  uint64_t str = 0;    // PyUnicode_Type
-  uint64_t bytes = 0;  // PyBytes_Type
+  uint64_t str = 0;      // PyUnicode_Type
+  uint64_t bytes = 0;    // PyBytes_Type
 };
 Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path, uint64_t bias);
 

@@ -41,7 +41,7 @@ using runtimes::Sampler;
 constexpr std::string_view kSourceName = capture::kPythonSource;
 constexpr uint8_t kEvalTag = record::code_tags::kPythonEval;      // _PyEval_EvalFrameDefault's code
 constexpr uint8_t kModuleTag = record::code_tags::kPythonModule;  // the rest of the module
-constexpr uint64_t kRefreshNs = 20'000'000;  // thread maps, about every 20 ms
+constexpr uint64_t kRefreshNs = 20'000'000;                       // thread maps, about every 20 ms
 constexpr size_t kMaxNotes = 16;
 constexpr uint64_t kRetryNs = 2'000'000;  // an exec'd process's maps, every 2 ms
 constexpr uint64_t kExecWindowNs =
@@ -239,8 +239,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   // /proc/PID/maps is looked at (every kRetryNs, by the timer in wake_).
   std::unordered_map<uint32_t, uint64_t> execs_;
   std::vector<uint32_t> exec_pids_;  // heard of since the last TakeExecs
-  ScopedFd wake_;   // epoll: the walker's exec ring and timer_
-  ScopedFd timer_;  // timerfd
+  ScopedFd wake_;                    // epoll: the walker's exec ring and timer_
+  ScopedFd timer_;                   // timerfd
   std::unordered_map<uint32_t, Process> processes_;
   std::vector<std::string> notes_;
   std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
@@ -259,7 +259,7 @@ const ModuleInfo* PythonSource::InfoOf(const std::string& file) {
 const ModuleInfo* PythonSource::Module(const MappedModule& mapping, record::CodeMarks* marks) {
   auto [it, fresh] = modules_.try_emplace(mapping.module, nullptr);
   if (!fresh) return it->second;
-  const ModuleInfo* info = InfoOf(TargetFile(mapping.pid, mapping.path));
+  const ModuleInfo* info = InfoOf(record::TargetFile(mapping.pid, mapping.path));
   it->second = info;
   if (!info->python || !info->error.empty()) return info;
   // Every stack through the interpreter is handed to Splice; frames in the
@@ -299,7 +299,7 @@ void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks
 bool PythonSource::LayOutFromMaps(uint32_t pid) {
   for (const record::ExecutableMapping& m : record::ExecutableMappings(pid_t(pid))) {
     if (m.path.empty() || m.path[0] != '/') continue;
-    const ModuleInfo* info = InfoOf(TargetFile(pid, m.path));
+    const ModuleInfo* info = InfoOf(record::TargetFile(pid, m.path));
     if (!info->python || !info->error.empty()) continue;
     LayOut(pid, m.start, m.offset, *info);
     return true;

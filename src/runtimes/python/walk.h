@@ -30,7 +30,7 @@ struct WalkFrame {
 struct Walk {
   uint32_t pid = 0;
   uint32_t tid = 0;
-  uint8_t status = 0;  // MICROSCOPE_PY_* (bpf/python.h)
+  uint8_t status = 0;      // MICROSCOPE_PY_* (bpf/python.h)
   bool gil_known = false;  // whether the thread held its interpreter's GIL is known
   bool holds_gil = false;
   uint64_t tstate = 0;

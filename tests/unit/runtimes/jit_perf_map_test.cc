@@ -249,7 +249,7 @@ TEST_CASE("jitdump: header, code loads and moves, a cut record left for later") 
 
 namespace {
 
-struct BufferMemory : runtimes::ProcessMemory {
+struct BufferMemory : record::ProcessMemory {
   BufferMemory() : ProcessMemory(0) {}
   uint64_t base = 0x10000;
   std::vector<uint8_t> bytes = std::vector<uint8_t>(4096);

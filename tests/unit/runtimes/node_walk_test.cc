@@ -183,7 +183,7 @@ TEST_CASE("Source lines: 1-based, by UTF-16 offset") {
 namespace {
 
 // Target memory from a map of 8-byte words.
-struct FakeMemory : runtimes::ProcessMemory {
+struct FakeMemory : record::ProcessMemory {
   FakeMemory() : ProcessMemory(0) {}
   std::map<uint64_t, uint8_t> bytes;
   void Put(uint64_t at, const void* data, size_t n) {

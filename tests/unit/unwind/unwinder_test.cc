@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "src/record/module_cfi.h"
 #include "src/unwind/cfi_table.h"
-#include "src/unwind/module_cfi.h"
 #include "src/unwind/unwinder.h"
 
 using namespace microscope;
@@ -412,14 +412,14 @@ TEST_CASE("Unwinder: a general row (signal frame) restores registers from the co
 TEST_CASE("CfiTable: built from a real module's .eh_frame") {
   const char* split = std::getenv("FIXTURE_SPLIT");
   REQUIRE(split != nullptr);
-  auto m = LoadModuleCfi(split);
+  auto m = record::LoadModuleCfi(split);
   REQUIRE(m.ok());
   CHECK((*m)->table->has_cfi());
   CHECK((*m)->table->source() == ".eh_frame");
-  auto libc = LoadModuleCfi("/lib/x86_64-linux-gnu/libc.so.6");
+  auto libc = record::LoadModuleCfi("/lib/x86_64-linux-gnu/libc.so.6");
   REQUIRE(libc.ok());
   CHECK((*libc)->table->size() == 0);  // nothing decoded before a lookup
-  auto none = LoadModuleCfi("/etc/hostname");
+  auto none = record::LoadModuleCfi("/etc/hostname");
   CHECK_FALSE(none.ok());
 }
 
@@ -496,7 +496,7 @@ TEST_CASE("CfiTable: FDEs decoded on demand give the rules of all decoded up fro
 TEST_CASE("Unwinder: PLT stubs unwind through ld's CFA expression (real .eh_frame)") {
   const char* path = std::getenv("FIXTURE_UNWIND");
   REQUIRE(path != nullptr);
-  auto m = LoadModuleCfi(path);
+  auto m = record::LoadModuleCfi(path);
   REQUIRE(m.ok());
   // The .plt section's address, from the section headers.
   int fd = open(path, O_RDONLY);

@@ -1,9 +1,9 @@
-#include "src/runtimes/process_memory.h"
+#include "src/record/process_memory.h"
 
 #include <sys/uio.h>
 #include <unistd.h>
 
-namespace microscope::runtimes {
+namespace microscope::record {
 
 bool ProcessMemory::Read(uint64_t address, void* out, size_t size) {
   iovec local{out, size};
@@ -35,4 +35,4 @@ void AppendUtf8(uint32_t c, std::string* out) {
   }
 }
 
-}  // namespace microscope::runtimes
+}  // namespace microscope::record

@@ -14,12 +14,12 @@
 #include "src/symbols/elf_image.h"
 #include "src/unwind/cfi_table.h"
 
-namespace microscope::unwind {
+namespace microscope::record {
 
 struct ModuleCfi {
   std::vector<uint8_t> build_id;
   std::vector<symbols::LoadSegment> loads;
-  std::unique_ptr<CfiTable> table;
+  std::unique_ptr<unwind::CfiTable> table;
 
   // The bias (pc - link-time address) of a mapping of this module at
   // `start` with file offset `pgoff`; false when no segment holds pgoff.
@@ -46,4 +46,4 @@ class CfiCache {
 };
 Result<std::unique_ptr<ModuleCfi>> LoadModuleCfiFromMemory(std::span<const uint8_t> image);
 
-}  // namespace microscope::unwind
+}  // namespace microscope::record

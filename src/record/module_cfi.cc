@@ -1,9 +1,9 @@
-#include "src/unwind/module_cfi.h"
+#include "src/record/module_cfi.h"
 
 #include "base/hex.h"
 #include "src/symbols/elf_handle.h"
 
-namespace microscope::unwind {
+namespace microscope::record {
 namespace {
 
 Result<std::unique_ptr<ModuleCfi>> FromElf(Elf* elf) {
@@ -11,7 +11,7 @@ Result<std::unique_ptr<ModuleCfi>> FromElf(Elf* elf) {
   auto m = std::make_unique<ModuleCfi>();
   m->build_id = symbols::ElfBuildId(elf);
   ASSIGN_OR_RETURN(m->loads, symbols::ElfLoadSegments(elf));
-  ASSIGN_OR_RETURN(m->table, CfiTable::FromElf(elf));
+  ASSIGN_OR_RETURN(m->table, unwind::CfiTable::FromElf(elf));
   return m;
 }
 
@@ -67,4 +67,4 @@ Result<std::unique_ptr<ModuleCfi>> LoadModuleCfiFromMemory(std::span<const uint8
   return FromElf(elf.get());
 }
 
-}  // namespace microscope::unwind
+}  // namespace microscope::record

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace microscope::runtimes {
+namespace microscope::record {
 
 // Reads bytes of another process (process_vm_readv); false when they are
 // not mapped, or the process is gone. Virtual: tests read from a buffer.
@@ -31,4 +31,4 @@ std::string TargetFile(uint32_t pid, std::string_view path);
 // U+10FFFF becomes U+FFFD.
 void AppendUtf8(uint32_t c, std::string* out);
 
-}  // namespace microscope::runtimes
+}  // namespace microscope::record
