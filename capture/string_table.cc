@@ -7,11 +7,11 @@ StringTable::StringTable(std::vector<std::string>* strings) : strings_(strings) 
 }
 
 StringId StringTable::Intern(std::string_view s) {
-  auto it = ids_.find(std::string(s));
+  auto it = ids_.find(s);
   if (it != ids_.end()) return it->second;
   StringId id = StringId(strings_->size());
   strings_->emplace_back(s);
-  ids_.emplace(std::string(s), id);
+  ids_.emplace(s, id);
   return id;
 }
 

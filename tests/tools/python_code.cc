@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     auto code = ReadCode(memory, *layout, *types, std::strtoull(argv[i], nullptr, 0));
     if (code.ok()) {
       printf("%s|%s|%d|%zu\n", code->qualname.c_str(), code->filename.c_str(), code->first_line,
-             code->line_table.size());
+             code->line_table_bytes);
     } else {
       printf("error: %s\n", code.status().message().c_str());
     }

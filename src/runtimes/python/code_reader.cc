@@ -189,10 +189,12 @@ Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout,
     return Status::Error(StatusCode::kDataLoss, "co_linetable at " + HexAddress(table) +
                                                     " claims " + std::to_string(size) + " bytes");
   }
-  info.line_table.resize(size_t(size));
-  if (size > 0 && !memory.Read(table + layout.bytes_data, info.line_table.data(), size_t(size))) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  if (size > 0 && !memory.Read(table + layout.bytes_data, bytes.data(), bytes.size())) {
     return Unreadable("co_linetable", table);
   }
+  info.lines = LineTable::Decode(bytes, info.first_line);
+  info.line_table_bytes = bytes.size();
   return info;
 }
 

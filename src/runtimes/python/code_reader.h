@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "src/record/process_memory.h"
 #include "src/runtimes/python/layout.h"
+#include "src/runtimes/python/line_table.h"
 
 namespace microscope::runtimes::python {
 
@@ -34,7 +35,8 @@ struct CodeInfo {
   std::string filename;
   std::string qualname;
   int first_line = 0;
-  std::vector<uint8_t> line_table;
+  LineTable lines;              // co_linetable, decoded once
+  size_t line_table_bytes = 0;  // its size
 };
 
 // The threads of every interpreter of the process: each thread state's

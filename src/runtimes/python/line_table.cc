@@ -1,5 +1,6 @@
 #include "src/runtimes/python/line_table.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace microscope::runtimes::python {
@@ -39,15 +40,17 @@ struct Reader {
   }
 };
 
-}  // namespace
-
-LineLookup LineOfInstruction(std::span<const uint8_t> table, int first_line, uint32_t unit) {
+// Calls `entry(start, length, has_line, line)` for each entry of the table
+// in order, until it returns false; returns false when an entry it reached
+// is malformed.
+template <typename Entry>
+bool ForEachEntry(std::span<const uint8_t> table, int first_line, Entry entry) {
   Reader r{table};
   int64_t line = first_line;
   uint64_t start = 0;
   while (r.pos < table.size()) {
     uint8_t head = r.Byte();
-    if ((head & 0x80) == 0) return {LineLookup::kMalformed, 0};
+    if ((head & 0x80) == 0) return false;
     const int code = (head >> 3) & 15;
     const uint64_t length = (head & 7) + 1;
     bool has_line = true;
@@ -68,14 +71,42 @@ LineLookup LineOfInstruction(std::span<const uint8_t> table, int first_line, uin
       r.Byte();  // short form: same line, a column byte
     }
     // Lines stay ints (the sum of int deltas may not).
-    if (!r.ok || line > INT32_MAX || line < INT32_MIN) return {LineLookup::kMalformed, 0};
-    if (unit < start + length) {
-      if (!has_line) return {LineLookup::kNoLine, 0};
-      return {LineLookup::kLine, int(line)};
-    }
+    if (!r.ok || line > INT32_MAX || line < INT32_MIN) return false;
+    if (!entry(start, length, has_line, int(line))) return true;
     start += length;
   }
-  return {LineLookup::kPastEnd, 0};
+  return true;
+}
+
+}  // namespace
+
+LineLookup LineOfInstruction(std::span<const uint8_t> table, int first_line, uint32_t unit) {
+  LineLookup found{LineLookup::kPastEnd, 0};
+  const bool ok = ForEachEntry(
+      table, first_line, [&](uint64_t start, uint64_t length, bool has_line, int line) {
+        if (unit >= start + length) return true;
+        found = has_line ? LineLookup{LineLookup::kLine, line} : LineLookup{LineLookup::kNoLine, 0};
+        return false;
+      });
+  return ok ? found : LineLookup{LineLookup::kMalformed, 0};
+}
+
+LineTable LineTable::Decode(std::span<const uint8_t> table, int first_line) {
+  LineTable t;
+  t.malformed_ = !ForEachEntry(table, first_line,
+                               [&](uint64_t start, uint64_t length, bool has_line, int line) {
+                                 t.runs_.push_back({start + length, line, has_line});
+                                 return true;
+                               });
+  return t;
+}
+
+LineLookup LineTable::Find(uint32_t unit) const {
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), uint64_t(unit),
+                             [](uint64_t u, const Run& r) { return u < r.end; });
+  if (it == runs_.end()) return {malformed_ ? LineLookup::kMalformed : LineLookup::kPastEnd, 0};
+  return it->has_line ? LineLookup{LineLookup::kLine, it->line}
+                      : LineLookup{LineLookup::kNoLine, 0};
 }
 
 }  // namespace microscope::runtimes::python

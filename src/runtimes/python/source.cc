@@ -452,7 +452,7 @@ capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameI
   const CodeInfo& info = named.info;
   uint32_t line = uint32_t(std::max(info.first_line, 0));
   if (f.instr != WalkFrame::kNoInstr) {
-    LineLookup l = LineOfInstruction(info.line_table, info.first_line, f.instr / 2);
+    LineLookup l = info.lines.Find(f.instr / 2);
     if (l.kind == LineLookup::kLine) {
       line = uint32_t(std::max(l.line, 0));
     } else if (l.kind != LineLookup::kNoLine) {

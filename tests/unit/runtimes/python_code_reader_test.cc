@@ -73,7 +73,11 @@ TEST_CASE("Python code reader: names and line table of a proved code object") {
   CHECK(code->qualname == "Cls.run");
   CHECK(code->filename == "app.py");
   CHECK(code->first_line == 7);
-  CHECK(code->line_table.size() == 3);
+  // The three bytes, decoded: a one-unit entry on the first line, then a
+  // byte that starts no entry.
+  CHECK(code->lines.Find(0).kind == LineLookup::kLine);
+  CHECK(code->lines.Find(0).line == 7);
+  CHECK(code->lines.Find(1).kind == LineLookup::kMalformed);
 
   SUBCASE("a UCS-2 name becomes UTF-8") {
     m.Put<uint32_t>(0x10800 + l.str_state, (2u << 2) | (1u << 5));  // 2-byte, compact

@@ -58,8 +58,17 @@ TEST_CASE("Python line table and layout: random bytes from a target never crash 
   for (int round = 0; round < 20000; ++round) {
     std::vector<uint8_t> bytes(next() % 64);
     for (uint8_t& b : bytes) b = uint8_t(next());
-    LineLookup l = LineOfInstruction(bytes, int(next() % 1000), uint32_t(next() % 128));
+    const int first = int(next() % 1000);
+    const uint32_t unit = uint32_t(next() % 128);
+    LineLookup l = LineOfInstruction(bytes, first, unit);
     REQUIRE(l.kind <= LineLookup::kMalformed);
+    // Decoded once, the table answers every unit as the scan does.
+    const LineTable decoded = LineTable::Decode(bytes, first);
+    for (uint32_t u : {unit, uint32_t(0), uint32_t(unit / 2), uint32_t(unit + 1)}) {
+      LineLookup scan = LineOfInstruction(bytes, first, u), found = decoded.Find(u);
+      REQUIRE(found.kind == scan.kind);
+      REQUIRE(found.line == scan.line);
+    }
     ++kinds[l.kind];
   }
   CHECK(kinds[LineLookup::kLine] > 0);
