@@ -16,19 +16,13 @@
 #include <system_error>
 
 #include "base/clock.h"
+#include "src/record/cpus.h"
 
 namespace microscope::record {
 namespace {
 
 long PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group, unsigned long flags) {
   return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
-}
-
-std::vector<int> PossibleCpus() {
-  std::vector<int> cpus;
-  long n = sysconf(_SC_NPROCESSORS_CONF);
-  for (int i = 0; i < n; ++i) cpus.push_back(i);
-  return cpus;
 }
 
 // Drained records waiting for Collect: at about 17 KiB a sample (the
@@ -84,7 +78,7 @@ Result<std::unique_ptr<Collector>> Collector::Create(const CollectorOptions& opt
                          " is not a power of two");
   }
   std::unique_ptr<Collector> c(new Collector(options));
-  c->cpus_ = PossibleCpus();
+  c->cpus_ = RecordedCpus();
   // Sample rings first (when sampling), then task rings, each in CPU order.
   // The locked-memory limit of an unprivileged user (perf_event_mlock_kb per
   // CPU) hardly holds one ring per CPU: there, task records share the
