@@ -5,6 +5,8 @@
 #ifndef MICROSCOPE_BPF_NODE_H
 #define MICROSCOPE_BPF_NODE_H
 
+#include "walk.h"
+
 #define MICROSCOPE_V8_MAX_FRAMES 64 /* JavaScript frames kept per sample */
 #define MICROSCOPE_V8_MAX_STEPS 128 /* frame pointers followed per sample */
 
@@ -57,27 +59,17 @@ struct v8_frame {
   __u64 bytecode_offset; /* interpreted frame's; other words elsewhere) */
 };
 
-/* v8_walk.status */
+/* walk_header.status of a V8 walk */
 #define MICROSCOPE_V8_WALKED 0     /* the frame-pointer chain ended */
 #define MICROSCOPE_V8_TRUNCATED 1  /* more frames (or steps) than the bounds */
 #define MICROSCOPE_V8_UNREADABLE 2 /* a frame pointer's words failed to read */
 
-/* One walk, written by bpf_perf_event_output into the sample's own ring
- * just before the sample: leaf first. Only walks with a frame are sent. */
-#define MICROSCOPE_V8_MAGIC 0x76380002u /* "v8", record version 2 */
+/* A V8 walk (bpf/walk.h): the header's context[0] is the user stack
+ * pointer the walk started from, context[1] the thread's current isolate
+ * (0: none or not known). Only walks with a frame are sent. */
 struct v8_walk {
-  __u32 magic;
-  __u32 pid;
-  __u32 tid;
-  __u8 status;
-  __u8 reserved;
-  __u16 nframes;
-  __u64 sp;      /* the sample's user stack pointer */
-  __u64 isolate; /* the thread's current isolate (0: none or not known) */
+  struct walk_header h;
   struct v8_frame frames[MICROSCOPE_V8_MAX_FRAMES];
 };
-
-#define MICROSCOPE_V8_WALK_FIXED \
-  (sizeof(struct v8_walk) - sizeof(struct v8_frame) * MICROSCOPE_V8_MAX_FRAMES)
 
 #endif

@@ -1,6 +1,6 @@
-// The V8 walk, run by the sampler's program (bpf/sampler.bpf.c) at each
-// sample of a process whose V8 the loader laid out (v8_processes): follows
-// the frame-pointer chain from the sample's user rbp (V8's generated code
+// The V8 walk, run (bpf/runtimes.bpf.h) at each sample, off-CPU interval
+// and slow system call of a process whose V8 the loader laid out
+// (v8_processes): follows the frame-pointer chain from the thread's user rbp (V8's generated code
 // and builtins keep frame pointers) and keeps each frame whose function
 // slot holds a JSFunction, with the words user space needs to name it.
 // Include once per BPF object, after vmlinux.h and the libbpf headers.
@@ -11,6 +11,7 @@
 #define MICROSCOPE_BPF_NODE_WALK_H
 
 #include "node.h"
+#include "walk_thread.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -82,7 +83,7 @@ static long v8_step(__u64 index, void* data) {
     context = words[p->slot_context & 7];
     function = words[p->slot_function & 7];
   } else if (v8_word(&next, fp) != 0) {  // the slots below unreadable: the chain goes on
-    w->status = MICROSCOPE_V8_UNREADABLE;
+    w->h.status = MICROSCOPE_V8_UNREADABLE;
     return 1;
   }
   // A frame whose context slot holds a Smi is a typed frame (entry, exit,
@@ -92,9 +93,9 @@ static long v8_step(__u64 index, void* data) {
   if (whole && v8_tagged(p, context) && v8_object(fn, p, function) &&
       (type = v8_map_type(p, fn[p->word_map & 7])) >= p->type_function_first &&
       type <= p->type_function_last) {
-    __u32 n = w->nframes;
+    __u32 n = w->h.nframes;
     if (n >= MICROSCOPE_V8_MAX_FRAMES) {
-      w->status = MICROSCOPE_V8_TRUNCATED;
+      w->h.status = MICROSCOPE_V8_TRUNCATED;
       return 1;
     }
     // And its shared information's map says SharedFunctionInfo: a word that
@@ -109,45 +110,97 @@ static long v8_step(__u64 index, void* data) {
       f->script = sfi[p->word_script & 7];
       f->bytecode_array = words[p->slot_bytecode_array & 7];
       f->bytecode_offset = words[p->slot_bytecode_offset & 7];
-      w->nframes = n + 1;
+      w->h.nframes = n + 1;
     }
   }
   // Callers' frames lie above their callees'.
   if (next <= fp) return 1;
   c->fp = next;
-  if (index + 1 == MICROSCOPE_V8_MAX_STEPS) w->status = MICROSCOPE_V8_TRUNCATED;
+  if (index + 1 == MICROSCOPE_V8_MAX_STEPS) w->h.status = MICROSCOPE_V8_TRUNCATED;
   return 0;
 }
 
-// Walks the current thread of process `pid` into `w`; 0 when the process
-// is not laid out or no JavaScript frame was found (nothing to send).
-static __always_inline int v8_walk_thread(struct v8_walk* w, struct bpf_perf_event_data* ctx,
-                                          __u32 pid, __u32 tid) {
+// A blocked thread's rbp is the C library's (its system call wrappers need
+// not keep frame pointers): the chain is looked for in the stack instead,
+// at the first of MICROSCOPE_V8_SCAN_WORDS words above sp that holds a
+// saved frame pointer, i.e. points further up the stack at a word that
+// does too (or ends the chain), with a return address beside it. The V8
+// walk then proves each frame it keeps as it always does.
+#define MICROSCOPE_V8_SCAN_WORDS 256
+#define MICROSCOPE_V8_SCAN_REACH (1 << 20) /* how far up a saved frame pointer may point */
+struct v8_scan_ctx {
+  __u64 sp;
+  __u64 found;
+};
+
+static __always_inline int v8_links(__u64 at, __u64 next) {
+  return next > at && next - at < MICROSCOPE_V8_SCAN_REACH && (next & 7) == 0;
+}
+
+static long v8_scan_step(__u64 index, void* data) {
+  struct v8_scan_ctx* c = data;
+  const __u64 at = c->sp + index * 8;
+  __u64 pair[2];  // a saved frame pointer and the return address above it
+  if (bpf_probe_read_user(pair, sizeof(pair), (const void*)at) != 0) return 1;
+  if (!v8_links(at, pair[0]) || pair[1] == 0 || (pair[1] >> 47) != 0) return 0;
+  __u64 next;
+  if (v8_word(&next, pair[0]) != 0 || (next != 0 && !v8_links(pair[0], next))) return 0;
+  c->found = at;
+  return 1;
+}
+
+// Walks thread `tid` of process `pid` into `w`, from its user frame and
+// stack pointers `fp` and `sp` (the current thread, or one that shares the
+// loaded address space; `task` is the thread, whose thread pointer says
+// its isolate); 0 when the process is not laid out or no JavaScript frame
+// was found (nothing to send).
+static __always_inline int v8_walk(struct v8_walk* w, struct task_struct* task, __u64 fp,
+                                   __u64 sp, __u32 pid, __u32 tid) {
   const struct v8_process* p = bpf_map_lookup_elem(&v8_processes, &pid);
   if (!p) return 0;
-  __u64 fp, sp;
-  if ((ctx->regs.ip >> 47) == 0) {  // the sample interrupted user code
-    fp = ctx->regs.bp;
-    sp = ctx->regs.sp;
-  } else {  // in the kernel: the user registers it saved on entry
-    struct pt_regs* user = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
-    fp = BPF_CORE_READ(user, bp);
-    sp = BPF_CORE_READ(user, sp);
-  }
-  w->magic = MICROSCOPE_V8_MAGIC;
-  w->pid = pid;
-  w->tid = tid;
-  w->status = MICROSCOPE_V8_WALKED;
-  w->nframes = 0;
-  w->sp = sp;
-  w->isolate = 0;
+  w->h.magic = MICROSCOPE_WALK_MAGIC;
+  w->h.runtime = MICROSCOPE_RUNTIME_V8;
+  w->h.pid = pid;
+  w->h.tid = tid;
+  w->h.status = MICROSCOPE_V8_WALKED;
+  w->h.flags = 0;
+  w->h.nframes = 0;
+  w->h.frame_size = sizeof(struct v8_frame);
+  w->h.context[0] = sp;
+  w->h.context[1] = 0;
   if (p->isolate_tls != 0) {
-    const __u64 fsbase = BPF_CORE_READ(bpf_get_current_task_btf(), thread.fsbase);
-    if (fsbase != 0) v8_word(&w->isolate, fsbase + p->isolate_tls);
+    const __u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
+    if (fsbase != 0) v8_word(&w->h.context[1], fsbase + p->isolate_tls);
   }
   struct v8_step_ctx c = {p, w, fp};
   bpf_loop(MICROSCOPE_V8_MAX_STEPS, v8_step, &c, 0);
-  return w->nframes > 0;
+  return w->h.nframes > 0;
+}
+
+// From the chain found in the stack of a blocked thread (when its rbp led
+// to no JavaScript frame).
+static __always_inline int v8_walk_scanned(struct v8_walk* w, __u64 sp) {
+  __u32 pid = w->h.pid;
+  const struct v8_process* p = bpf_map_lookup_elem(&v8_processes, &pid);
+  if (!p) return 0;
+  struct v8_scan_ctx scan = {.sp = sp & ~7ull, .found = 0};
+  bpf_loop(MICROSCOPE_V8_SCAN_WORDS, v8_scan_step, &scan, 0);
+  if (scan.found == 0) return 0;
+  w->h.status = MICROSCOPE_V8_WALKED;
+  w->h.nframes = 0;
+  struct v8_step_ctx c = {p, w, scan.found};
+  bpf_loop(MICROSCOPE_V8_MAX_STEPS, v8_step, &c, 0);
+  return w->h.nframes > 0;
+}
+
+// The walker of bpf/runtimes.bpf.h.
+static __always_inline int node_walk_thread(struct runtime_walk* w, const struct walk_thread* t) {
+  struct v8_walk* v = (struct v8_walk*)w;
+  if (v8_walk(v, t->task, t->fp, t->sp, t->pid, t->tid)) return 1;
+  if (!t->blocked || w->h.magic != MICROSCOPE_WALK_MAGIC) return 0;  // not a V8 process
+  if (v8_walk_scanned(v, t->sp)) return 1;
+  w->h.magic = 0;
+  return 0;
 }
 
 #endif

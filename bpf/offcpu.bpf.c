@@ -40,7 +40,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 min_ns = 20000;
 const volatile __u32 ustack_size = 16384;
 
-#include "python_walk.bpf.h"
+#include "runtimes.bpf.h"
 #include "targets.bpf.h"
 #include "user_stack.bpf.h"
 
@@ -167,8 +167,12 @@ static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 
   begin_event(e, s, pid, tid);
   bpf_get_current_comm(e->comm, sizeof(e->comm));
   if (e->ustack_size == 0) e->flags |= MICROSCOPE_OFFCPU_NO_USER_STACK;
-  e->py.magic = 0;
-  if (s->has_regs) python_walk(&e->py, pid, tid);  // where its Python code blocked
+  e->walk.h.magic = 0;
+  if (s->has_regs) {  // where its interpreted code blocked
+    struct walk_thread t = {.task = task, .fp = e->regs[6], .sp = e->regs[7],
+                            .pid = pid, .tid = tid, .blocked = 1};
+    walk_runtimes(&e->walk, &t);
+  }
   send(e);
 }
 
@@ -321,12 +325,15 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   if (!e) return 0;
   e->has_regs = 0;
   e->ustack_size = 0;
-  e->py.magic = 0;
+  e->walk.h.magic = 0;
   if (regs) {
     fill_regs(e, regs);
     if (BPF_CORE_READ(next, mm) == BPF_CORE_READ(prev, mm)) {
       copy_event_stack(e);
-      python_walk(&e->py, s->pid, tid);
+      // Preempted in its own code: its rbp is its own.
+      struct walk_thread t = {.task = next, .fp = e->regs[6], .sp = e->regs[7],
+                              .pid = s->pid, .tid = tid};
+      walk_runtimes(&e->walk, &t);
     }
   }
   begin_event(e, s, s->pid, tid);

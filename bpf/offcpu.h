@@ -4,7 +4,7 @@
 #ifndef MICROSCOPE_BPF_OFFCPU_H
 #define MICROSCOPE_BPF_OFFCPU_H
 
-#include "python.h"
+#include "walk.h"
 #include "stack_copy.h"
 
 #define MICROSCOPE_KSTACK_MAX 127   /* kernel frames (perf_event_max_stack's default) */
@@ -41,9 +41,9 @@ struct offcpu_event {
   char comm[16];
   char waker_comm[16];
   __u64 kstack[MICROSCOPE_KSTACK_MAX];
-  /* The thread's Python frames where its user stack was taken (magic 0:
-   * none, not a laid-out Python process). */
-  struct py_walk py;
+  /* The thread's interpreted frames where its user stack was taken, by the
+   * runtime its process was laid out for (magic 0: none). */
+  struct runtime_walk walk;
   __u8 ustack[MICROSCOPE_USTACK_ROOM];
 };
 

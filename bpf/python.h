@@ -4,7 +4,10 @@
 #ifndef MICROSCOPE_BPF_PYTHON_H
 #define MICROSCOPE_BPF_PYTHON_H
 
-#define MICROSCOPE_PY_MAX_FRAMES 128 /* Python frames walked per sample */
+#include "walk.h"
+
+/* Python frames walked per sample: as many as a walk has room for. */
+#define MICROSCOPE_PY_MAX_FRAMES (MICROSCOPE_WALK_ROOM / 32)
 #define MICROSCOPE_PY_SEARCH 64      /* thread states (and interpreters) searched */
 #define MICROSCOPE_PY_ABSENT 0xffffffffu
 /* Bytes read at once from a frame (from its start) and from a code object
@@ -65,7 +68,7 @@ struct py_thread {
 };
 #define MICROSCOPE_PY_RESEARCH_NS 10000000ull
 
-/* py_walk.status */
+/* walk_header.status of a Python walk */
 #define MICROSCOPE_PY_WALKED 0     /* frames[0..nframes) are the thread's */
 #define MICROSCOPE_PY_NO_THREAD 1  /* no thread state has this thread's id */
 #define MICROSCOPE_PY_SEVERAL 2    /* more than one thread state has it */
@@ -91,24 +94,14 @@ struct py_frame {
   __u32 instr;
 };
 
-/* One walk, written by bpf_perf_event_output into the sample's own ring
- * just before the sample: leaf first. */
-#define MICROSCOPE_PY_MAGIC 0x70790001u /* "py", record version 1 */
+/* A Python walk (bpf/walk.h): the header's context[0] is the thread state,
+ * its flags MICROSCOPE_PY_GIL_KNOWN and MICROSCOPE_PY_HOLDS_GIL. */
 struct py_walk {
-  __u32 magic;
-  __u32 pid;
-  __u32 tid;
-  __u8 status;
-  __u8 flags; /* MICROSCOPE_PY_HOLDS_GIL, MICROSCOPE_PY_GIL_KNOWN */
-  __u16 nframes;
-  __u64 tstate;
+  struct walk_header h;
   struct py_frame frames[MICROSCOPE_PY_MAX_FRAMES];
 };
 
 #define MICROSCOPE_PY_GIL_KNOWN 1
 #define MICROSCOPE_PY_HOLDS_GIL 2
-
-#define MICROSCOPE_PY_WALK_FIXED \
-  (sizeof(struct py_walk) - sizeof(struct py_frame) * MICROSCOPE_PY_MAX_FRAMES)
 
 #endif

@@ -12,6 +12,7 @@
 #define MICROSCOPE_BPF_PYTHON_WALK_H
 
 #include "python.h"
+#include "walk_thread.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -166,7 +167,7 @@ static long walk_step(__u64 i, void* data) {
   struct py_walk* w = c->w;
   if (c->frame == 0) return 1;
   if (bpf_probe_read_user(s->frame, sizeof(s->frame), (const void*)c->frame) != 0) {
-    w->status = MICROSCOPE_PY_UNREADABLE;
+    w->h.status = MICROSCOPE_PY_UNREADABLE;
     return 1;
   }
   __u64 code = chunk_word(s->frame, proc->frame_executable) & ~7ull;  // 3.14: a tagged _PyStackRef
@@ -176,10 +177,10 @@ static long walk_step(__u64 i, void* data) {
   c->frame = chunk_word(s->frame, proc->frame_previous);
   __u32 n = c->n;
   if (n >= MICROSCOPE_PY_MAX_FRAMES) {
-    w->status = MICROSCOPE_PY_TRUNCATED;
+    w->h.status = MICROSCOPE_PY_TRUNCATED;
     return 1;
   }
-  struct py_frame* f = &w->frames[n];
+  struct py_frame* f = &w->frames[n & (MICROSCOPE_PY_MAX_FRAMES - 1)];
   if (owner == proc->owner_cstack || owner == proc->owner_interpreter) {
     // The shim at the bottom of an activation, on that activation's C stack.
     f->code = at;
@@ -214,8 +215,8 @@ static __always_inline void walk_frames(const struct py_process* proc, struct py
                                         struct py_walk* w, __u64 frame) {
   struct walk_ctx c = {.proc = proc, .s = s, .w = w, .frame = frame};
   bpf_loop(MICROSCOPE_PY_MAX_FRAMES + 1, walk_step, &c, 0);
-  if (c.frame != 0 && w->status == MICROSCOPE_PY_WALKED) w->status = MICROSCOPE_PY_TRUNCATED;
-  w->nframes = c.n;
+  if (c.frame != 0 && w->h.status == MICROSCOPE_PY_WALKED) w->h.status = MICROSCOPE_PY_TRUNCATED;
+  w->h.nframes = c.n;
 }
 
 // Whether thread state `ts` holds its interpreter's GIL (flags of py_walk).
@@ -253,30 +254,39 @@ static __always_inline bool python_walk(struct py_walk* w, __u32 tgid, __u32 tid
   __u32 zero = 0;
   struct py_chunks* s = bpf_map_lookup_elem(&py_chunks, &zero);
   if (!s) return false;
-  w->magic = MICROSCOPE_PY_MAGIC;
-  w->pid = tgid;
-  w->tid = tid;
-  w->status = MICROSCOPE_PY_WALKED;
-  w->flags = 0;
-  w->nframes = 0;
-  w->tstate = thread_state(proc, tid, &w->status);
-  if (w->tstate != 0) {
-    w->flags = gil_flags(proc, w->tstate);
+  w->h.magic = MICROSCOPE_WALK_MAGIC;
+  w->h.runtime = MICROSCOPE_RUNTIME_PYTHON;
+  w->h.pid = tgid;
+  w->h.tid = tid;
+  w->h.status = MICROSCOPE_PY_WALKED;
+  w->h.flags = 0;
+  w->h.nframes = 0;
+  w->h.frame_size = sizeof(struct py_frame);
+  w->h.context[1] = 0;
+  const __u64 tstate = thread_state(proc, tid, &w->h.status);
+  w->h.context[0] = tstate;
+  if (tstate != 0) {
+    w->h.flags = gil_flags(proc, tstate);
     __u64 frame = 0;
     int failed;
     if (proc->thread_current_frame != MICROSCOPE_PY_ABSENT) {
-      failed = read_u64(&frame, w->tstate + proc->thread_current_frame);
+      failed = read_u64(&frame, tstate + proc->thread_current_frame);
     } else {
       __u64 cframe = 0;
-      failed = read_u64(&cframe, w->tstate + proc->thread_cframe);
+      failed = read_u64(&cframe, tstate + proc->thread_cframe);
       if (!failed && cframe != 0) failed = read_u64(&frame, cframe + proc->cframe_current_frame);
     }
     if (failed)
-      w->status = MICROSCOPE_PY_UNREADABLE;
+      w->h.status = MICROSCOPE_PY_UNREADABLE;
     else
       walk_frames(proc, s, w, frame);
   }
   return true;
+}
+
+// The walker of bpf/runtimes.bpf.h.
+static __always_inline int python_walk_thread(struct runtime_walk* w, const struct walk_thread* t) {
+  return python_walk((struct py_walk*)w, t->pid, t->tid);
 }
 
 #endif

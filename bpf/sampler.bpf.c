@@ -1,21 +1,17 @@
 // The runtime walkers: one program on the sampler's own perf events
 // (attached with PERF_EVENT_IOC_SET_BPF, so threads that inherit the events
 // run it too; an event runs one program), in the sampled thread's context.
-// For a thread of a process whose CPython the loader has laid out
-// (py_processes) it walks the thread's Python frames (python_walk.bpf.h);
-// for one whose V8 it laid out (v8_processes), its JavaScript frames
-// (node_walk.bpf.h). The walk goes as one record into the sample's own ring
-// (a BPF output event per CPU redirected there), just before the sample
-// itself: user space pairs the two in ring order, and tells the runtimes'
-// records apart by their magic.
+// It walks the thread's frames of the runtime its process was laid out for
+// (runtimes.bpf.h). The walk goes as one record (walk.h) into the sample's
+// own ring (a BPF output event per CPU redirected there), just before the
+// sample itself: user space pairs the two in ring order.
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "node_walk.bpf.h"
-#include "python_walk.bpf.h"
+#include "runtimes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -31,14 +27,8 @@ struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, struct py_walk);
-} py_scratch SEC(".maps");
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct v8_walk);
-} v8_scratch SEC(".maps");
+  __type(value, struct runtime_walk);
+} walk_scratch SEC(".maps");
 
 // Walks whose record did not fit in the ring, per CPU.
 #include "lost_count.bpf.h"
@@ -54,22 +44,24 @@ struct {
 // Returns 1 whatever happens: 0 would drop the sample. A process no walker
 // laid out, or a walk with nothing to send, lets the sample go on alone.
 SEC("perf_event")
-int walk_runtimes(struct bpf_perf_event_data* ctx) {
+int walk_runtimes_at_sample(struct bpf_perf_event_data* ctx) {
   __u64 id = bpf_get_current_pid_tgid();
   __u32 zero = 0;
-  struct py_walk* w = bpf_map_lookup_elem(&py_scratch, &zero);
-  if (w && python_walk(w, id >> 32, (__u32)id)) {
-    __u64 size = MICROSCOPE_PY_WALK_FIXED + (__u64)(w->nframes & 0xff) * sizeof(struct py_frame);
-    if (size > sizeof(*w)) size = sizeof(*w);
-    if (bpf_perf_event_output(ctx, &walk_out, BPF_F_CURRENT_CPU, w, size) != 0) count_lost();
-    return 1;
+  struct runtime_walk* w = bpf_map_lookup_elem(&walk_scratch, &zero);
+  if (!w) return 1;
+  struct walk_thread t = {.task = bpf_get_current_task_btf(), .pid = id >> 32, .tid = (__u32)id};
+  if ((ctx->regs.ip >> 47) == 0) {  // the sample interrupted user code
+    t.fp = ctx->regs.bp;
+    t.sp = ctx->regs.sp;
+  } else {  // in the kernel: the user registers it saved on entry
+    struct pt_regs* user = (struct pt_regs*)bpf_task_pt_regs(t.task);
+    t.fp = BPF_CORE_READ(user, bp);
+    t.sp = BPF_CORE_READ(user, sp);
   }
-  struct v8_walk* v = bpf_map_lookup_elem(&v8_scratch, &zero);
-  if (v && v8_walk_thread(v, ctx, id >> 32, (__u32)id)) {
-    __u64 size = MICROSCOPE_V8_WALK_FIXED + (__u64)(v->nframes & 0x7f) * sizeof(struct v8_frame);
-    if (size > sizeof(*v)) size = sizeof(*v);
-    if (bpf_perf_event_output(ctx, &walk_out, BPF_F_CURRENT_CPU, v, size) != 0) count_lost();
-  }
+  if (!walk_runtimes(w, &t)) return 1;
+  __u64 size = MICROSCOPE_WALK_FIXED + (__u64)w->h.nframes * w->h.frame_size;
+  if (size > sizeof(*w)) size = sizeof(*w);
+  if (bpf_perf_event_output(ctx, &walk_out, BPF_F_CURRENT_CPU, w, size) != 0) count_lost();
   return 1;
 }
 

@@ -12,7 +12,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#include "python_walk.bpf.h"
+#include "runtimes.bpf.h"
 #include "targets.bpf.h"
 #include "user_stack.bpf.h"
 
@@ -115,8 +115,11 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
       fill_call(&e->call, s, ret, pid_tgid, duration);
       read_user_regs(e->regs, regs);
       e->ustack_size = copy_user_stack(e->ustack, e->regs[7], ustack_size);
-      e->py.magic = 0;
-      python_walk(&e->py, pid_tgid >> 32, tid);  // the Python code that made the call
+      // The interpreted code that made the call.
+      struct walk_thread t = {.task = bpf_get_current_task_btf(), .fp = e->regs[6],
+                              .sp = e->regs[7], .pid = pid_tgid >> 32, .tid = tid,
+                              .blocked = 1};
+      walk_runtimes(&e->walk, &t);
       __u64 bytes = MICROSCOPE_SYSCALL_STACK_FIXED_SIZE + (e->ustack_size & (MICROSCOPE_USTACK_ROOM - 1));
       if (bpf_ringbuf_output(&events, e, bytes, wakeup_flags()) != 0) count_lost();
       bpf_map_delete_elem(&starts, &tid);

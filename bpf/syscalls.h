@@ -4,7 +4,7 @@
 #ifndef MICROSCOPE_BPF_SYSCALLS_H
 #define MICROSCOPE_BPF_SYSCALLS_H
 
-#include "python.h"
+#include "walk.h"
 #include "stack_copy.h"
 
 #define MICROSCOPE_SYSCALL_ARGS 3
@@ -29,7 +29,7 @@ struct syscall_stack_event {
   __u64 regs[MICROSCOPE_USER_REGS];
   __u32 ustack_size;
   __u32 reserved;
-  struct py_walk py; /* the caller's Python frames (magic 0: none) */
+  struct runtime_walk walk; /* the caller's interpreted frames (magic 0: none) */
   __u8 ustack[MICROSCOPE_USTACK_ROOM];
 };
 

@@ -12,6 +12,11 @@
 namespace microscope::cli {
 namespace {
 
+// The maps each runtime's BPF walker reads (bpf/python_walk.bpf.h,
+// bpf/node_walk.bpf.h), shared by every BPF object that walks.
+constexpr std::string_view kPythonMaps[] = {"py_processes", "py_threads"};
+constexpr std::string_view kNodeMaps[] = {"v8_processes", "v8_images"};
+
 // One line per source. The budget's sample gate comes first: the runtime
 // walkers' program goes behind it. Then the runtime walkers: the sources
 // that take stacks with BPF walk with their maps.
@@ -22,11 +27,11 @@ const record::SourceKind kSources[] = {
     {capture::kPythonSource, "Python frames", false,
      [](const record::RecordOptions& o) { return o.samples && o.python != "off"; },
      [](const record::RecordOptions& o) { return o.python == "bpf"; },
-     runtimes::python::StartPythonSource},
+     runtimes::python::StartPythonSource, kPythonMaps},
     {capture::kNodeSource, "JavaScript frames", false,
      [](const record::RecordOptions& o) { return o.samples && o.node != "off"; },
      [](const record::RecordOptions& o) { return o.node == "bpf"; },
-     runtimes::node::StartNodeSource},
+     runtimes::node::StartNodeSource, kNodeMaps},
     {capture::kOffCpuSource, "off-CPU time", false,
      [](const record::RecordOptions& o) { return o.off_cpu; },
      [](const record::RecordOptions& o) { return !o.samples; }, record::StartOffCpuSource},

@@ -1,12 +1,13 @@
 #include "src/record/bpf_loader.h"
 
+#include <fcntl.h>
 #include <linux/types.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "bpf/python.h"
+#include "bpf/walk.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -51,22 +52,36 @@ Status SizeScratchPerCpu(bpf_map* scratch) {
   return OkStatus();
 }
 
-Status ShareRuntimeMaps(bpf_map* py_processes, bpf_map* py_threads, const RuntimeMaps& maps) {
-  for (auto [map, fd] : {std::pair{py_processes, maps.python_processes},
-                         std::pair{py_threads, maps.python_threads}}) {
-    if (fd < 0) continue;
-    if (int err = bpf_map__reuse_fd(map, fd); err != 0) {
-      return BpfFailed("cannot share the Python walker's maps", err);
+Status SharedBpfMaps::Reuse(bpf_object* object) const {
+  bpf_map* map;
+  bpf_object__for_each_map(map, object) {
+    auto it = fds_.find(bpf_map__name(map));
+    if (it == fds_.end()) continue;
+    if (int err = bpf_map__reuse_fd(map, it->second.get()); err != 0) {
+      return BpfFailed("cannot share the runtimes' walker maps", err);
     }
   }
   return OkStatus();
 }
 
-std::vector<uint8_t> WalkRecord(const py_walk& w) {
-  if (w.magic != MICROSCOPE_PY_MAGIC) return {};
-  size_t frames = std::min<size_t>(w.nframes, MICROSCOPE_PY_MAX_FRAMES);
+Status SharedBpfMaps::Adopt(bpf_object* object) {
+  bpf_map* map;
+  bpf_object__for_each_map(map, object) {
+    const std::string name = bpf_map__name(map);
+    if (fds_.contains(name) || std::find(names_.begin(), names_.end(), name) == names_.end())
+      continue;
+    ScopedFd fd(fcntl(bpf_map__fd(map), F_DUPFD_CLOEXEC, 0));
+    if (!fd.valid()) return BpfFailed("cannot keep a runtimes' walker map", errno);
+    fds_.emplace(name, std::move(fd));
+  }
+  return OkStatus();
+}
+
+std::vector<uint8_t> WalkBytes(const runtime_walk& w) {
+  if (w.h.magic != MICROSCOPE_WALK_MAGIC) return {};
+  const size_t frames = std::min<size_t>(size_t(w.h.nframes) * w.h.frame_size, sizeof(w.frames));
   const auto* bytes = reinterpret_cast<const uint8_t*>(&w);
-  return std::vector<uint8_t>(bytes, bytes + MICROSCOPE_PY_WALK_FIXED + frames * sizeof(py_frame));
+  return std::vector<uint8_t>(bytes, bytes + MICROSCOPE_WALK_FIXED + frames);
 }
 
 Status ConsumeRing(ring_buffer* ring, int timeout_ms, const char* what) {

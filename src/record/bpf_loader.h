@@ -5,14 +5,18 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
+#include "base/scoped_fd.h"
 #include "base/status.h"
 #include "src/record/source_events.h"
 
-struct py_walk;  // bpf/python.h
+struct runtime_walk;  // bpf/walk.h
 
 struct bpf_map;      // libbpf's
+struct bpf_object;   // libbpf's
 struct ring_buffer;  // libbpf's
 
 namespace microscope::record {
@@ -31,13 +35,30 @@ Status FollowTgid(::bpf_map* targets, int32_t pid);
 // too large for a per-CPU array's values), before the object is loaded.
 Status SizeScratchPerCpu(::bpf_map* scratch);
 
-// Before load: the object's copies of the Python walker's maps become the
-// walker's own (when there is one), so its walks see the same layouts.
-Status ShareRuntimeMaps(::bpf_map* py_processes, ::bpf_map* py_threads, const RuntimeMaps& maps);
+// The maps the runtimes' BPF walkers read (their processes' layouts: the
+// names each runtime's SourceKind lists), one of each per recording, shared
+// by every BPF object that walks (the runtimes' sampler, off-CPU time,
+// system calls), whatever order they load in: the first object loaded with
+// a map of a shared name creates it, the others use it. Owned by the
+// recording; used on its thread only.
+class SharedBpfMaps {
+ public:
+  explicit SharedBpfMaps(std::vector<std::string> names) : names_(std::move(names)) {}
+  // Before `object` loads: its maps of a shared name that a loaded object
+  // made become those.
+  Status Reuse(::bpf_object* object) const;
+  // After it loaded: its maps of a shared name not made yet are kept for
+  // the objects loaded next.
+  Status Adopt(::bpf_object* object);
 
-// A walk an event carries, as the bytes a py_walk record has (empty when
-// its magic says there is none).
-std::vector<uint8_t> WalkRecord(const py_walk& walk);
+ private:
+  std::vector<std::string> names_;
+  std::map<std::string, ScopedFd> fds_;
+};
+
+// A walk an event carries, as the bytes of its record (bpf/walk.h); empty
+// when its magic says there is none.
+std::vector<uint8_t> WalkBytes(const runtime_walk& walk);
 
 // Waits up to `timeout_ms` for `ring`, then takes every event there: the
 // programs wake the reader only once a batch has gathered, so whatever is

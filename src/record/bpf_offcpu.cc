@@ -58,7 +58,7 @@ int OnEvent(void* ctx, void* data, size_t size) {
   std::memcpy(out.regs, e->regs, sizeof(out.regs));
   size_t ustack = std::min<size_t>(e->ustack_size, size - MICROSCOPE_OFFCPU_FIXED_SIZE);
   out.user_stack.assign(e->ustack, e->ustack + ustack);
-  out.python_walk = WalkRecord(e->py);
+  out.runtime_walk = WalkBytes(e->walk);
   state->sink->push_back(std::move(out));
   return 0;
 }
@@ -88,13 +88,14 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
   state->skel = offcpu_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the off-CPU BPF programs", errno);
   state->skel->rodata->min_ns = options.min_ns;
-  state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
+  state->skel->rodata->ustack_size =
+      std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
   RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
-  RETURN_IF_ERROR(ShareRuntimeMaps(state->skel->maps.py_processes, state->skel->maps.py_threads,
-                                   options.runtime_maps));
+  if (options.shared_maps != nullptr) RETURN_IF_ERROR(options.shared_maps->Reuse(state->skel->obj));
   if (int err = offcpu_bpf__load(state->skel); err != 0) {
     return BpfLoadError("the kernel refused the off-CPU BPF programs", err);
   }
+  if (options.shared_maps != nullptr) RETURN_IF_ERROR(options.shared_maps->Adopt(state->skel->obj));
   std::unique_ptr<OffCpuTracer> tracer(new OffCpuTracer(std::move(state)));
   for (int32_t pid : pids) RETURN_IF_ERROR(tracer->Follow(pid));
   State& s = *tracer->state_;

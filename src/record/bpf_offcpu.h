@@ -16,6 +16,8 @@
 
 namespace microscope::record {
 
+class SharedBpfMaps;  // bpf_loader.h
+
 struct OffCpuLoss {
   uint64_t intervals = 0;  // sent into a full ring
   uint64_t total_ns = 0;
@@ -27,8 +29,8 @@ class OffCpuTracer {
  public:
   struct Options {
     uint64_t min_ns = 20000;
-    uint32_t stack_copy = 16384;  // bytes of user stack per interval
-    RuntimeMaps runtime_maps;     // the Python walker's, to walk Python frames too
+    uint32_t stack_copy = 16384;           // bytes of user stack per interval
+    SharedBpfMaps* shared_maps = nullptr;  // the runtimes' walker maps, to walk their frames too
   };
   // Loads and attaches the programs, following `pids` (tgids) and the
   // processes they start. Errors say what the kernel refused.

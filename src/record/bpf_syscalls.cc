@@ -51,7 +51,7 @@ int OnEvent(void* ctx, void* data, size_t size) {
     size_t bytes =
         std::min<size_t>(with_stack->ustack_size, size - MICROSCOPE_SYSCALL_STACK_FIXED_SIZE);
     out.user_stack.assign(with_stack->ustack, with_stack->ustack + bytes);
-    out.python_walk = WalkRecord(with_stack->py);
+    out.runtime_walk = WalkBytes(with_stack->walk);
   }
   state->sink->push_back(std::move(out));
   return 0;
@@ -68,13 +68,14 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(const Options& optio
   state->skel = syscalls_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the syscall BPF programs", errno);
   state->skel->rodata->stack_min_ns = options.stack_min_ns;
-  state->skel->rodata->ustack_size = std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
+  state->skel->rodata->ustack_size =
+      std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
   RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
-  RETURN_IF_ERROR(ShareRuntimeMaps(state->skel->maps.py_processes, state->skel->maps.py_threads,
-                                   options.runtime_maps));
+  if (options.shared_maps != nullptr) RETURN_IF_ERROR(options.shared_maps->Reuse(state->skel->obj));
   if (int err = syscalls_bpf__load(state->skel); err != 0) {
     return BpfLoadError("the kernel refused the syscall BPF programs", err);
   }
+  if (options.shared_maps != nullptr) RETURN_IF_ERROR(options.shared_maps->Adopt(state->skel->obj));
   std::unique_ptr<SyscallTracer> tracer(new SyscallTracer(std::move(state)));
   for (int32_t pid : pids) RETURN_IF_ERROR(tracer->Follow(pid));
   State& s = *tracer->state_;

@@ -15,12 +15,14 @@
 
 namespace microscope::record {
 
+class SharedBpfMaps;  // bpf_loader.h
+
 class SyscallTracer {
  public:
   struct Options {
-    uint64_t stack_min_ns = 0;    // calls this long carry a user stack (0: none)
-    uint32_t stack_copy = 16384;  // bytes of user stack per slow call
-    RuntimeMaps runtime_maps;     // the Python walker's, to walk Python frames too
+    uint64_t stack_min_ns = 0;             // calls this long carry a user stack (0: none)
+    uint32_t stack_copy = 16384;           // bytes of user stack per slow call
+    SharedBpfMaps* shared_maps = nullptr;  // the runtimes' walker maps, to walk their frames too
   };
   // Loads and attaches the programs, following `pids` (tgids). Errors say
   // what the kernel refused (no BTF, no permission).

@@ -30,6 +30,7 @@ class Sampler;  // src/runtimes/sampler.h
 namespace microscope::record {
 
 class Collector;
+class SharedBpfMaps;  // bpf_loader.h
 
 // What a source is started with.
 struct SourceContext {
@@ -43,9 +44,9 @@ struct SourceContext {
   Collector* collector = nullptr;
   // One line to the user, as the recording's own warnings go.
   std::function<void(const std::string&)> warn;
-  // The Python walker's maps, set by its source (started first) for the
-  // sources that take stacks with BPF.
-  RuntimeMaps* runtime_maps = nullptr;
+  // The runtimes' walker maps, shared by every BPF object that walks
+  // (bpf_loader.h), whichever starts first.
+  SharedBpfMaps* shared_maps = nullptr;
   // The runtimes' one sampler program, loaded by the first runtime source
   // that needs it (runtimes::Sampler::Attach) and shared by the others.
   std::shared_ptr<runtimes::Sampler>* runtime_sampler = nullptr;

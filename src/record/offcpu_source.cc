@@ -98,7 +98,7 @@ void AppendOffCpu(const OffCpuInterval& iv, Processor* processor) {
   capture::StackEnd stack_end;
   capture::StackId stack = processor->EventStack(iv.pid, iv.tid, iv.time_ns, iv.kernel_stack,
                                                  iv.has_regs ? &iv.regs : nullptr, iv.user_stack,
-                                                 &stack_end, iv.python_walk);
+                                                 &stack_end, iv.runtime_walk);
   capture::OffCpu& o = c.off_cpu;
   o.start.push_back(start);
   o.end.push_back(iv.end_ns);  // 0 (still off CPU): closed by FinishOffCpuRows
@@ -139,7 +139,7 @@ Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& cont
   OffCpuTracer::Options o;
   o.min_ns = options.off_cpu_min_ns;
   o.stack_copy = options.stack_copy;
-  if (context.runtime_maps != nullptr) o.runtime_maps = *context.runtime_maps;
+  o.shared_maps = context.shared_maps;
   int32_t pids[] = {context.target};
   ASSIGN_OR_RETURN(std::unique_ptr<OffCpuTracer> tracer, OffCpuTracer::Start(o, pids));
   capture::Settings* settings = context.settings;

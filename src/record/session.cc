@@ -19,6 +19,7 @@
 #include "capture/segments.h"
 #include "capture/window.h"
 #include "capture/writer.h"
+#include "src/record/bpf_loader.h"
 #include "src/record/collector.h"
 #include "src/record/launch.h"
 #include "src/record/part_writer.h"
@@ -167,9 +168,9 @@ class Recording {
   capture::Settings& settings() { return processor_.settings(); }
 
   Status StartSources() {
-    SourceContext context{options_,       target_,           child_ != nullptr,
-                          &settings(),    collector_.get(),  hooks_.warn,
-                          &runtime_maps_, &runtime_sampler_, &target_memory_};
+    SourceContext context{options_,      target_,           child_ != nullptr,
+                          &settings(),   collector_.get(),  hooks_.warn,
+                          &shared_maps_, &runtime_sampler_, &target_memory_};
     ASSIGN_OR_RETURN(sources_, record::StartSources(source_kinds_, context, hooks_.warn));
     for (const auto& s : sources_) {
       if (s->wait_fd() >= 0) wait_fds_.push_back(s->wait_fd());
@@ -304,7 +305,7 @@ class Recording {
   std::vector<std::unique_ptr<EventSource>> sources_;
   std::vector<int> wait_fds_;
   std::vector<int> ready_fds_;  // of wait_fds_, readable at the last wait
-  RuntimeMaps runtime_maps_;    // the Python walker's, for the other BPF sources
+  SharedBpfMaps shared_maps_{SharedMapNames(source_kinds_)};
   std::shared_ptr<runtimes::Sampler> runtime_sampler_;  // the runtime walkers' program
   TargetMemory target_memory_{options_.target_memory};
   std::unique_ptr<LaunchedChild> child_;  // launch mode

@@ -11,13 +11,6 @@
 
 namespace microscope::record {
 
-// The BPF maps the Python walker shares with the other BPF sources, whose
-// stacks then carry the same walks (bpf/python_walk.bpf.h); -1: no walker.
-struct RuntimeMaps {
-  int python_processes = -1;
-  int python_threads = -1;
-};
-
 // An interval a thread spent off CPU (off-CPU source).
 struct OffCpuInterval {
   uint64_t start_ns = 0;  // 0: off CPU since before the recording (cut at start)
@@ -34,8 +27,8 @@ struct OffCpuInterval {
   std::string waker_comm;
   std::vector<uint64_t> kernel_stack;  // innermost first
   UserRegs regs = {};
-  std::vector<uint8_t> user_stack;  // from regs SP upward
-  std::vector<uint8_t> python_walk;  // the thread's Python frames then (empty: none)
+  std::vector<uint8_t> user_stack;    // from regs SP upward
+  std::vector<uint8_t> runtime_walk;  // the thread's interpreted frames then (empty: none)
 };
 
 // Intervals too short to keep, counted per thread and state (off-CPU source).
@@ -62,7 +55,7 @@ struct SyscallEvent {
   bool has_stack = false;
   UserRegs regs = {};
   std::vector<uint8_t> user_stack;
-  std::vector<uint8_t> python_walk;  // the caller's Python frames (empty: none)
+  std::vector<uint8_t> runtime_walk;  // the caller's interpreted frames (empty: none)
   uint64_t end_ns() const { return start_ns + duration_ns; }
 };
 

@@ -22,4 +22,11 @@ Result<std::vector<std::unique_ptr<EventSource>>> StartSources(
   return sources;
 }
 
+std::vector<std::string> SharedMapNames(std::span<const SourceKind> kinds) {
+  std::vector<std::string> names;
+  for (const SourceKind& kind : kinds)
+    for (std::string_view name : kind.shared_maps) names.emplace_back(name);
+  return names;
+}
+
 }  // namespace microscope::record

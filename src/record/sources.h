@@ -26,7 +26,13 @@ struct SourceKind {
   // Refused, the recording stops (otherwise it goes on without the part).
   bool (*required)(const RecordOptions&);
   Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
+  // The BPF maps its walker shares with every BPF object that walks a
+  // thread's frames (SharedBpfMaps): its processes' layouts.
+  std::span<const std::string_view> shared_maps = {};
 };
+
+// Every kind's shared_maps.
+std::vector<std::string> SharedMapNames(std::span<const SourceKind> kinds);
 
 // Starts every source of `kinds` the options ask for, in their order. A
 // source the kernel refuses is left out: `warn` gets one line, and the

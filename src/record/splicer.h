@@ -109,14 +109,6 @@ inline std::optional<size_t> FrameHolding(std::span<const uint64_t> sps, uint64_
   return std::nullopt;
 }
 
-// The magic a walk record starts with (bpf/python.h, bpf/node.h); 0 when
-// it is too short to have one.
-inline uint32_t WalkMagic(std::span<const uint8_t> walk) {
-  uint32_t magic = 0;
-  if (walk.size() >= sizeof(magic)) std::memcpy(&magic, walk.data(), sizeof(magic));
-  return magic;
-}
-
 class StackSplicer {
  public:
   virtual ~StackSplicer() = default;

@@ -51,7 +51,7 @@ void AppendSyscall(const SyscallEvent& call, Processor* processor) {
   capture::StackId stack = capture::kNone;
   if (call.has_stack) {
     stack = processor->EventStack(call.pid, call.tid, call.end_ns(), {}, &call.regs,
-                                  call.user_stack, nullptr, call.python_walk);
+                                  call.user_stack, nullptr, call.runtime_walk);
   }
   capture::Syscalls& y = processor->capture().syscalls;
   y.time.push_back(call.start_ns);
@@ -79,7 +79,7 @@ Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& con
   SyscallTracer::Options o;
   o.stack_min_ns = options.syscall_stack_min_ns;
   o.stack_copy = options.stack_copy;
-  if (context.runtime_maps != nullptr) o.runtime_maps = *context.runtime_maps;
+  o.shared_maps = context.shared_maps;
   int32_t pids[] = {context.target};
   ASSIGN_OR_RETURN(std::unique_ptr<SyscallTracer> tracer, SyscallTracer::Start(o, pids));
   capture::Settings* settings = context.settings;

@@ -43,16 +43,18 @@ int OnExec(void* ctx, void* data, size_t size) {
   return 0;
 }
 
-Result<std::unique_ptr<Sampler::State>> Load() {
+Result<std::unique_ptr<Sampler::State>> Load(record::SharedBpfMaps* maps) {
   auto state = std::make_unique<Sampler::State>();
   state->skel = sampler_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the runtime walkers", errno);
   int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return BpfFailed("cannot count the CPUs", cpus);
   bpf_map__set_max_entries(state->skel->maps.walk_out, uint32_t(cpus));
+  if (maps != nullptr) RETURN_IF_ERROR(maps->Reuse(state->skel->obj));
   if (int err = sampler_bpf__load(state->skel); err != 0) {
     return record::BpfLoadError("the kernel refused the runtime walkers", err);
   }
+  if (maps != nullptr) RETURN_IF_ERROR(maps->Adopt(state->skel->obj));
   if (int err = sampler_bpf__attach(state->skel); err != 0) {
     return BpfFailed("cannot attach the runtime walkers' process trackers", err);
   }
@@ -69,10 +71,11 @@ Sampler::Sampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Sampler::~Sampler() = default;
 
 Result<std::shared_ptr<Sampler>> Sampler::Attach(record::Collector* collector, uint32_t target,
+                                                 record::SharedBpfMaps* maps,
                                                  std::shared_ptr<Sampler>* shared) {
   if (shared != nullptr && *shared != nullptr) return *shared;
   if (collector == nullptr) return Status::Error("no perf events to walk on");
-  ASSIGN_OR_RETURN(std::unique_ptr<State> state, Load());
+  ASSIGN_OR_RETURN(std::unique_ptr<State> state, Load(maps));
   std::shared_ptr<Sampler> sampler(new Sampler(std::move(state)));
   ASSIGN_OR_RETURN(auto outputs, collector->OpenOutputEvents());
   for (auto [cpu, fd] : outputs) {
@@ -82,8 +85,8 @@ Result<std::shared_ptr<Sampler>> Sampler::Attach(record::Collector* collector, u
       return BpfFailed("cannot give the runtime walkers their output events", errno);
     }
   }
-  RETURN_IF_ERROR(
-      collector->AttachProgram(bpf_program__fd(sampler->state_->skel->progs.walk_runtimes)));
+  RETURN_IF_ERROR(collector->AttachProgram(
+      bpf_program__fd(sampler->state_->skel->progs.walk_runtimes_at_sample)));
   RETURN_IF_ERROR(sampler->Follow(target));
   if (shared != nullptr) *shared = sampler;
   return sampler;

@@ -24,7 +24,9 @@ class Sampler {
   // The recording's program (kept in `*shared`): loaded, attached to the
   // collector's perf events and following `target` on the first call,
   // shared afterwards.
+  // Its maps of runtimes' layouts are `maps`' (bpf_loader.h).
   static Result<std::shared_ptr<Sampler>> Attach(record::Collector* collector, uint32_t target,
+                                                 record::SharedBpfMaps* maps,
                                                  std::shared_ptr<Sampler>* shared);
   ~Sampler();
   Sampler(const Sampler&) = delete;

@@ -105,10 +105,11 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
       : mode_(context.options.node),
         collector_(context.collector),
         shared_sampler_(context.runtime_sampler),
+        shared_maps_(context.shared_maps),
         target_(uint32_t(context.target)) {}
 
   Status Start() {
-    ASSIGN_OR_RETURN(sampler_, Sampler::Attach(collector_, target_, shared_sampler_));
+    ASSIGN_OR_RETURN(sampler_, Sampler::Attach(collector_, target_, shared_maps_, shared_sampler_));
     sampler_->AddExecListener([this](uint32_t pid) { execs_.push_back(pid); });
     return OkStatus();
   }
@@ -152,6 +153,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::string mode_;
   record::Collector* collector_;
   std::shared_ptr<Sampler>* shared_sampler_;
+  record::SharedBpfMaps* shared_maps_;
   uint32_t target_;
   std::shared_ptr<Sampler> sampler_;  // null until a V8 is mapped (auto) or refused
   std::vector<uint32_t> execs_;       // heard of since the last poll

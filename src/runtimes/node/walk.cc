@@ -7,44 +7,28 @@
 
 #include "bpf/node.h"
 #include "src/record/splicer.h"
+#include "src/record/walk_record.h"
 
 namespace microscope::runtimes::node {
 
 bool IsV8Walk(std::span<const uint8_t> bytes) {
-  return record::WalkMagic(bytes) == MICROSCOPE_V8_MAGIC;
+  return record::WalkRuntime(bytes) == MICROSCOPE_RUNTIME_V8;
 }
 
 Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes) {
-  constexpr size_t kFixed = MICROSCOPE_V8_WALK_FIXED;
-  if (bytes.size() < kFixed) {
-    return Status::Error(
-        StatusCode::kDataLoss,
-        "V8 walk record of " + std::to_string(bytes.size()) + " bytes is shorter than its header");
-  }
-  v8_walk header;
-  std::memcpy(&header, bytes.data(), kFixed);
-  if (header.magic != MICROSCOPE_V8_MAGIC) {
-    return Status::Error(
-        StatusCode::kDataLoss,
-        "V8 walk record has magic " + std::to_string(header.magic) + ", not this recorder's");
-  }
-  if (header.nframes > MICROSCOPE_V8_MAX_FRAMES ||
-      bytes.size() < kFixed + size_t(header.nframes) * sizeof(v8_frame)) {
-    return Status::Error(StatusCode::kDataLoss, "V8 walk record of " +
-                                                    std::to_string(bytes.size()) +
-                                                    " bytes cannot hold its " +
-                                                    std::to_string(header.nframes) + " frames");
-  }
+  ASSIGN_OR_RETURN(record::WalkRecord record,
+                   record::ParseWalkRecord(bytes, MICROSCOPE_RUNTIME_V8, sizeof(v8_frame),
+                                           MICROSCOPE_V8_MAX_FRAMES, "V8 walk record"));
   V8Walk w;
-  w.pid = header.pid;
-  w.tid = header.tid;
-  w.status = header.status;
-  w.sp = header.sp;
-  w.isolate = header.isolate;
-  w.frames.reserve(header.nframes);
-  for (size_t i = 0; i < header.nframes; ++i) {
+  w.pid = record.pid;
+  w.tid = record.tid;
+  w.status = record.status;
+  w.sp = record.context[0];
+  w.isolate = record.context[1];
+  w.frames.reserve(record.nframes);
+  for (size_t i = 0; i < record.nframes; ++i) {
     v8_frame f;
-    std::memcpy(&f, bytes.data() + kFixed + i * sizeof(f), sizeof(f));
+    std::memcpy(&f, record.frames.data() + i * sizeof(f), sizeof(f));
     w.frames.push_back(
         {f.fp, f.function, f.shared, f.name, f.script, f.bytecode_array, f.bytecode_offset});
   }

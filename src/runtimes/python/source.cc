@@ -157,6 +157,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
         warn_(context.warn),
         collector_(context.collector),
         shared_sampler_(context.runtime_sampler),
+        shared_maps_(context.shared_maps),
         target_(uint32_t(context.target)) {
     own_ns_ = PidNamespace("self");
     wake_ = ScopedFd(epoll_create1(EPOLL_CLOEXEC));
@@ -167,12 +168,11 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   // Loads the walker onto the sampler's events. In auto mode a recording of
   // a program that does not look like Python starts it when a Python
   // interpreter is first mapped: the kernel takes about 60 ms to verify it.
-  Status Start(record::RuntimeMaps* maps) {
+  Status Start() {
     ASSIGN_OR_RETURN(std::shared_ptr<Sampler> sampler,
-                     Sampler::Attach(collector_, target_, shared_sampler_));
+                     Sampler::Attach(collector_, target_, shared_maps_, shared_sampler_));
     sampler->AddExecListener([this](uint32_t pid) { exec_pids_.push_back(pid); });
     auto walker = std::make_unique<Walker>(std::move(sampler));
-    if (maps != nullptr) *maps = walker->maps();
     Watch(walker->sampler().wait_fd());
     walker_ = std::move(walker);
     walking_since_ = MonotonicNowNs();
@@ -230,6 +230,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   std::function<void(const std::string&)> warn_;
   record::Collector* collector_;
   std::shared_ptr<Sampler>* shared_sampler_;
+  record::SharedBpfMaps* shared_maps_;
   uint32_t target_;
   bool warned_ = false;
   std::optional<std::pair<uint64_t, uint64_t>> own_ns_;
@@ -283,7 +284,7 @@ void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks
   const ModuleInfo* module = Module(mapping, marks);
   if (!module->python) return;
   if (dormant_ && module->error.empty()) {
-    if (Status started = Start(nullptr); !started.ok()) Refuse(started);
+    if (Status started = Start(); !started.ok()) Refuse(started);
   }
   if (!refused_.empty()) {
     if (!warned_ && warn_) warn_("Python frames not recorded: " + refused_);
@@ -569,12 +570,10 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
     const record::SourceContext& context) {
   const std::string& mode = context.options.python;
   auto source = std::make_unique<PythonSource>(context);
-  // The other BPF sources walk with the walker's maps: they need it now.
-  const bool now = mode == "bpf" || context.options.off_cpu || context.options.syscalls ||
-                   LooksLikePython(context);
+  const bool now = mode == "bpf" || LooksLikePython(context);
   if (!now) {
     source->Sleep();
-  } else if (Status started = source->Start(context.runtime_maps); !started.ok()) {
+  } else if (Status started = source->Start(); !started.ok()) {
     // bpf: the recording stops. auto: it goes on native-only; Python
     // interpreters, if any appear, say why.
     if (mode == "bpf") return started;

@@ -7,46 +7,29 @@
 
 #include "bpf/python.h"
 #include "src/record/splicer.h"
+#include "src/record/walk_record.h"
 
 namespace microscope::runtimes::python {
 
 bool IsPythonWalk(std::span<const uint8_t> bytes) {
-  return record::WalkMagic(bytes) == MICROSCOPE_PY_MAGIC;
+  return record::WalkRuntime(bytes) == MICROSCOPE_RUNTIME_PYTHON;
 }
 
 Result<Walk> ParseWalk(std::span<const uint8_t> bytes) {
-  constexpr size_t kFixed = MICROSCOPE_PY_WALK_FIXED;
-  // The raw sample pads what the program wrote to 8 bytes (and a u32 size).
-  if (bytes.size() < kFixed) {
-    return Status::Error(StatusCode::kDataLoss, "Python walk record of " +
-                                                    std::to_string(bytes.size()) +
-                                                    " bytes is shorter than its header");
-  }
-  py_walk header;
-  std::memcpy(&header, bytes.data(), kFixed);
-  if (header.magic != MICROSCOPE_PY_MAGIC) {
-    return Status::Error(
-        StatusCode::kDataLoss,
-        "Python walk record has magic " + std::to_string(header.magic) + ", not this recorder's");
-  }
-  if (header.nframes > MICROSCOPE_PY_MAX_FRAMES ||
-      bytes.size() < kFixed + size_t(header.nframes) * sizeof(py_frame)) {
-    return Status::Error(StatusCode::kDataLoss, "Python walk record of " +
-                                                    std::to_string(bytes.size()) +
-                                                    " bytes cannot hold its " +
-                                                    std::to_string(header.nframes) + " frames");
-  }
+  ASSIGN_OR_RETURN(record::WalkRecord record,
+                   record::ParseWalkRecord(bytes, MICROSCOPE_RUNTIME_PYTHON, sizeof(py_frame),
+                                           MICROSCOPE_PY_MAX_FRAMES, "Python walk record"));
   Walk w;
-  w.pid = header.pid;
-  w.tid = header.tid;
-  w.status = header.status;
-  w.gil_known = (header.flags & MICROSCOPE_PY_GIL_KNOWN) != 0;
-  w.holds_gil = w.gil_known && (header.flags & MICROSCOPE_PY_HOLDS_GIL) != 0;
-  w.tstate = header.tstate;
-  w.frames.reserve(header.nframes);
-  for (size_t i = 0; i < header.nframes; ++i) {
+  w.pid = record.pid;
+  w.tid = record.tid;
+  w.status = record.status;
+  w.gil_known = (record.flags & MICROSCOPE_PY_GIL_KNOWN) != 0;
+  w.holds_gil = w.gil_known && (record.flags & MICROSCOPE_PY_HOLDS_GIL) != 0;
+  w.tstate = record.context[0];
+  w.frames.reserve(record.nframes);
+  for (size_t i = 0; i < record.nframes; ++i) {
     py_frame f;
-    std::memcpy(&f, bytes.data() + kFixed + i * sizeof(f), sizeof(f));
+    std::memcpy(&f, record.frames.data() + i * sizeof(f), sizeof(f));
     w.frames.push_back({f.code, f.qualname, f.filename, f.firstlineno,
                         f.instr & ~(MICROSCOPE_PY_ENTRY | MICROSCOPE_PY_SHIM),
                         (f.instr & MICROSCOPE_PY_ENTRY) != 0, (f.instr & MICROSCOPE_PY_SHIM) != 0});

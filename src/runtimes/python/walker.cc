@@ -115,8 +115,4 @@ void Walker::ForgetProcess(uint32_t pid) {
   bpf_map_delete_elem(sampler_->map_fd(Sampler::Map::kPyProcesses), &key);
 }
 
-record::RuntimeMaps Walker::maps() const {
-  return {sampler_->map_fd(Sampler::Map::kPyProcesses), sampler_->map_fd(Sampler::Map::kPyThreads)};
-}
-
 }  // namespace microscope::runtimes::python

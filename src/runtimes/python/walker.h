@@ -47,7 +47,6 @@ class Walker {
   void ForgetProcess(uint32_t pid);
 
   // Its layouts and thread map, for the other BPF objects that walk.
-  record::RuntimeMaps maps() const;
   Sampler& sampler() const { return *sampler_; }
 
  private:

@@ -12,6 +12,7 @@
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/line_table.h"
 #include "src/runtimes/node/walk.h"
+#include "tests/unit/runtimes/walk_bytes.h"
 
 using namespace microscope;
 using namespace microscope::runtimes::node;
@@ -20,18 +21,7 @@ namespace {
 
 std::vector<uint8_t> WalkBytes(uint32_t pid, uint32_t tid, uint8_t status,
                                const std::vector<v8_frame>& frames) {
-  v8_walk w{};
-  w.magic = MICROSCOPE_V8_MAGIC;
-  w.pid = pid;
-  w.tid = tid;
-  w.status = status;
-  w.nframes = uint16_t(frames.size());
-  std::vector<uint8_t> out(MICROSCOPE_V8_WALK_FIXED + frames.size() * sizeof(v8_frame));
-  std::memcpy(out.data(), &w, MICROSCOPE_V8_WALK_FIXED);
-  if (!frames.empty())
-    std::memcpy(out.data() + MICROSCOPE_V8_WALK_FIXED, frames.data(),
-                frames.size() * sizeof(v8_frame));
-  return out;
+  return testing::WalkRecordBytes(MICROSCOPE_RUNTIME_V8, pid, tid, status, frames);
 }
 
 v8_frame Frame(uint64_t fp) {

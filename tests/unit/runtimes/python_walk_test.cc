@@ -1,6 +1,7 @@
 #include <doctest.h>
 #include <linux/types.h>
 
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <string>
@@ -9,6 +10,7 @@
 #include "bpf/python.h"
 #include "src/record/pump.h"
 #include "src/runtimes/python/walk.h"
+#include "tests/unit/runtimes/walk_bytes.h"
 #include "tests/unit/record/record_builder.h"
 
 using namespace microscope;
@@ -20,18 +22,7 @@ namespace {
 // A walk record as bpf/python.bpf.c writes it.
 std::vector<uint8_t> WalkBytes(uint32_t pid, uint32_t tid, uint8_t status,
                                const std::vector<py_frame>& frames) {
-  py_walk w{};
-  w.magic = MICROSCOPE_PY_MAGIC;
-  w.pid = pid;
-  w.tid = tid;
-  w.status = status;
-  w.nframes = uint16_t(frames.size());
-  std::vector<uint8_t> out(MICROSCOPE_PY_WALK_FIXED + frames.size() * sizeof(py_frame));
-  std::memcpy(out.data(), &w, MICROSCOPE_PY_WALK_FIXED);
-  if (!frames.empty())
-    std::memcpy(out.data() + MICROSCOPE_PY_WALK_FIXED, frames.data(),
-                frames.size() * sizeof(py_frame));
-  return out;
+  return testing::WalkRecordBytes(MICROSCOPE_RUNTIME_PYTHON, pid, tid, status, frames);
 }
 
 py_frame Frame(uint64_t code, uint32_t instr = 0) {
@@ -79,7 +70,7 @@ TEST_CASE("Python walk: records are read back, and refused when short or foreign
   foreign[0] ^= 1;
   CHECK(ParseWalk(foreign).status().message().find("magic") != std::string::npos);
   auto lying = WalkBytes(1, 1, 0, {});
-  lying[14] = 0xff;  // nframes past the maximum
+  lying[offsetof(walk_header, nframes) + 1] = 0xff;  // nframes past the maximum
   CHECK_FALSE(ParseWalk(lying).ok());
   CHECK(WalkEndReason(MICROSCOPE_PY_WALKED).empty());
   CHECK(WalkEndReason(MICROSCOPE_PY_SEVERAL).find("several") != std::string::npos);
@@ -181,7 +172,7 @@ TEST_CASE("Ring pairing: a walk goes with the next sample of its thread in its r
   Result<record::Event> e = record::DecodeRecord(raw, layout);
   REQUIRE(e.ok());
   CHECK(e->type == record::EventType::kRaw);
-  CHECK(e->raw.size() >= MICROSCOPE_PY_WALK_FIXED + sizeof(py_frame));
+  CHECK(e->raw.size() >= MICROSCOPE_WALK_FIXED + sizeof(py_frame));
   auto cut = raw;
   uint32_t lie = 4096;
   std::memcpy(cut.data() + 8 + 32, &lie, 4);
