@@ -1,7 +1,10 @@
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <memory>
+#include <sstream>
 #include <vector>
 
 #include "formats/source_text.h"
@@ -53,6 +56,25 @@ CLI::Validator PidCheck() {
       "PID");
 }
 
+// `microscope --help` lists each command by the first sentence of its
+// description; `microscope COMMAND --help` gives the whole of it (convert's
+// table of what each format keeps, record's modes, ...).
+class CommandListFormatter : public CLI::Formatter {
+ public:
+  std::string make_subcommand(const CLI::App* sub) const override {
+    const std::string& text = sub->get_description();
+    size_t end = text.find('.');
+    while (end != std::string::npos && end + 1 < text.size() && text[end + 1] != ' ' &&
+           text[end + 1] != '\n')
+      end = text.find('.', end + 1);
+    std::string first = text.substr(0, end == std::string::npos ? end : end + 1);
+    std::replace(first.begin(), first.end(), '\n', ' ');
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true), first, column_width_);
+    return out.str();
+  }
+};
+
 void PrintError(const std::string& message) {
   fprintf(stderr, "microscope: error: %s\n", message.c_str());
 }
@@ -67,6 +89,7 @@ int main(int argc, char** argv) {
   libbpf_set_print(nullptr);
   CLI::App app{"microscope: a sampling profiler for Linux"};
   app.set_version_flag("--version", "microscope " MICROSCOPE_VERSION);
+  app.formatter(std::make_shared<CommandListFormatter>());
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, Runner>> commands;
   Runner record = AddRecordCommand(app);

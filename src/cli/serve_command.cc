@@ -188,8 +188,9 @@ Runner AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<ServeCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve",
-      "Serve captures read-only over HTTP on 127.0.0.1: a browser view (flame graph, call "
-      "tree, functions, timeline; its state in its URL) over a JSON API of report queries "
+      "Serve captures read-only over HTTP on 127.0.0.1, in a browser view and a JSON API. "
+      "The view (flame graph, call "
+      "tree, functions, timeline; its state in its URL) runs over the API's report queries "
       "(GET /api/captures; GET /api/report with report's options as parameters: views, "
       "metric, granularity, look, inlines, min_percent, top, lane_width, thread, pid, time, "
       "focus, exclude (RE2 regexes), capture, diff). Prints the URL with its access token "

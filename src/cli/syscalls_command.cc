@@ -16,9 +16,9 @@ Runner AddSyscallsCommand(CLI::App& app) {
   auto stack_min = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "syscalls",
-      "Trace a program's system calls (BPF on raw_syscalls) into a capture: each call's\n"
-      "thread, start, duration, return value and first three arguments, and the caller's\n"
-      "stack for calls of at least --syscall-stack-min. Children are followed; no CPU\n"
+      "Trace a program's system calls (BPF on raw_syscalls) into a capture.\n"
+      "Each call's thread, start, duration, return value and first three arguments, and the\n"
+      "caller's stack for calls of at least --syscall-stack-min. Children are followed; no CPU\n"
       "samples (`record --syscalls` adds them). `microscope report --syscalls FILE`\n"
       "prints the table.\n"
       "  microscope syscalls [-o FILE] [--duration TIME] -- PROG ARGS...\n"

@@ -136,6 +136,12 @@ check(any(frames[f]["name"] == "work_b" for p in j["profiles"] for s in p["sampl
 # convert --help says what each format cannot carry.
 h = run([MICROSCOPE, "convert", "--help"]).stdout
 check("cannot carry" in h and "folded      time" in h, "convert --help lists what each format drops")
+# microscope --help lists each command by its first sentence only.
+top = run([MICROSCOPE, "--help"]).stdout
+commands = [l.split()[0] for l in top.split("Subcommands:")[1].splitlines() if l.strip()]
+check(len(top.splitlines()) <= 20 and "cannot carry" not in top and
+      sorted(commands) == sorted(["record", "report", "convert", "symbolize", "syscalls", "serve", "snapshot"]),
+      "microscope --help: %d lines, one per command (%s)" % (len(top.splitlines()), commands))
 
 # convert --inlines off: inlined burn_units folds into the functions that hold it.
 split = d + "/split.mscap"
