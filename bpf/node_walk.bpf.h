@@ -149,30 +149,22 @@ static long v8_scan_step(__u64 index, void* data) {
   return 1;
 }
 
-// Walks thread `tid` of process `pid` into `w`, from its user frame and
-// stack pointers `fp` and `sp` (the current thread, or one that shares the
-// loaded address space; `task` is the thread, whose thread pointer says
-// its isolate); 0 when the process is not laid out or no JavaScript frame
+// Walks thread `t` into `w` from its user frame pointer (its task's thread
+// pointer says its isolate); 0 when the process is not laid out or no JavaScript frame
 // was found (nothing to send).
-static __always_inline int v8_walk(struct v8_walk* w, struct task_struct* task, __u64 fp,
-                                   __u64 sp, __u32 pid, __u32 tid) {
-  const struct v8_process* p = bpf_map_lookup_elem(&v8_processes, &pid);
+static __always_inline int v8_walk(struct v8_walk* w, const struct walk_thread* t) {
+  const struct v8_process* p = bpf_map_lookup_elem(&v8_processes, &t->pid);
   if (!p) return 0;
-  w->h.magic = MICROSCOPE_WALK_MAGIC;
-  w->h.runtime = MICROSCOPE_RUNTIME_V8;
-  w->h.pid = pid;
-  w->h.tid = tid;
-  w->h.status = MICROSCOPE_V8_WALKED;
-  w->h.flags = 0;
-  w->h.nframes = 0;
-  w->h.frame_size = sizeof(struct v8_frame);
-  w->h.context[0] = sp;
-  w->h.context[1] = 0;
+  walk_begin(&w->h, MICROSCOPE_RUNTIME_V8, t, MICROSCOPE_V8_WALKED, sizeof(struct v8_frame));
+  w->h.context[0] = t->sp;
   if (p->isolate_tls != 0) {
+    // A local first: CO-RE relocates the access from a kernel type, which
+    // walk_thread is not.
+    struct task_struct* task = t->task;
     const __u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
     if (fsbase != 0) v8_word(&w->h.context[1], fsbase + p->isolate_tls);
   }
-  struct v8_step_ctx c = {p, w, fp};
+  struct v8_step_ctx c = {p, w, t->fp};
   bpf_loop(MICROSCOPE_V8_MAX_STEPS, v8_step, &c, 0);
   return w->h.nframes > 0;
 }
@@ -196,7 +188,7 @@ static __always_inline int v8_walk_scanned(struct v8_walk* w, __u64 sp) {
 // The walker of bpf/runtimes.bpf.h.
 static __always_inline int node_walk_thread(struct runtime_walk* w, const struct walk_thread* t) {
   struct v8_walk* v = (struct v8_walk*)w;
-  if (v8_walk(v, t->task, t->fp, t->sp, t->pid, t->tid)) return 1;
+  if (v8_walk(v, t)) return 1;
   if (!t->blocked || w->h.magic != MICROSCOPE_WALK_MAGIC) return 0;  // not a V8 process
   if (v8_walk_scanned(v, t->sp)) return 1;
   w->h.magic = 0;

@@ -254,15 +254,8 @@ static __always_inline bool python_walk(struct py_walk* w, __u32 tgid, __u32 tid
   __u32 zero = 0;
   struct py_chunks* s = bpf_map_lookup_elem(&py_chunks, &zero);
   if (!s) return false;
-  w->h.magic = MICROSCOPE_WALK_MAGIC;
-  w->h.runtime = MICROSCOPE_RUNTIME_PYTHON;
-  w->h.pid = tgid;
-  w->h.tid = tid;
-  w->h.status = MICROSCOPE_PY_WALKED;
-  w->h.flags = 0;
-  w->h.nframes = 0;
-  w->h.frame_size = sizeof(struct py_frame);
-  w->h.context[1] = 0;
+  const struct walk_thread t = {.pid = tgid, .tid = tid};
+  walk_begin(&w->h, MICROSCOPE_RUNTIME_PYTHON, &t, MICROSCOPE_PY_WALKED, sizeof(struct py_frame));
   const __u64 tstate = thread_state(proc, tid, &w->h.status);
   w->h.context[0] = tstate;
   if (tstate != 0) {

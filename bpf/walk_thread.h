@@ -1,8 +1,10 @@
 // The thread a runtime's BPF walker walks (bpf/runtimes.bpf.h): the
 // current one, or one that shares the loaded address space (a preempted
-// thread seen at the switch).
+// thread seen at the switch); and the start every walker's record makes.
 #ifndef MICROSCOPE_BPF_WALK_THREAD_H
 #define MICROSCOPE_BPF_WALK_THREAD_H
+
+#include "walk.h"
 
 struct walk_thread {
   struct task_struct* task;
@@ -15,5 +17,20 @@ struct walk_thread {
    * walker that follows frame pointers looks for the chain in the stack. */
   __u8 blocked;
 };
+
+/* Starts a walk record of `runtime` for thread `t`: no frames yet. */
+static __always_inline void walk_begin(struct walk_header* h, __u8 runtime, const struct walk_thread* t,
+                                       __u8 status, __u16 frame_size) {
+  h->magic = MICROSCOPE_WALK_MAGIC;
+  h->runtime = runtime;
+  h->pid = t->pid;
+  h->tid = t->tid;
+  h->status = status;
+  h->flags = 0;
+  h->nframes = 0;
+  h->frame_size = frame_size;
+  h->context[0] = 0;
+  h->context[1] = 0;
+}
 
 #endif
