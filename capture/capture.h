@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "capture/column.h"
+#include "capture/tables.h"
 
 namespace microscope::capture {
 
@@ -73,7 +74,7 @@ struct Module {
   std::vector<uint8_t> build_id;
   uint64_t size = 0;
   ModuleKind kind = ModuleKind::kFile;
-  std::vector<Segment> segments;  // PT_LOAD, when the file was read at record time
+  std::vector<Segment> segments;     // PT_LOAD, when the file was read at record time
   Runtime runtime = Runtime::kNone;  // (2.6) a runtime's interpreter: its frames are its own
 };
 
@@ -127,26 +128,23 @@ struct Stacks {
 };
 
 // The big table: its columns view the decompressed file when read.
+// Columns (tables.h): time; thread; stack (kNone for a sample without
+// frames); weight (in settings.unit: CPU nanoseconds for a recording); end;
+// count (samples per row; empty: 1 each).
 struct Samples {
-  Column<uint64_t> time;
-  Column<ThreadId> thread;
-  Column<StackId> stack;    // kNone for a sample without frames
-  Column<uint64_t> weight;  // in settings.unit: CPU nanoseconds for a recording
-  Column<StackEnd> end;
-  Column<uint32_t> count;  // samples per row; empty: 1 each
+  MICROSCOPE_SAMPLES_COLUMNS(MICROSCOPE_VIEW_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_SAMPLES_COLUMNS)
   size_t size() const { return time.size(); }
   uint32_t CountAt(size_t i) const { return count.empty() ? 1 : count[i]; }
 };
 
-// System calls traced by BPF (syscalls.bpf.c), in start order.
+// System calls traced by BPF (syscalls.bpf.c), in start order. Columns
+// (tables.h): time (entry, on the capture's clock); duration; thread; nr
+// (the x86-64 system call number); ret (-errno on failure); arg0..arg2;
+// stack (slow calls' stacks, kNone: none; empty: none at all).
 struct Syscalls {
-  std::vector<uint64_t> time;  // entry, on the capture's clock
-  std::vector<uint64_t> duration;
-  std::vector<ThreadId> thread;
-  std::vector<uint32_t> nr;  // x86-64 system call number
-  std::vector<int64_t> ret;  // -errno on failure
-  std::vector<uint64_t> arg0, arg1, arg2;
-  std::vector<StackId> stack;  // slow calls' stacks (kNone: none); empty: none at all
+  MICROSCOPE_SYSCALLS_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_SYSCALLS_COLUMNS)
   size_t size() const { return time.size(); }
   StackId StackAt(size_t i) const { return stack.empty() ? kNone : stack[i]; }
 };
@@ -167,36 +165,29 @@ inline constexpr uint8_t kOffCpuCutAtEnd = 2;    // still off CPU at the end, or
 inline constexpr uint8_t kOffCpuNoUserStack = 4;
 inline constexpr uint8_t kOffCpuFlagsMask = 7;
 
-// Intervals a target thread spent off CPU, in start order.
+// Intervals a target thread spent off CPU, in start order. Columns
+// (tables.h): start; end; thread; stack (kNone: no frames); stack_end;
+// state; waker_tid (0: unknown); waker_name; flags (kOffCpu* bits).
 struct OffCpu {
-  std::vector<uint64_t> start;
-  std::vector<uint64_t> end;
-  std::vector<ThreadId> thread;
-  std::vector<StackId> stack;  // kNone: no frames
-  std::vector<StackEnd> stack_end;
-  std::vector<OffCpuState> state;
-  std::vector<int32_t> waker_tid;  // 0: unknown
-  std::vector<StringId> waker_name;
-  std::vector<uint8_t> flags;
+  MICROSCOPE_OFF_CPU_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_OFF_CPU_COLUMNS)
   size_t size() const { return start.size(); }
 };
 
-// Intervals shorter than the off-cpu source's min_ns, counted per thread and state.
+// Intervals shorter than the off-cpu source's min_ns, counted per thread and
+// state. Columns (tables.h): thread; state; count; total (ns).
 struct OffCpuShort {
-  std::vector<ThreadId> thread;
-  std::vector<OffCpuState> state;
-  std::vector<uint64_t> count;
-  std::vector<uint64_t> total;  // ns
+  MICROSCOPE_OFF_CPU_SHORT_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_OFF_CPU_SHORT_COLUMNS)
   size_t size() const { return thread.size(); }
 };
 
 // (2.6) Spans of a thread's samples that carried one value of a label.
+// Columns (tables.h): thread; key; value; start (the first sample's time);
+// end (the last sample's).
 struct LabelSpans {
-  std::vector<ThreadId> thread;
-  std::vector<StringId> key;
-  std::vector<StringId> value;
-  std::vector<uint64_t> start;  // the first sample's time
-  std::vector<uint64_t> end;    // the last sample's time
+  MICROSCOPE_LABEL_SPANS_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_LABEL_SPANS_COLUMNS)
   size_t size() const { return thread.size(); }
 };
 // The label CPython's walker puts on each sample of a Python thread: whether
@@ -223,22 +214,20 @@ const char* ProbeKindName(ProbeKind kind);  // "zone", "mark", "label", "counter
 // The kind of site that records `op`.
 ProbeKind ProbeOpKind(ProbeOp op);
 
+// Columns (tables.h): kind; name; file (or kNone); line (0: unknown);
+// module (or kNone: defined at run time).
 struct ProbeSites {
-  std::vector<ProbeKind> kind;
-  std::vector<StringId> name;
-  std::vector<StringId> file;  // or kNone
-  std::vector<uint32_t> line;  // 0: unknown
-  std::vector<ModuleId> module;  // or kNone: defined at run time
+  MICROSCOPE_PROBE_SITES_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_PROBE_SITES_COLUMNS)
   size_t size() const { return kind.size(); }
 };
 
+// Columns (tables.h): time; thread; site; op; value (a counter's; empty
+// when no record is a counter); text (a label's value or kNone; empty when
+// no record is a label).
 struct ProbeRecords {
-  std::vector<uint64_t> time;
-  std::vector<ThreadId> thread;
-  std::vector<ProbeSiteId> site;
-  std::vector<ProbeOp> op;
-  std::vector<double> value;  // a counter's value; empty when no record is a counter
-  std::vector<StringId> text;  // a label's value or kNone; empty when no record is a label
+  MICROSCOPE_PROBE_RECORDS_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_PROBE_RECORDS_COLUMNS)
   size_t size() const { return time.size(); }
   double ValueAt(size_t i) const { return value.empty() ? 0.0 : value[i]; }
   StringId TextAt(size_t i) const { return text.empty() ? kNone : text[i]; }
@@ -302,8 +291,8 @@ struct Settings {
   std::vector<std::string> notes;
   std::string metric = "cpu";
   std::string unit = "nanoseconds";
-  std::string symbols;  // "now", "later" or "symbolize"; empty in older captures
-  std::string boot_id;  // the recording's boot: KASLR moves the kernel at each boot
+  std::string symbols;                 // "now", "later" or "symbolize"; empty in older captures
+  std::string boot_id;                 // the recording's boot: KASLR moves the kernel at each boot
   std::vector<SourceSetting> sources;  // in the order they started
   // (2.9) Wall-clock time at start_time (ns since the epoch); absent: not known.
   std::optional<uint64_t> realtime_start;

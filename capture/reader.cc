@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "capture/columns.h"
 #include "capture/container.h"
 #include "capture/schema_generated.h"
 #include "capture/stack_interner.h"
@@ -17,22 +18,6 @@ template <typename T>
 std::vector<T> CopyOf(const flatbuffers::Vector<T>* v) {
   if (v == nullptr) return {};
   return std::vector<T>(v->begin(), v->end());
-}
-
-// A byte column read as an enum (values are checked by ValidateCapture).
-template <typename E>
-std::vector<E> EnumsOf(const flatbuffers::Vector<uint8_t>* v) {
-  std::vector<E> out;
-  if (v == nullptr) return out;
-  out.reserve(v->size());
-  for (uint8_t b : *v) out.push_back(E(b));
-  return out;
-}
-
-template <typename T>
-capture::Column<T> ViewOf(const flatbuffers::Vector<T>* v) {
-  if (v == nullptr) return {};
-  return capture::Column<T>::View(v->data(), v->size());
 }
 
 std::string Str(const flatbuffers::String* s) {
@@ -134,43 +119,13 @@ Status CheckRef(uint32_t id, size_t count, bool allow_none, const char* table, s
                        " is out of range (" + std::to_string(count) + " " + target + ")");
 }
 
-// Probe sites and records (2.8): lengths, references, each record's
-// operation one its site's kind records, and time order.
+// Probe records (2.8), beyond what their columns declare: each record's
+// operation one its site's kind records, a counter's value a number, a
+// label's value present.
 Status ValidateProbes(const Capture& c) {
-  const size_t ns = c.strings.size();
   const ProbeSites& ps = c.probe_sites;
-  const size_t n = ps.kind.size();
-  if (ps.name.size() != n || ps.file.size() != n || ps.line.size() != n || ps.module.size() != n) {
-    return Status::Error("probe_sites columns differ in length (kind " + std::to_string(n) + ")");
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (uint8_t(ps.kind[i]) < uint8_t(ProbeKind::kZone) ||
-        uint8_t(ps.kind[i]) > uint8_t(ProbeKind::kCounter)) {
-      return Status::Error(Where("probe_sites", i, "kind") + " has unknown value " +
-                           std::to_string(int(ps.kind[i])));
-    }
-    RETURN_IF_ERROR(CheckRef(ps.name[i], ns, false, "probe_sites", i, "name", "strings"));
-    RETURN_IF_ERROR(CheckRef(ps.file[i], ns, true, "probe_sites", i, "file", "strings"));
-    RETURN_IF_ERROR(
-        CheckRef(ps.module[i], c.modules.size(), true, "probe_sites", i, "module", "modules"));
-  }
   const ProbeRecords& r = c.probe_records;
-  const size_t nr = r.time.size();
-  if (r.thread.size() != nr || r.site.size() != nr || r.op.size() != nr ||
-      (!r.value.empty() && r.value.size() != nr) || (!r.text.empty() && r.text.size() != nr)) {
-    return Status::Error("probe_records columns differ in length (time " + std::to_string(nr) +
-                         ")");
-  }
-  for (size_t i = 0; i < nr; ++i) {
-    RETURN_IF_ERROR(
-        CheckRef(r.thread[i], c.threads.size(), false, "probe_records", i, "thread", "threads"));
-    RETURN_IF_ERROR(CheckRef(r.site[i], n, false, "probe_records", i, "site", "probe_sites"));
-    RETURN_IF_ERROR(CheckRef(r.TextAt(i), ns, true, "probe_records", i, "text", "strings"));
-    const uint8_t op = uint8_t(r.op[i]);
-    if (op < uint8_t(ProbeOp::kBegin) || op > uint8_t(ProbeOp::kLabelClear)) {
-      return Status::Error(Where("probe_records", i, "op") + " has unknown value " +
-                           std::to_string(int(op)));
-    }
+  for (size_t i = 0; i < r.size(); ++i) {
     if (ProbeOpKind(r.op[i]) != ps.kind[r.site[i]]) {
       return Status::Error(Where("probe_records", i, "op") + " is not one a " +
                            ProbeKindName(ps.kind[r.site[i]]) + " site records");
@@ -181,11 +136,49 @@ Status ValidateProbes(const Capture& c) {
     if (r.op[i] == ProbeOp::kLabel && r.TextAt(i) == kNone) {
       return Status::Error(Where("probe_records", i, "text") + " is missing (a label's value)");
     }
-    if (i > 0 && r.time[i] < r.time[i - 1]) {
-      return Status::Error(Where("probe_records", i, "time") + " goes back in time");
-    }
   }
   return OkStatus();
+}
+
+// Reads column `index` of a verified table (its field at vtable slot 4 + 2
+// index, as flatc numbers the fields of tables.h's lists): viewed in place
+// for a Column, copied into a vector; absent, empty.
+template <typename T, typename Store>
+Status ReadColumn(const flatbuffers::Table* table, size_t index, const char* table_name,
+                  const char* name, Store* out) {
+  using S = StoredType<T>;
+  const auto* v =
+      table == nullptr
+          ? nullptr
+          : table->GetPointer<const flatbuffers::Vector<S>*>(flatbuffers::voffset_t(4 + 2 * index));
+  *out = Store();
+  if (v == nullptr || v->size() == 0) return OkStatus();
+  // The verifier checks each vector's length prefix, not that its elements
+  // are aligned for their type; a writer always aligns them.
+  if (reinterpret_cast<uintptr_t>(v->data()) % alignof(S) != 0) {
+    return Status::Error(std::string(table_name) + "." + name +
+                         " is misaligned in the payload (corrupt layout)");
+  }
+  const T* data = reinterpret_cast<const T*>(v->data());
+  if constexpr (std::is_same_v<Store, Column<T>>) {
+    *out = Column<T>::View(data, v->size());  // the capture keeps the payload
+  } else {
+    out->assign(data, data + v->size());
+  }
+  return OkStatus();
+}
+
+template <typename Table>
+Status ReadTable(const void* fb_table, const char* name, Table* out) {
+  const auto* table = reinterpret_cast<const flatbuffers::Table*>(fb_table);
+  size_t index = 0;
+  Status status = OkStatus();
+  Table::ForEachColumn(*out, [&](const ColumnInfo& info, auto& column) {
+    using T = std::remove_cvref_t<decltype(column[0])>;
+    if (status.ok()) status = ReadColumn<T>(table, index, name, info.name, &column);
+    ++index;
+  });
+  return status;
 }
 
 }  // namespace
@@ -262,6 +255,42 @@ const char* OffCpuStateName(OffCpuState state) {
       return "other";
   }
   return "unknown";
+}
+
+size_t RefRows(const Capture& c, Ref ref) {
+  switch (ref) {
+    case Ref::kString:
+      return c.strings.size();
+    case Ref::kModule:
+      return c.modules.size();
+    case Ref::kThread:
+      return c.threads.size();
+    case Ref::kStack:
+      return c.stacks.size();
+    case Ref::kProbeSite:
+      return c.probe_sites.size();
+    case Ref::kNone:
+      break;
+  }
+  return 0;
+}
+
+const char* RefTable(Ref ref) {
+  switch (ref) {
+    case Ref::kString:
+      return "strings";
+    case Ref::kModule:
+      return "modules";
+    case Ref::kThread:
+      return "threads";
+    case Ref::kStack:
+      return "stacks";
+    case Ref::kProbeSite:
+      return "probe_sites";
+    case Ref::kNone:
+      break;
+  }
+  return "";
 }
 
 Status ValidateCapture(const Capture& c) {
@@ -343,116 +372,18 @@ Status ValidateCapture(const Capture& c) {
     RETURN_IF_ERROR(
         CheckRef(c.stacks.frame[i], c.frames.size(), false, "stacks", i, "frame", "frames"));
   }
-  const Samples& s = c.samples;
-  const size_t n = s.time.size();
-  if (s.thread.size() != n || s.stack.size() != n || s.weight.size() != n || s.end.size() != n ||
-      (!s.count.empty() && s.count.size() != n)) {
-    return Status::Error("samples: columns differ in length (time " + std::to_string(n) +
-                         ", thread " + std::to_string(s.thread.size()) + ", stack " +
-                         std::to_string(s.stack.size()) + ", weight " +
-                         std::to_string(s.weight.size()) + ", end " + std::to_string(s.end.size()) +
-                         ", count " + std::to_string(s.count.size()) + ")");
-  }
-  for (size_t i = 0; i < n; ++i) {
-    RETURN_IF_ERROR(
-        CheckRef(s.thread[i], c.threads.size(), false, "samples", i, "thread", "threads"));
-    if (uint8_t(s.end[i]) >= kStackEndCount) {
-      return Status::Error(Where("samples", i, "end") + " has unknown value " +
-                           std::to_string(int(s.end[i])));
-    }
-    if (i > 0 && s.time[i] < s.time[i - 1]) {
-      return Status::Error(Where("samples", i, "time") + " goes back in time");
-    }
-  }
-  const Syscalls& y = c.syscalls;
-  const size_t ny = y.time.size();
-  if (y.duration.size() != ny || y.thread.size() != ny || y.nr.size() != ny || y.ret.size() != ny ||
-      y.arg0.size() != ny || y.arg1.size() != ny || y.arg2.size() != ny) {
-    return Status::Error("syscalls columns differ in length (time " + std::to_string(ny) + ")");
-  }
-  for (size_t i = 0; i < ny; ++i) {
-    RETURN_IF_ERROR(
-        CheckRef(y.thread[i], c.threads.size(), false, "syscalls", i, "thread", "threads"));
-    if (i > 0 && y.time[i] < y.time[i - 1]) {
-      return Status::Error(Where("syscalls", i, "time") + " goes back in time");
-    }
-  }
-  if (!y.stack.empty() && y.stack.size() != ny) {
-    return Status::Error("syscalls.stack has " + std::to_string(y.stack.size()) + " rows for " +
-                         std::to_string(ny) + " calls");
-  }
-  const OffCpu& o = c.off_cpu;
-  const size_t no = o.start.size();
-  if (o.end.size() != no || o.thread.size() != no || o.stack.size() != no ||
-      o.stack_end.size() != no || o.state.size() != no || o.waker_tid.size() != no ||
-      o.waker_name.size() != no || o.flags.size() != no) {
-    return Status::Error("off_cpu columns differ in length (start " + std::to_string(no) + ")");
-  }
-  for (size_t i = 0; i < no; ++i) {
-    RETURN_IF_ERROR(
-        CheckRef(o.thread[i], c.threads.size(), false, "off_cpu", i, "thread", "threads"));
-    RETURN_IF_ERROR(CheckRef(o.waker_name[i], ns, true, "off_cpu", i, "waker_name", "strings"));
-    if (uint8_t(o.stack_end[i]) >= kStackEndCount) {
-      return Status::Error(Where("off_cpu", i, "stack_end") + " has unknown value " +
-                           std::to_string(int(o.stack_end[i])));
-    }
-    if (uint8_t(o.state[i]) >= kOffCpuStateCount) {
-      return Status::Error(Where("off_cpu", i, "state") + " has unknown value " +
-                           std::to_string(int(o.state[i])));
-    }
-    if ((o.flags[i] & ~kOffCpuFlagsMask) != 0) {
-      return Status::Error(Where("off_cpu", i, "flags") + " has unknown bits " +
-                           std::to_string(int(o.flags[i])));
-    }
-    if (o.end[i] < o.start[i]) {
-      return Status::Error(Where("off_cpu", i, "end") + " is before its start");
-    }
-    if (i > 0 && o.start[i] < o.start[i - 1]) {
-      return Status::Error(Where("off_cpu", i, "start") + " goes back in time");
-    }
-  }
-  const OffCpuShort& sh = c.off_cpu_short;
-  const size_t nsh = sh.thread.size();
-  if (sh.state.size() != nsh || sh.count.size() != nsh || sh.total.size() != nsh) {
-    return Status::Error("off_cpu_short columns differ in length (thread " + std::to_string(nsh) +
-                         ")");
-  }
-  for (size_t i = 0; i < nsh; ++i) {
-    RETURN_IF_ERROR(
-        CheckRef(sh.thread[i], c.threads.size(), false, "off_cpu_short", i, "thread", "threads"));
-    if (uint8_t(sh.state[i]) >= kOffCpuStateCount) {
-      return Status::Error(Where("off_cpu_short", i, "state") + " has unknown value " +
-                           std::to_string(int(sh.state[i])));
-    }
-  }
-  const LabelSpans& lb = c.labels;
-  const size_t nl = lb.thread.size();
-  if (lb.key.size() != nl || lb.value.size() != nl || lb.start.size() != nl ||
-      lb.end.size() != nl) {
-    return Status::Error("labels columns differ in length (thread " + std::to_string(nl) + ")");
-  }
-  for (size_t i = 0; i < nl; ++i) {
-    RETURN_IF_ERROR(
-        CheckRef(lb.thread[i], c.threads.size(), false, "labels", i, "thread", "threads"));
-    RETURN_IF_ERROR(CheckRef(lb.key[i], ns, false, "labels", i, "key", "strings"));
-    RETURN_IF_ERROR(CheckRef(lb.value[i], ns, false, "labels", i, "value", "strings"));
-    if (lb.end[i] < lb.start[i]) {
-      return Status::Error(Where("labels", i, "end") + " is before its start");
-    }
-  }
+  // The event tables, each by its columns' declarations (tables.h).
+  Status tables = OkStatus();
+  ForEachEventTable(c, [&](const char* name, const auto& table) {
+    if (tables.ok()) tables = ValidateTable(c, name, table);
+  });
+  RETURN_IF_ERROR(tables);
   RETURN_IF_ERROR(ValidateProbes(c));
   for (size_t i = 0; i < c.problems.size(); ++i) {
     RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
     RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));
   }
-  // Every table that holds stacks points into the tree (or at no stack).
-  Status stacks = OkStatus();
-  ForEachStackColumn(c, [&](const char* table, const auto& column) {
-    for (size_t i = 0; i < column.size() && stacks.ok(); ++i) {
-      stacks = CheckRef(column[i], c.stacks.size(), true, table, i, "stack", "stacks");
-    }
-  });
-  return stacks;
+  return OkStatus();
 }
 
 Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
@@ -480,14 +411,7 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
         std::conditional_t<std::is_pointer_v<Element>, std::remove_pointer_t<Element>, Element>;
     return reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0;
   };
-  const fbs::Samples* cols = root->samples();
-  const fbs::Syscalls* sys = root->syscalls();
-  const fbs::OffCpu* off = root->off_cpu();
-  const fbs::OffCpuShort* shorts = root->off_cpu_short();
-  const fbs::LabelSpans* labels = root->labels();
   const fbs::Stacks* st = root->stacks();
-  const fbs::ProbeSites* psites = root->probe_sites();
-  const fbs::ProbeRecords* precs = root->probe_records();
   const std::pair<const char*, bool> checks[] = {
       {"mappings", misaligned(root->mappings())},
       {"processes", misaligned(root->processes())},
@@ -498,43 +422,6 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
       {"problems", misaligned(root->problems())},
       {"stacks.parent", st && misaligned(st->parent())},
       {"stacks.frame", st && misaligned(st->frame())},
-      {"samples.time", cols && misaligned(cols->time())},
-      {"samples.thread", cols && misaligned(cols->thread())},
-      {"samples.stack", cols && misaligned(cols->stack())},
-      {"samples.weight", cols && misaligned(cols->weight())},
-      {"samples.count", cols && misaligned(cols->count())},
-      {"syscalls.time", sys && misaligned(sys->time())},
-      {"syscalls.duration", sys && misaligned(sys->duration())},
-      {"syscalls.thread", sys && misaligned(sys->thread())},
-      {"syscalls.nr", sys && misaligned(sys->nr())},
-      {"syscalls.ret", sys && misaligned(sys->ret())},
-      {"syscalls.arg0", sys && misaligned(sys->arg0())},
-      {"syscalls.arg1", sys && misaligned(sys->arg1())},
-      {"syscalls.arg2", sys && misaligned(sys->arg2())},
-      {"syscalls.stack", sys && misaligned(sys->stack())},
-      {"off_cpu.start", off && misaligned(off->start())},
-      {"off_cpu.end", off && misaligned(off->end())},
-      {"off_cpu.thread", off && misaligned(off->thread())},
-      {"off_cpu.stack", off && misaligned(off->stack())},
-      {"off_cpu.waker_tid", off && misaligned(off->waker_tid())},
-      {"off_cpu.waker_name", off && misaligned(off->waker_name())},
-      {"off_cpu_short.thread", shorts && misaligned(shorts->thread())},
-      {"off_cpu_short.count", shorts && misaligned(shorts->count())},
-      {"off_cpu_short.total", shorts && misaligned(shorts->total())},
-      {"labels.thread", labels && misaligned(labels->thread())},
-      {"labels.key", labels && misaligned(labels->key())},
-      {"labels.value", labels && misaligned(labels->value())},
-      {"labels.start", labels && misaligned(labels->start())},
-      {"labels.end", labels && misaligned(labels->end())},
-      {"probe_sites.name", psites && misaligned(psites->name())},
-      {"probe_sites.file", psites && misaligned(psites->file())},
-      {"probe_sites.line", psites && misaligned(psites->line())},
-      {"probe_sites.module", psites && misaligned(psites->module_())},
-      {"probe_records.time", precs && misaligned(precs->time())},
-      {"probe_records.thread", precs && misaligned(precs->thread())},
-      {"probe_records.site", precs && misaligned(precs->site())},
-      {"probe_records.value", precs && misaligned(precs->value())},
-      {"probe_records.text", precs && misaligned(precs->text())},
   };
   for (const auto& [table, bad] : checks) {
     if (bad)
@@ -596,72 +483,14 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
           {FrameKind(f->kind()), f->module_(), f->address(), f->function(), f->file(), f->line()});
     }
   }
-  if (const fbs::Syscalls* y = root->syscalls()) {
-    c.syscalls.time = CopyOf(y->time());
-    c.syscalls.duration = CopyOf(y->duration());
-    c.syscalls.thread = CopyOf(y->thread());
-    c.syscalls.nr = CopyOf(y->nr());
-    c.syscalls.ret = CopyOf(y->ret());
-    c.syscalls.arg0 = CopyOf(y->arg0());
-    c.syscalls.arg1 = CopyOf(y->arg1());
-    c.syscalls.arg2 = CopyOf(y->arg2());
-    c.syscalls.stack = CopyOf(y->stack());
-  }
-  if (off != nullptr) {
-    c.off_cpu.start = CopyOf(off->start());
-    c.off_cpu.end = CopyOf(off->end());
-    c.off_cpu.thread = CopyOf(off->thread());
-    c.off_cpu.stack = CopyOf(off->stack());
-    c.off_cpu.stack_end = EnumsOf<StackEnd>(off->stack_end());
-    c.off_cpu.state = EnumsOf<OffCpuState>(off->state());
-    c.off_cpu.waker_tid = CopyOf(off->waker_tid());
-    c.off_cpu.waker_name = CopyOf(off->waker_name());
-    c.off_cpu.flags = CopyOf(off->flags());
-  }
-  if (shorts != nullptr) {
-    c.off_cpu_short.thread = CopyOf(shorts->thread());
-    c.off_cpu_short.state = EnumsOf<OffCpuState>(shorts->state());
-    c.off_cpu_short.count = CopyOf(shorts->count());
-    c.off_cpu_short.total = CopyOf(shorts->total());
-  }
-  if (labels != nullptr) {
-    c.labels.thread = CopyOf(labels->thread());
-    c.labels.key = CopyOf(labels->key());
-    c.labels.value = CopyOf(labels->value());
-    c.labels.start = CopyOf(labels->start());
-    c.labels.end = CopyOf(labels->end());
-  }
-  if (psites != nullptr) {
-    c.probe_sites.kind = EnumsOf<ProbeKind>(psites->kind());
-    c.probe_sites.name = CopyOf(psites->name());
-    c.probe_sites.file = CopyOf(psites->file());
-    c.probe_sites.line = CopyOf(psites->line());
-    c.probe_sites.module = CopyOf(psites->module_());
-  }
-  if (precs != nullptr) {
-    c.probe_records.time = CopyOf(precs->time());
-    c.probe_records.thread = CopyOf(precs->thread());
-    c.probe_records.site = CopyOf(precs->site());
-    c.probe_records.op = EnumsOf<ProbeOp>(precs->op());
-    c.probe_records.value = CopyOf(precs->value());
-    c.probe_records.text = CopyOf(precs->text());
-  }
+  // The event tables, column by column as tables.h declares them.
+#define MICROSCOPE_READ_TABLE(Struct, member, COLUMNS) \
+  RETURN_IF_ERROR(ReadTable(root->member(), #member, &c.member));
+  MICROSCOPE_EVENT_TABLES(MICROSCOPE_READ_TABLE)
+#undef MICROSCOPE_READ_TABLE
   if (root->stacks()) {
     c.stacks.parent = CopyOf(root->stacks()->parent());
     c.stacks.frame = CopyOf(root->stacks()->frame());
-  }
-  if (const fbs::Samples* s = root->samples()) {
-    // Views into the payload, which the capture keeps (little-endian host).
-    c.samples.time = ViewOf(s->time());
-    c.samples.thread = ViewOf(s->thread());
-    c.samples.stack = ViewOf(s->stack());
-    c.samples.weight = ViewOf(s->weight());
-    c.samples.count = ViewOf(s->count());
-    if (s->end()) {
-      static_assert(sizeof(StackEnd) == 1);
-      c.samples.end = Column<StackEnd>::View(reinterpret_cast<const StackEnd*>(s->end()->data()),
-                                             s->end()->size());
-    }
   }
   if (root->problems()) {
     for (const fbs::Problem* p : *root->problems()) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "capture/capture.h"
+#include "capture/columns.h"
 
 namespace microscope::capture {
 
@@ -34,14 +35,13 @@ class StackInterner {
   std::unordered_map<uint64_t, StackId> nodes_;
 };
 
-// Calls fn(table_name, column) with each table's stack column (samples,
-// off-CPU intervals, system calls): whatever remaps, checks or counts stacks
-// walks this list, so a new table that holds stacks is added here once.
+// Calls fn(table_name, column) with each event table's stack column
+// (samples, system calls, off-CPU intervals: the columns tables.h declares
+// as references to stacks), for whatever remaps or counts stacks.
 template <typename CaptureT, typename Fn>
 void ForEachStackColumn(CaptureT& c, Fn fn) {
-  fn("samples", c.samples.stack);
-  fn("off_cpu", c.off_cpu.stack);
-  fn("syscalls", c.syscalls.stack);
+  ForEachRefColumn(c, Ref::kStack,
+                   [&](const char* table, const ColumnInfo&, auto& column) { fn(table, column); });
 }
 
 }  // namespace microscope::capture

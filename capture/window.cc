@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "capture/columns.h"
 #include "capture/row_order.h"
 #include "capture/stack_interner.h"
 #include "capture/string_table.h"
@@ -31,59 +32,6 @@ void SplitColumn(Col& src, const std::vector<char>& fate, Col* dst) {
   src = std::move(kept);
 }
 
-// Calls fn(column of `a`, the same column of `b` or null) for every column
-// of an event table: the one list of each table's columns that a cut walks.
-template <typename Fn>
-void TableColumns(Samples& a, Samples* b, Fn fn) {
-  fn(a.time, b ? &b->time : nullptr);
-  fn(a.thread, b ? &b->thread : nullptr);
-  fn(a.stack, b ? &b->stack : nullptr);
-  fn(a.weight, b ? &b->weight : nullptr);
-  fn(a.end, b ? &b->end : nullptr);
-  fn(a.count, b ? &b->count : nullptr);
-}
-template <typename Fn>
-void TableColumns(Syscalls& a, Syscalls* b, Fn fn) {
-  fn(a.time, b ? &b->time : nullptr);
-  fn(a.duration, b ? &b->duration : nullptr);
-  fn(a.thread, b ? &b->thread : nullptr);
-  fn(a.nr, b ? &b->nr : nullptr);
-  fn(a.ret, b ? &b->ret : nullptr);
-  fn(a.arg0, b ? &b->arg0 : nullptr);
-  fn(a.arg1, b ? &b->arg1 : nullptr);
-  fn(a.arg2, b ? &b->arg2 : nullptr);
-  fn(a.stack, b ? &b->stack : nullptr);
-}
-template <typename Fn>
-void TableColumns(OffCpu& a, OffCpu* b, Fn fn) {
-  fn(a.start, b ? &b->start : nullptr);
-  fn(a.end, b ? &b->end : nullptr);
-  fn(a.thread, b ? &b->thread : nullptr);
-  fn(a.stack, b ? &b->stack : nullptr);
-  fn(a.stack_end, b ? &b->stack_end : nullptr);
-  fn(a.state, b ? &b->state : nullptr);
-  fn(a.waker_tid, b ? &b->waker_tid : nullptr);
-  fn(a.waker_name, b ? &b->waker_name : nullptr);
-  fn(a.flags, b ? &b->flags : nullptr);
-}
-template <typename Fn>
-void TableColumns(LabelSpans& a, LabelSpans* b, Fn fn) {
-  fn(a.thread, b ? &b->thread : nullptr);
-  fn(a.key, b ? &b->key : nullptr);
-  fn(a.value, b ? &b->value : nullptr);
-  fn(a.start, b ? &b->start : nullptr);
-  fn(a.end, b ? &b->end : nullptr);
-}
-template <typename Fn>
-void TableColumns(ProbeRecords& a, ProbeRecords* b, Fn fn) {
-  fn(a.time, b ? &b->time : nullptr);
-  fn(a.thread, b ? &b->thread : nullptr);
-  fn(a.site, b ? &b->site : nullptr);
-  fn(a.op, b ? &b->op : nullptr);
-  fn(a.value, b ? &b->value : nullptr);
-  fn(a.text, b ? &b->text : nullptr);
-}
-
 template <typename Times>
 std::vector<char> Before(const Times& times, uint64_t before) {
   std::vector<char> fate(times.size(), kKeep);
@@ -106,23 +54,34 @@ void MapColumn(Col& c, const std::vector<uint32_t>& m) {
   for (size_t i = 0; i < c.size(); ++i) c[i] = Map(m, c[i]);
 }
 
-// Rewrites every reference held by the event tables, problems and probe
-// sites of `c` through `m`.
+// The map of the dictionary that `ref` columns index; null: none changes.
+const std::vector<uint32_t>* RefMap(const IdMaps& m, Ref ref) {
+  switch (ref) {
+    case Ref::kString:
+      return &m.strings;
+    case Ref::kModule:
+      return &m.modules;
+    case Ref::kThread:
+      return &m.threads;
+    case Ref::kStack:
+      return &m.stacks;
+    case Ref::kNone:
+    case Ref::kProbeSite:  // sites are renumbered with their records (MergeCaptures)
+      break;
+  }
+  return nullptr;
+}
+
+constexpr Ref kDictionaryRefs[] = {Ref::kString, Ref::kModule, Ref::kThread, Ref::kStack};
+
+// Rewrites every reference held by the event tables and problems of `c`
+// through `m`.
 void MapEventRefs(Capture* c, const IdMaps& m) {
-  MapColumn(c->samples.thread, m.threads);
-  MapColumn(c->syscalls.thread, m.threads);
-  MapColumn(c->off_cpu.thread, m.threads);
-  MapColumn(c->off_cpu.waker_name, m.strings);
-  MapColumn(c->off_cpu_short.thread, m.threads);
-  MapColumn(c->labels.thread, m.threads);
-  MapColumn(c->labels.key, m.strings);
-  MapColumn(c->labels.value, m.strings);
-  MapColumn(c->probe_records.thread, m.threads);
-  MapColumn(c->probe_records.text, m.strings);
-  ForEachStackColumn(*c, [&](const char*, auto& column) { MapColumn(column, m.stacks); });
-  MapColumn(c->probe_sites.name, m.strings);
-  MapColumn(c->probe_sites.file, m.strings);
-  MapColumn(c->probe_sites.module, m.modules);
+  for (Ref ref : kDictionaryRefs) {
+    const std::vector<uint32_t>& map = *RefMap(m, ref);
+    ForEachRefColumn(*c, ref,
+                     [&](const char*, const ColumnInfo&, auto& column) { MapColumn(column, map); });
+  }
   for (Problem& p : c->problems) {
     p.kind = Map(m.strings, p.kind);
     p.example = Map(m.strings, p.example);
@@ -178,6 +137,22 @@ struct Needed {
   static void MarkAll(std::vector<char>& v, const Col& c) {
     for (size_t i = 0; i < c.size(); ++i) Mark(v, c[i]);
   }
+  std::vector<char>* Of(Ref ref) {
+    switch (ref) {
+      case Ref::kString:
+        return &strings;
+      case Ref::kModule:
+        return &modules;
+      case Ref::kThread:
+        return &threads;
+      case Ref::kStack:
+        return &stacks;
+      case Ref::kNone:
+      case Ref::kProbeSite:
+        break;
+    }
+    return nullptr;
+  }
   std::vector<char> strings, modules, processes, threads, functions, frames, stacks;
 };
 
@@ -215,40 +190,30 @@ void AppendColumn(Col& out, size_t out_rows, const Col& part, size_t part_rows, 
 // Label spans of the parts so far by (thread, key, value, start).
 using SpanIndex = std::map<std::tuple<ThreadId, StringId, StringId, uint64_t>, size_t>;
 
+// Appends the rows of `part` to `out`, column by column (an optional
+// column one side lacks filled with its default).
+template <typename Table>
+void AppendTable(Table& out, const Table& part) {
+  const size_t out_rows = out.size(), part_rows = part.size();
+  Table::ForEachColumnPair(out, &part, [&](const ColumnInfo& info, auto& to, const auto* from) {
+    using T = std::remove_cvref_t<decltype(to[0])>;
+    AppendColumn(to, out_rows, *from, part_rows, T(info.fill));
+  });
+}
+
+// Appends row `i` of `from` to `out` (tables without optional columns).
+template <typename Table>
+void AppendRow(Table& out, const Table& from, size_t i) {
+  Table::ForEachColumnPair(out, &from, [&](const ColumnInfo&, auto& to, const auto* column) {
+    to.push_back((*column)[i]);
+  });
+}
+
 void AppendEventRows(Capture* out, const Capture& p, SpanIndex* spans) {
-  Samples& s = out->samples;
-  const size_t ns = s.size(), ny = out->syscalls.size(), npr = out->probe_records.size();
-  for (size_t i = 0; i < p.samples.size(); ++i) {
-    s.time.push_back(p.samples.time[i]);
-    s.thread.push_back(p.samples.thread[i]);
-    s.stack.push_back(p.samples.stack[i]);
-    s.weight.push_back(p.samples.weight[i]);
-    s.end.push_back(p.samples.end[i]);
-  }
-  AppendColumn(s.count, ns, p.samples.count, p.samples.size(), uint32_t(1));
-  const Syscalls& py = p.syscalls;
-  Syscalls& y = out->syscalls;
-  y.time.insert(y.time.end(), py.time.begin(), py.time.end());
-  y.duration.insert(y.duration.end(), py.duration.begin(), py.duration.end());
-  y.thread.insert(y.thread.end(), py.thread.begin(), py.thread.end());
-  y.nr.insert(y.nr.end(), py.nr.begin(), py.nr.end());
-  y.ret.insert(y.ret.end(), py.ret.begin(), py.ret.end());
-  y.arg0.insert(y.arg0.end(), py.arg0.begin(), py.arg0.end());
-  y.arg1.insert(y.arg1.end(), py.arg1.begin(), py.arg1.end());
-  y.arg2.insert(y.arg2.end(), py.arg2.begin(), py.arg2.end());
-  AppendColumn(y.stack, ny, py.stack, py.size(), kNone);
-  const OffCpu& po = p.off_cpu;
-  OffCpu& o = out->off_cpu;
-  auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
-  append(o.start, po.start);
-  append(o.end, po.end);
-  append(o.thread, po.thread);
-  append(o.stack, po.stack);
-  append(o.stack_end, po.stack_end);
-  append(o.state, po.state);
-  append(o.waker_tid, po.waker_tid);
-  append(o.waker_name, po.waker_name);
-  append(o.flags, po.flags);
+  AppendTable(out->samples, p.samples);
+  AppendTable(out->syscalls, p.syscalls);
+  AppendTable(out->off_cpu, p.off_cpu);
+  AppendTable(out->probe_records, p.probe_records);
   // Short counts: one row per thread and state, summed over the parts.
   OffCpuShort& sh = out->off_cpu_short;
   for (size_t i = 0; i < p.off_cpu_short.size(); ++i) {
@@ -257,10 +222,8 @@ void AppendEventRows(Capture* out, const Capture& p, SpanIndex* spans) {
                                sh.state[row] != p.off_cpu_short.state[i]))
       ++row;
     if (row == sh.size()) {
-      sh.thread.push_back(p.off_cpu_short.thread[i]);
-      sh.state.push_back(p.off_cpu_short.state[i]);
-      sh.count.push_back(0);
-      sh.total.push_back(0);
+      AppendRow(sh, p.off_cpu_short, i);
+      continue;
     }
     sh.count[row] += p.off_cpu_short.count[i];
     sh.total[row] += p.off_cpu_short.total[i];
@@ -275,20 +238,8 @@ void AppendEventRows(Capture* out, const Capture& p, SpanIndex* spans) {
       l.end[it->second] = std::max(l.end[it->second], p.labels.end[i]);
       continue;
     }
-    l.thread.push_back(p.labels.thread[i]);
-    l.key.push_back(p.labels.key[i]);
-    l.value.push_back(p.labels.value[i]);
-    l.start.push_back(p.labels.start[i]);
-    l.end.push_back(p.labels.end[i]);
+    AppendRow(l, p.labels, i);
   }
-  const ProbeRecords& pr = p.probe_records;
-  ProbeRecords& r = out->probe_records;
-  append(r.time, pr.time);
-  append(r.thread, pr.thread);
-  append(r.site, pr.site);
-  append(r.op, pr.op);
-  AppendColumn(r.value, npr, pr.value, pr.size(), 0.0);
-  AppendColumn(r.text, npr, pr.text, pr.size(), kNone);
 }
 
 }  // namespace
@@ -298,7 +249,9 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
   // Each table's fate of its rows first, from its time columns; then every
   // column split alike (TableColumns lists them).
   auto split = [](auto& table, auto* into, const std::vector<char>& fate) {
-    TableColumns(table, into, [&](auto& column, auto* to) { SplitColumn(column, fate, to); });
+    std::remove_reference_t<decltype(table)>::ForEachColumnPair(
+        table, into,
+        [&](const ColumnInfo&, auto& column, auto* to) { SplitColumn(column, fate, to); });
   };
   split(live->samples, taken ? &taken->samples : nullptr, Before(live->samples.time, before));
   split(live->syscalls, taken ? &taken->syscalls : nullptr, Before(live->syscalls.time, before));
@@ -340,14 +293,13 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
 
 void CompactDictionaries(Capture* c) {
   Needed n(*c);
-  Needed::MarkAll(n.threads, c->samples.thread);
-  Needed::MarkAll(n.threads, c->syscalls.thread);
-  Needed::MarkAll(n.threads, c->off_cpu.thread);
-  Needed::MarkAll(n.threads, c->off_cpu_short.thread);
-  Needed::MarkAll(n.threads, c->labels.thread);
-  Needed::MarkAll(n.threads, c->probe_records.thread);
-  ForEachStackColumn(*c,
-                     [&](const char*, const auto& column) { Needed::MarkAll(n.stacks, column); });
+  // Whatever the event tables reference (tables.h).
+  for (Ref ref : kDictionaryRefs) {
+    std::vector<char>& needed = *n.Of(ref);
+    ForEachRefColumn(*c, ref, [&](const char*, const ColumnInfo&, const auto& column) {
+      Needed::MarkAll(needed, column);
+    });
+  }
   // A node's parent is an earlier node: one pass from the end marks them all.
   for (size_t i = c->stacks.size(); i-- > 0;) {
     if (!n.stacks[i]) continue;
@@ -396,16 +348,9 @@ void CompactDictionaries(Capture* c) {
         n.processes[m.process] && (m.time_end == 0 || m.time_end >= c->settings.start_time);
     if (mappings[i]) Needed::Mark(n.modules, m.module);
   }
-  Needed::MarkAll(n.modules, c->probe_sites.module);
-  Needed::MarkAll(n.strings, c->probe_sites.name);
-  Needed::MarkAll(n.strings, c->probe_sites.file);
   for (size_t i = 0; i < c->modules.size(); ++i) {
     if (n.modules[i]) Needed::Mark(n.strings, c->modules[i].path);
   }
-  Needed::MarkAll(n.strings, c->off_cpu.waker_name);
-  Needed::MarkAll(n.strings, c->labels.key);
-  Needed::MarkAll(n.strings, c->labels.value);
-  Needed::MarkAll(n.strings, c->probe_records.text);
   for (const Problem& p : c->problems) {
     Needed::Mark(n.strings, p.kind);
     Needed::Mark(n.strings, p.example);
@@ -435,24 +380,20 @@ void CompactDictionaries(Capture* c) {
 }
 
 void NormalizeEventRows(Capture* c) {
-  Samples& s = c->samples;
-  SortRowsBy(s.time, s.time, s.thread, s.stack, s.weight, s.end, s.count);
+  SortTableBy(c->samples, c->samples.time);
   Syscalls& y = c->syscalls;
   if (std::all_of(y.stack.begin(), y.stack.end(), [](StackId n) { return n == kNone; })) {
     y.stack.clear();
   }
-  SortRowsBy(y.time, y.time, y.duration, y.arg0, y.arg1, y.arg2, y.thread, y.nr, y.ret, y.stack);
-  OffCpu& o = c->off_cpu;
-  SortRowsBy(o.start, o.start, o.end, o.thread, o.stack, o.stack_end, o.state, o.waker_tid,
-             o.waker_name, o.flags);
-  LabelSpans& l = c->labels;
-  SortRowsBy(l.start, l.start, l.end, l.thread, l.key, l.value);
+  SortTableBy(y, y.time);
+  SortTableBy(c->off_cpu, c->off_cpu.start);
+  SortTableBy(c->labels, c->labels.start);
   ProbeRecords& r = c->probe_records;
   if (std::none_of(r.op.begin(), r.op.end(), [](ProbeOp op) { return op == ProbeOp::kCounter; }))
     r.value.clear();
   if (std::none_of(r.op.begin(), r.op.end(), [](ProbeOp op) { return op == ProbeOp::kLabel; }))
     r.text.clear();
-  SortRowsBy(r.time, r.time, r.thread, r.site, r.op, r.value, r.text);
+  SortTableBy(r, r.time);
 }
 
 Capture MergeCaptures(std::vector<Capture>&& parts) {
@@ -553,13 +494,7 @@ Capture MergeCaptures(std::vector<Capture>&& parts) {
       auto [it, fresh] =
           sites.try_emplace({uint8_t(ps.kind[i]), ps.name[i], ps.file[i], ps.line[i], ps.module[i]},
                             ProbeSiteId(out.probe_sites.size()));
-      if (fresh) {
-        out.probe_sites.kind.push_back(ps.kind[i]);
-        out.probe_sites.name.push_back(ps.name[i]);
-        out.probe_sites.file.push_back(ps.file[i]);
-        out.probe_sites.line.push_back(ps.line[i]);
-        out.probe_sites.module.push_back(ps.module[i]);
-      }
+      if (fresh) AppendRow(out.probe_sites, ps, i);
       site_index.push_back(it->second);
     }
     MapColumn(p.probe_records.site, site_index);

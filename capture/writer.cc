@@ -1,7 +1,11 @@
 #include "capture/writer.h"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "capture/columns.h"
 #include "capture/container.h"
 #include "capture/schema_generated.h"
 
@@ -99,9 +103,23 @@ std::vector<Out> MapRows(const std::vector<In>& rows, F f) {
   return out;
 }
 
-template <typename T>
-flatbuffers::Offset<flatbuffers::Vector<T>> Vec(FlatBufferBuilder& b, const Column<T>& column) {
-  return b.CreateVector(column.data(), column.size());
+// An event table as tables.h declares its columns: each column at vtable
+// slot 4 + 2 index (flatc numbers schema.fbs's fields in order), an empty
+// one left out.
+template <typename Table>
+flatbuffers::uoffset_t WriteTable(FlatBufferBuilder& b, const Table& t) {
+  std::vector<std::pair<flatbuffers::voffset_t, flatbuffers::uoffset_t>> fields;
+  flatbuffers::voffset_t slot = 4;
+  Table::ForEachColumn(t, [&](const ColumnInfo&, const auto& column) {
+    using S = StoredType<std::remove_cvref_t<decltype(column[0])>>;
+    if (!column.empty())
+      fields.push_back(
+          {slot, b.CreateVector(reinterpret_cast<const S*>(column.data()), column.size()).o});
+    slot += 2;
+  });
+  const flatbuffers::uoffset_t start = b.StartTable();
+  for (auto [field, offset] : fields) b.AddOffset(field, flatbuffers::Offset<void>(offset));
+  return b.EndTable(start);
 }
 
 }  // namespace
@@ -150,57 +168,13 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   }));
   auto stacks =
       fbs::CreateStacks(b, b.CreateVector(c.stacks.parent), b.CreateVector(c.stacks.frame));
-  auto ends =
-      b.CreateVector(reinterpret_cast<const uint8_t*>(c.samples.end.data()), c.samples.end.size());
-  auto samples = fbs::CreateSamples(b, Vec(b, c.samples.time), Vec(b, c.samples.thread),
-                                    Vec(b, c.samples.stack), Vec(b, c.samples.weight), ends,
-                                    c.samples.count.empty() ? 0 : Vec(b, c.samples.count));
-  flatbuffers::Offset<fbs::Syscalls> syscalls = 0;
-  if (c.syscalls.size() > 0) {
-    const Syscalls& y = c.syscalls;
-    syscalls = fbs::CreateSyscalls(
-        b, b.CreateVector(y.time), b.CreateVector(y.duration), b.CreateVector(y.thread),
-        b.CreateVector(y.nr), b.CreateVector(y.ret), b.CreateVector(y.arg0), b.CreateVector(y.arg1),
-        b.CreateVector(y.arg2), y.stack.empty() ? 0 : b.CreateVector(y.stack));
-  }
-  auto bytes = [&b](const auto& column) {
-    return b.CreateVector(reinterpret_cast<const uint8_t*>(column.data()), column.size());
-  };
-  flatbuffers::Offset<fbs::OffCpu> off_cpu = 0;
-  if (c.off_cpu.size() > 0) {
-    const OffCpu& o = c.off_cpu;
-    off_cpu = fbs::CreateOffCpu(b, b.CreateVector(o.start), b.CreateVector(o.end),
-                                b.CreateVector(o.thread), b.CreateVector(o.stack),
-                                bytes(o.stack_end), bytes(o.state), b.CreateVector(o.waker_tid),
-                                b.CreateVector(o.waker_name), b.CreateVector(o.flags));
-  }
-  flatbuffers::Offset<fbs::OffCpuShort> off_cpu_short = 0;
-  if (c.off_cpu_short.size() > 0) {
-    const OffCpuShort& sh = c.off_cpu_short;
-    off_cpu_short = fbs::CreateOffCpuShort(b, b.CreateVector(sh.thread), bytes(sh.state),
-                                           b.CreateVector(sh.count), b.CreateVector(sh.total));
-  }
-  flatbuffers::Offset<fbs::LabelSpans> labels = 0;
-  if (c.labels.size() > 0) {
-    const LabelSpans& l = c.labels;
-    labels = fbs::CreateLabelSpans(b, b.CreateVector(l.thread), b.CreateVector(l.key),
-                                   b.CreateVector(l.value), b.CreateVector(l.start),
-                                   b.CreateVector(l.end));
-  }
-  flatbuffers::Offset<fbs::ProbeSites> probe_sites = 0;
-  if (c.probe_sites.size() > 0) {
-    const ProbeSites& p = c.probe_sites;
-    probe_sites = fbs::CreateProbeSites(b, bytes(p.kind), b.CreateVector(p.name),
-                                        b.CreateVector(p.file), b.CreateVector(p.line),
-                                        b.CreateVector(p.module));
-  }
-  flatbuffers::Offset<fbs::ProbeRecords> probe_records = 0;
-  if (c.probe_records.size() > 0) {
-    const ProbeRecords& r = c.probe_records;
-    probe_records = fbs::CreateProbeRecords(
-        b, b.CreateVector(r.time), b.CreateVector(r.thread), b.CreateVector(r.site), bytes(r.op),
-        r.value.empty() ? 0 : b.CreateVector(r.value), r.text.empty() ? 0 : b.CreateVector(r.text));
-  }
+  // The event tables (tables.h); each but the samples only when it has rows.
+#define MICROSCOPE_WRITE_TABLE(Struct, member, COLUMNS)                                       \
+  const flatbuffers::Offset<fbs::Struct> member(                                              \
+      c.member.size() > 0 || std::string_view(#member) == "samples" ? WriteTable(b, c.member) \
+                                                                    : 0);
+  MICROSCOPE_EVENT_TABLES(MICROSCOPE_WRITE_TABLE)
+#undef MICROSCOPE_WRITE_TABLE
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
   auto settings = BuildSettings(b, c.settings);

@@ -272,7 +272,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     // Each ring is in time order; rings read in one round may interleave
     // with what an earlier round delivered only if a thread stalled between
     // stamping a record and publishing it.
-    capture::SortRowsBy(r.time, r.time, r.thread, r.site, r.op, r.value, r.text);
+    capture::SortTableBy(r, r.time);
     if (dropped_ > 0) {
       Problem("probe records dropped (a thread's ring was full)",
               std::to_string(dropped_) + " records");

@@ -130,8 +130,7 @@ void FinishOffCpuRows(capture::Capture* c, uint64_t end_time) {
       o.flags[i] |= capture::kOffCpuCutAtEnd;
     }
   }
-  capture::SortRowsBy(o.start, o.start, o.end, o.thread, o.stack, o.stack_end, o.state, o.waker_tid,
-                      o.waker_name, o.flags);
+  capture::SortTableBy(o, o.start);
 }
 
 Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& context) {

@@ -521,7 +521,7 @@ void Processor::SortSamplesByTime() {
   // long vCPU stall) was processed one round late: put samples back in order.
   size_t late = 0;
   for (size_t i = 1; i < s.size(); ++i) late += s.time[i] < s.time[i - 1];
-  if (capture::SortRowsBy(s.time, s.time, s.thread, s.stack, s.weight, s.end, s.count)) {
+  if (capture::SortTableBy(s, s.time)) {
     CountProblem("records arrived late and were reordered", std::to_string(late) + " samples");
   }
 }

@@ -70,8 +70,7 @@ void FinishSyscallRows(capture::Capture* c) {
   if (std::all_of(y.stack.begin(), y.stack.end(), [](uint32_t n) { return n == capture::kNone; })) {
     y.stack.clear();  // no call carried a stack: no column
   }
-  capture::SortRowsBy(y.time, y.time, y.duration, y.arg0, y.arg1, y.arg2, y.thread, y.nr, y.ret,
-                      y.stack);
+  capture::SortTableBy(y, y.time);
 }
 
 Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& context) {
