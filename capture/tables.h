@@ -116,7 +116,18 @@ struct ColumnInfo {
 // null), `a` and `b` tables of one type (either const).
 #define MICROSCOPE_VISIT_COLUMN_PAIR(T, col, ...) \
   fn(ColumnInfo{.name = #col __VA_OPT__(, ) __VA_ARGS__}, a.col, b ? &b->col : nullptr);
+// And a table's Row (one value of each column) and Append(row), for those
+// who make rows one at a time (the recorder's sources): all columns get a
+// value, an optional one too (the source drops it if no row needed it).
+#define MICROSCOPE_ROW_FIELD(T, col, ...) T col{};
+#define MICROSCOPE_APPEND_FIELD(T, col, ...) col.push_back(row.col);
 #define MICROSCOPE_TABLE_VISITOR(COLUMNS)              \
+  struct Row {                                         \
+    COLUMNS(MICROSCOPE_ROW_FIELD)                      \
+  };                                                   \
+  void Append(const Row& row) {                        \
+    COLUMNS(MICROSCOPE_APPEND_FIELD)                   \
+  }                                                    \
   template <typename Self, typename Fn>                \
   static void ForEachColumn(Self& self, Fn&& fn) {     \
     COLUMNS(MICROSCOPE_VISIT_COLUMN)                   \

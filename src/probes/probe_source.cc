@@ -23,8 +23,8 @@
 #include "src/probes/ring_records.h"
 #include "src/probes/site_entries.h"
 #include "src/probes/tsc_clock.h"
-#include "src/record/splicer.h"
 #include "src/record/process_memory.h"
+#include "src/record/splicer.h"
 #include "src/symbols/elf_handle.h"
 #include "src/symbols/elf_image.h"
 
@@ -243,21 +243,23 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     capture::Capture& c = processor->capture();
     Site& site = sites_[e.site];
     if (site.id == capture::kNone) {
-      capture::ProbeSites& ps = c.probe_sites;
-      site.id = capture::ProbeSiteId(ps.size());
-      ps.kind.push_back(site.kind);
-      ps.name.push_back(processor->Intern(site.name));
-      ps.file.push_back(site.file.empty() ? capture::kNone : processor->Intern(site.file));
-      ps.line.push_back(site.line);
-      ps.module.push_back(site.module);
+      site.id = capture::ProbeSiteId(c.probe_sites.size());
+      c.probe_sites.Append({
+          .kind = site.kind,
+          .name = processor->Intern(site.name),
+          .file = site.file.empty() ? capture::kNone : processor->Intern(site.file),
+          .line = site.line,
+          .module = site.module,
+      });
     }
-    capture::ProbeRecords& r = c.probe_records;
-    r.time.push_back(e.time);
-    r.thread.push_back(processor->EventThread(e.pid, e.tid, e.time, ""));
-    r.site.push_back(site.id);
-    r.op.push_back(e.op);
-    r.value.push_back(e.value);
-    r.text.push_back(e.op == ProbeOp::kLabel ? processor->Intern(texts_[e.text]) : capture::kNone);
+    c.probe_records.Append({
+        .time = e.time,
+        .thread = processor->EventThread(e.pid, e.tid, e.time, ""),
+        .site = site.id,
+        .op = e.op,
+        .value = e.value,
+        .text = e.op == ProbeOp::kLabel ? processor->Intern(texts_[e.text]) : capture::kNone,
+    });
     ++delivered_;
   }
 
@@ -468,8 +470,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     const uint64_t beat = MonotonicNowNs();
     if (!WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, heartbeat), &beat, sizeof(beat))) return;
     microscope_ctl ctl;
-    if (!record::ProcessMemory(pid_t(t.pid))
-             .Read(t.ctl, &ctl, offsetof(microscope_ctl, heartbeat)))
+    if (!record::ProcessMemory(pid_t(t.pid)).Read(t.ctl, &ctl, offsetof(microscope_ctl, heartbeat)))
       return;
     t.threads_refused = ctl.threads_refused;
     // The rings' words first, then the sites: a record names only sites

@@ -99,27 +99,27 @@ void AppendOffCpu(const OffCpuInterval& iv, Processor* processor) {
   capture::StackId stack = processor->EventStack(iv.pid, iv.tid, iv.time_ns, iv.kernel_stack,
                                                  iv.has_regs ? &iv.regs : nullptr, iv.user_stack,
                                                  &stack_end, iv.runtime_walk);
-  capture::OffCpu& o = c.off_cpu;
-  o.start.push_back(start);
-  o.end.push_back(iv.end_ns);  // 0 (still off CPU): closed by FinishOffCpuRows
-  o.thread.push_back(thread);
-  o.stack.push_back(stack);
-  o.stack_end.push_back(stack_end);
-  o.state.push_back(StateOf(iv.state));
-  o.waker_tid.push_back(int32_t(iv.waker_tid));
-  o.waker_name.push_back(iv.waker_tid != 0 ? processor->Intern(iv.waker_comm) : capture::kNone);
-  o.flags.push_back(uint8_t(iv.flags & capture::kOffCpuFlagsMask));
+  c.off_cpu.Append({
+      .start = start,
+      .end = iv.end_ns,  // 0 (still off CPU): closed by FinishOffCpuRows
+      .thread = thread,
+      .stack = stack,
+      .stack_end = stack_end,
+      .state = StateOf(iv.state),
+      .waker_tid = int32_t(iv.waker_tid),
+      .waker_name = iv.waker_tid != 0 ? processor->Intern(iv.waker_comm) : capture::kNone,
+      .flags = uint8_t(iv.flags & capture::kOffCpuFlagsMask),
+  });
 }
 
 void AppendOffCpuShort(const OffCpuShortCount& count, Processor* processor) {
   // Counts are read at the end: the thread may have exited by then. Its
   // latest row is the one they belong to.
   capture::ThreadId thread = processor->LatestThread(count.pid, count.tid);
-  capture::OffCpuShort& s = processor->capture().off_cpu_short;
-  s.thread.push_back(thread);
-  s.state.push_back(StateOf(count.state));
-  s.count.push_back(count.count);
-  s.total.push_back(count.total_ns);
+  processor->capture().off_cpu_short.Append({.thread = thread,
+                                             .state = StateOf(count.state),
+                                             .count = count.count,
+                                             .total = count.total_ns});
 }
 
 void FinishOffCpuRows(capture::Capture* c, uint64_t end_time) {

@@ -260,7 +260,7 @@ void Processor::OnComm(const Event& e) {
     if (stack_extents_ != nullptr) stack_extents_->Forget(e.tid);  // a new stack
     p.anonymous_frame_pointers = false;
     for (MappingWatcher* w : mapping_watchers_) w->Forget(uint32_t(e.pid));
-    p.root_known = false;       // and may follow a change of namespace
+    p.root_known = false;  // and may follow a change of namespace
     capture_.processes[p.row].command = name;
   }
 }
@@ -472,11 +472,7 @@ void Processor::AddLabel(capture::ThreadId thread, std::string_view key, std::st
     return;
   }
   it->second = l.size();
-  l.thread.push_back(thread);
-  l.key.push_back(k);
-  l.value.push_back(v);
-  l.start.push_back(time);
-  l.end.push_back(time);
+  l.Append({.thread = thread, .key = k, .value = v, .start = time, .end = time});
 }
 
 void Processor::Process(const Event& e) {

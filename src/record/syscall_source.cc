@@ -53,16 +53,15 @@ void AppendSyscall(const SyscallEvent& call, Processor* processor) {
     stack = processor->EventStack(call.pid, call.tid, call.end_ns(), {}, &call.regs,
                                   call.user_stack, nullptr, call.runtime_walk);
   }
-  capture::Syscalls& y = processor->capture().syscalls;
-  y.time.push_back(call.start_ns);
-  y.duration.push_back(call.duration_ns);
-  y.thread.push_back(thread);
-  y.nr.push_back(call.nr);
-  y.ret.push_back(call.ret);
-  y.arg0.push_back(call.args[0]);
-  y.arg1.push_back(call.args[1]);
-  y.arg2.push_back(call.args[2]);
-  y.stack.push_back(stack);
+  processor->capture().syscalls.Append({.time = call.start_ns,
+                                        .duration = call.duration_ns,
+                                        .thread = thread,
+                                        .nr = call.nr,
+                                        .ret = call.ret,
+                                        .arg0 = call.args[0],
+                                        .arg1 = call.args[1],
+                                        .arg2 = call.args[2],
+                                        .stack = stack});
 }
 
 void FinishSyscallRows(capture::Capture* c) {
