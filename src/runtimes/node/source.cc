@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/hex.h"
+#include "src/record/problem_counts.h"
 #include "src/record/proc.h"
 #include "src/record/process_memory.h"
 #include "src/record/splicer.h"
@@ -146,8 +147,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     return interner->Interpreted({"[unknown JavaScript: " + why + "]", "", 0, 0});
   }
   void Problem(const std::string& kind, const std::string& example) {
-    auto& p = problems_[kind];
-    if (p.first++ == 0) p.second = example;
+    problems_.Count(kind, example);
   }
 
   std::string mode_;
@@ -162,7 +162,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::unordered_map<capture::ModuleId, const ImageInfo*> modules_;
   std::unordered_map<uint32_t, Process> processes_;
   std::vector<std::string> notes_;
-  std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
+  record::ProblemCounts problems_;
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, js_frames_ = 0, unknown_frames_ = 0;
   uint64_t walks_labeled_ = 0;  // with the thread's isolate
   struct {
@@ -375,8 +375,7 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 }
 
 void NodeSource::Finish(record::Processor* processor, capture::Settings* settings) {
-  for (const auto& [kind, count_example] : problems_)
-    processor->CountProblem(kind, count_example.second, count_example.first);
+  problems_.Report(processor);
   const std::string state = !refused_.empty()     ? "off: " + refused_
                             : sampler_ == nullptr ? "off: no V8 image was mapped"
                                                   : "on";

@@ -18,6 +18,7 @@
 #include "base/hex.h"
 #include "base/scoped_fd.h"
 #include "src/record/collector.h"
+#include "src/record/problem_counts.h"
 #include "src/record/proc.h"
 #include "src/runtimes/per_file.h"
 #include "src/runtimes/python/code_reader.h"
@@ -212,8 +213,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
     return interner->Interpreted({"[unknown Python: " + why + "]", "", 0, 0});
   }
   void Problem(const std::string& kind, const std::string& example) {
-    auto& p = problems_[kind];
-    if (p.first++ == 0) p.second = example;
+    problems_.Count(kind, example);
   }
 
   void Watch(int fd) {
@@ -244,7 +244,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   ScopedFd timer_;                   // timerfd
   std::unordered_map<uint32_t, Process> processes_;
   std::vector<std::string> notes_;
-  std::map<std::string, std::pair<uint64_t, std::string>> problems_;  // kind: count, example
+  record::ProblemCounts problems_;
   uint64_t last_refresh_ = 0;
   uint64_t walking_since_ = MonotonicNowNs();  // the program is on the events
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, python_frames_ = 0, unknown_frames_ = 0;
@@ -514,8 +514,7 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 }
 
 void PythonSource::Finish(record::Processor* processor, capture::Settings* settings) {
-  for (const auto& [kind, count_example] : problems_)
-    processor->CountProblem(kind, count_example.second, count_example.first);
+  problems_.Report(processor);
   const std::string state = !refused_.empty() ? "off: " + refused_
                             : dormant_        ? "off: no CPython interpreter was mapped"
                                               : "on";
