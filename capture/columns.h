@@ -16,8 +16,8 @@ namespace microscope::capture {
 
 // The element type a column of T has in the file (an enum: its byte).
 template <typename T>
-using StoredType =
-    std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+using StoredType = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
+                                               std::type_identity<T>>::type;
 
 // Calls fn(table name, table) for every event table of `c` (const or not).
 template <typename CaptureT, typename Fn>
