@@ -152,6 +152,15 @@ def fetch_pythons(versions=("3.13", "3.14", "3.15")):
     return fetch_runtimes("fetch-python", versions)
 
 
+def fetch_nodes():
+    """{major: node} of Debian's Node 20 and Node 22, 24 and 26 from the npm
+    registry (scripts/fetch-node); fails when Debian's is not installed."""
+    nodes = {"20": "/usr/bin/node"}
+    nodes.update(fetch_runtimes("fetch-node", ["22", "24", "26"]))
+    check(os.path.exists(nodes["20"]), "Debian's node 20 is installed")
+    return nodes
+
+
 _attacker = []
 
 

@@ -29,9 +29,7 @@ from common import *
 PPROF = os.environ.get("PPROF")
 
 require_perf()
-nodes = {"20": "/usr/bin/node"}
-nodes.update((k, v) for k, v in fetch_runtimes("fetch-node", ["22", "24", "26"]).items())
-check(os.path.exists(nodes["20"]), "Debian's node 20 is installed")
+nodes = fetch_nodes()
 WORKLOAD = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                          "fixtures", "node", "workload.js"))
 d = tmpdir()

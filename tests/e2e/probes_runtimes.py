@@ -80,8 +80,7 @@ for version, python in sorted(pythons.items()):
                     dict(os.environ, PYTHONPATH=SDK_PYTHON, MICROSCOPE_LIBRARY="/nonexistent/libmicroscope.so"))
 
 # Node.js: Debian's 20, and 22, 24, 26.
-nodes = {"20": "/usr/bin/node"}
-nodes.update(fetch_runtimes("fetch-node", ["22", "24", "26"]))
+nodes = fetch_nodes()
 fixture_js = os.path.join(FIXTURES_SRC, "node", "probes.js")
 for version, node in sorted(nodes.items(), key=lambda kv: int(kv[0])):
     node = node[0] if isinstance(node, list) else node
