@@ -357,7 +357,10 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     }
     WriteBytes(t.pid, enable, 1);
     t.enabled.insert(t.enabled.end(), enable.begin(), enable.end());
-    // Recording only once the static sites are on: a program that waits
+    // The run-time sites defined before now (a Node or Python program's
+    // zones made at start-up) are switched on here too, not next round.
+    ReadRuntimeSites(t, ctl);
+    // Recording only once all sites so far are on: a program that waits
     // for it (microscope_recording) then loses none of its first zones.
     const uint32_t recording = MICROSCOPE_STATE_RECORDING;
     (void)WriteAt(t.pid, t.ctl + offsetof(microscope_ctl, state), &recording, sizeof(recording));
