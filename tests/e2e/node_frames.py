@@ -10,9 +10,9 @@ record -g of another run, which names JIT code through node's perf map) and
 of the split, both run with --perf-basic-prof (a run's shares move from run
 to run: by up to 10 points in the perf map's names, up to 13 in the
 walker's, which is not explained yet); node
---cpu-prof must name the same functions (its shares, the median of three
-runs, are printed beside ours: they are not held to 5 points, its own runs
-disagreeing by up to 15 on 22 to 26). The
+--cpu-prof must name the same functions (its shares are printed beside
+ours: they are not held to 5 points, its own runs disagreeing by up to 15
+on 22 to 26). The
 JavaScript frames sit, callee first, where node's JS entry runs them;
 interpreted frames that called out have the line of the call (node
 --jitless: every frame interpreted) and the innermost has none; recursion
@@ -64,23 +64,16 @@ def js_self_shares(cap):
 
 
 def cpu_prof_shares(node, mode):
-    """The median of three runs' self shares, the runs' widest spread, and
-    the functions the profiles name."""
-    runs, names = [], set()
-    for _ in range(3):
-        out = os.path.join(d, "cpuprof")
-        shutil.rmtree(out, True)
-        p = run([node, "--cpu-prof", "--cpu-prof-dir", out, WORKLOAD, mode, SCALE], timeout=300)
-        check(p.returncode == 0, "node --cpu-prof runs the fixture: %s" % p.stderr[-300:])
-        prof = json.load(open(glob.glob(os.path.join(out, "*.cpuprofile"))[0]))
-        name = {n["id"]: n["callFrame"]["functionName"] for n in prof["nodes"]}
-        counts = Counter(name[s] for s in prof["samples"])
-        names |= set(n for n, c in counts.items() if c > 0)
-        total = sum(counts[fn] for fn in FNS)
-        runs.append({fn: counts[fn] / max(1, total) for fn in FNS})
-    median = {fn: sorted(r[fn] for r in runs)[1] for fn in FNS}
-    spread = max(max(r[fn] for r in runs) - min(r[fn] for r in runs) for fn in FNS)
-    return median, spread, names
+    """One run's self shares under --cpu-prof, and the functions it names."""
+    out = os.path.join(d, "cpuprof")
+    shutil.rmtree(out, True)
+    p = run([node, "--cpu-prof", "--cpu-prof-dir", out, WORKLOAD, mode, SCALE], timeout=300)
+    check(p.returncode == 0, "node --cpu-prof runs the fixture: %s" % p.stderr[-300:])
+    prof = json.load(open(glob.glob(os.path.join(out, "*.cpuprofile"))[0]))
+    name = {n["id"]: n["callFrame"]["functionName"] for n in prof["nodes"]}
+    counts = Counter(name[s] for s in prof["samples"])
+    total = sum(counts[fn] for fn in FNS)
+    return {fn: counts[fn] / max(1, total) for fn in FNS}, set(n for n, c in counts.items() if c > 0)
 
 
 def perf_shares(data):
@@ -142,12 +135,12 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     _, n = js_self_shares(cap)
     # --cpu-prof names the same functions; its shares are printed, not
     # held to 5 points: on 22 to 26 its own runs disagree by up to 15 points
-    # and its median leans from leaf() to its callers, where perf and the
+    # and its median of three leaned from leaf() to its callers, where perf and the
     # fixture's split agree with ours.
-    theirs, spread, names = cpu_prof_shares(node, "shares")
+    theirs, names = cpu_prof_shares(node, "shares")
     check(all(fn in names for fn in FNS),
-          "node %s: --cpu-prof names %s too; its shares %s (its runs spread %.0f points), ours %s" %
-          (major, FNS, r3(theirs), 100 * spread, r3(ours)))
+          "node %s: --cpu-prof names %s too; its shares %s, ours %s" %
+          (major, FNS, r3(theirs), r3(ours)))
     js_paths = tree_paths(report(cap, "--tree", "--min-percent", "0", "--look", "js"))
     in_leaf = sum(v for p, v in js_paths.items() if p[-1] == "leaf")
     chain = sum(v for p, v in js_paths.items() if p[-3:] == ("top", "mid", "leaf"))

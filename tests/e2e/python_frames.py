@@ -30,7 +30,10 @@ WORKLOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtu
                         "workload.py")
 WORKLOAD = os.path.realpath(WORKLOAD)
 d = tmpdir()
-SCALE = "2"
+# Twice perf's default rate over half the work: the samples of a run at 999 Hz
+# with SCALE 2 in half the time (the fixtures' work is fixed, not timed).
+SCALE = "1"
+RATE = "1999"
 with open(WORKLOAD) as f:
     DEFS = {m.group(1): i + 1 for i, line in enumerate(f) for m in [re.match(r"def (\w+)\(", line)] if m}
 
@@ -39,7 +42,7 @@ def record_fixture(name, python, mode, env=None, extra=(), scale=SCALE, printed=
     """The capture of WORKLOAD `mode`; what the fixture printed is appended
     to `printed` when given."""
     cap = os.path.join(d, "%s-%s.mscap" % (name, mode))
-    p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "-o", cap, *extra, "--",
+    p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "-F", RATE, "-o", cap, *extra, "--",
              *python, WORKLOAD, mode, scale], env=env, timeout=300)
     if p.returncode != 0:
         fail("%s %s: record exited %d: %s" % (name, mode, p.returncode, p.stderr[-2000:]))
@@ -88,7 +91,7 @@ def perf_share(python, mode, fns):
     data = os.path.join(d, "perf.data")
     # DWARF: this CPython has no frame pointers. The unwinding stops at the
     # innermost trampoline, which names the innermost Python function.
-    p = run(["perf", "record", "-q", "--call-graph", "dwarf", "-F", "999", "-o", data, "--",
+    p = run(["perf", "record", "-q", "--call-graph", "dwarf", "-F", RATE, "-o", data, "--",
              *python, "-X", "perf", WORKLOAD, mode, SCALE], timeout=300)
     check(p.returncode == 0, "perf records the fixture with -X perf: %s" % p.stderr[-300:])
     script = run(["perf", "script", "-i", data, "-F", "ip,sym"], timeout=600).stdout
@@ -259,7 +262,7 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
     # Blocked time: sleeper() in time.sleep 20 x 10 ms, waiter() on a
     # threading.Lock for as long; off-CPU intervals and slow system calls
     # carry the Python frames of the moment.
-    lagged = str(int(int(SCALE) * LAG_FACTOR))  # blocked's head start
+    lagged = str(int(2 * LAG_FACTOR))  # blocked's head start
     cap = record_fixture(name, python, "blocked", extra=("--off-cpu",), scale=lagged)
     off = {f["function"]: f["total"]["value"] for f in
            report(cap, "--metric", "offcpu", "--min-percent", "0")["functions"]}
@@ -309,6 +312,7 @@ try:
              "2s", "-o", cap])
     check(p.returncode == 0, "record --pid of a running 3.14: %s" % p.stderr[-300:])
 finally:
+    target.kill()  # its work is longer than the recording, which is what is checked
     target.wait()
 rep = report(cap, "--min-percent", "0")
 paths = tree(cap)
@@ -326,7 +330,7 @@ check(a + b > 500 and near(a / (a + b), 0.75, 3) and
 # execs one): the walker starts when the interpreter is mapped; a recording
 # of no Python at all has it off, saying why.
 cap = os.path.join(d, "lazy.mscap")
-record(cap, ["sh", "-c", "exec %s %s split %s" % (pythons["3.14"][0], WORKLOAD, SCALE)])
+record(cap, ["sh", "-c", "exec %s %s split %s" % (pythons["3.14"][0], WORKLOAD, SCALE)], ["-F", RATE])
 rep = report(cap, "--min-percent", "0")
 paths = tree(cap)
 a, b = under(paths, "a"), under(paths, "b")
@@ -345,7 +349,7 @@ for i, name in enumerate(order):
     env = dict(os.environ, PYTHON_EXEC=other)
     # The code objects before the exec are read before it (LAG_FACTOR).
     cap = record_fixture(name + "-exec", pythons[name], "exec", env=env,
-                         scale=str(int(int(SCALE) * LAG_FACTOR)))
+                         scale=str(int(2 * LAG_FACTOR)))
     rep = report(cap, "--min-percent", "0")
     fns = {f["function"]: f["total"]["samples"] for f in rep["functions"]}
     check(fns.get("exec_", 0) > 100 and fns.get("exec_target", 0) > 100,

@@ -249,9 +249,9 @@ TEST_CASE("Writers: invalid UTF-8 in names is replaced, never a crash") {
   c.strings[c.functions[2].name] = "hot\xff";
   FunctionKeys keys(c);
   auto chrome = ToString([&](FILE* f) { formats::WriteChromeTrace(f, c, keys, {}); });
-  CHECK_NOTHROW(nlohmann::json::parse(chrome));
+  CHECK(nlohmann::json::parse(chrome).is_object());
   auto ss = ToString([&](FILE* f) { formats::WriteSpeedscope(f, c, keys, {}); });
-  CHECK_NOTHROW(nlohmann::json::parse(ss));
+  CHECK(nlohmann::json::parse(ss).is_object());
 }
 
 TEST_CASE("Folded: a file that starts with blank lines reads") {
