@@ -7,6 +7,8 @@
 #include "src/record/decode.h"
 #include "src/record/processor.h"
 #include "src/record/pump.h"
+#include "src/runtimes/node/walk.h"
+#include "src/runtimes/python/walk.h"
 #include "tests/unit/record/record_builder.h"
 
 using namespace microscope;
@@ -73,5 +75,51 @@ void BM_ProcessSamples(benchmark::State& state) {
 BENCHMARK(BM_ProcessSamples)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// Splicing one runtime's walk into a 30-frame native stack, as a source
+// does at each sample: with the scratch it reuses (Arg 1) or a fresh one per
+// stack (Arg 0: every buffer allocated again, as before it had one).
+void BM_PythonSplice(benchmark::State& state) {
+  runtimes::python::Walk walk;
+  for (uint64_t i = 0; i < 12; ++i) walk.frames.push_back({0x1000 + i, 0, 0, 0, 0, false, false});
+  walk.frames[5].entry = walk.frames[11].entry = true;
+  std::vector<capture::FrameId> native(30);
+  std::vector<uint8_t> tags(30, 0);
+  tags[10] = tags[20] = 1;
+  std::vector<uint64_t> sps(30, 0);
+  runtimes::python::SpliceHooks hooks{
+      [](const runtimes::python::WalkFrame& f) { return capture::FrameId(f.code); },
+      [](const std::string&) { return capture::FrameId(0); }};
+  runtimes::python::SpliceScratch scratch;
+  std::vector<capture::FrameId> frames;
+  for (auto _ : state) {
+    frames.assign(native.begin(), native.end());
+    runtimes::python::SpliceWalk(&walk, "", &frames, tags, sps, 1, hooks,
+                                 state.range(0) ? &scratch : nullptr);
+    benchmark::DoNotOptimize(frames.data());
+  }
+}
+BENCHMARK(BM_PythonSplice)->Arg(0)->Arg(1);
+
+void BM_V8Splice(benchmark::State& state) {
+  runtimes::node::V8Walk walk;
+  std::vector<uint64_t> sps(30);
+  for (size_t i = 0; i < sps.size(); ++i) sps[i] = i < 2 ? 0 : 0x7000 + 0x100 * i;
+  for (uint64_t i = 0; i < 12; ++i) walk.frames.push_back({0x7000 + 0x100 * (3 + 2 * i) + 8});
+  std::vector<capture::FrameId> native(30);
+  std::vector<uint8_t> tags(30, 0);
+  runtimes::node::V8SpliceHooks hooks{
+      [](const runtimes::node::V8Frame& f) { return capture::FrameId(f.fp); },
+      [](const std::string&) { return capture::FrameId(0); }};
+  runtimes::node::V8SpliceScratch scratch;
+  std::vector<capture::FrameId> frames;
+  for (auto _ : state) {
+    frames.assign(native.begin(), native.end());
+    runtimes::node::SpliceV8Walk(walk, &frames, tags, sps, 3, hooks,
+                                 state.range(0) ? &scratch : nullptr);
+    benchmark::DoNotOptimize(frames.data());
+  }
+}
+BENCHMARK(BM_V8Splice)->Arg(0)->Arg(1);
 
 BENCHMARK_MAIN();

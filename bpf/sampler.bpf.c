@@ -65,29 +65,19 @@ int walk_runtimes_at_sample(struct bpf_perf_event_data* ctx) {
   return 1;
 }
 
-// Forgotten at exec (another program, maybe another runtime: laid out again
-// when its interpreter or V8 is mapped) and at exit; a forked child is laid
-// out as its parent until user space hears of it.
+// Each runtime's maps follow execs, exits and forks (runtimes.bpf.h); the
+// execs of followed processes also go to user space.
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(runtime_exec, struct task_struct* p) {
   __u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
-  bpf_map_delete_elem(&py_processes, &tgid);
-  bpf_map_delete_elem(&v8_processes, &tgid);
-  bpf_map_delete_elem(&py_threads, &tid);
-  v8_lay_out_exec(p, tgid);
+  runtimes_exec(p, tgid, tid);
   if (followed_tgid(tgid)) bpf_ringbuf_output(&execs, &tgid, sizeof(tgid), 0);
   return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(runtime_exit, struct task_struct* p, bool group_dead) {
-  __u32 tid = BPF_CORE_READ(p, pid);
-  bpf_map_delete_elem(&py_threads, &tid);
-  if (group_dead) {
-    __u32 tgid = BPF_CORE_READ(p, tgid);
-    bpf_map_delete_elem(&py_processes, &tgid);
-    bpf_map_delete_elem(&v8_processes, &tgid);
-  }
+  runtimes_exit(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid), group_dead);
   forget_if_group_dead(p, group_dead);
   return 0;
 }
@@ -96,9 +86,6 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(runtime_fork, struct task_struct* parent, struct task_struct* child) {
   __u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
   if (ptgid == ctgid) return 0;  // a thread
-  struct py_process* proc = bpf_map_lookup_elem(&py_processes, &ptgid);
-  if (proc) bpf_map_update_elem(&py_processes, &ctgid, proc, BPF_ANY);
-  struct v8_process* v8 = bpf_map_lookup_elem(&v8_processes, &ptgid);
-  if (v8) bpf_map_update_elem(&v8_processes, &ctgid, v8, BPF_ANY);
+  runtimes_fork(ptgid, ctgid);
   return 0;
 }

@@ -1,7 +1,8 @@
 /* The one record every runtime's BPF walker writes (bpf/runtimes.bpf.h),
  * at a sample (into the sample's own ring, just before the sample), an
  * off-CPU interval or a slow system call (inside their events): a header
- * all runtimes share, then `nframes` frames of the runtime's own layout,
+ * all runtimes share (with the runtime's number, bpf/runtime_ids.h), then
+ * `nframes` frames of the runtime's own layout,
  * `frame_size` bytes each, leaf first. User space reads the header once
  * (src/record/walk_record.h) and hands the frames to the runtime whose
  * number it carries. Plain fixed-width C: both compilers must lay it out
@@ -10,10 +11,6 @@
 #define MICROSCOPE_BPF_WALK_H
 
 #define MICROSCOPE_WALK_MAGIC 0x6b6c6177u /* "walk", record version 1 */
-
-/* walk_header.runtime */
-#define MICROSCOPE_RUNTIME_PYTHON 1
-#define MICROSCOPE_RUNTIME_V8 2
 
 /* Bytes of frames a walk has room for: each runtime's frame bound is this
  * over its frame's size. */

@@ -334,10 +334,9 @@ struct Settings {
 inline constexpr std::string_view kOffCpuSource = "off-cpu";    // values: min_ns
 inline constexpr std::string_view kSyscallSource = "syscalls";  // values: stack_min_ns
 inline constexpr std::string_view kExitSource = "exits";        // every process's exit status
-// values: stacks (with interpreter frames), stacks_all_named, walks, frames,
-// unknown_frames, walks_lost
-inline constexpr std::string_view kPythonSource = "python";
-inline constexpr std::string_view kNodeSource = "node";
+// Each runtime's source is named as the runtime (src/runtimes/runtime.h:
+// "python", "node"); values: stacks (with interpreter frames),
+// stacks_all_named, walks, frames, unknown_frames, walks_lost.
 // values: modules (read), sites, records, dropped (2.8)
 inline constexpr std::string_view kProbeSource = "probes";
 // values: budget_ppm, kept, dropped (samples), and the recorder's own cost

@@ -8,6 +8,7 @@
 #include "src/probes/probe_source.h"
 #include "src/record/budget.h"
 #include "src/record/proc.h"
+#include "src/runtimes/runtime.h"
 
 namespace microscope::cli {
 
@@ -114,18 +115,15 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
   cmd->add_option("--off-cpu-min", f->off_cpu_min,
                   "off-CPU intervals shorter than TIME are only counted, without stacks")
       ->capture_default_str();
-  cmd->add_option("--python", f->options.python,
-                  "Python frames, walked by BPF at each sample of every process that maps a "
-                  "CPython interpreter and spliced into its native stacks: auto (when BPF "
-                  "loads, otherwise say why), bpf (required), off")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bpf", "off"}));
-  cmd->add_option("--node", f->options.node,
-                  "JavaScript frames, walked by BPF at each sample of every process that maps "
-                  "a V8 image (v8dbg_ symbols: Node.js) and spliced into its native stacks: "
-                  "auto (when BPF loads, otherwise say why), bpf (required), off")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bpf", "off"}));
+  for (const runtimes::Runtime* r : runtimes::Registered()) {  // --python, --node
+    std::string& mode = f->options.runtimes[std::string(r->name)];
+    mode = "auto";
+    cmd->add_option(
+           "--" + std::string(r->name), mode,
+           std::string(r->help) + ": auto (when BPF loads, otherwise say why), bpf (required), off")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "bpf", "off"}));
+  }
   cmd->add_flag("--syscalls", f->options.syscalls,
                 "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
                 "syscalls` does, in the same capture");

@@ -1,5 +1,5 @@
 // The program's own instrumentation (sdk/), as an event source of the
-// recording (one line in src/record/sources.cc): `record --probes`.
+// recording (one line in src/cli/sources.cc): `record --probes`.
 //
 // Each executable mapping the recording learns of is looked up for the
 // sections microscope_ctl and microscope_sites (a module built with

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/record/processor.h"
@@ -33,12 +36,15 @@ struct RecordOptions {
   // false: no CPU samples, only the process and mapping records the event
   // sources need (`microscope syscalls`); then the sources are required.
   bool samples = true;
-  // Python frames walked by BPF at each sample: "auto" (when BPF loads;
-  // otherwise said once a Python interpreter appears), "bpf" (required), "off".
-  std::string python = "auto";
-  // JavaScript frames walked by BPF at each sample of V8 processes: the same
-  // choices.
-  std::string node = "auto";
+  // Each runtime's frames (src/runtimes/runtime.h; by its name: "python",
+  // "node"), walked by BPF at every stack: "auto" (when BPF loads; otherwise
+  // said once the runtime appears), "bpf" (required), "off". A runtime not
+  // named here is "auto".
+  std::map<std::string, std::string, std::less<>> runtimes;
+  std::string_view RuntimeMode(std::string_view runtime) const {
+    auto it = runtimes.find(runtime);
+    return it != runtimes.end() ? std::string_view(it->second) : std::string_view("auto");
+  }
   // The program's own probes (sdk/) to record: "all", names and NAME*
   // prefixes separated by commas; empty: none.
   std::string probes;

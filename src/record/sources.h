@@ -18,14 +18,14 @@ namespace microscope::record {
 
 struct SourceKind {
   std::string_view name;  // in the capture's settings (capture::SourceSetting)
-  const char* part;       // how a refusal names it
+  std::string_view part;  // how a refusal names it
   // A part every recording tries: refused, it says why in the settings
   // only, not on stderr (an unprivileged user would see it each time).
   bool quiet;
-  bool (*wanted)(const RecordOptions&);
+  std::function<bool(const RecordOptions&)> wanted;
   // Refused, the recording stops (otherwise it goes on without the part).
-  bool (*required)(const RecordOptions&);
-  Result<std::unique_ptr<EventSource>> (*start)(const SourceContext&);
+  std::function<bool(const RecordOptions&)> required;
+  std::function<Result<std::unique_ptr<EventSource>>(const SourceContext&)> start;
   // The BPF maps its walker shares with every BPF object that walks a
   // thread's frames (SharedBpfMaps): its processes' layouts.
   std::span<const std::string_view> shared_maps = {};

@@ -9,7 +9,9 @@
 //    an interner for the interpreted frames it inserts.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -36,15 +38,20 @@ struct MappedModule {
 // The tags splicers mark code with: one space for all of them, since every
 // splicer sees every tagged stack.
 namespace code_tags {
-inline constexpr uint8_t kPythonEval = 1;    // CPython's eval loop
-inline constexpr uint8_t kPythonModule = 2;  // the rest of the interpreter module
-inline constexpr uint8_t kV8Builtins = 3;    // V8's embedded builtins
 // Set by the processor, not a splicer: code in an anonymous mapping (JIT).
-inline constexpr uint8_t kAnonymousCode = 4;
+inline constexpr uint8_t kAnonymousCode = 1;
+// A tag of its own for a runtime's kind of code (CPython's eval loop, V8's
+// builtins), taken once, at start-up: up to 254 in a program.
+inline uint8_t Allocate() {
+  static std::atomic<unsigned> next{kAnonymousCode + 1};
+  const unsigned tag = next.fetch_add(1);
+  if (tag > 255) std::abort();  // a program's own bug: it takes its tags once each
+  return uint8_t(tag);
+}
 }  // namespace code_tags
 
 // Where a splicer marks code: file-offset ranges of a module, each with a
-// tag (non-zero, one of code_tags) that Splice sees again.
+// tag (non-zero, from code_tags) that Splice sees again.
 class CodeMarks {
  public:
   virtual ~CodeMarks() = default;

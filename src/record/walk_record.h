@@ -12,7 +12,7 @@
 namespace microscope::record {
 
 struct WalkRecord {
-  uint8_t runtime = 0;  // MICROSCOPE_RUNTIME_*
+  uint8_t runtime = 0;  // MICROSCOPE_RUNTIME_* (bpf/runtime_ids.h)
   uint8_t status = 0;   // the runtime's own
   uint8_t flags = 0;    // the runtime's own
   uint32_t pid = 0;

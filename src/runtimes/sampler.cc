@@ -92,19 +92,9 @@ Result<std::shared_ptr<Sampler>> Sampler::Attach(record::Collector* collector, u
   return sampler;
 }
 
-int Sampler::map_fd(Map map) const {
-  const auto& maps = state_->skel->maps;
-  switch (map) {
-    case Map::kPyProcesses:
-      return bpf_map__fd(maps.py_processes);
-    case Map::kPyThreads:
-      return bpf_map__fd(maps.py_threads);
-    case Map::kV8Processes:
-      return bpf_map__fd(maps.v8_processes);
-    case Map::kV8Images:
-      return bpf_map__fd(maps.v8_images);
-  }
-  return -1;
+int Sampler::map_fd(const char* name) const {
+  const bpf_map* map = bpf_object__find_map_by_name(state_->skel->obj, name);
+  return map != nullptr ? bpf_map__fd(map) : -1;
 }
 
 Status Sampler::Follow(uint32_t pid) {

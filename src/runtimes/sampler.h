@@ -32,8 +32,9 @@ class Sampler {
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
-  enum class Map { kPyProcesses, kPyThreads, kV8Processes, kV8Images };
-  int map_fd(Map map) const;
+  // A runtime walker's map (its NAME_walk.bpf.h), by name; -1 when the
+  // program has none of that name.
+  int map_fd(const char* name) const;
 
   // Follows process `pid` and the processes it starts: their execs are
   // reported to every listener (DrainExecs), readable on wait_fd().

@@ -101,10 +101,10 @@ def unknown_share(rep):
 
 
 # NODE_MAJORS=24,26 checks only those (while working on one release). Under
-# the sanitizers Debian's 20 and the newest: the recorder's own code is the
-# same for each release, whose layouts the optimized build's run checks.
+# the sanitizers the newest only: the recorder's own code is the same for
+# each release, whose layouts the optimized build's run checks.
 majors = (os.environ["NODE_MAJORS"].split(",") if os.environ.get("NODE_MAJORS") else
-          ["20", "26"] if SANITIZED else nodes)
+          ["26"] if SANITIZED else nodes)
 for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     # Shares against --cpu-prof, and where the frames sit.
     # Both profilers record node --perf-basic-prof (perf needs the map): V8

@@ -1,5 +1,5 @@
 // JIT code named at record time, as an event source of the recording (one
-// line in src/record/sources.cc): the perf map (/tmp/perf-PID.map) and the
+// line in src/cli/sources.cc): the perf map (/tmp/perf-PID.map) and the
 // jitdump (the jit-PID.dump file the process maps, else /tmp/jit-PID.dump)
 // of every recorded process, read when a sample lands in anonymous code
 // nothing names yet; a jitdump's names first, then the map's, then the

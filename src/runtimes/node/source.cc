@@ -29,8 +29,8 @@ using record::FrameInterner;
 using record::MappedModule;
 using record::SpliceStack;
 
-constexpr std::string_view kSourceName = capture::kNodeSource;
-constexpr uint8_t kBuiltinTag = record::code_tags::kV8Builtins;
+constexpr std::string_view kSourceName = "node";  // kRuntime.name
+const uint8_t kBuiltinTag = record::code_tags::Allocate();
 constexpr size_t kMaxNotes = 16;
 constexpr size_t kMaxSource = size_t(64) << 20;  // UTF-16 units read of one script's source
 constexpr int64_t kMaxPositionTable = 1 << 20;   // bytes of one source position table
@@ -103,7 +103,7 @@ struct Process {
 class NodeSource final : public record::EventlessSource, public record::StackSplicer {
  public:
   explicit NodeSource(const record::SourceContext& context)
-      : mode_(context.options.node),
+      : mode_(context.options.RuntimeMode(kSourceName)),
         collector_(context.collector),
         shared_sampler_(context.runtime_sampler),
         shared_maps_(context.shared_maps),
@@ -165,6 +165,18 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   record::ProblemCounts problems_;
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, js_frames_ = 0, unknown_frames_ = 0;
   uint64_t walks_labeled_ = 0;  // with the thread's isolate
+  // What Splice reuses from one stack to the next: no allocation per stack.
+  V8Walk walk_;
+  V8SpliceScratch scratch_;
+  struct {
+    Process* process = nullptr;
+    FrameInterner* interner = nullptr;
+  } splicing_;  // the stack being spliced, for hooks_ (which capture only this)
+  V8SpliceHooks hooks_{[this](const V8Frame& f) {
+                         return Name(splicing_.process, f, &f == &walk_.frames.front(),
+                                     splicing_.interner);
+                       },
+                       [this](const std::string& why) { return Unknown(why, splicing_.interner); }};
   struct {
     uint64_t innermost = 0;  // the innermost frame (its offset slot is stale)
     uint64_t compiled = 0;   // baseline and optimized frames (no offset slot)
@@ -338,11 +350,11 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   if (stack.walk.empty()) return;  // a thread that ran no JavaScript then
   auto p = processes_.find(stack.pid);
   if (p == processes_.end() || p->second.image == nullptr) return;
-  Result<V8Walk> walk = ParseV8Walk(stack.walk);
-  if (!walk.ok()) {
-    Problem("malformed V8 walks", walk.status().message());
+  if (Status parsed = ParseV8Walk(stack.walk, &walk_); !parsed.ok()) {
+    Problem("malformed V8 walks", parsed.message());
     return;
   }
+  const V8Walk* walk = &walk_;
   if (walk->pid != stack.pid || walk->tid != stack.tid) {
     Problem("V8 walks of another thread", "walk of " + std::to_string(walk->tid) +
                                               " paired with a sample of " +
@@ -364,12 +376,8 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
     }
   }
   const uint64_t unknown_before = unknown_frames_;
-  V8SpliceHooks hooks;
-  hooks.frame = [&](const V8Frame& f) {
-    return Name(&p->second, f, &f == &walk->frames.front(), interner);
-  };
-  hooks.marker = [&](const std::string& why) { return Unknown(why, interner); };
-  SpliceV8Walk(*walk, stack.frames, stack.tags, stack.sps, kBuiltinTag, hooks);
+  splicing_ = {&p->second, interner};
+  SpliceV8Walk(*walk, stack.frames, stack.tags, stack.sps, kBuiltinTag, hooks_, &scratch_);
   ++stacks_;
   if (unknown_frames_ == unknown_before) ++stacks_named_;
 }
@@ -412,10 +420,8 @@ bool LooksLikeNode(const record::SourceContext& context) {
   return !path.empty() && V8LayoutFromElfFile(path).status().code() != StatusCode::kNotFound;
 }
 
-}  // namespace
-
 Result<std::unique_ptr<record::EventSource>> StartNodeSource(const record::SourceContext& context) {
-  const std::string& mode = context.options.node;
+  const std::string_view mode = context.options.RuntimeMode(kSourceName);
   auto source = std::make_unique<NodeSource>(context);
   const bool node = LooksLikeNode(context);
   if (mode == "bpf" || node) {
@@ -429,5 +435,15 @@ Result<std::unique_ptr<record::EventSource>> StartNodeSource(const record::Sourc
   }
   return std::unique_ptr<record::EventSource>(std::move(source));
 }
+
+constexpr std::string_view kMaps[] = {"v8_processes", "v8_images"};  // node_walk.bpf.h's
+
+}  // namespace
+
+const Runtime kRuntime = {kSourceName, "JavaScript frames",
+                          "JavaScript frames, walked by BPF at each sample of every process that "
+                          "maps a V8 image (v8dbg_ symbols: Node.js) and spliced into its native "
+                          "stacks",
+                          kMaps, StartNodeSource};
 
 }  // namespace microscope::runtimes::node

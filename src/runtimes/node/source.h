@@ -1,17 +1,13 @@
-// The V8 runtime (Node.js) as an event source of the recording (one line in
-// src/record/sources.cc): walks JavaScript frames with the sampler's
-// program in each process that maps a V8 image (v8dbg_ symbols), and
-// splices them into the native stacks, naming each function with proof as
-// the records are drained.
+// The V8 runtime, Node.js (src/runtimes/runtime.h): its event source walks
+// JavaScript frames with the sampler's program in each process that maps a
+// V8 image (v8dbg_ symbols), and splices them into the native stacks,
+// naming each function with proof as the records are drained.
 #pragma once
 
-#include <memory>
-
-#include "base/status.h"
-#include "src/record/event_source.h"
+#include "src/runtimes/runtime.h"
 
 namespace microscope::runtimes::node {
 
-Result<std::unique_ptr<record::EventSource>> StartNodeSource(const record::SourceContext& context);
+extern const Runtime kRuntime;
 
 }  // namespace microscope::runtimes::node

@@ -5,33 +5,38 @@
 
 #include <linux/types.h>
 
-#include "bpf/node.h"
 #include "src/record/splicer.h"
 #include "src/record/walk_record.h"
+#include "src/runtimes/node/node.h"
 
 namespace microscope::runtimes::node {
 
 bool IsV8Walk(std::span<const uint8_t> bytes) {
-  return record::WalkRuntime(bytes) == MICROSCOPE_RUNTIME_V8;
+  return record::WalkRuntime(bytes) == MICROSCOPE_RUNTIME_NODE;
 }
 
-Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes) {
+Status ParseV8Walk(std::span<const uint8_t> bytes, V8Walk* w) {
   ASSIGN_OR_RETURN(record::WalkRecord record,
-                   record::ParseWalkRecord(bytes, MICROSCOPE_RUNTIME_V8, sizeof(v8_frame),
+                   record::ParseWalkRecord(bytes, MICROSCOPE_RUNTIME_NODE, sizeof(v8_frame),
                                            MICROSCOPE_V8_MAX_FRAMES, "V8 walk record"));
-  V8Walk w;
-  w.pid = record.pid;
-  w.tid = record.tid;
-  w.status = record.status;
-  w.sp = record.context[0];
-  w.isolate = record.context[1];
-  w.frames.reserve(record.nframes);
+  w->pid = record.pid;
+  w->tid = record.tid;
+  w->status = record.status;
+  w->sp = record.context[0];
+  w->isolate = record.context[1];
+  w->frames.clear();
   for (size_t i = 0; i < record.nframes; ++i) {
     v8_frame f;
     std::memcpy(&f, record.frames.data() + i * sizeof(f), sizeof(f));
-    w.frames.push_back(
+    w->frames.push_back(
         {f.fp, f.function, f.shared, f.name, f.script, f.bytecode_array, f.bytecode_offset});
   }
+  return OkStatus();
+}
+
+Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes) {
+  V8Walk w;
+  RETURN_IF_ERROR(ParseV8Walk(bytes, &w));
   return w;
 }
 
@@ -51,12 +56,17 @@ std::string V8WalkEndReason(uint8_t status) {
 
 void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
                   std::span<const uint8_t> tags, std::span<const uint64_t> sps, uint8_t builtin_tag,
-                  const V8SpliceHooks& hooks) {
+                  const V8SpliceHooks& hooks, V8SpliceScratch* scratch) {
+  V8SpliceScratch local;
+  V8SpliceScratch& s = scratch != nullptr ? *scratch : local;
   const size_t n = frames->size();
-  // What goes before native frame i (leafward of it), and whether frame i
-  // itself is replaced; index n: after the last native frame.
-  std::vector<std::vector<capture::FrameId>> before(n + 1);
-  std::vector<std::optional<capture::FrameId>> replaced(n);
+  // What goes before native frame i (leafward of it), in the order of i
+  // (frames are placed leaf to root), and whether frame i itself is
+  // replaced; index n: after the last native frame.
+  auto& before = s.before;
+  auto& replaced = s.replaced;
+  before.clear();
+  replaced.assign(n, std::nullopt);
   size_t leaf = 0;  // the first user frame (kernel frames have no stack pointer)
   while (leaf < sps.size() && sps[leaf] == 0) ++leaf;
   size_t next = 0;  // frames are placed leaf to root: never leafward of this
@@ -79,17 +89,18 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     const bool entry = tag == builtin_tag && at != leaf;
     size_t slot = entry ? at : at + 1;
     slot = std::max(slot, next);
-    before[slot].push_back(hooks.frame(f));
+    before.emplace_back(slot, hooks.frame(f));
     next = slot;
     ++placed;
   }
-  std::vector<capture::FrameId> out;
-  out.reserve(n + walk.frames.size() + 1);
+  std::vector<capture::FrameId>& out = s.out;
+  out.clear();
+  size_t b = 0;
   for (size_t i = 0; i < n; ++i) {
-    out.insert(out.end(), before[i].begin(), before[i].end());
+    for (; b < before.size() && before[b].first == i; ++b) out.push_back(before[b].second);
     out.push_back(replaced[i] ? *replaced[i] : (*frames)[i]);
   }
-  out.insert(out.end(), before[n].begin(), before[n].end());
+  for (; b < before.size(); ++b) out.push_back(before[b].second);
   std::string reason = V8WalkEndReason(walk.status);
   if (placed < walk.frames.size()) {
     for (size_t j = placed; j < walk.frames.size(); ++j) out.push_back(hooks.frame(walk.frames[j]));

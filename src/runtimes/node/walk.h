@@ -1,11 +1,13 @@
-// What the V8 walk (bpf/node_walk.bpf.h) writes for a sample, read back
+// What the V8 walk (node_walk.bpf.h) writes for a sample, read back
 // from untrusted ring bytes, and where its frames go in the native stack.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -26,7 +28,7 @@ struct V8Frame {
 struct V8Walk {
   uint32_t pid = 0;
   uint32_t tid = 0;
-  uint8_t status = 0;  // MICROSCOPE_V8_* (bpf/node.h)
+  uint8_t status = 0;  // MICROSCOPE_V8_* (node.h)
   uint64_t sp = 0;
   uint64_t isolate = 0;         // the thread's current isolate, as its TLS said (0: none)
   std::vector<V8Frame> frames;  // leaf first
@@ -37,6 +39,8 @@ struct V8Walk {
 bool IsV8Walk(std::span<const uint8_t> bytes);
 // Refuses bytes that are not a whole walk record, saying why.
 Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes);
+// The same into `walk`, whose frames' storage is reused (once per stack).
+Status ParseV8Walk(std::span<const uint8_t> bytes, V8Walk* walk);
 // Why a walk ended short, in words ("" when it did not).
 std::string V8WalkEndReason(uint8_t status);
 
@@ -54,8 +58,15 @@ struct V8SpliceHooks {
   std::function<capture::FrameId(const V8Frame&)> frame;       // a JavaScript frame
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
 };
+// What SpliceV8Walk reuses from one stack to the next: a source keeps one,
+// so that splicing allocates nothing once it has grown.
+struct V8SpliceScratch {
+  std::vector<std::pair<size_t, capture::FrameId>> before;  // (native index, frame), in order
+  std::vector<std::optional<capture::FrameId>> replaced;    // per native frame
+  std::vector<capture::FrameId> out;
+};
 void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
                   std::span<const uint8_t> tags, std::span<const uint64_t> sps, uint8_t builtin_tag,
-                  const V8SpliceHooks& hooks);
+                  const V8SpliceHooks& hooks, V8SpliceScratch* scratch = nullptr);
 
 }  // namespace microscope::runtimes::node

@@ -87,8 +87,7 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
 
 Status SetProcess(Sampler& sampler, uint32_t pid, const v8_process& offsets) {
   __u32 key = pid;
-  if (bpf_map_update_elem(sampler.map_fd(Sampler::Map::kV8Processes), &key, &offsets, BPF_ANY) !=
-      0) {
+  if (bpf_map_update_elem(sampler.map_fd("v8_processes"), &key, &offsets, BPF_ANY) != 0) {
     return record::BpfFailed("cannot lay out a V8 process for the walker", errno);
   }
   return OkStatus();
@@ -100,7 +99,7 @@ Status SetImage(Sampler& sampler, const std::string& path, const v8_process& off
     return Status::Error(StatusCode::kNotFound, path + ": not found");
   // The kernel's device numbers: major << 20 | minor.
   v8_image key{(uint64_t(major(st.st_dev)) << 20) | minor(st.st_dev), uint64_t(st.st_ino)};
-  if (bpf_map_update_elem(sampler.map_fd(Sampler::Map::kV8Images), &key, &offsets, BPF_ANY) != 0) {
+  if (bpf_map_update_elem(sampler.map_fd("v8_images"), &key, &offsets, BPF_ANY) != 0) {
     return record::BpfFailed("cannot give the walker a V8 image", errno);
   }
   return OkStatus();
@@ -108,7 +107,7 @@ Status SetImage(Sampler& sampler, const std::string& path, const v8_process& off
 
 void ForgetProcess(Sampler& sampler, uint32_t pid) {
   __u32 key = pid;
-  bpf_map_delete_elem(sampler.map_fd(Sampler::Map::kV8Processes), &key);
+  bpf_map_delete_elem(sampler.map_fd("v8_processes"), &key);
 }
 
 }  // namespace microscope::runtimes::node

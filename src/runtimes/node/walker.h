@@ -1,5 +1,5 @@
 // The V8 walker of the sampler's program (src/runtimes/sampler.h,
-// bpf/node_walk.bpf.h): says which processes run which V8 (v8_processes).
+// node_walk.bpf.h): says which processes run which V8 (v8_processes).
 #pragma once
 
 #include <cstdint>
@@ -8,8 +8,8 @@
 #include <linux/types.h>
 
 #include "base/status.h"
-#include "bpf/node.h"
 #include "src/runtimes/node/layout.h"
+#include "src/runtimes/node/node.h"
 #include "src/runtimes/sampler.h"
 
 namespace microscope::runtimes::node {

@@ -51,7 +51,7 @@ Result<std::vector<PythonThread>> ListThreads(ProcessMemory& memory, const Layou
                                               size_t max_threads = 4096);
 
 // The code objects a thread's frames run, leaf first, each with the fields
-// a BPF walk proves it by (what bpf/python_walk.bpf.h reads, read here from
+// a BPF walk proves it by (what python_walk.bpf.h reads, read here from
 // user space): at most `max_frames`; refused when the thread state or its
 // frame chain is unreadable.
 struct FrameCode {

@@ -24,6 +24,7 @@
 #include "src/runtimes/python/code_reader.h"
 #include "src/runtimes/python/layout.h"
 #include "src/runtimes/python/line_table.h"
+#include "src/runtimes/python/module_info.h"
 #include "src/runtimes/python/walk.h"
 #include "src/runtimes/python/walker.h"
 #include "src/runtimes/sampler.h"
@@ -39,92 +40,14 @@ using record::MappedModule;
 using record::SpliceStack;
 using runtimes::Sampler;
 
-constexpr std::string_view kSourceName = capture::kPythonSource;
-constexpr uint8_t kEvalTag = record::code_tags::kPythonEval;      // _PyEval_EvalFrameDefault's code
-constexpr uint8_t kModuleTag = record::code_tags::kPythonModule;  // the rest of the module
-constexpr uint64_t kRefreshNs = 20'000'000;                       // thread maps, about every 20 ms
+constexpr std::string_view kSourceName = "python";         // kRuntime.name
+const uint8_t kEvalTag = record::code_tags::Allocate();    // _PyEval_EvalFrameDefault's code
+const uint8_t kModuleTag = record::code_tags::Allocate();  // the rest of the module
+constexpr uint64_t kRefreshNs = 20'000'000;                // thread maps, about every 20 ms
 constexpr size_t kMaxNotes = 16;
 constexpr uint64_t kRetryNs = 2'000'000;  // an exec'd process's maps, every 2 ms
 constexpr uint64_t kExecWindowNs =
     1'000'000'000;  // for up to 1 s             // laid-out processes named in the notes
-
-// What a module tells about the interpreter in it, found once per module.
-struct ModuleInfo {
-  bool python = false;  // carries _PyRuntime
-  std::string error;    // a CPython the walker cannot read, and why
-  Layout layout;
-  InterpreterAddresses at;  // link-time addresses (bias 0)
-  std::vector<symbols::LoadSegment> loads;
-  uint64_t eval_begin = 0, eval_end = 0;  // _PyEval_EvalFrameDefault, as file offsets
-};
-
-// What the file at `path` tells about the interpreter in it.
-std::unique_ptr<ModuleInfo> ReadModuleInfo(const std::string& path) {
-  auto info = std::make_unique<ModuleInfo>();
-  Result<Layout> layout = LayoutFromElfFile(path);
-  if (!layout.ok()) {
-    if (layout.status().code() != StatusCode::kNotFound) {
-      info->python = true;
-      info->error = layout.status().message();
-    }
-    return info;
-  }
-  info->python = true;
-  info->layout = *layout;
-  Result<InterpreterAddresses> at = InterpreterAddressesFromElf(path, 0);
-  Result<symbols::ElfFile> file = symbols::OpenElfFile(path);
-  Result<std::vector<symbols::LoadSegment>> loads =
-      file.ok() ? symbols::ElfLoadSegments(file->elf.get())
-                : Result<std::vector<symbols::LoadSegment>>(file.status());
-  GElf_Sym eval;
-  if (!at.ok()) {
-    info->error = at.status().message();
-  } else if (!loads.ok()) {
-    info->error = loads.status().message();
-  } else if (!symbols::FindSymbol(file->elf.get(), "_PyEval_EvalFrameDefault", &eval)) {
-    info->error = path + ": no _PyEval_EvalFrameDefault symbol";
-  } else {
-    info->at = *at;
-    info->loads = *loads;
-    for (const symbols::LoadSegment& s : info->loads) {
-      if (eval.st_value >= s.vaddr && eval.st_value < s.vaddr + s.filesz) {
-        info->eval_begin = eval.st_value - s.vaddr + s.offset;
-        info->eval_end = info->eval_begin + std::max<uint64_t>(eval.st_size, 1);
-      }
-    }
-  }
-  return info;
-}
-
-// The (pid namespace dev, inode) of a process; nullopt when unreadable.
-std::optional<std::pair<uint64_t, uint64_t>> PidNamespace(const std::string& pid) {
-  struct stat st;
-  if (stat(("/proc/" + pid + "/ns/pid").c_str(), &st) != 0) return std::nullopt;
-  return std::pair{uint64_t(st.st_dev), uint64_t(st.st_ino)};
-}
-
-// For a process in another pid namespace: its threads' ids there, mapped to
-// the ids the recorder sees (NSpid's first and last fields).
-std::unordered_map<uint64_t, uint32_t> NamespaceTids(uint32_t pid) {
-  std::unordered_map<uint64_t, uint32_t> out;
-  std::error_code ec;
-  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::ifstream status(entry.path() / "status");
-    std::string line;
-    while (std::getline(status, line)) {
-      if (line.rfind("NSpid:", 0) != 0) continue;
-      std::istringstream in(line.substr(6));
-      uint64_t first = 0, last = 0, v;
-      if (in >> first) {
-        last = first;
-        while (in >> v) last = v;
-        out[last] = uint32_t(first);
-      }
-    }
-  }
-  return out;
-}
 
 struct CodeKey {
   uint64_t code, qualname, filename;
@@ -154,7 +77,7 @@ struct Process {
 class PythonSource final : public record::EventlessSource, public record::StackSplicer {
  public:
   PythonSource(const record::SourceContext& context)
-      : mode_(context.options.python),
+      : mode_(context.options.RuntimeMode(kSourceName)),
         warn_(context.warn),
         collector_(context.collector),
         shared_sampler_(context.runtime_sampler),
@@ -248,6 +171,16 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   uint64_t last_refresh_ = 0;
   uint64_t walking_since_ = MonotonicNowNs();  // the program is on the events
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, python_frames_ = 0, unknown_frames_ = 0;
+  // What Splice reuses from one stack to the next: no allocation per stack.
+  Walk walk_;
+  SpliceScratch scratch_;
+  struct {
+    Process* process = nullptr;
+    FrameInterner* interner = nullptr;
+  } splicing_;  // the stack being spliced, for hooks_ (which capture only this)
+  SpliceHooks hooks_{
+      [this](const WalkFrame& f) { return Name(splicing_.process, f, splicing_.interner); },
+      [this](const std::string& why) { return Unknown(why, splicing_.interner); }};
 };
 
 const ModuleInfo* PythonSource::InfoOf(const std::string& file) {
@@ -475,7 +408,7 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   }
   const uint64_t unknown_before = unknown_frames_, frames_before = python_frames_;
   auto p = processes_.find(stack.pid);
-  std::optional<Walk> walk;
+  const Walk* walk = nullptr;
   std::string no_walk;
   if (!refused_.empty()) {
     no_walk = "not recorded: " + refused_;
@@ -489,25 +422,22 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
     no_walk = stack.time < std::max(walking_since_, p->second.laid_out_at)
                   ? "sampled before the walker was on this process"
                   : "no walk for this stack";
-  } else if (Result<Walk> parsed = ParseWalk(stack.walk); !parsed.ok()) {
-    Problem("malformed Python walks", parsed.status().message());
+  } else if (Status parsed = ParseWalk(stack.walk, &walk_); !parsed.ok()) {
+    Problem("malformed Python walks", parsed.message());
     no_walk = "malformed walk";
-  } else if (parsed->pid != stack.pid || parsed->tid != stack.tid) {
-    Problem("Python walks of another thread", "walk of " + std::to_string(parsed->tid) +
+  } else if (walk_.pid != stack.pid || walk_.tid != stack.tid) {
+    Problem("Python walks of another thread", "walk of " + std::to_string(walk_.tid) +
                                                   " paired with a sample of " +
                                                   std::to_string(stack.tid));
     no_walk = "walk of another thread";
   } else {
-    walk = std::move(*parsed);
+    walk = &walk_;
     ++walks_;
     if (walk->gil_known && walk->tstate != 0 && stack.label != nullptr)
       *stack.label = {capture::kGilLabel, walk->holds_gil ? "held" : "released"};
   }
-  SpliceHooks hooks;
-  hooks.frame = [&](const WalkFrame& f) { return Name(&p->second, f, interner); };
-  hooks.marker = [&](const std::string& why) { return Unknown(why, interner); };
-  SpliceWalk(walk ? &*walk : nullptr, no_walk, stack.frames, stack.tags, stack.sps, kEvalTag,
-             hooks);
+  splicing_ = {p != processes_.end() ? &p->second : nullptr, interner};
+  SpliceWalk(walk, no_walk, stack.frames, stack.tags, stack.sps, kEvalTag, hooks_, &scratch_);
   if (python_frames_ == frames_before && unknown_frames_ == unknown_before) return;
   ++stacks_;  // with Python frames, or an unknown marker
   if (unknown_frames_ == unknown_before) ++stacks_named_;
@@ -539,37 +469,12 @@ void PythonSource::Finish(record::Processor* processor, capture::Settings* setti
 
 namespace {
 
-// Whether the launched program, or the attached process, looks like a
-// Python interpreter (or a script run by one): then the walker starts at
-// once, before its first sample.
-bool LooksLikePython(const record::SourceContext& context) {
-  if (!context.launch) {
-    const auto mappings = record::ExecutableMappings(context.target);
-    return std::any_of(mappings.begin(), mappings.end(), [](const record::ExecutableMapping& m) {
-      return m.path.find("python") != std::string::npos;
-    });
-  }
-  const std::string path = ProgramPath(context);
-  if (path.empty()) return false;
-  std::ifstream in(path, std::ios::binary);
-  std::string head(1 << 18, '\0');
-  in.read(head.data(), std::streamsize(head.size()));
-  head.resize(size_t(in.gcount()));
-  // A script run by Python, an interpreter that links libpython, or one
-  // with the interpreter in it.
-  if (head.rfind("#!", 0) == 0)
-    return head.substr(0, head.find('\n')).find("python") != std::string::npos;
-  return head.find("libpython3") != std::string::npos ||
-         LayoutFromElfFile(path).status().code() != StatusCode::kNotFound;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<record::EventSource>> StartPythonSource(
     const record::SourceContext& context) {
-  const std::string& mode = context.options.python;
+  const std::string_view mode = context.options.RuntimeMode(kSourceName);
   auto source = std::make_unique<PythonSource>(context);
-  const bool now = mode == "bpf" || LooksLikePython(context);
+  const bool now = mode == "bpf" ||
+                   LooksLikePython(context.launch, uint32_t(context.target), ProgramPath(context));
   if (!now) {
     source->Sleep();
   } else if (Status started = source->Start(); !started.ok()) {
@@ -583,5 +488,14 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
   }
   return std::unique_ptr<record::EventSource>(std::move(source));
 }
+
+constexpr std::string_view kMaps[] = {"py_processes", "py_threads"};  // python_walk.bpf.h's
+
+}  // namespace
+
+const Runtime kRuntime = {kSourceName, "Python frames",
+                          "Python frames, walked by BPF at each sample of every process that "
+                          "maps a CPython interpreter and spliced into its native stacks",
+                          kMaps, StartPythonSource};
 
 }  // namespace microscope::runtimes::python

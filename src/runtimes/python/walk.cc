@@ -5,9 +5,9 @@
 
 #include <linux/types.h>
 
-#include "bpf/python.h"
 #include "src/record/splicer.h"
 #include "src/record/walk_record.h"
+#include "src/runtimes/python/python.h"
 
 namespace microscope::runtimes::python {
 
@@ -15,25 +15,31 @@ bool IsPythonWalk(std::span<const uint8_t> bytes) {
   return record::WalkRuntime(bytes) == MICROSCOPE_RUNTIME_PYTHON;
 }
 
-Result<Walk> ParseWalk(std::span<const uint8_t> bytes) {
+Status ParseWalk(std::span<const uint8_t> bytes, Walk* w) {
   ASSIGN_OR_RETURN(record::WalkRecord record,
                    record::ParseWalkRecord(bytes, MICROSCOPE_RUNTIME_PYTHON, sizeof(py_frame),
                                            MICROSCOPE_PY_MAX_FRAMES, "Python walk record"));
-  Walk w;
-  w.pid = record.pid;
-  w.tid = record.tid;
-  w.status = record.status;
-  w.gil_known = (record.flags & MICROSCOPE_PY_GIL_KNOWN) != 0;
-  w.holds_gil = w.gil_known && (record.flags & MICROSCOPE_PY_HOLDS_GIL) != 0;
-  w.tstate = record.context[0];
-  w.frames.reserve(record.nframes);
+  w->pid = record.pid;
+  w->tid = record.tid;
+  w->status = record.status;
+  w->gil_known = (record.flags & MICROSCOPE_PY_GIL_KNOWN) != 0;
+  w->holds_gil = w->gil_known && (record.flags & MICROSCOPE_PY_HOLDS_GIL) != 0;
+  w->tstate = record.context[0];
+  w->frames.clear();
   for (size_t i = 0; i < record.nframes; ++i) {
     py_frame f;
     std::memcpy(&f, record.frames.data() + i * sizeof(f), sizeof(f));
-    w.frames.push_back({f.code, f.qualname, f.filename, f.firstlineno,
-                        f.instr & ~(MICROSCOPE_PY_ENTRY | MICROSCOPE_PY_SHIM),
-                        (f.instr & MICROSCOPE_PY_ENTRY) != 0, (f.instr & MICROSCOPE_PY_SHIM) != 0});
+    w->frames.push_back({f.code, f.qualname, f.filename, f.firstlineno,
+                         f.instr & ~(MICROSCOPE_PY_ENTRY | MICROSCOPE_PY_SHIM),
+                         (f.instr & MICROSCOPE_PY_ENTRY) != 0,
+                         (f.instr & MICROSCOPE_PY_SHIM) != 0});
   }
+  return OkStatus();
+}
+
+Result<Walk> ParseWalk(std::span<const uint8_t> bytes) {
+  Walk w;
+  RETURN_IF_ERROR(ParseWalk(bytes, &w));
   return w;
 }
 
@@ -57,25 +63,21 @@ std::string WalkEndReason(uint8_t status) {
   }
 }
 
-namespace {
-
-struct Group {
-  size_t begin, end;  // in walk.frames
-  uint64_t shim = 0;  // its activation's shim, 0: none
-};
-
-}  // namespace
-
 void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
                 std::vector<capture::FrameId>* frames, std::span<const uint8_t> tags,
-                std::span<const uint64_t> sps, uint8_t eval_tag, const SpliceHooks& hooks) {
-  std::vector<size_t> tagged;  // activations by tag, leaf first
+                std::span<const uint64_t> sps, uint8_t eval_tag, const SpliceHooks& hooks,
+                SpliceScratch* scratch) {
+  SpliceScratch local;
+  SpliceScratch& s = scratch != nullptr ? *scratch : local;
+  std::vector<size_t>& tagged = s.tagged;
+  tagged.clear();
   for (size_t i = 0; i < frames->size() && i < tags.size(); ++i) {
     if (tags[i] == eval_tag) tagged.push_back(i);
   }
   std::string reason = walk == nullptr ? no_walk_reason : WalkEndReason(walk->status);
   // Groups of Python frames, one per activation, leaf first.
-  std::vector<Group> groups;
+  std::vector<SpliceScratch::Group>& groups = s.groups;
+  groups.clear();
   bool by_shim = false;
   if (walk != nullptr) {
     size_t begin = 0;
@@ -104,7 +106,8 @@ void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
     return;
   }
   // Where each group goes: a native frame index, or none.
-  std::vector<std::optional<size_t>> place(groups.size());
+  std::vector<std::optional<size_t>>& place = s.place;
+  place.assign(groups.size(), std::nullopt);
   size_t placed = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
     if (by_shim) {
@@ -117,8 +120,8 @@ void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
     if (!place[g]) break;
     ++placed;
   }
-  std::vector<capture::FrameId> out;
-  out.reserve(frames->size() + walk->frames.size() + 1);
+  std::vector<capture::FrameId>& out = s.out;
+  out.clear();
   size_t next = 0;  // next native frame to copy
   for (size_t g = 0; g < placed; ++g) {
     const size_t at = *place[g];

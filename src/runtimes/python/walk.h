@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ struct WalkFrame {
 struct Walk {
   uint32_t pid = 0;
   uint32_t tid = 0;
-  uint8_t status = 0;      // MICROSCOPE_PY_* (bpf/python.h)
+  uint8_t status = 0;      // MICROSCOPE_PY_* (python.h)
   bool gil_known = false;  // whether the thread held its interpreter's GIL is known
   bool holds_gil = false;
   uint64_t tstate = 0;
@@ -42,6 +43,8 @@ struct Walk {
 bool IsPythonWalk(std::span<const uint8_t> bytes);
 // Refuses bytes that are not a whole walk record, saying why.
 Result<Walk> ParseWalk(std::span<const uint8_t> bytes);
+// The same into `walk`, whose frames' storage is reused (once per stack).
+Status ParseWalk(std::span<const uint8_t> bytes, Walk* walk);
 
 // Why a walk ended short, in words ("" when it did not).
 std::string WalkEndReason(uint8_t status);
@@ -61,8 +64,21 @@ struct SpliceHooks {
   std::function<capture::FrameId(const WalkFrame&)> frame;     // a Python frame
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
 };
+// What SpliceWalk reuses from one stack to the next: a source keeps one, so
+// that splicing allocates nothing once it has grown.
+struct SpliceScratch {
+  struct Group {
+    size_t begin, end;  // in walk.frames
+    uint64_t shim = 0;  // its activation's shim, 0: none
+  };
+  std::vector<size_t> tagged;                // activations by tag, leaf first
+  std::vector<Group> groups;                 // of Python frames, one per activation, leaf first
+  std::vector<std::optional<size_t>> place;  // each group's native frame
+  std::vector<capture::FrameId> out;
+};
 void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
                 std::vector<capture::FrameId>* frames, std::span<const uint8_t> tags,
-                std::span<const uint64_t> sps, uint8_t eval_tag, const SpliceHooks& hooks);
+                std::span<const uint64_t> sps, uint8_t eval_tag, const SpliceHooks& hooks,
+                SpliceScratch* scratch = nullptr);
 
 }  // namespace microscope::runtimes::python

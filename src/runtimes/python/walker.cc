@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "bpf/python.h"
 #include "src/record/bpf_loader.h"
+#include "src/runtimes/python/python.h"
 
 namespace microscope::runtimes::python {
 
@@ -81,14 +81,14 @@ Result<py_process> ProcessOffsets(const Layout& l, const ProcessWalk& where) {
 Status Walker::SetProcess(uint32_t pid, const Layout& l, const ProcessWalk& where) {
   ASSIGN_OR_RETURN(py_process p, ProcessOffsets(l, where));
   __u32 key = pid;
-  if (bpf_map_update_elem(sampler_->map_fd(Sampler::Map::kPyProcesses), &key, &p, BPF_ANY) != 0) {
+  if (bpf_map_update_elem(sampler_->map_fd("py_processes"), &key, &p, BPF_ANY) != 0) {
     return BpfFailed("cannot lay out a Python process for the walker", errno);
   }
   return OkStatus();
 }
 
 Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
-  const int procs = sampler_->map_fd(Sampler::Map::kPyProcesses);
+  const int procs = sampler_->map_fd("py_processes");
   __u32 key = pid;
   py_process p;
   if (bpf_map_lookup_elem(procs, &key, &p) != 0) return OkStatus();
@@ -99,7 +99,7 @@ Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
     v.native_id = t.native_id;
     v.generation = p.generation;
     __u32 tid = t.tid;
-    if (bpf_map_update_elem(sampler_->map_fd(Sampler::Map::kPyThreads), &tid, &v, BPF_ANY) != 0) {
+    if (bpf_map_update_elem(sampler_->map_fd("py_threads"), &tid, &v, BPF_ANY) != 0) {
       return BpfFailed("cannot record a Python thread for the walker", errno);
     }
   }
@@ -112,7 +112,7 @@ Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
 
 void Walker::ForgetProcess(uint32_t pid) {
   __u32 key = pid;
-  bpf_map_delete_elem(sampler_->map_fd(Sampler::Map::kPyProcesses), &key);
+  bpf_map_delete_elem(sampler_->map_fd("py_processes"), &key);
 }
 
 }  // namespace microscope::runtimes::python

@@ -1,5 +1,5 @@
 // The CPython walker of the sampler's program (src/runtimes/sampler.h,
-// bpf/python_walk.bpf.h), which runs at each sample of the recorder's own
+// python_walk.bpf.h), which runs at each sample of the recorder's own
 // perf events and writes each walk into the sample's ring: says which
 // processes are laid out how (py_processes) and which thread is which
 // thread state (py_threads).
@@ -14,9 +14,9 @@
 #include <linux/types.h>
 
 #include "base/status.h"
-#include "bpf/python.h"
 #include "src/record/source_events.h"
 #include "src/runtimes/python/layout.h"
+#include "src/runtimes/python/python.h"
 #include "src/runtimes/sampler.h"
 
 namespace microscope::runtimes::python {

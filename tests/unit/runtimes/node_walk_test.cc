@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "bpf/node.h"
+#include "src/record/splicer.h"
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/line_table.h"
+#include "src/runtimes/node/node.h"
 #include "src/runtimes/node/walk.h"
 #include "tests/unit/runtimes/walk_bytes.h"
 
@@ -21,15 +22,18 @@ namespace {
 
 std::vector<uint8_t> WalkBytes(uint32_t pid, uint32_t tid, uint8_t status,
                                const std::vector<v8_frame>& frames) {
-  return testing::WalkRecordBytes(MICROSCOPE_RUNTIME_V8, pid, tid, status, frames);
+  return testing::WalkRecordBytes(MICROSCOPE_RUNTIME_NODE, pid, tid, status, frames);
 }
+
+constexpr uint8_t kJit = record::code_tags::kAnonymousCode;  // the tests' builtins: tag 3
 
 v8_frame Frame(uint64_t fp) {
   return {fp, fp + 1, fp + 2, fp + 3, fp + 4, 0, 0};
 }
 
 // Frame ids stand for names: natives are 0..99, JavaScript frames 1000 +
-// their frame pointer / 16, markers 9999.
+// their frame pointer / 16, markers 9999. Every test splices with the same
+// scratch, as a source does: nothing of one stack may reach the next.
 std::vector<capture::FrameId> Spliced(const V8Walk& walk, std::vector<capture::FrameId> frames,
                                       std::vector<uint8_t> tags, std::vector<uint64_t> sps,
                                       std::string* reason = nullptr) {
@@ -39,7 +43,8 @@ std::vector<capture::FrameId> Spliced(const V8Walk& walk, std::vector<capture::F
     if (reason) *reason = why;
     return capture::FrameId(9999);
   };
-  SpliceV8Walk(walk, &frames, tags, sps, 3, hooks);
+  static V8SpliceScratch scratch;
+  SpliceV8Walk(walk, &frames, tags, sps, 3, hooks, &scratch);
   return frames;
 }
 
@@ -79,7 +84,7 @@ TEST_CASE(
   // 0x100), the interpreter entry running g (0x200), node's C++ (0x300).
   V8Walk walk;
   walk.frames = {{0x180}, {0x2a0}};  // f's frame pointer, g's
-  auto out = Spliced(walk, {1, 2, 3, 4}, {0, 4, 3, 0}, {0, 0x100, 0x200, 0x300});
+  auto out = Spliced(walk, {1, 2, 3, 4}, {0, kJit, 3, 0}, {0, 0x100, 0x200, 0x300});
   // f replaces its JIT frame; g goes leafward of the entry that runs it.
   CHECK(out == std::vector<capture::FrameId>{1, 1000 + 0x18, 1000 + 0x2a, 3, 4});
 }
@@ -106,7 +111,7 @@ TEST_CASE("V8 splicing: frames beyond the native stack follow it, with the reaso
   walk.status = MICROSCOPE_V8_TRUNCATED;
   walk.frames = {{0x180}, {0x900}};
   std::string reason;
-  auto out = Spliced(walk, {2, 4}, {4, 0}, {0x100, 0x300}, &reason);
+  auto out = Spliced(walk, {2, 4}, {kJit, 0}, {0x100, 0x300}, &reason);
   CHECK(out == std::vector<capture::FrameId>{1000 + 0x18, 4, 1000 + 0x90, 9999});
   CHECK(reason.find("1 of 2 JavaScript frames not found in the native stack") == 0);
   CHECK(reason.find("more than 64 JavaScript frames") != std::string::npos);

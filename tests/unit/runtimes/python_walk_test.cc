@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "bpf/python.h"
 #include "src/record/pump.h"
+#include "src/runtimes/python/python.h"
 #include "src/runtimes/python/walk.h"
-#include "tests/unit/runtimes/walk_bytes.h"
 #include "tests/unit/record/record_builder.h"
+#include "tests/unit/runtimes/walk_bytes.h"
 
 using namespace microscope;
 using namespace microscope::runtimes::python;
@@ -33,7 +33,8 @@ py_frame Shim(uint64_t address) {
 }
 
 // Splices with frame ids standing for names: natives are 0..99, Python
-// frames 1000 + their code, markers 9999.
+// frames 1000 + their code, markers 9999. Every test splices with the same
+// scratch, as a source does: nothing of one stack may reach the next.
 std::vector<capture::FrameId> Spliced(const Walk* walk, std::vector<capture::FrameId> frames,
                                       std::vector<uint8_t> tags, std::vector<uint64_t> sps,
                                       std::string* reason = nullptr) {
@@ -43,7 +44,8 @@ std::vector<capture::FrameId> Spliced(const Walk* walk, std::vector<capture::Fra
     if (reason) *reason = why;
     return capture::FrameId(9999);
   };
-  SpliceWalk(walk, "no walk", &frames, tags, sps, 1, hooks);
+  static SpliceScratch scratch;
+  SpliceWalk(walk, "no walk", &frames, tags, sps, 1, hooks, &scratch);
   return frames;
 }
 

@@ -1,11 +1,11 @@
-/* The V8 walker's maps and records, shared by bpf/node_walk.bpf.h (run by
- * the sampler's program, bpf/sampler.bpf.c) and its loader
- * (src/runtimes/node/walker.cc). Plain fixed-width C: both compilers must
+/* The V8 walker's maps and records, shared by its BPF walk
+ * (node_walk.bpf.h) and its loader (walker.cc). Plain fixed-width C: both compilers must
  * lay it out alike. */
 #ifndef MICROSCOPE_BPF_NODE_H
 #define MICROSCOPE_BPF_NODE_H
 
-#include "walk.h"
+#include "bpf/runtime_ids.h"
+#include "bpf/walk.h"
 
 #define MICROSCOPE_V8_MAX_FRAMES 64 /* JavaScript frames kept per sample */
 #define MICROSCOPE_V8_MAX_STEPS 128 /* frame pointers followed per sample */

@@ -1,10 +1,11 @@
-/* The CPython walker's maps and records, shared by bpf/python.bpf.c and its
- * loader (src/runtimes/python/walker.cc). Plain fixed-width C: both
+/* The CPython walker's maps and records, shared by its BPF walk
+ * (python_walk.bpf.h) and its loader (walker.cc). Plain fixed-width C: both
  * compilers must lay it out alike. */
 #ifndef MICROSCOPE_BPF_PYTHON_H
 #define MICROSCOPE_BPF_PYTHON_H
 
-#include "walk.h"
+#include "bpf/runtime_ids.h"
+#include "bpf/walk.h"
 
 /* Python frames walked per sample: as many as a walk has room for. */
 #define MICROSCOPE_PY_MAX_FRAMES (MICROSCOPE_WALK_ROOM / 32)

@@ -1,18 +1,17 @@
-// The CPython walk, shared by the programs that take stacks (bpf/python.bpf.c
-// at each sample, bpf/offcpu.bpf.c and bpf/syscalls.bpf.c where they take a
-// user stack): finds the thread's PyThreadState (py_threads, else a bounded
+// The CPython walk, run (bpf/runtimes.bpf.h) by every program that takes a
+// stack (the sampler at each sample, off-CPU intervals and slow system
+// calls): finds the thread's PyThreadState (py_threads, else a bounded
 // search of the interpreters' thread lists) and walks its frames leaf
-// first. The maps are the Python walker's: the other objects' loaders reuse
-// its maps (bpf_map__reuse_fd), so one layout serves them all. Include once
-// per BPF object, after vmlinux.h and the libbpf headers.
+// first. Its maps are shared by every BPF object that walks (the
+// recording's SharedBpfMaps), so one layout serves them all.
 //
 // Nothing read from the target is trusted here beyond bounds: user space
 // proves each code object against the fields this walk saw.
 #ifndef MICROSCOPE_BPF_PYTHON_WALK_H
 #define MICROSCOPE_BPF_PYTHON_WALK_H
 
+#include "bpf/walk_thread.h"
 #include "python.h"
-#include "walk_thread.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -277,9 +276,27 @@ static __always_inline bool python_walk(struct py_walk* w, __u32 tgid, __u32 tid
   return true;
 }
 
-// The walker of bpf/runtimes.bpf.h.
+// The hooks of bpf/runtimes.bpf.h: the walk, and what an exec, an exit or
+// a fork does to the maps (a process is forgotten at exec, maybe to run
+// another runtime, and laid out again when its interpreter is mapped; a
+// forked child is laid out as its parent until user space hears of it).
 static __always_inline int python_walk_thread(struct runtime_walk* w, const struct walk_thread* t) {
   return python_walk((struct py_walk*)w, t->pid, t->tid);
+}
+
+static __always_inline void python_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
+  bpf_map_delete_elem(&py_processes, &tgid);
+  bpf_map_delete_elem(&py_threads, &tid);
+}
+
+static __always_inline void python_exit(__u32 tgid, __u32 tid, bool group_dead) {
+  bpf_map_delete_elem(&py_threads, &tid);
+  if (group_dead) bpf_map_delete_elem(&py_processes, &tgid);
+}
+
+static __always_inline void python_fork(__u32 parent, __u32 child) {
+  struct py_process* proc = bpf_map_lookup_elem(&py_processes, &parent);
+  if (proc) bpf_map_update_elem(&py_processes, &child, proc, BPF_ANY);
 }
 
 #endif

@@ -1,17 +1,17 @@
 // The V8 walk, run (bpf/runtimes.bpf.h) at each sample, off-CPU interval
 // and slow system call of a process whose V8 the loader laid out
-// (v8_processes): follows the frame-pointer chain from the thread's user rbp (V8's generated code
-// and builtins keep frame pointers) and keeps each frame whose function
-// slot holds a JSFunction, with the words user space needs to name it.
-// Include once per BPF object, after vmlinux.h and the libbpf headers.
+// (v8_processes): follows the frame-pointer chain from the thread's user
+// rbp (V8's generated code and builtins keep frame pointers) and keeps each
+// frame whose function slot holds a JSFunction, with the words user space
+// needs to name it.
 //
 // Nothing read from the target is trusted here beyond bounds: a word that
 // looks like a JSFunction is only a candidate, which user space proves.
 #ifndef MICROSCOPE_BPF_NODE_WALK_H
 #define MICROSCOPE_BPF_NODE_WALK_H
 
+#include "bpf/walk_thread.h"
 #include "node.h"
-#include "walk_thread.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -155,7 +155,7 @@ static long v8_scan_step(__u64 index, void* data) {
 static __always_inline int v8_walk(struct v8_walk* w, const struct walk_thread* t) {
   const struct v8_process* p = bpf_map_lookup_elem(&v8_processes, &t->pid);
   if (!p) return 0;
-  walk_begin(&w->h, MICROSCOPE_RUNTIME_V8, t, MICROSCOPE_V8_WALKED, sizeof(struct v8_frame));
+  walk_begin(&w->h, MICROSCOPE_RUNTIME_NODE, t, MICROSCOPE_V8_WALKED, sizeof(struct v8_frame));
   w->h.context[0] = t->sp;
   if (p->isolate_tls != 0) {
     // A local first: CO-RE relocates the access from a kernel type, which
@@ -185,7 +185,9 @@ static __always_inline int v8_walk_scanned(struct v8_walk* w, __u64 sp) {
   return w->h.nframes > 0;
 }
 
-// The walker of bpf/runtimes.bpf.h.
+// The hooks of bpf/runtimes.bpf.h: the walk, and what an exec, an exit or
+// a fork does to the maps (an exec is laid out at once when it runs a V8
+// image the loader knows; a forked child is laid out as its parent).
 static __always_inline int node_walk_thread(struct runtime_walk* w, const struct walk_thread* t) {
   struct v8_walk* v = (struct v8_walk*)w;
   if (v8_walk(v, t)) return 1;
@@ -193,6 +195,20 @@ static __always_inline int node_walk_thread(struct runtime_walk* w, const struct
   if (v8_walk_scanned(v, t->sp)) return 1;
   w->h.magic = 0;
   return 0;
+}
+
+static __always_inline void node_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
+  bpf_map_delete_elem(&v8_processes, &tgid);
+  v8_lay_out_exec(p, tgid);
+}
+
+static __always_inline void node_exit(__u32 tgid, __u32 tid, bool group_dead) {
+  if (group_dead) bpf_map_delete_elem(&v8_processes, &tgid);
+}
+
+static __always_inline void node_fork(__u32 parent, __u32 child) {
+  struct v8_process* v8 = bpf_map_lookup_elem(&v8_processes, &parent);
+  if (v8) bpf_map_update_elem(&v8_processes, &child, v8, BPF_ANY);
 }
 
 #endif
