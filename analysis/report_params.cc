@@ -27,8 +27,7 @@ bool SetView(const std::string& word, ReportViews* v) {
       {"flat", &ReportViews::flat},         {"tree", &ReportViews::tree},
       {"inverted", &ReportViews::inverted}, {"threads", &ReportViews::threads},
       {"lanes", &ReportViews::lanes},       {"syscalls", &ReportViews::syscalls},
-      {"zones", &ReportViews::zones},
-      {"by_state", &ReportViews::by_state},
+      {"zones", &ReportViews::zones},       {"by_state", &ReportViews::by_state},
   };
   auto it = kViews.find(word);
   if (it == kViews.end()) return false;
@@ -38,13 +37,16 @@ bool SetView(const std::string& word, ReportViews* v) {
 
 }  // namespace
 
-Result<ReportParams> ParseReportParams(
-    const std::vector<std::pair<std::string, std::string>>& params) {
-  ReportParams p;
+namespace {
+
+using Setter = std::function<Status(const std::string& name, const std::string& value)>;
+using Setters = std::map<std::string, Setter>;
+
+// What is shown and how: the capture, the views, metric, granularity, look
+// and bounds.
+void AddShapeSetters(ReportParams& p, Setters* setters) {
   ReportQuery& q = p.query;
-  std::string time;
-  using Setter = std::function<Status(const std::string& name, const std::string& value)>;
-  const std::map<std::string, Setter> setters = {
+  setters->insert({
       {"capture", [&](auto&, auto& v) { return p.capture = v, OkStatus(); }},
       {"diff", [&](auto&, auto& v) { return p.diff = v, OkStatus(); }},
       {"views",
@@ -111,6 +113,19 @@ Result<ReportParams> ParseReportParams(
            return Bad(n, v, "a count of columns from 4 to 4000");
          return OkStatus();
        }},
+      {"source",
+       [&](auto& n, auto& v) {
+         if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");
+         return q.source = v, OkStatus();
+       }},
+  });
+}
+
+// Which samples: thread, process, time, focus, zone, exclude (the time as
+// given in `time`, for the filter's description).
+void AddFilterSetters(ReportQuery& q, std::string* time_text, Setters* setters) {
+  std::string& time = *time_text;
+  setters->insert({
       {"thread", [&](auto&, auto& v) { return q.filter.thread = v, OkStatus(); }},
       {"pid",
        [&](auto& n, auto& v) {
@@ -127,13 +142,20 @@ Result<ReportParams> ParseReportParams(
        }},
       {"focus", [&](auto&, auto& v) { return q.filter.focus = v, OkStatus(); }},
       {"zone", [&](auto&, auto& v) { return q.filter.zone = v, OkStatus(); }},
-      {"source",
-       [&](auto& n, auto& v) {
-         if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");
-         return q.source = v, OkStatus();
-       }},
       {"exclude", [&](auto&, auto& v) { return q.filter.exclude = v, OkStatus(); }},
-  };
+  });
+}
+
+}  // namespace
+
+Result<ReportParams> ParseReportParams(
+    const std::vector<std::pair<std::string, std::string>>& params) {
+  ReportParams p;
+  ReportQuery& q = p.query;
+  std::string time;
+  Setters setters;
+  AddShapeSetters(p, &setters);
+  AddFilterSetters(q, &time, &setters);
   std::set<std::string> seen;
   for (const auto& [name, value] : params) {
     auto it = setters.find(name);

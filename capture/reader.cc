@@ -293,7 +293,11 @@ const char* RefTable(Ref ref) {
   return "";
 }
 
-Status ValidateCapture(const Capture& c) {
+namespace {
+
+// Modules, mappings, processes, threads, functions and frames: their
+// references and kinds.
+Status ValidateDictionaries(const Capture& c) {
   const size_t ns = c.strings.size();
   for (size_t i = 0; i < c.modules.size(); ++i) {
     const Module& m = c.modules[i];
@@ -353,6 +357,12 @@ Status ValidateCapture(const Capture& c) {
         CheckRef(f.function, c.functions.size(), true, "frames", i, "function", "functions"));
     RETURN_IF_ERROR(CheckRef(f.file, ns, true, "frames", i, "file", "strings"));
   }
+  return OkStatus();
+}
+
+// Every node's parent is an earlier node, its frame a frame, and no stack
+// deeper than kMaxStackDepth.
+Status ValidateStacks(const Capture& c) {
   if (c.stacks.parent.size() != c.stacks.frame.size()) {
     return Status::Error("stacks: parent has " + std::to_string(c.stacks.parent.size()) +
                          " rows but frame has " + std::to_string(c.stacks.frame.size()));
@@ -372,6 +382,15 @@ Status ValidateCapture(const Capture& c) {
     RETURN_IF_ERROR(
         CheckRef(c.stacks.frame[i], c.frames.size(), false, "stacks", i, "frame", "frames"));
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ValidateCapture(const Capture& c) {
+  const size_t ns = c.strings.size();
+  RETURN_IF_ERROR(ValidateDictionaries(c));
+  RETURN_IF_ERROR(ValidateStacks(c));
   // The event tables, each by its columns' declarations (tables.h).
   Status tables = OkStatus();
   ForEachEventTable(c, [&](const char* name, const auto& table) {
@@ -386,23 +405,12 @@ Status ValidateCapture(const Capture& c) {
   return OkStatus();
 }
 
-Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
-  return ParseCapturePayload(std::vector<uint8_t>(payload.begin(), payload.end()));
-}
+namespace {
 
-Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
-  auto backing = std::make_shared<const std::vector<uint8_t>>(std::move(owned));
-  std::span<const uint8_t> payload(*backing);
-  flatbuffers::Verifier verifier(payload.data(), payload.size(),
-                                 /*max_depth=*/64, /*max_tables=*/1u << 30);
-  // VerifyCaptureBuffer checks the size and the identifier before reading them.
-  if (payload.size() < 8 || !fbs::VerifyCaptureBuffer(verifier)) {
-    return Status::Error("payload fails FlatBuffers verification (corrupt table layout)");
-  }
-  const fbs::Capture* root = fbs::GetCapture(payload.data());
-  // The verifier checks each vector's length prefix, not that its elements
-  // are aligned for their type; a writer always aligns them, so refuse a
-  // buffer that does not rather than read (or view) misaligned structs.
+// The verifier checks each vector's length prefix, not that its elements
+// are aligned for their type; a writer always aligns them, so a buffer that
+// does not is refused rather than read (or viewed) misaligned.
+Status CheckAligned(const fbs::Capture* root) {
   auto misaligned = [](const auto* v) {
     if (v == nullptr || v->size() == 0) return false;  // nothing to read in an empty one
     // Vectors of structs hold `const S*` elements: the struct's alignment counts.
@@ -427,8 +435,13 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
     if (bad)
       return Status::Error(std::string(table) + " is misaligned in the payload (corrupt layout)");
   }
-  Capture c;
-  c.strings = Strings(root->strings());
+  return OkStatus();
+}
+
+// Modules, mappings, processes, threads, functions and frames: tables of
+// structs and strings, read row by row.
+Status ReadDictionaries(const fbs::Capture* root, Capture* out) {
+  Capture& c = *out;
   if (root->modules()) {
     for (const fbs::Module* m : *root->modules()) {
       Module out;
@@ -483,6 +496,29 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
           {FrameKind(f->kind()), f->module_(), f->address(), f->function(), f->file(), f->line()});
     }
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<Capture> ParseCapturePayload(std::span<const uint8_t> payload) {
+  return ParseCapturePayload(std::vector<uint8_t>(payload.begin(), payload.end()));
+}
+
+Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
+  auto backing = std::make_shared<const std::vector<uint8_t>>(std::move(owned));
+  std::span<const uint8_t> payload(*backing);
+  flatbuffers::Verifier verifier(payload.data(), payload.size(),
+                                 /*max_depth=*/64, /*max_tables=*/1u << 30);
+  // VerifyCaptureBuffer checks the size and the identifier before reading them.
+  if (payload.size() < 8 || !fbs::VerifyCaptureBuffer(verifier)) {
+    return Status::Error("payload fails FlatBuffers verification (corrupt table layout)");
+  }
+  const fbs::Capture* root = fbs::GetCapture(payload.data());
+  RETURN_IF_ERROR(CheckAligned(root));
+  Capture c;
+  c.strings = Strings(root->strings());
+  RETURN_IF_ERROR(ReadDictionaries(root, &c));
   // The event tables, column by column as tables.h declares them.
 #define MICROSCOPE_READ_TABLE(Struct, member, COLUMNS) \
   RETURN_IF_ERROR(ReadTable(root->member(), #member, &c.member));

@@ -291,15 +291,12 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
   return label_index;
 }
 
-void CompactDictionaries(Capture* c) {
-  Needed n(*c);
-  // Whatever the event tables reference (tables.h).
-  for (Ref ref : kDictionaryRefs) {
-    std::vector<char>& needed = *n.Of(ref);
-    ForEachRefColumn(*c, ref, [&](const char*, const ColumnInfo&, const auto& column) {
-      Needed::MarkAll(needed, column);
-    });
-  }
+namespace {
+
+// The stacks needed mark their parents and frames, the frames their
+// modules, functions and files, the functions their names and modules.
+void MarkCode(const Capture& cap, Needed& n) {
+  const Capture* c = &cap;
   // A node's parent is an earlier node: one pass from the end marks them all.
   for (size_t i = c->stacks.size(); i-- > 0;) {
     if (!n.stacks[i]) continue;
@@ -320,6 +317,12 @@ void CompactDictionaries(Capture* c) {
     Needed::Mark(n.strings, f.raw_name);
     Needed::Mark(n.modules, f.module);
   }
+}
+
+// Processes, threads, mappings (returned: which are kept), modules and
+// problems needed, and the strings they name.
+std::vector<char> MarkEntities(const Capture& cap, Needed& n) {
+  const Capture* c = &cap;
   // Processes and threads that lived in the capture's span stay too, with
   // no row of theirs: a short-lived process still shows with its exit
   // status. (A whole recording keeps every one.)
@@ -355,6 +358,22 @@ void CompactDictionaries(Capture* c) {
     Needed::Mark(n.strings, p.kind);
     Needed::Mark(n.strings, p.example);
   }
+  return mappings;
+}
+
+}  // namespace
+
+void CompactDictionaries(Capture* c) {
+  Needed n(*c);
+  // Whatever the event tables reference (tables.h).
+  for (Ref ref : kDictionaryRefs) {
+    std::vector<char>& needed = *n.Of(ref);
+    ForEachRefColumn(*c, ref, [&](const char*, const ColumnInfo&, const auto& column) {
+      Needed::MarkAll(needed, column);
+    });
+  }
+  MarkCode(*c, n);
+  std::vector<char> mappings = MarkEntities(*c, n);
 
   IdMaps m{Renumber(n.strings),   Renumber(n.modules), Renumber(n.processes), Renumber(n.threads),
            Renumber(n.functions), Renumber(n.frames),  Renumber(n.stacks)};
@@ -396,49 +415,65 @@ void NormalizeEventRows(Capture* c) {
   SortTableBy(r, r.time);
 }
 
-Capture MergeCaptures(std::vector<Capture>&& parts) {
-  Capture out;
-  if (parts.empty()) return out;
-  out.settings = parts.front().settings;
-  out.settings.lost_records = out.settings.lost_samples = 0;
-  out.settings.throttles = out.settings.unthrottles = 0;
-  out.settings.lost_task_records.reset();
-  out.settings.ring_lost_records.reset();
-  out.settings.kernel_lost_records.reset();
-  out.settings.notes.clear();
-  StringTable strings(&out.strings);
-  StackInterner stacks(&out.stacks);
-  std::map<std::tuple<uint32_t, std::vector<uint8_t>, uint8_t>, ModuleId> modules;
-  std::map<std::pair<int32_t, uint64_t>, ProcessId> processes;
-  std::map<std::tuple<int32_t, ProcessId, uint64_t>, ThreadId> threads;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, FunctionId> functions;
-  std::map<std::tuple<uint8_t, uint32_t, uint64_t, uint32_t, uint32_t, uint32_t>, FrameId> frames;
-  std::map<std::tuple<ProcessId, ModuleId, uint64_t, uint64_t, uint64_t, uint64_t>, size_t>
-      mappings;
-  std::map<std::tuple<uint8_t, uint32_t, uint32_t, uint32_t, uint32_t>, ProbeSiteId> sites;
-  std::map<StringId, size_t> problems;  // by kind
-  SpanIndex spans;
-  std::set<std::string> notes;
-  auto add_optional = [](std::optional<uint64_t>& to, const std::optional<uint64_t>& v) {
-    if (v) to = to.value_or(0) + *v;
-  };
-  for (Capture& p : parts) {
+namespace {
+
+// Merges parts into one capture: each part's dictionaries into the
+// merged ones (a row met again is the same row), then its event rows,
+// problems and settings in merged terms.
+class Merger {
+ public:
+  explicit Merger(const Settings& first) : strings_(&out_.strings), stacks_(&out_.stacks) {
+    out_.settings = first;
+    Settings& s = out_.settings;
+    s.lost_records = s.lost_samples = 0;
+    s.throttles = s.unthrottles = 0;
+    s.lost_task_records.reset();
+    s.ring_lost_records.reset();
+    s.kernel_lost_records.reset();
+    s.notes.clear();
+  }
+
+  void Add(Capture& p, bool first) {
     IdMaps m;
-    for (const std::string& s : p.strings) m.strings.push_back(strings.Intern(s));
+    for (const std::string& s : p.strings) m.strings.push_back(strings_.Intern(s));
+    AddEntities(p, m);
+    AddCode(p, m);
+    MapEventRefs(&p, m);
+    AddProbeSites(p);
+    AppendEventRows(&out_, p, &spans_);
+    for (const Problem& pr : p.problems) {
+      auto [it, fresh] = problems_.try_emplace(pr.kind, out_.problems.size());
+      if (fresh) {
+        out_.problems.push_back(pr);
+      } else {
+        out_.problems[it->second].count += pr.count;
+      }
+    }
+    AddSettings(p.settings, first);
+  }
+
+  Capture Take() {
+    NormalizeEventRows(&out_);
+    return std::move(out_);
+  }
+
+ private:
+  // Modules, processes, threads and mappings.
+  void AddEntities(const Capture& p, IdMaps& m) {
     for (const Module& mod : p.modules) {
       Module r = Mapped(mod, m);
-      auto [it, fresh] =
-          modules.try_emplace({r.path, r.build_id, uint8_t(r.kind)}, ModuleId(out.modules.size()));
-      if (fresh) out.modules.push_back(std::move(r));
+      auto [it, fresh] = modules_.try_emplace({r.path, r.build_id, uint8_t(r.kind)},
+                                              ModuleId(out_.modules.size()));
+      if (fresh) out_.modules.push_back(std::move(r));
       m.modules.push_back(it->second);
     }
     for (const Process& proc : p.processes) {
       Process r = Mapped(proc, m);
-      auto [it, fresh] = processes.try_emplace({r.pid, r.start_time}, out.processes.size());
+      auto [it, fresh] = processes_.try_emplace({r.pid, r.start_time}, out_.processes.size());
       if (fresh) {
-        out.processes.push_back(r);
+        out_.processes.push_back(r);
       } else {
-        Process& have = out.processes[it->second];
+        Process& have = out_.processes[it->second];
         have.end_time = std::max(have.end_time, r.end_time);
         if (r.exit_status != -1) have.exit_status = r.exit_status;
         if (have.command == kNone) have.command = r.command;
@@ -447,11 +482,12 @@ Capture MergeCaptures(std::vector<Capture>&& parts) {
     }
     for (const Thread& t : p.threads) {
       Thread r = Mapped(t, m);
-      auto [it, fresh] = threads.try_emplace({r.tid, r.process, r.start_time}, out.threads.size());
+      auto [it, fresh] =
+          threads_.try_emplace({r.tid, r.process, r.start_time}, out_.threads.size());
       if (fresh) {
-        out.threads.push_back(r);
+        out_.threads.push_back(r);
       } else {
-        Thread& have = out.threads[it->second];
+        Thread& have = out_.threads[it->second];
         have.end_time = std::max(have.end_time, r.end_time);
         if (r.name != kNone) have.name = r.name;  // the latest name
       }
@@ -459,78 +495,103 @@ Capture MergeCaptures(std::vector<Capture>&& parts) {
     }
     for (const Mapping& mapping : p.mappings) {
       Mapping r = Mapped(mapping, m);
-      auto [it, fresh] = mappings.try_emplace(
-          {r.process, r.module, r.start, r.end, r.file_offset, r.time_start}, out.mappings.size());
+      auto [it, fresh] = mappings_.try_emplace(
+          {r.process, r.module, r.start, r.end, r.file_offset, r.time_start}, out_.mappings.size());
       if (fresh) {
-        out.mappings.push_back(r);
+        out_.mappings.push_back(r);
       } else {
-        uint64_t& end = out.mappings[it->second].time_end;
+        uint64_t& end = out_.mappings[it->second].time_end;
         end = std::max(end, r.time_end);
       }
     }
+  }
+
+  // Functions, frames and stacks.
+  void AddCode(const Capture& p, IdMaps& m) {
     for (const Function& f : p.functions) {
       Function r = Mapped(f, m);
       auto [it, fresh] =
-          functions.try_emplace({r.name, r.module, r.raw_name}, out.functions.size());
-      if (fresh) out.functions.push_back(r);
+          functions_.try_emplace({r.name, r.module, r.raw_name}, out_.functions.size());
+      if (fresh) out_.functions.push_back(r);
       m.functions.push_back(it->second);
     }
     for (const Frame& f : p.frames) {
       Frame r = Mapped(f, m);
-      auto [it, fresh] = frames.try_emplace(
-          {uint8_t(r.kind), r.module, r.address, r.function, r.file, r.line}, out.frames.size());
-      if (fresh) out.frames.push_back(r);
+      auto [it, fresh] = frames_.try_emplace(
+          {uint8_t(r.kind), r.module, r.address, r.function, r.file, r.line}, out_.frames.size());
+      if (fresh) out_.frames.push_back(r);
       m.frames.push_back(it->second);
     }
     for (size_t i = 0; i < p.stacks.size(); ++i) {
       m.stacks.push_back(
-          stacks.Intern(Map(m.stacks, p.stacks.parent[i]), m.frames[p.stacks.frame[i]]));
+          stacks_.Intern(Map(m.stacks, p.stacks.parent[i]), m.frames[p.stacks.frame[i]]));
     }
-    MapEventRefs(&p, m);
-    // Probe sites, now in merged terms; the records follow them.
+  }
+
+  // Probe sites, in merged terms already (MapEventRefs); the records follow them.
+  void AddProbeSites(Capture& p) {
     std::vector<uint32_t> site_index;
     const ProbeSites& ps = p.probe_sites;
     for (size_t i = 0; i < ps.size(); ++i) {
-      auto [it, fresh] =
-          sites.try_emplace({uint8_t(ps.kind[i]), ps.name[i], ps.file[i], ps.line[i], ps.module[i]},
-                            ProbeSiteId(out.probe_sites.size()));
-      if (fresh) AppendRow(out.probe_sites, ps, i);
+      auto [it, fresh] = sites_.try_emplace(
+          {uint8_t(ps.kind[i]), ps.name[i], ps.file[i], ps.line[i], ps.module[i]},
+          ProbeSiteId(out_.probe_sites.size()));
+      if (fresh) AppendRow(out_.probe_sites, ps, i);
       site_index.push_back(it->second);
     }
     MapColumn(p.probe_records.site, site_index);
-    AppendEventRows(&out, p, &spans);
-    for (const Problem& pr : p.problems) {
-      auto [it, fresh] = problems.try_emplace(pr.kind, out.problems.size());
-      if (fresh) {
-        out.problems.push_back(pr);
-      } else {
-        out.problems[it->second].count += pr.count;
-      }
-    }
-    const Settings& s = p.settings;
-    out.settings.start_time = std::min(out.settings.start_time, s.start_time);
-    out.settings.end_time = std::max(out.settings.end_time, s.end_time);
-    out.settings.lost_records += s.lost_records;
-    out.settings.lost_samples += s.lost_samples;
-    out.settings.throttles += s.throttles;
-    out.settings.unthrottles += s.unthrottles;
-    add_optional(out.settings.lost_task_records, s.lost_task_records);
-    add_optional(out.settings.ring_lost_records, s.ring_lost_records);
-    add_optional(out.settings.kernel_lost_records, s.kernel_lost_records);
+  }
+
+  void AddSettings(const Settings& s, bool first) {
+    Settings& o = out_.settings;
+    auto add_optional = [](std::optional<uint64_t>& to, const std::optional<uint64_t>& v) {
+      if (v) to = to.value_or(0) + *v;
+    };
+    o.start_time = std::min(o.start_time, s.start_time);
+    o.end_time = std::max(o.end_time, s.end_time);
+    o.lost_records += s.lost_records;
+    o.lost_samples += s.lost_samples;
+    o.throttles += s.throttles;
+    o.unthrottles += s.unthrottles;
+    add_optional(o.lost_task_records, s.lost_task_records);
+    add_optional(o.ring_lost_records, s.ring_lost_records);
+    add_optional(o.kernel_lost_records, s.kernel_lost_records);
     for (const std::string& note : s.notes) {
-      if (notes.insert(note).second) out.settings.notes.push_back(note);
+      if (notes_.insert(note).second) o.notes.push_back(note);
     }
-    if (&p != &parts.front()) {
-      for (const BudgetStep& step : s.budget_steps) {
-        if (std::find(out.settings.budget_steps.begin(), out.settings.budget_steps.end(), step) ==
-            out.settings.budget_steps.end())
-          out.settings.budget_steps.push_back(step);
-      }
+    if (first) return;
+    for (const BudgetStep& step : s.budget_steps) {
+      if (std::find(o.budget_steps.begin(), o.budget_steps.end(), step) == o.budget_steps.end())
+        o.budget_steps.push_back(step);
     }
+  }
+
+  Capture out_;
+  StringTable strings_;
+  StackInterner stacks_;
+  std::map<std::tuple<uint32_t, std::vector<uint8_t>, uint8_t>, ModuleId> modules_;
+  std::map<std::pair<int32_t, uint64_t>, ProcessId> processes_;
+  std::map<std::tuple<int32_t, ProcessId, uint64_t>, ThreadId> threads_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, FunctionId> functions_;
+  std::map<std::tuple<uint8_t, uint32_t, uint64_t, uint32_t, uint32_t, uint32_t>, FrameId> frames_;
+  std::map<std::tuple<ProcessId, ModuleId, uint64_t, uint64_t, uint64_t, uint64_t>, size_t>
+      mappings_;
+  std::map<std::tuple<uint8_t, uint32_t, uint32_t, uint32_t, uint32_t>, ProbeSiteId> sites_;
+  std::map<StringId, size_t> problems_;  // by kind
+  SpanIndex spans_;
+  std::set<std::string> notes_;
+};
+
+}  // namespace
+
+Capture MergeCaptures(std::vector<Capture>&& parts) {
+  if (parts.empty()) return Capture();
+  Merger merger(parts.front().settings);
+  for (Capture& p : parts) {
+    merger.Add(p, &p == &parts.front());
     p = Capture();  // each part's memory goes as soon as it is merged
   }
-  NormalizeEventRows(&out);
-  return out;
+  return merger.Take();
 }
 
 }  // namespace microscope::capture

@@ -68,15 +68,8 @@ struct RecordFlags {
   std::string push_queue;
 };
 
-void AddRecordFlags(CLI::App* app, RecordFlags* f) {
-  CLI::App* cmd = app->add_subcommand(
-      "record",
-      "Sample a program's CPU time with call stacks into a capture file.\n"
-      "  microscope record [-o FILE] [-F HZ] [--duration TIME] -- PROG ARGS...\n"
-      "  microscope record --pid PID [--duration TIME]\n"
-      "Launch mode follows every thread and child process; it ends when PROG exits\n"
-      "(exit status: PROG's), at --duration (PROG then gets SIGTERM), or at Ctrl-C.\n"
-      "Attach mode ends at Ctrl-C, --duration, or the target's exit; the target runs on.");
+// What is sampled and how: rate, stacks, the process, off-CPU time.
+void AddSamplingFlags(CLI::App* cmd, RecordFlags* f) {
   cmd->add_option("-o,--output", f->options.output, "capture file to write")->capture_default_str();
   f->freq = cmd->add_option("-F,--frequency", f->options.frequency, "samples per second per thread")
                 ->check(CLI::Range(1u, 100000u));
@@ -115,6 +108,11 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
   cmd->add_option("--off-cpu-min", f->off_cpu_min,
                   "off-CPU intervals shorter than TIME are only counted, without stacks")
       ->capture_default_str();
+}
+
+// The sources beside the samples: each registered runtime's frames, system
+// calls, probes, and the memory what the targets write may take.
+void AddSourceFlags(CLI::App* cmd, RecordFlags* f) {
   for (const runtimes::Runtime* r : runtimes::Registered()) {  // --python, --node
     std::string& mode = f->options.runtimes[std::string(r->name)];
     mode = "auto";
@@ -137,6 +135,10 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
                   "recorder reads: their perf maps, jitdumps, GDB JIT objects and probe rings "
                   "(default 256M); past it a program's are no longer read, with a note in the "
                   "capture, and the recording goes on");
+}
+
+// --rolling, --continuous and what goes with them.
+void AddAlwaysOnFlags(CLI::App* cmd, RecordFlags* f) {
   cmd->add_option("--rolling", f->rolling,
                   "keep only the last TIME in memory (e.g. 60s), for a run of any length; "
                   "the capture written at the end and each snapshot hold that window")
@@ -171,6 +173,20 @@ void AddRecordFlags(CLI::App* app, RecordFlags* f) {
   cmd->add_option("--push-queue", f->push_queue,
                   "most bytes of profiles waiting to be sent (default 64M); past it the oldest go")
       ->group("Always-on");
+}
+
+void AddRecordFlags(CLI::App* app, RecordFlags* f) {
+  CLI::App* cmd = app->add_subcommand(
+      "record",
+      "Sample a program's CPU time with call stacks into a capture file.\n"
+      "  microscope record [-o FILE] [-F HZ] [--duration TIME] -- PROG ARGS...\n"
+      "  microscope record --pid PID [--duration TIME]\n"
+      "Launch mode follows every thread and child process; it ends when PROG exits\n"
+      "(exit status: PROG's), at --duration (PROG then gets SIGTERM), or at Ctrl-C.\n"
+      "Attach mode ends at Ctrl-C, --duration, or the target's exit; the target runs on.");
+  AddSamplingFlags(cmd, f);
+  AddSourceFlags(cmd, f);
+  AddAlwaysOnFlags(cmd, f);
   cmd->add_flag("-q,--quiet", f->quiet, "no status line or summary on stderr");
   cmd->add_option("command", f->options.command, "program and arguments to launch (after --)");
 }

@@ -75,7 +75,9 @@ void WatchOpener(pid_t pid, const std::string& opener, const std::string& url) {
   }).detach();
 }
 
-int RunServe(ServeCommandOptions& o) {
+// The captures served and the options' values; the exit status when they
+// are refused (said on stderr), else 0.
+int ResolveServe(ServeCommandOptions& o, std::string* view) {
   Result<std::vector<std::string>> captures = serve::CapturesToServe(o.target);
   if (!captures.ok()) {
     PrintError(captures.status().message());
@@ -87,7 +89,6 @@ int RunServe(ServeCommandOptions& o) {
       !ParseSizeOption("--cache-size", o.cache_size, &o.serve.cache_bytes)) {
     return 1;
   }
-  std::string view = "";  // the page's query: what the printed URL opens
   if (!o.diff.empty()) {
     Result<std::vector<std::string>> other = serve::CapturesToServe(o.diff);
     if (!other.ok() || other->size() != 1 || captures->size() != 1) {
@@ -96,13 +97,53 @@ int RunServe(ServeCommandOptions& o) {
       return 1;
     }
     o.serve.captures.push_back(other->front());
-    view = "capture=" + UrlEncode(serve::CaptureName(captures->front())) +
-           "&diff=" + UrlEncode(serve::CaptureName(other->front()));
+    *view = "capture=" + UrlEncode(serve::CaptureName(captures->front())) +
+            "&diff=" + UrlEncode(serve::CaptureName(other->front()));
   }
   if (geteuid() != 0 && !o.user.empty()) {
     PrintError("--user " + o.user + ": serve changes its user only when started as root");
     return 2;
   }
+  return 0;
+}
+
+// Prints where it serves, then serves until SIGINT or SIGTERM (`stop`, blocked).
+void ServeUntilSignal(const ServeCommandOptions& o, serve::Server* s, const std::string& view,
+                      const sigset_t& stop) {
+  std::printf("%s\n", s->url(view).c_str());
+  const size_t served = o.serve.captures.size();
+  std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", served,
+               served == 1 ? "" : "s", s->url().c_str());
+  std::fflush(stdout);
+  std::mutex ending;
+  std::condition_variable ended_cv;
+  bool ended = false;
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    s->Stop();
+    // Stop cancels the queries computing; whatever one is still in, serve
+    // ends within half a second of the signal (it writes nothing that
+    // could be left half done).
+    std::unique_lock lock(ending);
+    if (!ended_cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return ended; })) {
+      std::fflush(nullptr);
+      _exit(0);
+    }
+  });
+  s->Run();
+  {
+    std::lock_guard lock(ending);
+    ended = true;
+  }
+  ended_cv.notify_all();
+  pthread_kill(waiter.native_handle(), SIGTERM);  // when Run ended by itself
+  waiter.join();
+}
+
+int RunServe(ServeCommandOptions& o) {
+  std::string view;  // the page's query: what the printed URL opens
+  if (int failed = ResolveServe(o, &view); failed != 0) return failed;
   Result<std::unique_ptr<serve::DirectBroker>> direct =
       serve::DirectBroker::Open(o.serve.captures, o.serve.source);
   if (!direct.ok()) {
@@ -150,35 +191,7 @@ int RunServe(ServeCommandOptions& o) {
                             : "with the printed URL can read the captures served (read-only; "
                               "plain HTTP: the token crosses the network in the clear)");
   }
-  std::printf("%s\n", s->url(view).c_str());
-  const size_t served = o.serve.captures.size();
-  std::fprintf(stderr, "microscope: serving %zu capture%s at %s (Ctrl-C stops)\n", served,
-               served == 1 ? "" : "s", s->url().c_str());
-  std::fflush(stdout);
-  std::mutex ending;
-  std::condition_variable ended_cv;
-  bool ended = false;
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop, &sig);
-    s->Stop();
-    // Stop cancels the queries computing; whatever one is still in, serve
-    // ends within half a second of the signal (it writes nothing that
-    // could be left half done).
-    std::unique_lock lock(ending);
-    if (!ended_cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return ended; })) {
-      std::fflush(nullptr);
-      _exit(0);
-    }
-  });
-  s->Run();
-  {
-    std::lock_guard lock(ending);
-    ended = true;
-  }
-  ended_cv.notify_all();
-  pthread_kill(waiter.native_handle(), SIGTERM);  // when Run ended by itself
-  waiter.join();
+  ServeUntilSignal(o, s, view, stop);
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "base/hex.h"
 #include "capture/row_order.h"
 #include "src/probes/abi.h"
+#include "src/probes/module_probes.h"
 #include "src/probes/ring_records.h"
 #include "src/probes/site_entries.h"
 #include "src/probes/tsc_clock.h"
@@ -37,7 +38,6 @@ using capture::ProbeOp;
 constexpr uint32_t kTimeoutMs = 1000;  // the program switches its sites off after this silence
 constexpr int kAttachTries = 100;      // rounds a control block may stay unreadable
 constexpr size_t kMaxRings = 65536;    // per control block: past this the list is corrupt
-constexpr uint64_t kMaxSection = 64ull << 20;
 constexpr size_t kMaxNotes = 16;
 
 // Another process's memory, written in place (read: record::ProcessMemory).
@@ -67,15 +67,6 @@ struct ProbeEvent {
   ProbeOp op = ProbeOp::kMark;
   uint32_t text = 0;  // a label's value: texts_ index
   double value = 0;
-};
-
-// A module's probes as its file has them.
-struct ModuleProbes {
-  bool has_ctl = false;
-  std::string refused;  // why its probes are not read
-  uint64_t ctl_vaddr = 0;
-  std::vector<symbols::LoadSegment> loads;
-  std::vector<SiteText> sites;  // at link-time addresses
 };
 
 // A site as the capture will have it; copies of it (inlined code, several
@@ -126,57 +117,6 @@ ProbeOp OpOf(uint8_t op) {
     default:
       return ProbeOp::kLabel;
   }
-}
-
-ModuleProbes ReadModuleProbes(const std::string& file) {
-  ModuleProbes out;
-  Result<symbols::ElfFile> elf = symbols::OpenElfFile(file);
-  if (!elf.ok()) return out;
-  Elf* e = elf.value().elf.get();
-  GElf_Shdr ctl_shdr;
-  Elf_Scn* ctl = symbols::SectionByName(e, "microscope_ctl", &ctl_shdr);
-  if (ctl == nullptr) return out;
-  out.has_ctl = true;
-  out.ctl_vaddr = ctl_shdr.sh_addr;
-  Elf_Data* ctl_data = elf_getdata(ctl, nullptr);
-  microscope_ctl initial;
-  if (ctl_shdr.sh_type != SHT_PROGBITS || ctl_data == nullptr || ctl_data->d_buf == nullptr ||
-      ctl_data->d_size < kCtlSize) {
-    out.refused = "its microscope_ctl section holds no control block";
-    return out;
-  }
-  std::memcpy(&initial, ctl_data->d_buf, sizeof(initial));
-  if (initial.magic != MICROSCOPE_CTL_MAGIC) {
-    out.refused = "its control block has no magic";
-    return out;
-  }
-  if (initial.version != kAbiVersion) {
-    out.refused = "its probes are of layout version " + std::to_string(initial.version) +
-                  "; this recorder reads version " + std::to_string(kAbiVersion);
-    return out;
-  }
-  Result<std::vector<symbols::LoadSegment>> loads = symbols::ElfLoadSegments(e);
-  if (!loads.ok()) {
-    out.refused = loads.status().message();
-    return out;
-  }
-  out.loads = std::move(loads).value();
-  GElf_Shdr sites_shdr;
-  Elf_Scn* sites = symbols::SectionByName(e, "microscope_sites", &sites_shdr);
-  if (sites != nullptr && sites_shdr.sh_type == SHT_PROGBITS && sites_shdr.sh_size <= kMaxSection) {
-    Elf_Data* data = elf_getdata(sites, nullptr);
-    if (data != nullptr && data->d_buf != nullptr) {
-      SiteSection parsed = ParseSiteSection(
-          std::span<const uint8_t>(static_cast<const uint8_t*>(data->d_buf), data->d_size),
-          sites_shdr.sh_addr);
-      out.sites = std::move(parsed.sites);
-      if (parsed.malformed > 0) {
-        out.refused = std::to_string(parsed.malformed) + " malformed site entries, the first: " +
-                      parsed.first_error;  // said, and the good entries still read
-      }
-    }
-  }
-  return out;
 }
 
 class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record::MappingWatcher {
@@ -600,50 +540,6 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
 };
 
 }  // namespace
-
-namespace {
-
-// The names and prefixes of a selection, as written (commas between).
-std::vector<std::string_view> SelectionItems(std::string_view selection) {
-  std::vector<std::string_view> items;
-  while (!selection.empty()) {
-    const size_t comma = selection.find(',');
-    items.push_back(selection.substr(0, comma));
-    selection = comma == std::string_view::npos ? std::string_view() : selection.substr(comma + 1);
-  }
-  return items;
-}
-
-}  // namespace
-
-bool Selected(std::string_view selection, std::string_view name) {
-  for (std::string_view item : SelectionItems(selection)) {
-    if (item == "all" || item == "*") return true;
-    if (item.ends_with('*') ? name.starts_with(item.substr(0, item.size() - 1)) : name == item)
-      return true;
-  }
-  return false;
-}
-
-Result<std::string> SelectionLines(std::string_view selection) {
-  std::string lines;
-  if (selection.empty()) return Status::Error("an empty selection (all, NAME or PREFIX*)");
-  for (std::string_view item : SelectionItems(selection)) {
-    if (item.empty()) return Status::Error("an empty name in the selection");
-    if (item.find('\n') != std::string_view::npos || item.find('\0') != std::string_view::npos)
-      return Status::Error("a name with a line break or NUL in the selection");
-    if (item.find('*') != std::string_view::npos && item.find('*') != item.size() - 1)
-      return Status::Error("'" + std::string(item) + "': '*' only ends a prefix");
-    lines += item == "all" ? std::string_view("*") : item;
-    lines += '\n';
-  }
-  if (lines.size() >= MICROSCOPE_SELECTION_SIZE) {
-    return Status::Error("the selection takes " + std::to_string(lines.size()) +
-                         " bytes; a program keeps " +
-                         std::to_string(MICROSCOPE_SELECTION_SIZE - 1));
-  }
-  return lines;
-}
 
 Result<std::unique_ptr<record::EventSource>> StartProbeSource(
     const record::SourceContext& context) {

@@ -29,6 +29,7 @@
 #include "formats/source_text.h"
 #include "src/serve/broker.h"
 #include "src/serve/guarded_http.h"
+#include "src/serve/server_parts.h"
 #include "src/serve/web_assets.h"
 
 namespace microscope::serve {
@@ -44,11 +45,6 @@ constexpr size_t kMaxAnswerBytes = 128 << 20;
 
 using Clock = std::chrono::steady_clock;
 
-std::string ErrorJson(const std::string& message) {
-  return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
-                                                 nlohmann::json::error_handler_t::replace);
-}
-
 void Answer(httplib::Response& res, int status, const std::string& body) {
   res.status = status;
   // With a parameter, the type is not one httplib compresses: its brotli
@@ -59,111 +55,6 @@ void Answer(httplib::Response& res, int status, const std::string& body) {
 
 void Fail(httplib::Response& res, int status, const std::string& message) {
   Answer(res, status, ErrorJson(message));
-}
-
-bool IsLoopback(const std::string& bind) {
-  in_addr v4;
-  if (inet_pton(AF_INET, bind.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  return bind == "::1" || bind == "localhost";
-}
-
-// A small least-recently-used map, bounded by count and by the bytes its
-// values are said to take.
-template <typename V>
-class Lru {
- public:
-  explicit Lru(size_t capacity, uint64_t max_bytes = UINT64_MAX)
-      : capacity_(capacity), max_bytes_(max_bytes) {}
-  uint64_t max_bytes() const { return max_bytes_; }
-  void set_max_bytes(uint64_t bytes) { max_bytes_ = bytes; }
-  const V* Get(const std::string& key) {
-    auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second);
-    return &it->second->value;
-  }
-  void Erase(const std::string& key) {
-    auto it = index_.find(key);
-    if (it == index_.end()) return;
-    bytes_ -= it->second->bytes;
-    order_.erase(it->second);
-    index_.erase(it);
-  }
-  void Clear() {
-    order_.clear();
-    index_.clear();
-    bytes_ = 0;
-  }
-  // Keeps `value` (unless it alone is over the byte bound), dropping the
-  // least recently used past either bound.
-  const V& Put(const std::string& key, V value, uint64_t bytes = 0) {
-    Erase(key);
-    order_.push_front({key, std::move(value), bytes});
-    index_[key] = order_.begin();
-    bytes_ += bytes;
-    while (order_.size() > 1 && (order_.size() > capacity_ || bytes_ > max_bytes_)) {
-      bytes_ -= order_.back().bytes;
-      index_.erase(order_.back().key);
-      order_.pop_back();
-    }
-    return order_.front().value;
-  }
-
- private:
-  struct Entry {
-    std::string key;
-    V value;
-    uint64_t bytes;
-  };
-  size_t capacity_;
-  uint64_t max_bytes_;
-  uint64_t bytes_ = 0;
-  std::list<Entry> order_;
-  std::map<std::string, typename std::list<Entry>::iterator> index_;
-};
-
-// 32 hex digits from getrandom (the kernel's CSPRNG); empty if it fails.
-std::string RandomToken() {
-  unsigned char bytes[16];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return "";
-    got += size_t(n);
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
-}
-
-// Compared in time that depends on the length only (which is fixed).
-bool SameToken(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= (unsigned char)(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-// The value of cookie `name` in a Cookie header ("a=1; b=2"), or "".
-std::string CookieValue(const std::string& header, const std::string& name) {
-  size_t at = 0;
-  while (at < header.size()) {
-    size_t end = header.find(';', at);
-    if (end == std::string::npos) end = header.size();
-    std::string pair = header.substr(at, end - at);
-    const size_t first = pair.find_first_not_of(' ');
-    pair = first == std::string::npos ? "" : pair.substr(first);
-    if (pair.size() > name.size() && pair.compare(0, name.size(), name) == 0 &&
-        pair[name.size()] == '=')
-      return pair.substr(name.size() + 1);
-    at = end + 1;
-  }
-  return "";
 }
 
 // A report query's answer: its status and JSON body.
@@ -217,6 +108,10 @@ struct Server::State {
   // loads: pprof reads its profile before serving; a capture of 1M samples
   // takes ~100 ms to read, which the first query would otherwise wait.
   std::thread preload;
+
+  // The routes, their headers and error answers (Open); then the port.
+  void Route();
+  Status Listen(const ServeOptions& options);
 
   void Preload() {
     size_t n = 0;
@@ -514,41 +409,13 @@ int Server::listening_fd() const {
   return state_->http.listening_fd();
 }
 
-Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
-  auto s = std::make_unique<State>();
-  // One malloc arena: what a query frees, the next one reuses, whichever
-  // thread computes it (with an arena per worker thread each kept its
-  // largest query's peak). Set before any thread starts.
-  mallopt(M_ARENA_MAX, 1);
-  s->options = options;
-  s->loopback_only = IsLoopback(options.bind);
-  s->broker = options.broker;
-  if (s->broker == nullptr) {
-    ASSIGN_OR_RETURN(std::unique_ptr<DirectBroker> direct,
-                     DirectBroker::Open(options.captures, options.source));
-    s->broker = std::move(direct);
-  }
-  for (const std::string& path : options.captures) {
-    if (!s->paths.emplace(CaptureName(path), path).second) {
-      return Status::Error(StatusCode::kInvalidArgument,
-                           "two captures are named " + CaptureName(path) + ": serve one of them");
-    }
-  }
-  if (options.require_token) {
-    s->token = RandomToken();
-    if (s->token.empty()) {
-      return Status::Error(std::string("cannot make the access token (getrandom: ") +
-                           std::strerror(errno) + ")");
-    }
-  }
-  s->answers.set_max_bytes(options.cache_bytes);
-  State* st = s.get();
-  GuardedHttpServer& http = s->http;
+void Server::State::Route() {
+  State* st = this;
   // A worker serves one connection for as long as it is kept alive, and a
   // browser keeps up to six open: more workers than the connections all
   // clients may hold, so a connection over a cap is refused at once
   // (guarded_http.h holds the caps and the deadlines).
-  http.new_task_queue = [&http] { return new httplib::ThreadPool(http.Workers()); };
+  http.new_task_queue = [this] { return new httplib::ThreadPool(http.Workers()); };
   http.set_payload_max_length(kMaxRequestBytes);
   http.set_default_headers({
       {"X-Content-Type-Options", "nosniff"},
@@ -613,9 +480,12 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
       Fail(res, res.status, "the request was refused (HTTP " + std::to_string(res.status) + ")");
     }
   });
+}
+
+Status Server::State::Listen(const ServeOptions& options) {
   if (options.port == 0) {
-    s->port = http.bind_to_any_port(options.bind);
-    if (s->port <= 0) {
+    port = http.bind_to_any_port(options.bind);
+    if (port <= 0) {
       return Status::Error("cannot listen on " + options.bind + ": " + std::strerror(errno));
     }
   } else {
@@ -623,64 +493,42 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
       return Status::Error("cannot listen on " + options.bind + " port " +
                            std::to_string(options.port) + ": " + std::strerror(errno));
     }
-    s->port = options.port;
+    port = options.port;
   }
+  return OkStatus();
+}
+
+Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
+  auto s = std::make_unique<State>();
+  // One malloc arena: what a query frees, the next one reuses, whichever
+  // thread computes it (with an arena per worker thread each kept its
+  // largest query's peak). Set before any thread starts.
+  mallopt(M_ARENA_MAX, 1);
+  s->options = options;
+  s->loopback_only = IsLoopback(options.bind);
+  s->broker = options.broker;
+  if (s->broker == nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<DirectBroker> direct,
+                     DirectBroker::Open(options.captures, options.source));
+    s->broker = std::move(direct);
+  }
+  for (const std::string& path : options.captures) {
+    if (!s->paths.emplace(CaptureName(path), path).second) {
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "two captures are named " + CaptureName(path) + ": serve one of them");
+    }
+  }
+  if (options.require_token) {
+    s->token = RandomToken();
+    if (s->token.empty()) {
+      return Status::Error(std::string("cannot make the access token (getrandom: ") +
+                           std::strerror(errno) + ")");
+    }
+  }
+  s->answers.set_max_bytes(options.cache_bytes);
+  s->Route();
+  RETURN_IF_ERROR(s->Listen(options));
   return std::unique_ptr<Server>(new Server(std::move(s)));
-}
-
-std::string CaptureName(const std::string& path) {
-  return std::filesystem::path(path).filename().string();
-}
-
-Result<std::vector<std::string>> CapturesToServe(const std::string& file_or_dir) {
-  std::error_code ec;
-  std::vector<std::string> out;
-  if (std::filesystem::is_directory(file_or_dir, ec)) {
-    // A --continuous directory's segments are one capture, named after it
-    // and read again as segments come and go; other captures are their own.
-    bool segments = false;
-    for (const auto& entry : std::filesystem::directory_iterator(file_or_dir, ec)) {
-      if (capture::IsSegmentName(entry.path().filename().string())) {
-        segments = true;
-      } else if (entry.path().extension() == ".mscap" && entry.is_regular_file(ec)) {
-        out.push_back(entry.path().string());
-      }
-    }
-    if (segments) {
-      std::string dir = std::filesystem::path(file_or_dir).lexically_normal().string();
-      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-      out.push_back(dir);
-    }
-    if (ec) return Status::Error(file_or_dir + ": " + ec.message());
-    std::sort(out.begin(), out.end());
-    if (out.empty()) return Status::Error(file_or_dir + ": no .mscap file in this directory");
-    return out;
-  }
-  if (!std::filesystem::is_regular_file(file_or_dir, ec)) {
-    return Status::Error(file_or_dir + ": " +
-                         (std::filesystem::exists(file_or_dir, ec) ? "not a regular file"
-                                                                   : "no such file or directory"));
-  }
-  out.push_back(file_or_dir);
-  return out;
-}
-
-bool HostAllowed(const std::string& host, int port, bool loopback_only) {
-  const std::string suffix = ":" + std::to_string(port);
-  if (host.size() <= suffix.size() ||
-      host.compare(host.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return false;
-  const std::string name = host.substr(0, host.size() - suffix.size());
-  if (name == "localhost") return true;
-  if (name.size() > 2 && name.front() == '[' && name.back() == ']') {
-    in6_addr v6;
-    const std::string literal = name.substr(1, name.size() - 2);
-    if (inet_pton(AF_INET6, literal.c_str(), &v6) != 1) return false;
-    return !loopback_only || IN6_IS_ADDR_LOOPBACK(&v6);
-  }
-  in_addr v4;
-  if (inet_pton(AF_INET, name.c_str(), &v4) != 1) return false;
-  return !loopback_only || (ntohl(v4.s_addr) >> 24) == 127;
 }
 
 }  // namespace microscope::serve

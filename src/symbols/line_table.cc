@@ -118,6 +118,71 @@ Status ChildError(std::span<const uint8_t> reply) {
   return Status::Error(StatusCode(code), std::string(reply.begin() + 1, reply.end()));
 }
 
+// Runs `helper` on `file` (its stdin) with `path` and our pid as arguments,
+// its stdout to `out`, nothing of this process's environment, default signal
+// handling and none blocked.
+Result<pid_t> SpawnHelper(const std::string& helper, const std::string& path, int file, int out) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, file, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::string parent = std::to_string(getpid());
+  std::string name = path, program = helper;
+  char* argv[] = {program.data(), name.data(), parent.data(), nullptr};
+  char* env[] = {nullptr};
+  pid_t child = 0;
+  const int spawned = posix_spawn(&child, helper.c_str(), &actions, &attr, argv, env);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (spawned != 0) {
+    return Status::Error(StatusCode::kUnavailable,
+                         "cannot run " + helper + ": " + std::string(strerror(spawned)));
+  }
+  return child;
+}
+
+// What a helper's reply was, read to its end, past `max_reply` bytes or
+// past the deadline.
+struct Reply {
+  std::vector<uint8_t> bytes;
+  bool too_big = false;
+  bool timed_out = false;
+};
+
+Reply ReadReply(int fd, uint64_t max_reply, std::chrono::steady_clock::time_point deadline) {
+  Reply r;
+  uint8_t buf[1 << 16];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      r.timed_out = true;
+      return r;
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    int ready = poll(&pfd, 1, int(std::min<int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return r;
+    if (r.bytes.size() + size_t(n) > max_reply) {
+      r.too_big = true;
+      return r;
+    }
+    r.bytes.insert(r.bytes.end(), buf, buf + n);
+  }
+}
+
 // libdwarf 20210528 is not safe on hostile input (a damaged
 // .debug_rnglists header makes it free a block twice and abort), and debug
 // files are untrusted. So the helper reads each file in a process of its
@@ -137,32 +202,7 @@ Result<LineTableData> ReadInChild(const std::string& path) {
   if (pipe2(fds, O_CLOEXEC) != 0) return Status::Error(std::string("pipe: ") + strerror(errno));
   ScopedFd read_end(fds[0]);
   ScopedFd write_end(fds[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, file.get(), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  // Default signal handling and none blocked, whatever this process set.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::string parent = std::to_string(getpid());
-  std::string name = path;
-  char* argv[] = {helper.data(), name.data(), parent.data(), nullptr};
-  char* env[] = {nullptr};  // nothing of this process's environment
-  pid_t child = 0;
-  const int spawned = posix_spawn(&child, helper.c_str(), &actions, &attr, argv, env);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (spawned != 0) {
-    return Status::Error(StatusCode::kUnavailable,
-                         "cannot run " + helper + ": " + std::string(strerror(spawned)));
-  }
+  ASSIGN_OR_RETURN(pid_t child, SpawnHelper(helper, path, file.get(), write_end.get()));
   file.Reset();
   write_end.Reset();
   // A row, scope or segment of the table is 16 bytes, and each takes at
@@ -171,44 +211,23 @@ Result<LineTableData> ReadInChild(const std::string& path) {
   // is not a table of this file, and is not kept.
   const uint64_t max_reply =
       std::clamp<uint64_t>(32 * uint64_t(st.st_size), uint64_t(32) << 20, uint64_t(2) << 30);
-  bool too_big = false;
   // Damaged DWARF can also make a reader loop: it gets a deadline.
   constexpr int kDeadlineSeconds = 120;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kDeadlineSeconds);
-  std::vector<uint8_t> bytes;
-  uint8_t buf[1 << 16];
-  bool timed_out = false;
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd pfd{read_end.get(), POLLIN, 0};
-    int ready = poll(&pfd, 1, int(std::min<int64_t>(left.count(), 1000)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) continue;
-    ssize_t n = read(read_end.get(), buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (bytes.size() + size_t(n) > max_reply) {
-      too_big = true;
-      break;
-    }
-    bytes.insert(bytes.end(), buf, buf + n);
-  }
+  Reply reply =
+      ReadReply(read_end.get(), max_reply,
+                std::chrono::steady_clock::now() + std::chrono::seconds(kDeadlineSeconds));
+  std::vector<uint8_t>& bytes = reply.bytes;
   read_end.Reset();
-  if (timed_out || too_big) kill(child, SIGKILL);
+  if (reply.timed_out || reply.too_big) kill(child, SIGKILL);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) {
+  if (reply.timed_out) {
     return Status::Error(StatusCode::kDataLoss,
                          "the DWARF reader took over " + std::to_string(kDeadlineSeconds) +
                              " s on this file and was stopped: damaged DWARF");
   }
-  if (too_big) {
+  if (reply.too_big) {
     return Status::Error(StatusCode::kDataLoss,
                          "the DWARF reader's table passed " + std::to_string(max_reply >> 20) +
                              " MiB (32 times the file's size) and was not kept: damaged DWARF");

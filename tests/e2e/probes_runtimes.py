@@ -31,7 +31,10 @@ def check_rounds(tag, out, stdout):
     for name, own in (("sleep", slept), ("spin", spun)):
         r = z.get(name, {"count": 0, "total_ns": 0})
         check(r["count"] == N, "%s: %s: %d occurrences (want %d)" % (tag, name, r["count"], N))
-        check(abs(r["total_ns"] - own) <= 0.05 * own,
+        # The program's own measure also holds each call into the SDK (a
+        # zone's begin and end around the work): up to 100 us each on a
+        # loaded machine (Node 20: 224.8 ms in zones, 237.5 measured).
+        check(abs(r["total_ns"] - own) <= 0.05 * own + N * 100e3,
               "%s: %s: %.1f ms in zones, the program measured %.1f ms" %
               (tag, name, r["total_ns"] / 1e6, own / 1e6))
     check(0.95e6 <= z["spin"]["p50"]["duration_ns"] <= 1.1e6,

@@ -53,8 +53,10 @@ finally:
     target.kill()
     target.wait()
 
-# Without --duration, the target's exit ends the recording.
-target = subprocess.Popen([fixture("longrun"), "2"], stdout=subprocess.PIPE, text=True)
+# Without --duration, the target's exit ends the recording. The target runs
+# 3 to 4 s (whole seconds of time(2)): at 2 (1 to 2 s) a sanitized
+# recorder's attach on a loaded machine once left it under 0.5 s of samples.
+target = subprocess.Popen([fixture("longrun"), "4"], stdout=subprocess.PIPE, text=True)
 target.stdout.readline()
 t0 = time.time()
 p = run([MICROSCOPE, "record", "-q", "-o", out, "--pid", str(target.pid)], timeout=60)
