@@ -10,6 +10,11 @@ uint64_t Key(StackId parent, FrameId frame) {
 }  // namespace
 
 StackInterner::StackInterner(Stacks* stacks) : stacks_(stacks) {
+  Reindex();
+}
+
+void StackInterner::Reindex() {
+  nodes_.clear();
   nodes_.reserve(stacks_->size());
   for (size_t n = 0; n < stacks_->size(); ++n) {
     nodes_.emplace(Key(stacks_->parent[n], stacks_->frame[n]), StackId(n));

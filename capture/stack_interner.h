@@ -25,6 +25,8 @@ class StackInterner {
   StackInterner(const StackInterner&) = delete;
   StackInterner& operator=(const StackInterner&) = delete;
 
+  // Indexes `stacks` again, after its nodes were renumbered.
+  void Reindex();
   // The node for `frame` called from `parent` (kNone: a root).
   StackId Intern(StackId parent, FrameId frame);
   // The node for `frames`, leaf first as unwinders list them; kNone when empty.

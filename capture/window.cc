@@ -8,12 +8,15 @@
 #include <unordered_map>
 
 #include "capture/columns.h"
+#include "capture/id_maps.h"
 #include "capture/row_order.h"
 #include "capture/stack_interner.h"
 #include "capture/string_table.h"
 
 namespace microscope::capture {
 namespace {
+
+using namespace ids;  // NOLINT: the renumbering helpers (id_maps.h)
 
 // What a cut does with a row.
 enum Fate : char { kKeep = 0, kMove = 1, kCopy = 2 };
@@ -37,143 +40,6 @@ std::vector<char> Before(const Times& times, uint64_t before) {
   std::vector<char> fate(times.size(), kKeep);
   for (size_t i = 0; i < fate.size(); ++i) fate[i] = times[i] < before ? kMove : kKeep;
   return fate;
-}
-
-// Old index -> new index for every dictionary; kNone: dropped (Compact) or
-// not yet placed.
-struct IdMaps {
-  std::vector<uint32_t> strings, modules, processes, threads, functions, frames, stacks;
-};
-
-uint32_t Map(const std::vector<uint32_t>& m, uint32_t id) {
-  return id == kNone ? kNone : m[id];
-}
-
-template <typename Col>
-void MapColumn(Col& c, const std::vector<uint32_t>& m) {
-  for (size_t i = 0; i < c.size(); ++i) c[i] = Map(m, c[i]);
-}
-
-// The map of the dictionary that `ref` columns index; null: none changes.
-const std::vector<uint32_t>* RefMap(const IdMaps& m, Ref ref) {
-  switch (ref) {
-    case Ref::kString:
-      return &m.strings;
-    case Ref::kModule:
-      return &m.modules;
-    case Ref::kThread:
-      return &m.threads;
-    case Ref::kStack:
-      return &m.stacks;
-    case Ref::kNone:
-    case Ref::kProbeSite:  // sites are renumbered with their records (MergeCaptures)
-      break;
-  }
-  return nullptr;
-}
-
-constexpr Ref kDictionaryRefs[] = {Ref::kString, Ref::kModule, Ref::kThread, Ref::kStack};
-
-// Rewrites every reference held by the event tables and problems of `c`
-// through `m`.
-void MapEventRefs(Capture* c, const IdMaps& m) {
-  for (Ref ref : kDictionaryRefs) {
-    const std::vector<uint32_t>& map = *RefMap(m, ref);
-    ForEachRefColumn(*c, ref,
-                     [&](const char*, const ColumnInfo&, auto& column) { MapColumn(column, map); });
-  }
-  for (Problem& p : c->problems) {
-    p.kind = Map(m.strings, p.kind);
-    p.example = Map(m.strings, p.example);
-  }
-}
-
-// A dictionary row with its references rewritten through `m`.
-Module Mapped(Module r, const IdMaps& m) {
-  r.path = Map(m.strings, r.path);
-  return r;
-}
-Mapping Mapped(Mapping r, const IdMaps& m) {
-  r.process = Map(m.processes, r.process);
-  r.module = Map(m.modules, r.module);
-  return r;
-}
-Process Mapped(Process r, const IdMaps& m) {
-  r.command = Map(m.strings, r.command);
-  return r;
-}
-Thread Mapped(Thread r, const IdMaps& m) {
-  r.process = Map(m.processes, r.process);
-  r.name = Map(m.strings, r.name);
-  return r;
-}
-Function Mapped(Function r, const IdMaps& m) {
-  r.name = Map(m.strings, r.name);
-  r.raw_name = Map(m.strings, r.raw_name);
-  r.module = Map(m.modules, r.module);
-  return r;
-}
-Frame Mapped(Frame r, const IdMaps& m) {
-  r.module = Map(m.modules, r.module);
-  r.function = Map(m.functions, r.function);
-  r.file = Map(m.strings, r.file);
-  return r;
-}
-
-// Marks as needed what the kept rows of `c` point at.
-struct Needed {
-  explicit Needed(const Capture& c)
-      : strings(c.strings.size()),
-        modules(c.modules.size()),
-        processes(c.processes.size()),
-        threads(c.threads.size()),
-        functions(c.functions.size()),
-        frames(c.frames.size()),
-        stacks(c.stacks.size()) {}
-  static void Mark(std::vector<char>& v, uint32_t id) {
-    if (id != kNone) v[id] = 1;
-  }
-  template <typename Col>
-  static void MarkAll(std::vector<char>& v, const Col& c) {
-    for (size_t i = 0; i < c.size(); ++i) Mark(v, c[i]);
-  }
-  std::vector<char>* Of(Ref ref) {
-    switch (ref) {
-      case Ref::kString:
-        return &strings;
-      case Ref::kModule:
-        return &modules;
-      case Ref::kThread:
-        return &threads;
-      case Ref::kStack:
-        return &stacks;
-      case Ref::kNone:
-      case Ref::kProbeSite:
-        break;
-    }
-    return nullptr;
-  }
-  std::vector<char> strings, modules, processes, threads, functions, frames, stacks;
-};
-
-// Keeps the rows of `rows` marked in `keep`, rewritten through `m`, and
-// says in `index` where each went.
-template <typename Row>
-void KeepRows(std::vector<Row>* rows, const std::vector<char>& keep, const IdMaps& m) {
-  std::vector<Row> kept;
-  for (size_t i = 0; i < rows->size(); ++i) {
-    if (keep[i]) kept.push_back(Mapped((*rows)[i], m));
-  }
-  *rows = std::move(kept);
-}
-
-std::vector<uint32_t> Renumber(const std::vector<char>& keep) {
-  std::vector<uint32_t> index(keep.size(), kNone);
-  uint32_t next = 0;
-  for (size_t i = 0; i < keep.size(); ++i) {
-    if (keep[i]) index[i] = next++;
-  }
-  return index;
 }
 
 // Appends the event rows of `part` (already mapped) to `out`, filling an
@@ -289,113 +155,6 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
   split(live->probe_records, taken ? &taken->probe_records : nullptr,
         Before(live->probe_records.time, before));
   return label_index;
-}
-
-namespace {
-
-// The stacks needed mark their parents and frames, the frames their
-// modules, functions and files, the functions their names and modules.
-void MarkCode(const Capture& cap, Needed& n) {
-  const Capture* c = &cap;
-  // A node's parent is an earlier node: one pass from the end marks them all.
-  for (size_t i = c->stacks.size(); i-- > 0;) {
-    if (!n.stacks[i]) continue;
-    Needed::Mark(n.stacks, c->stacks.parent[i]);
-    Needed::Mark(n.frames, c->stacks.frame[i]);
-  }
-  for (size_t i = 0; i < c->frames.size(); ++i) {
-    if (!n.frames[i]) continue;
-    const Frame& f = c->frames[i];
-    Needed::Mark(n.modules, f.module);
-    Needed::Mark(n.functions, f.function);
-    Needed::Mark(n.strings, f.file);
-  }
-  for (size_t i = 0; i < c->functions.size(); ++i) {
-    if (!n.functions[i]) continue;
-    const Function& f = c->functions[i];
-    Needed::Mark(n.strings, f.name);
-    Needed::Mark(n.strings, f.raw_name);
-    Needed::Mark(n.modules, f.module);
-  }
-}
-
-// Processes, threads, mappings (returned: which are kept), modules and
-// problems needed, and the strings they name.
-std::vector<char> MarkEntities(const Capture& cap, Needed& n) {
-  const Capture* c = &cap;
-  // Processes and threads that lived in the capture's span stay too, with
-  // no row of theirs: a short-lived process still shows with its exit
-  // status. (A whole recording keeps every one.)
-  const uint64_t from = c->settings.start_time, to = c->settings.end_time;
-  auto lived = [&](uint64_t start, uint64_t end) {
-    return start <= to && (end == 0 || end >= from);
-  };
-  for (size_t i = 0; i < c->threads.size(); ++i) {
-    if (lived(c->threads[i].start_time, c->threads[i].end_time)) n.threads[i] = 1;
-  }
-  for (size_t i = 0; i < c->processes.size(); ++i) {
-    if (lived(c->processes[i].start_time, c->processes[i].end_time)) n.processes[i] = 1;
-  }
-  for (size_t i = 0; i < c->threads.size(); ++i) {
-    if (!n.threads[i]) continue;
-    Needed::Mark(n.processes, c->threads[i].process);
-    Needed::Mark(n.strings, c->threads[i].name);
-  }
-  for (size_t i = 0; i < c->processes.size(); ++i) {
-    if (n.processes[i]) Needed::Mark(n.strings, c->processes[i].command);
-  }
-  std::vector<char> mappings(c->mappings.size());
-  for (size_t i = 0; i < c->mappings.size(); ++i) {
-    const Mapping& m = c->mappings[i];
-    mappings[i] =
-        n.processes[m.process] && (m.time_end == 0 || m.time_end >= c->settings.start_time);
-    if (mappings[i]) Needed::Mark(n.modules, m.module);
-  }
-  for (size_t i = 0; i < c->modules.size(); ++i) {
-    if (n.modules[i]) Needed::Mark(n.strings, c->modules[i].path);
-  }
-  for (const Problem& p : c->problems) {
-    Needed::Mark(n.strings, p.kind);
-    Needed::Mark(n.strings, p.example);
-  }
-  return mappings;
-}
-
-}  // namespace
-
-void CompactDictionaries(Capture* c) {
-  Needed n(*c);
-  // Whatever the event tables reference (tables.h).
-  for (Ref ref : kDictionaryRefs) {
-    std::vector<char>& needed = *n.Of(ref);
-    ForEachRefColumn(*c, ref, [&](const char*, const ColumnInfo&, const auto& column) {
-      Needed::MarkAll(needed, column);
-    });
-  }
-  MarkCode(*c, n);
-  std::vector<char> mappings = MarkEntities(*c, n);
-
-  IdMaps m{Renumber(n.strings),   Renumber(n.modules), Renumber(n.processes), Renumber(n.threads),
-           Renumber(n.functions), Renumber(n.frames),  Renumber(n.stacks)};
-  std::vector<std::string> strings;
-  for (size_t i = 0; i < c->strings.size(); ++i) {
-    if (n.strings[i]) strings.push_back(std::move(c->strings[i]));
-  }
-  c->strings = std::move(strings);
-  KeepRows(&c->modules, n.modules, m);
-  KeepRows(&c->mappings, mappings, m);
-  KeepRows(&c->processes, n.processes, m);
-  KeepRows(&c->threads, n.threads, m);
-  KeepRows(&c->functions, n.functions, m);
-  KeepRows(&c->frames, n.frames, m);
-  Stacks stacks;
-  for (size_t i = 0; i < c->stacks.size(); ++i) {
-    if (!n.stacks[i]) continue;
-    stacks.parent.push_back(Map(m.stacks, c->stacks.parent[i]));
-    stacks.frame.push_back(Map(m.frames, c->stacks.frame[i]));
-  }
-  c->stacks = std::move(stacks);
-  MapEventRefs(c, m);
 }
 
 void NormalizeEventRows(Capture* c) {

@@ -1,7 +1,7 @@
 // Parts of a capture in time: what a rolling window keeps, what a segment
 // of a continuous recording takes, and the one profile a directory of
 // segments reads as. The recorder cuts event rows out of its live capture
-// (TakeEventRows), each part is made to stand alone (CompactDictionaries),
+// (TakeEventRows), each part is made to stand alone (compact.h),
 // and readers join parts again (MergeCaptures).
 #pragma once
 
@@ -30,13 +30,6 @@ struct TimeCut {
 // they were in. Dictionaries are left alone. Returns, for each label row
 // `live` had, its index now (kNone: moved out).
 std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* taken);
-
-// Drops every dictionary row (string, module, mapping, process, thread,
-// function, frame, stack node) that no event row, problem or probe site
-// needs, and renumbers the rest in their order. Processes and threads that
-// lived in [settings.start_time, settings.end_time] stay, and a mapping
-// stays while its process does and it was mapped at some time in the span.
-void CompactDictionaries(Capture* c);
 
 // Sorts each event table by time (stably) and drops optional columns that
 // hold nothing: the shape a written capture has.

@@ -13,6 +13,7 @@
 #include "analysis/zones.h"
 #include "capture/container.h"
 #include "capture/reader.h"
+#include "capture/compact.h"
 #include "capture/window.h"
 
 namespace {

@@ -1,5 +1,6 @@
 #include "src/record/part_writer.h"
 
+#include "capture/compact.h"
 #include "capture/reader.h"
 #include "capture/window.h"
 #include "capture/writer.h"

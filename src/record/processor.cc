@@ -522,69 +522,8 @@ void Processor::SortSamplesByTime() {
   }
 }
 
-void Processor::TakeRows(uint64_t before, bool by_end, capture::Capture* taken) {
-  std::vector<char> open(capture_.labels.size(), 0);
-  for (const auto& [key, row] : open_labels_) open[row] = 1;
-  capture::TimeCut cut;
-  cut.before = before;
-  cut.intervals_by_end = by_end;
-  cut.open_labels = &open;
-  std::vector<uint32_t> index = capture::TakeEventRows(&capture_, cut, taken);
-  for (auto& [key, row] : open_labels_) row = index[row];
-}
-
 void Processor::SetSampleScale(uint64_t time, uint32_t keep_one_in) {
   sample_scale_.emplace_back(time, keep_one_in);
-}
-
-void Processor::Evict(uint64_t before) {
-  TakeRows(before, /*by_end=*/true, nullptr);
-}
-
-capture::Capture Processor::Part(uint64_t now, std::optional<uint64_t> take_before) {
-  capture::Capture part;
-  if (take_before) {
-    TakeRows(*take_before, /*by_end=*/false, &part);
-  } else {
-    part.samples = capture_.samples;
-    part.syscalls = capture_.syscalls;
-    part.off_cpu = capture_.off_cpu;
-    part.off_cpu_short = capture_.off_cpu_short;
-    part.labels = capture_.labels;
-    part.probe_records = capture_.probe_records;
-  }
-  part.strings = capture_.strings;
-  part.modules = capture_.modules;
-  part.mappings = capture_.mappings;
-  part.processes = capture_.processes;
-  part.threads = capture_.threads;
-  part.functions = capture_.functions;
-  part.frames = capture_.frames;
-  part.stacks = capture_.stacks;
-  part.probe_sites = capture_.probe_sites;
-  part.settings = capture_.settings;
-  // Rows that began after `now` (processed beyond a segment's end) close
-  // where they began; a part holds no event of theirs.
-  for (auto& t : part.threads) {
-    if (t.end_time == 0) t.end_time = std::max(now, t.start_time);
-  }
-  for (auto& p : part.processes) {
-    if (p.end_time == 0) p.end_time = std::max(now, p.start_time);
-  }
-  for (auto& m : part.mappings) {
-    if (m.time_end == 0) m.time_end = std::max(now, m.time_start);
-  }
-  auto add_string = [&part](const std::string& text) {
-    part.strings.push_back(text);
-    return capture::StringId(part.strings.size() - 1);
-  };
-  for (const auto& [kind, pc] : problems_) {
-    const capture::StringId k = add_string(kind);
-    part.problems.push_back(
-        {k, pc.count, pc.example.empty() ? capture::kNone : add_string(pc.example)});
-  }
-  capture::NormalizeEventRows(&part);
-  return part;
 }
 
 capture::Capture Processor::Finish(uint64_t end_time) {

@@ -22,13 +22,13 @@
 #include "capture/string_table.h"
 #include "src/record/decode.h"
 #include "src/record/jit_namer.h"
+#include "src/record/module_cfi.h"
 #include "src/record/process_roots.h"
 #include "src/record/ring_pairing.h"
 #include "src/record/splicer.h"
 #include "src/record/stack_extents.h"
 #include "src/record/user_regs.h"
 #include "src/symbols/elf_image.h"
-#include "src/record/module_cfi.h"
 #include "src/unwind/unwinder.h"
 
 namespace microscope::record {
@@ -99,14 +99,16 @@ class Processor : private CodeMarks, private FrameInterner {
   // Closes open rows at `end_time` and returns the capture (unnamed).
   capture::Capture Finish(uint64_t end_time);
 
-  // While recording: a capture of the rows so far with the dictionaries as
-  // they are, open processes, threads and mappings closed at `now` and the
-  // problems counted so far, not yet compacted (capture/window.h). With
-  // `take_before`, only the rows that began before it, which leave the
-  // processor (a segment); without, a copy of every row (a snapshot).
-  capture::Capture Part(uint64_t now, std::optional<uint64_t> take_before);
-  // Drops the rows that ended before `before` (a rolling window's start);
-  // the dictionaries stay.
+  // While recording: a capture of the rows so far with the dictionary
+  // rows they need (and the processes, threads and mappings that lived in
+  // [from, now]), open processes, threads and mappings closed at `now` and
+  // the problems counted so far (capture/compact.h). With `take_before`,
+  // only the rows that began before it, which leave the processor (a
+  // segment), and the processor's generation ends there (EndGeneration);
+  // without, a copy of every row (a snapshot).
+  capture::Capture Part(uint64_t from, uint64_t now, std::optional<uint64_t> take_before);
+  // Drops the rows that ended before `before` (a rolling window's start)
+  // and ends the generation there.
   void Evict(uint64_t before);
 
   // The budget's levels (budget.h). From `time` on the kernel keeps one
@@ -224,6 +226,13 @@ class Processor : private CodeMarks, private FrameInterner {
   // Cuts rows out of capture_ (capture/window.h), keeping open_labels_ on
   // the rows it points at.
   void TakeRows(uint64_t before, bool by_end, capture::Capture* taken);
+  // Drops from the dictionaries the threads, processes and mappings that
+  // ended before `before` and that nothing left needs, so that an
+  // always-on recording's memory follows its window, not its age.
+  void EndGeneration(uint64_t before);
+  // The stacks, frames and functions no row left needs, out of the
+  // dictionaries and the caches that lead to them.
+  void ForgetUnusedCode();
   // Unwind state: per module its CFI (loaded on first use, shared by every
   // process mapping it: modules are one per build ID), per mapping its bias.
   struct ModuleUnwind {
@@ -231,6 +240,7 @@ class Processor : private CodeMarks, private FrameInterner {
     std::shared_ptr<const record::ModuleCfi> cfi;
   };
   std::vector<ModuleUnwind> module_unwind_;
+  static constexpr uint64_t kUnknownBias = ~0ull;  // a mapping's bias not yet known
   std::vector<uint64_t> mapping_bias_;
   std::vector<unwind::Frame> unwind_frames_;
   // Other roots than ours, and per module the roots its mappers see.

@@ -11,10 +11,6 @@ using capture::ModuleId;
 using capture::ModuleKind;
 using capture::StackEnd;
 
-namespace {
-constexpr uint64_t kUnknownBias = ~0ull;
-}  // namespace
-
 const record::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
   if (module_unwind_.size() <= module) module_unwind_.resize(capture_.modules.size());
   ModuleUnwind& mu = module_unwind_[module];

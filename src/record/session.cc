@@ -456,7 +456,7 @@ void Recording::MakeSegment(capture::Capture* part, uint64_t from, uint64_t to) 
 
 void Recording::CutSegment(uint64_t to) {
   PartJob job;
-  job.part = processor_.Part(to, to);
+  job.part = processor_.Part(segment_start_, to, to);
   MakeSegment(&job.part, segment_start_, to);
   job.path = SegmentPath(job.part.settings.start_time);
   job.finish = Finishing();
@@ -481,7 +481,12 @@ void Recording::TrimToWindow(capture::Capture* part, uint64_t end) const {
 
 void Recording::Snapshot(uint64_t through, std::string path, int connection) {
   PartJob job;
-  job.part = processor_.Part(through, std::nullopt);
+  // The span whose rows the part keeps: the window, the current segment or
+  // the whole recording so far.
+  uint64_t from = start_;
+  if (Rolling() && through > start_ + options_.rolling_ns) from = through - options_.rolling_ns;
+  if (Continuous()) from = segment_start_;
+  job.part = processor_.Part(from, through, std::nullopt);
   if (Rolling()) TrimToWindow(&job.part, through);
   if (Continuous()) {
     // The current segment so far.

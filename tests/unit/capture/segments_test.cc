@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "capture/compact.h"
 #include "capture/segments.h"
 #include "capture/window.h"
 #include "capture/writer.h"

@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "capture/compact.h"
 #include "capture/reader.h"
 #include "capture/window.h"
 #include "tests/unit/capture/test_capture.h"
@@ -247,4 +248,81 @@ TEST_CASE("Window: merging a capture with itself doubles its rows, not its dicti
   CHECK(m.problems.size() == 1);
   CHECK(m.problems[0].count == 2 * c.problems[0].count);
   CHECK(m.off_cpu_short.total[0] == 2 * c.off_cpu_short.total[0]);
+}
+
+// The recorder's cut: the part copies only the dictionary rows it needs
+// from the live capture, which then drops the tasks that ended before the
+// cut (a generation ends).
+Capture GenerationPart(Capture* live, uint64_t from, uint64_t before, bool short_counts) {
+  Capture part;
+  TimeCut cut;
+  cut.before = before;
+  cut.short_counts = short_counts;
+  TakeEventRows(live, cut, &part);
+  part.probe_sites = live->probe_sites;
+  part.settings = live->settings;
+  part.settings.start_time = from;
+  part.settings.end_time = before;
+  CopyNeededDictionaries(*live, from, before, &part);
+  DropEndedEntities(live, before, {});
+  DropUnusedCode(live);
+  NormalizeEventRows(&part);
+  return part;
+}
+
+TEST_CASE("Window: generations: a live capture loses ended tasks at each cut, parts merge whole") {
+  Capture whole = testing::MakeProbeCapture();
+  // A thread, a process with its thread and a mapping that end early.
+  whole.threads.push_back({102, 0, 5, 10, 120});
+  whole.processes.push_back({200, 1, 5, 0, 10, 110});
+  whole.threads.push_back({200, ProcessId(whole.processes.size() - 1), 5, 10, 110});
+  whole.mappings.push_back({ProcessId(whole.processes.size() - 1), 0, 0x1000, 0x2000, 0, 10, 110});
+  REQUIRE(ValidateCapture(whole).ok());
+  for (uint64_t a : {10, 103, 150, 500}) {
+    for (uint64_t b : {104, 180, 700, 1001}) {
+      if (b <= a) continue;
+      CAPTURE(a);
+      CAPTURE(b);
+      Capture live = whole, old_live = whole;
+      std::vector<Capture> parts;
+      const uint64_t c = std::max<uint64_t>(b, 1000);
+      parts.push_back(GenerationPart(&live, 10, a, false));
+      REQUIRE(ValidateCapture(live).ok());
+      parts.push_back(GenerationPart(&live, a, b, false));
+      REQUIRE(ValidateCapture(live).ok());
+      // What ended before the cut and nothing left needs is gone.
+      if (b < 1000) {
+        CHECK(live.threads.size() == whole.threads.size() - (b > 120 ? 2 : 0));
+        CHECK(live.processes.size() == whole.processes.size() - (b > 110 ? 1 : 0));
+        CHECK(live.mappings.size() == whole.mappings.size() - (b > 110 ? 1 : 0));
+      }
+      parts.push_back(GenerationPart(&live, b, c, true));
+      // With no row left, no code is left either.
+      CHECK(live.stacks.size() == 0);
+      CHECK(live.frames.size() == 0);
+      CHECK(live.functions.size() == 0);
+      // Each part is the one a cut copying every dictionary row makes.
+      std::vector<Capture> copied;
+      copied.push_back(Part(whole, &old_live, 10, a));
+      copied.push_back(Part(whole, &old_live, a, b));
+      copied.push_back(Part(whole, &old_live, b, c, nullptr, /*short_counts=*/true));
+      for (size_t i = 0; i < parts.size(); ++i) {
+        REQUIRE(ValidateCapture(parts[i]).ok());
+        CHECK(SampleTexts(parts[i]) == SampleTexts(copied[i]));
+        CHECK(OffCpuTexts(parts[i]) == OffCpuTexts(copied[i]));
+        CHECK(parts[i].threads.size() == copied[i].threads.size());
+        CHECK(parts[i].processes.size() == copied[i].processes.size());
+        CHECK(parts[i].mappings.size() == copied[i].mappings.size());
+        CHECK(parts[i].stacks.size() == copied[i].stacks.size());
+        CHECK(parts[i].strings == copied[i].strings);
+      }
+      Capture merged = MergeCaptures(std::move(parts));
+      REQUIRE(ValidateCapture(merged).ok());
+      CHECK(SampleTexts(merged) == SampleTexts(whole));
+      CHECK(ProbeTexts(merged) == ProbeTexts(whole));
+      CHECK(OffCpuTexts(merged) == OffCpuTexts(whole));
+      CHECK(merged.threads.size() == whole.threads.size());
+      CHECK(merged.processes.size() == whole.processes.size());
+    }
+  }
 }

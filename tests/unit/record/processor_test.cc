@@ -335,3 +335,60 @@ TEST_CASE("Processor: inside the launched program's exec, the launcher's pc is n
   CHECK(f[0].kind == capture::FrameKind::kKernel);
   CHECK(c.problems.empty());
 }
+
+TEST_CASE("Processor: an always-on recording's dictionaries follow its window, not its age") {
+  // A program that starts a thread every 10 ms and a process every 100 ms,
+  // each sampled once at an address of its own, recorded with a 1 s
+  // rolling window for 20 windows: the window is evicted every second.
+  constexpr uint64_t kMs = 1'000'000;
+  Processor p(Processor::Options{});
+  p.AddProcess(10, 1, "churn", 1);
+  p.AddThread(10, 10, "churn", 1);
+  std::vector<uint8_t> arena;
+  auto add = [&arena](const std::vector<uint8_t>& r) {
+    arena.insert(arena.end(), r.begin(), r.end());
+  };
+  add(Mmap2Record(10, 0x400000, 0x100000, 0, "/bin/churn", 1));
+  ProcessArenas({arena}, CollectorLayout(), &p);
+  uint32_t next_tid = 1000;
+  size_t most_threads = 0, most_processes = 0, most_mappings = 0, most_frames = 0, most_stacks = 0;
+  for (uint64_t window = 0; window < 20; ++window) {
+    arena.clear();
+    for (uint64_t tick = 0; tick < 100; ++tick) {
+      const uint64_t t = (window * 1000 + tick * 10 + 2) * kMs;
+      const uint32_t tid = next_tid++;
+      const uint64_t pc = 0x400000 + (tid % 65536) * 16;  // new code each time
+      add(TaskRecord(kRecordFork, 10, 10, tid, 10, t));
+      add(SampleRecord(10, tid, t + 1 * kMs, {record::kContextUser, pc, 0x400008}));
+      add(TaskRecord(kRecordExit, 10, 10, tid, 10, t + 2 * kMs));
+      if (tick % 10 != 0) continue;
+      const uint32_t pid = next_tid++;
+      add(TaskRecord(kRecordFork, pid, 10, pid, 10, t + 3 * kMs));
+      add(CommRecord(pid, pid, "child", true, t + 4 * kMs));
+      add(Mmap2Record(pid, 0x400000, 0x100000, 0, "/bin/churn", t + 4 * kMs));
+      add(SampleRecord(pid, pid, t + 5 * kMs, {record::kContextUser, pc + 4, 0x400008}));
+      add(TaskRecord(kRecordExit, pid, pid, pid, pid, t + 6 * kMs));
+    }
+    ProcessArenas({arena}, CollectorLayout(), &p);
+    const uint64_t now = (window + 1) * 1000 * kMs;
+    p.Evict(now - 1000 * kMs);
+    const capture::Capture& live = p.capture();
+    most_threads = std::max(most_threads, live.threads.size());
+    most_processes = std::max(most_processes, live.processes.size());
+    most_mappings = std::max(most_mappings, live.mappings.size());
+    most_frames = std::max(most_frames, live.frames.size());
+    most_stacks = std::max(most_stacks, live.stacks.size());
+    // The window still reads whole: its samples, their threads and processes.
+    capture::Capture part = p.Part(now - 1000 * kMs, now, std::nullopt);
+    REQUIRE(capture::ValidateCapture(part).ok());
+    CHECK(part.samples.size() == 110);
+  }
+  // 2,000 threads, 200 processes and 2,200 distinct frames were made: the
+  // live dictionaries hold at most two windows' worth (the window and what
+  // came since its last eviction), with the first thread and process.
+  CHECK(most_threads <= 2 * 110 + 1);
+  CHECK(most_processes <= 2 * 10 + 1);
+  CHECK(most_mappings <= 2 * 10 + 1);
+  CHECK(most_frames <= 2 * 220 + 1);
+  CHECK(most_stacks <= 2 * 2 * 220 + 1);
+}
