@@ -165,8 +165,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     }
   }
 
-  void Poll(const record::PollWindow& w, record::Processor* processor) override {
-    processor_ = processor;
+  void Poll(const record::PollWindow& w, record::RowSink* sink) override {
+    sink_ = sink;
     clock_.Add(TscClock::Measure());
     for (auto& [key, t] : targets_) {
       if (t.dead) continue;
@@ -178,43 +178,32 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     Take(&fresh_, [&](const ProbeEvent& e) { return e.time >= w.start && e.time < w.end; });
   }
 
-  void Deliver(size_t i, record::Processor* processor) override {
+  void Deliver(size_t i, record::RowSink* sink) override {
     const ProbeEvent& e = at(i);
-    capture::Capture& c = processor->capture();
     Site& site = sites_[e.site];
     if (site.id == capture::kNone) {
-      site.id = capture::ProbeSiteId(c.probe_sites.size());
-      c.probe_sites.Append({
+      site.id = sink->Add(capture::ProbeSites::Row{
           .kind = site.kind,
-          .name = processor->Intern(site.name),
-          .file = site.file.empty() ? capture::kNone : processor->Intern(site.file),
+          .name = sink->Intern(site.name),
+          .file = site.file.empty() ? capture::kNone : sink->Intern(site.file),
           .line = site.line,
           .module = site.module,
       });
     }
-    c.probe_records.Append({
+    sink->Add(capture::ProbeRecords::Row{
         .time = e.time,
-        .thread = processor->EventThread(e.pid, e.tid, e.time, ""),
+        .thread = sink->EventThread(e.pid, e.tid, e.time, ""),
         .site = site.id,
         .op = e.op,
         .value = e.value,
-        .text = e.op == ProbeOp::kLabel ? processor->Intern(texts_[e.text]) : capture::kNone,
+        .text = e.op == ProbeOp::kLabel ? sink->Intern(texts_[e.text]) : capture::kNone,
     });
     ++delivered_;
   }
 
-  void Finish(record::Processor* processor, capture::Settings* settings) override {
-    processor_ = processor;
+  void Finish(record::RowSink* sink, capture::Settings* settings) override {
+    sink_ = sink;
     for (auto& [key, t] : targets_) Retire(t);
-    capture::ProbeRecords& r = processor->capture().probe_records;
-    if (!std::any_of(r.op.begin(), r.op.end(), [](ProbeOp op) { return op == ProbeOp::kCounter; }))
-      r.value.clear();
-    if (!std::any_of(r.op.begin(), r.op.end(), [](ProbeOp op) { return op == ProbeOp::kLabel; }))
-      r.text.clear();
-    // Each ring is in time order; rings read in one round may interleave
-    // with what an earlier round delivered only if a thread stalled between
-    // stamping a record and publishing it.
-    capture::SortTableBy(r, r.time);
     if (dropped_ > 0) {
       Problem("probe records dropped (a thread's ring was full)",
               std::to_string(dropped_) + " records");
@@ -229,15 +218,15 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
                 {"records", delivered_},
                 {"dropped", dropped_}};
     settings->lost_records += dropped_;
-    processor_ = nullptr;
+    sink_ = nullptr;
   }
 
  private:
   uint64_t TimeOf(const ProbeEvent& e) const override { return e.time; }
 
   void Problem(std::string_view kind, const std::string& example) {
-    if (processor_ != nullptr) {
-      processor_->CountProblem(kind, example);
+    if (sink_ != nullptr) {
+      sink_->CountProblem(kind, example);
     } else {
       pending_problems_.emplace_back(kind, example);
     }
@@ -251,8 +240,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
   }
 
   void Attach(Target& t) {
-    if (processor_ != nullptr) {
-      for (auto& [kind, example] : pending_problems_) processor_->CountProblem(kind, example);
+    if (sink_ != nullptr) {
+      for (auto& [kind, example] : pending_problems_) sink_->CountProblem(kind, example);
       pending_problems_.clear();
     }
     microscope_ctl ctl;
@@ -520,7 +509,7 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
   const std::string lines_;  // the selection as the control block carries it
   std::function<void(const std::string&)> warn_;
   record::TargetMemory* memory_;
-  record::Processor* processor_ = nullptr;  // during Poll and Finish
+  record::RowSink* sink_ = nullptr;  // during Poll and Finish
   std::vector<std::pair<std::string, std::string>> pending_problems_;
   TscClock clock_;
   std::unordered_map<capture::ModuleId, ModuleProbes> modules_;

@@ -71,7 +71,7 @@ class BudgetSource final : public EventlessSource {
 
   int wait_fd() const override { return -1; }
 
-  void Poll(const PollWindow& window, Processor* processor) override {
+  void Poll(const PollWindow& window, RowSink* sink) override {
     if (window.final) return;
     const uint64_t time = MonotonicNowNs();
     if (time - last_.time < kPeriodNs) return;  // measured once a period: measuring costs too
@@ -83,16 +83,16 @@ class BudgetSource final : public EventlessSource {
     if (!step) return;
     const BudgetLevel& level = controller_.current();
     if (Status s = gate_->Set(level.keep_one_in, level.walks); !s.ok()) {
-      processor->CountProblem("budget: the sample gate could not be set", s.message());
+      sink->CountProblem("budget: the sample gate could not be set", s.message());
       return;
     }
-    processor->SetSampleScale(now.time, level.keep_one_in);
-    processor->SetStackLimit(level.stack_bytes);
+    sink->SetSampleScale(now.time, level.keep_one_in);
+    sink->SetStackLimit(level.stack_bytes);
     collector_->SetRoundMs(int(level.round_ms));
     steps_.push_back(*step);
   }
 
-  void Finish(Processor*, capture::Settings* settings) override {
+  void Finish(RowSink*, capture::Settings* settings) override {
     const Sample end = Measure(MonotonicNowNs());
     SampleGate::Counts counts = gate_->counts();
     auto share = [](const Sample& from, const Sample& to) -> uint64_t {

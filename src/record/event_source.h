@@ -1,10 +1,11 @@
 // A source of time-stamped events beside the perf rings: the BPF programs
-// (off-CPU time, system calls) today; the runtime walkers and the probes SDK
-// next. The recording starts the sources the options ask for (sources.cc),
-// waits on their fds with the perf rings, polls each one every round, and
-// the pump (pump.h) hands their events to the processor merged with the ring
-// events in time order. A source is one file implementing EventSource and
-// one line in sources.cc.
+// (off-CPU time, system calls, process exits), the runtimes' walkers and
+// JIT namers, the probes SDK. The recording starts the sources the options
+// ask for (src/cli/sources.cc), waits on their fds with the perf rings,
+// polls each one every round, and the pump (pump.h) delivers their events,
+// merged with the ring events in time order, to the recording's sink
+// (row_sink.h), where each source appends its rows. A source is one file
+// implementing EventSource and one line in src/cli/sources.cc.
 #pragma once
 
 #include <sys/types.h>
@@ -18,9 +19,10 @@
 
 #include "capture/capture.h"
 #include "src/record/jit_namer.h"
-#include "src/record/processor.h"
 #include "src/record/record_options.h"
+#include "src/record/row_sink.h"
 #include "src/record/source_events.h"
+#include "src/record/splicer.h"
 #include "src/record/target_memory.h"
 
 namespace microscope::runtimes {
@@ -71,18 +73,18 @@ class EventSource {
   virtual int wait_fd() const = 0;
   // Takes the events that are ready (all of them when `window.final`).
   // Read errors become counted problems.
-  virtual void Poll(const PollWindow& window, Processor* processor) = 0;
+  virtual void Poll(const PollWindow& window, RowSink* sink) = 0;
 
   // Events taken and not yet delivered, in the order of time_at().
   virtual size_t pending() const = 0;
   // When the event's stacks were taken: its place among the samples.
   virtual uint64_t time_at(size_t i) const = 0;
-  virtual void Deliver(size_t i, Processor* processor) = 0;
+  virtual void Deliver(size_t i, RowSink* sink) = 0;
   // Forgets the first `n` pending events (delivered).
   virtual void Consume(size_t n) = 0;
 
   // After the last events went through the pump: counts and losses.
-  virtual void Finish(Processor* processor, capture::Settings* settings) = 0;
+  virtual void Finish(RowSink* sink, capture::Settings* settings) = 0;
 
   // A runtime's source also places frames in the stacks (splicer.h); the
   // recording registers it with the processor. Null: it does not.
@@ -99,7 +101,7 @@ class EventlessSource : public EventSource {
  public:
   size_t pending() const final { return 0; }
   uint64_t time_at(size_t) const final { return 0; }
-  void Deliver(size_t, Processor*) final {}
+  void Deliver(size_t, RowSink*) final {}
   void Consume(size_t) final {}
 };
 

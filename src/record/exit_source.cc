@@ -49,22 +49,22 @@ class ExitSource final : public QueuedSource<exit_event> {
 
   int wait_fd() const override { return ring_buffer__epoll_fd(bpf_->ring); }
 
-  void Poll(const PollWindow& w, Processor* processor) override {
+  void Poll(const PollWindow& w, RowSink* sink) override {
     Status read = ConsumeRing(bpf_->ring, 0, "reading the process-exit ring buffer");
-    if (!read.ok()) processor->CountProblem("process exits not read", read.message());
+    if (!read.ok()) sink->CountProblem("process exits not read", read.message());
     Take(&fresh_, [&](const exit_event& e) { return e.time_ns < w.end || w.final; });
   }
 
-  void Deliver(size_t i, Processor* processor) override {
-    processor->SetExitStatus(at(i).pid, ExitStatusForShell(at(i).exit_code));
+  void Deliver(size_t i, RowSink* sink) override {
+    sink->SetExitStatus(at(i).pid, ExitStatusForShell(at(i).exit_code));
   }
 
-  void Finish(Processor* processor, capture::Settings* settings) override {
+  void Finish(RowSink* sink, capture::Settings* settings) override {
     uint64_t lost = 0;
     for (uint64_t v : ReadPerCpu<uint64_t>(bpf_->skel->maps.lost)) lost += v;
     if (lost > 0) {
-      processor->CountProblem("process exits lost (BPF ring buffer full)",
-                              std::to_string(lost) + " exits");
+      sink->CountProblem("process exits lost (BPF ring buffer full)",
+                         std::to_string(lost) + " exits");
       settings->lost_records += lost;
     }
     bpf_.reset();

@@ -39,9 +39,9 @@ class OffCpuSource final : public QueuedSource<OffCpuInterval> {
 
   int wait_fd() const override { return tracer_->wait_fd(); }
 
-  void Poll(const PollWindow& w, Processor* processor) override {
+  void Poll(const PollWindow& w, RowSink* sink) override {
     Status polled = w.final ? tracer_->Finish(&fresh_) : tracer_->Poll(0, &fresh_);
-    if (!polled.ok()) processor->CountProblem("off-CPU events not read", polled.message());
+    if (!polled.ok()) sink->CountProblem("off-CPU events not read", polled.message());
     const uint64_t now = MonotonicNowNs();
     for (OffCpuInterval& iv : fresh_) {
       if (iv.time_ns == 0) iv.time_ns = now;  // still open at the end
@@ -54,25 +54,24 @@ class OffCpuSource final : public QueuedSource<OffCpuInterval> {
     });
   }
 
-  void Deliver(size_t i, Processor* processor) override { AppendOffCpu(at(i), processor); }
+  void Deliver(size_t i, RowSink* sink) override { AppendOffCpu(at(i), sink); }
 
-  void Finish(Processor* processor, capture::Settings* settings) override {
-    for (const OffCpuShortCount& c : tracer_->ShortCounts()) AppendOffCpuShort(c, processor);
-    FinishOffCpuRows(&processor->capture(), settings->end_time);
+  void Finish(RowSink* sink, capture::Settings* settings) override {
+    for (const OffCpuShortCount& c : tracer_->ShortCounts()) AppendOffCpuShort(c, sink);
     OffCpuLoss loss = tracer_->Loss();
     if (loss.intervals > 0) {
-      processor->CountProblem("off-CPU intervals lost (BPF ring buffer full)",
-                              std::to_string(loss.intervals) + " intervals, " +
-                                  std::to_string(loss.total_ns / 1000000) + " ms");
+      sink->CountProblem("off-CPU intervals lost (BPF ring buffer full)",
+                         std::to_string(loss.intervals) + " intervals, " +
+                             std::to_string(loss.total_ns / 1000000) + " ms");
       settings->lost_records += loss.intervals;
     }
     if (loss.malformed > 0) {
-      processor->CountProblem("malformed off-CPU events dropped",
-                              std::to_string(loss.malformed) + " events");
+      sink->CountProblem("malformed off-CPU events dropped",
+                         std::to_string(loss.malformed) + " events");
     }
     if (loss.untracked > 0) {
-      processor->CountProblem("off-CPU switch-outs not tracked (map of open intervals full)",
-                              std::to_string(loss.untracked) + " times");
+      sink->CountProblem("off-CPU switch-outs not tracked (map of open intervals full)",
+                         std::to_string(loss.untracked) + " times");
     }
     tracer_.reset();
   }
@@ -90,47 +89,34 @@ capture::OffCpuState StateOf(uint8_t state) {
 
 }  // namespace
 
-void AppendOffCpu(const OffCpuInterval& iv, Processor* processor) {
-  capture::Capture& c = processor->capture();
-  const uint64_t start = iv.start_ns != 0 ? iv.start_ns : c.settings.start_time;
+void AppendOffCpu(const OffCpuInterval& iv, RowSink* sink) {
+  const uint64_t start = iv.start_ns != 0 ? iv.start_ns : sink->start_time();
   capture::ThreadId thread =
-      processor->EventThread(iv.pid, iv.tid, std::max(start, iv.time_ns), iv.comm);
+      sink->EventThread(iv.pid, iv.tid, std::max(start, iv.time_ns), iv.comm);
   capture::StackEnd stack_end;
-  capture::StackId stack = processor->EventStack(iv.pid, iv.tid, iv.time_ns, iv.kernel_stack,
-                                                 iv.has_regs ? &iv.regs : nullptr, iv.user_stack,
-                                                 &stack_end, iv.runtime_walk);
-  c.off_cpu.Append({
+  capture::StackId stack = sink->EventStack(iv.pid, iv.tid, iv.time_ns, iv.kernel_stack,
+                                            iv.has_regs ? &iv.regs : nullptr, iv.user_stack,
+                                            &stack_end, iv.runtime_walk);
+  sink->Add(capture::OffCpu::Row{
       .start = start,
-      .end = iv.end_ns,  // 0 (still off CPU): closed by FinishOffCpuRows
+      .end = iv.end_ns,  // 0 (still off CPU): closed by the sink at the end
       .thread = thread,
       .stack = stack,
       .stack_end = stack_end,
       .state = StateOf(iv.state),
       .waker_tid = int32_t(iv.waker_tid),
-      .waker_name = iv.waker_tid != 0 ? processor->Intern(iv.waker_comm) : capture::kNone,
+      .waker_name = iv.waker_tid != 0 ? sink->Intern(iv.waker_comm) : capture::kNone,
       .flags = uint8_t(iv.flags & capture::kOffCpuFlagsMask),
   });
 }
 
-void AppendOffCpuShort(const OffCpuShortCount& count, Processor* processor) {
+void AppendOffCpuShort(const OffCpuShortCount& count, RowSink* sink) {
   // Counts are read at the end: the thread may have exited by then. Its
   // latest row is the one they belong to.
-  capture::ThreadId thread = processor->LatestThread(count.pid, count.tid);
-  processor->capture().off_cpu_short.Append({.thread = thread,
-                                             .state = StateOf(count.state),
-                                             .count = count.count,
-                                             .total = count.total_ns});
-}
-
-void FinishOffCpuRows(capture::Capture* c, uint64_t end_time) {
-  capture::OffCpu& o = c->off_cpu;
-  for (size_t i = 0; i < o.size(); ++i) {
-    if (o.end[i] == 0 || o.end[i] > end_time) {
-      o.end[i] = std::max(end_time, o.start[i]);
-      o.flags[i] |= capture::kOffCpuCutAtEnd;
-    }
-  }
-  capture::SortTableBy(o, o.start);
+  sink->Add(capture::OffCpuShort::Row{.thread = sink->LatestThread(count.pid, count.tid),
+                                      .state = StateOf(count.state),
+                                      .count = count.count,
+                                      .total = count.total_ns});
 }
 
 Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& context) {

@@ -13,11 +13,9 @@ namespace microscope::record {
 Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& context);
 
 // The source's rows, apart from BPF so that tests can give them events:
-// an interval (in time order with the processor's other events), a
-// thread's short intervals (at the end), and at the end the intervals still
-// open closed at `end_time` and all put in start order.
-void AppendOffCpu(const OffCpuInterval& iv, Processor* processor);
-void AppendOffCpuShort(const OffCpuShortCount& c, Processor* processor);
-void FinishOffCpuRows(capture::Capture* capture, uint64_t end_time);
+// an interval (in time order with the sink's other events) and a
+// thread's short intervals (at the end).
+void AppendOffCpu(const OffCpuInterval& iv, RowSink* sink);
+void AppendOffCpuShort(const OffCpuShortCount& c, RowSink* sink);
 
 }  // namespace microscope::record

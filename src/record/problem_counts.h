@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "src/record/processor.h"
+#include "src/record/row_sink.h"
 
 namespace microscope::record {
 
@@ -20,10 +20,10 @@ class ProblemCounts {
     if (fresh) it->second.second = std::string(example);
     ++it->second.first;
   }
-  // Adds every count to the capture's problems (Processor::CountProblem).
-  void Report(Processor* processor) const {
+  // Adds every count to the recording's problems (RowSink::CountProblem).
+  void Report(RowSink* sink) const {
     for (const auto& [kind, count_example] : counts_)
-      processor->CountProblem(kind, count_example.second, count_example.first);
+      sink->CountProblem(kind, count_example.second, count_example.first);
   }
 
  private:

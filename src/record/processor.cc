@@ -526,8 +526,23 @@ void Processor::SetSampleScale(uint64_t time, uint32_t keep_one_in) {
   sample_scale_.emplace_back(time, keep_one_in);
 }
 
+capture::ProbeSiteId Processor::Add(const capture::ProbeSites::Row& row) {
+  capture_.probe_sites.Append(row);
+  return capture::ProbeSiteId(capture_.probe_sites.size() - 1);
+}
+
 capture::Capture Processor::Finish(uint64_t end_time) {
   SortSamplesByTime();
+  capture::OffCpu& o = capture_.off_cpu;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o.end[i] == 0 || o.end[i] > end_time) {
+      o.end[i] = std::max(end_time, o.start[i]);
+      o.flags[i] |= capture::kOffCpuCutAtEnd;
+    }
+  }
+  // Sources deliver in time order, but a system call's row comes at its
+  // exit and probe rings read in one round may interleave.
+  capture::NormalizeEventRows(&capture_);
   for (auto& t : capture_.threads) {
     if (t.end_time == 0) t.end_time = end_time;
   }

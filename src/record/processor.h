@@ -25,6 +25,7 @@
 #include "src/record/module_cfi.h"
 #include "src/record/process_roots.h"
 #include "src/record/ring_pairing.h"
+#include "src/record/row_sink.h"
 #include "src/record/splicer.h"
 #include "src/record/stack_extents.h"
 #include "src/record/user_regs.h"
@@ -33,7 +34,7 @@
 
 namespace microscope::record {
 
-class Processor : private CodeMarks, private FrameInterner {
+class Processor final : public RowSink, private CodeMarks, private FrameInterner {
  public:
   // How user frames are found: the kernel's frame-pointer chain, or our
   // unwinder over the copied registers and stack (CFI only, or CFI where a
@@ -57,23 +58,25 @@ class Processor : private CodeMarks, private FrameInterner {
 
   void Process(const Event& e);
 
-  // For event sources, which append their own rows to capture() as the
-  // pump delivers their events in time order (event_source.h).
-  // The thread an event names as of `time`, named `comm` when no COMM
-  // record named it.
-  capture::ThreadId EventThread(uint32_t pid, uint32_t tid, uint64_t time, std::string_view comm);
-  // The thread's latest row (it may have exited), or a new one from the start.
-  capture::ThreadId LatestThread(uint32_t pid, uint32_t tid);
-  // A stack BPF took at `time`: `kernel` as bpf_get_stack gives it (where
-  // it was taken, then return addresses), then, given `regs`, the user
-  // frames unwound from them and `user_stack`; spliced (with `walk`, a
-  // runtime's walk of the same moment) and interned. `*end` (when given)
-  // says how it ended.
+  // The sink event sources append their rows to (row_sink.h).
+  capture::ThreadId EventThread(uint32_t pid, uint32_t tid, uint64_t time,
+                                std::string_view comm) override;
+  capture::ThreadId LatestThread(uint32_t pid, uint32_t tid) override;
   capture::StackId EventStack(uint32_t pid, uint32_t tid, uint64_t time,
                               std::span<const uint64_t> kernel, const UserRegs* regs,
                               std::span<const uint8_t> user_stack, capture::StackEnd* end,
-                              std::span<const uint8_t> walk = {});
-  capture::StringId Intern(std::string_view s);
+                              std::span<const uint8_t> walk = {}) override;
+  capture::StringId Intern(std::string_view s) override;
+  uint64_t start_time() const override { return capture_.settings.start_time; }
+  void Add(const capture::OffCpu::Row& row) override { capture_.off_cpu.Append(row); }
+  void Add(const capture::OffCpuShort::Row& row) override { capture_.off_cpu_short.Append(row); }
+  void Add(const capture::Syscalls::Row& row) override { capture_.syscalls.Append(row); }
+  void Add(const capture::ProbeRecords::Row& row) override { capture_.probe_records.Append(row); }
+  capture::ProbeSiteId Add(const capture::ProbeSites::Row& row) override;
+  void CountProblem(std::string_view kind, std::string_view example, uint64_t times = 1) override;
+  void SetExitStatus(uint32_t pid, int status) override;
+  void SetSampleScale(uint64_t time, uint32_t keep_one_in) override;
+  void SetStackLimit(uint32_t bytes) override { stack_limit_ = bytes; }
 
   // Records were lost since the last call (a LOST record was processed):
   // the mappings they held may be missing.
@@ -82,8 +85,8 @@ class Processor : private CodeMarks, private FrameInterner {
   RingPairing& ring_pairing() { return ring_pairing_; }
   // The processes alive as of the events processed so far, sorted.
   std::vector<uint32_t> LiveProcesses() const;
-  capture::Capture& capture() { return capture_; }
-  void CountProblem(std::string_view kind, std::string_view example, uint64_t times = 1);
+  // The rows so far (for tests and benchmarks: sources add through RowSink).
+  const capture::Capture& capture() const { return capture_; }
   // A runtime's splicer (not owned; it outlives the processor's use): told
   // of every executable mapping, those already known first, and given every
   // stack with a frame in code it marked.
@@ -94,9 +97,9 @@ class Processor : private CodeMarks, private FrameInterner {
   // every address space that ends (mapping_watcher.h; not owned).
   void AddMappingWatcher(MappingWatcher* watcher);
   MappedModule Mapped(uint32_t pid, uint32_t mapping_row, bool first) const;
-  void SetExitStatus(uint32_t pid, int status);
 
-  // Closes open rows at `end_time` and returns the capture (unnamed).
+  // Closes open rows at `end_time` (off-CPU intervals still open are cut
+  // there), puts each table in time order and returns the capture (unnamed).
   capture::Capture Finish(uint64_t end_time);
 
   // While recording: a capture of the rows so far with the dictionary
@@ -111,12 +114,6 @@ class Processor : private CodeMarks, private FrameInterner {
   // and ends the generation there.
   void Evict(uint64_t before);
 
-  // The budget's levels (budget.h). From `time` on the kernel keeps one
-  // sample in `keep_one_in`: each kept sample stands for that many (its
-  // weight is multiplied), so totals stay the CPU time spent.
-  void SetSampleScale(uint64_t time, uint32_t keep_one_in);
-  // Unwinds at most the first `bytes` of each copied user stack (0: all).
-  void SetStackLimit(uint32_t bytes) { stack_limit_ = bytes; }
   // Where to keep what each thread's walks read of its samples' stacks
   // (the collector's, which copies no more of them); null: nowhere.
   void SetStackExtents(StackExtents* extents) { stack_extents_ = extents; }

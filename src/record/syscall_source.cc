@@ -16,21 +16,20 @@ class SyscallSource final : public QueuedSource<SyscallEvent> {
 
   int wait_fd() const override { return tracer_->wait_fd(); }
 
-  void Poll(const PollWindow& w, Processor* processor) override {
+  void Poll(const PollWindow& w, RowSink* sink) override {
     Status polled = tracer_->Poll(0, &fresh_);
-    if (!polled.ok()) processor->CountProblem("system call events not read", polled.message());
+    if (!polled.ok()) sink->CountProblem("system call events not read", polled.message());
     Take(&fresh_, [&](const SyscallEvent& e) {
       return !((w.launch && e.start_ns < w.start) || e.start_ns >= w.end);
     });
   }
 
-  void Deliver(size_t i, Processor* processor) override { AppendSyscall(at(i), processor); }
+  void Deliver(size_t i, RowSink* sink) override { AppendSyscall(at(i), sink); }
 
-  void Finish(Processor* processor, capture::Settings* settings) override {
-    FinishSyscallRows(&processor->capture());
+  void Finish(RowSink* sink, capture::Settings* settings) override {
     if (uint64_t lost = tracer_->lost(); lost > 0) {
-      processor->CountProblem("system calls lost (BPF ring buffer full)",
-                              std::to_string(lost) + " calls");
+      sink->CountProblem("system calls lost (BPF ring buffer full)",
+                         std::to_string(lost) + " calls");
       settings->lost_records += lost;
     }
     tracer_.reset();
@@ -46,30 +45,22 @@ class SyscallSource final : public QueuedSource<SyscallEvent> {
 
 }  // namespace
 
-void AppendSyscall(const SyscallEvent& call, Processor* processor) {
-  capture::ThreadId thread = processor->EventThread(call.pid, call.tid, call.start_ns, call.comm);
+void AppendSyscall(const SyscallEvent& call, RowSink* sink) {
+  capture::ThreadId thread = sink->EventThread(call.pid, call.tid, call.start_ns, call.comm);
   capture::StackId stack = capture::kNone;
   if (call.has_stack) {
-    stack = processor->EventStack(call.pid, call.tid, call.end_ns(), {}, &call.regs,
-                                  call.user_stack, nullptr, call.runtime_walk);
+    stack = sink->EventStack(call.pid, call.tid, call.end_ns(), {}, &call.regs, call.user_stack,
+                             nullptr, call.runtime_walk);
   }
-  processor->capture().syscalls.Append({.time = call.start_ns,
-                                        .duration = call.duration_ns,
-                                        .thread = thread,
-                                        .nr = call.nr,
-                                        .ret = call.ret,
-                                        .arg0 = call.args[0],
-                                        .arg1 = call.args[1],
-                                        .arg2 = call.args[2],
-                                        .stack = stack});
-}
-
-void FinishSyscallRows(capture::Capture* c) {
-  capture::Syscalls& y = c->syscalls;
-  if (std::all_of(y.stack.begin(), y.stack.end(), [](uint32_t n) { return n == capture::kNone; })) {
-    y.stack.clear();  // no call carried a stack: no column
-  }
-  capture::SortTableBy(y, y.time);
+  sink->Add(capture::Syscalls::Row{.time = call.start_ns,
+                                   .duration = call.duration_ns,
+                                   .thread = thread,
+                                   .nr = call.nr,
+                                   .ret = call.ret,
+                                   .arg0 = call.args[0],
+                                   .arg1 = call.args[1],
+                                   .arg2 = call.args[2],
+                                   .stack = stack});
 }
 
 Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& context) {

@@ -14,9 +14,8 @@ namespace microscope::record {
 Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& context);
 
 // The source's rows, apart from BPF so that tests can give them events: a
-// call (in time order of its exit with the processor's other events), and
-// at the end all put in start order.
-void AppendSyscall(const SyscallEvent& call, Processor* processor);
-void FinishSyscallRows(capture::Capture* capture);
+// call, in time order of its exit with the sink's other events (the sink
+// puts them in start order at the end).
+void AppendSyscall(const SyscallEvent& call, RowSink* sink);
 
 }  // namespace microscope::record

@@ -76,7 +76,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
   explicit JitSource(record::TargetMemory* memory) : memory_(memory) {}
 
   int wait_fd() const override { return -1; }
-  void Poll(const record::PollWindow&, record::Processor*) override {}
+  void Poll(const record::PollWindow&, record::RowSink*) override {}
   record::JitNamer* jit_namer() override { return this; }
 
   void OnMapping(const record::MappedModule& mapping) override {
@@ -193,7 +193,7 @@ class JitSource final : public record::EventlessSource, public record::JitNamer 
     processes_.erase(it);
   }
 
-  void Finish(record::Processor*, capture::Settings* settings) override {
+  void Finish(record::RowSink*, capture::Settings* settings) override {
     capture::SourceSetting& s = settings->SetSource("jit", "on");
     for (const auto& [pid, p] : processes_) Tally(p);
     processes_.clear();

@@ -124,8 +124,8 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   }
 
   int wait_fd() const override { return sampler_ != nullptr ? sampler_->wait_fd() : -1; }
-  void Poll(const record::PollWindow&, record::Processor*) override;
-  void Finish(record::Processor* processor, capture::Settings* settings) override;
+  void Poll(const record::PollWindow&, record::RowSink*) override;
+  void Finish(record::RowSink* sink, capture::Settings* settings) override;
   record::StackSplicer* splicer() override { return this; }
 
   void OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) override;
@@ -244,7 +244,7 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   LayOut(mapping.pid, info, executable);
 }
 
-void NodeSource::Poll(const record::PollWindow&, record::Processor*) {
+void NodeSource::Poll(const record::PollWindow&, record::RowSink*) {
   if (sampler_ == nullptr) return;
   if (Status s = sampler_->DrainExecs(); !s.ok()) Problem("runtime execs not read", s.message());
   // A followed process that exec'd a V8 image is laid out now, not when its
@@ -382,8 +382,8 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   if (unknown_frames_ == unknown_before) ++stacks_named_;
 }
 
-void NodeSource::Finish(record::Processor* processor, capture::Settings* settings) {
-  problems_.Report(processor);
+void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
+  problems_.Report(sink);
   const std::string state = !refused_.empty()     ? "off: " + refused_
                             : sampler_ == nullptr ? "off: no V8 image was mapped"
                                                   : "on";

@@ -110,8 +110,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   void Sleep() { dormant_ = true; }
 
   int wait_fd() const override { return wake_.get(); }
-  void Poll(const record::PollWindow& window, record::Processor* processor) override;
-  void Finish(record::Processor* processor, capture::Settings* settings) override;
+  void Poll(const record::PollWindow& window, record::RowSink* sink) override;
+  void Finish(record::RowSink* sink, capture::Settings* settings) override;
   record::StackSplicer* splicer() override { return this; }
 
   void OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) override;
@@ -347,7 +347,7 @@ void PythonSource::TakeExecs() {
   if (timer_.valid()) timerfd_settime(timer_.get(), 0, &t, nullptr);
 }
 
-void PythonSource::Poll(const record::PollWindow&, record::Processor*) {
+void PythonSource::Poll(const record::PollWindow&, record::RowSink*) {
   if (walker_ == nullptr) return;
   TakeExecs();
   const uint64_t now = MonotonicNowNs();
@@ -443,8 +443,8 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   if (unknown_frames_ == unknown_before) ++stacks_named_;
 }
 
-void PythonSource::Finish(record::Processor* processor, capture::Settings* settings) {
-  problems_.Report(processor);
+void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
+  problems_.Report(sink);
   const std::string state = !refused_.empty() ? "off: " + refused_
                             : dormant_        ? "off: no CPython interpreter was mapped"
                                               : "on";

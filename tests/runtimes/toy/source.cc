@@ -74,7 +74,7 @@ class ToySource final : public record::EventlessSource, public record::StackSpli
   }
 
   int wait_fd() const override { return -1; }
-  void Poll(const record::PollWindow&, record::Processor*) override {}
+  void Poll(const record::PollWindow&, record::RowSink*) override {}
   record::StackSplicer* splicer() override { return this; }
   bool OwnsWalk(std::span<const uint8_t> walk) const override {
     return record::WalkRuntime(walk) == MICROSCOPE_RUNTIME_TOY;
@@ -134,8 +134,8 @@ class ToySource final : public record::EventlessSource, public record::StackSpli
     ++stacks_;
   }
 
-  void Finish(record::Processor* processor, capture::Settings* settings) override {
-    problems_.Report(processor);
+  void Finish(record::RowSink* sink, capture::Settings* settings) override {
+    problems_.Report(sink);
     if (sampler_ == nullptr) return;  // no toy program: nothing to say
     capture::SourceSetting& s = settings->SetSource(std::string(kName), "on");
     s.values = {{"stacks", stacks_},

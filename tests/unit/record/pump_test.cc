@@ -28,9 +28,12 @@ class TimesSource final : public QueuedSource<uint64_t> {
     Take(&times, [](uint64_t) { return true; });
   }
   int wait_fd() const override { return -1; }
-  void Poll(const PollWindow&, Processor*) override {}
-  void Deliver(size_t i, Processor* p) override { delivered.push_back({at(i), p->sample_count()}); }
-  void Finish(Processor*, capture::Settings*) override {}
+  void Poll(const PollWindow&, RowSink*) override {}
+  // Each event delivered, with the samples the processor had by then.
+  void Deliver(size_t i, RowSink* sink) override {
+    delivered.push_back({at(i), static_cast<Processor*>(sink)->sample_count()});
+  }
+  void Finish(RowSink*, capture::Settings*) override {}
   std::vector<std::pair<uint64_t, uint64_t>> delivered;
 
  private:
@@ -120,7 +123,6 @@ TEST_CASE("Off-CPU rows: stacks, states, wakers and cut intervals") {
   AppendOffCpu(blocked, &p);
   AppendOffCpu(early, &p);
   AppendOffCpu(open, &p);
-  FinishOffCpuRows(&p.capture(), 100);
   capture::Capture c = p.Finish(100);
   REQUIRE(capture::ValidateCapture(c).ok());
   const capture::OffCpu& o = c.off_cpu;
@@ -176,7 +178,6 @@ TEST_CASE("System-call rows: in start order, a stack only for calls that carry o
   quick.has_stack = false;
   AppendSyscall(slow, &p);  // delivered at their exits: out of start order
   AppendSyscall(quick, &p);
-  FinishSyscallRows(&p.capture());
   capture::Capture c = p.Finish(100);
   REQUIRE(capture::ValidateCapture(c).ok());
   const capture::Syscalls& y = c.syscalls;
@@ -192,7 +193,6 @@ TEST_CASE("System-call rows: in start order, a stack only for calls that carry o
 
   Processor none(Processor::Options{});
   AppendSyscall(quick, &none);
-  FinishSyscallRows(&none.capture());
   capture::Capture n = none.Finish(100);
   CHECK(n.syscalls.size() == 1);
   CHECK(n.syscalls.stack.empty());  // no call carried a stack: no column
