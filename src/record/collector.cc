@@ -434,7 +434,7 @@ uint64_t Collector::Collect() {
 
 StackTrim Collector::Trim(bool extents) const {
   if (options_.stack_copy == 0) return {};
-  return {.extents = extents ? &stack_extents_ : nullptr,
+  return {.extents = extents ? stack_extents_ : nullptr,
           .callchain_at = kSampleCallchainAt,
           .tid_at = kSampleTidAt,
           .regs = uint32_t(kUserRegCount),

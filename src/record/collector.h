@@ -131,7 +131,10 @@ class Collector {
   // What the unwinder needs of each thread's stack, learned by the
   // processor: the recording loop's drains (Collect, Drain) copy samples'
   // stacks only that far. The recording loop's alone.
-  StackExtents& stack_extents() { return stack_extents_; }
+  // Where the recording keeps what each thread's walks read of its stacks
+  // (the processor learns them): the copies the loop drains are cut there.
+  // Null (the default): copies are kept as far as they were filled.
+  void SetStackExtents(const StackExtents* extents) { stack_extents_ = extents; }
 
   // Records copied out, ring by ring, in the chunks each drain took.
   std::vector<RingArena>& arenas() { return arenas_; }
@@ -159,7 +162,7 @@ class Collector {
   // sampling only the task rings exist.
   struct Ring {
     int cpu;
-    int fd;  // the event whose buffer this is (owned by events_)
+    int fd;                // the event whose buffer this is (owned by events_)
     bool samples = false;  // its events sample the CPU
     bool tasks = false;    // its events bring task records
     void* base = nullptr;
@@ -184,13 +187,13 @@ class Collector {
   bool kernel_frames_;
   std::vector<int> cpus_;
   std::vector<ScopedFd> events_;
-  std::vector<int> sampling_fds_;  // of events_, the events that sample
-  int program_fd_ = -1;            // run at each sample (AttachProgram)
+  std::vector<int> sampling_fds_;     // of events_, the events that sample
+  int program_fd_ = -1;               // run at each sample (AttachProgram)
   std::function<Status(int)> chain_;  // AttachGate's
   std::atomic<int> round_ms_{kRoundMs};
   std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
   std::vector<RingArena> arenas_;
-  StackExtents stack_extents_;
+  const StackExtents* stack_extents_ = nullptr;
   bool ring_shrunk_ = false;
   bool lost_counters_ = true;  // every event counts its losses (PERF_FORMAT_LOST)
 
@@ -199,12 +202,12 @@ class Collector {
   std::mutex drain_mutex_;
   // Shared with the drain thread, under mutex_ (taken inside drain_mutex_).
   mutable std::mutex mutex_;
-  std::condition_variable room_;  // the backlog fell below its bound, or stop
-  RingCopyStats stats_;           // the sample rings
-  RingCopyStats task_stats_;      // the task rings
-  std::vector<RingArena> drained_;             // per ring, not yet collected
-  std::vector<uint64_t> raw_ids_;              // layout_.raw_ids, for the drain thread
-  size_t backlog_ = 0;                         // bytes in drained_
+  std::condition_variable room_;    // the backlog fell below its bound, or stop
+  RingCopyStats stats_;             // the sample rings
+  RingCopyStats task_stats_;        // the task rings
+  std::vector<RingArena> drained_;  // per ring, not yet collected
+  std::vector<uint64_t> raw_ids_;   // layout_.raw_ids, for the drain thread
+  size_t backlog_ = 0;              // bytes in drained_
   bool stop_ = false;
   ScopedFd stop_fd_;  // eventfd: the thread is to stop
   std::thread thread_;

@@ -115,7 +115,7 @@ class Processor final : public RowSink, private CodeMarks, private FrameInterner
   void Evict(uint64_t before);
 
   // Where to keep what each thread's walks read of its samples' stacks
-  // (the collector's, which copies no more of them); null: nowhere.
+  // (the recording's, which the collector copies no more of); null: nowhere.
   void SetStackExtents(StackExtents* extents) { stack_extents_ = extents; }
 
   capture::Settings& settings() { return capture_.settings; }

@@ -326,6 +326,7 @@ class Recording {
   ScopedFd target_fd_;  // attach mode: the target's pidfd
   uint64_t start_ = 0;
   uint64_t end_ = 0;
+  StackExtents stack_extents_;
   bool exited_ = false;
   int wait_status_ = 0;
 };
@@ -334,7 +335,10 @@ void Recording::Run() {
   bool by_duration = false;
   uint64_t previous_drain = start_;
   const PollWindow running{start_, UINT64_MAX, child_ != nullptr, false};
-  processor_.SetStackExtents(&collector_->stack_extents());
+  // The processor learns how far its walks read each thread's stack; the
+  // collector cuts the copies it drains there. The recording owns both ends.
+  processor_.SetStackExtents(&stack_extents_);
+  collector_->SetStackExtents(&stack_extents_);
   Status draining = collector_->StartDraining();
   if (!draining.ok()) hooks_.warn(draining.message() + "; the rings are drained between rounds");
   if (target_fd_.valid())
