@@ -41,6 +41,11 @@ void ForEachRefColumn(CaptureT& c, Ref ref, Fn&& fn) {
   });
 }
 
+// "table[row].field": where a fault is, as errors say it.
+inline std::string Where(const char* table, size_t row, const char* field) {
+  return std::string(table) + "[" + std::to_string(row) + "]." + field;
+}
+
 // The rows each reference kind indexes in `c`, and their table's name.
 size_t RefRows(const Capture& c, Ref ref);
 const char* RefTable(Ref ref);

@@ -23,6 +23,7 @@
 #include "src/probes/module_probes.h"
 #include "src/probes/ring_records.h"
 #include "src/probes/site_entries.h"
+#include "src/probes/targets.h"
 #include "src/probes/tsc_clock.h"
 #include "src/record/process_memory.h"
 #include "src/record/splicer.h"
@@ -32,92 +33,10 @@
 namespace microscope::probes {
 namespace {
 
-using capture::ProbeKind;
-using capture::ProbeOp;
-
 constexpr uint32_t kTimeoutMs = 1000;  // the program switches its sites off after this silence
 constexpr int kAttachTries = 100;      // rounds a control block may stay unreadable
 constexpr size_t kMaxRings = 65536;    // per control block: past this the list is corrupt
 constexpr size_t kMaxNotes = 16;
-
-// Another process's memory, written in place (read: record::ProcessMemory).
-bool WriteAt(uint32_t pid, uint64_t address, const void* data, size_t size) {
-  iovec local{const_cast<void*>(data), size};
-  iovec remote{reinterpret_cast<void*>(address), size};
-  return process_vm_writev(pid_t(pid), &local, 1, &remote, 1, 0) == ssize_t(size);
-}
-// Sets the byte at each address to `value` (a site's enabled flag).
-void WriteBytes(uint32_t pid, const std::vector<uint64_t>& addresses, uint8_t value) {
-  std::vector<iovec> local, remote;
-  for (size_t i = 0; i < addresses.size(); i += 1024) {
-    const size_t n = std::min<size_t>(1024, addresses.size() - i);
-    local.assign(n, iovec{&value, 1});
-    remote.resize(n);
-    for (size_t j = 0; j < n; ++j) remote[j] = {reinterpret_cast<void*>(addresses[i + j]), 1};
-    (void)process_vm_writev(pid_t(pid), local.data(), n, remote.data(), n, 0);
-  }
-}
-
-// Small, since the queue moves them: a label's text is kept aside.
-struct ProbeEvent {
-  uint64_t time = 0;
-  uint32_t pid = 0;
-  uint32_t tid = 0;
-  uint32_t site = 0;  // sites_ index
-  ProbeOp op = ProbeOp::kMark;
-  uint32_t text = 0;  // a label's value: texts_ index
-  double value = 0;
-};
-
-// A site as the capture will have it; copies of it (inlined code, several
-// processes) map to one.
-struct Site {
-  ProbeKind kind;
-  std::string name;
-  std::string file;
-  uint32_t line = 0;
-  capture::ModuleId module = capture::kNone;
-  capture::ProbeSiteId id = capture::kNone;  // in the capture, once delivered
-};
-
-struct RingState {
-  uint32_t tid = 0;
-  uint64_t dropped = 0;
-};
-
-// One module's control block in one process.
-struct Target {
-  uint32_t pid = 0;
-  capture::ModuleId module = capture::kNone;
-  std::string path;
-  uint64_t ctl = 0;  // its address in the process
-  uint64_t bias = 0;
-  bool attached = false;
-  bool dead = false;  // refused, or no longer readable
-  int tries = 0;
-  std::vector<uint64_t> enabled;                   // the enabled flags this recorder set
-  std::unordered_map<uint64_t, uint32_t> site_at;  // a site's address -> sites_ index
-  uint32_t runtime_read = 0;                       // run-time slots read
-  std::map<uint64_t, RingState> rings;
-  uint64_t threads_refused = 0;
-};
-
-ProbeOp OpOf(uint8_t op) {
-  switch (op) {
-    case MICROSCOPE_OP_BEGIN:
-      return ProbeOp::kBegin;
-    case MICROSCOPE_OP_END:
-      return ProbeOp::kEnd;
-    case MICROSCOPE_OP_MARK:
-      return ProbeOp::kMark;
-    case MICROSCOPE_OP_COUNTER:
-      return ProbeOp::kCounter;
-    case MICROSCOPE_OP_LABEL_CLEAR:
-      return ProbeOp::kLabelClear;
-    default:
-      return ProbeOp::kLabel;
-  }
-}
 
 class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record::MappingWatcher {
  public:

@@ -188,40 +188,6 @@ void Processor::EndAllMappings(ProcessState& p, uint64_t time,
   p.live.clear();
 }
 
-void Processor::NoteRoot(uint32_t pid, ProcessState& p, ModuleId module) {
-  if (!p.root_known) {
-    p.root = roots_.Open(pid_t(pid));
-    p.root_known = true;
-  }
-  if (p.root == ProcessRoots::kHostRoot) return;
-  if (module_roots_.size() <= module) module_roots_.resize(module + 1);
-  std::vector<uint32_t>& seen = module_roots_[module];
-  if (std::find(seen.begin(), seen.end(), p.root) == seen.end()) seen.push_back(p.root);
-}
-
-std::vector<std::string> Processor::PathsInTargetRoots(ModuleId module) const {
-  std::vector<std::string> paths;
-  if (module >= module_roots_.size()) return paths;
-  const std::string& path = capture_.strings[capture_.modules[module].path];
-  for (uint32_t root : module_roots_[module]) paths.push_back(roots_.PathIn(root, path));
-  return paths;
-}
-
-std::vector<std::vector<std::string>> Processor::TargetPaths() const {
-  std::vector<std::vector<std::string>> paths(capture_.modules.size());
-  for (size_t m = 0; m < paths.size(); ++m) paths[m] = PathsInTargetRoots(ModuleId(m));
-  return paths;
-}
-
-std::vector<std::string> Processor::ModuleFiles(ModuleId module) const {
-  std::vector<std::string> files = PathsInTargetRoots(module);
-  const capture::Module& mod = capture_.modules[module];
-  // A file the target sees elsewhere is never taken from the host path
-  // unless its build ID can prove it.
-  if (files.empty() || !mod.build_id.empty()) files.push_back(capture_.strings[mod.path]);
-  return files;
-}
-
 void Processor::OnMmap2(const Event& e) {
   if ((e.prot & PROT_EXEC) == 0) return;
   ProcessState& p = EnsureProcess(e.pid, e.time);
@@ -258,7 +224,7 @@ void Processor::OnComm(const Event& e) {
     EndAllMappings(p, e.time, &p.before_exec);
     p.in_exec = true;
     if (stack_extents_ != nullptr) stack_extents_->Forget(e.tid);  // a new stack
-    p.anonymous_frame_pointers = false;
+    code_map_.ForgetProcess(e.pid);
     for (MappingWatcher* w : mapping_watchers_) w->Forget(uint32_t(e.pid));
     p.root_known = false;  // and may follow a change of namespace
     capture_.processes[p.row].command = name;
@@ -308,6 +274,7 @@ void Processor::OnExit(const Event& e) {
     capture_.processes[p->second.row].end_time = e.time;
     EndAllMappings(p->second, e.time);
     processes_.erase(p);
+    code_map_.ForgetProcess(e.pid);
     for (MappingWatcher* w : mapping_watchers_) w->Forget(uint32_t(e.pid));
   }
 }
@@ -319,7 +286,7 @@ FrameId Processor::InternFrame(FrameKind kind, ModuleId module, uint64_t address
   capture_.frames.push_back({kind, module, address, kNone});
   FrameId id = FrameId(capture_.frames.size() - 1);
   frames_.emplace(key, id);
-  if (!splicers_.empty()) frame_tag_.push_back(FrameTag(module, address));
+  TagNewFrame(id, code_map_.FrameTag(module, address));
   return id;
 }
 
@@ -375,7 +342,7 @@ std::optional<FrameId> Processor::JitFrame(uint32_t pid, uint64_t address) {
     if (fresh_frame) {
       capture_.frames.push_back({FrameKind::kNative, mod->second, address, fn->second});
       frame->second = FrameId(capture_.frames.size() - 1);
-      if (!splicers_.empty()) frame_tag_.push_back(code_tags::kAnonymousCode);
+      TagNewFrame(frame->second, code_tags::kAnonymousCode);
     }
     return frame->second;
   }
@@ -511,52 +478,8 @@ void Processor::Process(const Event& e) {
   }
 }
 
-void Processor::SortSamplesByTime() {
-  capture::Samples& s = capture_.samples;
-  // A record stamped before the pump's watermark but written after it (a
-  // long vCPU stall) was processed one round late: put samples back in order.
-  size_t late = 0;
-  for (size_t i = 1; i < s.size(); ++i) late += s.time[i] < s.time[i - 1];
-  if (capture::SortTableBy(s, s.time)) {
-    CountProblem("records arrived late and were reordered", std::to_string(late) + " samples");
-  }
-}
-
 void Processor::SetSampleScale(uint64_t time, uint32_t keep_one_in) {
   sample_scale_.emplace_back(time, keep_one_in);
-}
-
-capture::ProbeSiteId Processor::Add(const capture::ProbeSites::Row& row) {
-  capture_.probe_sites.Append(row);
-  return capture::ProbeSiteId(capture_.probe_sites.size() - 1);
-}
-
-capture::Capture Processor::Finish(uint64_t end_time) {
-  SortSamplesByTime();
-  capture::OffCpu& o = capture_.off_cpu;
-  for (size_t i = 0; i < o.size(); ++i) {
-    if (o.end[i] == 0 || o.end[i] > end_time) {
-      o.end[i] = std::max(end_time, o.start[i]);
-      o.flags[i] |= capture::kOffCpuCutAtEnd;
-    }
-  }
-  // Sources deliver in time order, but a system call's row comes at its
-  // exit and probe rings read in one round may interleave.
-  capture::NormalizeEventRows(&capture_);
-  for (auto& t : capture_.threads) {
-    if (t.end_time == 0) t.end_time = end_time;
-  }
-  for (auto& p : capture_.processes) {
-    if (p.end_time == 0) p.end_time = end_time;
-  }
-  for (auto& m : capture_.mappings) {
-    if (m.time_end == 0) m.time_end = end_time;
-  }
-  for (const auto& [kind, pc] : problems_) {
-    capture_.problems.push_back({strings_.Intern(kind), pc.count,
-                                 pc.example.empty() ? kNone : strings_.Intern(pc.example)});
-  }
-  return std::move(capture_);
 }
 
 }  // namespace microscope::record

@@ -20,7 +20,9 @@
 #include "capture/capture.h"
 #include "capture/stack_interner.h"
 #include "capture/string_table.h"
+#include "src/record/code_map.h"
 #include "src/record/decode.h"
+#include "src/record/interpreted_frames.h"
 #include "src/record/jit_namer.h"
 #include "src/record/module_cfi.h"
 #include "src/record/process_roots.h"
@@ -34,7 +36,7 @@
 
 namespace microscope::record {
 
-class Processor final : public RowSink, private CodeMarks, private FrameInterner {
+class Processor final : public RowSink {
  public:
   // How user frames are found: the kernel's frame-pointer chain, or our
   // unwinder over the copied registers and stack (CFI only, or CFI where a
@@ -146,8 +148,6 @@ class Processor final : public RowSink, private CodeMarks, private FrameInterner
     // From its exec until it runs the new program (the old one may not have
     // been recorded: a launched program's exec replaces microscope's child).
     bool in_exec = false;
-    // Its anonymous code keeps frame pointers (CodeMarks).
-    bool anonymous_frame_pointers = false;
   };
   struct FrameKey {
     uint64_t address;
@@ -179,18 +179,13 @@ class Processor final : public RowSink, private CodeMarks, private FrameInterner
                                  std::span<const uint8_t> walk = {});
   // Runtimes (splicer.h).
   void AnnounceMapping(uint32_t pid, uint32_t mapping_row);
-  uint8_t TagOf(capture::ModuleId module, uint64_t offset) const;
-  // A native frame's tag: its module's marks, else kAnonymousCode for JIT code.
-  uint8_t FrameTag(capture::ModuleId module, uint64_t address) const;
   void SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time, std::span<const uint8_t> walk);
-  void Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) override;
-  void MarkRuntime(capture::ModuleId module, capture::Runtime runtime) override;
-  void MarkFramePointerCode(capture::ModuleId module, uint64_t begin, uint64_t end) override;
-  void MarkAnonymousFramePointers(uint32_t pid) override;
-  bool FramePointerCode(capture::ModuleId module, uint64_t offset) const;
+  // A frame just interned learns its code's tag (while a splicer is registered).
+  void TagNewFrame(capture::FrameId frame, uint8_t tag);
+  // Frames interned before their module was marked learn the marks.
+  void RetagNewlyMarked();
   // A frame in anonymous code a JIT namer names, or nullopt.
   std::optional<capture::FrameId> JitFrame(uint32_t pid, uint64_t address);
-  capture::FrameId Interpreted(const InterpretedFrame& frame) override;
   capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
                                       ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
@@ -249,14 +244,12 @@ class Processor final : public RowSink, private CodeMarks, private FrameInterner
   };
   std::map<std::string, ProblemCount, std::less<>> problems_;
   bool loss_seen_ = false;
-  // Runtimes: their splicers, the code they marked (per module, sorted),
-  // each frame's tag (kept only while a splicer is registered), and the
-  // interpreted functions and frames by their text.
-  struct CodeRange {
-    uint64_t begin, end;
-    uint8_t tag;
-  };
+  // Runtimes: their splicers, the code they marked, each frame's tag (kept
+  // only while a splicer is registered; frames past its end have none),
+  // and the interpreted frames they intern.
   std::vector<StackSplicer*> splicers_;
+  CodeMap code_map_{&capture_};
+  InterpretedFrames interpreted_{&capture_, &strings_};
   // JIT code named at record time: a module per namer's source, a function
   // per name, a frame per (address, module, function).
   std::vector<JitNamer*> jit_namers_;
@@ -272,15 +265,9 @@ class Processor final : public RowSink, private CodeMarks, private FrameInterner
   uint32_t stack_limit_ = 0;
   StackExtents* stack_extents_ = nullptr;
   uint64_t stack_read_end_ = 0;  // of UnwindUser's last walk
-  std::vector<std::vector<CodeRange>> module_marks_;
-  // Per module, sorted [begin, end) file offsets unwound by frame pointers.
-  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> frame_pointer_code_;
   std::vector<char> module_announced_;
   std::vector<uint8_t> frame_tag_;
   std::vector<uint8_t> scratch_tags_;
-  std::map<std::tuple<capture::StringId, capture::StringId, uint32_t>, capture::FunctionId>
-      interpreted_functions_;
-  std::map<std::pair<capture::FunctionId, uint32_t>, capture::FrameId> interpreted_frames_;
 };
 
 }  // namespace microscope::record

@@ -1,9 +1,10 @@
 // Processor: the parts an always-on recording cuts (segments, snapshots,
-// a rolling window's eviction) and the generations of its dictionaries,
-// which end at each cut (capture/compact.h).
+// a rolling window's eviction), the generations of its dictionaries, which
+// end at each cut (capture/compact.h), and the whole capture at the end.
 #include <algorithm>
 
 #include "capture/compact.h"
+#include "capture/row_order.h"
 #include "capture/window.h"
 #include "src/record/processor.h"
 
@@ -83,14 +84,7 @@ void Processor::ForgetUnusedCode() {
   stacks_.Reindex();
   RemapValues(frames_, r.frames);
   RemapValues(jit_functions_, r.functions);
-  RemapValues(interpreted_functions_, r.functions);
-  // Caches keyed by a function: a kept frame keeps its function.
-  std::map<std::pair<capture::FunctionId, uint32_t>, capture::FrameId> interpreted;
-  for (const auto& [key, frame] : interpreted_frames_) {
-    if (r.frames[frame] != kNone)
-      interpreted[{Renumbered(r.functions, key.first), key.second}] = r.frames[frame];
-  }
-  interpreted_frames_ = std::move(interpreted);
+  interpreted_.Renumber(r);
   std::map<std::tuple<uint64_t, capture::ModuleId, capture::FunctionId>, capture::FrameId> jit;
   for (const auto& [key, frame] : jit_frames_) {
     if (r.frames[frame] == kNone) continue;
@@ -144,6 +138,50 @@ capture::Capture Processor::Part(uint64_t from, uint64_t now, std::optional<uint
   }
   capture::NormalizeEventRows(&part);
   return part;
+}
+
+void Processor::SortSamplesByTime() {
+  capture::Samples& s = capture_.samples;
+  // A record stamped before the pump's watermark but written after it (a
+  // long vCPU stall) was processed one round late: put samples back in order.
+  size_t late = 0;
+  for (size_t i = 1; i < s.size(); ++i) late += s.time[i] < s.time[i - 1];
+  if (capture::SortTableBy(s, s.time)) {
+    CountProblem("records arrived late and were reordered", std::to_string(late) + " samples");
+  }
+}
+
+capture::ProbeSiteId Processor::Add(const capture::ProbeSites::Row& row) {
+  capture_.probe_sites.Append(row);
+  return capture::ProbeSiteId(capture_.probe_sites.size() - 1);
+}
+
+capture::Capture Processor::Finish(uint64_t end_time) {
+  SortSamplesByTime();
+  capture::OffCpu& o = capture_.off_cpu;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o.end[i] == 0 || o.end[i] > end_time) {
+      o.end[i] = std::max(end_time, o.start[i]);
+      o.flags[i] |= capture::kOffCpuCutAtEnd;
+    }
+  }
+  // Sources deliver in time order, but a system call's row comes at its
+  // exit and probe rings read in one round may interleave.
+  capture::NormalizeEventRows(&capture_);
+  for (auto& t : capture_.threads) {
+    if (t.end_time == 0) t.end_time = end_time;
+  }
+  for (auto& p : capture_.processes) {
+    if (p.end_time == 0) p.end_time = end_time;
+  }
+  for (auto& m : capture_.mappings) {
+    if (m.time_end == 0) m.time_end = end_time;
+  }
+  for (const auto& [kind, pc] : problems_) {
+    capture_.problems.push_back({strings_.Intern(kind), pc.count,
+                                 pc.example.empty() ? kNone : strings_.Intern(pc.example)});
+  }
+  return std::move(capture_);
 }
 
 }  // namespace microscope::record

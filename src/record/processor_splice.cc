@@ -1,6 +1,8 @@
-// Processor: the runtimes' seam (splicer.h). Marks are per module, so each
-// frame's tag is found once, when the frame is first interned; a stack is
-// handed to the splicers only when one of its frames is tagged.
+// Processor: the runtimes' seam (splicer.h). The runtimes mark code in the
+// processor's CodeMap and intern frames through its InterpretedFrames.
+// Marks are per module, so each frame's tag is found once, when the frame
+// is first interned (or its module marked); a stack is handed to the
+// splicers only when one of its frames is tagged.
 #include <algorithm>
 
 #include "src/record/processor.h"
@@ -16,7 +18,7 @@ void Processor::AddSplicer(StackSplicer* splicer) {
   frame_tag_.resize(capture_.frames.size(), 0);
   for (size_t f = known; f < capture_.frames.size(); ++f) {
     if (capture_.frames[f].kind == capture::FrameKind::kNative)
-      frame_tag_[f] = FrameTag(capture_.frames[f].module, capture_.frames[f].address);
+      frame_tag_[f] = code_map_.FrameTag(capture_.frames[f].module, capture_.frames[f].address);
   }
   // Mappings already known (an attach seeds them before sources start).
   module_announced_.assign(capture_.modules.size(), 0);
@@ -60,66 +62,24 @@ void Processor::AnnounceMapping(uint32_t pid, uint32_t mapping_row) {
   if (module_announced_.size() <= module) module_announced_.resize(module + 1, 0);
   const MappedModule mapped = Mapped(pid, mapping_row, !module_announced_[module]);
   module_announced_[module] = 1;
-  for (StackSplicer* s : splicers_) s->OnModuleMapped(mapped, this);
+  for (StackSplicer* s : splicers_) s->OnModuleMapped(mapped, &code_map_);
+  RetagNewlyMarked();
 }
 
-void Processor::Mark(capture::ModuleId module, uint64_t begin, uint64_t end, uint8_t tag) {
-  if (module >= capture_.modules.size() || begin >= end || tag == 0) return;
-  if (module_marks_.size() <= module) module_marks_.resize(module + 1);
-  auto& ranges = module_marks_[module];
-  CodeRange range{begin, end, tag};
-  ranges.insert(
-      std::upper_bound(ranges.begin(), ranges.end(), range,
-                       [](const CodeRange& a, const CodeRange& b) { return a.begin < b.begin; }),
-      range);
-  // Frames interned before the mark learn it now.
-  for (size_t f = 0; f < capture_.frames.size() && f < frame_tag_.size(); ++f) {
-    const capture::Frame& frame = capture_.frames[f];
-    if (frame.module == module && frame.kind == capture::FrameKind::kNative)
-      frame_tag_[f] = FrameTag(module, frame.address);
+void Processor::TagNewFrame(FrameId frame, uint8_t tag) {
+  if (splicers_.empty()) return;
+  frame_tag_.resize(frame, 0);
+  frame_tag_.push_back(tag);
+}
+
+void Processor::RetagNewlyMarked() {
+  for (capture::ModuleId module : code_map_.TakeNewlyMarked()) {
+    for (size_t f = 0; f < capture_.frames.size() && f < frame_tag_.size(); ++f) {
+      const capture::Frame& frame = capture_.frames[f];
+      if (frame.module == module && frame.kind == capture::FrameKind::kNative)
+        frame_tag_[f] = code_map_.FrameTag(module, frame.address);
+    }
   }
-}
-
-void Processor::MarkFramePointerCode(capture::ModuleId module, uint64_t begin, uint64_t end) {
-  if (module >= capture_.modules.size() || begin >= end) return;
-  if (frame_pointer_code_.size() <= module) frame_pointer_code_.resize(module + 1);
-  auto& ranges = frame_pointer_code_[module];
-  ranges.insert(std::upper_bound(ranges.begin(), ranges.end(), std::pair{begin, end}),
-                std::pair{begin, end});
-}
-
-void Processor::MarkAnonymousFramePointers(uint32_t pid) {
-  auto p = processes_.find(pid);
-  if (p != processes_.end()) p->second.anonymous_frame_pointers = true;
-}
-
-bool Processor::FramePointerCode(capture::ModuleId module, uint64_t offset) const {
-  if (module >= frame_pointer_code_.size()) return false;
-  const auto& ranges = frame_pointer_code_[module];
-  auto it = std::upper_bound(ranges.begin(), ranges.end(), std::pair{offset, UINT64_MAX});
-  return it != ranges.begin() && offset < std::prev(it)->second;
-}
-
-void Processor::MarkRuntime(capture::ModuleId module, capture::Runtime runtime) {
-  if (module < capture_.modules.size()) capture_.modules[module].runtime = runtime;
-}
-
-uint8_t Processor::FrameTag(capture::ModuleId module, uint64_t address) const {
-  const uint8_t tag = TagOf(module, address);
-  if (tag != 0 || module == kNone || module >= capture_.modules.size()) return tag;
-  return capture_.modules[module].kind == capture::ModuleKind::kAnonymous
-             ? code_tags::kAnonymousCode
-             : 0;
-}
-
-uint8_t Processor::TagOf(capture::ModuleId module, uint64_t offset) const {
-  if (module == kNone || module >= module_marks_.size()) return 0;
-  const auto& ranges = module_marks_[module];
-  auto it = std::upper_bound(ranges.begin(), ranges.end(), offset,
-                             [](uint64_t o, const CodeRange& r) { return o < r.begin; });
-  if (it == ranges.begin()) return 0;
-  --it;
-  return offset < it->end ? it->tag : 0;
 }
 
 void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time,
@@ -137,24 +97,8 @@ void Processor::SpliceScratch(uint32_t pid, uint32_t tid, uint64_t time,
     scratch_sp_.resize(scratch_.size(), 0);
     splicer->Splice({pid, tid, time, &scratch_, scratch_tags_, scratch_sp_,
                      owns ? walk : std::span<const uint8_t>(), &scratch_label_},
-                    this);
+                    &interpreted_);
   }
-}
-
-FrameId Processor::Interpreted(const InterpretedFrame& frame) {
-  capture::StringId name = strings_.Intern(frame.function);
-  capture::StringId file = frame.file.empty() ? kNone : strings_.Intern(frame.file);
-  auto [fn, new_function] = interpreted_functions_.try_emplace(
-      {name, file, frame.first_line}, capture::FunctionId(capture_.functions.size()));
-  if (new_function) capture_.functions.push_back({name, kNone, kNone});
-  auto [it, inserted] =
-      interpreted_frames_.try_emplace({fn->second, frame.line}, FrameId(capture_.frames.size()));
-  if (inserted) {
-    capture_.frames.push_back(
-        {capture::FrameKind::kInterpreted, kNone, frame.first_line, fn->second, file, frame.line});
-    if (!splicers_.empty()) frame_tag_.push_back(0);
-  }
-  return it->second;
 }
 
 }  // namespace microscope::record

@@ -1,5 +1,7 @@
 // Processor: user stacks unwound from copied registers and stack bytes,
-// with each module's CFI (loaded once per build ID) and each mapping's bias.
+// with each module's CFI (loaded once per build ID) and each mapping's
+// bias; and the files a module is read from, through its mappers' roots.
+#include <algorithm>
 #include <cstring>
 
 #include "src/record/jit_namer.h"
@@ -10,6 +12,40 @@ namespace microscope::record {
 using capture::ModuleId;
 using capture::ModuleKind;
 using capture::StackEnd;
+
+void Processor::NoteRoot(uint32_t pid, ProcessState& p, ModuleId module) {
+  if (!p.root_known) {
+    p.root = roots_.Open(pid_t(pid));
+    p.root_known = true;
+  }
+  if (p.root == ProcessRoots::kHostRoot) return;
+  if (module_roots_.size() <= module) module_roots_.resize(module + 1);
+  std::vector<uint32_t>& seen = module_roots_[module];
+  if (std::find(seen.begin(), seen.end(), p.root) == seen.end()) seen.push_back(p.root);
+}
+
+std::vector<std::string> Processor::PathsInTargetRoots(ModuleId module) const {
+  std::vector<std::string> paths;
+  if (module >= module_roots_.size()) return paths;
+  const std::string& path = capture_.strings[capture_.modules[module].path];
+  for (uint32_t root : module_roots_[module]) paths.push_back(roots_.PathIn(root, path));
+  return paths;
+}
+
+std::vector<std::vector<std::string>> Processor::TargetPaths() const {
+  std::vector<std::vector<std::string>> paths(capture_.modules.size());
+  for (size_t m = 0; m < paths.size(); ++m) paths[m] = PathsInTargetRoots(ModuleId(m));
+  return paths;
+}
+
+std::vector<std::string> Processor::ModuleFiles(ModuleId module) const {
+  std::vector<std::string> files = PathsInTargetRoots(module);
+  const capture::Module& mod = capture_.modules[module];
+  // A file the target sees elsewhere is never taken from the host path
+  // unless its build ID can prove it.
+  if (files.empty() || !mod.build_id.empty()) files.push_back(capture_.strings[mod.path]);
+  return files;
+}
 
 const record::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
   if (module_unwind_.size() <= module) module_unwind_.resize(capture_.modules.size());
@@ -36,8 +72,7 @@ bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* in
   uint32_t row = std::prev(it)->second;
   const capture::Mapping& m = capture_.mappings[row];
   if (pc >= m.end) return false;
-  if (m.module < frame_pointer_code_.size() &&
-      FramePointerCode(m.module, pc - m.start + m.file_offset)) {
+  if (code_map_.FramePointerCode(m.module, pc - m.start + m.file_offset)) {
     info->table = nullptr;
     info->bias = 0;
     info->frame_pointers = true;
@@ -55,7 +90,8 @@ bool Processor::LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* in
       }
     }
   }
-  if (proc.anonymous_frame_pointers && capture_.modules[m.module].kind == ModuleKind::kAnonymous) {
+  if (capture_.modules[m.module].kind == ModuleKind::kAnonymous &&
+      code_map_.AnonymousFramePointers(uint32_t(capture_.processes[proc.row].pid))) {
     info->table = nullptr;
     info->bias = 0;
     info->frame_pointers = true;
