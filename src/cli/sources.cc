@@ -33,8 +33,8 @@ std::vector<record::SourceKind> MakeSources() {
     const std::string_view name = r->name;
     kinds.push_back(
         {name, r->frames, false,
-         [name](const record::RecordOptions& o) {
-           return o.samples && o.RuntimeMode(name) != "off";
+         [name, marks = r->marks_when_off](const record::RecordOptions& o) {
+           return o.samples && (o.RuntimeMode(name) != "off" || marks);
          },
          [name](const record::RecordOptions& o) { return o.RuntimeMode(name) == "bpf"; }, r->start,
          r->maps});

@@ -31,8 +31,12 @@ struct Runtime {
   // object that walks (record::SharedBpfMaps): its processes' layouts.
   std::span<const std::string_view> maps;
   // Starts its source, when its mode is not "off" (the source reads it:
-  // "auto" or "bpf").
+  // "auto" or "bpf"), and also when it is "off" if `marks_when_off`.
   Result<std::unique_ptr<record::EventSource>> (*start)(const record::SourceContext&);
+  // Whether its source also runs with its mode "off", walking nothing and
+  // only marking what changes how native stacks unwind (V8's generated
+  // code keeps frame pointers, whether its frames are walked or not).
+  bool marks_when_off = false;
 };
 
 // Every runtime of walker_rooms (generated: registered.cc).

@@ -104,6 +104,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
  public:
   explicit NodeSource(const record::SourceContext& context)
       : mode_(context.options.RuntimeMode(kSourceName)),
+        marks_only_(mode_ == "off"),
         collector_(context.collector),
         shared_sampler_(context.runtime_sampler),
         shared_maps_(context.shared_maps),
@@ -151,6 +152,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   }
 
   std::string mode_;
+  // --node off: V8's code is marked as frame-pointer code (so that native
+  // stacks unwind through it), and nothing is walked or spliced.
+  bool marks_only_;
   record::Collector* collector_;
   std::shared_ptr<Sampler>* shared_sampler_;
   record::SharedBpfMaps* shared_maps_;
@@ -213,7 +217,8 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
     const ImageInfo& info = *it->second;
     if (info.v8 && info.error.empty()) {
       marks->MarkRuntime(mapping.module, capture::Runtime::kV8);
-      marks->Mark(mapping.module, info.builtins.begin, info.builtins.end, kBuiltinTag);
+      if (!marks_only_)
+        marks->Mark(mapping.module, info.builtins.begin, info.builtins.end, kBuiltinTag);
       marks->MarkFramePointerCode(mapping.module, info.builtins.begin, info.builtins.end);
     }
   }
@@ -223,7 +228,7 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   // is unwound by them under -g dwarf too, walker or not (marked in record
   // order, which an exec then undoes).
   marks->MarkAnonymousFramePointers(mapping.pid);
-  if (!refused_.empty()) return;
+  if (marks_only_ || !refused_.empty()) return;
   if (sampler_ == nullptr) {
     if (Status started = Start(); !started.ok()) {
       Refuse(started);
@@ -384,6 +389,7 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 
 void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
   problems_.Report(sink);
+  if (marks_only_) return;  // --node off: the settings say nothing of a walker
   const std::string state = !refused_.empty()     ? "off: " + refused_
                             : sampler_ == nullptr ? "off: no V8 image was mapped"
                                                   : "on";
@@ -423,6 +429,7 @@ bool LooksLikeNode(const record::SourceContext& context) {
 Result<std::unique_ptr<record::EventSource>> StartNodeSource(const record::SourceContext& context) {
   const std::string_view mode = context.options.RuntimeMode(kSourceName);
   auto source = std::make_unique<NodeSource>(context);
+  if (mode == "off") return std::unique_ptr<record::EventSource>(std::move(source));
   const bool node = LooksLikeNode(context);
   if (mode == "bpf" || node) {
     if (Status started = source->Start(); !started.ok()) {
@@ -440,10 +447,13 @@ constexpr std::string_view kMaps[] = {"v8_processes", "v8_images"};  // node_wal
 
 }  // namespace
 
-const Runtime kRuntime = {kSourceName, "JavaScript frames",
+const Runtime kRuntime = {kSourceName,
+                          "JavaScript frames",
                           "JavaScript frames, walked by BPF at each sample of every process that "
                           "maps a V8 image (v8dbg_ symbols: Node.js) and spliced into its native "
                           "stacks",
-                          kMaps, StartNodeSource};
+                          kMaps,
+                          StartNodeSource,
+                          /*marks_when_off=*/true};
 
 }  // namespace microscope::runtimes::node
