@@ -124,7 +124,9 @@ void KeepMarked(const Capture& dicts, const Needed& n, const std::vector<char>& 
            ids::Renumber(n.stacks)};
   std::vector<std::string> strings;
   for (size_t i = 0; i < dicts.strings.size(); ++i) {
-    if (n.strings[i]) strings.push_back(dicts.strings[i]);
+    // In place (out is dicts), the kept strings move rather than copy.
+    if (n.strings[i])
+      strings.push_back(&dicts == out ? std::move(out->strings[i]) : dicts.strings[i]);
   }
   std::vector<Module> modules = CopyRows(dicts.modules, n.modules, m);
   std::vector<Mapping> kept_mappings = CopyRows(dicts.mappings, mappings, m);

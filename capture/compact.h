@@ -48,6 +48,25 @@ struct CodeRenumbering {
   std::vector<uint32_t> functions, frames, stacks;
 };
 
+// `id` renumbered by `ids` (kNone stays kNone).
+inline uint32_t Renumbered(const std::vector<uint32_t>& ids, uint32_t id) {
+  return id == kNone ? kNone : ids[id];
+}
+
+// A cache whose values are rows renumbered by `ids`: the values rewritten,
+// the entries whose row was dropped erased.
+template <typename Map>
+void RenumberValues(Map& cache, const std::vector<uint32_t>& ids) {
+  for (auto it = cache.begin(); it != cache.end();) {
+    if (ids[it->second] == kNone) {
+      it = cache.erase(it);
+    } else {
+      it->second = ids[it->second];
+      ++it;
+    }
+  }
+}
+
 // The rest of a generation's end: drops the stack nodes, frames and
 // functions that no event row left in `live` needs, renumbers the rest in
 // their order and rewrites every reference to them. Strings and modules

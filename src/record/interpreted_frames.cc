@@ -21,14 +21,7 @@ FrameId InterpretedFrames::Interpreted(const InterpretedFrame& frame) {
 }
 
 void InterpretedFrames::Renumber(const capture::CodeRenumbering& r) {
-  for (auto it = functions_.begin(); it != functions_.end();) {
-    if (r.functions[it->second] == kNone) {
-      it = functions_.erase(it);
-    } else {
-      it->second = r.functions[it->second];
-      ++it;
-    }
-  }
+  capture::RenumberValues(functions_, r.functions);
   // A kept frame keeps its function.
   std::map<std::pair<capture::FunctionId, uint32_t>, FrameId> frames;
   for (const auto& [key, frame] : frames_) {

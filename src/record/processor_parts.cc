@@ -58,37 +58,16 @@ void Processor::EndGeneration(uint64_t before) {
   ForgetUnusedCode();
 }
 
-namespace {
-
-// Rewrites the ids a cache maps to through `ids`, leaving out the dropped.
-template <typename Map>
-void RemapValues(Map& m, const std::vector<uint32_t>& ids) {
-  for (auto it = m.begin(); it != m.end();) {
-    if (ids[it->second] == kNone) {
-      it = m.erase(it);
-    } else {
-      it->second = ids[it->second];
-      ++it;
-    }
-  }
-}
-
-uint32_t Renumbered(const std::vector<uint32_t>& ids, uint32_t id) {
-  return id == kNone ? kNone : ids[id];
-}
-
-}  // namespace
-
 void Processor::ForgetUnusedCode() {
   const capture::CodeRenumbering r = capture::DropUnusedCode(&capture_);
   stacks_.Reindex();
-  RemapValues(frames_, r.frames);
-  RemapValues(jit_functions_, r.functions);
+  capture::RenumberValues(frames_, r.frames);
+  capture::RenumberValues(jit_functions_, r.functions);
   interpreted_.Renumber(r);
   std::map<std::tuple<uint64_t, capture::ModuleId, capture::FunctionId>, capture::FrameId> jit;
   for (const auto& [key, frame] : jit_frames_) {
     if (r.frames[frame] == kNone) continue;
-    jit[{std::get<0>(key), std::get<1>(key), Renumbered(r.functions, std::get<2>(key))}] =
+    jit[{std::get<0>(key), std::get<1>(key), capture::Renumbered(r.functions, std::get<2>(key))}] =
         r.frames[frame];
   }
   jit_frames_ = std::move(jit);
