@@ -8,7 +8,8 @@
   medians of --runs;
 - the BPF walk's cost per sample and per frame: walk_runtimes's run time
   over its runs (kernel.bpf_stats_enabled), on the shares mode (about 8
-  JavaScript frames a sample) and recursion (about 49);
+  JavaScript frames a sample), recursion (about 49) and a stack 1,000
+  calls deep (tests/fixtures/node/deep.js: about 1,000 frames a walk);
 - frames named: the share of the samples under top() whose JavaScript
   frames are all named.
 
@@ -31,6 +32,7 @@ args = ap.parse_args()
 ms = os.path.join(os.path.abspath(args.build), "microscope")
 here = os.path.dirname(os.path.abspath(__file__))
 workload = os.path.join(here, "..", "tests", "fixtures", "node", "workload.js")
+deep = os.path.join(here, "..", "tests", "fixtures", "node", "deep.js")
 nodes = args.node or ["/usr/bin/node"]
 tmp = tempfile.mkdtemp(prefix="node-walk-bench-")
 cap = os.path.join(tmp, "w.mscap")
@@ -84,6 +86,10 @@ for node in nodes:
     (a, fa), (b, fb) = costs["shares"], costs["recursion"]
     if fb > fa:
         print("  walk cost per frame: %.0f ns" % ((b - a) / (fb - fa)))
+    per_walk, runs = runtime_bench.ns_per_walk(
+        [ms, "record", "-q", "--node", "bpf", "-o", cap, "--", node, deep, "1000", "300000000"], env)
+    print("  walk cost, 1,000 calls deep: %.0f ns per sample (%d walks), %.0f ns per frame" %
+          (per_walk, runs, per_walk / 1000))
     subprocess.run([ms, "record", "-q", "--node", "bpf", "-o", cap, "--", node, workload, "shares",
                     args.scale], check=True, capture_output=True)
     rep = json.loads(subprocess.run([ms, "report", "--json", "--min-percent", "0", cap],

@@ -6,7 +6,8 @@
   `record --python bpf` (and unprofiled), run alternately, medians of --runs;
 - the BPF walk's cost per sample and per frame: walk_runtimes's run time over
   its runs (kernel.bpf_stats_enabled), on a shallow fixture (split, about 3
-  Python frames) and a deep one (recursion, about 53);
+  Python frames), a deep one (recursion, about 53) and a stack 1,000 calls
+  deep (tests/fixtures/python/deep.py: about 1,000 frames a walk);
 - frames named: the share of samples whose Python frames are all named.
 
 usage: bench/python_walk.py BUILD_DIR [--python PATH]... [--runs R] [--scale S]   (as root)"""
@@ -29,6 +30,7 @@ build = os.path.abspath(args.build)
 ms = os.path.join(build, "microscope")
 here = os.path.dirname(os.path.abspath(__file__))
 workload = os.path.join(here, "..", "tests", "fixtures", "python", "workload.py")
+deep = os.path.join(here, "..", "tests", "fixtures", "python", "deep.py")
 pythons = args.python or ["/usr/bin/python3.11"]
 tmp = tempfile.mkdtemp(prefix="python-walk-bench-")
 cap = os.path.join(tmp, "w.mscap")
@@ -99,6 +101,10 @@ for python in pythons:
     (a, fa), (b, fb) = costs["split"], costs["recursion"]
     if fb > fa:
         print("  walk cost per frame: %.0f ns" % ((b - a) / (fb - fa)))
+    per_walk, runs = runtime_bench.ns_per_walk(
+        [ms, "record", "-q", "--python", "bpf", "-o", cap, "--", python, deep, "1000", "3000000"], env)
+    print("  walk cost, 1,000 calls deep: %.0f ns per sample (%d walks), %.0f ns per frame" %
+          (per_walk, runs, per_walk / 1000))
     for mode in ("split", "recursion", "threads", "qsort", "blocked", "imported"):
         share, placed, samples = named(python, mode)
         print("  %s: every Python frame named in %.2f%% of %d samples; placed in %.2f%%" %

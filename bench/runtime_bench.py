@@ -14,8 +14,9 @@ def timed(cmd, env):
 
 
 def walk_stats():
-    """(run_time_ns, run_cnt) of the loaded walk_runtimes, or None."""
-    p = subprocess.run(["bpftool", "-j", "prog", "show", "name", "walk_runtimes"],
+    """(run_time_ns, run_cnt) of the loaded sampler program
+    (bpf/sampler.bpf.c: walk_runtimes_at_sample), or None."""
+    p = subprocess.run(["bpftool", "-j", "prog", "show", "name", "walk_runtimes_at_sample"],
                        capture_output=True, text=True)
     try:
         progs = json.loads(p.stdout)

@@ -111,12 +111,15 @@ static __always_inline void fill_regs(struct offcpu_event *e, struct pt_regs *r)
   e->has_regs = 1;
 }
 
+// After the walk, if any (the stack goes after it in the tail).
 static __always_inline void copy_event_stack(struct offcpu_event *e) {
-  e->ustack_size = e->has_regs ? copy_user_stack(e->ustack, e->regs[7], ustack_size) : 0;
+  __u8 *at = e->tail + (e->walk_size & MICROSCOPE_EVENT_PART_MASK);
+  e->ustack_size = e->has_regs ? copy_user_stack(at, e->regs[7], ustack_size) : 0;
 }
 
 static __always_inline void send(struct offcpu_event *e) {
-  __u64 bytes = MICROSCOPE_OFFCPU_FIXED_SIZE + (e->ustack_size & (MICROSCOPE_USTACK_ROOM - 1));
+  __u64 bytes = MICROSCOPE_OFFCPU_FIXED_SIZE + (e->walk_size & MICROSCOPE_EVENT_PART_MASK) +
+                (e->ustack_size & MICROSCOPE_EVENT_PART_MASK);
   // The reader polls on a timer; wake it early only when a lot is waiting.
   __u64 flags =
       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (4 << 20) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
@@ -154,25 +157,25 @@ static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 
   struct task_struct *task = bpf_get_current_task_btf();
   e->has_regs = 0;
   e->ustack_size = 0;
+  e->walk_size = 0;
+  int unchanged = 0;
   if (BPF_CORE_READ(task, mm) && s->has_regs) {
     fill_regs(e, (struct pt_regs *)bpf_task_pt_regs(task));
-    if (e->regs[7] == s->regs[7] && e->regs[8] == s->regs[8]) {
-      copy_event_stack(e);  // no user code ran since the switch-in
-    } else {
-      // It returned to user space since (it blocked outside a system call,
-      // in a page fault): its registers then, and no stack.
-      __builtin_memcpy(e->regs, s->regs, sizeof(e->regs));
-    }
+    // No user code ran since the switch-in: its stack is that of then.
+    unchanged = e->regs[7] == s->regs[7] && e->regs[8] == s->regs[8];
+    // Otherwise it returned to user space since (it blocked outside a
+    // system call, in a page fault): its registers then, and no stack.
+    if (!unchanged) __builtin_memcpy(e->regs, s->regs, sizeof(e->regs));
   }
   begin_event(e, s, pid, tid);
   bpf_get_current_comm(e->comm, sizeof(e->comm));
-  if (e->ustack_size == 0) e->flags |= MICROSCOPE_OFFCPU_NO_USER_STACK;
-  e->walk.h.magic = 0;
   if (s->has_regs) {  // where its interpreted code blocked
     struct walk_thread t = {.task = task, .fp = e->regs[6], .sp = e->regs[7],
                             .pid = pid, .tid = tid, .blocked = 1};
-    walk_runtimes(&e->walk, &t);
+    e->walk_size = walk_runtimes_into(e->tail, &t);
   }
+  if (unchanged) copy_event_stack(e);
+  if (e->ustack_size == 0) e->flags |= MICROSCOPE_OFFCPU_NO_USER_STACK;
   send(e);
 }
 
@@ -325,15 +328,15 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   if (!e) return 0;
   e->has_regs = 0;
   e->ustack_size = 0;
-  e->walk.h.magic = 0;
+  e->walk_size = 0;
   if (regs) {
     fill_regs(e, regs);
     if (BPF_CORE_READ(next, mm) == BPF_CORE_READ(prev, mm)) {
-      copy_event_stack(e);
       // Preempted in its own code: its rbp is its own.
       struct walk_thread t = {.task = next, .fp = e->regs[6], .sp = e->regs[7],
                               .pid = s->pid, .tid = tid};
-      walk_runtimes(&e->walk, &t);
+      e->walk_size = walk_runtimes_into(e->tail, &t);
+      copy_event_stack(e);
     }
   }
   begin_event(e, s, s->pid, tid);

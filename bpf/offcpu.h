@@ -22,7 +22,10 @@
 #define MICROSCOPE_OFFCPU_EARLY_WAKER 0x80 /* in offcpu_start only: waker seen before switch-out */
 
 /* One interval off CPU of a followed thread, at least min_ns long. The
- * user stack follows the fixed part: ustack_size bytes from regs[7] (SP). */
+ * tail follows the fixed part (stack_copy.h): the thread's interpreted
+ * frames where its user stack was taken, by the runtime its process was
+ * laid out for (walk_size bytes), then ustack_size bytes of user stack from
+ * regs[7] (SP). */
 struct offcpu_event {
   __u64 start_ns; /* switch-out (bpf_ktime_get_ns: CLOCK_MONOTONIC); 0 with CUT_AT_START */
   __u64 end_ns;   /* switch-in */
@@ -33,21 +36,19 @@ struct offcpu_event {
   __u32 waker_tid; /* 0: no wakeup seen */
   __u32 waker_pid;
   __u32 kstack_size; /* bytes of kstack used */
-  __u32 ustack_size; /* bytes of user stack after this struct */
+  __u32 ustack_size; /* bytes of user stack in the tail, after the walk */
+  __u32 walk_size;   /* bytes of runtime walk at the tail's start */
   __u8 state;
   __u8 flags;
   __u8 has_regs;
-  __u8 reserved[5];
+  __u8 reserved;
   char comm[16];
   char waker_comm[16];
   __u64 kstack[MICROSCOPE_KSTACK_MAX];
-  /* The thread's interpreted frames where its user stack was taken, by the
-   * runtime its process was laid out for (magic 0: none). */
-  struct runtime_walk walk;
-  __u8 ustack[MICROSCOPE_USTACK_ROOM];
+  __u8 tail[MICROSCOPE_EVENT_TAIL];
 };
 
-#define MICROSCOPE_OFFCPU_FIXED_SIZE (sizeof(struct offcpu_event) - MICROSCOPE_USTACK_ROOM)
+#define MICROSCOPE_OFFCPU_FIXED_SIZE (sizeof(struct offcpu_event) - MICROSCOPE_EVENT_TAIL)
 
 /* A thread still off CPU (or switched in, its interval not yet sent), as the
  * loader finds it in the map at the end. */

@@ -22,10 +22,12 @@ struct {
   __uint(value_size, sizeof(__u32));
 } walk_out SEC(".maps");
 
-// One walk under construction per CPU (too big for the BPF stack).
+// One walk under construction per CPU (too big for the BPF stack, and for
+// a per-CPU array's 32 KiB values). Programs on perf events run with
+// preemption off.
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);  // set to the number of CPUs by the loader
   __type(key, __u32);
   __type(value, struct runtime_walk);
 } walk_scratch SEC(".maps");
@@ -46,8 +48,8 @@ struct {
 SEC("perf_event")
 int walk_runtimes_at_sample(struct bpf_perf_event_data* ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  __u32 zero = 0;
-  struct runtime_walk* w = bpf_map_lookup_elem(&walk_scratch, &zero);
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct runtime_walk* w = bpf_map_lookup_elem(&walk_scratch, &cpu);
   if (!w) return 1;
   struct walk_thread t = {.task = bpf_get_current_task_btf(), .pid = id >> 32, .tid = (__u32)id};
   if ((ctx->regs.ip >> 47) == 0) {  // the sample interrupted user code

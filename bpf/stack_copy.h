@@ -8,4 +8,11 @@
 #define MICROSCOPE_USTACK_ROOM 65536     /* bytes an event's stack buffer holds */
 #define MICROSCOPE_USTACK_COPY_MAX 65528 /* at most this many are copied (perf's limit) */
 
+/* An event's variable tail (offcpu.h, syscalls.h): the thread's runtime walk
+ * (bpf/walk.h, walk_size bytes, 0: none), then its user stack (ustack_size
+ * bytes). Each part is under 64 KiB, so the room is twice that: the
+ * verifier sees the stack's offset and size bounded by the 16-bit mask. */
+#define MICROSCOPE_EVENT_PART_MASK 0xffff
+#define MICROSCOPE_EVENT_TAIL (2 * MICROSCOPE_USTACK_ROOM)
+
 #endif

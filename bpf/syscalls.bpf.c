@@ -114,13 +114,15 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
     if (e) {
       fill_call(&e->call, s, ret, pid_tgid, duration);
       read_user_regs(e->regs, regs);
-      e->ustack_size = copy_user_stack(e->ustack, e->regs[7], ustack_size);
-      // The interpreted code that made the call.
+      // The interpreted code that made the call, then the stack after it.
       struct walk_thread t = {.task = bpf_get_current_task_btf(), .fp = e->regs[6],
                               .sp = e->regs[7], .pid = pid_tgid >> 32, .tid = tid,
                               .blocked = 1};
-      walk_runtimes(&e->walk, &t);
-      __u64 bytes = MICROSCOPE_SYSCALL_STACK_FIXED_SIZE + (e->ustack_size & (MICROSCOPE_USTACK_ROOM - 1));
+      e->walk_size = walk_runtimes_into(e->tail, &t);
+      const __u32 walk = e->walk_size & MICROSCOPE_EVENT_PART_MASK;
+      e->ustack_size = copy_user_stack(e->tail + walk, e->regs[7], ustack_size);
+      __u64 bytes = MICROSCOPE_SYSCALL_STACK_FIXED_SIZE + walk +
+                    (e->ustack_size & MICROSCOPE_EVENT_PART_MASK);
       if (bpf_ringbuf_output(&events, e, bytes, wakeup_flags()) != 0) count_lost();
       bpf_map_delete_elem(&starts, &tid);
       return 0;

@@ -23,16 +23,18 @@ struct syscall_event {
 };
 
 /* A slow call (at least stack_min_ns long): the call, then the caller's
- * user registers at the call's exit and ustack_size bytes of its stack. */
+ * user registers at the call's exit, and the tail (stack_copy.h): the
+ * caller's interpreted frames (walk_size bytes) and ustack_size bytes of
+ * its stack. */
 struct syscall_stack_event {
   struct syscall_event call;
   __u64 regs[MICROSCOPE_USER_REGS];
   __u32 ustack_size;
-  __u32 reserved;
-  struct runtime_walk walk; /* the caller's interpreted frames (magic 0: none) */
-  __u8 ustack[MICROSCOPE_USTACK_ROOM];
+  __u32 walk_size;
+  __u8 tail[MICROSCOPE_EVENT_TAIL];
 };
 
-#define MICROSCOPE_SYSCALL_STACK_FIXED_SIZE (sizeof(struct syscall_stack_event) - MICROSCOPE_USTACK_ROOM)
+#define MICROSCOPE_SYSCALL_STACK_FIXED_SIZE \
+  (sizeof(struct syscall_stack_event) - MICROSCOPE_EVENT_TAIL)
 
 #endif

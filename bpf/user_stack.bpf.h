@@ -26,8 +26,8 @@ static __always_inline void read_user_regs(__u64 *out, struct pt_regs *r) {
   out[16] = BPF_CORE_READ(r, r15);
 }
 
-// Copies user stack from `sp` in the current address space into `dst` (a
-// MICROSCOPE_USTACK_ROOM buffer): `want` bytes, or less when the stack's end
+// Copies user stack from `sp` in the current address space into `dst` (with
+// MICROSCOPE_USTACK_ROOM bytes of room): `want` bytes, or less when the stack's end
 // is nearer (a read must not cross into unmapped memory, so halve until it
 // fits). Returns the bytes copied.
 static __always_inline __u32 copy_user_stack(__u8 *dst, __u64 sp, __u32 want) {

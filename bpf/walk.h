@@ -13,8 +13,11 @@
 #define MICROSCOPE_WALK_MAGIC 0x6b6c6177u /* "walk", record version 1 */
 
 /* Bytes of frames a walk has room for: each runtime's frame bound is this
- * over its frame's size. */
-#define MICROSCOPE_WALK_ROOM 4096
+ * over its frame's size (JavaScript 1,168 frames, Python 2,045). A walk at
+ * a sample goes as one BPF output record, whose perf record (header,
+ * identifier, tid, time, cpu, raw size: 44 bytes) has a 16-bit size: the
+ * header and frames must fit in 65,484 bytes. */
+#define MICROSCOPE_WALK_ROOM 65440
 
 struct walk_header {
   __u32 magic; /* MICROSCOPE_WALK_MAGIC; 0: no walk */
@@ -25,7 +28,9 @@ struct walk_header {
   __u32 tid;
   __u16 frame_size;
   __u8 flags; /* the runtime's own */
-  __u8 reserved[5];
+  __u8 reserved;
+  __u16 bound; /* the most frames this walk could keep */
+  __u8 reserved2[2];
   __u64 context[2]; /* the runtime's own (CPython: the thread state; V8: sp, isolate) */
 };
 
@@ -36,5 +41,9 @@ struct runtime_walk {
 };
 
 #define MICROSCOPE_WALK_FIXED sizeof(struct walk_header)
+
+/* The frames a walk keeps unless the loader says otherwise (walk_max_frames in
+ * bpf/walk_thread.h, set from record --runtime-frames). */
+#define MICROSCOPE_WALK_FRAMES_DEFAULT 1024
 
 #endif

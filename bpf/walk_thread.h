@@ -6,6 +6,10 @@
 
 #include "walk.h"
 
+// The most frames a walk keeps (each runtime also stops at its room,
+// bpf/walk.h); set by the loader. A walk with more ends truncated.
+const volatile __u32 walk_max_frames = MICROSCOPE_WALK_FRAMES_DEFAULT;
+
 struct walk_thread {
   struct task_struct* task;
   __u64 fp; /* its user frame and stack pointers (rbp, rsp) */
@@ -29,6 +33,8 @@ static __always_inline void walk_begin(struct walk_header* h, __u8 runtime, cons
   h->flags = 0;
   h->nframes = 0;
   h->frame_size = frame_size;
+  const __u32 room = MICROSCOPE_WALK_ROOM / frame_size;
+  h->bound = walk_max_frames < room ? walk_max_frames : room;
   h->context[0] = 0;
   h->context[1] = 0;
 }

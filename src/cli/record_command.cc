@@ -122,6 +122,11 @@ void AddSourceFlags(CLI::App* cmd, RecordFlags* f) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "bpf", "off"}));
   }
+  cmd->add_option("--runtime-frames", f->options.runtime_frames,
+                  "the most Python or JavaScript frames a stack keeps; deeper stacks keep their "
+                  "innermost and say they were cut (at most 2045 Python, 1168 JavaScript frames)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 2045u));
   cmd->add_flag("--syscalls", f->options.syscalls,
                 "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
                 "syscalls` does, in the same capture");

@@ -77,11 +77,15 @@ Status SharedBpfMaps::Adopt(bpf_object* object) {
   return OkStatus();
 }
 
-std::vector<uint8_t> WalkBytes(const runtime_walk& w) {
-  if (w.h.magic != MICROSCOPE_WALK_MAGIC) return {};
-  const size_t frames = std::min<size_t>(size_t(w.h.nframes) * w.h.frame_size, sizeof(w.frames));
-  const auto* bytes = reinterpret_cast<const uint8_t*>(&w);
-  return std::vector<uint8_t>(bytes, bytes + MICROSCOPE_WALK_FIXED + frames);
+Result<EventTail> SplitEventTail(std::span<const uint8_t> tail, uint32_t walk_size,
+                                 uint32_t ustack_size) {
+  if (walk_size > tail.size() || ustack_size > tail.size() - walk_size) {
+    return Status::Error(StatusCode::kDataLoss,
+                         "an event's tail of " + std::to_string(tail.size()) +
+                             " bytes cannot hold its walk of " + std::to_string(walk_size) +
+                             " bytes and stack of " + std::to_string(ustack_size));
+  }
+  return EventTail{tail.first(walk_size), tail.subspan(walk_size, ustack_size)};
 }
 
 Status ConsumeRing(ring_buffer* ring, int timeout_ms, const char* what) {

@@ -56,9 +56,15 @@ class SharedBpfMaps {
   std::map<std::string, ScopedFd> fds_;
 };
 
-// A walk an event carries, as the bytes of its record (bpf/walk.h); empty
-// when its magic says there is none.
-std::vector<uint8_t> WalkBytes(const runtime_walk& walk);
+// An event's tail (bpf/stack_copy.h) split into the runtime walk it carries
+// (the bytes of its record, bpf/walk.h; empty: none) and its user stack;
+// refused when the sizes the event states do not fit in what arrived.
+struct EventTail {
+  std::span<const uint8_t> walk;
+  std::span<const uint8_t> user_stack;
+};
+Result<EventTail> SplitEventTail(std::span<const uint8_t> tail, uint32_t walk_size,
+                                 uint32_t ustack_size);
 
 // Waits up to `timeout_ms` for `ring`, then takes every event there: the
 // programs wake the reader only once a batch has gathered, so whatever is

@@ -56,9 +56,14 @@ int OnEvent(void* ctx, void* data, size_t size) {
   size_t frames = std::min<size_t>(e->kstack_size / 8, MICROSCOPE_KSTACK_MAX);
   out.kernel_stack.assign(e->kstack, e->kstack + frames);
   std::memcpy(out.regs, e->regs, sizeof(out.regs));
-  size_t ustack = std::min<size_t>(e->ustack_size, size - MICROSCOPE_OFFCPU_FIXED_SIZE);
-  out.user_stack.assign(e->ustack, e->ustack + ustack);
-  out.runtime_walk = WalkBytes(e->walk);
+  Result<EventTail> tail = SplitEventTail(std::span(e->tail, size - MICROSCOPE_OFFCPU_FIXED_SIZE),
+                                          e->walk_size, e->ustack_size);
+  if (!tail.ok()) {
+    ++state->malformed;
+    return 0;
+  }
+  out.user_stack.assign(tail->user_stack.begin(), tail->user_stack.end());
+  out.runtime_walk.assign(tail->walk.begin(), tail->walk.end());
   state->sink->push_back(std::move(out));
   return 0;
 }
@@ -90,6 +95,7 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
   state->skel->rodata->min_ns = options.min_ns;
   state->skel->rodata->ustack_size =
       std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
+  state->skel->rodata->walk_max_frames = options.walk_frames;
   RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
   if (options.shared_maps != nullptr) RETURN_IF_ERROR(options.shared_maps->Reuse(state->skel->obj));
   if (int err = offcpu_bpf__load(state->skel); err != 0) {

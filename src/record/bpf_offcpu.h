@@ -22,7 +22,7 @@ struct OffCpuLoss {
   uint64_t intervals = 0;  // sent into a full ring
   uint64_t total_ns = 0;
   uint64_t untracked = 0;  // switch-outs the map of open intervals had no room for
-  uint64_t malformed = 0;  // events shorter than their fixed part (dropped)
+  uint64_t malformed = 0;  // events shorter than their fixed part or tail (dropped)
 };
 
 class OffCpuTracer {
@@ -30,6 +30,7 @@ class OffCpuTracer {
   struct Options {
     uint64_t min_ns = 20000;
     uint32_t stack_copy = 16384;           // bytes of user stack per interval
+    uint32_t walk_frames = 1024;           // interpreted frames per walk (bpf/walk.h)
     SharedBpfMaps* shared_maps = nullptr;  // the runtimes' walker maps, to walk their frames too
   };
   // Loads and attaches the programs, following `pids` (tgids) and the

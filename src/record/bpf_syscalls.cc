@@ -46,12 +46,15 @@ int OnEvent(void* ctx, void* data, size_t size) {
   out.comm.assign(e.comm, strnlen(e.comm, sizeof(e.comm)));
   if (size >= MICROSCOPE_SYSCALL_STACK_FIXED_SIZE) {
     const auto* with_stack = static_cast<const syscall_stack_event*>(data);
-    out.has_stack = true;
-    std::memcpy(out.regs, with_stack->regs, sizeof(out.regs));
-    size_t bytes =
-        std::min<size_t>(with_stack->ustack_size, size - MICROSCOPE_SYSCALL_STACK_FIXED_SIZE);
-    out.user_stack.assign(with_stack->ustack, with_stack->ustack + bytes);
-    out.runtime_walk = WalkBytes(with_stack->walk);
+    Result<EventTail> tail =
+        SplitEventTail(std::span(with_stack->tail, size - MICROSCOPE_SYSCALL_STACK_FIXED_SIZE),
+                       with_stack->walk_size, with_stack->ustack_size);
+    if (tail.ok()) {  // otherwise the call goes without its stack
+      out.has_stack = true;
+      std::memcpy(out.regs, with_stack->regs, sizeof(out.regs));
+      out.user_stack.assign(tail->user_stack.begin(), tail->user_stack.end());
+      out.runtime_walk.assign(tail->walk.begin(), tail->walk.end());
+    }
   }
   state->sink->push_back(std::move(out));
   return 0;
@@ -70,6 +73,7 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(const Options& optio
   state->skel->rodata->stack_min_ns = options.stack_min_ns;
   state->skel->rodata->ustack_size =
       std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
+  state->skel->rodata->walk_max_frames = options.walk_frames;
   RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
   if (options.shared_maps != nullptr) RETURN_IF_ERROR(options.shared_maps->Reuse(state->skel->obj));
   if (int err = syscalls_bpf__load(state->skel); err != 0) {

@@ -22,6 +22,7 @@ class SyscallTracer {
   struct Options {
     uint64_t stack_min_ns = 0;             // calls this long carry a user stack (0: none)
     uint32_t stack_copy = 16384;           // bytes of user stack per slow call
+    uint32_t walk_frames = 1024;           // interpreted frames per walk (bpf/walk.h)
     SharedBpfMaps* shared_maps = nullptr;  // the runtimes' walker maps, to walk their frames too
   };
   // Loads and attaches the programs, following `pids` (tgids). Errors say

@@ -124,6 +124,7 @@ Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& cont
   OffCpuTracer::Options o;
   o.min_ns = options.off_cpu_min_ns;
   o.stack_copy = options.stack_copy;
+  o.walk_frames = options.runtime_frames;
   o.shared_maps = context.shared_maps;
   int32_t pids[] = {context.target};
   ASSIGN_OR_RETURN(std::unique_ptr<OffCpuTracer> tracer, OffCpuTracer::Start(o, pids));

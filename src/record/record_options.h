@@ -41,6 +41,9 @@ struct RecordOptions {
   // said once the runtime appears), "bpf" (required), "off". A runtime not
   // named here is "auto".
   std::map<std::string, std::string, std::less<>> runtimes;
+  // The most interpreted frames a walk keeps, every runtime alike (each
+  // also stops at what its walk has room for: bpf/walk.h).
+  uint32_t runtime_frames = 1024;
   std::string_view RuntimeMode(std::string_view runtime) const {
     auto it = runtimes.find(runtime);
     return it != runtimes.end() ? std::string_view(it->second) : std::string_view("auto");

@@ -68,6 +68,7 @@ Result<std::unique_ptr<EventSource>> StartSyscallSource(const SourceContext& con
   SyscallTracer::Options o;
   o.stack_min_ns = options.syscall_stack_min_ns;
   o.stack_copy = options.stack_copy;
+  o.walk_frames = options.runtime_frames;
   o.shared_maps = context.shared_maps;
   int32_t pids[] = {context.target};
   ASSIGN_OR_RETURN(std::unique_ptr<SyscallTracer> tracer, SyscallTracer::Start(o, pids));

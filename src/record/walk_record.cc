@@ -17,7 +17,7 @@ uint8_t WalkRuntime(std::span<const uint8_t> bytes) {
 }
 
 Result<WalkRecord> ParseWalkRecord(std::span<const uint8_t> bytes, uint8_t runtime,
-                                   size_t frame_size, size_t max_frames, const char* what) {
+                                   size_t frame_size, const char* what) {
   walk_header h;
   // The raw sample pads what the program wrote to 8 bytes (and a u32 size).
   if (bytes.size() < sizeof(h)) {
@@ -36,7 +36,8 @@ Result<WalkRecord> ParseWalkRecord(std::span<const uint8_t> bytes, uint8_t runti
                                                     std::to_string(h.frame_size) + " bytes, not " +
                                                     std::to_string(frame_size));
   }
-  if (h.nframes > max_frames || bytes.size() - sizeof(h) < size_t(h.nframes) * frame_size) {
+  if (h.nframes > MICROSCOPE_WALK_ROOM / frame_size ||
+      bytes.size() - sizeof(h) < size_t(h.nframes) * frame_size) {
     return Status::Error(StatusCode::kDataLoss,
                          std::string(what) + " of " + std::to_string(bytes.size()) +
                              " bytes cannot hold its " + std::to_string(h.nframes) + " frames");
@@ -51,6 +52,7 @@ Result<WalkRecord> ParseWalkRecord(std::span<const uint8_t> bytes, uint8_t runti
   w.context[1] = h.context[1];
   w.frame_size = h.frame_size;
   w.nframes = h.nframes;
+  w.bound = h.bound;
   w.frames = bytes.subspan(sizeof(h), size_t(h.nframes) * frame_size);
   return w;
 }

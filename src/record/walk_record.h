@@ -20,6 +20,7 @@ struct WalkRecord {
   uint64_t context[2] = {};
   uint16_t frame_size = 0;
   uint16_t nframes = 0;
+  uint16_t bound = 0;  // the most frames the walk could keep (a cut walk has this many)
   std::span<const uint8_t> frames;  // nframes * frame_size bytes, leaf first
 };
 
@@ -28,9 +29,9 @@ struct WalkRecord {
 uint8_t WalkRuntime(std::span<const uint8_t> bytes);
 
 // Refuses bytes that are not one whole walk record of `runtime` with frames
-// of `frame_size` bytes, at most `max_frames` of them, saying why; `what`
-// names the runtime's walks in the message ("Python walk record").
+// of `frame_size` bytes, no more than a walk has room for, saying why;
+// `what` names the runtime's walks in the message ("Python walk record").
 Result<WalkRecord> ParseWalkRecord(std::span<const uint8_t> bytes, uint8_t runtime,
-                                   size_t frame_size, size_t max_frames, const char* what);
+                                   size_t frame_size, const char* what);
 
 }  // namespace microscope::record

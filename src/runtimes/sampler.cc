@@ -43,13 +43,15 @@ int OnExec(void* ctx, void* data, size_t size) {
   return 0;
 }
 
-Result<std::unique_ptr<Sampler::State>> Load(record::SharedBpfMaps* maps) {
+Result<std::unique_ptr<Sampler::State>> Load(uint32_t walk_frames, record::SharedBpfMaps* maps) {
   auto state = std::make_unique<Sampler::State>();
   state->skel = sampler_bpf__open();
   if (state->skel == nullptr) return BpfFailed("cannot open the runtime walkers", errno);
   int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return BpfFailed("cannot count the CPUs", cpus);
   bpf_map__set_max_entries(state->skel->maps.walk_out, uint32_t(cpus));
+  RETURN_IF_ERROR(record::SizeScratchPerCpu(state->skel->maps.walk_scratch));
+  state->skel->rodata->walk_max_frames = walk_frames;
   if (maps != nullptr) RETURN_IF_ERROR(maps->Reuse(state->skel->obj));
   if (int err = sampler_bpf__load(state->skel); err != 0) {
     return record::BpfLoadError("the kernel refused the runtime walkers", err);
@@ -71,11 +73,11 @@ Sampler::Sampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Sampler::~Sampler() = default;
 
 Result<std::shared_ptr<Sampler>> Sampler::Attach(record::Collector* collector, uint32_t target,
-                                                 record::SharedBpfMaps* maps,
+                                                 uint32_t walk_frames, record::SharedBpfMaps* maps,
                                                  std::shared_ptr<Sampler>* shared) {
   if (shared != nullptr && *shared != nullptr) return *shared;
   if (collector == nullptr) return Status::Error("no perf events to walk on");
-  ASSIGN_OR_RETURN(std::unique_ptr<State> state, Load(maps));
+  ASSIGN_OR_RETURN(std::unique_ptr<State> state, Load(walk_frames, maps));
   std::shared_ptr<Sampler> sampler(new Sampler(std::move(state)));
   ASSIGN_OR_RETURN(auto outputs, collector->OpenOutputEvents());
   for (auto [cpu, fd] : outputs) {

@@ -24,9 +24,10 @@ class Sampler {
   // The recording's program (kept in `*shared`): loaded, attached to the
   // collector's perf events and following `target` on the first call,
   // shared afterwards.
-  // Its maps of runtimes' layouts are `maps`' (bpf_loader.h).
+  // Its maps of runtimes' layouts are `maps`' (bpf_loader.h); each walk
+  // keeps at most `walk_frames` frames (bpf/walk.h).
   static Result<std::shared_ptr<Sampler>> Attach(record::Collector* collector, uint32_t target,
-                                                 record::SharedBpfMaps* maps,
+                                                 uint32_t walk_frames, record::SharedBpfMaps* maps,
                                                  std::shared_ptr<Sampler>* shared);
   ~Sampler();
   Sampler(const Sampler&) = delete;

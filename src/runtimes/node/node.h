@@ -7,8 +7,11 @@
 #include "bpf/runtime_ids.h"
 #include "bpf/walk.h"
 
-#define MICROSCOPE_V8_MAX_FRAMES 64 /* JavaScript frames kept per sample */
-#define MICROSCOPE_V8_MAX_STEPS 128 /* frame pointers followed per sample */
+/* JavaScript frames a walk has room for (struct v8_frame is 56 bytes); a
+ * walk keeps at most its header's bound (bpf/walk.h) and follows at most
+ * twice as many frame pointers (native and typed frames lie between). */
+#define MICROSCOPE_V8_MAX_FRAMES (MICROSCOPE_WALK_ROOM / 56)
+#define MICROSCOPE_V8_STEPS_PER_FRAME 2
 
 /* What the walk reads in one process's V8 (its image's v8dbg_ symbols),
  * set by the loader when the image is mapped. */

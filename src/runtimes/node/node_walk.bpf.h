@@ -63,6 +63,11 @@ static __always_inline __u16 v8_map_type(const struct v8_process* p, __u64 map) 
   return type;
 }
 
+// Frame pointers a walk follows at most.
+static __always_inline __u32 v8_steps(void) {
+  return walk_max_frames * MICROSCOPE_V8_STEPS_PER_FRAME;
+}
+
 struct v8_step_ctx {
   const struct v8_process* p;
   struct v8_walk* w;
@@ -94,7 +99,7 @@ static long v8_step(__u64 index, void* data) {
       (type = v8_map_type(p, fn[p->word_map & 7])) >= p->type_function_first &&
       type <= p->type_function_last) {
     __u32 n = w->h.nframes;
-    if (n >= MICROSCOPE_V8_MAX_FRAMES) {
+    if (n >= MICROSCOPE_V8_MAX_FRAMES || n >= w->h.bound) {
       w->h.status = MICROSCOPE_V8_TRUNCATED;
       return 1;
     }
@@ -116,7 +121,7 @@ static long v8_step(__u64 index, void* data) {
   // Callers' frames lie above their callees'.
   if (next <= fp) return 1;
   c->fp = next;
-  if (index + 1 == MICROSCOPE_V8_MAX_STEPS) w->h.status = MICROSCOPE_V8_TRUNCATED;
+  if (index + 1 == v8_steps()) w->h.status = MICROSCOPE_V8_TRUNCATED;
   return 0;
 }
 
@@ -165,7 +170,7 @@ static __always_inline int v8_walk(struct v8_walk* w, const struct walk_thread* 
     if (fsbase != 0) v8_word(&w->h.context[1], fsbase + p->isolate_tls);
   }
   struct v8_step_ctx c = {p, w, t->fp};
-  bpf_loop(MICROSCOPE_V8_MAX_STEPS, v8_step, &c, 0);
+  bpf_loop(v8_steps(), v8_step, &c, 0);
   return w->h.nframes > 0;
 }
 
@@ -181,7 +186,7 @@ static __always_inline int v8_walk_scanned(struct v8_walk* w, __u64 sp) {
   w->h.status = MICROSCOPE_V8_WALKED;
   w->h.nframes = 0;
   struct v8_step_ctx c = {p, w, scan.found};
-  bpf_loop(MICROSCOPE_V8_MAX_STEPS, v8_step, &c, 0);
+  bpf_loop(v8_steps(), v8_step, &c, 0);
   return w->h.nframes > 0;
 }
 

@@ -108,10 +108,12 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
         collector_(context.collector),
         shared_sampler_(context.runtime_sampler),
         shared_maps_(context.shared_maps),
-        target_(uint32_t(context.target)) {}
+        target_(uint32_t(context.target)),
+        walk_frames_(context.options.runtime_frames) {}
 
   Status Start() {
-    ASSIGN_OR_RETURN(sampler_, Sampler::Attach(collector_, target_, shared_maps_, shared_sampler_));
+    ASSIGN_OR_RETURN(sampler_, Sampler::Attach(collector_, target_, walk_frames_, shared_maps_,
+                                               shared_sampler_));
     sampler_->AddExecListener([this](uint32_t pid) { execs_.push_back(pid); });
     return OkStatus();
   }
@@ -159,6 +161,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::shared_ptr<Sampler>* shared_sampler_;
   record::SharedBpfMaps* shared_maps_;
   uint32_t target_;
+  uint32_t walk_frames_;              // the most frames a walk keeps (record --runtime-frames)
   std::shared_ptr<Sampler> sampler_;  // null until a V8 is mapped (auto) or refused
   std::vector<uint32_t> execs_;       // heard of since the last poll
   std::string refused_;
@@ -168,6 +171,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::vector<std::string> notes_;
   record::ProblemCounts problems_;
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, js_frames_ = 0, unknown_frames_ = 0;
+  uint64_t walks_cut_ = 0;      // that reached the frame bound
   uint64_t walks_labeled_ = 0;  // with the thread's isolate
   // What Splice reuses from one stack to the next: no allocation per stack.
   V8Walk walk_;
@@ -367,6 +371,7 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
     return;
   }
   ++walks_;
+  if (walk->status == MICROSCOPE_V8_TRUNCATED) ++walks_cut_;
   if (walk->isolate != 0 && stack.label != nullptr) {
     auto& isolates = p->second.isolates;
     auto it = isolates.find(walk->isolate);
@@ -397,6 +402,8 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
   s.values = {{"stacks", stacks_},
               {"stacks_all_named", stacks_named_},
               {"walks", walks_},
+              {"frame_bound", std::min<uint64_t>(walk_frames_, MICROSCOPE_V8_MAX_FRAMES)},
+              {"walks_cut", walks_cut_},
               {"walks_isolate_labeled", walks_labeled_},
               {"frames", js_frames_},
               {"unknown_frames", unknown_frames_},
@@ -409,7 +416,11 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
     settings->notes.push_back(
         "Node (" + mode_ +
         "): JavaScript frames walked by BPF (frame pointers) at each sample of processes that "
-        "map a V8 image. Lines only for interpreted frames that called out (V8 writes the "
+        "map a V8 image, at most " +
+        std::to_string(std::min<uint32_t>(walk_frames_, MICROSCOPE_V8_MAX_FRAMES)) +
+        " per stack; " + std::to_string(walks_cut_) + " of " + std::to_string(walks_) +
+        " walks cut there (--runtime-frames). Lines only for interpreted frames that called out "
+        "(V8 writes the "
         "bytecode offset then): the innermost frame (" +
         std::to_string(no_line_.innermost) + " frames) and baseline or optimized frames (" +
         std::to_string(no_line_.compiled) +

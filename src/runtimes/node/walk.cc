@@ -16,12 +16,13 @@ bool IsV8Walk(std::span<const uint8_t> bytes) {
 }
 
 Status ParseV8Walk(std::span<const uint8_t> bytes, V8Walk* w) {
-  ASSIGN_OR_RETURN(record::WalkRecord record,
-                   record::ParseWalkRecord(bytes, MICROSCOPE_RUNTIME_NODE, sizeof(v8_frame),
-                                           MICROSCOPE_V8_MAX_FRAMES, "V8 walk record"));
+  ASSIGN_OR_RETURN(
+      record::WalkRecord record,
+      record::ParseWalkRecord(bytes, MICROSCOPE_RUNTIME_NODE, sizeof(v8_frame), "V8 walk record"));
   w->pid = record.pid;
   w->tid = record.tid;
   w->status = record.status;
+  w->bound = record.bound;
   w->sp = record.context[0];
   w->isolate = record.context[1];
   w->frames.clear();
@@ -40,17 +41,21 @@ Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes) {
   return w;
 }
 
-std::string V8WalkEndReason(uint8_t status) {
-  switch (status) {
+std::string V8WalkEndReason(const V8Walk& walk) {
+  switch (walk.status) {
     case MICROSCOPE_V8_WALKED:
       return "";
     case MICROSCOPE_V8_TRUNCATED:
-      return "more than " + std::to_string(MICROSCOPE_V8_MAX_FRAMES) + " JavaScript frames (or " +
-             std::to_string(MICROSCOPE_V8_MAX_STEPS) + " frame pointers)";
+      if (walk.frames.size() >= walk.bound) {
+        return "cut at " + std::to_string(walk.bound) +
+               " JavaScript frames (record --runtime-frames)";
+      }
+      return "cut after " + std::to_string(walk.bound * MICROSCOPE_V8_STEPS_PER_FRAME) +
+             " frame pointers (record --runtime-frames)";
     case MICROSCOPE_V8_UNREADABLE:
       return "a frame pointer led to unreadable memory";
     default:
-      return "walk status " + std::to_string(status);
+      return "walk status " + std::to_string(walk.status);
   }
 }
 
@@ -101,7 +106,7 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     out.push_back(replaced[i] ? *replaced[i] : (*frames)[i]);
   }
   for (; b < before.size(); ++b) out.push_back(before[b].second);
-  std::string reason = V8WalkEndReason(walk.status);
+  std::string reason = V8WalkEndReason(walk);
   if (placed < walk.frames.size()) {
     for (size_t j = placed; j < walk.frames.size(); ++j) out.push_back(hooks.frame(walk.frames[j]));
     std::string why = std::to_string(walk.frames.size() - placed) + " of " +

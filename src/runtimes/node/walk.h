@@ -29,6 +29,7 @@ struct V8Walk {
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint8_t status = 0;  // MICROSCOPE_V8_* (node.h)
+  uint16_t bound = 0;  // the most frames the walk could keep
   uint64_t sp = 0;
   uint64_t isolate = 0;         // the thread's current isolate, as its TLS said (0: none)
   std::vector<V8Frame> frames;  // leaf first
@@ -42,7 +43,7 @@ Result<V8Walk> ParseV8Walk(std::span<const uint8_t> bytes);
 // The same into `walk`, whose frames' storage is reused (once per stack).
 Status ParseV8Walk(std::span<const uint8_t> bytes, V8Walk* walk);
 // Why a walk ended short, in words ("" when it did not).
-std::string V8WalkEndReason(uint8_t status);
+std::string V8WalkEndReason(const V8Walk& walk);
 
 // Splices a walk's frames into a native stack (leaf first). Each JavaScript
 // frame goes where its frame pointer lies, by `sps` (each native frame's

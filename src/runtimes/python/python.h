@@ -7,9 +7,10 @@
 #include "bpf/runtime_ids.h"
 #include "bpf/walk.h"
 
-/* Python frames walked per sample: as many as a walk has room for. */
+/* Python frames a walk has room for (struct py_frame is 32 bytes); a walk
+ * keeps at most its header's bound (bpf/walk.h). */
 #define MICROSCOPE_PY_MAX_FRAMES (MICROSCOPE_WALK_ROOM / 32)
-#define MICROSCOPE_PY_SEARCH 64      /* thread states (and interpreters) searched */
+#define MICROSCOPE_PY_SEARCH 64 /* thread states (and interpreters) searched */
 #define MICROSCOPE_PY_ABSENT 0xffffffffu
 /* Bytes read at once from a frame (from its start) and from a code object
  * (from code_lo): every offset the walker reads there lies inside. */
@@ -62,7 +63,7 @@ struct py_process {
  * walk (tstate 0: searched in vain at this generation). */
 struct py_thread {
   __u64 tstate;
-  __u64 native_id; /* as the target's pid namespace sees it */
+  __u64 native_id;   /* as the target's pid namespace sees it */
   __u64 searched_ns; /* tstate 0: when the search found none (tried again 10 ms on) */
   __u32 generation;
   __u32 reserved;
@@ -75,7 +76,7 @@ struct py_thread {
 #define MICROSCOPE_PY_SEVERAL 2    /* more than one thread state has it */
 #define MICROSCOPE_PY_PAST_BOUND 3 /* not among the thread states searched */
 #define MICROSCOPE_PY_UNREADABLE 4 /* target memory failed to read (frames so far kept) */
-#define MICROSCOPE_PY_TRUNCATED 5  /* more frames than MICROSCOPE_PY_MAX_FRAMES */
+#define MICROSCOPE_PY_TRUNCATED 5  /* more frames than the walk keeps */
 
 /* py_frame.instr: the instruction's byte offset from the code's first
  * instruction (co_code_adaptive), or MICROSCOPE_PY_NO_INSTR; ENTRY marks

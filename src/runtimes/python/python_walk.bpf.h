@@ -156,8 +156,21 @@ struct walk_ctx {
   struct py_chunks* s;
   struct py_walk* w;
   __u64 frame;
-  __u32 n;
+  __u32 frame_need;  // the bytes of a frame the step reads (from its start)
 };
+
+static __always_inline __u32 at_least(__u32 need, __u32 end) {
+  return end > need ? end : need;
+}
+
+// The bytes from a frame's start that hold every field the walk reads.
+static __always_inline __u32 frame_need(const struct py_process* proc) {
+  __u32 need = at_least(proc->frame_previous + 8, proc->frame_executable + 8);
+  need = at_least(need, proc->frame_instr_ptr + 8);
+  need = at_least(need, proc->frame_owner + 1);
+  if (proc->frame_is_entry != MICROSCOPE_PY_ABSENT) need = at_least(need, proc->frame_is_entry + 1);
+  return need;
+}
 
 static long walk_step(__u64 i, void* data) {
   struct walk_ctx* c = data;
@@ -165,7 +178,11 @@ static long walk_step(__u64 i, void* data) {
   struct py_chunks* s = c->s;
   struct py_walk* w = c->w;
   if (c->frame == 0) return 1;
-  if (bpf_probe_read_user(s->frame, sizeof(s->frame), (const void*)c->frame) != 0) {
+  // The whole chunk, or where a frame lies at the end of its data stack
+  // chunk (the next page unmapped), the bytes it needs.
+  if (bpf_probe_read_user(s->frame, sizeof(s->frame), (const void*)c->frame) != 0 &&
+      bpf_probe_read_user(s->frame, c->frame_need & (MICROSCOPE_PY_CHUNK - 1),
+                          (const void*)c->frame) != 0) {
     w->h.status = MICROSCOPE_PY_UNREADABLE;
     return 1;
   }
@@ -174,12 +191,15 @@ static long walk_step(__u64 i, void* data) {
   __u8 owner = chunk_byte(s->frame, proc->frame_owner);
   const __u64 at = c->frame;
   c->frame = chunk_word(s->frame, proc->frame_previous);
-  __u32 n = c->n;
-  if (n >= MICROSCOPE_PY_MAX_FRAMES) {
+  // The count lives in the walk (map memory), not in this context (the
+  // caller's stack): the verifier tracks a stack slot's exact value, and
+  // would check this step once per count, up to the bound.
+  __u32 n = w->h.nframes;
+  if (n >= MICROSCOPE_PY_MAX_FRAMES || n >= w->h.bound) {
     w->h.status = MICROSCOPE_PY_TRUNCATED;
     return 1;
   }
-  struct py_frame* f = &w->frames[n & (MICROSCOPE_PY_MAX_FRAMES - 1)];
+  struct py_frame* f = &w->frames[n];
   if (owner == proc->owner_cstack || owner == proc->owner_interpreter) {
     // The shim at the bottom of an activation, on that activation's C stack.
     f->code = at;
@@ -187,7 +207,7 @@ static long walk_step(__u64 i, void* data) {
     f->filename = 0;
     f->firstlineno = 0;
     f->instr = MICROSCOPE_PY_SHIM;
-    c->n = n + 1;
+    w->h.nframes = n + 1;
     return 0;
   }
   f->code = code;
@@ -206,16 +226,16 @@ static long walk_step(__u64 i, void* data) {
   }
   if (proc->frame_is_entry != MICROSCOPE_PY_ABSENT && chunk_byte(s->frame, proc->frame_is_entry))
     f->instr |= MICROSCOPE_PY_ENTRY;
-  c->n = n + 1;
+  w->h.nframes = n + 1;
   return 0;
 }
 
 static __always_inline void walk_frames(const struct py_process* proc, struct py_chunks* s,
                                         struct py_walk* w, __u64 frame) {
-  struct walk_ctx c = {.proc = proc, .s = s, .w = w, .frame = frame};
-  bpf_loop(MICROSCOPE_PY_MAX_FRAMES + 1, walk_step, &c, 0);
+  struct walk_ctx c = {
+      .proc = proc, .s = s, .w = w, .frame = frame, .frame_need = frame_need(proc)};
+  bpf_loop(walk_max_frames + 1, walk_step, &c, 0);
   if (c.frame != 0 && w->h.status == MICROSCOPE_PY_WALKED) w->h.status = MICROSCOPE_PY_TRUNCATED;
-  w->h.nframes = c.n;
 }
 
 // Whether thread state `ts` holds its interpreter's GIL (flags of py_walk).

@@ -82,7 +82,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
         collector_(context.collector),
         shared_sampler_(context.runtime_sampler),
         shared_maps_(context.shared_maps),
-        target_(uint32_t(context.target)) {
+        target_(uint32_t(context.target)),
+        walk_frames_(context.options.runtime_frames) {
     own_ns_ = PidNamespace("self");
     wake_ = ScopedFd(epoll_create1(EPOLL_CLOEXEC));
     timer_ = ScopedFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -93,8 +94,9 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   // a program that does not look like Python starts it when a Python
   // interpreter is first mapped: the kernel takes about 60 ms to verify it.
   Status Start() {
-    ASSIGN_OR_RETURN(std::shared_ptr<Sampler> sampler,
-                     Sampler::Attach(collector_, target_, shared_maps_, shared_sampler_));
+    ASSIGN_OR_RETURN(
+        std::shared_ptr<Sampler> sampler,
+        Sampler::Attach(collector_, target_, walk_frames_, shared_maps_, shared_sampler_));
     sampler->AddExecListener([this](uint32_t pid) { exec_pids_.push_back(pid); });
     auto walker = std::make_unique<Walker>(std::move(sampler));
     Watch(walker->sampler().wait_fd());
@@ -155,6 +157,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   std::shared_ptr<Sampler>* shared_sampler_;
   record::SharedBpfMaps* shared_maps_;
   uint32_t target_;
+  uint32_t walk_frames_;  // the most frames a walk keeps (record --runtime-frames)
   bool warned_ = false;
   std::optional<std::pair<uint64_t, uint64_t>> own_ns_;
   PerFile<ModuleInfo> by_file_;
@@ -171,6 +174,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   uint64_t last_refresh_ = 0;
   uint64_t walking_since_ = MonotonicNowNs();  // the program is on the events
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, python_frames_ = 0, unknown_frames_ = 0;
+  uint64_t walks_cut_ = 0;  // that reached the frame bound
   // What Splice reuses from one stack to the next: no allocation per stack.
   Walk walk_;
   SpliceScratch scratch_;
@@ -433,6 +437,7 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   } else {
     walk = &walk_;
     ++walks_;
+    if (walk->status == MICROSCOPE_PY_TRUNCATED) ++walks_cut_;
     if (walk->gil_known && walk->tstate != 0 && stack.label != nullptr)
       *stack.label = {capture::kGilLabel, walk->holds_gil ? "held" : "released"};
   }
@@ -452,15 +457,21 @@ void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
   s.values = {{"stacks", stacks_},
               {"stacks_all_named", stacks_named_},
               {"walks", walks_},
+              {"frame_bound", std::min<uint64_t>(walk_frames_, MICROSCOPE_PY_MAX_FRAMES)},
+              {"walks_cut", walks_cut_},
               {"frames", python_frames_},
               {"unknown_frames", unknown_frames_},
               {"walks_lost", walker_ ? walker_->sampler().Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (walker_ != nullptr) {
-    settings->notes.push_back("Python (" + mode_ +
-                              "): frames walked by BPF at each sample of processes whose "
-                              "interpreter was mapped (CPython " +
-                              KnownReleases() + ")");
+    settings->notes.push_back(
+        "Python (" + mode_ +
+        "): frames walked by BPF at each sample of processes whose "
+        "interpreter was mapped (CPython " +
+        KnownReleases() + "), at most " +
+        std::to_string(std::min<uint32_t>(walk_frames_, MICROSCOPE_PY_MAX_FRAMES)) +
+        " per stack; " + std::to_string(walks_cut_) + " of " + std::to_string(walks_) +
+        " walks cut there (--runtime-frames)");
   }
   walker_.reset();
 }

@@ -18,10 +18,11 @@ bool IsPythonWalk(std::span<const uint8_t> bytes) {
 Status ParseWalk(std::span<const uint8_t> bytes, Walk* w) {
   ASSIGN_OR_RETURN(record::WalkRecord record,
                    record::ParseWalkRecord(bytes, MICROSCOPE_RUNTIME_PYTHON, sizeof(py_frame),
-                                           MICROSCOPE_PY_MAX_FRAMES, "Python walk record"));
+                                           "Python walk record"));
   w->pid = record.pid;
   w->tid = record.tid;
   w->status = record.status;
+  w->bound = record.bound;
   w->gil_known = (record.flags & MICROSCOPE_PY_GIL_KNOWN) != 0;
   w->holds_gil = w->gil_known && (record.flags & MICROSCOPE_PY_HOLDS_GIL) != 0;
   w->tstate = record.context[0];
@@ -43,8 +44,8 @@ Result<Walk> ParseWalk(std::span<const uint8_t> bytes) {
   return w;
 }
 
-std::string WalkEndReason(uint8_t status) {
-  switch (status) {
+std::string WalkEndReason(const Walk& walk) {
+  switch (walk.status) {
     case MICROSCOPE_PY_WALKED:
       return "";
     case MICROSCOPE_PY_NO_THREAD:
@@ -57,9 +58,9 @@ std::string WalkEndReason(uint8_t status) {
     case MICROSCOPE_PY_UNREADABLE:
       return "target memory unreadable during the walk";
     case MICROSCOPE_PY_TRUNCATED:
-      return "more than " + std::to_string(MICROSCOPE_PY_MAX_FRAMES) + " Python frames";
+      return "cut at " + std::to_string(walk.bound) + " Python frames (record --runtime-frames)";
     default:
-      return "walk status " + std::to_string(status);
+      return "walk status " + std::to_string(walk.status);
   }
 }
 
@@ -74,7 +75,7 @@ void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
   for (size_t i = 0; i < frames->size() && i < tags.size(); ++i) {
     if (tags[i] == eval_tag) tagged.push_back(i);
   }
-  std::string reason = walk == nullptr ? no_walk_reason : WalkEndReason(walk->status);
+  std::string reason = walk == nullptr ? no_walk_reason : WalkEndReason(*walk);
   // Groups of Python frames, one per activation, leaf first.
   std::vector<SpliceScratch::Group>& groups = s.groups;
   groups.clear();

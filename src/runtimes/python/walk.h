@@ -32,6 +32,7 @@ struct Walk {
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint8_t status = 0;      // MICROSCOPE_PY_* (python.h)
+  uint16_t bound = 0;      // the most frames the walk could keep
   bool gil_known = false;  // whether the thread held its interpreter's GIL is known
   bool holds_gil = false;
   uint64_t tstate = 0;
@@ -47,7 +48,7 @@ Result<Walk> ParseWalk(std::span<const uint8_t> bytes);
 Status ParseWalk(std::span<const uint8_t> bytes, Walk* walk);
 
 // Why a walk ended short, in words ("" when it did not).
-std::string WalkEndReason(uint8_t status);
+std::string WalkEndReason(const Walk& walk);
 
 // Splices a walk's frames into a native stack (leaf first): each native
 // activation of the eval loop gets, leafward of it, the Python frames it

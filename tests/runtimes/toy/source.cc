@@ -69,6 +69,7 @@ class ToySource final : public record::EventlessSource, public record::StackSpli
 
   Status Start() {
     ASSIGN_OR_RETURN(sampler_, Sampler::Attach(context_.collector, uint32_t(context_.target),
+                                               context_.options.runtime_frames,
                                                context_.shared_maps, context_.runtime_sampler));
     return OkStatus();
   }
@@ -105,9 +106,12 @@ class ToySource final : public record::EventlessSource, public record::StackSpli
       ++no_walk_;
       return;
     }
-    Result<record::WalkRecord> walk = record::ParseWalkRecord(
-        stack.walk, MICROSCOPE_RUNTIME_TOY, sizeof(toy_frame), TOY_MAX_FRAMES, "toy walk record");
+    Result<record::WalkRecord> walk = record::ParseWalkRecord(stack.walk, MICROSCOPE_RUNTIME_TOY,
+                                                              sizeof(toy_frame), "toy walk record");
     if (!walk.ok()) return problems_.Count("malformed toy walks", walk.status().message());
+    if (walk->nframes > TOY_MAX_FRAMES) {
+      return problems_.Count("malformed toy walks", "more frames than a toy walk keeps");
+    }
     ++walks_;
     std::vector<size_t> tagged;  // toy_eval's activations, leaf first
     for (size_t i = 0; i < stack.frames->size() && i < stack.tags.size(); ++i)

@@ -109,12 +109,16 @@ TEST_CASE("V8 splicing: native code holding a frame pointer runs for the functio
 TEST_CASE("V8 splicing: frames beyond the native stack follow it, with the reason") {
   V8Walk walk;
   walk.status = MICROSCOPE_V8_TRUNCATED;
+  walk.bound = 2;
   walk.frames = {{0x180}, {0x900}};
   std::string reason;
   auto out = Spliced(walk, {2, 4}, {kJit, 0}, {0x100, 0x300}, &reason);
   CHECK(out == std::vector<capture::FrameId>{1000 + 0x18, 4, 1000 + 0x90, 9999});
   CHECK(reason.find("1 of 2 JavaScript frames not found in the native stack") == 0);
-  CHECK(reason.find("more than 64 JavaScript frames") != std::string::npos);
+  CHECK(reason.find("cut at 2 JavaScript frames (record --runtime-frames)") != std::string::npos);
+  walk.bound = 1024;  // fewer frames than the bound: the frame pointers ran out
+  Spliced(walk, {2, 4}, {kJit, 0}, {0x100, 0x300}, &reason);
+  CHECK(reason.find("cut after 2048 frame pointers") != std::string::npos);
 }
 
 TEST_CASE("V8 position tables: both encodings, and cut tables refused") {

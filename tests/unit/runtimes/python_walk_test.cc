@@ -74,8 +74,13 @@ TEST_CASE("Python walk: records are read back, and refused when short or foreign
   auto lying = WalkBytes(1, 1, 0, {});
   lying[offsetof(walk_header, nframes) + 1] = 0xff;  // nframes past the maximum
   CHECK_FALSE(ParseWalk(lying).ok());
-  CHECK(WalkEndReason(MICROSCOPE_PY_WALKED).empty());
-  CHECK(WalkEndReason(MICROSCOPE_PY_SEVERAL).find("several") != std::string::npos);
+  Walk ended;
+  CHECK(WalkEndReason(ended).empty());
+  ended.status = MICROSCOPE_PY_SEVERAL;
+  CHECK(WalkEndReason(ended).find("several") != std::string::npos);
+  ended.status = MICROSCOPE_PY_TRUNCATED;
+  ended.bound = 1024;
+  CHECK(WalkEndReason(ended) == "cut at 1024 Python frames (record --runtime-frames)");
 }
 
 TEST_CASE("Python splice: each activation's frames go where its shim lies on the C stack") {
@@ -112,10 +117,11 @@ TEST_CASE("Python splice: 3.11 entry frames, by the eval loop's tagged frames") 
   CHECK(reason.find("1 of 2") == 0);
   // A walk cut short keeps what it has and says why.
   w.status = MICROSCOPE_PY_TRUNCATED;
+  w.bound = 2;
   w.frames = {f1, f2};
   CHECK(Spliced(&w, {0, 1, 2}, {0, 1, 0}, {}, &reason) ==
         std::vector<capture::FrameId>{0, 1001, 1002, 1, 2, 9999});
-  CHECK(reason.find("more than") == 0);
+  CHECK(reason == "cut at 2 Python frames (record --runtime-frames)");
 }
 
 TEST_CASE("Python splice: no frames, no walk, and a thread that runs no Python") {
