@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <set>
+#include <string_view>
 
 #include <re2/re2.h>
 
@@ -66,14 +68,60 @@ Status ParseTimeRange(const std::string& text, FilterSpec* spec) {
   return OkStatus();
 }
 
-bool SampleFilter::InsideZone(capture::ThreadId thread, uint64_t time) const {
-  if (thread >= zone_spans_.size()) return false;
-  const auto& spans = zone_spans_[thread];
-  auto it = std::upper_bound(
-      spans.begin(), spans.end(), time,
-      [](uint64_t t, const std::pair<uint64_t, uint64_t>& s) { return t < s.first; });
-  return it != spans.begin() && time < std::prev(it)->second;
+Status ParseLabel(const std::string& text, FilterSpec* spec) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Status::Error("label '" + text + "': use KEY=VALUE, e.g. python.gil=held");
+  }
+  spec->labels.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+  return OkStatus();
 }
+
+bool SampleFilter::InsideRequired(capture::ThreadId thread, uint64_t time) const {
+  for (const Spans& by_thread : required_) {
+    if (thread >= by_thread.size()) return false;
+    const auto& spans = by_thread[thread];
+    auto it = std::upper_bound(
+        spans.begin(), spans.end(), time,
+        [](uint64_t t, const std::pair<uint64_t, uint64_t>& s) { return t < s.first; });
+    if (it == spans.begin() || time >= std::prev(it)->second) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Per thread, the spans in which the thread had label `key` = `value`
+// (sorted, merged, [start, end + 1)); an error when no span has the key.
+Result<std::vector<std::vector<std::pair<uint64_t, uint64_t>>>> LabelSpans(
+    const capture::Capture& c, const std::string& key, const std::string& value) {
+  const capture::LabelSpans& l = c.labels;
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> spans(c.threads.size());
+  bool keyed = false;
+  std::set<std::string_view> keys;
+  for (size_t i = 0; i < l.size(); ++i) {
+    const std::string_view k = c.str(l.key[i]);
+    keys.insert(k);
+    if (k != key) continue;
+    keyed = true;
+    if (c.str(l.value[i]) != value || l.thread[i] >= spans.size()) continue;
+    const uint64_t end = l.end[i] == UINT64_MAX ? UINT64_MAX : l.end[i] + 1;
+    spans[l.thread[i]].push_back({l.start[i], end});
+  }
+  if (!keyed) {
+    std::string known;
+    for (std::string_view k : keys) {
+      if (known.size() > 200) break;
+      known += (known.empty() ? "" : ", ") + std::string(k);
+    }
+    return Status::Error("no label '" + key + "' in the capture (" +
+                         (known.empty() ? "it has no labels" : "labels: " + known) + ")");
+  }
+  for (auto& list : spans) MergeSpans(&list);
+  return spans;
+}
+
+}  // namespace
 
 Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const FunctionKeys& keys,
                                         const FilterSpec& spec, Cancel cancel) {
@@ -113,8 +161,11 @@ Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const Functio
       return Status::Error("no zone '" + spec.zone + "' in the capture (" +
                            (known.empty() ? "it has no zones" : "zones: " + known) + ")");
     }
-    f.zone_spans_ = SpansOf(c, PairZones(c), sites);
-    f.needs_zone_ = true;
+    f.required_.push_back(SpansOf(c, PairZones(c), sites));
+  }
+  for (const auto& [key, value] : spec.labels) {
+    ASSIGN_OR_RETURN(Spans spans, LabelSpans(c, key, value));
+    f.required_.push_back(std::move(spans));
   }
   if (spec.from_ns) f.from_ = c.settings.start_time + *spec.from_ns;
   if (spec.to_ns) f.to_ = c.settings.start_time + *spec.to_ns;

@@ -1,6 +1,7 @@
 // Which samples a query counts: by process, thread (tid or name), time range
-// (relative to the capture's start), and by function regex: --focus keeps
-// samples whose stack has a matching function, --exclude drops them.
+// (relative to the capture's start), by function regex (--focus keeps
+// samples whose stack has a matching function, --exclude drops them), by
+// the program's zone and by labels (KEY=VALUE held by the thread then).
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,12 @@ struct FilterSpec {
   // Keeps samples taken inside an occurrence of the zone of this name (the
   // program's probes, analysis/zones.h), at any depth of its thread's zones.
   std::string zone;
+  // Keeps samples whose thread had each of these labels (key, value) then:
+  // the runtimes' (python.gil, v8.isolate) and the program's own.
+  std::vector<std::pair<std::string, std::string>> labels;
   bool empty() const {
     return !pid && thread.empty() && !from_ns && !to_ns && focus.empty() && exclude.empty() &&
-           zone.empty();
+           zone.empty() && labels.empty();
   }
 };
 
@@ -48,7 +52,7 @@ class SampleFilter {
     if (all_) return true;
     if (!thread_keep_[thread]) return false;
     if (time < from_ || time > to_) return false;
-    if (needs_zone_ && !InsideZone(thread, time)) return false;
+    if (!required_.empty() && !InsideRequired(thread, time)) return false;
     if (stack == capture::kNone || stack >= stack_keep_.size()) return !needs_focus_;
     return stack_keep_[stack] != 0;
   }
@@ -57,28 +61,31 @@ class SampleFilter {
   uint64_t from() const { return from_; }
   uint64_t to() const { return to_; }
   // The tests of a thread and a time only, for rows with no stack (the
-  // program's probe records): the thread, time range and zone.
+  // program's probe records): the thread, time range, zone and labels.
   bool KeepPlace(capture::ThreadId thread, uint64_t time) const {
     if (all_) return true;
     if (!thread_keep_[thread] || time < from_ || time > to_) return false;
-    return !needs_zone_ || InsideZone(thread, time);
+    return required_.empty() || InsideRequired(thread, time);
   }
 
  private:
-  bool InsideZone(capture::ThreadId thread, uint64_t time) const;
+  using Spans = std::vector<std::vector<std::pair<uint64_t, uint64_t>>>;
+  bool InsideRequired(capture::ThreadId thread, uint64_t time) const;
 
   bool all_ = true;
   bool needs_focus_ = false;
-  bool needs_zone_ = false;
   uint64_t from_ = 0;
   uint64_t to_ = UINT64_MAX;
   std::vector<uint8_t> thread_keep_;
   std::vector<uint8_t> stack_keep_;
-  // With a zone: per thread, the spans inside it ([begin, end), merged).
-  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> zone_spans_;
+  // What a kept row must lie inside, each: the zone's spans, each label's
+  // (per thread, [begin, end), sorted and merged).
+  std::vector<Spans> required_;
 };
 
 // Parses "FROM..TO" ("1.5s..3s", "..2s", "500ms..") into relative nanoseconds.
 Status ParseTimeRange(const std::string& text, FilterSpec* spec);
+// Parses "KEY=VALUE" into a label the filter requires.
+Status ParseLabel(const std::string& text, FilterSpec* spec);
 
 }  // namespace microscope::analysis

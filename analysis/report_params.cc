@@ -121,7 +121,7 @@ void AddShapeSetters(ReportParams& p, Setters* setters) {
   });
 }
 
-// Which samples: thread, process, time, focus, zone, exclude (the time as
+// Which samples: thread, process, time, focus, zone, label, exclude (the time as
 // given in `time`, for the filter's description).
 void AddFilterSetters(ReportQuery& q, std::string* time_text, Setters* setters) {
   std::string& time = *time_text;
@@ -142,6 +142,11 @@ void AddFilterSetters(ReportQuery& q, std::string* time_text, Setters* setters) 
        }},
       {"focus", [&](auto&, auto& v) { return q.filter.focus = v, OkStatus(); }},
       {"zone", [&](auto&, auto& v) { return q.filter.zone = v, OkStatus(); }},
+      {"label",
+       [&](auto& n, auto& v) {
+         Status parsed = ParseLabel(v, &q.filter);
+         return parsed.ok() ? parsed : Bad(n, v, parsed.message());
+       }},
       {"exclude", [&](auto&, auto& v) { return q.filter.exclude = v, OkStatus(); }},
   });
 }
@@ -180,6 +185,7 @@ std::string DescribeFilter(const FilterSpec& spec, const std::string& time) {
   if (!spec.focus.empty()) add("focus /" + spec.focus + "/");
   if (!spec.exclude.empty()) add("exclude /" + spec.exclude + "/");
   if (!spec.zone.empty()) add("zone " + spec.zone);
+  for (const auto& [key, value] : spec.labels) add("label " + key + "=" + value);
   return f;
 }
 

@@ -253,23 +253,24 @@ std::vector<std::vector<std::pair<uint64_t, uint64_t>>> SpansOf(
       continue;
     spans[o.thread].push_back({o.begin, o.end});  // an unknown end is past every time
   }
-  for (auto& list : spans) {
-    std::sort(list.begin(), list.end());
-    std::vector<std::pair<uint64_t, uint64_t>> merged;
-    for (const auto& s : list) {
-      if (!merged.empty() && s.first <= merged.back().second) {
-        merged.back().second = std::max(merged.back().second, s.second);
-      } else {
-        merged.push_back(s);
-      }
-    }
-    list = std::move(merged);
-  }
+  for (auto& list : spans) MergeSpans(&list);
   return spans;
 }
 
-std::vector<capture::ProbeSiteId> ZoneSitesNamed(const capture::Capture& c,
-                                                 std::string_view name) {
+void MergeSpans(std::vector<std::pair<uint64_t, uint64_t>>* spans) {
+  std::sort(spans->begin(), spans->end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto& s : *spans) {
+    if (!merged.empty() && s.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, s.second);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  *spans = std::move(merged);
+}
+
+std::vector<capture::ProbeSiteId> ZoneSitesNamed(const capture::Capture& c, std::string_view name) {
   std::vector<capture::ProbeSiteId> out;
   for (size_t s = 0; s < c.probe_sites.size(); ++s) {
     if (c.probe_sites.kind[s] == capture::ProbeKind::kZone && c.str(c.probe_sites.name[s]) == name)

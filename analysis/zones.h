@@ -25,8 +25,8 @@ inline constexpr uint64_t kUnknownTime = UINT64_MAX;
 struct ZoneOccurrence {
   capture::ProbeSiteId site = capture::kNone;
   capture::ThreadId thread = capture::kNone;
-  uint64_t begin = kUnknownTime;  // unknown: an end whose begin was not recorded
-  uint64_t end = kUnknownTime;    // unknown: still open when the recording ended
+  uint64_t begin = kUnknownTime;     // unknown: an end whose begin was not recorded
+  uint64_t end = kUnknownTime;       // unknown: still open when the recording ended
   uint32_t parent = capture::kNone;  // the occurrence it is proven to nest in
   uint64_t self_ns = 0;              // complete ones: its time outside its children
   bool complete() const { return begin != kUnknownTime && end != kUnknownTime; }
@@ -97,6 +97,8 @@ std::vector<ProbeBuckets> ProbeLaneBuckets(const capture::Capture& c, uint64_t s
 // merged, in order (for a filter's binary search).
 std::vector<std::vector<std::pair<uint64_t, uint64_t>>> SpansOf(
     const capture::Capture& c, const Zones& zones, std::span<const capture::ProbeSiteId> sites);
+// Sorts [begin, end) spans and merges those that overlap or touch.
+void MergeSpans(std::vector<std::pair<uint64_t, uint64_t>>* spans);
 
 // The zone sites named `name`, in site order.
 std::vector<capture::ProbeSiteId> ZoneSitesNamed(const capture::Capture& c, std::string_view name);
@@ -149,8 +151,8 @@ struct ReportZoneRow {
   ReportZoneExemplar p50, p90, p99, max;
   uint64_t open_at_end = 0;
   uint64_t unmatched_ends = 0;
-  uint64_t samples = 0;           // CPU samples whose innermost zone it was
-  double sample_percent = 0;      // of all CPU samples
+  uint64_t samples = 0;       // CPU samples whose innermost zone it was
+  double sample_percent = 0;  // of all CPU samples
   uint64_t off_cpu_ns = 0;
   uint64_t off_cpu_intervals = 0;
 };

@@ -1,6 +1,7 @@
 #include "src/cli/filter_options.h"
 
 #include "analysis/report_params.h"
+#include "capture/capture.h"
 #include "src/cli/commands.h"
 
 namespace microscope::cli {
@@ -16,11 +17,20 @@ void FilterOptions::Register(CLI::App* cmd) {
   cmd->add_option("--time", time, "keep samples in FROM..TO after the start (e.g. 1s..2.5s)");
   cmd->add_option("--zone", spec.zone,
                   "keep samples taken inside the program's zone NAME (recorded with --probes)");
+  cmd->add_option("--label", labels,
+                  "keep samples whose thread had label KEY=VALUE then (python.gil=held, "
+                  "v8.isolate=2, the program's own); repeatable, all must hold");
+  cmd->add_option("--gil", gil,
+                  "keep Python samples by whether their thread held the GIL: held or released "
+                  "(the same as --label python.gil=VALUE)")
+      ->check(CLI::IsMember({"held", "released"}));
 }
 
 Status FilterOptions::Resolve() {
   if (!time.empty()) RETURN_IF_ERROR(analysis::ParseTimeRange(time, &spec));
   if (pid != 0) spec.pid = pid;
+  for (const std::string& l : labels) RETURN_IF_ERROR(analysis::ParseLabel(l, &spec));
+  if (!gil.empty()) spec.labels.emplace_back(std::string(capture::kGilLabel), gil);
   return OkStatus();
 }
 

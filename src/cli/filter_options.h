@@ -1,9 +1,11 @@
 // The sample filters report and convert share: --focus, --exclude,
-// --thread, --pid, --time. Registered on a command, resolved once parsed.
+// --thread, --pid, --time, --zone, --label, --gil. Registered on a command,
+// resolved once parsed.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "analysis/filter.h"
 #include "base/status.h"
@@ -14,9 +16,11 @@ struct FilterOptions {
   analysis::FilterSpec spec;
   std::string time;
   int pid = 0;
+  std::vector<std::string> labels;  // KEY=VALUE
+  std::string gil;                  // held, released
 
   void Register(CLI::App* cmd);
-  // Parses --time and --pid into spec.
+  // Parses --time, --pid, --label and --gil into spec.
   Status Resolve();
   // "thread worker-a, focus /re/", for the report header; empty when none.
   std::string Describe() const;

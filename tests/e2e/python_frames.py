@@ -292,6 +292,19 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
     others = [g.get("held_percent", -1) for tid, g in gil.items() if tid != target and g]
     check(main >= 90 and len(others) == 1 and 0 <= others[0] <= 30,
           "%s: GIL held in %.1f%% of holder()'s samples, %s of releaser()'s" % (name, main, others))
+    # --gil keeps the samples of either side: as many as the threads table
+    # counts, holder() in the held ones and releaser()'s zlib in the others.
+    held_n = sum(t.get("gil", {}).get("held_samples", 0) for t in rep["threads"])
+    held, released = (report(cap, "--gil", side, "--top", "100000") for side in ("held", "released"))
+    fh, fr = functions(held), functions(released)
+    kept = [sum(self for self, _ in f.values()) for f in (fh, fr)]  # each sample has one leaf
+    check(kept[0] == held_n and held_n + kept[1] <= rep["header"]["samples"] and
+          fh.get("holder", (0, 0))[1] > 5 * fh.get("releaser", (0, 0))[1] and
+          fr.get("releaser", (0, 0))[1] > fr.get("holder", (0, 0))[1],
+          "%s: --gil held keeps %d samples (threads table: %d; holder %s, releaser %s), --gil "
+          "released %d (holder %s, releaser %s)" %
+          (name, kept[0], held_n, fh.get("holder"), fh.get("releaser"), kept[1], fr.get("holder"),
+           fr.get("releaser")))
 
     # A module written and imported mid-run.
     rep = report(record_fixture(name, python, "imported"), "--min-percent", "0")

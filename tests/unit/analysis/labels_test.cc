@@ -80,3 +80,30 @@ TEST_CASE("pprof: every label a sample carried is one of its labels") {
   for (size_t i = 0; i < back->samples.size(); ++i) samples += back->samples.CountAt(i);
   CHECK(samples == 10);  // split by label sets, not lost
 }
+
+TEST_CASE("SampleFilter: --label and --gil keep the samples whose thread had the label then") {
+  const capture::Capture c = Labeled();
+  const analysis::FunctionKeys keys(c);
+  auto kept = [&](const std::vector<std::string>& labels) {
+    analysis::FilterSpec spec;
+    for (const std::string& l : labels) REQUIRE(analysis::ParseLabel(l, &spec).ok());
+    Result<analysis::SampleFilter> f = analysis::SampleFilter::Make(c, keys, spec);
+    REQUIRE(f.ok());
+    std::vector<uint64_t> times;
+    for (size_t s = 0; s < c.samples.size(); ++s)
+      if (f->Keep(c, s)) times.push_back(c.samples.time[s]);
+    return times;
+  };
+  CHECK(kept({"python.gil=held"}) == std::vector<uint64_t>{100, 101, 102});  // the end is inside
+  CHECK(kept({"python.gil=released"}) == std::vector<uint64_t>{103, 104, 105, 106, 107, 108, 109});
+  CHECK(kept({"python.gil=released", "v8.isolate=1"}) == std::vector<uint64_t>{103, 104});
+  CHECK(kept({"v8.isolate=3"}).empty());
+  analysis::FilterSpec spec;
+  CHECK_FALSE(analysis::ParseLabel("novalue", &spec).ok());
+  REQUIRE(analysis::ParseLabel("user.name=x", &spec).ok());
+  Result<analysis::SampleFilter> missing = analysis::SampleFilter::Make(c, keys, spec);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() ==
+        "no label 'user.name' in the capture (labels: python.gil, "
+        "v8.isolate)");
+}
