@@ -131,11 +131,11 @@ capture::Capture WithoutInlines(const capture::Capture& c) {
   return out;
 }
 
-bool ParseLook(std::string_view text, Look* look) {
+bool ParseLook(std::string_view text, Look* look, bool native_leaves) {
   if (text == "mixed") {
     *look = Look::kMixed;
   } else if (text == "python" || text == "js") {
-    *look = Look::kInterpreted;
+    *look = native_leaves ? Look::kInterpretedNativeLeaves : Look::kInterpreted;
   } else if (text == "native") {
     *look = Look::kNative;
   } else {
@@ -144,9 +144,39 @@ bool ParseLook(std::string_view text, Look* look) {
   return true;
 }
 
+namespace {
+
+// The C and C++ runtime libraries, whose frames at a stack's leaf py-spy
+// and --cpu-prof leave out: by the file's name, any version.
+bool SystemLibrary(std::string_view path) {
+  const std::string_view name = path.substr(path.rfind('/') + 1);
+  static constexpr std::string_view kLibraries[] = {
+      "libc.so", "libc-", "libm.so", "libm-", "libpthread", "libdl", "librt",
+      "ld-linux", "libgcc_s", "libstdc++", "libc++", "libc++abi"};
+  for (std::string_view l : kLibraries) {
+    if (name.substr(0, l.size()) == l) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 capture::Capture WithLook(const capture::Capture& c, Look look) {
   capture::Capture out = c;
   if (look == Look::kMixed) return out;
+  // Per module: a system leaf's (kernel, vDSO, C and C++ runtime libraries).
+  std::vector<uint8_t> system(c.modules.size());
+  for (size_t m = 0; m < c.modules.size(); ++m) {
+    const capture::Module& mod = c.modules[m];
+    system[m] = mod.kind == capture::ModuleKind::kKernel || mod.kind == capture::ModuleKind::kVdso ||
+                (mod.kind == capture::ModuleKind::kFile && SystemLibrary(c.str(mod.path)));
+  }
+  auto system_leaf = [&](capture::FrameId f) {
+    const capture::Frame& frame = c.frames[f];
+    if (frame.kind == capture::FrameKind::kKernel) return true;
+    if (frame.kind == capture::FrameKind::kInterpreted || frame.module == kNone) return false;
+    return frame.module < system.size() && system[frame.module] != 0;
+  };
   auto interpreted = [&](capture::FrameId f) {
     return c.frames[f].kind == capture::FrameKind::kInterpreted;
   };
@@ -174,7 +204,12 @@ capture::Capture WithLook(const capture::Capture& c, Look look) {
       }
     } else {
       auto first = std::find_if(frames.begin(), frames.end(), interpreted);
-      for (auto it = first == frames.end() ? frames.begin() : first; it != frames.end(); ++it) {
+      auto end = frames.end();
+      if (first != frames.end() && look == Look::kInterpreted) {
+        // The system's leaves go, down to the innermost other frame.
+        while (end != first && system_leaf(*(end - 1))) --end;
+      }
+      for (auto it = first == frames.end() ? frames.begin() : first; it != end; ++it) {
         if (first == frames.end() || !interpreter_own(*it)) node = stacks.Intern(node, *it);
       }
     }

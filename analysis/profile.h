@@ -126,14 +126,18 @@ enum class Look : uint8_t {
   // "python" or "js", one look for every runtime: from the outermost
   // interpreted frame (Python or JavaScript) in, without the runtime's own
   // frames (Module.runtime: the interpreter, node's image); native code
-  // called from the interpreted code stays where it was called. Stacks with
-  // no interpreted frame stay whole.
+  // called from the interpreted code stays where it was called, but the
+  // system's leaves (the C and C++ runtime libraries, the vDSO and the
+  // kernel, below every other frame) are left out, their time going to
+  // their caller, as py-spy shows it. Stacks with no interpreted frame stay
+  // whole.
   kInterpreted,
+  kInterpretedNativeLeaves,  // the same, keeping the system's leaves (--native-leaves)
   kNative,  // no interpreted frames (the runtimes' markers included)
 };
 // "mixed", "python" or "js" (the same look), "native"; false for another
-// word.
-bool ParseLook(std::string_view text, Look* look);
+// word. With `native_leaves`, python and js keep the system's leaves.
+bool ParseLook(std::string_view text, Look* look, bool native_leaves = false);
 
 // The capture with every table's stacks as `look` shows them. Frame ids
 // stay valid; a stack left empty has no stack (kNone).

@@ -36,7 +36,7 @@ void AddSyscallStackMinOption(CLI::App* cmd, std::string* text);
 // --inlines on|off (report and convert), read into `text`.
 void AddInlinesOption(CLI::App* cmd, std::string* text);
 // --look mixed|python|native (report and convert), read into `text`.
-void AddLookOption(CLI::App* cmd, std::string* text);
+void AddLookOption(CLI::App* cmd, std::string* text, bool* native_leaves);
 // --source-root DIR and --trim-path PREFIX (report and serve): where the
 // source view looks for the files a capture names.
 void AddSourceRootOptions(CLI::App* cmd, formats::SourceOptions* options);

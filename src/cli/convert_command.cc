@@ -22,6 +22,7 @@ struct ConvertOptions {
   std::string metric;  // empty: analysis::DefaultMetric
   std::string inlines = "on";
   std::string look = "mixed";
+  bool native_leaves = false;
   bool per_thread = false;
   std::string max_inflate = "256M";
   FilterOptions filter;
@@ -71,7 +72,7 @@ int RunConvert(ConvertOptions& o) {
   how.metric = analysis::DefaultMetric(*cap);
   if (!o.metric.empty()) analysis::ParseMetric(o.metric, &how.metric);  // checked by CLI11
   how.inlines = o.inlines == "on";
-  analysis::ParseLook(o.look, &how.look);  // checked by CLI11
+  analysis::ParseLook(o.look, &how.look, o.native_leaves);  // checked by CLI11
   Status written = formats::Export(*cap, formats::ExportFormatFor(o.to, o.output), o.output, how);
   if (!written.ok()) {
     // The writer's own errors (space, permissions) already name the file.
@@ -123,7 +124,7 @@ Runner AddConvertCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
   AddInlinesOption(cmd, &o->inlines);
-  AddLookOption(cmd, &o->look);
+  AddLookOption(cmd, &o->look, &o->native_leaves);
   cmd->add_option("--metric", o->metric,
                   "cpu, offcpu or wall, as report --metric (default: cpu, or offcpu for a "
                   "capture with off-CPU intervals and no samples)")

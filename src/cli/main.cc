@@ -21,14 +21,19 @@ void AddInlinesOption(CLI::App* cmd, std::string* text) {
       ->check(CLI::IsMember({"on", "off"}));
 }
 
-void AddLookOption(CLI::App* cmd, std::string* text) {
+void AddLookOption(CLI::App* cmd, std::string* text, bool* native_leaves) {
   cmd->add_option("--look", *text,
                   "mixed: Python and JavaScript frames among the native and kernel frames "
                   "that run them; python or js (one look for both runtimes): from the "
                   "outermost interpreted frame in, without the runtime's own frames (native "
-                  "code called from Python or JavaScript stays); native: no interpreted frames")
+                  "code called from Python or JavaScript stays, but the C library's and the "
+                  "kernel's frames at the leaf go, as py-spy shows them); native: no "
+                  "interpreted frames")
       ->capture_default_str()
       ->check(CLI::IsMember({"mixed", "python", "js", "native"}));
+  cmd->add_flag("--native-leaves", *native_leaves,
+                "with --look python or js, keep the C and C++ runtime libraries', the vDSO's "
+                "and the kernel's frames at the leaf");
 }
 
 void AddSourceRootOptions(CLI::App* cmd, formats::SourceOptions* options) {

@@ -22,6 +22,7 @@ struct ReportOptions {
   std::string granularity = "function";
   std::string inlines = "on";
   std::string look = "mixed";
+  bool native_leaves = false;
   std::string color = "auto";
   bool json = false;
   FilterOptions filter;
@@ -41,7 +42,7 @@ analysis::ReportQuery Query(const ReportOptions& o) {
     if (analysis::ParseMetric(o.metric, &metric)) q.metric = metric;
   }
   q.inlines = o.inlines == "on";
-  analysis::ParseLook(o.look, &q.look);  // checked by CLI11
+  analysis::ParseLook(o.look, &q.look, o.native_leaves);  // checked by CLI11
   q.granularity = o.granularity == "address" ? analysis::Granularity::kAddress
                   : o.granularity == "line"  ? analysis::Granularity::kLine
                                              : analysis::Granularity::kFunction;
@@ -143,7 +144,7 @@ Runner AddReportCommand(CLI::App& app) {
   cmd->add_option("--diff", o->diff, "compare with OTHER.mscap (shares of each total)");
   o->filter.Register(cmd);
   AddInlinesOption(cmd, &o->inlines);
-  AddLookOption(cmd, &o->look);
+  AddLookOption(cmd, &o->look, &o->native_leaves);
   cmd->add_option("--granularity", o->granularity,
                   "function, line (function and source line, where DWARF lines were found), "
                   "or address")

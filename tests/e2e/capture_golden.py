@@ -36,9 +36,12 @@ CASES += [
     ("native.wall", "native", ["report", "--metric", "wall", "--by-state", "--tree"]),
     ("native.syscalls", "native", ["report", "--syscalls", "--json"]),
     ("spin2.lines", "spin2", ["report", "--granularity", "line", "--inlines", "off", "--json"]),
-    ("python.look", "python", ["report", "--look", "python", "--tree", "--threads"]),
+    # --native-leaves: the looks as they were when recorded (they now drop
+    # the C library's and kernel's leaves by default).
+    ("python.look", "python", ["report", "--look", "python", "--native-leaves", "--tree", "--threads"]),
     ("python.offcpu", "python", ["report", "--metric", "offcpu", "--json"]),
-    ("node.look", "node", ["report", "--look", "js", "--inverted", "--focus", "leaf"]),
+    ("node.look", "node", ["report", "--look", "js", "--native-leaves", "--inverted", "--focus",
+                           "leaf"]),
     ("probes.zones", "probes", ["report", "--zones", "--json", "--zone", "spin"]),
     ("spin2.diff", "spin2", ["report", "--diff", os.path.join(DATA, "later.mscap")]),
     ("native.speedscope", "native", ["convert", "--to", "speedscope", "--metric", "wall"]),

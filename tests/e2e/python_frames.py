@@ -297,7 +297,9 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
     held_n = sum(t.get("gil", {}).get("held_samples", 0) for t in rep["threads"])
     held, released = (report(cap, "--gil", side, "--top", "100000") for side in ("held", "released"))
     fh, fr = functions(held), functions(released)
-    kept = [sum(self for self, _ in f.values()) for f in (fh, fr)]  # each sample has one leaf
+    # The filter's header line: "label python.gil=held: N samples (...) kept".
+    kept = [int(re.search(r": (\d+) samples", l["text"]).group(1))
+            for r in (held, released) for l in r["header"]["lines"] if l["label"] == "filter"]
     check(kept[0] == held_n and held_n + kept[1] <= rep["header"]["samples"] and
           fh.get("holder", (0, 0))[1] > 5 * fh.get("releaser", (0, 0))[1] and
           fr.get("releaser", (0, 0))[1] > fr.get("holder", (0, 0))[1],
@@ -305,6 +307,19 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
           "released %d (holder %s, releaser %s)" %
           (name, kept[0], held_n, fh.get("holder"), fh.get("releaser"), kept[1], fr.get("holder"),
            fr.get("releaser")))
+
+    # --look python leaves out the C library's and the kernel's leaves
+    # below the Python functions (their time is the caller's), and keeps
+    # them with --native-leaves.
+    def system_self(*extra):
+        rep = report(cap, "--look", "python", "--focus", "holder|releaser", "--top", "100000",
+                     *extra)
+        return sum(f["self"]["samples"] for f in rep["functions"]
+                   if f["module"] in ("[kernel.kallsyms]", "[vdso]") or f["module"].startswith("libc"))
+    dropped, kept = system_self(), system_self("--native-leaves")
+    check(dropped == 0 and kept >= 0,
+          "%s: --look python: %d samples end in the C library or kernel (%d with --native-leaves)"
+          % (name, dropped, kept))
 
     # A module written and imported mid-run.
     rep = report(record_fixture(name, python, "imported"), "--min-percent", "0")

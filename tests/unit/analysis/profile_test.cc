@@ -140,6 +140,13 @@ TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
   capture::StackId s = node(node(node(1, outer), qsort), 1);
   s = node(node(s, cmp), 2);
   for (size_t i = 0; i < 7; ++i) c.samples.stack[i] = s;  // the other 3: main > run > cold
+  // Sample 7: py_cmp calls libc's malloc, which faults into the kernel.
+  c.strings.push_back("/usr/lib/x86_64-linux-gnu/libc.so.6");
+  c.modules[1].path = capture::StringId(c.strings.size() - 1);
+  const capture::FrameId malloc_frame = frame({FrameKind::kNative, 1, 0x80, function("malloc")});
+  const capture::FrameId fault =
+      frame({FrameKind::kKernel, capture::kNone, 0xffff0000, function("asm_exc_page_fault")});
+  c.samples.stack[7] = node(node(node(node(node(node(1, outer), qsort), 1), cmp), malloc_frame), fault);
   auto paths = [](const capture::Capture& cap) {
     std::vector<std::string> out;
     for (capture::StackId id : cap.samples.stack) {
@@ -156,6 +163,11 @@ TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
   auto python = paths(WithLook(c, Look::kInterpreted));
   CHECK(python[0] == "py_outer;qsort;py_cmp");  // hot: the interpreter's own code, left out
   CHECK(python[9] == "main;run;cold");          // no Python frame: the stack stays whole
+  // The system's leaves go (their time is py_cmp's), unless asked for;
+  // qsort, libc's too, is no leaf and stays.
+  CHECK(python[7] == "py_outer;qsort;py_cmp");
+  CHECK(paths(WithLook(c, Look::kInterpretedNativeLeaves))[7] ==
+        "py_outer;qsort;py_cmp;malloc;asm_exc_page_fault");
   auto native = paths(WithLook(c, Look::kNative));
   CHECK(native[0] == "main;run;qsort;run;hot");
   CHECK(native[9] == "main;run;cold");
@@ -165,5 +177,7 @@ TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
   look = Look::kMixed;
   CHECK(ParseLook("js", &look));
   CHECK(look == Look::kInterpreted);
+  CHECK(ParseLook("python", &look, /*native_leaves=*/true));
+  CHECK(look == Look::kInterpretedNativeLeaves);
   CHECK_FALSE(ParseLook("java", &look));
 }
