@@ -73,9 +73,16 @@ std::string FunctionKeys::ModuleName(KeyId key) const {
   capture::ModuleId m = f.module;
   if (m == kNone && f.function != kNone) m = capture_.functions[f.function].module;
   // An interpreted frame's place is its source file.
-  if (f.kind == capture::FrameKind::kInterpreted) return BaseName(capture_.str(f.file));
+  if (f.kind == capture::FrameKind::kInterpreted) return capture_.str(f.file);
   if (m == kNone) return f.kind == capture::FrameKind::kNamed ? "" : "[unmapped]";
   return BaseName(capture_.str(capture_.modules[m].path));
+}
+
+uint32_t FunctionKeys::FirstLine(KeyId key) const {
+  const capture::Frame& f = capture_.frames[key_frame_[key]];
+  // An interpreted frame keeps its function's first line in `address`.
+  if (f.kind != capture::FrameKind::kInterpreted || f.address > UINT32_MAX) return 0;
+  return uint32_t(f.address);
 }
 
 }  // namespace microscope::analysis

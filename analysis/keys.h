@@ -29,7 +29,12 @@ class FunctionKeys {
   FunctionKeys(const capture::Capture& capture, Granularity granularity = Granularity::kFunction);
   KeyId KeyOf(capture::FrameId frame) const { return frame_key_[frame]; }
   const std::string& Name(KeyId key) const { return names_[key]; }
-  std::string ModuleName(KeyId key) const;  // module file's base name, or [unmapped]
+  // The module file's base name, or [unmapped]; an interpreted function's
+  // whole source path.
+  std::string ModuleName(KeyId key) const;
+  // An interpreted function's first line in its file (0: not known or not
+  // an interpreted function).
+  uint32_t FirstLine(KeyId key) const;
   size_t size() const { return names_.size(); }
   Granularity granularity() const { return granularity_; }
 

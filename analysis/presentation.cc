@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <optional>
 
 #include "base/clock.h"
 #include "base/percent.h"
@@ -270,6 +271,62 @@ std::string Quantity(uint64_t value, std::string_view unit) {
     Appendf(out, "%llu %.*s", Ull(value), int(unit.size()), unit.data());
   }
   return out;
+}
+
+namespace {
+
+// Where a package's path starts (past site-packages/ and the like, or a
+// Python's lib/pythonX.Y/); 0 when it is no package's.
+size_t PackageStart(std::string_view path) {
+  static constexpr std::string_view kPackageRoots[] = {"/site-packages/", "/dist-packages/",
+                                                       "/node_modules/"};
+  size_t from = 0;
+  for (std::string_view root : kPackageRoots) {
+    const size_t at = path.rfind(root);
+    if (at != std::string_view::npos) from = std::max(from, at + root.size());
+  }
+  if (from == 0) {  // a Python's standard library: .../lib/python3.13/json/decoder.py
+    for (size_t at = path.find("/lib/python"); at != std::string_view::npos;
+         at = path.find("/lib/python", at + 1)) {
+      const size_t end = path.find('/', at + 11);
+      if (end != std::string_view::npos && end > at + 11 &&
+          path.substr(at + 11, end - at - 11).find_first_not_of("0123456789.") ==
+              std::string_view::npos) {
+        from = end + 1;
+      }
+    }
+  }
+  return from;
+}
+
+}  // namespace
+
+std::string DisplayPath(std::string_view path, std::string_view sources, size_t width) {
+  size_t from = PackageStart(path);
+  if (from == 0 && !sources.empty() && path.size() > sources.size() &&
+      path.substr(0, sources.size()) == sources) {
+    from = sources.size();
+  }
+  std::string_view shown = path.substr(from);
+  if (shown.size() <= width || width < 4) return std::string(shown);
+  return "..." + std::string(shown.substr(shown.size() - (width - 3)));
+}
+
+std::string ProgramSources(std::span<const std::string_view> paths) {
+  std::optional<std::string_view> common;
+  for (std::string_view p : paths) {
+    if (p.empty() || p[0] != '/' || PackageStart(p) != 0) continue;
+    std::string_view dir = p.substr(0, p.rfind('/') + 1);
+    if (!common) {
+      common = dir;
+      continue;
+    }
+    size_t n = 0;
+    while (n < common->size() && n < dir.size() && (*common)[n] == dir[n]) ++n;
+    common = common->substr(0, common->substr(0, n).rfind('/') + 1);
+  }
+  if (!common || common->size() <= 1) return "";
+  return std::string(*common);
 }
 
 std::string Duration(uint64_t ns) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,18 @@ std::string Quantity(uint64_t value, std::string_view unit);
 // A duration in the unit that shows it: "12.3 µs", "4.567 ms", "1.234 s"
 // (off-CPU totals run from microseconds to minutes).
 std::string Duration(uint64_t ns);
+
+// A source file's path as a text table shows it beside a function: from
+// the package on where it is one (past site-packages/, dist-packages/,
+// node_modules/ or a Python's lib/pythonX.Y/: pygments/lexer.py), else
+// from the program's `sources` directory on (ProgramSources), then
+// shortened from the left to `width` characters ("..." first). A module's
+// name (no '/') is as it is.
+std::string DisplayPath(std::string_view path, std::string_view sources = {}, size_t width = 48);
+// The directory (ending in '/') holding every absolute path of `paths`
+// that is no package's (the program's own files), said once so that rows
+// show the rest; empty when there are none or they share only "/".
+std::string ProgramSources(std::span<const std::string_view> paths);
 
 // The share of the whole capture's value (its metric) a filter kept.
 double KeptPercent(const ReportModel& model);

@@ -38,6 +38,7 @@ void WriteSpeedscope(FILE* file, const capture::Capture& c, const analysis::Func
     nlohmann::json frame = {{"name", keys.Name(frames[f])}};
     std::string module = keys.ModuleName(frames[f]);
     if (!module.empty()) frame["file"] = module;
+    if (uint32_t line = keys.FirstLine(frames[f]); line != 0) frame["line"] = line;
     out += (f ? "," : "") + frame.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   out += "]},\"profiles\":[";

@@ -13,8 +13,11 @@ using analysis::ReportModel;
 using analysis::Share;
 using analysis::ShareChange;
 
-struct Colors {
+// How the text report draws: colors, and the directory the program's own
+// source files are shown from (said once, in the header).
+struct TextStyle {
   bool on;
+  std::string sources;
   const char* bold() const { return on ? "\033[1m" : ""; }
   const char* dim() const { return on ? "\033[2m" : ""; }
   const char* red() const { return on ? "\033[31m" : ""; }
@@ -30,14 +33,17 @@ struct Colors {
 // A header line's name, bold, in a column of its own.
 struct Label {
   FILE* out;
-  const Colors& c;
+  const TextStyle& c;
   void operator()(const char* name) const { fprintf(out, "%s%-12s%s", c.bold(), name, c.reset()); }
 };
 
 // " [module]" (dimmed), or nothing for frames known only by name.
-std::string ModuleSuffix(const std::string& module, const Colors& c) {
+// An interpreted function's module is its source path: shown from its
+// package on, and shortened from the left (analysis::DisplayPath).
+std::string ModuleSuffix(const std::string& module, const TextStyle& c) {
   if (module.empty()) return "";
-  return std::string(" ") + c.dim() + "[" + module + "]" + c.reset();
+  return std::string(" ") + c.dim() + "[" + analysis::DisplayPath(module, c.sources) + "]" +
+         c.reset();
 }
 
 // "name (tid)", as the off-CPU and system call tables name a thread.
@@ -49,7 +55,7 @@ unsigned long long Ull(uint64_t v) {
   return static_cast<unsigned long long>(v);
 }
 
-void PrintHeader(FILE* out, const ReportModel& m, const Colors& c) {
+void PrintHeader(FILE* out, const ReportModel& m, const TextStyle& c) {
   Label label{out, c};
   for (const analysis::HeaderLine& line : analysis::HeaderLines(m)) {
     label(line.label.c_str());
@@ -63,7 +69,7 @@ std::string RowHeading(const analysis::ReportNouns& n) {
 }
 
 void PrintFlat(FILE* out, const analysis::ReportFlat& flat, const analysis::ReportNouns& n,
-               const Colors& c, bool by_total) {
+               const TextStyle& c, bool by_total) {
   // The self and total columns count samples or intervals: the title says which.
   fprintf(out, "\n%sHottest %s by %s time%s (%scounts: %s)\n", c.bold(), n.rows.c_str(),
           by_total ? "total" : "self", c.reset(), by_total ? "self + callees; " : "",
@@ -78,7 +84,7 @@ void PrintFlat(FILE* out, const analysis::ReportFlat& flat, const analysis::Repo
   }
 }
 
-void PrintTreeNode(FILE* out, const analysis::ReportTree& tree, const Colors& c, uint32_t i,
+void PrintTreeNode(FILE* out, const analysis::ReportTree& tree, const TextStyle& c, uint32_t i,
                    int depth) {
   const analysis::ReportFunction& f = tree.nodes[i].function;
   double total = f.total.percent;
@@ -89,7 +95,7 @@ void PrintTreeNode(FILE* out, const analysis::ReportTree& tree, const Colors& c,
 }
 
 void PrintTree(FILE* out, const analysis::ReportTree& tree, double min_percent,
-               const analysis::ReportNouns& n, const Colors& c) {
+               const analysis::ReportNouns& n, const TextStyle& c) {
   std::string title = tree.inverted
                           ? "Inverted call tree (sampled " + n.rows + " first, then their callers)"
                           : "Call tree (callers first)";
@@ -105,7 +111,7 @@ void PrintMore(FILE* out, size_t more, const char* noun) {
 }
 
 void PrintThreads(FILE* out, const std::vector<analysis::ReportThread>& threads, size_t shown,
-                  const std::string& unit, const analysis::ReportNouns& n, const Colors& c) {
+                  const std::string& unit, const analysis::ReportNouns& n, const TextStyle& c) {
   fprintf(out, "\n%sThreads%s (count: %s)\n", c.bold(), c.reset(), n.counts.c_str());
   // Python threads: the share of their walked samples that held the GIL.
   const bool gil = std::any_of(threads.begin(), threads.end(),
@@ -141,7 +147,7 @@ void PrintThreads(FILE* out, const std::vector<analysis::ReportThread>& threads,
   PrintMore(out, threads.size() - shown, "thread");
 }
 
-void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const Colors& c) {
+void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const TextStyle& c) {
   static const char* kLevels[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
   // Off CPU, per analysis::LaneCell: sleeping, uninterruptible, preempted, other.
   static const char* kBlocked[] = {"-", "=", "~", "?"};
@@ -187,7 +193,7 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const Colors& c) 
   }
 }
 
-void PrintWakers(FILE* out, const analysis::ReportOffCpu& o, const Colors& c) {
+void PrintWakers(FILE* out, const analysis::ReportOffCpu& o, const TextStyle& c) {
   if (o.wakers.empty()) return;
   fprintf(out, "\n%sWho woke each thread%s (stored intervals, not preempted ones)\n", c.bold(),
           c.reset());
@@ -204,7 +210,7 @@ void PrintWakers(FILE* out, const analysis::ReportOffCpu& o, const Colors& c) {
   }
 }
 
-void PrintByState(FILE* out, const analysis::ReportOffCpu& o, const Colors& c) {
+void PrintByState(FILE* out, const analysis::ReportOffCpu& o, const TextStyle& c) {
   fprintf(out, "\n%sOff-CPU time by state%s: %s in %llu intervals and %llu short ones\n", c.bold(),
           c.reset(), analysis::Duration(o.totals.total_ns()).c_str(), Ull(o.totals.intervals),
           Ull(o.totals.shorts));
@@ -229,7 +235,7 @@ void PrintByState(FILE* out, const analysis::ReportOffCpu& o, const Colors& c) {
   PrintWakers(out, o, c);
 }
 
-void PrintDiffRows(FILE* out, const analysis::ReportDiffTable& table, const Colors& c,
+void PrintDiffRows(FILE* out, const analysis::ReportDiffTable& table, const TextStyle& c,
                    const std::string& title, const std::string& row_heading) {
   const bool with_module = row_heading != "path";
   fprintf(out, "\n%s%s%s\n", c.bold(), title.c_str(), c.reset());
@@ -240,14 +246,14 @@ void PrintDiffRows(FILE* out, const analysis::ReportDiffTable& table, const Colo
     fprintf(out, "%8s %8s %s%9s%s  %s", Share(100 * r.base_share).c_str(),
             Share(100 * r.other_share).c_str(), delta > 0 ? c.red() : c.green(),
             ShareChange(delta).c_str(), c.reset(), r.name.c_str());
-    if (with_module) fprintf(out, " %s[%s]%s", c.dim(), r.module.c_str(), c.reset());
+    if (with_module) fprintf(out, "%s", ModuleSuffix(r.module, c).c_str());
     fprintf(out, "\n");
   }
   if (table.shown == 0) fprintf(out, "(no differences)\n");
 }
 
 void PrintDiff(FILE* out, const analysis::ReportDiff& diff, const analysis::ReportNouns& n,
-               const Colors& c) {
+               const TextStyle& c) {
   fprintf(out, "\n%sDifference%s: base %s, other %s of %s (shares of each capture's total)\n",
           c.bold(), c.reset(), analysis::Quantity(diff.base_total, diff.unit).c_str(),
           analysis::Quantity(diff.other_total, diff.unit).c_str(), diff.metric.c_str());
@@ -257,7 +263,8 @@ void PrintDiff(FILE* out, const analysis::ReportDiff& diff, const analysis::Repo
 }
 
 // The caller's stack, innermost frame first, as a backtrace reads.
-void PrintCallStack(FILE* out, const std::vector<analysis::ReportFrame>& stack, const Colors& c) {
+void PrintCallStack(FILE* out, const std::vector<analysis::ReportFrame>& stack,
+                    const TextStyle& c) {
   const size_t kShownFrames = 16;
   for (size_t depth = 0; depth < stack.size(); ++depth) {
     if (depth == kShownFrames) {
@@ -269,7 +276,7 @@ void PrintCallStack(FILE* out, const std::vector<analysis::ReportFrame>& stack, 
   }
 }
 
-void PrintSyscalls(FILE* out, const analysis::ReportSyscalls& t, const Colors& c) {
+void PrintSyscalls(FILE* out, const analysis::ReportSyscalls& t, const TextStyle& c) {
   fprintf(out, "\n%sSystem calls%s: %llu calls, %llu errors, %s in calls\n", c.bold(), c.reset(),
           Ull(t.calls), Ull(t.errors), analysis::Quantity(t.total_ns, "nanoseconds").c_str());
   fprintf(out, "%7s %11s %11s %9s %9s  %s\n", "% time", "seconds", "usecs/call", "calls", "errors",
@@ -292,7 +299,7 @@ void PrintSyscalls(FILE* out, const analysis::ReportSyscalls& t, const Colors& c
   }
 }
 
-void PrintZones(FILE* out, const analysis::ReportZones& z, const Colors& c) {
+void PrintZones(FILE* out, const analysis::ReportZones& z, const TextStyle& c) {
   auto d = [](uint64_t ns) { return analysis::Duration(ns); };
   fprintf(out, "\n%sZones%s: %zu zones; %llu of %llu samples inside one", c.bold(), c.reset(),
           z.rows.size(), Ull(z.samples_inside), Ull(z.samples));
@@ -335,7 +342,7 @@ void PrintZones(FILE* out, const analysis::ReportZones& z, const Colors& c) {
 // A function's source lines with their costs (as perf annotate, by line):
 // each file the capture names for it, the lines around the costed ones.
 void PrintSource(FILE* out, const analysis::ReportSource& s, const analysis::ReportNouns& n,
-                 const Colors& c) {
+                 const TextStyle& c) {
   fprintf(out, "\n%sSource of %s%s: %llu %s (%s)", c.bold(), s.function.c_str(), c.reset(),
           Ull(s.total.samples), n.counts.c_str(), Share(s.total.percent).c_str());
   if (s.without_lines.samples > 0)
@@ -366,8 +373,15 @@ void PrintSource(FILE* out, const analysis::ReportSource& s, const analysis::Rep
 }
 
 void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
-  Colors c{color};
+  TextStyle c{color};
+  std::vector<std::string_view> modules;
+  for (const analysis::ReportFunction& r : m.flat.rows) modules.push_back(r.module);
+  c.sources = analysis::ProgramSources(modules);
   PrintHeader(out, m, c);
+  if (!c.sources.empty()) {
+    Label{out, c}("sources");
+    fprintf(out, "the program's own files are shown from %s\n", c.sources.c_str());
+  }
   if (m.syscalls) PrintSyscalls(out, *m.syscalls, c);
   if (m.zones) PrintZones(out, *m.zones, c);
   if (m.by_state) PrintByState(out, *m.by_state, c);

@@ -50,3 +50,36 @@ TEST_CASE("Presentation: a header's lines, one problem per line, the filter's ke
 
 }  // namespace
 }  // namespace microscope::analysis
+
+TEST_CASE("DisplayPath: from the package on, shortened from the left") {
+  using microscope::analysis::DisplayPath;
+  CHECK(DisplayPath("/usr/lib/python3/dist-packages/pygments/lexer.py") == "pygments/lexer.py");
+  CHECK(DisplayPath("/home/u/.venv/lib/python3.13/site-packages/sympy/core/add.py") ==
+        "sympy/core/add.py");
+  CHECK(DisplayPath("/usr/lib/python3.13/json/decoder.py") == "json/decoder.py");
+  CHECK(DisplayPath("/opt/py/lib/python3.14t/x.py") ==
+        "/opt/py/lib/python3.14t/x.py");  // no version dir
+  CHECK(DisplayPath("/srv/app/node_modules/typescript/lib/_tsc.js") == "typescript/lib/_tsc.js");
+  CHECK(DisplayPath("<frozen importlib._bootstrap>") == "<frozen importlib._bootstrap>");
+  CHECK(DisplayPath("node:internal/modules/cjs/loader") == "node:internal/modules/cjs/loader");
+  CHECK(DisplayPath("libc.so.6") == "libc.so.6");
+  CHECK(DisplayPath("/work/a-project/with/a/rather/long/path/to/its/source/main.py", "", 30) ==
+        ".../path/to/its/source/main.py");
+  CHECK(
+      DisplayPath("/work/a-project/with/a/rather/long/path/to/its/source/main.py", "", 30).size() ==
+      30);
+}
+
+TEST_CASE("ProgramSources: the program's own files' directory, said once") {
+  using microscope::analysis::DisplayPath;
+  using microscope::analysis::ProgramSources;
+  std::vector<std::string_view> paths = {"/srv/app/src/main.py", "/srv/app/src/util/io.py",
+                                         "/usr/lib/python3.13/json/decoder.py", "libc.so.6",
+                                         "<frozen importlib._bootstrap>"};
+  CHECK(ProgramSources(paths) == "/srv/app/src/");
+  CHECK(DisplayPath("/srv/app/src/util/io.py", "/srv/app/src/") == "util/io.py");
+  CHECK(DisplayPath("/usr/lib/python3.13/json/decoder.py", "/srv/app/src/") == "json/decoder.py");
+  paths.push_back("/tmp/other.py");  // nothing shared but "/"
+  CHECK(ProgramSources(paths).empty());
+  CHECK(ProgramSources(std::vector<std::string_view>{"/srv/a.py"}) == "/srv/");
+}
