@@ -73,6 +73,23 @@ Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout,
   return out;
 }
 
+Result<std::vector<uint8_t>> ReadLineTable(ProcessMemory& memory, const Layout& layout,
+                                           const InterpreterAddresses& types, uint64_t table) {
+  RETURN_IF_ERROR(CheckType(memory, layout, table, types.bytes, "co_linetable"));
+  int64_t size;
+  if (!ReadValue(memory, table + layout.bytes_size, &size))
+    return Unreadable("co_linetable", table);
+  if (size < 0 || uint64_t(size) > kMaxLineTable) {
+    return Status::Error(StatusCode::kDataLoss, "co_linetable at " + HexAddress(table) +
+                                                    " claims " + std::to_string(size) + " bytes");
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  if (size > 0 && !memory.Read(table + layout.bytes_data, bytes.data(), bytes.size())) {
+    return Unreadable("co_linetable", table);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path, uint64_t bias) {
@@ -181,20 +198,16 @@ Result<CodeInfo> ReadCode(ProcessMemory& memory, const Layout& layout,
   info.qualname_object = qualname;
   ASSIGN_OR_RETURN(info.filename, ReadStr(memory, layout, types, filename, "co_filename"));
   ASSIGN_OR_RETURN(info.qualname, ReadStr(memory, layout, types, qualname, "co_qualname"));
-  RETURN_IF_ERROR(CheckType(memory, layout, table, types.bytes, "co_linetable"));
-  int64_t size;
-  if (!ReadValue(memory, table + layout.bytes_size, &size))
-    return Unreadable("co_linetable", table);
-  if (size < 0 || uint64_t(size) > kMaxLineTable) {
-    return Status::Error(StatusCode::kDataLoss, "co_linetable at " + HexAddress(table) +
-                                                    " claims " + std::to_string(size) + " bytes");
+  Result<std::vector<uint8_t>> bytes = ReadLineTable(memory, layout, types, table);
+  if (!bytes.ok()) {
+    // Named without lines: a code object gone since the walk copied its
+    // first bytes, whose line table was longer than the copy.
+    if (bytes.status().code() != StatusCode::kUnavailable) return bytes.status();
+    info.lines_error = bytes.status().message();
+    return info;
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (size > 0 && !memory.Read(table + layout.bytes_data, bytes.data(), bytes.size())) {
-    return Unreadable("co_linetable", table);
-  }
-  info.lines = LineTable::Decode(bytes, info.first_line);
-  info.line_table_bytes = bytes.size();
+  info.lines = LineTable::Decode(*bytes, info.first_line);
+  info.line_table_bytes = bytes->size();
   return info;
 }
 

@@ -37,6 +37,7 @@ struct CodeInfo {
   int first_line = 0;
   LineTable lines;              // co_linetable, decoded once
   size_t line_table_bytes = 0;  // its size
+  std::string lines_error;      // non-empty: the line table was not readable (no lines)
 };
 
 // The threads of every interpreter of the process: each thread state's

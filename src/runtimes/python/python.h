@@ -53,6 +53,11 @@ struct py_process {
   __u32 gil_holder;  /* from the runtime (3.11), the interpreter (3.13 on) or the GIL (3.12) */
   __u32 gil_locked;  /* an int, 1 when held (not 3.11) */
   __u32 gil_pointer; /* 3.12: the interpreter's pointer to its GIL */
+  /* Where a code object keeps its line table (a bytes object), inside its
+   * first MICROSCOPE_PY_SNAP_CODE bytes; MICROSCOPE_PY_ABSENT: code objects
+   * are not copied (struct py_code_snapshot). */
+  __u32 code_linetable;
+  __u32 reserved2;
 };
 #define MICROSCOPE_PY_GIL_NONE 0
 #define MICROSCOPE_PY_GIL_RUNTIME 1    /* 3.11: the holder's thread state in _PyRuntime */
@@ -105,5 +110,45 @@ struct py_walk {
 
 #define MICROSCOPE_PY_GIL_KNOWN 1
 #define MICROSCOPE_PY_HOLDS_GIL 2
+
+/* A code object the walks had not seen (py_seen: by process and address,
+ * with the proof fields), copied by the walk that first meets it and sent
+ * to user space (py_snaps), so that code that dies young (a module's body
+ * freed after its import, a process that exits) is still named: the first
+ * bytes of the code object and of its co_qualname, co_filename and
+ * co_linetable objects, as the walk read them (each size 0: unreadable).
+ * User space reads them as it reads the live process, proving each object
+ * by its type. */
+#define MICROSCOPE_PY_SNAP_CODE 256
+#define MICROSCOPE_PY_SNAP_STR 320
+#define MICROSCOPE_PY_SNAP_TABLE 512
+#define MICROSCOPE_PY_SNAPS_PER_WALK 16 /* code objects copied per walk at most */
+struct py_code_snapshot {
+  __u32 pid;
+  __u16 code_size;
+  __u16 qualname_size;
+  __u16 filename_size;
+  __u16 table_size;
+  __s32 first_line; /* co_firstlineno, as the walk read it: a proof field */
+  __u64 code;
+  __u64 qualname;
+  __u64 filename;
+  __u64 table;
+  __u8 code_bytes[MICROSCOPE_PY_SNAP_CODE];
+  __u8 qualname_bytes[MICROSCOPE_PY_SNAP_STR];
+  __u8 filename_bytes[MICROSCOPE_PY_SNAP_STR];
+  __u8 table_bytes[MICROSCOPE_PY_SNAP_TABLE];
+};
+struct py_seen_key {
+  __u32 pid;
+  __u32 reserved;
+  __u64 code;
+};
+struct py_seen_value {
+  __u64 qualname;
+  __u64 filename;
+  __s32 first_line;
+  __u32 reserved;
+};
 
 #endif

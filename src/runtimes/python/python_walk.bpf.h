@@ -31,6 +31,9 @@ struct {
 struct py_chunks {
   __u8 frame[MICROSCOPE_PY_CHUNK];
   __u8 code[MICROSCOPE_PY_CHUNK];
+  // Code objects this walk copied (kept here, in map memory, not in the
+  // loop's context: the verifier would follow each count).
+  __u32 snaps;
 };
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -38,6 +41,28 @@ struct {
   __type(key, __u32);
   __type(value, struct py_chunks);
 } py_chunks SEC(".maps");
+
+// The code objects already sent to user space (python.h: struct
+// py_code_snapshot), and the ring they go by, shared by every object that
+// walks; the snapshot is built in a per-CPU scratch.
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct py_seen_key);
+  __type(value, struct py_seen_value);
+} py_seen SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 22);  // 4 MiB: about 2,800 code objects
+} py_snaps SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct py_code_snapshot);
+} py_snap_scratch SEC(".maps");
 
 // A word (or byte) of a chunk at an offset the loader checked to lie inside.
 static __always_inline __u64 chunk_word(const __u8* chunk, __u32 off) {
@@ -150,6 +175,50 @@ static __always_inline __u64 thread_state(const struct py_process* proc, __u32 t
   return ts;
 }
 
+// Copies up to `size` bytes at `address` (half as many when the object
+// lies at the end of its mapping); returns the bytes copied, 0: none.
+static __always_inline __u16 snap_read(__u8* dst, __u32 size, __u64 address) {
+  if (address == 0) return 0;
+  if (bpf_probe_read_user(dst, size, (const void*)address) == 0) return size;
+  if (bpf_probe_read_user(dst, size / 2, (const void*)address) == 0) return size / 2;
+  return 0;
+}
+
+// Sends code object `code` (with the proof fields the walk read) to user
+// space unless it was sent before, as the walk sees it now, and unless this
+// walk copied its share already (the rest go with later walks).
+static __always_inline void snapshot_code(const struct py_process* proc, struct py_chunks* chunks,
+                                          __u32 pid, __u64 code, __u64 qualname, __u64 filename,
+                                          __s32 first_line) {
+  if (proc->code_linetable == MICROSCOPE_PY_ABSENT) return;
+  struct py_seen_key key = {.pid = pid, .code = code};
+  struct py_seen_value* seen = bpf_map_lookup_elem(&py_seen, &key);
+  if (seen && seen->qualname == qualname && seen->filename == filename &&
+      seen->first_line == first_line)
+    return;
+  if (chunks->snaps >= MICROSCOPE_PY_SNAPS_PER_WALK) return;
+  chunks->snaps += 1;
+  __u32 zero = 0;
+  struct py_code_snapshot* s = bpf_map_lookup_elem(&py_snap_scratch, &zero);
+  if (!s) return;
+  s->pid = pid;
+  s->code = code;
+  s->qualname = qualname;
+  s->filename = filename;
+  s->first_line = first_line;
+  s->code_size = snap_read(s->code_bytes, sizeof(s->code_bytes), code);
+  s->table = 0;
+  const __u32 at = proc->code_linetable;
+  if (s->code_size == sizeof(s->code_bytes) && at <= sizeof(s->code_bytes) - 8)
+    s->table = *(const __u64*)(s->code_bytes + (at & (MICROSCOPE_PY_SNAP_CODE - 1)));
+  s->qualname_size = snap_read(s->qualname_bytes, sizeof(s->qualname_bytes), qualname);
+  s->filename_size = snap_read(s->filename_bytes, sizeof(s->filename_bytes), filename);
+  s->table_size = snap_read(s->table_bytes, sizeof(s->table_bytes), s->table);
+  if (bpf_ringbuf_output(&py_snaps, s, sizeof(*s), 0) != 0) return;  // sent again next time
+  struct py_seen_value value = {.qualname = qualname, .filename = filename, .first_line = first_line};
+  bpf_map_update_elem(&py_seen, &key, &value, BPF_ANY);
+}
+
 // One frame per bpf_loop step, leaf first.
 struct walk_ctx {
   const struct py_process* proc;
@@ -223,6 +292,7 @@ static long walk_step(__u64 i, void* data) {
     __u64 first = code + proc->code_adaptive;
     if (instr_ptr >= first && instr_ptr - first < MICROSCOPE_PY_NO_INSTR)
       f->instr = (__u32)(instr_ptr - first);
+    snapshot_code(proc, s, w->h.pid, code, f->qualname, f->filename, f->firstlineno);
   }
   if (proc->frame_is_entry != MICROSCOPE_PY_ABSENT && chunk_byte(s->frame, proc->frame_is_entry))
     f->instr |= MICROSCOPE_PY_ENTRY;
@@ -234,6 +304,7 @@ static __always_inline void walk_frames(const struct py_process* proc, struct py
                                         struct py_walk* w, __u64 frame) {
   struct walk_ctx c = {
       .proc = proc, .s = s, .w = w, .frame = frame, .frame_need = frame_need(proc)};
+  s->snaps = 0;
   bpf_loop(walk_max_frames + 1, walk_step, &c, 0);
   if (c.frame != 0 && w->h.status == MICROSCOPE_PY_WALKED) w->h.status = MICROSCOPE_PY_TRUNCATED;
 }

@@ -62,7 +62,37 @@ struct NamedCode {
   CodeInfo info;
 };
 
+// A code object as the walk that first met it copied it (python.h: struct
+// py_code_snapshot): the first bytes of the code object and of the objects
+// it names, by their addresses.
+struct CodeSnapshot {
+  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> regions;
+  size_t bytes = 0;
+};
+
+// Reads from the snapshot where it holds the whole range, else from the
+// live process: the code reader proves each object as it always does.
+class SnapshotMemory final : public ProcessMemory {
+ public:
+  SnapshotMemory(uint32_t pid, ProcessMemory* live, const CodeSnapshot& snapshot)
+      : ProcessMemory(pid_t(pid)), live_(live), snapshot_(snapshot) {}
+  bool Read(uint64_t address, void* out, size_t size) override {
+    for (const auto& [start, bytes] : snapshot_.regions) {
+      if (address >= start && size <= bytes.size() && address - start <= bytes.size() - size) {
+        std::memcpy(out, bytes.data() + (address - start), size);
+        return true;
+      }
+    }
+    return live_->Read(address, out, size);
+  }
+
+ private:
+  ProcessMemory* live_;
+  const CodeSnapshot& snapshot_;
+};
+
 struct Process {
+  uint32_t pid = 0;
   const ModuleInfo* module = nullptr;
   InterpreterAddresses at;  // in the process
   std::unique_ptr<ProcessMemory> memory;
@@ -72,6 +102,11 @@ struct Process {
   bool gone = false;
   uint64_t laid_out_at = 0;  // when the walker got its layout
   std::map<CodeKey, NamedCode> codes;
+  // Code objects as the walks first saw them, by address and proof fields
+  // (an address reused by another code object is another key), and the
+  // bytes they hold (counted in the recording's target memory).
+  std::map<CodeKey, CodeSnapshot> snapshots;
+  uint64_t snapshot_bytes = 0;
 };
 
 class PythonSource final : public record::EventlessSource, public record::StackSplicer {
@@ -83,7 +118,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
         shared_sampler_(context.runtime_sampler),
         shared_maps_(context.shared_maps),
         target_(uint32_t(context.target)),
-        walk_frames_(context.options.runtime_frames) {
+        walk_frames_(context.options.runtime_frames),
+        target_memory_(context.target_memory) {
     own_ns_ = PidNamespace("self");
     wake_ = ScopedFd(epoll_create1(EPOLL_CLOEXEC));
     timer_ = ScopedFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -130,6 +166,9 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   bool LayOutFromMaps(uint32_t pid);
   void TakeExecs();
   void RefreshThreads();
+  // Keeps the code objects the walks copied since the last call.
+  void TakeSnapshots();
+  void Keep(const py_code_snapshot& s);
   capture::FrameId Name(Process* process, const WalkFrame& frame, FrameInterner* interner);
   // The code object a walk names by `key`, read and proved once.
   const NamedCode& Code(Process* process, const CodeKey& key);
@@ -158,6 +197,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   record::SharedBpfMaps* shared_maps_;
   uint32_t target_;
   uint32_t walk_frames_;  // the most frames a walk keeps (record --runtime-frames)
+  record::TargetMemory* target_memory_;
   bool warned_ = false;
   std::optional<std::pair<uint64_t, uint64_t>> own_ns_;
   PerFile<ModuleInfo> by_file_;
@@ -175,6 +215,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   uint64_t walking_since_ = MonotonicNowNs();  // the program is on the events
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, python_frames_ = 0, unknown_frames_ = 0;
   uint64_t walks_cut_ = 0;  // that reached the frame bound
+  // Code objects copied by the walks, kept; and named from such a copy.
+  uint64_t snapshots_kept_ = 0, codes_from_snapshots_ = 0;
   // What Splice reuses from one stack to the next: no allocation per stack.
   Walk walk_;
   SpliceScratch scratch_;
@@ -182,6 +224,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
     Process* process = nullptr;
     FrameInterner* interner = nullptr;
   } splicing_;  // the stack being spliced, for hooks_ (which capture only this)
+  const Walker::SnapshotTaker keep_ = [this](const py_code_snapshot& s) { Keep(s); };
   SpliceHooks hooks_{
       [this](const WalkFrame& f) { return Name(splicing_.process, f, splicing_.interner); },
       [this](const std::string& why) { return Unknown(why, splicing_.interner); }};
@@ -252,7 +295,9 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   const uint64_t bias = start - vaddr;
   Process& p = processes_[pid];
   if (p.module == &module && p.at.runtime == module.at.runtime + bias && !p.gone) return;  // known
+  if (target_memory_ != nullptr) target_memory_->Give(p.snapshot_bytes);
   p = Process{};
+  p.pid = pid;
   p.module = &module;
   p.at = {module.at.runtime + bias, module.at.code + bias, module.at.str + bias,
           module.at.bytes + bias};
@@ -351,8 +396,48 @@ void PythonSource::TakeExecs() {
   if (timer_.valid()) timerfd_settime(timer_.get(), 0, &t, nullptr);
 }
 
+void PythonSource::TakeSnapshots() {
+  if (walker_ == nullptr) return;
+  Status drained = walker_->DrainSnapshots(keep_);
+  if (!drained.ok()) Problem("Python code snapshots not read", drained.message());
+}
+
+void PythonSource::Keep(const py_code_snapshot& s) {
+  auto p = processes_.find(s.pid);
+  if (p == processes_.end()) return;  // not laid out (any more)
+  Process& process = p->second;
+  CodeSnapshot snapshot;
+  auto region = [&](uint64_t address, const uint8_t* bytes, size_t size, size_t room) {
+    size = std::min(size, room);  // as the BPF program says, within its record
+    if (address == 0 || size == 0) return;
+    snapshot.regions.emplace_back(address, std::vector<uint8_t>(bytes, bytes + size));
+    snapshot.bytes += size;
+  };
+  region(s.code, s.code_bytes, s.code_size, sizeof(s.code_bytes));
+  region(s.qualname, s.qualname_bytes, s.qualname_size, sizeof(s.qualname_bytes));
+  region(s.filename, s.filename_bytes, s.filename_size, sizeof(s.filename_bytes));
+  region(s.table, s.table_bytes, s.table_size, sizeof(s.table_bytes));
+  auto [it, fresh] =
+      process.snapshots.try_emplace(CodeKey{s.code, s.qualname, s.filename, s.first_line});
+  const size_t before = fresh ? 0 : it->second.bytes;
+  if (target_memory_ != nullptr && snapshot.bytes > before &&
+      !target_memory_->Take(snapshot.bytes - before)) {
+    if (fresh) process.snapshots.erase(it);
+    Problem("Python code snapshots not kept",
+            "the recording keeps at most --target-memory of what its targets write");
+    return;
+  }
+  if (target_memory_ != nullptr && snapshot.bytes < before)
+    target_memory_->Give(before - snapshot.bytes);
+  process.snapshot_bytes += snapshot.bytes;
+  process.snapshot_bytes -= before;
+  it->second = std::move(snapshot);
+  ++snapshots_kept_;
+}
+
 void PythonSource::Poll(const record::PollWindow&, record::RowSink*) {
   if (walker_ == nullptr) return;
+  TakeSnapshots();
   TakeExecs();
   const uint64_t now = MonotonicNowNs();
   if (now - last_refresh_ < kRefreshNs) return;
@@ -364,8 +449,17 @@ const NamedCode& PythonSource::Code(Process* process, const CodeKey& key) {
   auto [it, fresh] = process->codes.try_emplace(key);
   NamedCode& named = it->second;
   if (!fresh) return named;
+  TakeSnapshots();  // the walk's copy of it went before its sample
   const ModuleInfo& m = *process->module;
-  Result<CodeInfo> info = ReadCode(*process->memory, m.layout, process->at, key.code);
+  // As the walk that first met it copied it, where it did (the code object
+  // may be freed since, or its process gone); else from the live process.
+  std::optional<SnapshotMemory> copied;
+  if (auto s = process->snapshots.find(key); s != process->snapshots.end()) {
+    copied.emplace(process->pid, process->memory.get(), s->second);
+    ++codes_from_snapshots_;
+  }
+  Result<CodeInfo> info = ReadCode(copied ? static_cast<ProcessMemory&>(*copied) : *process->memory,
+                                   m.layout, process->at, key.code);
   if (!info.ok()) {
     named.error = process->gone && info.status().code() == StatusCode::kUnavailable
                       ? "process exited before its code object was read"
@@ -389,7 +483,10 @@ capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameI
   if (!named.error.empty()) return Unknown(named.error, interner);
   const CodeInfo& info = named.info;
   uint32_t line = uint32_t(std::max(info.first_line, 0));
-  if (f.instr != WalkFrame::kNoInstr) {
+  if (!info.lines_error.empty()) {
+    line = 0;  // named from the walk's copy, whose line table was cut
+    Problem("Python lines not read", info.qualname + ": " + info.lines_error);
+  } else if (f.instr != WalkFrame::kNoInstr) {
     LineLookup l = info.lines.Find(f.instr / 2);
     if (l.kind == LineLookup::kLine) {
       line = uint32_t(std::max(l.line, 0));
@@ -461,6 +558,8 @@ void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"walks_cut", walks_cut_},
               {"frames", python_frames_},
               {"unknown_frames", unknown_frames_},
+              {"code_snapshots", snapshots_kept_},
+              {"codes_named_from_snapshots", codes_from_snapshots_},
               {"walks_lost", walker_ ? walker_->sampler().Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (walker_ != nullptr) {
@@ -500,7 +599,8 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
   return std::unique_ptr<record::EventSource>(std::move(source));
 }
 
-constexpr std::string_view kMaps[] = {"py_processes", "py_threads"};  // python_walk.bpf.h's
+// python_walk.bpf.h's: layouts, threads, and the code objects sent once.
+constexpr std::string_view kMaps[] = {"py_processes", "py_threads", "py_seen", "py_snaps"};
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <linux/types.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -62,6 +63,15 @@ Result<py_process> ProcessOffsets(const Layout& l, const ProcessWalk& where) {
     p.gil_holder = Offset(l.interp_gil_holder);
     p.gil_locked = Offset(l.interp_gil_locked);
   }
+  // Code objects are copied (py_code_snapshot) when the fields user space
+  // reads lie in the first bytes copied.
+  p.code_linetable = MICROSCOPE_PY_ABSENT;
+  if (std::max(
+          {l.object_type, l.code_firstlineno, l.code_filename, l.code_qualname, l.code_linetable}) +
+          8 <=
+      MICROSCOPE_PY_SNAP_CODE) {
+    p.code_linetable = Offset(l.code_linetable);
+  }
   // The walk reads a frame's fields from one chunk at its start, and a code
   // object's from one chunk at code_lo: every field must lie inside.
   const uint64_t frame_end =
@@ -107,6 +117,30 @@ Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
   if (bpf_map_update_elem(procs, &key, &p, BPF_EXIST) != 0 && errno != ENOENT) {
     return BpfFailed("cannot update a Python process for the walker", errno);
   }
+  return OkStatus();
+}
+
+Walker::~Walker() {
+  if (snapshots_ != nullptr) ring_buffer__free(snapshots_);
+}
+
+Status Walker::DrainSnapshots(const SnapshotTaker& take) {
+  if (snapshots_ == nullptr) {
+    auto on_snapshot = [](void* ctx, void* data, size_t size) {
+      auto* walker = static_cast<Walker*>(ctx);
+      if (size < sizeof(py_code_snapshot) || walker->taking_ == nullptr) return 0;
+      py_code_snapshot s;
+      std::memcpy(&s, data, sizeof(s));
+      (*walker->taking_)(s);
+      return 0;
+    };
+    snapshots_ = ring_buffer__new(sampler_->map_fd("py_snaps"), on_snapshot, this, nullptr);
+    if (snapshots_ == nullptr) return BpfFailed("cannot read the Python code snapshots", errno);
+  }
+  taking_ = &take;
+  const int n = ring_buffer__consume(snapshots_);
+  taking_ = nullptr;
+  if (n < 0 && n != -EINTR) return BpfFailed("cannot read the Python code snapshots", n);
   return OkStatus();
 }
 

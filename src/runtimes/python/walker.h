@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <utility>
@@ -19,6 +20,8 @@
 #include "src/runtimes/python/python.h"
 #include "src/runtimes/sampler.h"
 
+struct ring_buffer;  // libbpf
+
 namespace microscope::runtimes::python {
 
 // Where one process's walk starts and how it reads.
@@ -31,6 +34,9 @@ struct ProcessWalk {
 class Walker {
  public:
   explicit Walker(std::shared_ptr<Sampler> sampler) : sampler_(std::move(sampler)) {}
+  ~Walker();
+  Walker(const Walker&) = delete;
+  Walker& operator=(const Walker&) = delete;
 
   // Lays out process `pid` by `layout`; refused (with the reason) when a
   // release's offsets do not fit the walk's reads.
@@ -46,11 +52,18 @@ class Walker {
   Status SetThreads(uint32_t pid, std::span<const Thread> threads);
   void ForgetProcess(uint32_t pid);
 
+  // Hands `take` the code objects the walks copied at first sight
+  // (python.h: py_code_snapshot) since the last call, in ring order.
+  using SnapshotTaker = std::function<void(const py_code_snapshot&)>;
+  Status DrainSnapshots(const SnapshotTaker& take);
+
   // Its layouts and thread map, for the other BPF objects that walk.
   Sampler& sampler() const { return *sampler_; }
 
  private:
   std::shared_ptr<Sampler> sampler_;
+  ::ring_buffer* snapshots_ = nullptr;  // py_snaps, opened at the first drain
+  const SnapshotTaker* taking_ = nullptr;
 };
 
 // What the walker reads for a process laid out by `layout`; refused (with
