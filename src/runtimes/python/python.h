@@ -64,6 +64,21 @@ struct py_process {
 #define MICROSCOPE_PY_GIL_INTERP 2     /* 3.13 on: in the interpreter's own GIL */
 #define MICROSCOPE_PY_GIL_INTERP_PTR 3 /* 3.12: behind the interpreter's ceval.gil */
 
+/* py_images: an interpreter executable (its device, as the kernel numbers
+ * it: major << 20 | minor, and inode) the loader laid a process out for;
+ * a process that execs it is laid out at the exec, before its first
+ * sample: `process` with its runtime at the link-time address, moved by
+ * the exec's bias (its mm's start_code less text_vaddr, the least address
+ * of the file's executable segments). */
+struct py_image {
+  __u64 dev;
+  __u64 ino;
+};
+struct py_image_layout {
+  struct py_process process;
+  __u64 text_vaddr;
+};
+
 /* py_threads: a thread's state, refreshed from user space, or found by the
  * walk (tstate 0: searched in vain at this generation). */
 struct py_thread {

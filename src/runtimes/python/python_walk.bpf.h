@@ -27,6 +27,13 @@ struct {
   __type(value, struct py_thread);
 } py_threads SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 64);
+  __type(key, struct py_image);
+  __type(value, struct py_image_layout);
+} py_images SEC(".maps");
+
 // The chunks of target memory a walk reads, per CPU.
 struct py_chunks {
   __u8 frame[MICROSCOPE_PY_CHUNK];
@@ -215,7 +222,8 @@ static __always_inline void snapshot_code(const struct py_process* proc, struct 
   s->filename_size = snap_read(s->filename_bytes, sizeof(s->filename_bytes), filename);
   s->table_size = snap_read(s->table_bytes, sizeof(s->table_bytes), s->table);
   if (bpf_ringbuf_output(&py_snaps, s, sizeof(*s), 0) != 0) return;  // sent again next time
-  struct py_seen_value value = {.qualname = qualname, .filename = filename, .first_line = first_line};
+  struct py_seen_value value = {
+      .qualname = qualname, .filename = filename, .first_line = first_line};
   bpf_map_update_elem(&py_seen, &key, &value, BPF_ANY);
 }
 
@@ -375,9 +383,31 @@ static __always_inline int python_walk_thread(struct runtime_walk* w, const stru
   return python_walk((struct py_walk*)w, t->pid, t->tid);
 }
 
+// At an exec of `p` (the new program's mm in place): laid out at once when
+// it runs an interpreter executable the loader knows, in the pid namespace
+// its process was laid out in before (a Python parent's child), else as the
+// recorder's own (a thread then finds no state until user space lays the
+// process out from its mappings).
 static __always_inline void python_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
+  __u64 pidns_dev = 0, pidns_ino = 0;
+  struct py_process* old = bpf_map_lookup_elem(&py_processes, &tgid);
+  if (old) {
+    pidns_dev = old->pidns_dev;
+    pidns_ino = old->pidns_ino;
+  }
   bpf_map_delete_elem(&py_processes, &tgid);
   bpf_map_delete_elem(&py_threads, &tid);
+  struct inode* inode = BPF_CORE_READ(p, mm, exe_file, f_inode);
+  if (!inode) return;
+  struct py_image image = {.dev = BPF_CORE_READ(inode, i_sb, s_dev),
+                           .ino = BPF_CORE_READ(inode, i_ino)};
+  struct py_image_layout* layout = bpf_map_lookup_elem(&py_images, &image);
+  if (!layout) return;
+  struct py_process proc = layout->process;
+  proc.runtime += BPF_CORE_READ(p, mm, start_code) - layout->text_vaddr;
+  proc.pidns_dev = pidns_dev;
+  proc.pidns_ino = pidns_ino;
+  bpf_map_update_elem(&py_processes, &tgid, &proc, BPF_ANY);
 }
 
 static __always_inline void python_exit(__u32 tgid, __u32 tid, bool group_dead) {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -146,6 +147,9 @@ class PythonSource final : public record::EventlessSource, public record::StackS
     dormant_ = false;
   }
   void Sleep() { dormant_ = true; }
+  // The launched program, when it is an interpreter executable: laid out at
+  // its own exec, before its first sample.
+  void AddLaunchedImage(const std::string& path);
 
   int wait_fd() const override { return wake_.get(); }
   void Poll(const record::PollWindow& window, record::RowSink* sink) override;
@@ -160,7 +164,11 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   const ModuleInfo* InfoOf(const std::string& file);
   const ModuleInfo* Module(const MappedModule& mapping, record::CodeMarks* marks);
   // Lays out `pid` from the interpreter module mapped at `start`.
-  void LayOut(uint32_t pid, uint64_t start, uint64_t file_offset, const ModuleInfo& module);
+  void LayOut(uint32_t pid, uint64_t start, uint64_t file_offset, const ModuleInfo& module,
+              const std::string& file);
+  // When `file` (as process `pid` sees it) is its executable, processes
+  // that exec it from now on are laid out at the exec.
+  void AddImage(uint32_t pid, const std::string& file, const ModuleInfo& module);
   // Lays out `pid` from /proc/PID/maps (a process that just exec'd, ahead
   // of its mapping records); false when no interpreter is mapped yet.
   bool LayOutFromMaps(uint32_t pid);
@@ -209,6 +217,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   ScopedFd wake_;                    // epoll: the walker's exec ring and timer_
   ScopedFd timer_;                   // timerfd
   std::unordered_map<uint32_t, Process> processes_;
+  std::set<std::pair<uint64_t, uint64_t>> images_;  // given to the walker: (st_dev, st_ino)
   std::vector<std::string> notes_;
   record::ProblemCounts problems_;
   uint64_t last_refresh_ = 0;
@@ -273,23 +282,47 @@ void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks
   }
   if (module->error.empty() &&
       record::StillMapped(pid_t(mapping.pid), mapping.start, mapping.path)) {
-    LayOut(mapping.pid, mapping.start, mapping.file_offset, *module);
+    LayOut(mapping.pid, mapping.start, mapping.file_offset, *module,
+           record::TargetFile(mapping.pid, mapping.path));
   }
 }
 
 bool PythonSource::LayOutFromMaps(uint32_t pid) {
   for (const record::ExecutableMapping& m : record::ExecutableMappings(pid_t(pid))) {
     if (m.path.empty() || m.path[0] != '/') continue;
-    const ModuleInfo* info = InfoOf(record::TargetFile(pid, m.path));
+    const std::string file = record::TargetFile(pid, m.path);
+    const ModuleInfo* info = InfoOf(file);
     if (!info->python || !info->error.empty()) continue;
-    LayOut(pid, m.start, m.offset, *info);
+    LayOut(pid, m.start, m.offset, *info, file);
     return true;
   }
   return false;
 }
 
+void PythonSource::AddImage(uint32_t pid, const std::string& file, const ModuleInfo& module) {
+  struct stat exe, mapped;
+  if (stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &exe) != 0 ||
+      stat(file.c_str(), &mapped) != 0 || exe.st_dev != mapped.st_dev ||
+      exe.st_ino != mapped.st_ino) {
+    return;  // a shared libpython: its bias is not the executable's
+  }
+  if (!images_.insert({uint64_t(exe.st_dev), uint64_t(exe.st_ino)}).second) return;
+  Status set = walker_->SetImage(file, module.layout, module.at.runtime);
+  if (!set.ok()) Problem("Python images not given to the walker", set.message());
+}
+
+void PythonSource::AddLaunchedImage(const std::string& path) {
+  struct stat st;
+  if (walker_ == nullptr || path.empty() || stat(path.c_str(), &st) != 0) return;
+  const ModuleInfo* info = InfoOf(path);
+  if (!info->python || !info->error.empty()) return;
+  if (!images_.insert({uint64_t(st.st_dev), uint64_t(st.st_ino)}).second) return;
+  Status set = walker_->SetImage(path, info->layout, info->at.runtime);
+  if (!set.ok()) Problem("Python images not given to the walker", set.message());
+}
+
 void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
-                          const ModuleInfo& module) {
+                          const ModuleInfo& module, const std::string& file) {
   uint64_t vaddr;
   if (!symbols::OffsetToVaddr(module.loads, file_offset, &vaddr)) return;
   const uint64_t bias = start - vaddr;
@@ -315,6 +348,7 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
     processes_.erase(pid);
     return;
   }
+  AddImage(pid, file, module);
   if (notes_.size() < kMaxNotes) {
     notes_.push_back("Python: pid " + std::to_string(pid) + " CPython " + module.layout.Version());
   }
@@ -592,6 +626,8 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
     // interpreters, if any appear, say why.
     if (mode == "bpf") return started;
     source->Refuse(started);
+  } else if (context.launch) {
+    source->AddLaunchedImage(ProgramPath(context));
   }
   if (mode == "bpf" || now) {
     context.settings->SetSource(std::string(kSourceName), "on");
@@ -599,8 +635,9 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
   return std::unique_ptr<record::EventSource>(std::move(source));
 }
 
-// python_walk.bpf.h's: layouts, threads, and the code objects sent once.
-constexpr std::string_view kMaps[] = {"py_processes", "py_threads", "py_seen", "py_snaps"};
+// python_walk.bpf.h's: layouts, threads, images, and the code objects sent once.
+constexpr std::string_view kMaps[] = {"py_processes", "py_threads", "py_images", "py_seen",
+                                      "py_snaps"};
 
 }  // namespace
 

@@ -5,13 +5,19 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <gelf.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "src/record/bpf_loader.h"
 #include "src/runtimes/python/python.h"
+#include "src/symbols/elf_handle.h"
 
 namespace microscope::runtimes::python {
 
@@ -116,6 +122,44 @@ Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
   // BPF_EXIST: a process forgotten meanwhile (exec, exit) stays forgotten.
   if (bpf_map_update_elem(procs, &key, &p, BPF_EXIST) != 0 && errno != ENOENT) {
     return BpfFailed("cannot update a Python process for the walker", errno);
+  }
+  return OkStatus();
+}
+
+namespace {
+
+// The least link-time address of the file's executable segments: what an
+// exec's mm->start_code is, less the load bias.
+Result<uint64_t> TextVaddr(const std::string& path) {
+  ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
+  size_t count = 0;
+  if (elf_getphdrnum(file.elf.get(), &count) != 0) {
+    return Status::Error(StatusCode::kDataLoss, path + ": no program headers");
+  }
+  std::optional<uint64_t> least;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(file.elf.get(), int(i), &ph) == nullptr) continue;
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && (!least || ph.p_vaddr < *least))
+      least = ph.p_vaddr;
+  }
+  if (!least) return Status::Error(StatusCode::kDataLoss, path + ": no executable segment");
+  return *least;
+}
+
+}  // namespace
+
+Status Walker::SetImage(const std::string& path, const Layout& l, uint64_t runtime) {
+  ASSIGN_OR_RETURN(py_process p, ProcessOffsets(l, ProcessWalk{.runtime = runtime}));
+  ASSIGN_OR_RETURN(uint64_t text, TextVaddr(path));
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return Status::Error(StatusCode::kNotFound, path + ": not found");
+  // The kernel's device numbers: major << 20 | minor.
+  py_image key{(uint64_t(major(st.st_dev)) << 20) | minor(st.st_dev), uint64_t(st.st_ino)};
+  py_image_layout value{p, text};
+  if (bpf_map_update_elem(sampler_->map_fd("py_images"), &key, &value, BPF_ANY) != 0) {
+    return BpfFailed("cannot give the walker a Python image", errno);
   }
   return OkStatus();
 }

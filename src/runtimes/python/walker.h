@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,10 @@ class Walker {
   };
   Status SetThreads(uint32_t pid, std::span<const Thread> threads);
   void ForgetProcess(uint32_t pid);
+  // Processes that exec the interpreter executable `path` are laid out by
+  // `layout` at the exec (python.h: py_images); `runtime` is _PyRuntime's
+  // link-time address.
+  Status SetImage(const std::string& path, const Layout& layout, uint64_t runtime);
 
   // Hands `take` the code objects the walks copied at first sight
   // (python.h: py_code_snapshot) since the last call, in ring order.
