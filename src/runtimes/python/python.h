@@ -137,7 +137,7 @@ struct py_walk {
 #define MICROSCOPE_PY_SNAP_CODE 256
 #define MICROSCOPE_PY_SNAP_STR 320
 #define MICROSCOPE_PY_SNAP_TABLE 512
-#define MICROSCOPE_PY_SNAPS_PER_WALK 16 /* code objects copied per walk at most */
+#define MICROSCOPE_PY_SNAPS_PER_WALK 64 /* code objects copied per walk at most */
 struct py_code_snapshot {
   __u32 pid;
   __u16 code_size;

@@ -71,6 +71,14 @@ struct CodeSnapshot {
   size_t bytes = 0;
 };
 
+// Code objects as the walks first saw them, by address and proof fields
+// (an address reused by another code object is another key), and the bytes
+// they hold (counted in the recording's target memory).
+struct CodeSnapshots {
+  std::map<CodeKey, CodeSnapshot> by_key;
+  uint64_t bytes = 0;
+};
+
 // Reads from the snapshot where it holds the whole range, else from the
 // live process: the code reader proves each object as it always does.
 class SnapshotMemory final : public ProcessMemory {
@@ -103,11 +111,7 @@ struct Process {
   bool gone = false;
   uint64_t laid_out_at = 0;  // when the walker got its layout
   std::map<CodeKey, NamedCode> codes;
-  // Code objects as the walks first saw them, by address and proof fields
-  // (an address reused by another code object is another key), and the
-  // bytes they hold (counted in the recording's target memory).
-  std::map<CodeKey, CodeSnapshot> snapshots;
-  uint64_t snapshot_bytes = 0;
+  CodeSnapshots snapshots;
 };
 
 class PythonSource final : public record::EventlessSource, public record::StackSplicer {
@@ -218,6 +222,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   ScopedFd timer_;                   // timerfd
   std::unordered_map<uint32_t, Process> processes_;
   std::set<std::pair<uint64_t, uint64_t>> images_;  // given to the walker: (st_dev, st_ino)
+  // Code object copies of processes not laid out here yet, by pid.
+  std::unordered_map<uint32_t, CodeSnapshots> pending_;
   std::vector<std::string> notes_;
   record::ProblemCounts problems_;
   uint64_t last_refresh_ = 0;
@@ -328,9 +334,23 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   const uint64_t bias = start - vaddr;
   Process& p = processes_[pid];
   if (p.module == &module && p.at.runtime == module.at.runtime + bias && !p.gone) return;  // known
-  if (target_memory_ != nullptr) target_memory_->Give(p.snapshot_bytes);
+  // The copies stay: those of the program before an exec are other keys,
+  // and those BPF sent before this layout (it laid the exec out) are the
+  // process's.
+  CodeSnapshots copies = std::move(p.snapshots);
+  if (auto early = pending_.find(pid); early != pending_.end()) {
+    for (auto& [key, snapshot] : early->second.by_key) {
+      auto [it, fresh] = copies.by_key.try_emplace(key);
+      if (!fresh && target_memory_ != nullptr) target_memory_->Give(it->second.bytes);
+      if (!fresh) copies.bytes -= it->second.bytes;
+      copies.bytes += snapshot.bytes;
+      it->second = std::move(snapshot);
+    }
+    pending_.erase(early);
+  }
   p = Process{};
   p.pid = pid;
+  p.snapshots = std::move(copies);
   p.module = &module;
   p.at = {module.at.runtime + bias, module.at.code + bias, module.at.str + bias,
           module.at.bytes + bias};
@@ -437,9 +457,10 @@ void PythonSource::TakeSnapshots() {
 }
 
 void PythonSource::Keep(const py_code_snapshot& s) {
+  // A process BPF laid out at its exec may be sent before user space lays
+  // it out from its mappings: its copies wait for that.
   auto p = processes_.find(s.pid);
-  if (p == processes_.end()) return;  // not laid out (any more)
-  Process& process = p->second;
+  CodeSnapshots& into = p != processes_.end() ? p->second.snapshots : pending_[s.pid];
   CodeSnapshot snapshot;
   auto region = [&](uint64_t address, const uint8_t* bytes, size_t size, size_t room) {
     size = std::min(size, room);  // as the BPF program says, within its record
@@ -451,20 +472,19 @@ void PythonSource::Keep(const py_code_snapshot& s) {
   region(s.qualname, s.qualname_bytes, s.qualname_size, sizeof(s.qualname_bytes));
   region(s.filename, s.filename_bytes, s.filename_size, sizeof(s.filename_bytes));
   region(s.table, s.table_bytes, s.table_size, sizeof(s.table_bytes));
-  auto [it, fresh] =
-      process.snapshots.try_emplace(CodeKey{s.code, s.qualname, s.filename, s.first_line});
+  auto [it, fresh] = into.by_key.try_emplace(CodeKey{s.code, s.qualname, s.filename, s.first_line});
   const size_t before = fresh ? 0 : it->second.bytes;
   if (target_memory_ != nullptr && snapshot.bytes > before &&
       !target_memory_->Take(snapshot.bytes - before)) {
-    if (fresh) process.snapshots.erase(it);
+    if (fresh) into.by_key.erase(it);
     Problem("Python code snapshots not kept",
             "the recording keeps at most --target-memory of what its targets write");
     return;
   }
   if (target_memory_ != nullptr && snapshot.bytes < before)
     target_memory_->Give(before - snapshot.bytes);
-  process.snapshot_bytes += snapshot.bytes;
-  process.snapshot_bytes -= before;
+  into.bytes += snapshot.bytes;
+  into.bytes -= before;
   it->second = std::move(snapshot);
   ++snapshots_kept_;
 }
@@ -488,7 +508,7 @@ const NamedCode& PythonSource::Code(Process* process, const CodeKey& key) {
   // As the walk that first met it copied it, where it did (the code object
   // may be freed since, or its process gone); else from the live process.
   std::optional<SnapshotMemory> copied;
-  if (auto s = process->snapshots.find(key); s != process->snapshots.end()) {
+  if (auto s = process->snapshots.by_key.find(key); s != process->snapshots.by_key.end()) {
     copied.emplace(process->pid, process->memory.get(), s->second);
     ++codes_from_snapshots_;
   }
