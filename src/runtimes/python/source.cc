@@ -173,6 +173,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   // When `file` (as process `pid` sees it) is its executable, processes
   // that exec it from now on are laid out at the exec.
   void AddImage(uint32_t pid, const std::string& file, const ModuleInfo& module);
+  // Gives the walker interpreter executable `path` (`st`: its stat), once.
+  void GiveImage(const std::string& path, const struct stat& st, const ModuleInfo& module);
   // Lays out `pid` from /proc/PID/maps (a process that just exec'd, ahead
   // of its mapping records); false when no interpreter is mapped yet.
   bool LayOutFromMaps(uint32_t pid);
@@ -312,18 +314,20 @@ void PythonSource::AddImage(uint32_t pid, const std::string& file, const ModuleI
       exe.st_ino != mapped.st_ino) {
     return;  // a shared libpython: its bias is not the executable's
   }
-  if (!images_.insert({uint64_t(exe.st_dev), uint64_t(exe.st_ino)}).second) return;
-  Status set = walker_->SetImage(file, module.layout, module.at.runtime);
-  if (!set.ok()) Problem("Python images not given to the walker", set.message());
+  GiveImage(file, exe, module);
 }
 
 void PythonSource::AddLaunchedImage(const std::string& path) {
   struct stat st;
   if (walker_ == nullptr || path.empty() || stat(path.c_str(), &st) != 0) return;
   const ModuleInfo* info = InfoOf(path);
-  if (!info->python || !info->error.empty()) return;
-  if (!images_.insert({uint64_t(st.st_dev), uint64_t(st.st_ino)}).second) return;
-  Status set = walker_->SetImage(path, info->layout, info->at.runtime);
+  if (info->python && info->error.empty()) GiveImage(path, st, *info);
+}
+
+void PythonSource::GiveImage(const std::string& path, const struct stat& st,
+                             const ModuleInfo& module) {
+  if (!images_.insert({uint64_t(st.st_dev), uint64_t(st.st_ino)}).second) return;  // given
+  Status set = walker_->SetImage(path, module.layout, module.at.runtime);
   if (!set.ok()) Problem("Python images not given to the walker", set.message());
 }
 
