@@ -20,8 +20,19 @@ FrameId InterpretedFrames::Interpreted(const InterpretedFrame& frame) {
   return it->second;
 }
 
+void InterpretedFrames::NameNative(FrameId id, std::string_view function) {
+  capture::Frame& f = capture_->frames[id];
+  if (f.kind != capture::FrameKind::kNative || f.function != kNone) return;
+  capture::StringId name = strings_->Intern(function);
+  auto [fn, added] =
+      native_.try_emplace({name, f.module}, capture::FunctionId(capture_->functions.size()));
+  if (added) capture_->functions.push_back({name, f.module, kNone});
+  f.function = fn->second;
+}
+
 void InterpretedFrames::Renumber(const capture::CodeRenumbering& r) {
   capture::RenumberValues(functions_, r.functions);
+  capture::RenumberValues(native_, r.functions);
   // A kept frame keeps its function.
   std::map<std::pair<capture::FunctionId, uint32_t>, FrameId> frames;
   for (const auto& [key, frame] : frames_) {

@@ -21,6 +21,8 @@ class InterpretedFrames final : public FrameInterner {
       : capture_(capture), strings_(strings) {}
 
   capture::FrameId Interpreted(const InterpretedFrame& frame) override;
+  const capture::Frame& frame(capture::FrameId id) const override { return capture_->frames[id]; }
+  void NameNative(capture::FrameId id, std::string_view function) override;
   // A generation ended (capture/compact.h): the dropped functions and
   // frames are forgotten, the kept ones renumbered.
   void Renumber(const capture::CodeRenumbering& r);
@@ -31,6 +33,8 @@ class InterpretedFrames final : public FrameInterner {
   std::map<std::tuple<capture::StringId, capture::StringId, uint32_t>, capture::FunctionId>
       functions_;
   std::map<std::pair<capture::FunctionId, uint32_t>, capture::FrameId> frames_;
+  // Native functions NameNative gave, by (name, module).
+  std::map<std::pair<capture::StringId, capture::ModuleId>, capture::FunctionId> native_;
 };
 
 }  // namespace microscope::record

@@ -80,6 +80,14 @@ class FrameInterner {
  public:
   virtual ~FrameInterner() = default;
   virtual capture::FrameId Interpreted(const InterpretedFrame& frame) = 0;
+  // A frame of the stack being spliced (native frames: module and file
+  // offset, no function: frames are named when the capture is finished).
+  virtual const capture::Frame& frame(capture::FrameId id) const = 0;
+  // Names native frame `id` `function` (of its module): code the runtime
+  // proved, such as its eval loop, where the module's symbols name none.
+  // Symbolization keeps the name unless debug information gives the code's
+  // own with its lines.
+  virtual void NameNative(capture::FrameId id, std::string_view function) = 0;
 };
 
 // The stack being spliced, leaf first (kernel frames first, then user

@@ -50,3 +50,26 @@ for version, python in sorted(pythons.items()):
     check(len(young) >= 15 and len(compiled) >= 5 and fn.get("child_work", (0, 0))[1] > 0,
           "%s: young modules' functions named: %d of 20, compiled ones %d of 10, child_work %s"
           % (version, len(young), len(compiled), fn.get("child_work")))
+
+    # Each activation of the eval loop is named, where the interpreter's
+    # symbols name its code or not (Debian's 3.14 and 3.15 split parts of
+    # the loop out of _PyEval_EvalFrameDefault's symbol, leaving them
+    # unnamed): the native frame directly calling a Python frame.
+    tree = report(cap, "--tree", "--min-percent", "0")
+    callers = {}
+    python = lambda n: n["module"].endswith(".py") or n["module"].startswith("<frozen ")
+
+    # A marker's Python frames (activations the native stack did not reach)
+    # have no native caller.
+    def walk(node, parent):
+        if python(node) and parent is not None and not python(parent) and \
+                not parent["function"].startswith("[unknown Python"):
+            callers[parent["function"]] = callers.get(parent["function"], 0) + node["total"]["samples"]
+        for c in node["children"]:
+            walk(c, node)
+
+    for r in tree["tree"]:
+        walk(r, None)
+    loop = {f: n for f, n in callers.items() if f.startswith("_PyEval_EvalFrameDefault")}
+    check(sum(callers.values()) > 100 and loop and sum(loop.values()) >= 0.99 * sum(callers.values()),
+          "%s: Python frames are called by the eval loop, named: %s" % (version, callers))

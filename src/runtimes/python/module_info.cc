@@ -40,6 +40,8 @@ std::unique_ptr<ModuleInfo> ReadModuleInfo(const std::string& path) {
   } else {
     info->at = *at;
     info->loads = *loads;
+    if (Result<std::unique_ptr<symbols::ElfImage>> image = symbols::LoadElfImage(path); image.ok())
+      info->image = std::move(*image);
     for (const symbols::LoadSegment& s : info->loads) {
       if (eval.st_value >= s.vaddr && eval.st_value < s.vaddr + s.filesz) {
         info->eval_begin = eval.st_value - s.vaddr + s.offset;

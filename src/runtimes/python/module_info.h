@@ -25,6 +25,9 @@ struct ModuleInfo {
   InterpreterAddresses at;  // link-time addresses (bias 0)
   std::vector<symbols::LoadSegment> loads;
   uint64_t eval_begin = 0, eval_end = 0;  // _PyEval_EvalFrameDefault, as file offsets
+  // The file's symbols as the symbolizer reads them (a debug file's where
+  // one is installed): whether they name an eval loop activation's code.
+  std::unique_ptr<symbols::ElfImage> image;
 };
 
 // What the file at `path` tells about the interpreter in it.

@@ -41,8 +41,10 @@ using record::MappedModule;
 using record::SpliceStack;
 using runtimes::Sampler;
 
-constexpr std::string_view kSourceName = "python";         // kRuntime.name
-const uint8_t kEvalTag = record::code_tags::Allocate();    // _PyEval_EvalFrameDefault's code
+constexpr std::string_view kSourceName = "python";       // kRuntime.name
+const uint8_t kEvalTag = record::code_tags::Allocate();  // _PyEval_EvalFrameDefault's code
+// What an activation of the eval loop is called where no symbol names it.
+constexpr std::string_view kEvalLoopName = "_PyEval_EvalFrameDefault (eval loop)";
 const uint8_t kModuleTag = record::code_tags::Allocate();  // the rest of the module
 constexpr uint64_t kRefreshNs = 20'000'000;                // thread maps, about every 20 ms
 constexpr size_t kMaxNotes = 16;
@@ -184,6 +186,10 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   void TakeSnapshots();
   void Keep(const py_code_snapshot& s);
   capture::FrameId Name(Process* process, const WalkFrame& frame, FrameInterner* interner);
+  // Names the native frame of an eval loop activation after the eval loop
+  // where its module's symbols do not name its code (3.14 and 3.15 as
+  // Debian builds them split parts of the loop out of its symbol).
+  void NameActivation(capture::FrameId native, FrameInterner* interner);
   // The code object a walk names by `key`, read and proved once.
   const NamedCode& Code(Process* process, const CodeKey& key);
   capture::FrameId Unknown(const std::string& why, FrameInterner* interner) {
@@ -234,6 +240,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   uint64_t walks_cut_ = 0;  // that reached the frame bound
   // Code objects copied by the walks, kept; and named from such a copy.
   uint64_t snapshots_kept_ = 0, codes_from_snapshots_ = 0;
+  uint64_t activations_named_ = 0;  // native frames NameActivation named
   // What Splice reuses from one stack to the next: no allocation per stack.
   Walk walk_;
   SpliceScratch scratch_;
@@ -244,7 +251,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   const Walker::SnapshotTaker keep_ = [this](const py_code_snapshot& s) { Keep(s); };
   SpliceHooks hooks_{
       [this](const WalkFrame& f) { return Name(splicing_.process, f, splicing_.interner); },
-      [this](const std::string& why) { return Unknown(why, splicing_.interner); }};
+      [this](const std::string& why) { return Unknown(why, splicing_.interner); },
+      [this](capture::FrameId f) { NameActivation(f, splicing_.interner); }};
 };
 
 const ModuleInfo* PythonSource::InfoOf(const std::string& file) {
@@ -558,6 +566,19 @@ capture::FrameId PythonSource::Name(Process* process, const WalkFrame& f, FrameI
       {info.qualname, info.filename, line, uint32_t(std::max(info.first_line, 0))});
 }
 
+void PythonSource::NameActivation(capture::FrameId native, FrameInterner* interner) {
+  const capture::Frame& f = interner->frame(native);
+  if (f.kind != capture::FrameKind::kNative || f.function != capture::kNone) return;
+  auto m = modules_.find(f.module);
+  if (m == modules_.end() || m->second == nullptr || m->second->image == nullptr) return;
+  const ModuleInfo& info = *m->second;
+  uint64_t vaddr;
+  if (!symbols::OffsetToVaddr(info.loads, f.address, &vaddr)) return;
+  if (!info.image->symbols.Find(vaddr).name.empty()) return;
+  interner->NameNative(native, kEvalLoopName);
+  ++activations_named_;
+}
+
 void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
   // Only stacks through the interpreter: a walk whose stack shows none of
   // it has no activation to go in.
@@ -618,6 +639,7 @@ void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"unknown_frames", unknown_frames_},
               {"code_snapshots", snapshots_kept_},
               {"codes_named_from_snapshots", codes_from_snapshots_},
+              {"eval_loop_frames_named", activations_named_},
               {"walks_lost", walker_ ? walker_->sampler().Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (walker_ != nullptr) {

@@ -121,6 +121,9 @@ void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
     if (!place[g]) break;
     ++placed;
   }
+  if (hooks.activation) {
+    for (size_t g = 0; g < placed; ++g) hooks.activation((*frames)[*place[g]]);
+  }
   std::vector<capture::FrameId>& out = s.out;
   out.clear();
   size_t next = 0;  // next native frame to copy

@@ -64,6 +64,9 @@ std::string WalkEndReason(const Walk& walk);
 struct SpliceHooks {
   std::function<capture::FrameId(const WalkFrame&)> frame;     // a Python frame
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
+  // The native frame of an activation that got its Python frames (unset:
+  // none is told).
+  std::function<void(capture::FrameId)> activation;
 };
 // What SpliceWalk reuses from one stack to the next: a source keeps one, so
 // that splicing allocates nothing once it has grown.
