@@ -58,6 +58,7 @@ struct microscope_site {
 
 #if !defined(MICROSCOPE_DISABLE) || defined(MICROSCOPE_ABI_ONLY)
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -399,6 +400,65 @@ static inline int microscope__selected(const char* name, size_t size) {
     line = stop + 1;
   }
   return 0;
+}
+
+/* A launched program's recorder (`record --probes SEL -- PROG`) sets
+ * MICROSCOPE_PROBES_READER (its pid) and MICROSCOPE_PROBES (SEL) in the
+ * program's environment: each module switches on the sites SEL names
+ * before main, so that what they write before the recorder finds the
+ * module (some milliseconds) waits in the rings for it. The recorder has
+ * MICROSCOPE_EARLY_TIMEOUT_MS to come; after that a full ring switches the
+ * module off, as when a recorder stops answering. */
+#define MICROSCOPE_EARLY_TIMEOUT_MS 5000u
+MICROSCOPE__HIDDEN void microscope__early(void) __attribute__((constructor));
+MICROSCOPE__HIDDEN void microscope__early(void) {
+  /* Once per module (each file that includes this header registers it). */
+  if (__atomic_load_n(&microscope__ctl.state, __ATOMIC_ACQUIRE) != MICROSCOPE_STATE_IDLE ||
+      __atomic_load_n(&microscope__ctl.reader, __ATOMIC_RELAXED) != 0)
+    return;
+  const char* reader = getenv("MICROSCOPE_PROBES_READER");
+  const char* selection = getenv("MICROSCOPE_PROBES");
+  if (reader == NULL || selection == NULL) return;
+  char* end = NULL;
+  const unsigned long pid = strtoul(reader, &end, 10);
+  if (end == reader || *end != '\0' || pid == 0 || pid > 0x3fffffffu) return;
+  /* A recorder long gone (the environment outlived it) is not waited for
+   * (EPERM: it runs, as another user). */
+  if (syscall(SYS_kill, (long)pid, 0L) != 0 && errno == ESRCH) return;
+  /* SEL as record --probes takes it: all, or names and NAME* prefixes
+   * between commas; here one per line, as the recorder writes them. */
+  char lines[MICROSCOPE_SELECTION_SIZE];
+  size_t n = 0;
+  for (const char* item = selection;;) {
+    const char* comma = strchr(item, ',');
+    const size_t size = comma != NULL ? (size_t)(comma - item) : strlen(item);
+    if (size == 0 || memchr(item, '\n', size) != NULL) return;
+    const int all = size == 3 && memcmp(item, "all", 3) == 0;
+    if (n + (all ? 1 : size) + 1 >= sizeof(lines)) return;
+    memcpy(lines + n, all ? "*" : item, all ? 1 : size);
+    n += all ? 1 : size;
+    lines[n++] = '\n';
+    if (comma == NULL) break;
+    item = comma + 1;
+  }
+  lines[n] = '\0';
+  memcpy(microscope__ctl.selection, lines, strlen(lines) + 1);
+  __atomic_store_n(&microscope__ctl.heartbeat, microscope__monotonic(), __ATOMIC_RELAXED);
+  __atomic_store_n(&microscope__ctl.timeout_ms, MICROSCOPE_EARLY_TIMEOUT_MS, __ATOMIC_RELAXED);
+  __atomic_store_n(&microscope__ctl.reader, (uint32_t)pid, __ATOMIC_RELAXED);
+  char* s = (char*)__start_microscope_sites;
+  char* stop = (char*)__stop_microscope_sites;
+  while (s != NULL && s + sizeof(struct microscope_site) <= stop) {
+    struct microscope_site* site = (struct microscope_site*)s;
+    if (site->magic != MICROSCOPE_SITE_MAGIC || site->size < sizeof(struct microscope_site)) {
+      s += 8; /* padding between objects' sections */
+      continue;
+    }
+    if (microscope__selected((const char*)(site + 1), site->name_len))
+      __atomic_store_n(&site->enabled, 1, __ATOMIC_RELAXED);
+    s += site->size;
+  }
+  __atomic_store_n(&microscope__ctl.state, MICROSCOPE_STATE_RECORDING, __ATOMIC_RELEASE);
 }
 
 /* A site named at run time, in the module's table of

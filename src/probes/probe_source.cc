@@ -176,6 +176,10 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
       return;
     }
     const uint32_t self = uint32_t(getpid());
+    // A launched program's module switched its sites on for this recorder
+    // before main (sdk/c/microscope.h, microscope__early): what they wrote
+    // is ours.
+    const bool early = ctl.reader == self && ctl.state == MICROSCOPE_STATE_RECORDING;
     if (ctl.reader != 0 && ctl.reader != self && ctl.state == MICROSCOPE_STATE_RECORDING &&
         kill(pid_t(ctl.reader), 0) == 0 && MonotonicNowNs() - ctl.heartbeat < 2'000'000'000ull) {
       Note(t.path + " (pid " + std::to_string(t.pid) + "): its probes are read by recorder pid " +
@@ -216,8 +220,8 @@ class ProbeSource final : public record::QueuedSource<ProbeEvent>, public record
     std::vector<uint64_t> raw;
     ForEachRing(t, ctl.rings, [&](uint64_t address, microscope_ring& ring, RingState& state) {
       state.tid = ring.owner;
-      state.dropped = ring.dropped;
-      if (ring.tail != ring.head) {
+      state.dropped = early ? 0 : ring.dropped;
+      if (!early && ring.tail != ring.head) {
         (void)WriteAt(t.pid, address + offsetof(microscope_ring, tail), &ring.head,
                       sizeof(ring.head));
       }

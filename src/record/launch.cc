@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace microscope::record {
 namespace {
@@ -18,7 +20,8 @@ Status Errno(const char* what) {
 
 // The child: waits at the gate, then execs. Exec failure is reported
 // through `err_fd` (close-on-exec, so success closes it silently).
-[[noreturn]] void RunChild(int gate_fd, int err_fd, const std::vector<std::string>& command) {
+[[noreturn]] void RunChild(int gate_fd, int err_fd, const std::vector<std::string>& command,
+                           char* const* envp) {
   char c;
   ssize_t n;
   do {
@@ -30,7 +33,7 @@ Status Errno(const char* what) {
   argv.push_back(nullptr);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-  execvp(argv[0], argv.data());
+  execvpe(argv[0], argv.data(), envp);
   int err = errno;
   ssize_t ignored = write(err_fd, &err, sizeof(err));
   (void)ignored;
@@ -40,8 +43,24 @@ Status Errno(const char* what) {
 }  // namespace
 
 Result<std::unique_ptr<LaunchedChild>> LaunchedChild::Fork(
-    const std::vector<std::string>& command) {
+    const std::vector<std::string>& command, const std::vector<std::string>& environment) {
   if (command.empty()) return Status::Error(StatusCode::kInvalidArgument, "no program to launch");
+  // Our environment with `environment` in place of the same names, built
+  // before the fork (the child only execs).
+  std::vector<std::string> env = environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view var(*e);
+    const std::string_view name = var.substr(0, var.find('='));
+    if (std::none_of(environment.begin(), environment.end(), [&](const std::string& ours) {
+          return ours.size() > name.size() && ours.compare(0, name.size(), name) == 0 &&
+                 ours[name.size()] == '=';
+        })) {
+      env.emplace_back(var);
+    }
+  }
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   // The gate is a socket so that opening it after the child died fails with
   // EPIPE instead of raising SIGPIPE in the recorder (send MSG_NOSIGNAL).
   int gate[2], err[2];
@@ -54,7 +73,7 @@ Result<std::unique_ptr<LaunchedChild>> LaunchedChild::Fork(
   if (pid == 0) {
     gate_ours.Reset();  // or the child's read would never see our end close
     err_ours.Reset();
-    RunChild(gate_child.get(), err_child.get(), command);
+    RunChild(gate_child.get(), err_child.get(), command, envp.data());
   }
   // The child's ends close here: a read of exec_error_ ends at its exec.
   return std::unique_ptr<LaunchedChild>(

@@ -17,7 +17,10 @@ namespace microscope::record {
 
 class LaunchedChild {
  public:
-  static Result<std::unique_ptr<LaunchedChild>> Fork(const std::vector<std::string>& command);
+  // `environment`: NAME=VALUE entries set in the program's environment
+  // (over ours).
+  static Result<std::unique_ptr<LaunchedChild>> Fork(
+      const std::vector<std::string>& command, const std::vector<std::string>& environment = {});
   ~LaunchedChild();
   LaunchedChild(const LaunchedChild&) = delete;
   LaunchedChild& operator=(const LaunchedChild&) = delete;

@@ -101,7 +101,14 @@ class Recording {
   Status Launch() {
     settings().mode = "launch";
     settings().command = options_.command;
-    ASSIGN_OR_RETURN(child_, LaunchedChild::Fork(options_.command));
+    // A program using the probes SDK switches the selected sites on before
+    // main: what it writes before this recorder finds it waits for it.
+    std::vector<std::string> env;
+    if (!options_.probes.empty()) {
+      env = {"MICROSCOPE_PROBES_READER=" + std::to_string(getpid()),
+             "MICROSCOPE_PROBES=" + options_.probes};
+    }
+    ASSIGN_OR_RETURN(child_, LaunchedChild::Fork(options_.command, env));
     target_ = child_->pid();
     target_fd_ = ScopedFd(int(syscall(SYS_pidfd_open, target_, 0)));  // wakes the loop at its exit
     RETURN_IF_ERROR(collector_->AddTask(target_, /*enable_on_exec=*/true));

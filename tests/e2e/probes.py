@@ -127,6 +127,22 @@ check(lanes.get("zone_names", [])[:2] == ["outer", "inner"], "the lanes name the
 row = lanes["lanes"][0].get("zones", "")
 check("a" in row and "b" in row and "e" in row, "a lane shows the zones it was in: %r" % row)
 
+# A launched program's first zones, from main's first instruction with no
+# wait (500 of 20 us: 10 ms, before the recorder finds the module): the
+# recorder tells the program it is coming (MICROSCOPE_PROBES_READER), the
+# selected sites write from the start and the recorder reads what they
+# wrote. A selection that names none of them writes none.
+out = d + "/first.mscap"
+p = record(out, [fixture("probes"), "first", "500"], ["--probes", "first"])
+rep, z = zones(out)
+check(z.get("first", {}).get("count") == 500 and "recording 1" in p.stdout,
+      "all 500 of a launched program's first zones: %s (%s)" %
+      ({k: r["count"] for k, r in z.items()}, p.stdout.strip()))
+out = d + "/first-none.mscap"
+record(out, [fixture("probes"), "first", "500"], ["--probes", "other*"])
+rep, z = zones(out)
+check("first" not in z, "a selection that does not name them records none: %s" % sorted(z))
+
 # Run-time sites defined mid-recording.
 out = d + "/runtime.mscap"
 record(out, [fixture("probes"), "runtime", "50"], ["--probes", "rt.*"])
