@@ -68,12 +68,20 @@ int walk_runtimes_at_sample(struct bpf_perf_event_data* ctx) {
 }
 
 // Each runtime's maps follow execs, exits and forks (runtimes.bpf.h); the
-// execs of followed processes also go to user space.
+// execs of followed processes also go to user space, and one that a
+// runtime needs laid out first is held: stopped (SIGSTOP, before its first
+// instruction) until user space has laid it out and continues it.
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(runtime_exec, struct task_struct* p) {
   __u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
-  runtimes_exec(p, tgid, tid);
-  if (followed_tgid(tgid)) bpf_ringbuf_output(&execs, &tgid, sizeof(tgid), 0);
+  const int hold = runtimes_exec(p, tgid, tid);
+  if (!followed_tgid(tgid)) return 0;
+  // Room first: a process is held only when user space will hear of it.
+  struct runtime_exec_event* e = bpf_ringbuf_reserve(&execs, sizeof(*e), 0);
+  if (!e) return 0;
+  e->tgid = tgid;
+  e->held = hold && bpf_send_signal(19 /* SIGSTOP */) == 0;
+  bpf_ringbuf_submit(e, 0);
   return 0;
 }
 

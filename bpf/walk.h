@@ -46,4 +46,10 @@ struct runtime_walk {
  * bpf/walk_thread.h, set from record --runtime-frames). */
 #define MICROSCOPE_WALK_FRAMES_DEFAULT 1024
 
+/* An exec of a followed process, as the sampler tells user space. */
+struct runtime_exec_event {
+  __u32 tgid;
+  __u32 held; /* 1: stopped (SIGSTOP) until user space lays it out and continues it */
+};
+
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bpf/sampler.skel.h"
+#include "bpf/walk.h"
 #include "src/record/bpf_loader.h"
 #include "src/record/collector.h"
 
@@ -24,8 +25,8 @@ using record::BpfFailed;
 struct Sampler::State {
   sampler_bpf* skel = nullptr;
   ring_buffer* execs = nullptr;
-  std::vector<uint32_t> taken;  // by the ring's callback, during a drain
-  std::vector<std::function<void(uint32_t)>> listeners;
+  std::vector<Sampler::Exec> taken;  // by the ring's callback, during a drain
+  std::vector<std::function<void(const Sampler::Exec&)>> listeners;
   ~State() {
     if (execs != nullptr) ring_buffer__free(execs);
     if (skel != nullptr) sampler_bpf__destroy(skel);
@@ -36,10 +37,10 @@ namespace {
 
 int OnExec(void* ctx, void* data, size_t size) {
   auto* state = static_cast<Sampler::State*>(ctx);
-  uint32_t pid;
-  if (size < sizeof(pid)) return 0;
-  std::memcpy(&pid, data, sizeof(pid));
-  state->taken.push_back(pid);
+  runtime_exec_event e;
+  if (size < sizeof(e)) return 0;
+  std::memcpy(&e, data, sizeof(e));
+  state->taken.push_back({e.tgid, e.held != 0});
   return 0;
 }
 
@@ -107,16 +108,16 @@ int Sampler::wait_fd() const {
   return ring_buffer__epoll_fd(state_->execs);
 }
 
-void Sampler::AddExecListener(std::function<void(uint32_t)> listener) {
+void Sampler::AddExecListener(std::function<void(const Exec&)> listener) {
   state_->listeners.push_back(std::move(listener));
 }
 
 Status Sampler::DrainExecs() {
   Status read = record::ConsumeRing(state_->execs, 0, "reading the runtime walkers' exec ring");
-  std::vector<uint32_t> pids = std::move(state_->taken);
+  std::vector<Exec> execs = std::move(state_->taken);
   state_->taken.clear();
-  for (uint32_t pid : pids) {
-    for (auto& listener : state_->listeners) listener(pid);
+  for (const Exec& e : execs) {
+    for (auto& listener : state_->listeners) listener(e);
   }
   return read;
 }

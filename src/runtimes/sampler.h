@@ -42,8 +42,13 @@ class Sampler {
   Status Follow(uint32_t pid);
   int wait_fd() const;
   // Each runtime hears of every exec (a process that may now run its
-  // runtime, or no longer does).
-  void AddExecListener(std::function<void(uint32_t pid)> listener);
+  // runtime, or no longer does). A held one is stopped until the runtime
+  // whose interpreter it runs lays it out and continues it (SIGCONT).
+  struct Exec {
+    uint32_t pid = 0;
+    bool held = false;
+  };
+  void AddExecListener(std::function<void(const Exec&)> listener);
   // Takes the execs reported since and tells every listener.
   Status DrainExecs();
 

@@ -202,9 +202,10 @@ static __always_inline int node_walk_thread(struct runtime_walk* w, const struct
   return 0;
 }
 
-static __always_inline void node_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
+static __always_inline int node_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
   bpf_map_delete_elem(&v8_processes, &tgid);
   v8_lay_out_exec(p, tgid);
+  return 0;
 }
 
 static __always_inline void node_exit(__u32 tgid, __u32 tid, bool group_dead) {

@@ -114,7 +114,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   Status Start() {
     ASSIGN_OR_RETURN(sampler_, Sampler::Attach(collector_, target_, walk_frames_, shared_maps_,
                                                shared_sampler_));
-    sampler_->AddExecListener([this](uint32_t pid) { execs_.push_back(pid); });
+    sampler_->AddExecListener([this](const Sampler::Exec& e) { execs_.push_back(e.pid); });
     return OkStatus();
   }
   void Refuse(const Status& why) { refused_ = why.message(); }

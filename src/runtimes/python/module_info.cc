@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <string_view>
 
 #include "src/record/proc.h"
 #include "src/symbols/elf_handle.h"
@@ -97,6 +99,19 @@ bool LooksLikePython(bool launch, uint32_t target, const std::string& path) {
     return head.substr(0, head.find('\n')).find("python") != std::string::npos;
   return head.find("libpython3") != std::string::npos ||
          LayoutFromElfFile(path).status().code() != StatusCode::kNotFound;
+}
+
+bool LooksLikeLauncher(const std::string& path) {
+  if (path.empty()) return false;
+  std::ifstream in(path, std::ios::binary);
+  char head[2] = {};
+  in.read(head, sizeof(head));
+  if (in.gcount() == 2 && head[0] == '#' && head[1] == '!') return true;  // any script
+  static constexpr std::string_view kLaunchers[] = {
+      "sh",   "bash",  "dash",   "zsh",     "ksh",     "mksh", "busybox", "env",
+      "nice", "nohup", "setsid", "timeout", "taskset", "chrt", "stdbuf",  "xargs"};
+  const std::string base = std::filesystem::path(path).filename().string();
+  return std::find(std::begin(kLaunchers), std::end(kLaunchers), base) != std::end(kLaunchers);
 }
 
 }  // namespace microscope::runtimes::python

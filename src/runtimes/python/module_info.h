@@ -38,6 +38,12 @@ std::unique_ptr<ModuleInfo> ReadModuleInfo(const std::string& path);
 // one): then the walker starts at once, before its first sample.
 bool LooksLikePython(bool launch, uint32_t target, const std::string& path);
 
+// Whether the launched program (its file at `path`) is a script or a
+// program that runs others (a shell, env, nice, timeout...): one that may
+// exec an interpreter, which the walker, on from the start, then holds at
+// its exec until it is laid out.
+bool LooksLikeLauncher(const std::string& path);
+
 // The (pid namespace dev, inode) of a process ("self", or a pid); nullopt
 // when unreadable.
 std::optional<std::pair<uint64_t, uint64_t>> PidNamespace(const std::string& pid);

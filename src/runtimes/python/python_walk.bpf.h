@@ -383,12 +383,32 @@ static __always_inline int python_walk_thread(struct runtime_walk* w, const stru
   return python_walk((struct py_walk*)w, t->pid, t->tid);
 }
 
+// Whether execs of unknown interpreters are held (user space sets entry 0
+// to 1 when its walker runs in a mode that walks every Python process).
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} py_hold SEC(".maps");
+
+// Whether the executable `p` now runs is named python* (python3,
+// python3.13, python3.14d): an interpreter the loader does not know yet.
+static __always_inline int python_named(struct task_struct* p) {
+  const unsigned char* name = BPF_CORE_READ(p, mm, exe_file, f_path.dentry, d_name.name);
+  char head[8] = {};
+  if (!name || bpf_probe_read_kernel_str(head, sizeof(head), name) < 7) return 0;
+  return head[0] == 'p' && head[1] == 'y' && head[2] == 't' && head[3] == 'h' && head[4] == 'o' &&
+         head[5] == 'n';
+}
+
 // At an exec of `p` (the new program's mm in place): laid out at once when
 // it runs an interpreter executable the loader knows, in the pid namespace
 // its process was laid out in before (a Python parent's child), else as the
 // recorder's own (a thread then finds no state until user space lays the
-// process out from its mappings).
-static __always_inline void python_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
+// process out from its mappings). An executable named python* that the
+// loader does not know is to be held (returns 1) while py_hold is on.
+static __always_inline int python_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
   __u64 pidns_dev = 0, pidns_ino = 0;
   struct py_process* old = bpf_map_lookup_elem(&py_processes, &tgid);
   if (old) {
@@ -398,16 +418,21 @@ static __always_inline void python_exec(struct task_struct* p, __u32 tgid, __u32
   bpf_map_delete_elem(&py_processes, &tgid);
   bpf_map_delete_elem(&py_threads, &tid);
   struct inode* inode = BPF_CORE_READ(p, mm, exe_file, f_inode);
-  if (!inode) return;
+  if (!inode) return 0;
   struct py_image image = {.dev = BPF_CORE_READ(inode, i_sb, s_dev),
                            .ino = BPF_CORE_READ(inode, i_ino)};
   struct py_image_layout* layout = bpf_map_lookup_elem(&py_images, &image);
-  if (!layout) return;
+  if (!layout) {
+    __u32 zero = 0;
+    __u32* hold = bpf_map_lookup_elem(&py_hold, &zero);
+    return hold && *hold && python_named(p);
+  }
   struct py_process proc = layout->process;
   proc.runtime += BPF_CORE_READ(p, mm, start_code) - layout->text_vaddr;
   proc.pidns_dev = pidns_dev;
   proc.pidns_ino = pidns_ino;
   bpf_map_update_elem(&py_processes, &tgid, &proc, BPF_ANY);
+  return 0;
 }
 
 static __always_inline void python_exit(__u32 tgid, __u32 tid, bool group_dead) {

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -140,8 +142,18 @@ class PythonSource final : public record::EventlessSource, public record::StackS
     ASSIGN_OR_RETURN(
         std::shared_ptr<Sampler> sampler,
         Sampler::Attach(collector_, target_, walk_frames_, shared_maps_, shared_sampler_));
-    sampler->AddExecListener([this](uint32_t pid) { exec_pids_.push_back(pid); });
+    sampler->AddExecListener([this](const Sampler::Exec& e) {
+      // After Finish (another runtime drained the ring): continued at once.
+      if (walker_ == nullptr && e.held) {
+        kill(pid_t(e.pid), SIGCONT);
+      } else {
+        exec_pids_.push_back(e);
+      }
+    });
     auto walker = std::make_unique<Walker>(std::move(sampler));
+    // Execs of interpreters the walker does not know yet are held until
+    // they are laid out (TakeExecs): their first Python frames are walked.
+    RETURN_IF_ERROR(walker->HoldUnknownExecs());
     Watch(walker->sampler().wait_fd());
     walker_ = std::move(walker);
     walking_since_ = MonotonicNowNs();
@@ -209,7 +221,8 @@ class PythonSource final : public record::EventlessSource, public record::StackS
 
   std::unique_ptr<Walker> walker_;  // null when refused_ or dormant_
   std::string refused_;
-  bool dormant_ = false;  // auto: started when a Python interpreter appears
+  bool dormant_ = false;           // auto: started when a Python interpreter appears
+  bool seen_interpreter_ = false;  // a CPython interpreter was mapped
   std::string mode_;
   std::function<void(const std::string&)> warn_;
   record::Collector* collector_;
@@ -225,9 +238,10 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   // Processes that exec'd and whose interpreter is not mapped yet: until when
   // /proc/PID/maps is looked at (every kRetryNs, by the timer in wake_).
   std::unordered_map<uint32_t, uint64_t> execs_;
-  std::vector<uint32_t> exec_pids_;  // heard of since the last TakeExecs
-  ScopedFd wake_;                    // epoll: the walker's exec ring and timer_
-  ScopedFd timer_;                   // timerfd
+  std::vector<Sampler::Exec> exec_pids_;  // heard of since the last TakeExecs
+  uint64_t execs_held_ = 0;               // held at their exec, continued here
+  ScopedFd wake_;                         // epoll: the walker's exec ring and timer_
+  ScopedFd timer_;                        // timerfd
   std::unordered_map<uint32_t, Process> processes_;
   std::set<std::pair<uint64_t, uint64_t>> images_;  // given to the walker: (st_dev, st_ino)
   // Code object copies of processes not laid out here yet, by pid.
@@ -288,6 +302,7 @@ const ModuleInfo* PythonSource::Module(const MappedModule& mapping, record::Code
 void PythonSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) {
   const ModuleInfo* module = Module(mapping, marks);
   if (!module->python) return;
+  seen_interpreter_ = true;
   if (dormant_ && module->error.empty()) {
     if (Status started = Start(); !started.ok()) Refuse(started);
   }
@@ -441,11 +456,20 @@ void PythonSource::TakeExecs() {
   if (timer_.valid()) (void)!read(timer_.get(), &expirations, sizeof(expirations));
   if (Status s = walker_->sampler().DrainExecs(); !s.ok())
     Problem("runtime execs not read", s.message());
-  for (uint32_t pid : exec_pids_) {
+  for (const Sampler::Exec& e : exec_pids_) {
+    const uint32_t pid = e.pid;
     execs_[pid] = now + kExecWindowNs;
     // Another program now: its old interpreter's threads are not read again
     // (laid out afresh below if the new program is Python too).
     if (auto old = processes_.find(pid); old != processes_.end()) old->second.gone = true;
+    if (!e.held) continue;
+    // Stopped at its exec, before its first instruction: laid out from its
+    // executable's mapping (which also teaches BPF the image for the next
+    // exec of it), then continued whatever came of that.
+    if (LayOutFromMaps(pid)) execs_.erase(pid);
+    if (kill(pid_t(pid), SIGCONT) != 0 && errno != ESRCH)
+      Problem("held processes not continued", std::to_string(pid) + ": " + std::strerror(errno));
+    ++execs_held_;
   }
   exec_pids_.clear();
   for (auto it = execs_.begin(); it != execs_.end();) {
@@ -625,9 +649,13 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 }
 
 void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
+  // Execs held since the last poll are continued before the walker goes.
+  if (walker_ != nullptr) TakeExecs();
   problems_.Report(sink);
+  // auto, a launcher whose children ran no Python: the walker waited.
+  const bool none = dormant_ || (mode_ == "auto" && !seen_interpreter_);
   const std::string state = !refused_.empty() ? "off: " + refused_
-                            : dormant_        ? "off: no CPython interpreter was mapped"
+                            : none            ? "off: no CPython interpreter was mapped"
                                               : "on";
   capture::SourceSetting& s = settings->SetSource(std::string(kSourceName), state);
   s.values = {{"stacks", stacks_},
@@ -640,9 +668,10 @@ void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"code_snapshots", snapshots_kept_},
               {"codes_named_from_snapshots", codes_from_snapshots_},
               {"eval_loop_frames_named", activations_named_},
+              {"execs_held", execs_held_},
               {"walks_lost", walker_ ? walker_->sampler().Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
-  if (walker_ != nullptr) {
+  if (walker_ != nullptr && !none) {
     settings->notes.push_back(
         "Python (" + mode_ +
         "): frames walked by BPF at each sample of processes whose "
@@ -663,8 +692,13 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
     const record::SourceContext& context) {
   const std::string_view mode = context.options.RuntimeMode(kSourceName);
   auto source = std::make_unique<PythonSource>(context);
-  const bool now = mode == "bpf" ||
-                   LooksLikePython(context.launch, uint32_t(context.target), ProgramPath(context));
+  const std::string program = ProgramPath(context);
+  const bool python =
+      mode == "bpf" || LooksLikePython(context.launch, uint32_t(context.target), program);
+  // A launcher's Python child is held at its exec until laid out, which
+  // takes a walker already on: loading it then (some 100 ms) would lose
+  // the child's first Python frames.
+  const bool now = python || (context.launch && LooksLikeLauncher(program));
   if (!now) {
     source->Sleep();
   } else if (Status started = source->Start(); !started.ok()) {
@@ -673,9 +707,9 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
     if (mode == "bpf") return started;
     source->Refuse(started);
   } else if (context.launch) {
-    source->AddLaunchedImage(ProgramPath(context));
+    source->AddLaunchedImage(program);
   }
-  if (mode == "bpf" || now) {
+  if (python) {
     context.settings->SetSource(std::string(kSourceName), "on");
   }
   return std::unique_ptr<record::EventSource>(std::move(source));

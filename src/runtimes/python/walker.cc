@@ -164,6 +164,13 @@ Status Walker::SetImage(const std::string& path, const Layout& l, uint64_t runti
   return OkStatus();
 }
 
+Status Walker::HoldUnknownExecs() {
+  const uint32_t zero = 0, on = 1;
+  if (bpf_map_update_elem(sampler_->map_fd("py_hold"), &zero, &on, BPF_ANY) != 0)
+    return BpfFailed("cannot hold the execs of Python interpreters", errno);
+  return OkStatus();
+}
+
 Walker::~Walker() {
   if (snapshots_ != nullptr) ring_buffer__free(snapshots_);
 }

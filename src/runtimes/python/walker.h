@@ -56,6 +56,10 @@ class Walker {
   // `layout` at the exec (python.h: py_images); `runtime` is _PyRuntime's
   // link-time address.
   Status SetImage(const std::string& path, const Layout& layout, uint64_t runtime);
+  // From now on a followed process that execs an executable named python*
+  // that no SetImage gave is held at its exec (stopped) and reported so
+  // (Sampler::Exec::held): whoever lays it out continues it.
+  Status HoldUnknownExecs();
 
   // Hands `take` the code objects the walks copied at first sight
   // (python.h: py_code_snapshot) since the last call, in ring order.

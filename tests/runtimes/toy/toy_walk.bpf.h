@@ -35,8 +35,9 @@ static __always_inline int toy_walk_thread(struct runtime_walk* w, const struct 
   return 1;
 }
 
-static __always_inline void toy_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
+static __always_inline int toy_exec(struct task_struct* p, __u32 tgid, __u32 tid) {
   bpf_map_delete_elem(&toy_processes, &tgid);
+  return 0;
 }
 
 static __always_inline void toy_exit(__u32 tgid, __u32 tid, bool group_dead) {
