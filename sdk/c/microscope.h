@@ -180,9 +180,8 @@ static inline int microscope_site_enabled(const struct microscope_site* site) {
   return site != NULL && __atomic_load_n(&site->enabled, __ATOMIC_RELAXED) != 0;
 }
 
-/* Switches off every site of this module: the recorder is gone. */
-static inline void microscope__switch_off(void) {
-  __atomic_store_n(&microscope__ctl.state, MICROSCOPE_STATE_LOST, __ATOMIC_RELAXED);
+/* Sets each static site of this module on or off, as `on` says of it. */
+static inline void microscope__set_static_sites(int (*on)(const struct microscope_site*)) {
   char* s = (char*)__start_microscope_sites;
   char* end = (char*)__stop_microscope_sites;
   while (s != NULL && s + sizeof(struct microscope_site) <= end) {
@@ -191,9 +190,20 @@ static inline void microscope__switch_off(void) {
       s += 8; /* padding between objects' sections */
       continue;
     }
-    __atomic_store_n(&site->enabled, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&site->enabled, (uint8_t)(on(site) != 0), __ATOMIC_RELAXED);
     s += site->size;
   }
+}
+
+static inline int microscope__never(const struct microscope_site* site) {
+  (void)site;
+  return 0;
+}
+
+/* Switches off every site of this module: the recorder is gone. */
+static inline void microscope__switch_off(void) {
+  __atomic_store_n(&microscope__ctl.state, MICROSCOPE_STATE_LOST, __ATOMIC_RELAXED);
+  microscope__set_static_sites(microscope__never);
   char* table = (char*)(uintptr_t)__atomic_load_n(&microscope__ctl.runtime_sites, __ATOMIC_ACQUIRE);
   uint32_t count = __atomic_load_n(&microscope__ctl.runtime_count, __ATOMIC_ACQUIRE);
   if (count > MICROSCOPE_RUNTIME_SITES) count = MICROSCOPE_RUNTIME_SITES;
@@ -410,6 +420,9 @@ static inline int microscope__selected(const char* name, size_t size) {
  * MICROSCOPE_EARLY_TIMEOUT_MS to come; after that a full ring switches the
  * module off, as when a recorder stops answering. */
 #define MICROSCOPE_EARLY_TIMEOUT_MS 5000u
+static inline int microscope__site_selected(const struct microscope_site* site) {
+  return microscope__selected((const char*)(site + 1), site->name_len);
+}
 MICROSCOPE__HIDDEN void microscope__early(void) __attribute__((constructor));
 MICROSCOPE__HIDDEN void microscope__early(void) {
   /* Once per module (each file that includes this header registers it). */
@@ -446,18 +459,7 @@ MICROSCOPE__HIDDEN void microscope__early(void) {
   __atomic_store_n(&microscope__ctl.heartbeat, microscope__monotonic(), __ATOMIC_RELAXED);
   __atomic_store_n(&microscope__ctl.timeout_ms, MICROSCOPE_EARLY_TIMEOUT_MS, __ATOMIC_RELAXED);
   __atomic_store_n(&microscope__ctl.reader, (uint32_t)pid, __ATOMIC_RELAXED);
-  char* s = (char*)__start_microscope_sites;
-  char* stop = (char*)__stop_microscope_sites;
-  while (s != NULL && s + sizeof(struct microscope_site) <= stop) {
-    struct microscope_site* site = (struct microscope_site*)s;
-    if (site->magic != MICROSCOPE_SITE_MAGIC || site->size < sizeof(struct microscope_site)) {
-      s += 8; /* padding between objects' sections */
-      continue;
-    }
-    if (microscope__selected((const char*)(site + 1), site->name_len))
-      __atomic_store_n(&site->enabled, 1, __ATOMIC_RELAXED);
-    s += site->size;
-  }
+  microscope__set_static_sites(microscope__site_selected);
   __atomic_store_n(&microscope__ctl.state, MICROSCOPE_STATE_RECORDING, __ATOMIC_RELEASE);
 }
 
