@@ -100,7 +100,7 @@ Result<std::unique_ptr<Collector>> Collector::Create(const CollectorOptions& opt
   return c;
 }
 
-Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exec) {
+Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exec, bool held) {
   const int cpu = ring.cpu;
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof(attr));
@@ -113,7 +113,7 @@ Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exe
   // A launched program's events start at its exec; an attached process's
   // start at once, so that its FORK records tell which new threads the
   // events already cover by inheritance.
-  attr.disabled = enable_on_exec ? 1 : 0;
+  attr.disabled = enable_on_exec || held ? 1 : 0;
   attr.enable_on_exec = enable_on_exec ? 1 : 0;
   attr.inherit = 1;
   if (ring.tasks) {
@@ -177,9 +177,12 @@ uint32_t Collector::RingPages(const Ring& ring) const {
                                           : options_.ring_pages;
 }
 
-Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
+Status Collector::AddTask(pid_t tid, bool enable_on_exec, bool hold_sampling) {
   for (size_t i = 0; i < rings_.size(); ++i) {
-    Result<int> fd = OpenEvent(tid, rings_[i], enable_on_exec);
+    // Held only where another ring takes the task records: a disabled event
+    // writes none.
+    const bool held = hold_sampling && rings_[i].samples && !rings_[i].tasks;
+    Result<int> fd = OpenEvent(tid, rings_[i], enable_on_exec, held);
     if (!fd.ok()) {
       // A task that exited between listing and opening is not an error.
       if (fd.status().code() == StatusCode::kNotFound && !events_.empty()) {
@@ -189,6 +192,7 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
     }
     events_.emplace_back(*fd);
     Ring& ring = rings_[i];
+    if (held) held_fds_.push_back(*fd);
     if (ring.samples) {
       sampling_fds_.push_back(*fd);
       if (program_fd_ >= 0 && ioctl(*fd, PERF_EVENT_IOC_SET_BPF, program_fd_) != 0) {
@@ -218,6 +222,16 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec) {
       return Status::Error(std::string("PERF_EVENT_IOC_SET_OUTPUT: ") + std::strerror(errno));
     }
   }
+  return OkStatus();
+}
+
+Status Collector::EnableSampling() {
+  // An inherited event is enabled with the event it was inherited from.
+  for (int fd : held_fds_) {
+    if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)
+      return Status::Error(std::string("PERF_EVENT_IOC_ENABLE: ") + std::strerror(errno));
+  }
+  held_fds_.clear();
   return OkStatus();
 }
 

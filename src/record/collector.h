@@ -82,8 +82,13 @@ class Collector {
   ~Collector();
 
   // Opens events on `tid` on every CPU. `enable_on_exec`: start counting at
-  // the task's next exec (a launched program); otherwise at once.
-  Status AddTask(pid_t tid, bool enable_on_exec);
+  // the task's next exec (a launched program); otherwise at once, except
+  // with `hold_sampling` the sampling events where they have rings of their
+  // own (task records go on meanwhile), until EnableSampling.
+  Status AddTask(pid_t tid, bool enable_on_exec, bool hold_sampling = false);
+  // Starts the sampling events AddTask held (and those their threads
+  // inherited since).
+  Status EnableSampling();
   Status Disable();
 
   // Runs BPF program `prog_fd` (a perf_event program) at each sample of
@@ -170,7 +175,7 @@ class Collector {
     size_t data_size = 0;
   };
   explicit Collector(const CollectorOptions& options);
-  Result<int> OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exec);
+  Result<int> OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exec, bool held);
   uint32_t RingPages(const Ring& ring) const;
   // Drains every ring into `chunks` (one per ring) and counts what it
   // copied; under drain_mutex_.
@@ -188,6 +193,7 @@ class Collector {
   std::vector<int> cpus_;
   std::vector<ScopedFd> events_;
   std::vector<int> sampling_fds_;     // of events_, the events that sample
+  std::vector<int> held_fds_;         // of sampling_fds_, opened disabled until EnableSampling
   int program_fd_ = -1;               // run at each sample (AttachProgram)
   std::function<Status(int)> chain_;  // AttachGate's
   std::atomic<int> round_ms_{kRoundMs};

@@ -73,7 +73,7 @@ void DescribeRecording(const RecordOptions& options, const CollectorOptions& cop
 Status OpenEveryThread(pid_t target, Collector* collector) {
   std::set<pid_t> opened;
   for (pid_t tid : ListTasks(target)) {
-    RETURN_IF_ERROR(collector->AddTask(tid, /*enable_on_exec=*/false));
+    RETURN_IF_ERROR(collector->AddTask(tid, /*enable_on_exec=*/false, /*hold_sampling=*/true));
     opened.insert(tid);
   }
   if (opened.empty()) {
@@ -90,7 +90,7 @@ Status OpenEveryThread(pid_t target, Collector* collector) {
     std::set<uint32_t> inherited = ForkedTids(collector->arenas(), collector->layout());
     for (pid_t tid : fresh) {
       if (!inherited.count(uint32_t(tid)))
-        RETURN_IF_ERROR(collector->AddTask(tid, /*enable_on_exec=*/false));
+        RETURN_IF_ERROR(collector->AddTask(tid, /*enable_on_exec=*/false, /*hold_sampling=*/true));
       opened.insert(tid);
     }
   }

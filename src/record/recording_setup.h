@@ -21,7 +21,8 @@ void DescribeRecording(const RecordOptions& options, const CollectorOptions& cop
 // Opens events on every thread of a running process. A thread started
 // meanwhile by a thread whose events were open inherited them (its FORK
 // record shows it): it gets no events of its own, or it would be sampled
-// twice. Lists again until no thread is new.
+// twice. Lists again until no thread is new. The sampling events are held
+// (Collector::EnableSampling) where the task records have rings of their own.
 Status OpenEveryThread(pid_t target, Collector* collector);
 
 }  // namespace microscope::record

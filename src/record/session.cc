@@ -132,7 +132,13 @@ class Recording {
     RETURN_IF_ERROR(OpenEveryThread(target_, collector_.get()));
     settings().command = ReadCommandLine(target_);
     SeedFromProc(target_, start_, &processor_);
-    return StartSources();
+    // Sampling starts once the sources have (a runtime's walker loads in
+    // some 100 ms and lays the process out from its mappings): its first
+    // samples are walked. Task records went on meanwhile.
+    RETURN_IF_ERROR(StartSources());
+    RETURN_IF_ERROR(collector_->EnableSampling());
+    sampling_start_ = MonotonicNowNs();
+    return OkStatus();
   }
 
   // Always-on: the continuous directory, the snapshot sockets, the writer.
@@ -249,6 +255,7 @@ class Recording {
   pid_t target_ = 0;
   ScopedFd target_fd_;  // attach mode: the target's pidfd
   uint64_t start_ = 0;
+  uint64_t sampling_start_ = 0;  // an attach's sampling began (--duration counts from it)
   uint64_t end_ = 0;
   StackExtents stack_extents_;
   bool exited_ = false;
@@ -289,7 +296,8 @@ void Recording::Run() {
       break;
     }
     if (hooks_.stop_signal() != 0) break;
-    if (options_.duration_ns != 0 && now - start_ >= options_.duration_ns) {
+    if (options_.duration_ns != 0 &&
+        now - std::max(start_, sampling_start_) >= options_.duration_ns) {
       by_duration = true;
       break;
     }

@@ -327,8 +327,10 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
     check(late and late[0]["module"].endswith("/late.py") and late[0]["total"]["samples"] > 100,
           "%s: late_work named from its late.py: %s" % (name, late[:1]))
 
-# Attached to a running interpreter (record --pid): laid out from its
-# mappings at once; samples before the walker is on the events say so.
+# Attached to a running interpreter (record --pid): the sampling events
+# start once the walker is on and has laid the process out from its
+# mappings, so the first samples are walked (16-22% of a 1 s attach were
+# "sampled before the walker was on" when they started first).
 import subprocess
 target = subprocess.Popen([*pythons["3.14"], WORKLOAD, "split", "6"])
 try:
@@ -350,15 +352,15 @@ a, b = under(paths, "a"), under(paths, "b")
 markers = {f["function"]: f["total"]["samples"] for f in rep["functions"]
            if f["function"].startswith("[unknown Python")}
 check(a + b > 500 and near(a / (a + b), 0.75, 3) and
-      set(markers) <= {"[unknown Python: sampled before the walker was on this process]",
-                       "[unknown Python: 1 of 1 Python activations not found in the native stack]"} and
-      sum(markers.values()) < 0.4 * rep["header"]["samples"],
+      set(markers) <= {"[unknown Python: 1 of 1 Python activations not found in the native stack]"} and
+      sum(markers.values()) < 0.01 * rep["header"]["samples"],
       "attach: a() %.1f%% of a()+b() (%d samples); unknown: %s" % (100 * a / max(1, a + b), a + b,
                                                                    markers))
 
-# --python auto on a program that does not look like Python (a shell that
-# execs one): the walker starts when the interpreter is mapped; a recording
-# of no Python at all has it off, saying why.
+# --python auto on a program that does not look like Python but launches
+# others (a shell that execs one): the walker starts with the recording and
+# holds the interpreter at its exec until it is laid out; a recording of no
+# Python at all has it off, saying why.
 cap = os.path.join(d, "lazy.mscap")
 # Twice the work: the recorder names code objects as it goes, and under the
 # sanitizers a short run's last ones were read after the process exited.
@@ -366,8 +368,11 @@ record(cap, ["sh", "-c", "exec %s %s split 2" % (pythons["3.14"][0], WORKLOAD)],
 rep = report(cap, "--min-percent", "0")
 paths = tree(cap)
 a, b = under(paths, "a"), under(paths, "b")
-check(a + b > 500 and near(a / (a + b), 0.75, 3),
-      "auto, started late: a() %.1f%% of a()+b() (%d samples)" % (100 * a / max(1, a + b), a + b))
+early = sum(f["total"]["samples"] for f in rep["functions"]
+            if f["function"].startswith("[unknown Python: sampled before"))
+check(a + b > 500 and near(a / (a + b), 0.75, 3) and early == 0,
+      "auto, through sh: a() %.1f%% of a()+b() (%d samples), %d sampled before the walker was on"
+      % (100 * a / max(1, a + b), a + b, early))
 cap = os.path.join(d, "native.mscap")
 record(cap, [fixture("split"), "50"])
 notes = report(cap)["header"]["notes"]
