@@ -32,7 +32,7 @@ std::string CommOf(const char* c) {
   return std::string(c, strnlen(c, 16));
 }
 
-int OnEvent(void* ctx, void* data, size_t size) {
+int OnOffCpuEvent(void* ctx, void* data, size_t size) {
   auto* state = static_cast<OffCpuTracer::State*>(ctx);
   if (state->sink == nullptr) return 0;
   if (size < MICROSCOPE_OFFCPU_FIXED_SIZE) {
@@ -108,7 +108,7 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
   if (int err = offcpu_bpf__attach(s.skel); err != 0) {
     return BpfFailed("cannot attach the off-CPU BPF programs", err);
   }
-  s.ring = ring_buffer__new(bpf_map__fd(s.skel->maps.events), OnEvent, &s, nullptr);
+  s.ring = ring_buffer__new(bpf_map__fd(s.skel->maps.events), OnOffCpuEvent, &s, nullptr);
   if (s.ring == nullptr) return BpfFailed("cannot read the off-CPU ring buffer", errno);
   return tracer;
 }

@@ -30,7 +30,7 @@ struct SyscallTracer::State {
 
 namespace {
 
-int OnEvent(void* ctx, void* data, size_t size) {
+int OnSyscallEvent(void* ctx, void* data, size_t size) {
   auto* state = static_cast<SyscallTracer::State*>(ctx);
   if (size < sizeof(syscall_event) || state->sink == nullptr) return 0;
   syscall_event e;
@@ -86,7 +86,7 @@ Result<std::unique_ptr<SyscallTracer>> SyscallTracer::Start(const Options& optio
   if (int err = syscalls_bpf__attach(s.skel); err != 0) {
     return BpfFailed("cannot attach the syscall BPF programs", err);
   }
-  s.ring = ring_buffer__new(bpf_map__fd(s.skel->maps.events), OnEvent, &s, nullptr);
+  s.ring = ring_buffer__new(bpf_map__fd(s.skel->maps.events), OnSyscallEvent, &s, nullptr);
   if (s.ring == nullptr) return BpfFailed("cannot read the syscall ring buffer", errno);
   return tracer;
 }
