@@ -80,6 +80,31 @@ for name, command, most, frames in CASES:
     whole = sum(1 for c in calls if "outermost" in c["stack"] and "bottom" in c["stack"])
     check(whole >= 18, "%s: %d of %d slow system calls have the whole stack" % (name, whole, len(calls)))
 
+# Activations deeper than the stack copy: 200 levels called through C
+# (map), each an eval loop activation on the native stack, which the 16 KiB
+# copy does not reach. The activations past the unwind's end follow the
+# native frames after a marker saying how many, and keep their callers: in
+# the Python look each stack in bottom roots at <module> as a whole one does.
+cap = os.path.join(d, "python-through-c.mscap")
+p = record(cap, CASES[0][1][:2] + ["200", "4000000", "c"], ["--python", "bpf"])
+check("deep done" in p.stdout, "through C: the fixture ran (%s)" % p.stdout.strip())
+folded = cap + ".folded"
+run([MICROSCOPE, "convert", cap, "--to", "folded", "--look", "python", "-o", folded])
+roots, gaps, total = {}, 0, 0
+for line in open(folded):
+    stack, n = line.rsplit(" ", 1)
+    names = stack.split(";")
+    if "bottom" not in names:
+        continue
+    total += int(n)
+    roots[names[0]] = roots.get(names[0], 0) + int(n)
+    gaps += int(n) if any(f.endswith("Python activations not found in the native stack]")
+                         for f in names) else 0
+check(total >= 50 and roots.get("<module>", 0) >= 0.99 * total and gaps >= 0.9 * total,
+      "through C: %d of %d samples in bottom root at <module> in the Python look (roots %s), "
+      "%d with the gap's marker" % (roots.get("<module>", 0), total,
+                                    dict(sorted(roots.items(), key=lambda kv: -kv[1])[:3]), gaps))
+
 bad = run([MICROSCOPE, "record", "-q", "-o", os.path.join(d, "x.mscap"), "--runtime-frames", "2046",
            "--", "/bin/true"])
 check(bad.returncode != 0 and "--runtime-frames" in bad.stderr,

@@ -165,11 +165,13 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     # about 1%, more on a loaded machine, where the recorder falls behind).
     short = report(record_fixture(major, node, "shares", scale="%g" % (0.3 * LAG_FACTOR)))
     named = sum(f["self"]["samples"] for f in short["functions"] if f["function"] in FNS)
-    unnamed = sum(f["self"]["samples"] for f in short["functions"]
-                  if f["function"].startswith("[unknown JavaScript"))
+    reasons = {f["function"]: f["self"]["samples"] for f in short["functions"]
+               if f["function"].startswith("[unknown JavaScript")}
+    unnamed = sum(reasons.values())
     check(named > 100 and unnamed < 0.5 * named,
-          "node %s: a 0.3 s program's JavaScript is named: %d samples in top/mid/leaf, %d unnamed"
-          % (major, named, unnamed))
+          "node %s: a 0.3 s program's JavaScript is named: %d samples in top/mid/leaf, %d unnamed "
+          "(%s; the recorder's own settings: %s)" % (major, named, unnamed, reasons,
+                                                   short["header"]["sources"].get("node")))
 
 
     # Lines: every frame interpreted (--jitless); those that called out

@@ -135,15 +135,17 @@ void SpliceWalk(const Walk* walk, const std::string& no_walk_reason,
     next = at;
   }
   out.insert(out.end(), frames->begin() + ptrdiff_t(next), frames->end());
+  // The activations the native stack did not reach (its unwind stopped
+  // early) lie further out: their frames follow the native ones, after a
+  // marker for the gap, and keep their callers.
+  if (placed < groups.size()) {
+    out.push_back(hooks.marker(std::to_string(groups.size() - placed) + " of " +
+                               std::to_string(groups.size()) +
+                               " Python activations not found in the native stack"));
+  }
   for (size_t g = placed; g < groups.size(); ++g) {
     for (size_t i = groups[g].begin; i < groups[g].end; ++i)
       out.push_back(hooks.frame(walk->frames[i]));
-  }
-  if (placed < groups.size()) {
-    std::string why = std::to_string(groups.size() - placed) + " of " +
-                      std::to_string(groups.size()) +
-                      " Python activations not found in the native stack";
-    reason = reason.empty() ? why : why + "; " + reason;
   }
   if (!reason.empty()) out.push_back(hooks.marker(reason));
   frames->swap(out);

@@ -56,11 +56,12 @@ std::string WalkEndReason(const Walk& walk);
 // holds the shim that ends its frames (by `sps`, each frame's stack
 // pointer), whatever the function is called (compilers split and rename
 // the eval loop); in 3.11 the activations are the frames tagged eval_tag,
-// in order, each running the frames up to its entry frame. Frames that
-// cannot be placed (more activations in the walk than in the native
-// stack, a walk ended short) follow the native ones and a marker with the
-// reason ends the stack; a walk with no frames at all puts its marker at
-// the innermost activation, or at the stack's end when none is known.
+// in order, each running the frames up to its entry frame. The frames of
+// activations the native stack does not reach (its unwind stopped early)
+// follow the native ones after a marker saying how many; a walk ended
+// short ends the stack with a marker saying why; a walk with no frames at
+// all puts its marker at the innermost activation, or at the stack's end
+// when none is known.
 struct SpliceHooks {
   std::function<capture::FrameId(const WalkFrame&)> frame;     // a Python frame
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
