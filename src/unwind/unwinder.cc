@@ -63,6 +63,22 @@ uint32_t RegistersRead(std::span<const ExprOp> ops) {
 
 enum class Step { kOk, kDone, kFailed };
 
+// True when a register's save slot lies below both the frame's stack
+// pointer and the copy's start: the slot was popped, so the register holds
+// the saved value again. This is the sampled frame in an epilogue (after
+// `pop %rbx` ... `pop %rbp`, GCC's CFI still names the slots, now below
+// RSP), which elfutils and libunwind leave unknown: a caller whose CFA is
+// RBP-based, as every function of a frame-pointer build and CPython's eval
+// loop, then cut the stack (1.2% of an attached CPython 3.14's samples,
+// all at _Py_Dealloc's pops and ret). Compilers save callee-saved registers
+// by push, never by `mov` into the red zone (GCC 14 and clang 19 at -O2,
+// -O3, -Os here spill locals there, after their pushes), so a slot below
+// RSP is not a live save. In any other frame the SP is the callee's CFA,
+// at or above the copy's start, and the slot is read as the CFI says.
+bool Popped(uint64_t slot, uint64_t sp, const StackImage& stack) {
+  return slot < sp && slot < stack.base;
+}
+
 // RBX's save slot, read only when a general row needs RBX (glibc's
 // _dl_runtime_resolve defines its CFA from it). Followed only on a second
 // pass over a stack whose first ended unsupported-cfi: following it at
@@ -106,14 +122,12 @@ Step StepFast(const CfiRow& row, Registers& regs, CopyReader& read, Unread& unre
   if (row.flags & CfiRow::kRbpSaved) {
     // Only the CFA and the return address must come from the copy. After an
     // epilogue's `pop %rbp` GCC's CFI still says "RBP at CFA-16", a slot now
-    // below RSP, where the copy starts: the caller's RBP becomes unknown, as
-    // in elfutils (libdwfl/frame_unwind.c handle_cfi leaves a register whose
-    // rule fails unset, "causing an error later, if used") and libunwind
-    // (apply_reg_state keeps only the slot's address, read when needed);
-    // perf unwinds through both. The register's current value is no proof:
-    // a leaf may save it by `mov` into the red zone below RSP and reuse it.
-    has_rbp = read(cfa + int64_t(row.rbp_offset), &rbp);
-    if (!has_rbp) unread.Note(kRegRbp, read);
+    // below RSP, where the copy starts: see Popped.
+    const uint64_t slot = cfa + int64_t(row.rbp_offset);
+    if (!Popped(slot, regs.value[kRegRsp], read.stack)) {
+      has_rbp = read(slot, &rbp);
+      if (!has_rbp) unread.Note(kRegRbp, read);
+    }
   } else if (row.flags & CfiRow::kRbpUndefined) {
     has_rbp = false;
     unread.Forget(kRegRbp);
@@ -166,6 +180,15 @@ Step StepGeneral(const CfiTable& table, const CfiRow& row, Registers& regs, Copy
         continue;  // an unrecoverable other register stays unknown
       }
       uint64_t v = r.value;
+      if (!r.is_value && reg != kRegRa && Popped(r.value, regs.value[kRegRsp], read.stack)) {
+        if (regs.Has(reg)) {
+          next.Set(reg, regs.value[reg]);
+        } else {
+          next_unread.below |= unread.below & (1u << reg);
+          next_unread.above |= unread.above & (1u << reg);
+        }
+        continue;
+      }
       if (!r.is_value && !read(r.value, &v)) {
         if (reg == kRegRa) {
           *end = read.Reason();
@@ -272,11 +295,16 @@ UnwindResult UnwindPass(const Registers& initial, const StackImage& stack, CodeM
       if constexpr (track_rbx) {
         if ((row->flags & (CfiRow::kRbxSaved | CfiRow::kRbxUndefined)) != 0 &&
             (row->flags & CfiRow::kGeneral) == 0 && step == Step::kOk) {
-          // RBX was saved at CFA + offset (the new RSP is the CFA), or lost.
-          regs.Clear(kRegRbx);
-          rbx.pending = (row->flags & CfiRow::kRbxSaved) != 0;
-          rbx.slot = regs.value[kRegRsp] + int64_t(row->rbx_offset);
-          if (!rbx.pending) unread.Forget(kRegRbx);
+          // RBX was saved at CFA + offset (the new RSP is the CFA), or lost;
+          // a popped slot left it as it was.
+          const bool saved = (row->flags & CfiRow::kRbxSaved) != 0;
+          const uint64_t slot = regs.value[kRegRsp] + int64_t(row->rbx_offset);
+          if (!saved || !Popped(slot, sp, stack)) {
+            regs.Clear(kRegRbx);
+            rbx.pending = saved;
+            rbx.slot = slot;
+            if (!rbx.pending) unread.Forget(kRegRbx);
+          }
         }
       }
     } else if (info.frame_pointers ||

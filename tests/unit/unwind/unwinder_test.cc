@@ -226,7 +226,7 @@ TEST_CASE("Unwinder: each end reason") {
   }
 }
 
-TEST_CASE("Unwinder: after an epilogue's pop %rbp, RBP's slot below the copy leaves RBP unknown") {
+TEST_CASE("Unwinder: after an epilogue's pop %rbp, RBP's slot below the copy keeps RBP") {
   // f0 [0x1000,0x1100) right after `pop %rbp`: CFA = RSP+8, RA at CFA-8, and
   // (no .cfi_restore, as GCC emits it) RBP still "at CFA-16", 8 bytes below
   // RSP where the copy starts. Its callers are f2 and f3 of ThreeFunctions.
@@ -268,16 +268,31 @@ TEST_CASE("Unwinder: after an epilogue's pop %rbp, RBP's slot below the copy lea
     f0.general = 0;
     check_callers(*CfiTable::FromRows({f0, f2, f3}, {g}, exprs));
   }
-  SUBCASE("a caller whose CFA needs that RBP ends there, for want of the copy") {
-    // f1 keeps a frame pointer: CFA = RBP+16. The RBP it needs was in the
-    // slot below the copy.
-    auto table = CfiTable::FromRows({FastRow(0x1000, 0x100, kRegRsp, 8, -8, CfiRow::kRbpSaved, -16),
-                                     FastRow(0x2000, 0x100, kRegRbp, 16), f3});
+  SUBCASE("a caller whose CFA needs that RBP goes on from the popped value") {
+    // f1 keeps a frame pointer: CFA = RBP+16. The slot below the copy was
+    // popped: RBP holds f1's frame pointer again (CPython's eval loop under
+    // _Py_Dealloc's `ret`).
+    Stack fp;
+    fp.Put(0x7000, 0x402051);  // f0's return address into f1
+    fp.Put(0x7010, 0);         // f1's saved RBP (its caller's)
+    fp.Put(0x7018, 0x403011);  // f1's return address into f3
+    auto table =
+        CfiTable::FromRows({FastRow(0x1000, 0x100, kRegRsp, 8, -8, CfiRow::kRbpSaved, -16),
+                            FastRow(0x2000, 0x100, kRegRbp, 16, -8, CfiRow::kRbpSaved, -16), f3});
     FakeCode code;
     code.ranges.push_back({0x401000, 0x404000, table.get(), 0x400000});
-    auto r = Unwind(Regs(0x401050, 0x7000, 0x1234), s.Image(), code, Policy::kDwarf, out);
-    CHECK(r.frames == 2);
-    CHECK(r.end == StackEnd::kCfaOutsideCopy);
+    auto r = Unwind(Regs(0x401050, 0x7000, 0x7010), fp.Image(), code, Policy::kDwarf, out);
+    CHECK(r.end == StackEnd::kComplete);
+    REQUIRE(r.frames == 3);
+    CHECK(out[1].pc == 0x402051);
+    CHECK(out[2].pc == 0x403011);
+    SUBCASE("but an RBP already unknown stays so") {
+      Registers regs = Regs(0x401050, 0x7000, 0x7010);
+      regs.Clear(kRegRbp);
+      auto cut = Unwind(regs, fp.Image(), code, Policy::kDwarf, out);
+      CHECK(cut.frames == 2);
+      CHECK(cut.end != StackEnd::kComplete);
+    }
   }
 }
 
