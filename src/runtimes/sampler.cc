@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -27,7 +28,11 @@ struct Sampler::State {
   ring_buffer* execs = nullptr;
   std::vector<Sampler::Exec> taken;  // by the ring's callback, during a drain
   std::vector<std::function<void(const Sampler::Exec&)>> listeners;
+  // The walkers' own rings (DrainRing), opened at their first drain.
+  std::map<std::string, ring_buffer*, std::less<>> rings;
+  const Sampler::RecordTaker* taking = nullptr;
   ~State() {
+    for (auto& [name, ring] : rings) ring_buffer__free(ring);
     if (execs != nullptr) ring_buffer__free(execs);
     if (skel != nullptr) sampler_bpf__destroy(skel);
   }
@@ -120,6 +125,27 @@ Status Sampler::DrainExecs() {
     for (auto& listener : state_->listeners) listener(e);
   }
   return read;
+}
+
+Status Sampler::DrainRing(const char* name, const RecordTaker& take) {
+  auto it = state_->rings.find(std::string_view(name));
+  if (it == state_->rings.end()) {
+    auto on_record = [](void* ctx, void* data, size_t size) {
+      auto* state = static_cast<State*>(ctx);
+      if (state->taking != nullptr) (*state->taking)({static_cast<const uint8_t*>(data), size});
+      return 0;
+    };
+    ring_buffer* ring = ring_buffer__new(map_fd(name), on_record, state_.get(), nullptr);
+    if (ring == nullptr)
+      return BpfFailed((std::string("cannot read the ring ") + name).c_str(), errno);
+    it = state_->rings.emplace(name, ring).first;
+  }
+  state_->taking = &take;
+  const int n = ring_buffer__consume(it->second);
+  state_->taking = nullptr;
+  if (n < 0 && n != -EINTR)
+    return BpfFailed((std::string("cannot read the ring ") + name).c_str(), n);
+  return OkStatus();
 }
 
 uint64_t Sampler::Lost() const {

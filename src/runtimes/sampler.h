@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,12 @@ class Sampler {
   void AddExecListener(std::function<void(const Exec&)> listener);
   // Takes the execs reported since and tells every listener.
   Status DrainExecs();
+
+  // Hands `take` each record written since the last call to the ring map
+  // `name` of a runtime's walker (the copies of what names its frames), in
+  // ring order.
+  using RecordTaker = std::function<void(std::span<const uint8_t>)>;
+  Status DrainRing(const char* name, const RecordTaker& take);
 
   // Walks (of any runtime) that did not fit in their ring.
   uint64_t Lost() const;

@@ -101,7 +101,12 @@ Result<FunctionInfo> ReadFunction(HeapReader& heap, const V8Layout& l, uint64_t 
                                                     " changed since the sample");
   }
   ASSIGN_OR_RETURN(std::string name, StringOrEmpty(heap, name_string));
-  ASSIGN_OR_RETURN(std::string inferred, StringOrEmpty(heap, inferred_string));
+  // The inferred name only where there is no name (the walk's copy of a
+  // function holds the one that names it).
+  std::string inferred;
+  if (name.empty()) {
+    ASSIGN_OR_RETURN(inferred, StringOrEmpty(heap, inferred_string));
+  }
   out.name = !name.empty() ? name : !inferred.empty() ? inferred : "(anonymous)";
   // The script (Node 20: or a DebugInfo, which has no name for us).
   if (heap.IsObject(script_now)) {

@@ -33,7 +33,16 @@ struct v8_process {
   __u8 word_shared; /* JSFunction -> SharedFunctionInfo */
   __u8 word_name;   /* SharedFunctionInfo -> name (or ScopeInfo) */
   __u8 word_script; /* SharedFunctionInfo -> Script */
-  __u8 reserved[4];
+  /* For the copies of functions that die young (struct v8_snapshot): a
+   * ScopeInfo's instance type and layout (as V8Layout says), where a Smi's
+   * value starts, and the Script's name field (a byte offset under
+   * MICROSCOPE_V8_SNAP_OBJECT). */
+  __u16 type_scope_info;
+  __u8 scope_context_locals;
+  __u8 scope_first_vars;
+  __u8 smi_shift;   /* a Smi's value is the word shifted right by this */
+  __u8 script_name; /* 0: not copied */
+  __u8 reserved[6];
   /* Where the thread's current isolate pointer (V8's g_current_isolate_,
    * thread-local in the executable) lies from the thread pointer (fsbase);
    * 0: not known (V8 in a shared library, or no such symbol). */
@@ -60,6 +69,65 @@ struct v8_frame {
   __u64 script;          /* and its Script, as the walk read them */
   __u64 bytecode_array;  /* the frame's bytecode array and offset slots (an */
   __u64 bytecode_offset; /* interpreted frame's; other words elsewhere) */
+};
+
+/* A function the walks had not seen (v8_seen: by process and
+ * SharedFunctionInfo, with the name and script words the walk read as its
+ * proof), copied by the walk that first meets it and sent to user space
+ * (v8_snaps), so that a function that dies young (a process that exits
+ * before user space reads it) is still named: the first bytes of each
+ * object the naming reads (function_reader.h), and of the map that says
+ * its type, by address. A region of size 0 was not read. User space reads
+ * them as it reads the live process, proving each object by its map. */
+#define MICROSCOPE_V8_SNAP_OBJECT 96 /* a SharedFunctionInfo, a Script */
+#define MICROSCOPE_V8_SNAP_MAP 32    /* a map, up to its instance type */
+#define MICROSCOPE_V8_SNAP_SCOPE 512 /* a ScopeInfo, up to its function name */
+#define MICROSCOPE_V8_SNAP_STR 320   /* a string's header and characters */
+#define MICROSCOPE_V8_SNAPS_PER_WALK 64
+enum v8_snap_region {
+  V8_SNAP_SHARED,
+  V8_SNAP_SHARED_MAP,
+  V8_SNAP_NAME, /* the SFI's name: a string, or its ScopeInfo */
+  V8_SNAP_NAME_MAP,
+  V8_SNAP_SCOPE_NAME, /* the ScopeInfo's function name */
+  V8_SNAP_SCOPE_NAME_MAP,
+  V8_SNAP_INFERRED, /* and its inferred name (read when the other is empty) */
+  V8_SNAP_INFERRED_MAP,
+  V8_SNAP_SCRIPT,
+  V8_SNAP_SCRIPT_MAP,
+  V8_SNAP_URL, /* the Script's name */
+  V8_SNAP_URL_MAP,
+  V8_SNAP_REGIONS
+};
+struct v8_snapshot {
+  __u32 pid;
+  __u32 copies; /* the copies of the walk that sent it so far (BPF's count) */
+  __u64 shared; /* the proof fields: the SFI and the words the walk read */
+  __u64 name;
+  __u64 script;
+  __u64 address[V8_SNAP_REGIONS]; /* each region's first byte in the process */
+  __u16 size[V8_SNAP_REGIONS];
+  __u8 shared_bytes[MICROSCOPE_V8_SNAP_OBJECT];
+  __u8 shared_map[MICROSCOPE_V8_SNAP_MAP];
+  __u8 name_bytes[MICROSCOPE_V8_SNAP_SCOPE];
+  __u8 name_map[MICROSCOPE_V8_SNAP_MAP];
+  __u8 scope_name[MICROSCOPE_V8_SNAP_STR];
+  __u8 scope_name_map[MICROSCOPE_V8_SNAP_MAP];
+  __u8 inferred[MICROSCOPE_V8_SNAP_STR];
+  __u8 inferred_map[MICROSCOPE_V8_SNAP_MAP];
+  __u8 script_bytes[MICROSCOPE_V8_SNAP_OBJECT];
+  __u8 script_map[MICROSCOPE_V8_SNAP_MAP];
+  __u8 url[MICROSCOPE_V8_SNAP_STR];
+  __u8 url_map[MICROSCOPE_V8_SNAP_MAP];
+};
+struct v8_seen_key {
+  __u32 pid;
+  __u32 reserved;
+  __u64 shared;
+};
+struct v8_seen_value {
+  __u64 name;
+  __u64 script;
 };
 
 /* walk_header.status of a V8 walk */

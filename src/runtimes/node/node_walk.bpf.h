@@ -63,6 +63,147 @@ static __always_inline __u16 v8_map_type(const struct v8_process* p, __u64 map) 
   return type;
 }
 
+// The functions already sent to user space (node.h: struct v8_snapshot),
+// and the ring they go by, shared by every object that walks; the copy is
+// built in a per-CPU scratch, which also counts this walk's copies.
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct v8_seen_key);
+  __type(value, struct v8_seen_value);
+} v8_seen SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 22);  // 4 MiB: about 2,400 functions
+} v8_snaps SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct v8_snapshot);
+} v8_snap_scratch SEC(".maps");
+
+// Up to `room` bytes at `address` (half when the rest is not mapped); the
+// bytes read.
+static __always_inline __u16 v8_snap_read(__u8* dst, __u32 room, __u64 address) {
+  if (address == 0 || (address >> 47) != 0) return 0;
+  if (bpf_probe_read_user(dst, room, (const void*)address) == 0) return room;
+  if (bpf_probe_read_user(dst, room / 2, (const void*)address) == 0) return room / 2;
+  return 0;
+}
+
+// The object `tagged` points at into region `r` of `s` (`room` bytes at
+// most), and its map into region r + 1.
+static __always_inline void v8_snap_object(struct v8_snapshot* s, int r, __u8* dst, __u32 room,
+                                           __u8* map_dst, const struct v8_process* p,
+                                           __u64 tagged) {
+  if (!v8_tagged(p, tagged)) return;
+  s->address[r] = tagged - p->tag;
+  s->size[r] = v8_snap_read(dst, room, tagged - p->tag);
+  if (s->size[r] < MICROSCOPE_V8_OBJECT_WORDS * 8) return;
+  const __u64 map = *(const __u64*)(dst + (p->word_map & 7) * 8);  // word_map < 6
+  if (!v8_tagged(p, map)) return;
+  s->address[r + 1] = map - p->tag;
+  s->size[r + 1] = v8_snap_read(map_dst, MICROSCOPE_V8_SNAP_MAP, map - p->tag);
+}
+
+// ScopeInfo's flags (function_reader.cc: the same bits in V8 11 to 14).
+#define V8_SCOPE_TYPE_MASK 0xf
+#define V8_SCOPE_SAVED_CLASS (1u << 10)
+#define V8_SCOPE_FUNCTION_VAR_SHIFT 12
+#define V8_SCOPE_INFERRED (1u << 14)
+#define V8_SCOPE_EMPTY (1u << 29)
+#define V8_SCOPE_INLINED_LOCALS 75
+
+// The words of the copied ScopeInfo (`size` bytes of it) that name its
+// function: the function variable's name and the inferred name (0: none
+// in the copy). As function_reader.cc's ReadScopeInfo reads them.
+struct v8_scope_names {
+  __u64 name;
+  __u64 inferred;
+};
+static __always_inline struct v8_scope_names v8_scope_names(const struct v8_process* p,
+                                                            const __u8* scope, __u32 size) {
+  struct v8_scope_names out = {};
+  const int modern = p->scope_first_vars >= 5;  // V8 13 on: uint32 flags
+  const __u64 flags_word = *(const __u64*)(scope + 8);
+  const __u32 flags = modern ? (__u32)flags_word : (__u32)((__s64)flags_word >> (p->smi_shift & 63));
+  if (flags & V8_SCOPE_EMPTY) return out;
+  const __u32 at_locals = (8 + 8 * (__u32)p->scope_context_locals) & (MICROSCOPE_V8_SNAP_SCOPE - 8);
+  if (at_locals + 8 > size) return out;
+  const __s64 locals = (__s64)(*(const __u64*)(scope + at_locals)) >> (p->smi_shift & 63);
+  if (locals < 0 || locals > 4096) return out;
+  __u64 off = 8 + 8 * (__u64)p->scope_first_vars;
+  off += 8 * (locals < V8_SCOPE_INLINED_LOCALS ? locals : 1) + 8 * locals;
+  if (flags & V8_SCOPE_SAVED_CLASS) off += 8;
+  if (((flags >> V8_SCOPE_FUNCTION_VAR_SHIFT) & 3) != 0) {
+    if (off + 8 > size || off > MICROSCOPE_V8_SNAP_SCOPE - 8) return out;
+    out.name = *(const __u64*)(scope + (off & (MICROSCOPE_V8_SNAP_SCOPE - 8)));
+    off += 16;
+  }
+  if ((flags & V8_SCOPE_INFERRED) == 0 || off + 8 > size || off > MICROSCOPE_V8_SNAP_SCOPE - 8)
+    return out;
+  out.inferred = *(const __u64*)(scope + (off & (MICROSCOPE_V8_SNAP_SCOPE - 8)));
+  return out;
+}
+
+// Sends function `shared` (with the name and script words the walk read,
+// and its first words `sfi`) unless it was sent before as the walk sees it
+// now, and unless this walk copied its share already.
+static __always_inline void v8_snapshot(const struct v8_process* p, __u32 pid, __u64 shared,
+                                        __u64 name, __u64 script) {
+  struct v8_seen_key key = {.pid = pid, .shared = shared};
+  struct v8_seen_value* seen = bpf_map_lookup_elem(&v8_seen, &key);
+  if (seen && seen->name == name && seen->script == script) return;
+  __u32 zero = 0;
+  struct v8_snapshot* s = bpf_map_lookup_elem(&v8_snap_scratch, &zero);
+  if (!s || s->copies >= MICROSCOPE_V8_SNAPS_PER_WALK) return;
+  s->copies += 1;
+  s->pid = pid;
+  s->shared = shared;
+  s->name = name;
+  s->script = script;
+  for (int i = 0; i < V8_SNAP_REGIONS; ++i) {
+    s->address[i] = 0;
+    s->size[i] = 0;
+  }
+  v8_snap_object(s, V8_SNAP_SHARED, s->shared_bytes, MICROSCOPE_V8_SNAP_OBJECT, s->shared_map, p,
+                 shared);
+  v8_snap_object(s, V8_SNAP_NAME, s->name_bytes, MICROSCOPE_V8_SNAP_SCOPE, s->name_map, p, name);
+  if (s->size[V8_SNAP_NAME] > 0 && s->size[V8_SNAP_NAME_MAP] == MICROSCOPE_V8_SNAP_MAP) {
+    __u16 type = 0;
+    const __u32 at = p->map_instance_type & (MICROSCOPE_V8_SNAP_MAP - 2);
+    __builtin_memcpy(&type, s->name_map + at, sizeof(type));
+    if (type == p->type_scope_info) {
+      const struct v8_scope_names names = v8_scope_names(p, s->name_bytes, s->size[V8_SNAP_NAME]);
+      v8_snap_object(s, V8_SNAP_SCOPE_NAME, s->scope_name, MICROSCOPE_V8_SNAP_STR,
+                     s->scope_name_map, p, names.name);
+      v8_snap_object(s, V8_SNAP_INFERRED, s->inferred, MICROSCOPE_V8_SNAP_STR, s->inferred_map, p,
+                     names.inferred);
+    }
+  }
+  v8_snap_object(s, V8_SNAP_SCRIPT, s->script_bytes, MICROSCOPE_V8_SNAP_OBJECT, s->script_map, p,
+                 script);
+  const __u32 at = p->script_name;
+  if (s->size[V8_SNAP_SCRIPT] == MICROSCOPE_V8_SNAP_OBJECT && at != 0 &&
+      at <= MICROSCOPE_V8_SNAP_OBJECT - 8) {
+    v8_snap_object(s, V8_SNAP_URL, s->url, MICROSCOPE_V8_SNAP_STR, s->url_map, p,
+                   *(const __u64*)(s->script_bytes + at));
+  }
+  if (bpf_ringbuf_output(&v8_snaps, s, sizeof(*s), 0) != 0) return;  // sent again next time
+  struct v8_seen_value value = {.name = name, .script = script};
+  bpf_map_update_elem(&v8_seen, &key, &value, BPF_ANY);
+}
+
+// A walk's count of copies starts at 0.
+static __always_inline void v8_snaps_begin(void) {
+  __u32 zero = 0;
+  struct v8_snapshot* s = bpf_map_lookup_elem(&v8_snap_scratch, &zero);
+  if (s) s->copies = 0;
+}
+
 // Frame pointers a walk follows at most.
 static __always_inline __u32 v8_steps(void) {
   return walk_max_frames * MICROSCOPE_V8_STEPS_PER_FRAME;
@@ -116,6 +257,7 @@ static long v8_step(__u64 index, void* data) {
       f->bytecode_array = words[p->slot_bytecode_array & 7];
       f->bytecode_offset = words[p->slot_bytecode_offset & 7];
       w->h.nframes = n + 1;
+      v8_snapshot(p, w->h.pid, shared, f->name, f->script);
     }
   }
   // Callers' frames lie above their callees'.
@@ -169,6 +311,7 @@ static __always_inline int v8_walk(struct v8_walk* w, const struct walk_thread* 
     const __u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
     if (fsbase != 0) v8_word(&w->h.context[1], fsbase + p->isolate_tls);
   }
+  v8_snaps_begin();
   struct v8_step_ctx c = {p, w, t->fp};
   bpf_loop(v8_steps(), v8_step, &c, 0);
   return w->h.nframes > 0;
@@ -185,6 +328,7 @@ static __always_inline int v8_walk_scanned(struct v8_walk* w, __u64 sp) {
   if (scan.found == 0) return 0;
   w->h.status = MICROSCOPE_V8_WALKED;
   w->h.nframes = 0;
+  v8_snaps_begin();
   struct v8_step_ctx c = {p, w, scan.found};
   bpf_loop(v8_steps(), v8_step, &c, 0);
   return w->h.nframes > 0;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "src/record/proc.h"
 #include "src/record/process_memory.h"
 #include "src/record/splicer.h"
+#include "src/record/target_memory.h"
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/layout.h"
@@ -21,6 +23,7 @@
 #include "src/runtimes/node/walker.h"
 #include "src/runtimes/per_file.h"
 #include "src/runtimes/sampler.h"
+#include "src/runtimes/snapshot_memory.h"
 
 namespace microscope::runtimes::node {
 namespace {
@@ -28,6 +31,8 @@ namespace {
 using record::FrameInterner;
 using record::MappedModule;
 using record::SpliceStack;
+using runtimes::MemorySnapshot;
+using runtimes::SnapshotMemory;
 
 constexpr std::string_view kSourceName = "node";  // kRuntime.name
 const uint8_t kBuiltinTag = record::code_tags::Allocate();
@@ -86,6 +91,7 @@ struct NamedFunction {
 };
 
 struct Process {
+  uint32_t pid = 0;
   const ImageInfo* image = nullptr;
   std::unique_ptr<record::ProcessMemory> memory;
   std::map<FunctionKey, NamedFunction> functions;
@@ -109,7 +115,8 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
         shared_sampler_(context.runtime_sampler),
         shared_maps_(context.shared_maps),
         target_(uint32_t(context.target)),
-        walk_frames_(context.options.runtime_frames) {}
+        walk_frames_(context.options.runtime_frames),
+        target_memory_(context.target_memory) {}
 
   Status Start() {
     ASSIGN_OR_RETURN(sampler_, Sampler::Attach(collector_, target_, walk_frames_, shared_maps_,
@@ -141,6 +148,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // the image of its executable or of a library it maps.
   void LayOut(uint32_t pid, const ImageInfo* info, bool executable);
   const NamedFunction& Function(Process* process, const V8Frame& frame);
+  // Keeps the functions the walks copied since the last call.
+  void TakeSnapshots();
+  void Keep(const v8_snapshot& s);
   capture::FrameId Name(Process* process, const V8Frame& frame, bool innermost,
                         FrameInterner* interner);
   // The frame's line, 0 when it has none (counted by why in no_line_).
@@ -161,13 +171,20 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::shared_ptr<Sampler>* shared_sampler_;
   record::SharedBpfMaps* shared_maps_;
   uint32_t target_;
-  uint32_t walk_frames_;              // the most frames a walk keeps (record --runtime-frames)
+  uint32_t walk_frames_;  // the most frames a walk keeps (record --runtime-frames)
+  record::TargetMemory* target_memory_;
   std::shared_ptr<Sampler> sampler_;  // null until a V8 is mapped (auto) or refused
   std::vector<uint32_t> execs_;       // heard of since the last poll
   std::string refused_;
   PerFile<ImageInfo> by_file_;
   std::unordered_map<capture::ModuleId, const ImageInfo*> modules_;
   std::unordered_map<uint32_t, Process> processes_;
+  // The functions the walks copied at first sight (node.h: struct
+  // v8_snapshot), by process and as the walk saw them (a process laid out
+  // by BPF at its exec may send them before user space lays it out); their
+  // bytes count in the recording's target memory.
+  std::unordered_map<uint32_t, std::map<FunctionKey, MemorySnapshot>> snapshots_;
+  uint64_t snapshots_kept_ = 0, named_from_snapshots_ = 0;
   std::vector<std::string> notes_;
   record::ProblemCounts problems_;
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, js_frames_ = 0, unknown_frames_ = 0;
@@ -202,6 +219,7 @@ const ImageInfo* NodeSource::InfoOf(const std::string& file) {
 void NodeSource::LayOut(uint32_t pid, const ImageInfo* info, bool executable) {
   Process& p = processes_[pid];
   p = Process{};  // another program now: nothing named before holds
+  p.pid = pid;
   p.image = info;
   p.memory = std::make_unique<record::ProcessMemory>(pid_t(pid));
   (void)sampler_->Follow(pid);
@@ -253,6 +271,54 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
   LayOut(mapping.pid, info, executable);
 }
 
+void NodeSource::TakeSnapshots() {
+  if (sampler_ == nullptr) return;
+  Status drained = sampler_->DrainRing("v8_snaps", [this](std::span<const uint8_t> record) {
+    if (record.size() < sizeof(v8_snapshot)) return;
+    v8_snapshot s;
+    std::memcpy(&s, record.data(), sizeof(s));
+    Keep(s);
+  });
+  if (!drained.ok()) Problem("JavaScript function copies not read", drained.message());
+}
+
+void NodeSource::Keep(const v8_snapshot& s) {
+  MemorySnapshot snapshot;
+  const struct {
+    const uint8_t* bytes;
+    size_t room;
+  } regions[V8_SNAP_REGIONS] = {
+      {s.shared_bytes, sizeof(s.shared_bytes)},
+      {s.shared_map, sizeof(s.shared_map)},
+      {s.name_bytes, sizeof(s.name_bytes)},
+      {s.name_map, sizeof(s.name_map)},
+      {s.scope_name, sizeof(s.scope_name)},
+      {s.scope_name_map, sizeof(s.scope_name_map)},
+      {s.inferred, sizeof(s.inferred)},
+      {s.inferred_map, sizeof(s.inferred_map)},
+      {s.script_bytes, sizeof(s.script_bytes)},
+      {s.script_map, sizeof(s.script_map)},
+      {s.url, sizeof(s.url)},
+      {s.url_map, sizeof(s.url_map)},
+  };
+  for (int r = 0; r < V8_SNAP_REGIONS; ++r)
+    snapshot.Add(s.address[r], regions[r].bytes, s.size[r], regions[r].room);
+  auto& by_key = snapshots_[s.pid];
+  auto [it, fresh] = by_key.try_emplace(FunctionKey{s.shared, s.name, s.script});
+  const size_t before = fresh ? 0 : it->second.bytes;
+  if (target_memory_ != nullptr && snapshot.bytes > before &&
+      !target_memory_->Take(snapshot.bytes - before)) {
+    if (fresh) by_key.erase(it);
+    Problem("JavaScript function copies not kept",
+            "the recording keeps at most --target-memory of what its targets write");
+    return;
+  }
+  if (target_memory_ != nullptr && snapshot.bytes < before)
+    target_memory_->Give(before - snapshot.bytes);
+  it->second = std::move(snapshot);
+  ++snapshots_kept_;
+}
+
 void NodeSource::Poll(const record::PollWindow&, record::RowSink*) {
   if (sampler_ == nullptr) return;
   if (Status s = sampler_->DrainExecs(); !s.ok()) Problem("runtime execs not read", s.message());
@@ -274,8 +340,17 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
   NamedFunction& named = it->second;
   if (!fresh) return named;
   const V8Layout& l = process->image->layout;
-  HeapReader heap(process->memory.get(), &l);
+  // As the walk that first met it copied it, where it did (the process may
+  // have exited since); else from the live process.
+  TakeSnapshots();
+  std::optional<SnapshotMemory> copied;
+  if (auto by_pid = snapshots_.find(process->pid); by_pid != snapshots_.end()) {
+    if (auto c = by_pid->second.find({f.shared, f.name, f.script}); c != by_pid->second.end())
+      copied.emplace(process->pid, process->memory.get(), c->second);
+  }
+  HeapReader heap(copied ? &*copied : process->memory.get(), &l);
   Result<FunctionInfo> info = ReadFunction(heap, l, f.shared, f.name, f.script);
+  if (info.ok() && copied) ++named_from_snapshots_;
   if (!info.ok()) {
     named.error = info.status().code() == StatusCode::kNotFound
                       ? "function information moved since the sample"
@@ -405,6 +480,8 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"frame_bound", std::min<uint64_t>(walk_frames_, MICROSCOPE_V8_MAX_FRAMES)},
               {"walks_cut", walks_cut_},
               {"walks_isolate_labeled", walks_labeled_},
+              {"function_copies", snapshots_kept_},
+              {"functions_named_from_copies", named_from_snapshots_},
               {"frames", js_frames_},
               {"unknown_frames", unknown_frames_},
               {"frames_without_line_innermost", no_line_.innermost},
@@ -454,7 +531,8 @@ Result<std::unique_ptr<record::EventSource>> StartNodeSource(const record::Sourc
   return std::unique_ptr<record::EventSource>(std::move(source));
 }
 
-constexpr std::string_view kMaps[] = {"v8_processes", "v8_images"};  // node_walk.bpf.h's
+// node_walk.bpf.h's: layouts, images, and the functions sent once.
+constexpr std::string_view kMaps[] = {"v8_processes", "v8_images", "v8_seen", "v8_snaps"};
 
 }  // namespace
 

@@ -82,6 +82,17 @@ Result<v8_process> ProcessOffsets(const V8Layout& l) {
   p.tag = uint8_t(l.heap_object_tag);
   p.tag_mask = uint8_t(l.heap_object_tag_mask);
   p.isolate_tls = l.isolate_tls;
+  // What the copies of young functions need (v8_snapshot); a value that
+  // does not fit leaves them without that part, not the walk refused.
+  if (Fits<uint16_t>(l.type_scope_info)) p.type_scope_info = uint16_t(l.type_scope_info);
+  if (l.scope_info_context_locals > 0 && l.scope_info_context_locals < 16 &&
+      l.scope_info_first_vars > 0 && l.scope_info_first_vars < 16) {
+    p.scope_context_locals = uint8_t(l.scope_info_context_locals);
+    p.scope_first_vars = uint8_t(l.scope_info_first_vars);
+  }
+  if (l.smi_shift_size >= 0 && l.smi_shift_size < 63) p.smi_shift = uint8_t(l.smi_shift_size + 1);
+  if (l.script_name >= 0 && l.script_name < MICROSCOPE_V8_SNAP_OBJECT && l.script_name % 8 == 0)
+    p.script_name = uint8_t(l.script_name);
   return p;
 }
 

@@ -31,6 +31,7 @@
 #include "src/runtimes/python/walk.h"
 #include "src/runtimes/python/walker.h"
 #include "src/runtimes/sampler.h"
+#include "src/runtimes/snapshot_memory.h"
 #include "src/symbols/elf_handle.h"
 #include "src/symbols/elf_image.h"
 
@@ -41,7 +42,9 @@ using record::FrameInterner;
 using record::InterpretedFrame;
 using record::MappedModule;
 using record::SpliceStack;
+using runtimes::MemorySnapshot;
 using runtimes::Sampler;
+using runtimes::SnapshotMemory;
 
 constexpr std::string_view kSourceName = "python";       // kRuntime.name
 const uint8_t kEvalTag = record::code_tags::Allocate();  // _PyEval_EvalFrameDefault's code
@@ -67,41 +70,13 @@ struct NamedCode {
   CodeInfo info;
 };
 
-// A code object as the walk that first met it copied it (python.h: struct
-// py_code_snapshot): the first bytes of the code object and of the objects
-// it names, by their addresses.
-struct CodeSnapshot {
-  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> regions;
-  size_t bytes = 0;
-};
-
-// Code objects as the walks first saw them, by address and proof fields
-// (an address reused by another code object is another key), and the bytes
-// they hold (counted in the recording's target memory).
+// Code objects as the walks first saw them (python.h: struct
+// py_code_snapshot), by address and proof fields (an address reused by
+// another code object is another key), and the bytes they hold (counted in
+// the recording's target memory).
 struct CodeSnapshots {
-  std::map<CodeKey, CodeSnapshot> by_key;
+  std::map<CodeKey, MemorySnapshot> by_key;
   uint64_t bytes = 0;
-};
-
-// Reads from the snapshot where it holds the whole range, else from the
-// live process: the code reader proves each object as it always does.
-class SnapshotMemory final : public ProcessMemory {
- public:
-  SnapshotMemory(uint32_t pid, ProcessMemory* live, const CodeSnapshot& snapshot)
-      : ProcessMemory(pid_t(pid)), live_(live), snapshot_(snapshot) {}
-  bool Read(uint64_t address, void* out, size_t size) override {
-    for (const auto& [start, bytes] : snapshot_.regions) {
-      if (address >= start && size <= bytes.size() && address - start <= bytes.size() - size) {
-        std::memcpy(out, bytes.data() + (address - start), size);
-        return true;
-      }
-    }
-    return live_->Read(address, out, size);
-  }
-
- private:
-  ProcessMemory* live_;
-  const CodeSnapshot& snapshot_;
 };
 
 struct Process {
@@ -497,17 +472,11 @@ void PythonSource::Keep(const py_code_snapshot& s) {
   // it out from its mappings: its copies wait for that.
   auto p = processes_.find(s.pid);
   CodeSnapshots& into = p != processes_.end() ? p->second.snapshots : pending_[s.pid];
-  CodeSnapshot snapshot;
-  auto region = [&](uint64_t address, const uint8_t* bytes, size_t size, size_t room) {
-    size = std::min(size, room);  // as the BPF program says, within its record
-    if (address == 0 || size == 0) return;
-    snapshot.regions.emplace_back(address, std::vector<uint8_t>(bytes, bytes + size));
-    snapshot.bytes += size;
-  };
-  region(s.code, s.code_bytes, s.code_size, sizeof(s.code_bytes));
-  region(s.qualname, s.qualname_bytes, s.qualname_size, sizeof(s.qualname_bytes));
-  region(s.filename, s.filename_bytes, s.filename_size, sizeof(s.filename_bytes));
-  region(s.table, s.table_bytes, s.table_size, sizeof(s.table_bytes));
+  MemorySnapshot snapshot;
+  snapshot.Add(s.code, s.code_bytes, s.code_size, sizeof(s.code_bytes));
+  snapshot.Add(s.qualname, s.qualname_bytes, s.qualname_size, sizeof(s.qualname_bytes));
+  snapshot.Add(s.filename, s.filename_bytes, s.filename_size, sizeof(s.filename_bytes));
+  snapshot.Add(s.table, s.table_bytes, s.table_size, sizeof(s.table_bytes));
   auto [it, fresh] = into.by_key.try_emplace(CodeKey{s.code, s.qualname, s.filename, s.first_line});
   const size_t before = fresh ? 0 : it->second.bytes;
   if (target_memory_ != nullptr && snapshot.bytes > before &&

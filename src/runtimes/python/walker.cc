@@ -171,28 +171,13 @@ Status Walker::HoldUnknownExecs() {
   return OkStatus();
 }
 
-Walker::~Walker() {
-  if (snapshots_ != nullptr) ring_buffer__free(snapshots_);
-}
-
 Status Walker::DrainSnapshots(const SnapshotTaker& take) {
-  if (snapshots_ == nullptr) {
-    auto on_snapshot = [](void* ctx, void* data, size_t size) {
-      auto* walker = static_cast<Walker*>(ctx);
-      if (size < sizeof(py_code_snapshot) || walker->taking_ == nullptr) return 0;
-      py_code_snapshot s;
-      std::memcpy(&s, data, sizeof(s));
-      (*walker->taking_)(s);
-      return 0;
-    };
-    snapshots_ = ring_buffer__new(sampler_->map_fd("py_snaps"), on_snapshot, this, nullptr);
-    if (snapshots_ == nullptr) return BpfFailed("cannot read the Python code snapshots", errno);
-  }
-  taking_ = &take;
-  const int n = ring_buffer__consume(snapshots_);
-  taking_ = nullptr;
-  if (n < 0 && n != -EINTR) return BpfFailed("cannot read the Python code snapshots", n);
-  return OkStatus();
+  return sampler_->DrainRing("py_snaps", [&](std::span<const uint8_t> record) {
+    if (record.size() < sizeof(py_code_snapshot)) return;
+    py_code_snapshot s;
+    std::memcpy(&s, record.data(), sizeof(s));
+    take(s);
+  });
 }
 
 void Walker::ForgetProcess(uint32_t pid) {

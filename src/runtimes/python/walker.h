@@ -21,8 +21,6 @@
 #include "src/runtimes/python/python.h"
 #include "src/runtimes/sampler.h"
 
-struct ring_buffer;  // libbpf
-
 namespace microscope::runtimes::python {
 
 // Where one process's walk starts and how it reads.
@@ -35,7 +33,6 @@ struct ProcessWalk {
 class Walker {
  public:
   explicit Walker(std::shared_ptr<Sampler> sampler) : sampler_(std::move(sampler)) {}
-  ~Walker();
   Walker(const Walker&) = delete;
   Walker& operator=(const Walker&) = delete;
 
@@ -71,8 +68,6 @@ class Walker {
 
  private:
   std::shared_ptr<Sampler> sampler_;
-  ::ring_buffer* snapshots_ = nullptr;  // py_snaps, opened at the first drain
-  const SnapshotTaker* taking_ = nullptr;
 };
 
 // What the walker reads for a process laid out by `layout`; refused (with
