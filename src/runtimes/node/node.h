@@ -99,6 +99,16 @@ enum v8_snap_region {
   V8_SNAP_URL_MAP,
   V8_SNAP_REGIONS
 };
+struct v8_seen_key {
+  __u32 pid;
+  __u32 reserved;
+  __u64 shared;
+};
+struct v8_seen_value {
+  __u64 name;
+  __u64 script;
+};
+
 struct v8_snapshot {
   __u32 pid;
   __u32 copies; /* the copies of the walk that sent it so far (BPF's count) */
@@ -119,17 +129,11 @@ struct v8_snapshot {
   __u8 script_map[MICROSCOPE_V8_SNAP_MAP];
   __u8 url[MICROSCOPE_V8_SNAP_STR];
   __u8 url_map[MICROSCOPE_V8_SNAP_MAP];
+  /* The BPF side's own scratch (its stack is too small): the key and
+   * value it looks up and stores in v8_seen. */
+  struct v8_seen_key key;
+  struct v8_seen_value seen;
 };
-struct v8_seen_key {
-  __u32 pid;
-  __u32 reserved;
-  __u64 shared;
-};
-struct v8_seen_value {
-  __u64 name;
-  __u64 script;
-};
-
 /* walk_header.status of a V8 walk */
 #define MICROSCOPE_V8_WALKED 0     /* the frame-pointer chain ended */
 #define MICROSCOPE_V8_TRUNCATED 1  /* more frames (or steps) than the bounds */

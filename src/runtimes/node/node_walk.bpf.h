@@ -117,49 +117,53 @@ static __always_inline void v8_snap_object(struct v8_snapshot* s, int r, __u8* d
 #define V8_SCOPE_EMPTY (1u << 29)
 #define V8_SCOPE_INLINED_LOCALS 75
 
-// The words of the copied ScopeInfo (`size` bytes of it) that name its
-// function: the function variable's name and the inferred name (0: none
-// in the copy). As function_reader.cc's ReadScopeInfo reads them.
-struct v8_scope_names {
-  __u64 name;
-  __u64 inferred;
-};
-static __always_inline struct v8_scope_names v8_scope_names(const struct v8_process* p,
-                                                            const __u8* scope, __u32 size) {
-  struct v8_scope_names out = {};
+// The words of the copied ScopeInfo (the snapshot's name region) that name
+// its function: the function variable's name and the inferred name, left in
+// s->seen's name and script (0: none in the copy; they are the seen value's
+// scratch until it is stored). As function_reader.cc's ReadScopeInfo reads
+// them.
+static __always_inline void v8_scope_names(const struct v8_process* p, struct v8_snapshot* s) {
+  const __u8* scope = s->name_bytes;
+  const __u32 size = s->size[V8_SNAP_NAME];
+  s->seen.name = 0;
+  s->seen.script = 0;
   const int modern = p->scope_first_vars >= 5;  // V8 13 on: uint32 flags
   const __u64 flags_word = *(const __u64*)(scope + 8);
   const __u32 flags = modern ? (__u32)flags_word : (__u32)((__s64)flags_word >> (p->smi_shift & 63));
-  if (flags & V8_SCOPE_EMPTY) return out;
+  if (flags & V8_SCOPE_EMPTY) return;
   const __u32 at_locals = (8 + 8 * (__u32)p->scope_context_locals) & (MICROSCOPE_V8_SNAP_SCOPE - 8);
-  if (at_locals + 8 > size) return out;
+  if (at_locals + 8 > size) return;
   const __s64 locals = (__s64)(*(const __u64*)(scope + at_locals)) >> (p->smi_shift & 63);
-  if (locals < 0 || locals > 4096) return out;
+  if (locals < 0 || locals > 4096) return;
   __u64 off = 8 + 8 * (__u64)p->scope_first_vars;
   off += 8 * (locals < V8_SCOPE_INLINED_LOCALS ? locals : 1) + 8 * locals;
   if (flags & V8_SCOPE_SAVED_CLASS) off += 8;
   if (((flags >> V8_SCOPE_FUNCTION_VAR_SHIFT) & 3) != 0) {
-    if (off + 8 > size || off > MICROSCOPE_V8_SNAP_SCOPE - 8) return out;
-    out.name = *(const __u64*)(scope + (off & (MICROSCOPE_V8_SNAP_SCOPE - 8)));
+    if (off + 8 > size || off > MICROSCOPE_V8_SNAP_SCOPE - 8) return;
+    s->seen.name = *(const __u64*)(scope + (off & (MICROSCOPE_V8_SNAP_SCOPE - 8)));
     off += 16;
   }
   if ((flags & V8_SCOPE_INFERRED) == 0 || off + 8 > size || off > MICROSCOPE_V8_SNAP_SCOPE - 8)
-    return out;
-  out.inferred = *(const __u64*)(scope + (off & (MICROSCOPE_V8_SNAP_SCOPE - 8)));
-  return out;
+    return;
+  s->seen.script = *(const __u64*)(scope + (off & (MICROSCOPE_V8_SNAP_SCOPE - 8)));
 }
 
-// Sends function `shared` (with the name and script words the walk read,
-// and its first words `sfi`) unless it was sent before as the walk sees it
-// now, and unless this walk copied its share already.
-static __always_inline void v8_snapshot(const struct v8_process* p, __u32 pid, __u64 shared,
-                                        __u64 name, __u64 script) {
-  struct v8_seen_key key = {.pid = pid, .shared = shared};
-  struct v8_seen_value* seen = bpf_map_lookup_elem(&v8_seen, &key);
-  if (seen && seen->name == name && seen->script == script) return;
+// Sends function `shared` (with the name and script words the walk read)
+// unless it was sent before as the walk sees it now, and unless this walk
+// copied its share already. A global function: the verifier checks it once,
+// not at each of the walks' call sites (the off-CPU program's four walks
+// went past its million instructions with it inlined).
+__attribute__((noinline)) int v8_snapshot(const struct v8_process* p, __u32 pid, __u64 shared,
+                                          __u64 name, __u64 script) {
+  if (!p) return 0;
   __u32 zero = 0;
   struct v8_snapshot* s = bpf_map_lookup_elem(&v8_snap_scratch, &zero);
-  if (!s || s->copies >= MICROSCOPE_V8_SNAPS_PER_WALK) return;
+  if (!s || s->copies >= MICROSCOPE_V8_SNAPS_PER_WALK) return 0;
+  s->key.pid = pid;
+  s->key.reserved = 0;
+  s->key.shared = shared;
+  struct v8_seen_value* seen = bpf_map_lookup_elem(&v8_seen, &s->key);
+  if (seen && seen->name == name && seen->script == script) return 0;
   s->copies += 1;
   s->pid = pid;
   s->shared = shared;
@@ -173,15 +177,13 @@ static __always_inline void v8_snapshot(const struct v8_process* p, __u32 pid, _
                  shared);
   v8_snap_object(s, V8_SNAP_NAME, s->name_bytes, MICROSCOPE_V8_SNAP_SCOPE, s->name_map, p, name);
   if (s->size[V8_SNAP_NAME] > 0 && s->size[V8_SNAP_NAME_MAP] == MICROSCOPE_V8_SNAP_MAP) {
-    __u16 type = 0;
     const __u32 at = p->map_instance_type & (MICROSCOPE_V8_SNAP_MAP - 2);
-    __builtin_memcpy(&type, s->name_map + at, sizeof(type));
-    if (type == p->type_scope_info) {
-      const struct v8_scope_names names = v8_scope_names(p, s->name_bytes, s->size[V8_SNAP_NAME]);
+    if (*(const __u16*)(s->name_map + at) == p->type_scope_info) {
+      v8_scope_names(p, s);
       v8_snap_object(s, V8_SNAP_SCOPE_NAME, s->scope_name, MICROSCOPE_V8_SNAP_STR,
-                     s->scope_name_map, p, names.name);
+                     s->scope_name_map, p, s->seen.name);
       v8_snap_object(s, V8_SNAP_INFERRED, s->inferred, MICROSCOPE_V8_SNAP_STR, s->inferred_map, p,
-                     names.inferred);
+                     s->seen.script);
     }
   }
   v8_snap_object(s, V8_SNAP_SCRIPT, s->script_bytes, MICROSCOPE_V8_SNAP_OBJECT, s->script_map, p,
@@ -192,9 +194,11 @@ static __always_inline void v8_snapshot(const struct v8_process* p, __u32 pid, _
     v8_snap_object(s, V8_SNAP_URL, s->url, MICROSCOPE_V8_SNAP_STR, s->url_map, p,
                    *(const __u64*)(s->script_bytes + at));
   }
-  if (bpf_ringbuf_output(&v8_snaps, s, sizeof(*s), 0) != 0) return;  // sent again next time
-  struct v8_seen_value value = {.name = name, .script = script};
-  bpf_map_update_elem(&v8_seen, &key, &value, BPF_ANY);
+  if (bpf_ringbuf_output(&v8_snaps, s, sizeof(*s), 0) != 0) return 0;  // sent again next time
+  s->seen.name = name;
+  s->seen.script = script;
+  bpf_map_update_elem(&v8_seen, &s->key, &s->seen, BPF_ANY);
+  return 1;
 }
 
 // A walk's count of copies starts at 0.
@@ -234,10 +238,12 @@ static long v8_step(__u64 index, void* data) {
   }
   // A frame whose context slot holds a Smi is a typed frame (entry, exit,
   // internal, stub): not a JavaScript function's, whatever its other slots.
-  __u64 fn[8] = {}, sfi[8] = {};
+  // The function's first words, then its shared information's (one buffer:
+  // the stack of the walk, its caller and v8_snapshot is 512 bytes in all).
+  __u64 obj[8] = {};
   __u16 type;
-  if (whole && v8_tagged(p, context) && v8_object(fn, p, function) &&
-      (type = v8_map_type(p, fn[p->word_map & 7])) >= p->type_function_first &&
+  if (whole && v8_tagged(p, context) && v8_object(obj, p, function) &&
+      (type = v8_map_type(p, obj[p->word_map & 7])) >= p->type_function_first &&
       type <= p->type_function_last) {
     __u32 n = w->h.nframes;
     if (n >= MICROSCOPE_V8_MAX_FRAMES || n >= w->h.bound) {
@@ -246,7 +252,8 @@ static long v8_step(__u64 index, void* data) {
     }
     // And its shared information's map says SharedFunctionInfo: a word that
     // only looked like a function (or one the GC is moving) is no frame.
-    const __u64 shared = fn[p->word_shared & 7];
+    const __u64 shared = obj[p->word_shared & 7];
+    __u64* sfi = obj;
     if (v8_object(sfi, p, shared) && v8_map_type(p, sfi[p->word_map & 7]) == p->type_shared) {
       struct v8_frame* f = &w->frames[n];
       f->fp = fp;
