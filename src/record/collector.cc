@@ -60,7 +60,8 @@ Collector::Collector(const CollectorOptions& options)
   layout_.sample_type = kSampleType;
   layout_.sample_id_all = true;
   if (options.stack_copy != 0) {
-    layout_.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    layout_.sample_type |= PERF_SAMPLE_REGS_USER;
+    if (!options.stack_by_bpf) layout_.sample_type |= PERF_SAMPLE_STACK_USER;
     layout_.regs_user_mask = kUserRegsMask;
   }
 }
@@ -136,7 +137,7 @@ Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exe
     // recording has the same sample layout.)
     attr.exclude_callchain_user = 1;
     attr.sample_regs_user = kUserRegsMask;
-    attr.sample_stack_user = options_.stack_copy;
+    attr.sample_stack_user = options_.stack_by_bpf ? 0 : options_.stack_copy;
   }
   attr.watermark = 1;
   attr.wakeup_watermark = uint32_t(RingPages(ring) * getpagesize() / 4);
@@ -456,7 +457,7 @@ uint64_t Collector::Collect() {
 }
 
 StackTrim Collector::Trim(bool extents) const {
-  if (options_.stack_copy == 0) return {};
+  if (options_.stack_copy == 0 || options_.stack_by_bpf) return {};
   return {.extents = extents ? stack_extents_ : nullptr,
           .callchain_at = kSampleCallchainAt,
           .tid_at = kSampleTidAt,

@@ -67,6 +67,11 @@ struct CollectorOptions {
   // with each sample (for our unwinder) instead of the kernel's user
   // frame-pointer chain. A multiple of 8, at most 65528.
   uint32_t stack_copy = 0;
+  // With stack_copy: the stack is copied by a BPF program on the sampling
+  // events (StackCopier, which sizes each copy by what the thread needs,
+  // stack_copy bytes until that is known) instead of the kernel: the
+  // samples carry the registers only.
+  bool stack_by_bpf = false;
   // false: a dummy event per task and CPU, which samples nothing but brings
   // the process, thread and mapping records (for BPF-only recordings).
   bool sample = true;
@@ -96,9 +101,10 @@ class Collector {
   // that threads and children inherit run it too). Not with events opened
   // without sampling.
   Status AttachProgram(int prog_fd);
-  // The budget's sample gate: runs first at every sample, and a program
-  // attached later goes behind it through `chain` (the gate's tail call)
-  // instead of onto the events. Before any other AttachProgram.
+  // A program that runs first at every sample (the budget's sample gate,
+  // the stack copier): a program attached later goes behind it through
+  // `chain` (its tail call) instead of onto the events. Before any other
+  // AttachProgram.
   Status AttachGate(int gate_fd, std::function<Status(int)> chain);
   // Opens one BPF output event per CPU (PERF_COUNT_SW_BPF_OUTPUT) whose
   // records go to that CPU's sample ring, for a program to write with

@@ -394,7 +394,7 @@ void Processor::OnSample(const Event& e) {
       if (end == StackEnd::kComplete && stack_read_end_ != 0) {
         stack_extents_->Learn(e.tid, stack_read_end_);
       } else if (end == StackEnd::kStackCopyExhausted) {
-        stack_extents_->Forget(e.tid);  // the next copy whole, to learn again
+        stack_extents_->Exhausted(e.tid);  // the next copy whole, to learn again
       }
     }
     if (scratch_.empty()) end = StackEnd::kEmpty;

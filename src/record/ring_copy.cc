@@ -134,7 +134,8 @@ void Collector::DrainRing(size_t index, std::vector<uint8_t>* arena, RingCopySta
   uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
   uint64_t tail = meta->data_tail;
   tail = CopyRingRecords(std::span(data, ring.data_size), tail, head, arena, stats,
-                         ring.samples ? options_.stack_copy : 0, raw_ids, trim);
+                         ring.samples && !options_.stack_by_bpf ? options_.stack_copy : 0, raw_ids,
+                         trim);
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 

@@ -19,6 +19,7 @@
 #include "capture/window.h"
 #include "capture/writer.h"
 #include "src/record/bpf_loader.h"
+#include "src/record/bpf_stack.h"
 #include "src/record/collector.h"
 #include "src/record/launch.h"
 #include "src/record/part_writer.h"
@@ -63,9 +64,11 @@ class Recording {
             const RecordHooks& hooks, Processor::Options popts)
       : options_(options), source_kinds_(source_kinds), hooks_(hooks), processor_(popts) {}
 
-  Status Open(const CollectorOptions& copts) {
+  Status Open(CollectorOptions copts) {
+    LoadStackCopier(&copts);
     ASSIGN_OR_RETURN(collector_, Collector::Create(copts));
     DescribeRecording(options_, copts, &settings());
+    if (!stack_copier_note_.empty()) settings().notes.push_back(stack_copier_note_);
     settings().kernel_frames = collector_->kernel_frames();  // parts cut before the end say it too
     RETURN_IF_ERROR(options_.pid == 0 ? Launch() : Attach());
     settings().target_pid = target_;
@@ -83,6 +86,34 @@ class Recording {
 
  private:
   capture::Settings& settings() { return processor_.settings(); }
+
+  // The user stack is copied by BPF, as far as each thread needs, where the
+  // stack is copied and BPF programs load; by the kernel's fixed copy
+  // otherwise (and under a budget, whose gate must run first and drop
+  // samples before anything is copied).
+  void LoadStackCopier(CollectorOptions* copts) {
+    if (copts->stack_copy == 0 || !copts->sample || options_.budget_ppm != 0) return;
+    Result<std::unique_ptr<StackCopier>> copier = StackCopier::Load(copts->stack_copy);
+    if (!copier.ok()) {
+      stack_copier_note_ =
+          "user stacks copied by the kernel (" + std::to_string(copts->stack_copy) +
+          " bytes each): the BPF stack copier did not load: " + copier.status().message();
+      return;
+    }
+    stack_copier_ = std::move(copier).value();
+    copts->stack_by_bpf = true;
+    stack_extents_.SetListener(stack_copier_.get());
+    stack_copier_note_ =
+        "user stacks copied by BPF from each sample's stack pointer as far as "
+        "that thread's walks have needed (" +
+        std::to_string(copts->stack_copy) + " bytes until known, at most " +
+        std::to_string(StackCopier::MaxBytes()) + ")";
+  }
+  // Before any program that runs at each sample: the copier goes first.
+  Status AttachStackCopier() {
+    if (stack_copier_ == nullptr) return OkStatus();
+    return stack_copier_->Attach(collector_.get());
+  }
 
   Status StartSources() {
     SourceContext context{options_,      target_,           child_ != nullptr,
@@ -112,6 +143,7 @@ class Recording {
     target_ = child_->pid();
     target_fd_ = ScopedFd(int(syscall(SYS_pidfd_open, target_, 0)));  // wakes the loop at its exit
     RETURN_IF_ERROR(collector_->AddTask(target_, /*enable_on_exec=*/true));
+    RETURN_IF_ERROR(AttachStackCopier());
     RETURN_IF_ERROR(StartSources());
     const std::string& program = options_.command[0];
     std::string base = program.substr(program.rfind('/') + 1).substr(0, 15);
@@ -132,6 +164,7 @@ class Recording {
     RETURN_IF_ERROR(OpenEveryThread(target_, collector_.get()));
     settings().command = ReadCommandLine(target_);
     SeedFromProc(target_, start_, &processor_);
+    RETURN_IF_ERROR(AttachStackCopier());
     // Sampling starts once the sources have (a runtime's walker loads in
     // some 100 ms and lays the process out from its mappings): its first
     // samples are walked. Task records went on meanwhile.
@@ -258,6 +291,8 @@ class Recording {
   uint64_t sampling_start_ = 0;  // an attach's sampling began (--duration counts from it)
   uint64_t end_ = 0;
   StackExtents stack_extents_;
+  std::unique_ptr<StackCopier> stack_copier_;  // null: the kernel copies stacks
+  std::string stack_copier_note_;
   bool exited_ = false;
   int wait_status_ = 0;
 };
@@ -338,6 +373,15 @@ void Recording::Stop(bool by_duration) {
   }
   Pump(UINT64_MAX);
   for (const auto& s : sources_) s->Finish(&processor_, &settings());
+  if (stack_copier_ != nullptr) {
+    const RingPairing& copies = processor_.ring_pairing();
+    settings().SetSource("stack copy", "on").values = {
+        {"copies", copies.stacks_paired()},
+        {"bytes", copies.stack_bytes()},
+        {"copies_without_sample", copies.stacks_unpaired()},
+        {"copies_lost", stack_copier_->Lost()},
+    };
+  }
   if (exited_) processor_.SetExitStatus(uint32_t(target_), ExitStatusForShell(wait_status_));
 }
 

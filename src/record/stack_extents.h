@@ -8,7 +8,8 @@
 //
 // Learned from walks that completed, forgotten when a walk ran out of bytes
 // (the thread moved to a stack that reaches higher: the next copy is whole
-// and teaches the new end), and when the thread exits or execs.
+// and teaches the new end), and when the thread exits or execs. The same
+// ends size the BPF stack copier's copies (bpf_stack.h), when it copies.
 #pragma once
 
 #include <algorithm>
@@ -28,12 +29,35 @@ class StackExtents {
   // A walk of `tid`'s stack completed having read up to `end`.
   void Learn(uint32_t tid, uint64_t end) {
     uint64_t& e = ends_[tid];
-    e = std::max(e, end);
+    if (end <= e) return;
+    e = end;
+    if (listener_ != nullptr) listener_->Learned(tid, end);
   }
-  void Forget(uint32_t tid) { ends_.erase(tid); }
+  // A walk of `tid`'s stack ran out of copied bytes: the thread moved to a
+  // stack that reaches higher, and its next copy is whole, to learn again.
+  void Exhausted(uint32_t tid) {
+    ends_.erase(tid);
+    if (listener_ != nullptr) listener_->Exhausted(tid);
+  }
+  // The thread exited, or exec'd a new program (a new stack).
+  void Forget(uint32_t tid) {
+    ends_.erase(tid);
+    if (listener_ != nullptr) listener_->Forgotten(tid);
+  }
+
+  // Told of every change (the BPF stack copier sizes its copies by them).
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    virtual void Learned(uint32_t tid, uint64_t end) = 0;
+    virtual void Exhausted(uint32_t tid) = 0;
+    virtual void Forgotten(uint32_t tid) = 0;
+  };
+  void SetListener(Listener* listener) { listener_ = listener; }
 
  private:
   std::unordered_map<uint32_t, uint64_t> ends_;
+  Listener* listener_ = nullptr;
 };
 
 // Where a sample record keeps its fields, for cutting its user stack: the
@@ -43,9 +67,9 @@ class StackExtents {
 struct StackTrim {
   const StackExtents* extents = nullptr;  // null: copy each stack as far as it was filled
   uint32_t callchain_at = 0;  // byte offset of the callchain's length; 0: stacks copied whole
-  uint32_t tid_at = 0;                    // byte offset of the thread id in a sample record
-  uint32_t regs = 0;                      // user registers after the ABI word (none when it is 0)
-  uint32_t sp_index = 0;                  // the stack pointer's place among them
+  uint32_t tid_at = 0;        // byte offset of the thread id in a sample record
+  uint32_t regs = 0;          // user registers after the ABI word (none when it is 0)
+  uint32_t sp_index = 0;      // the stack pointer's place among them
 };
 
 }  // namespace microscope::record

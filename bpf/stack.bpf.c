@@ -1,0 +1,153 @@
+// The user stack copier: the program on the sampling events when the
+// recorder copies stacks itself (PERF_EVENT_IOC_SET_BPF; threads that
+// inherit the events run it too), instead of the kernel's fixed
+// sample_stack_user. It copies from the sampled thread's user stack pointer
+// only as far as that thread's walks have needed (stack_ends, which user
+// space keeps from the unwinder's reads, plus a margin), up to the end of
+// the stack's mapping, and writes the copy into the sample's own ring just
+// before the sample (user space pairs the two in ring order). Then the next
+// program (the runtimes' walker) runs through a tail call.
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "stack_copy.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+// Bytes copied for a thread whose stack's end is not learned yet, and
+// beyond the learned end (a walk may read a little past what the last ones
+// did); set by the loader.
+const volatile __u32 stack_default = 16384;
+const volatile __u32 stack_margin = 512;
+
+// The BPF output event of each CPU, whose records go to that CPU's sample ring.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(__u32));
+} stack_out SEC(".maps");
+
+// One copy under construction per CPU (larger than a per-CPU array's
+// values may be).
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);  // set to the number of CPUs by the loader
+  __type(key, __u32);
+  __type(value, struct ustack_record);
+} stack_scratch SEC(".maps");
+
+// What user space learned of each thread's stack.
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);  // tid
+  __type(value, struct ustack_end);
+} stack_ends SEC(".maps");
+
+// Each thread's stack mapping, found once (bpf_find_vma) and found again
+// when the thread's stack pointer leaves it or its address space changes
+// (an exec: a sample inside execve still has the old program's stack).
+struct stack_vma {
+  __u64 mm;
+  __u64 start;
+  __u64 end;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);  // tid
+  __type(value, struct stack_vma);
+} stack_vmas SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} stack_next SEC(".maps");
+
+// Copies that did not fit in their ring, per CPU.
+#include "lost_count.bpf.h"
+
+static long find_stack(struct task_struct* task, struct vm_area_struct* vma, void* data) {
+  struct stack_vma* v = data;
+  v->start = BPF_CORE_READ(vma, vm_start);
+  v->end = BPF_CORE_READ(vma, vm_end);
+  return 0;
+}
+
+// The end of the mapping that holds `sp` in `task`'s address space; 0 when
+// it cannot be found now (the copy then stops where a read would fault).
+static __always_inline __u64 stack_top(struct task_struct* task, __u32 tid, __u64 sp) {
+  const __u64 mm = (__u64)task->mm;
+  struct stack_vma* known = bpf_map_lookup_elem(&stack_vmas, &tid);
+  if (known && known->mm == mm && known->start <= sp && sp < known->end) return known->end;
+  struct stack_vma v = {.mm = mm, .start = 0, .end = 0};
+  if (bpf_find_vma(task, sp, find_stack, &v, 0) != 0 || v.end <= sp) return 0;
+  bpf_map_update_elem(&stack_vmas, &tid, &v, BPF_ANY);
+  return v.end;
+}
+
+// Copies `size` bytes from `sp` (at most a record's), or as far as the
+// first page that cannot be read, as the kernel's own copy stops: the main
+// thread's stack has pages never touched between its arguments' pointers
+// and their strings (the kernel starts the stack up to 8 KiB below them, at
+// random), so a copy to the mapping's end can fault where the unwinder
+// needs nothing. Returns the bytes copied.
+#define PAGE 4096
+static __always_inline __u32 copy_from(__u8* dst, __u64 sp, __u64 size) {
+  if (size > MICROSCOPE_STACK_RECORD_BYTES) size = MICROSCOPE_STACK_RECORD_BYTES;
+  size &= MICROSCOPE_USTACK_ROOM - 8;
+  if (size == 0) return 0;
+  if (bpf_probe_read_user(dst, size, (const void*)sp) == 0) return (__u32)size;
+  __u64 done = 0;
+  for (int i = 0; i < MICROSCOPE_USTACK_ROOM / PAGE + 1; ++i) {
+    __u64 chunk = PAGE - ((sp + done) & (PAGE - 1));
+    if (chunk > size - done) chunk = size - done;
+    if (chunk == 0 || done > MICROSCOPE_USTACK_ROOM - PAGE) break;
+    if (bpf_probe_read_user(dst + done, chunk & (2 * PAGE - 1), (const void*)(sp + done)) != 0)
+      break;
+    done += chunk;
+  }
+  return (__u32)(done & ~7ull);
+}
+
+SEC("perf_event")
+int copy_stack_at_sample(struct bpf_perf_event_data* ctx) {
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct task_struct* task = bpf_get_current_task_btf();
+  __u32 zero = 0, cpu = bpf_get_smp_processor_id();
+  struct ustack_record* r = bpf_map_lookup_elem(&stack_scratch, &cpu);
+  if (!r || !task->mm || tid == 0) goto next;  // a kernel thread has no user stack
+  __u64 sp;
+  if ((ctx->regs.ip >> 47) == 0) {  // the sample interrupted user code
+    sp = ctx->regs.sp;
+  } else {  // in the kernel: the user registers it saved on entry
+    struct pt_regs* user = (struct pt_regs*)bpf_task_pt_regs(task);
+    sp = BPF_CORE_READ(user, sp);
+  }
+  if (sp == 0 || (sp >> 47) != 0) goto next;
+  const __u64 top = stack_top(task, tid, sp);
+  __u64 size = stack_default;
+  struct ustack_end* learned = bpf_map_lookup_elem(&stack_ends, &tid);
+  if (learned && learned->end > sp) {
+    size = learned->end - sp + stack_margin;
+  } else if (learned && learned->want != 0) {
+    size = learned->want;
+  }
+  if (top != 0 && size > top - sp) size = top - sp;
+  r->h.magic = MICROSCOPE_STACK_MAGIC;
+  r->h.tid = tid;
+  r->h.sp = sp;
+  r->h.reserved = 0;
+  r->h.size = copy_from(r->bytes, sp, size);
+  __u64 out = sizeof(r->h) + (r->h.size & (MICROSCOPE_USTACK_ROOM - 1));
+  if (out > sizeof(*r)) out = sizeof(*r);
+  if (bpf_perf_event_output(ctx, &stack_out, BPF_F_CURRENT_CPU, r, out) != 0) count_lost();
+next:
+  bpf_tail_call(ctx, &stack_next, 0);
+  return 1;
+}
