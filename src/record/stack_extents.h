@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace microscope::record {
 
@@ -29,19 +30,27 @@ class StackExtents {
   // A walk of `tid`'s stack completed having read up to `end`.
   void Learn(uint32_t tid, uint64_t end) {
     uint64_t& e = ends_[tid];
-    if (end <= e) return;
-    e = end;
-    if (listener_ != nullptr) listener_->Learned(tid, end);
+    const bool asked = listener_ != nullptr && asked_.erase(tid) != 0;
+    if (end <= e && !asked) return;
+    e = std::max(e, end);
+    if (listener_ != nullptr) listener_->Learned(tid, e);
   }
   // A walk of `tid`'s stack ran out of copied bytes: the thread moved to a
   // stack that reaches higher, and its next copy is whole, to learn again.
+  // The BPF copier keeps the end learned so far (a walk that completes at
+  // a frame below the outermost would lower it) and is told the next one.
   void Exhausted(uint32_t tid) {
-    ends_.erase(tid);
-    if (listener_ != nullptr) listener_->Exhausted(tid);
+    if (listener_ == nullptr) {
+      ends_.erase(tid);
+      return;
+    }
+    asked_.insert(tid);
+    listener_->Exhausted(tid);
   }
   // The thread exited, or exec'd a new program (a new stack).
   void Forget(uint32_t tid) {
     ends_.erase(tid);
+    asked_.erase(tid);
     if (listener_ != nullptr) listener_->Forgotten(tid);
   }
 
@@ -57,6 +66,7 @@ class StackExtents {
 
  private:
   std::unordered_map<uint32_t, uint64_t> ends_;
+  std::unordered_set<uint32_t> asked_;  // copied whole since it ran out: told the next end
   Listener* listener_ = nullptr;
 };
 
