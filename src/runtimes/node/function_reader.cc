@@ -70,6 +70,16 @@ Result<std::string> StringOrEmpty(HeapReader& heap, uint64_t tagged) {
   return heap.ReadString(tagged);
 }
 
+Status ReadScript(HeapReader& heap, const V8Layout& l, uint64_t script, FunctionInfo* out) {
+  ASSIGN_OR_RETURN(uint16_t script_type, heap.TypeOf(script));
+  if (script_type != l.type_script) return OkStatus();
+  ASSIGN_OR_RETURN(uint64_t url, heap.Word(script, l.script_name));
+  ASSIGN_OR_RETURN(out->script, StringOrEmpty(heap, url));
+  ASSIGN_OR_RETURN(uint64_t source, heap.Word(script, l.script_source));
+  if (heap.IsObject(source)) out->script_source = source;
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<FunctionInfo> ReadFunction(HeapReader& heap, const V8Layout& l, uint64_t shared,
@@ -108,14 +118,16 @@ Result<FunctionInfo> ReadFunction(HeapReader& heap, const V8Layout& l, uint64_t 
     ASSIGN_OR_RETURN(inferred, StringOrEmpty(heap, inferred_string));
   }
   out.name = !name.empty() ? name : !inferred.empty() ? inferred : "(anonymous)";
-  // The script (Node 20: or a DebugInfo, which has no name for us).
+  // The script (Node 20: or a DebugInfo, which has no name for us). A name
+  // that cannot be read leaves the function named, without its script: a
+  // copy made by the walk holds a flat script name, not a cons string's
+  // parts, and the process may be gone.
   if (heap.IsObject(script_now)) {
-    ASSIGN_OR_RETURN(uint16_t script_type, heap.TypeOf(script_now));
-    if (script_type == l.type_script) {
-      ASSIGN_OR_RETURN(uint64_t url, heap.Word(script_now, l.script_name));
-      ASSIGN_OR_RETURN(out.script, StringOrEmpty(heap, url));
-      ASSIGN_OR_RETURN(uint64_t source, heap.Word(script_now, l.script_source));
-      if (heap.IsObject(source)) out.script_source = source;
+    Status script = ReadScript(heap, l, script_now, &out);
+    if (!script.ok()) {
+      out.script.clear();
+      out.script_source = 0;
+      out.script_error = script.message();
     }
   }
   return out;

@@ -21,6 +21,7 @@ struct FunctionInfo {
   std::string script;          // the script's name (path or URL); "" for code with none
   uint64_t script_source = 0;  // the script's source string, 0: none
   int64_t start = -1;          // the function's start in its source (UTF-16 units), -1: unknown
+  std::string script_error;    // non-empty: its script's name could not be read, why
 };
 
 // kNotFound: the object is no longer the one the walk saw.

@@ -358,6 +358,8 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
     Problem("JavaScript functions not named", info.status().message());
     return named;
   }
+  if (!info->script_error.empty())
+    Problem("JavaScript scripts not named (their functions are)", info->script_error);
   named.name = std::move(info->name);
   named.script = std::move(info->script);
   if (info->start >= 0 && info->script_source != 0) {
