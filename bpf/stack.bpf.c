@@ -17,9 +17,9 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-// Bytes copied for a thread whose stack's end is not learned yet, and
-// beyond the learned end (a walk may read a little past what the last ones
-// did); set by the loader.
+// Bytes copied for a thread whose stack's end is not learned yet (set by
+// the loader: --stack-copy), and beyond the learned end (a walk may read a
+// little past what the last ones did).
 const volatile __u32 stack_default = 16384;
 const volatile __u32 stack_margin = 512;
 

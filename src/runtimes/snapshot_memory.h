@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "src/record/process_memory.h"
+#include "src/record/target_memory.h"
 
 namespace microscope::runtimes {
 
@@ -27,6 +29,24 @@ struct MemorySnapshot {
     bytes += size;
   }
 };
+
+// Puts `snapshot` under `key` in `by_key` (replacing the one there), its
+// bytes counted in `memory` (null: not counted). Returns the change in bytes
+// kept, or nothing when the recording's bound refuses it (nothing changes).
+template <typename Map>
+std::optional<int64_t> KeepSnapshot(Map* by_key, const typename Map::key_type& key,
+                                    MemorySnapshot snapshot, record::TargetMemory* memory) {
+  auto [it, fresh] = by_key->try_emplace(key);
+  const size_t before = fresh ? 0 : it->second.bytes;
+  if (memory != nullptr && snapshot.bytes > before && !memory->Take(snapshot.bytes - before)) {
+    if (fresh) by_key->erase(it);
+    return std::nullopt;
+  }
+  if (memory != nullptr && snapshot.bytes < before) memory->Give(before - snapshot.bytes);
+  const int64_t change = int64_t(snapshot.bytes) - int64_t(before);
+  it->second = std::move(snapshot);
+  return change;
+}
 
 // Reads from the snapshot where it holds the whole range, else from the
 // live process: the runtime's reader proves each object as it always does.

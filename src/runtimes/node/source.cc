@@ -303,19 +303,12 @@ void NodeSource::Keep(const v8_snapshot& s) {
   };
   for (int r = 0; r < V8_SNAP_REGIONS; ++r)
     snapshot.Add(s.address[r], regions[r].bytes, s.size[r], regions[r].room);
-  auto& by_key = snapshots_[s.pid];
-  auto [it, fresh] = by_key.try_emplace(FunctionKey{s.shared, s.name, s.script});
-  const size_t before = fresh ? 0 : it->second.bytes;
-  if (target_memory_ != nullptr && snapshot.bytes > before &&
-      !target_memory_->Take(snapshot.bytes - before)) {
-    if (fresh) by_key.erase(it);
+  if (!runtimes::KeepSnapshot(&snapshots_[s.pid], FunctionKey{s.shared, s.name, s.script},
+                              std::move(snapshot), target_memory_)) {
     Problem("JavaScript function copies not kept",
             "the recording keeps at most --target-memory of what its targets write");
     return;
   }
-  if (target_memory_ != nullptr && snapshot.bytes < before)
-    target_memory_->Give(before - snapshot.bytes);
-  it->second = std::move(snapshot);
   ++snapshots_kept_;
 }
 

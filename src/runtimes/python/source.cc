@@ -477,20 +477,15 @@ void PythonSource::Keep(const py_code_snapshot& s) {
   snapshot.Add(s.qualname, s.qualname_bytes, s.qualname_size, sizeof(s.qualname_bytes));
   snapshot.Add(s.filename, s.filename_bytes, s.filename_size, sizeof(s.filename_bytes));
   snapshot.Add(s.table, s.table_bytes, s.table_size, sizeof(s.table_bytes));
-  auto [it, fresh] = into.by_key.try_emplace(CodeKey{s.code, s.qualname, s.filename, s.first_line});
-  const size_t before = fresh ? 0 : it->second.bytes;
-  if (target_memory_ != nullptr && snapshot.bytes > before &&
-      !target_memory_->Take(snapshot.bytes - before)) {
-    if (fresh) into.by_key.erase(it);
+  std::optional<int64_t> change =
+      runtimes::KeepSnapshot(&into.by_key, CodeKey{s.code, s.qualname, s.filename, s.first_line},
+                             std::move(snapshot), target_memory_);
+  if (!change) {
     Problem("Python code snapshots not kept",
             "the recording keeps at most --target-memory of what its targets write");
     return;
   }
-  if (target_memory_ != nullptr && snapshot.bytes < before)
-    target_memory_->Give(before - snapshot.bytes);
-  into.bytes += snapshot.bytes;
-  into.bytes -= before;
-  it->second = std::move(snapshot);
+  into.bytes += uint64_t(*change);
   ++snapshots_kept_;
 }
 
