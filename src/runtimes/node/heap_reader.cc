@@ -131,14 +131,29 @@ Status HeapReader::AppendUnits(uint64_t tagged, int depth, size_t max, std::u16s
     out->append(whole, size_t(offset), want);
     return OkStatus();
   }
-  if (representation != layout_->seq_string_tag) {
-    return Status::Error(StatusCode::kUnavailable,
-                         "string at " + HexAddress(tagged) + " is external (not read)");
-  }
   const size_t n = std::min(max - out->size(), size_t(length));
   const bool one_byte = (type & layout_->string_encoding_mask) == layout_->one_byte_string_tag;
   std::vector<uint8_t> raw(n * (one_byte ? 1 : 2));
-  if (!raw.empty()) {
+  if (representation == layout_->external_string_tag) {
+    // Node's scripts from 26 on: the characters are wherever the embedder
+    // keeps them, behind the pointer V8 caches after the resource.
+    if ((type & layout_->external_uncached_mask) != 0) {
+      return Status::Error(StatusCode::kUnavailable,
+                           "string at " + HexAddress(tagged) +
+                               " is external and uncached (its characters are known only to "
+                               "the embedder's code)");
+    }
+    ASSIGN_OR_RETURN(uint64_t data, Word(tagged, layout_->external_resource + 8));
+    if (!raw.empty() && !memory_->Read(data, raw.data(), raw.size())) {
+      return Status::Error(StatusCode::kUnavailable, "external string at " + HexAddress(tagged) +
+                                                         ": its characters at " + HexAddress(data) +
+                                                         " are unreadable");
+    }
+  } else if (representation != layout_->seq_string_tag) {
+    return Status::Error(StatusCode::kDataLoss, "string at " + HexAddress(tagged) +
+                                                    " has representation " +
+                                                    std::to_string(representation));
+  } else if (!raw.empty()) {
     RETURN_IF_ERROR(Read(tagged,
                          one_byte ? layout_->seq_one_byte_chars : layout_->seq_two_byte_chars,
                          raw.data(), raw.size(), "string characters"));

@@ -154,6 +154,7 @@ std::span<const V8Field> V8Fields() {
       {"class_ThinString__actual__", &V8Layout::thin_actual},
       {"class_SlicedString__parent__", &V8Layout::sliced_parent},
       {"class_SlicedString__offset__", &V8Layout::sliced_offset},
+      {"class_ExternalString__resource__", &V8Layout::external_resource},
       {"IsNotStringMask", &V8Layout::is_not_string_mask},
       {"StringTag", &V8Layout::string_tag},
       {"StringRepresentationMask", &V8Layout::string_representation_mask},
@@ -161,6 +162,7 @@ std::span<const V8Field> V8Fields() {
       {"ConsStringTag", &V8Layout::cons_string_tag},
       {"SlicedStringTag", &V8Layout::sliced_string_tag},
       {"ThinStringTag", &V8Layout::thin_string_tag},
+      {"ExternalStringTag", &V8Layout::external_string_tag},
       {"StringEncodingMask", &V8Layout::string_encoding_mask},
       {"OneByteStringTag", &V8Layout::one_byte_string_tag},
       {"type_JSFunction__JS_FUNCTION_TYPE", &V8Layout::type_js_function},
@@ -199,6 +201,18 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
                            path + ": no v8dbg_" + std::string(n) + " symbol");
     }
     l.*field = it->second;
+  }
+  auto cached = symbols.find("type_ExternalOneByteString__EXTERNAL_ONE_BYTE_STRING_TYPE");
+  auto uncached =
+      symbols.find("type_UncachedExternalString__UNCACHED_EXTERNAL_ONE_BYTE_STRING_TYPE");
+  if (cached != symbols.end() && uncached != symbols.end()) {
+    const int64_t bit = cached->second ^ uncached->second;
+    if (bit != l.external_uncached_mask) {
+      return Status::Error(StatusCode::kUnavailable,
+                           path + ": uncached external strings differ by " + std::to_string(bit) +
+                               " from cached ones, not by " +
+                               std::to_string(l.external_uncached_mask));
+    }
   }
   ReadVersion(file.elf.get(), &l);
   ReadIsolateTls(file.elf.get(), &l);

@@ -52,6 +52,17 @@ struct V8Layout {
   int64_t thin_actual = 0;
   int64_t sliced_parent = 0;
   int64_t sliced_offset = 0;  // Smi
+  // An external string's resource: a C++ object outside the heap, then
+  // (unless the string is uncached) the pointer to its characters that
+  // V8 caches beside it. Node builds V8 without its sandbox, so both are
+  // raw 8-byte pointers.
+  int64_t external_resource = 0;
+  // The instance type bit of uncached external strings (whose characters
+  // only the resource's virtual data() knows): V8's
+  // kUncachedExternalStringMask, 1 << 4 since V8 7, and checked against
+  // the uncached and cached one-byte types where the image exports both
+  // (Node 22 on).
+  int64_t external_uncached_mask = 1 << 4;
   // String instance types: (type & is_not_string_mask) == string_tag for
   // strings, whose representation and encoding are bit fields.
   int64_t is_not_string_mask = 0;
@@ -61,6 +72,7 @@ struct V8Layout {
   int64_t cons_string_tag = 0;
   int64_t sliced_string_tag = 0;
   int64_t thin_string_tag = 0;
+  int64_t external_string_tag = 0;
   int64_t string_encoding_mask = 0;
   int64_t one_byte_string_tag = 0;
   // Instance types. JSFunctions are those from first to last (Node 20 gives

@@ -226,6 +226,8 @@ V8Layout TestLayout() {
   l.cons_string_tag = 1;
   l.sliced_string_tag = 3;
   l.thin_string_tag = 5;
+  l.external_string_tag = 2;
+  l.external_resource = 16;
   l.string_encoding_mask = 8;
   l.one_byte_string_tag = 8;
   l.type_shared_function_info = 200;
@@ -341,4 +343,36 @@ TEST_CASE("V8 strings: cons strings joined, two-byte text decoded, loops bounded
   Result<std::string> dul = heap.ReadString(sliced);
   CHECK_MESSAGE(dul.ok(), dul.status().message());
   CHECK((dul.ok() && *dul == "dul"));
+}
+
+TEST_CASE("V8 strings: external ones read through their cached data pointer, uncached refused") {
+  V8Layout l = TestLayout();
+  Heap h;
+  // Node 26's scripts: the characters live in the embedder's memory, the
+  // pointer V8 caches is 8 bytes after the resource.
+  const std::string text = "function run() {}\n";
+  h.memory.Put(0x7000, text.data(), text.size());
+  const uint64_t ext = h.Object(0x1500, 8 | 2);  // external, one byte
+  const int32_t n = int32_t(text.size());
+  h.memory.Put(0x1500 + 12, &n, 4);
+  h.memory.Word(0x1500 + 16, 0x6f00);  // the resource (a C++ object)
+  h.memory.Word(0x1500 + 24, 0x7000);
+  HeapReader heap(&h.memory, &l);
+  Result<std::string> s = heap.ReadString(ext);
+  REQUIRE_MESSAGE(s.ok(), s.status().message());
+  CHECK(*s == text);
+  // Bounded by what was asked, not by the length the string claims.
+  const int32_t huge = int32_t(1) << 30;
+  h.memory.Put(0x1500 + 12, &huge, 4);
+  Result<std::u16string> units = heap.ReadCodeUnits(ext, 8);
+  REQUIRE(units.ok());
+  CHECK(units->size() == 8);
+  // Characters the pointer does not reach are an error naming it.
+  h.memory.Put(0x1500 + 12, &n, 4);
+  h.memory.Word(0x1500 + 24, 0x123456000);
+  CHECK(heap.ReadString(ext).status().message().find("0x123456000") != std::string::npos);
+  // Uncached: no pointer to follow.
+  const uint64_t uncached = h.Object(0x1600, 8 | 2 | 16);
+  h.memory.Put(0x1600 + 12, &n, 4);
+  CHECK(heap.ReadString(uncached).status().message().find("uncached") != std::string::npos);
 }
