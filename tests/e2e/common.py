@@ -146,6 +146,17 @@ def fetch_runtimes(script, versions):
     return dict(line.split("\t") for line in p.stdout.splitlines())
 
 
+def fetch_npm_programs():
+    """The node_modules directory of the real JavaScript programs the tests
+    record (scripts/fetch-npm-programs: tsc, terser, prettier, rxjs, lodash)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                        "fetch-npm-programs")
+    p = run([path], env=dict(os.environ, MICROSCOPE_RUNTIMES_CACHED="1"))
+    require(p.returncode == 0, "scripts/fetch-npm-programs failed (%d): %s" %
+            (p.returncode, p.stderr.strip()[-500:]))
+    return os.path.join(p.stdout.strip(), "node_modules")
+
+
 def fetch_pythons(versions=("3.13", "3.14", "3.15")):
     """{version: interpreter} of the CPython releases Debian's newer suites
     ship (scripts/fetch-python)."""

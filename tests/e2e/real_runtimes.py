@@ -1,0 +1,213 @@
+"""Real Python and JavaScript programs nobody here wrote, recorded beside
+the profiler their users would check microscope against.
+
+- Python: pygments (Debian's python3-pygments, pure Python) highlighting
+  2.5 MB of its own lexers on CPython 3.13, 3.14 and 3.15, against perf
+  `--call-graph dwarf,65528` with `-X perf_jit` (CPython's jitdump, which
+  perf inject turns into named frames with unwind information), read with
+  `--max-stack 1024`, recorded in the same run: the total-time shares of perf's 10 largest Python functions each within
+  3 points of ours, on at least 3,000 samples.
+- JavaScript: TypeScript's tsc checking rxjs's sources, terser minifying
+  lodash and prettier formatting rxjs's sources (npm's packages, fetched by
+  scripts/fetch-npm-programs), on Node 20 and 26, against V8's own
+  `--cpu-prof`, recorded in the same run: the total-time shares of its 10
+  largest named functions on the main thread, among the samples with
+  JavaScript, the 5 largest within 8 points of ours (prettier's within 12),
+  each of the 10 within 25 (V8's inlined functions are not yet frames of
+  their own),
+  and at least 95% of our stacks whole by default.
+"""
+import collections
+import glob
+import shutil
+
+from common import *
+
+require_perf()
+pythons = fetch_pythons()
+nodes = fetch_nodes()
+NP = fetch_npm_programs()
+LEXERS = "/usr/lib/python3/dist-packages/pygments/lexers"
+if not os.path.isdir(LEXERS):
+    fail("python3-pygments (installed by scripts/setup) is needed")
+d = tmpdir()
+perf_home = os.path.join(d, "home")  # perf's build-ID cache, not root's
+os.mkdir(perf_home)
+
+
+def export(cap, look):
+    out = os.path.join(d, "ours.speedscope.json")
+    p = run([MICROSCOPE, "convert", "--to", "speedscope", "--look", look, "-o", out, cap])
+    check(p.returncode == 0, "speedscope export of %s (%s)" % (cap, p.stderr[-300:]))
+    with open(out) as f:
+        return json.load(f)
+
+
+def ours_shares(cap, look, command):
+    """Total-time shares of the main thread's functions by (name, file's
+    basename), each counted once per sample as the peers' are (from the
+    speedscope export, which keeps each frame's file), its samples, and the
+    capture's header. For `--look js`, as --cpu-prof counts: among the
+    samples with JavaScript frames, leaving out those in V8's garbage
+    collector (its own root there)."""
+    header = report(cap)["header"]
+    pids = [x["pid"] for x in header["processes"] if x["command"] == command]
+    check(len(pids) == 1, "%s: one %s process (%s)" % (cap, command, header["processes"]))
+    doc = export(cap, "mixed" if look == "js" else look)
+    frames = [(x["name"], os.path.basename(x.get("file") or "")) for x in doc["shared"]["frames"]]
+    main = [x for x in doc["profiles"] if x["name"].endswith("(tid %d)" % pids[0])]
+    check(len(main) == 1, "%s: one main thread in the export" % cap)
+    keep = lambda stack: True
+    if look == "js":
+        # A script's frame has its path (file: URL, node:NAME) as its file; a
+        # module's frame its file name.
+        script = [x.get("file", "").startswith(("/", "file:", "node:")) for x in doc["shared"]["frames"]]
+        gc = ("v8::internal::Heap::CollectGarbage", "v8::internal::Heap::PerformGarbageCollection",
+              "v8::internal::IncrementalMarking::", "v8::internal::ScavengeJob")
+        keep = lambda stack: (any(script[i] for i in stack) and
+                              not any(frames[i][0].startswith(gc) for i in stack))
+    shares, n = collections.Counter(), 0
+    for stack in main[0]["samples"]:
+        if not keep(stack):
+            continue
+        n += 1
+        for k in set(frames[i] for i in stack):
+            shares[k] += 1
+    return collections.Counter({k: v / max(1, n) for k, v in shares.items()}), n, header
+
+
+def record(name, command, env=None):
+    """Records the peer's own run of the program (`command` runs the peer),
+    so both see the same execution: two runs of pygments split their time
+    between start-up and highlighting differently by up to 4.6 points, two
+    of tsc by up to 15."""
+    cap = os.path.join(d, name + ".mscap")
+    p = run([MICROSCOPE, "record", "-q", "-F", "999", "-o", cap, "--"] + command, env=env,
+            timeout=900)
+    check(p.returncode == 0, "%s: microscope and its peer record it (%s)" % (name, p.stderr[-300:]))
+    return cap
+
+
+def compare(name, theirs, ours, points, peer, outer=None):
+    """The 10 largest functions by the peer's total shares: each within
+    `points` of ours; the 5 largest within `outer` points."""
+    top = [k for k, _ in theirs.most_common(10)]
+    rows = ["%s [%s] %s %.1f, ours %.1f" % (k[0], k[1], peer, 100 * theirs[k], 100 * ours[k])
+            for k in top]
+    print("%s:\n  %s" % (name, "\n  ".join(rows)))
+    worst = max([abs(theirs[k] - ours[k]) for k in top] or [1])
+    check(len(top) == 10 and worst <= points / 100.0,
+          "%s: the 10 largest functions' total shares within %d points of %s's (worst %.1f)" %
+          (name, points, peer, 100 * worst))
+    if outer is not None:
+        worst = max(abs(theirs[k] - ours[k]) for k in top[:5])
+        check(worst <= outer / 100.0,
+              "%s: the 5 largest within %d points (worst %.1f)" % (name, outer, 100 * worst))
+
+
+# Python: pygments.
+source = os.path.join(d, "input.py")
+with open(source, "w") as out:
+    for path in sorted(glob.glob(os.path.join(LEXERS, "*.py"))):
+        with open(path) as f:
+            out.write(f.read())
+        if out.tell() > 2500000:
+            break
+# Byte code cached in the test's own directory (not beside Debian's files),
+# written by a first run: the recording is of highlighting, not compiling.
+pyenv = dict(os.environ, PYTHONPATH="/usr/lib/python3/dist-packages",
+             PYTHONPYCACHEPREFIX=os.path.join(d, "pycache"))
+for version in sorted(pythons):
+    python = pythons[version]
+    command = [python, "-m", "pygments", "-f", "html", "-O", "full,linenos=1", "-o", os.devnull,
+               source]
+    p = run(command, env=pyenv, timeout=600)
+    check(p.returncode == 0, "%s: pygments runs (%s)" % (version, p.stderr[-300:]))
+    data = os.path.join(d, "py.data")
+    env = dict(pyenv, HOME=perf_home)
+    # perf runs pygments through a shell: perf takes any stop of its own
+    # child for its end and stops reading its rings, and microscope holds a
+    # new interpreter (SIGSTOP, reported to the parent) until it is laid
+    # out.
+    cap = record("pygments-" + version,
+                 ["perf", "record", "-q", "-N", "-k", "1", "--call-graph", "dwarf,65528", "-F",
+                  "999", "-o", data, "--", "sh", "-c", '"$@"; status=$?; exit $status', "sh",
+                  python, "-X", "perf_jit"] + command[1:], env=env)
+    jitted = data + ".jit"
+    p = run(["perf", "inject", "-j", "-i", data, "-o", jitted], env=env, timeout=600)
+    check(p.returncode == 0, "%s: perf inject names the jitdump (%s)" % (version, p.stderr[-300:]))
+    p = run(["perf", "script", "--max-stack", "1024", "--comms", os.path.basename(python)[:15],
+             "-i", jitted, "-F", "ip,sym"], env=env, timeout=900)
+    check(p.returncode == 0 and p.stdout.strip(),
+          "%s: perf script reads the recording (%d: %s)" % (version, p.returncode, p.stderr[-500:]))
+    out = p.stdout
+    perf, n = collections.Counter(), 0
+    for block in out.split("\n\n"):
+        seen = set()
+        for line in block.splitlines():
+            parts = line.split(None, 1)
+            if len(parts) == 2 and parts[1].startswith("py::"):
+                fn, _, path = parts[1][4:].partition(":")
+                seen.add((fn, os.path.basename(path)))
+        n += bool(block.strip())
+        for k in seen:
+            perf[k] += 1
+    perf = collections.Counter({k: v / max(1, n) for k, v in perf.items()})
+    ours, m, h = ours_shares(cap, "python", os.path.basename(python))
+    for leftover in glob.glob("/tmp/jit-*.dump") + glob.glob("/tmp/jitted-*.so"):
+        if os.path.getmtime(leftover) >= os.path.getmtime(data) - 120:
+            os.unlink(leftover)
+    print("%s: perf %d samples, ours %d" % (version, n, m))
+    check(m >= 3000 and n >= 3000,
+          "%s: at least 3,000 samples of pygments (ours %d, perf's %d)" % (version, m, n))
+    compare("pygments on %s" % version, perf, ours, 3, "perf")
+
+# JavaScript: tsc, terser, prettier.
+PROGRAMS = {
+    "tsc": [NP + "/typescript/bin/tsc", "-p", NP + "/rxjs/src/tsconfig.cjs.json", "--noEmit"],
+    "terser": [NP + "/terser/bin/terser", NP + "/lodash/lodash.js", "-c", "-m", "-o", os.devnull],
+    "prettier": [NP + "/prettier/bin/prettier.cjs", "--with-node-modules",
+                 NP + "/rxjs/src/internal/**/*.ts"],
+}
+for major in ["20", "26"]:
+    node = nodes[major]
+    for name, args in sorted(PROGRAMS.items()):
+        what = "%s on Node %s" % (name, major)
+        prof = os.path.join(d, "cpuprof")
+        shutil.rmtree(prof, True)
+        cap = record("%s-%s" % (name, major), [node, "--cpu-prof", "--cpu-prof-dir", prof] + args)
+        profile = json.load(open(glob.glob(os.path.join(prof, "*.cpuprofile"))[0]))
+        by_id = {x["id"]: x for x in profile["nodes"]}
+        parent = {c: x["id"] for x in profile["nodes"] for c in x.get("children", [])}
+        # Its samples with JavaScript: not its roots (program), (idle) and
+        # (garbage collector).
+        theirs, n = collections.Counter(), 0
+        for s in profile["samples"]:
+            seen, i, js = set(), s, False
+            while i in by_id:
+                frame = by_id[i]["callFrame"]
+                js |= bool(frame["url"])
+                if frame["url"] and frame["functionName"]:
+                    seen.add((frame["functionName"], os.path.basename(frame["url"])))
+                i = parent.get(i)
+            n += js
+            for k in seen:
+                theirs[k] += 1
+        theirs = collections.Counter({k: v / max(1, n) for k, v in theirs.items()})
+        ours, m, h = ours_shares(cap, "js", "node")
+        print("%s: --cpu-prof %d samples with JavaScript, ours %d" % (what, n, m))
+        ours = collections.Counter({k: v for k, v in ours.items() if k[0] != "(anonymous)"})
+        # Functions V8 inlined are not yet frames of their own: on the same
+        # run, prettier's optionInfoToSchema is 6.4% to --cpu-prof's 23.6%,
+        # tsc's forEach 72.2% to 81.4%: 25 points. The 5 largest, outer
+        # ones, were within 0.1 to 4.9 points for tsc and terser in 8 runs
+        # (8: two samplers of one run differ by chance by some 2 points, one
+        # standard deviation, at 1,000 samples of a function in half of
+        # them), prettier's 1.2 to 9.3 (12; ours above, not explained yet).
+        compare(what, theirs, ours, 25, "--cpu-prof", outer=12 if name == "prettier" else 8)
+        ends = h["stack_ends"]
+        user = h["samples"] - ends["kernel-only"] - ends["empty"]
+        check(ends["complete"] >= 0.95 * user,
+              "%s: at least 95%% of stacks whole (%d of %d; %s)" %
+              (what, ends["complete"], user, {k: v for k, v in ends.items() if v}))
+
