@@ -67,14 +67,30 @@ int walk_runtimes_at_sample(struct bpf_perf_event_data* ctx) {
   return 1;
 }
 
+// Whether a stop of `p` goes unheard by its parent's SIGCHLD handler: none
+// (default or ignored), or one set with SA_NOCLDSTOP. A handler that hears
+// stops may take one for the child's end: perf record then stops reading
+// its rings and loses every sample of its workload.
+static __always_inline int parent_deaf_to_stops(struct task_struct* p) {
+  struct task_struct* parent = BPF_CORE_READ(p, real_parent);
+  struct sighand_struct* hand = parent ? BPF_CORE_READ(parent, sighand) : 0;
+  if (!hand) return 0;
+  __u64 handler = 0, flags = 0;
+  if (bpf_core_read(&handler, sizeof(handler), &hand->action[17 - 1].sa.sa_handler) != 0 ||
+      bpf_core_read(&flags, sizeof(flags), &hand->action[17 - 1].sa.sa_flags) != 0)
+    return 0;
+  return handler == 0 /* SIG_DFL */ || handler == 1 /* SIG_IGN */ || (flags & 1 /* SA_NOCLDSTOP */);
+}
+
 // Each runtime's maps follow execs, exits and forks (runtimes.bpf.h); the
 // execs of followed processes also go to user space, and one that a
 // runtime needs laid out first is held: stopped (SIGSTOP, before its first
-// instruction) until user space has laid it out and continues it.
+// instruction) until user space has laid it out and continues it, unless
+// its parent would hear of the stop.
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(runtime_exec, struct task_struct* p) {
   __u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
-  const int hold = runtimes_exec(p, tgid, tid);
+  const int hold = runtimes_exec(p, tgid, tid) && parent_deaf_to_stops(p);
   if (!followed_tgid(tgid)) return 0;
   // Room first: a process is held only when user space will hear of it.
   struct runtime_exec_event* e = bpf_ringbuf_reserve(&execs, sizeof(*e), 0);

@@ -125,14 +125,12 @@ for version in sorted(pythons):
     check(p.returncode == 0, "%s: pygments runs (%s)" % (version, p.stderr[-300:]))
     data = os.path.join(d, "py.data")
     env = dict(pyenv, HOME=perf_home)
-    # perf runs pygments through a shell: perf takes any stop of its own
-    # child for its end and stops reading its rings, and microscope holds a
-    # new interpreter (SIGSTOP, reported to the parent) until it is laid
-    # out.
+    # perf's own child: perf takes any stop of it for its end (and stops
+    # reading its rings), so microscope must not hold it at its exec to
+    # lay it out (a SIGSTOP its parent's handler would hear of).
     cap = record("pygments-" + version,
                  ["perf", "record", "-q", "-N", "-k", "1", "--call-graph", "dwarf,65528", "-F",
-                  "999", "-o", data, "--", "sh", "-c", '"$@"; status=$?; exit $status', "sh",
-                  python, "-X", "perf_jit"] + command[1:], env=env)
+                  "999", "-o", data, "--", python, "-X", "perf_jit"] + command[1:], env=env)
     jitted = data + ".jit"
     p = run(["perf", "inject", "-j", "-i", data, "-o", jitted], env=env, timeout=600)
     check(p.returncode == 0, "%s: perf inject names the jitdump (%s)" % (version, p.stderr[-300:]))
