@@ -17,9 +17,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-// Bytes copied for a thread whose stack's end is not learned yet (set by
-// the loader: --stack-copy), and beyond the learned end (a walk may read a
-// little past what the last ones did).
+// Bytes copied for a thread whose stack's end is not learned yet when its
+// stack's mapping cannot be found (set by the loader: --stack-copy), and
+// beyond the learned end (a walk may read a little past what the last ones
+// did).
 const volatile __u32 stack_default = 16384;
 const volatile __u32 stack_margin = 512;
 
@@ -131,7 +132,11 @@ int copy_stack_at_sample(struct bpf_perf_event_data* ctx) {
   }
   if (sp == 0 || (sp >> 47) != 0) goto next;
   const __u64 top = stack_top(task, tid, sp);
-  __u64 size = stack_default;
+  // Not learned yet: all of the stack that is in use, up to its mapping's
+  // end (a record's worth at most), so a thread's first samples are whole
+  // too (an attach's first 80-110 samples of a Node server ran out of the
+  // 16 KiB while its walks were learned).
+  __u64 size = top != 0 ? top - sp : stack_default;
   struct ustack_end* learned = bpf_map_lookup_elem(&stack_ends, &tid);
   if (learned && learned->end > sp) {
     size = learned->end - sp + stack_margin;

@@ -87,7 +87,8 @@ void AddSamplingFlags(CLI::App* cmd, RecordFlags* f) {
       cmd->add_option(
              "--stack-copy", f->options.stack_copy,
              "bytes of user stack copied per sample for dwarf/auto (multiple of 8, max 65528); "
-             "with BPF, for a thread whose need is not yet learned")
+             "with BPF, for a thread whose need is not yet learned and whose stack's mapping "
+             "is not found")
           ->check(CLI::Range(8u, 65528u));
   cmd->add_option("-p,--pid", f->options.pid, "attach to this running process")->check(PidCheck());
   cmd->add_option("-d,--duration", f->duration, "stop after TIME (e.g. 10s, 500ms, 2m)");
