@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "stack_copy.h"
+#include "user_stack.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -92,30 +93,6 @@ static __always_inline __u64 stack_top(struct task_struct* task, __u32 tid, __u6
   return v.end;
 }
 
-// Copies `size` bytes from `sp` (at most a record's), or as far as the
-// first page that cannot be read, as the kernel's own copy stops: the main
-// thread's stack has pages never touched between its arguments' pointers
-// and their strings (the kernel starts the stack up to 8 KiB below them, at
-// random), so a copy to the mapping's end can fault where the unwinder
-// needs nothing. Returns the bytes copied.
-#define PAGE 4096
-static __always_inline __u32 copy_from(__u8* dst, __u64 sp, __u64 size) {
-  if (size > MICROSCOPE_STACK_RECORD_BYTES) size = MICROSCOPE_STACK_RECORD_BYTES;
-  size &= MICROSCOPE_USTACK_ROOM - 8;
-  if (size == 0) return 0;
-  if (bpf_probe_read_user(dst, size, (const void*)sp) == 0) return (__u32)size;
-  __u64 done = 0;
-  for (int i = 0; i < MICROSCOPE_USTACK_ROOM / PAGE + 1; ++i) {
-    __u64 chunk = PAGE - ((sp + done) & (PAGE - 1));
-    if (chunk > size - done) chunk = size - done;
-    if (chunk == 0 || done > MICROSCOPE_USTACK_ROOM - PAGE) break;
-    if (bpf_probe_read_user(dst + done, chunk & (2 * PAGE - 1), (const void*)(sp + done)) != 0)
-      break;
-    done += chunk;
-  }
-  return (__u32)(done & ~7ull);
-}
-
 SEC("perf_event")
 int copy_stack_at_sample(struct bpf_perf_event_data* ctx) {
   const __u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -148,7 +125,7 @@ int copy_stack_at_sample(struct bpf_perf_event_data* ctx) {
   r->h.tid = tid;
   r->h.sp = sp;
   r->h.reserved = 0;
-  r->h.size = copy_from(r->bytes, sp, size);
+  r->h.size = copy_user_stack(r->bytes, sp, size);
   __u64 out = sizeof(r->h) + (r->h.size & (MICROSCOPE_USTACK_ROOM - 1));
   if (out > sizeof(*r)) out = sizeof(*r);
   if (bpf_perf_event_output(ctx, &stack_out, BPF_F_CURRENT_CPU, r, out) != 0) count_lost();

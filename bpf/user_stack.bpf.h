@@ -26,19 +26,31 @@ static __always_inline void read_user_regs(__u64 *out, struct pt_regs *r) {
   out[16] = BPF_CORE_READ(r, r15);
 }
 
-// Copies user stack from `sp` in the current address space into `dst` (with
-// MICROSCOPE_USTACK_ROOM bytes of room): `want` bytes, or less when the stack's end
-// is nearer (a read must not cross into unmapped memory, so halve until it
-// fits). Returns the bytes copied.
-static __always_inline __u32 copy_user_stack(__u8 *dst, __u64 sp, __u32 want) {
+// Copies `size` bytes of user stack from `sp` in the current address space
+// into `dst` (with MICROSCOPE_USTACK_ROOM bytes of room; at most a stack
+// record's), or as far as the first page that cannot be read, as the
+// kernel's own copy stops: the main thread's stack has pages never touched
+// between its arguments' pointers and their strings (the kernel starts the
+// stack up to 8 KiB below them, at random), so a copy to the mapping's end
+// can fault where the unwinder needs nothing. Returns the bytes copied.
+#define MICROSCOPE_PAGE 4096
+static __always_inline __u32 copy_user_stack(__u8 *dst, __u64 sp, __u64 size) {
   if ((sp >> 47) != 0) return 0;  // not a user stack pointer
-  __u32 size = want;
-  for (int i = 0; i < 8 && size >= 256; ++i) {
-    size &= MICROSCOPE_USTACK_ROOM - 1;  // the verifier's bound: the buffer's size
-    if (bpf_probe_read_user(dst, size, (const void *)sp) == 0) return size;
-    size /= 2;
+  if (size > MICROSCOPE_STACK_RECORD_BYTES) size = MICROSCOPE_STACK_RECORD_BYTES;
+  size &= MICROSCOPE_USTACK_ROOM - 8;
+  if (size == 0) return 0;
+  if (bpf_probe_read_user(dst, size, (const void *)sp) == 0) return (__u32)size;
+  __u64 done = 0;
+  for (int i = 0; i < MICROSCOPE_USTACK_ROOM / MICROSCOPE_PAGE + 1; ++i) {
+    __u64 chunk = MICROSCOPE_PAGE - ((sp + done) & (MICROSCOPE_PAGE - 1));
+    if (chunk > size - done) chunk = size - done;
+    if (chunk == 0 || done > MICROSCOPE_USTACK_ROOM - MICROSCOPE_PAGE) break;
+    if (bpf_probe_read_user(dst + done, chunk & (2 * MICROSCOPE_PAGE - 1),
+                            (const void *)(sp + done)) != 0)
+      break;
+    done += chunk;
   }
-  return 0;
+  return (__u32)(done & ~7ull);
 }
 
 #endif
