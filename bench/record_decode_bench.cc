@@ -109,7 +109,7 @@ void BM_V8Splice(benchmark::State& state) {
   std::vector<capture::FrameId> native(30);
   std::vector<uint8_t> tags(30, 0);
   runtimes::node::V8SpliceHooks hooks{
-      [](const runtimes::node::V8Frame& f) { return capture::FrameId(f.fp); },
+      [](const runtimes::node::V8Frame& f, bool) { return capture::FrameId(f.fp); },
       [](const std::string&) { return capture::FrameId(0); }};
   runtimes::node::V8SpliceScratch scratch;
   std::vector<capture::FrameId> frames;

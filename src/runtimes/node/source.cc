@@ -197,13 +197,12 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     Process* process = nullptr;
     FrameInterner* interner = nullptr;
   } splicing_;  // the stack being spliced, for hooks_ (which capture only this)
-  V8SpliceHooks hooks_{[this](const V8Frame& f) {
-                         return Name(splicing_.process, f, &f == &walk_.frames.front(),
-                                     splicing_.interner);
+  V8SpliceHooks hooks_{[this](const V8Frame& f, bool running) {
+                         return Name(splicing_.process, f, running, splicing_.interner);
                        },
                        [this](const std::string& why) { return Unknown(why, splicing_.interner); }};
   struct {
-    uint64_t innermost = 0;  // the innermost frame (its offset slot is stale)
+    uint64_t innermost = 0;  // the frame the leaf runs (its offset slot may be stale)
     uint64_t compiled = 0;   // baseline and optimized frames (no offset slot)
     uint64_t no_table = 0;   // no position table or line read
   } no_line_;
@@ -377,9 +376,11 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
                           bool innermost) {
   const V8Layout& l = process->image->layout;
   HeapReader heap(process->memory.get(), &l);
-  // V8 writes an interpreted frame's bytecode offset to the frame only when
-  // it calls out: the innermost frame's is stale. Baseline and optimized
-  // frames keep no offset there at all.
+  // V8 writes an interpreted frame's bytecode offset to the frame before it
+  // calls out (InterpreterAssembler::CallPrologue): the slot of the frame
+  // whose handler is running at the leaf may be stale; one whose handler
+  // called native code (the runtime, a system call) is not. Baseline and
+  // optimized frames keep no offset there at all.
   if (innermost) return ++no_line_.innermost, 0;
   if (!l.LineTableKnown() || named.lines == nullptr) return ++no_line_.no_table, 0;
   if (!heap.IsSmi(f.bytecode_offset)) return ++no_line_.compiled, 0;
@@ -493,8 +494,8 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         " per stack; " + std::to_string(walks_cut_) + " of " + std::to_string(walks_) +
         " walks cut there (--runtime-frames). Lines only for interpreted frames that called out "
         "(V8 writes the "
-        "bytecode offset then): the innermost frame (" +
-        std::to_string(no_line_.innermost) + " frames) and baseline or optimized frames (" +
+        "bytecode offset then): frames whose bytecode handler was running at the sample (" +
+        std::to_string(no_line_.innermost) + ") and baseline or optimized frames (" +
         std::to_string(no_line_.compiled) +
         ") have the function but no line. Each walked sample is labeled v8.isolate with the number "
         "of its thread's isolate in its process (read from V8's thread-local current isolate)");

@@ -82,7 +82,7 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     size_t at = *k;
     const uint8_t tag = at < tags.size() ? tags[at] : 0;
     if (tag == record::code_tags::kAnonymousCode && at >= next && !replaced[at]) {
-      replaced[at] = hooks.frame(f);  // the function's own generated code
+      replaced[at] = hooks.frame(f, at == leaf);  // the function's own generated code
       next = at + 1;
       ++placed;
       continue;
@@ -94,7 +94,7 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     const bool entry = tag == builtin_tag && at != leaf;
     size_t slot = entry ? at : at + 1;
     slot = std::max(slot, next);
-    before.emplace_back(slot, hooks.frame(f));
+    before.emplace_back(slot, hooks.frame(f, at == leaf));
     next = slot;
     ++placed;
   }
@@ -108,7 +108,8 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
   for (; b < before.size(); ++b) out.push_back(before[b].second);
   std::string reason = V8WalkEndReason(walk);
   if (placed < walk.frames.size()) {
-    for (size_t j = placed; j < walk.frames.size(); ++j) out.push_back(hooks.frame(walk.frames[j]));
+    for (size_t j = placed; j < walk.frames.size(); ++j)
+      out.push_back(hooks.frame(walk.frames[j], j == 0));
     std::string why = std::to_string(walk.frames.size() - placed) + " of " +
                       std::to_string(walk.frames.size()) +
                       " JavaScript frames not found in the native stack";

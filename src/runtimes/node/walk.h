@@ -56,7 +56,12 @@ std::string V8WalkEndReason(const V8Walk& walk);
 // leaf, native code it called). Frames that cannot be placed follow the
 // native ones and a marker with the reason ends the stack.
 struct V8SpliceHooks {
-  std::function<capture::FrameId(const V8Frame&)> frame;       // a JavaScript frame
+  // A JavaScript frame; `running`: the code that runs it is the stack's
+  // leaf (a bytecode handler or builtin that has called nothing), or it
+  // could not be placed. An interpreted frame that called out has its
+  // bytecode offset in its frame (V8 writes it before any call); a running
+  // one's may be stale.
+  std::function<capture::FrameId(const V8Frame&, bool running)> frame;
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
 };
 // What SpliceV8Walk reuses from one stack to the next: a source keeps one,

@@ -38,7 +38,7 @@ std::vector<capture::FrameId> Spliced(const V8Walk& walk, std::vector<capture::F
                                       std::vector<uint8_t> tags, std::vector<uint64_t> sps,
                                       std::string* reason = nullptr) {
   V8SpliceHooks hooks;
-  hooks.frame = [](const V8Frame& f) { return capture::FrameId(1000 + f.fp / 16); };
+  hooks.frame = [](const V8Frame& f, bool) { return capture::FrameId(1000 + f.fp / 16); };
   hooks.marker = [&](const std::string& why) {
     if (reason) *reason = why;
     return capture::FrameId(9999);
