@@ -67,8 +67,9 @@ int walk_runtimes_at_sample(struct bpf_perf_event_data* ctx) {
   return 1;
 }
 
-// Whether a stop of `p` goes unheard by its parent's SIGCHLD handler: none
-// (default or ignored), or one set with SA_NOCLDSTOP. A handler that hears
+// Whether a stop of `p` goes unheard by its parent: SIGCHLD ignored, handled
+// with SA_NOCLDSTOP, or left at its default and not blocked (a parent that
+// blocks it reads it through signalfd or sigwaitinfo). A parent that hears
 // stops may take one for the child's end: perf record then stops reading
 // its rings and loses every sample of its workload.
 static __always_inline int parent_deaf_to_stops(struct task_struct* p) {
@@ -79,7 +80,11 @@ static __always_inline int parent_deaf_to_stops(struct task_struct* p) {
   if (bpf_core_read(&handler, sizeof(handler), &hand->action[17 - 1].sa.sa_handler) != 0 ||
       bpf_core_read(&flags, sizeof(flags), &hand->action[17 - 1].sa.sa_flags) != 0)
     return 0;
-  return handler == 0 /* SIG_DFL */ || handler == 1 /* SIG_IGN */ || (flags & 1 /* SA_NOCLDSTOP */);
+  if (handler == 1 /* SIG_IGN */ || (flags & 1 /* SA_NOCLDSTOP */)) return 1;
+  if (handler != 0 /* SIG_DFL */) return 0;
+  __u64 blocked = 0;
+  if (bpf_core_read(&blocked, sizeof(blocked), &parent->blocked.sig[0]) != 0) return 0;
+  return (blocked & (1ull << (17 - 1))) == 0;
 }
 
 // Each runtime's maps follow execs, exits and forks (runtimes.bpf.h); the

@@ -105,7 +105,8 @@ class Recording {
     stack_extents_.SetListener(stack_copier_.get());
     stack_copier_note_ =
         "user stacks copied by BPF from each sample's stack pointer as far as "
-        "that thread's walks have needed (its whole stack in use until known), at most " +
+        "that thread's walks have needed (its whole stack in use until known, or " +
+        std::to_string(copts->stack_copy) + " bytes where its mapping is not found), at most " +
         std::to_string(StackCopier::MaxBytes()) + " bytes";
   }
   // Before any program that runs at each sample: the copier goes first.

@@ -136,7 +136,14 @@ Status HeapReader::AppendUnits(uint64_t tagged, int depth, size_t max, std::u16s
   std::vector<uint8_t> raw(n * (one_byte ? 1 : 2));
   if (representation == layout_->external_string_tag) {
     // Node's scripts from 26 on: the characters are wherever the embedder
-    // keeps them, behind the pointer V8 caches after the resource.
+    // keeps them, behind the pointer V8 caches after the resource (8 bytes
+    // on: a V8 with compressed pointers, as its sandbox needs, would keep
+    // 4-byte handles there instead, so it is refused).
+    if (layout_->smi_shift_size == 0) {
+      return Status::Error(StatusCode::kUnavailable,
+                           "string at " + HexAddress(tagged) +
+                               " is external, in a V8 with compressed pointers (not read)");
+    }
     if ((type & layout_->external_uncached_mask) != 0) {
       return Status::Error(StatusCode::kUnavailable,
                            "string at " + HexAddress(tagged) +

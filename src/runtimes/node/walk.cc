@@ -82,7 +82,8 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     size_t at = *k;
     const uint8_t tag = at < tags.size() ? tags[at] : 0;
     if (tag == record::code_tags::kAnonymousCode && at >= next && !replaced[at]) {
-      replaced[at] = hooks.frame(f, at == leaf);  // the function's own generated code
+      replaced[at] =
+          hooks.frame(f, at == leaf && placed == 0);  // the function's own generated code
       next = at + 1;
       ++placed;
       continue;
@@ -94,7 +95,7 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     const bool entry = tag == builtin_tag && at != leaf;
     size_t slot = entry ? at : at + 1;
     slot = std::max(slot, next);
-    before.emplace_back(slot, hooks.frame(f, at == leaf));
+    before.emplace_back(slot, hooks.frame(f, at == leaf && placed == 0));
     next = slot;
     ++placed;
   }
