@@ -146,6 +146,13 @@ def fetch_runtimes(script, versions):
     return dict(line.split("\t") for line in p.stdout.splitlines())
 
 
+def whole_stacks(header):
+    """(samples with a user stack, those whose stack is whole) of a
+    capture's header."""
+    ends = header["stack_ends"]
+    return header["samples"] - ends["kernel-only"] - ends["empty"], ends["complete"]
+
+
 def fetch_npm_programs():
     """The node_modules directory of the real JavaScript programs the tests
     record (scripts/fetch-npm-programs: tsc, terser, prettier, rxjs, lodash)."""

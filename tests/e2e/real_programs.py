@@ -38,12 +38,6 @@ def perf_whole(data):
     return user, whole
 
 
-def ours_whole(header):
-    ends = header["stack_ends"]
-    user = header["samples"] - ends["kernel-only"] - ends["empty"]
-    return user, ends["complete"]
-
-
 def compare(name, command, hz=999):
     data = os.path.join(d, name + ".data")
     cap = os.path.join(d, name + ".mscap")
@@ -56,7 +50,7 @@ def compare(name, command, hz=999):
         check(p.returncode == 0, "%s: microscope record ran (%s)" % (name, p.stderr[-300:]))
     pu, pw = perf_whole(data)
     h = report(cap)["header"]
-    mu, mw = ours_whole(h)
+    mu, mw = whole_stacks(h)
     print("%s: whole stacks: microscope %d of %d (%.1f%%), perf %d of %d (%.1f%%); ends %s" %
           (name, mw, mu, 100.0 * mw / max(mu, 1), pw, pu, 100.0 * pw / max(pu, 1),
            {k: v for k, v in h["stack_ends"].items() if v}))

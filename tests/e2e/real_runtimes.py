@@ -221,11 +221,9 @@ for major in ["20", "26"]:
         # standard deviation, at 1,000 samples of a function in half of
         # them), prettier's 1.2 to 9.3 (15; ours above, not explained yet).
         compare(what, theirs, ours, 25, "--cpu-prof", outer=15 if name == "prettier" else 8)
-        ends = h["stack_ends"]
-        user = h["samples"] - ends["kernel-only"] - ends["empty"]
-        check(ends["complete"] >= 0.95 * user,
-              "%s: at least 95%% of stacks whole (%d of %d; %s)" %
-              (what, ends["complete"], user, {k: v for k, v in ends.items() if v}))
+        user, whole = whole_stacks(h)
+        check(whole >= 0.95 * user, "%s: at least 95%% of stacks whole (%d of %d; %s)" %
+              (what, whole, user, {k: v for k, v in h["stack_ends"].items() if v}))
 
 
 # An HTTP server (npm's http-server) serving lodash to four clients that
@@ -274,11 +272,10 @@ for major in ["20", "26"]:
                 proc.kill()
                 proc.wait()
     h = report(cap)["header"]
-    ends = h["stack_ends"]
-    user = h["samples"] - ends["kernel-only"] - ends["empty"]
-    check(user > 500 and ends["complete"] >= 0.98 * user,
+    user, whole = whole_stacks(h)
+    check(user > 500 and whole >= 0.98 * user,
           "http-server on Node %s, attached: at least 98%% of stacks whole (%d of %d; %s)" %
-          (major, ends["complete"], user, {k: v for k, v in ends.items() if v}))
+          (major, whole, user, {k: v for k, v in h["stack_ends"].items() if v}))
     rep = report(cap, "--look", "js", "--min-percent", "0")
     served = sorted(((f["total"]["samples"], f["function"]) for f in rep["functions"]
                      if (f.get("module") or "").startswith(NP)), reverse=True)
