@@ -363,8 +363,13 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   p.own_namespace = !ns || !own_ns_ || *ns == *own_ns_;
   if (!p.own_namespace) std::tie(where.pidns_dev, where.pidns_ino) = *ns;
   (void)walker_->sampler().Follow(pid);  // its execs (a walker started late follows it from here)
+  // A child BPF laid out at its fork or exec has been walked from its
+  // start: a sample of it without a walk lost its walk, it did not come
+  // before the walker (user space hears of the child later, the more so
+  // on a loaded machine).
+  const bool walked = walker_->Walks(pid);
   Status set = walker_->SetProcess(pid, module.layout, where);
-  p.laid_out_at = MonotonicNowNs();
+  p.laid_out_at = walked ? 0 : MonotonicNowNs();
   if (!set.ok()) {
     Problem("Python process not laid out", "pid " + std::to_string(pid) + ": " + set.message());
     processes_.erase(pid);

@@ -103,6 +103,12 @@ Status Walker::SetProcess(uint32_t pid, const Layout& l, const ProcessWalk& wher
   return OkStatus();
 }
 
+bool Walker::Walks(uint32_t pid) const {
+  __u32 key = pid;
+  py_process p;
+  return bpf_map_lookup_elem(sampler_->map_fd("py_processes"), &key, &p) == 0;
+}
+
 Status Walker::SetThreads(uint32_t pid, std::span<const Thread> threads) {
   const int procs = sampler_->map_fd("py_processes");
   __u32 key = pid;

@@ -39,6 +39,9 @@ class Walker {
   // Lays out process `pid` by `layout`; refused (with the reason) when a
   // release's offsets do not fit the walk's reads.
   Status SetProcess(uint32_t pid, const Layout& layout, const ProcessWalk& where);
+  // Whether BPF walks process `pid` already: it laid it out itself, at a
+  // fork of a walked parent or an exec of a known interpreter.
+  bool Walks(uint32_t pid) const;
   // Bumps the process's generation (searches done in vain are tried again)
   // and records its threads: (tid as the recorder sees it, thread state,
   // native id as the target sees it).
