@@ -115,7 +115,7 @@ void BM_V8Splice(benchmark::State& state) {
   std::vector<capture::FrameId> frames;
   for (auto _ : state) {
     frames.assign(native.begin(), native.end());
-    runtimes::node::SpliceV8Walk(walk, &frames, tags, sps, 3, hooks,
+    runtimes::node::SpliceV8Walk(walk, &frames, tags, sps, {3}, hooks,
                                  state.range(0) ? &scratch : nullptr);
     benchmark::DoNotOptimize(frames.data());
   }

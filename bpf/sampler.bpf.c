@@ -55,10 +55,14 @@ int walk_runtimes_at_sample(struct bpf_perf_event_data* ctx) {
   if ((ctx->regs.ip >> 47) == 0) {  // the sample interrupted user code
     t.fp = ctx->regs.bp;
     t.sp = ctx->regs.sp;
+    t.r9 = ctx->regs.r9;
+    t.r12 = ctx->regs.r12;
   } else {  // in the kernel: the user registers it saved on entry
     struct pt_regs* user = (struct pt_regs*)bpf_task_pt_regs(t.task);
     t.fp = BPF_CORE_READ(user, bp);
     t.sp = BPF_CORE_READ(user, sp);
+    t.r9 = BPF_CORE_READ(user, r9);
+    t.r12 = BPF_CORE_READ(user, r12);
   }
   if (!walk_runtimes(w, &t)) return 1;
   __u64 size = MICROSCOPE_WALK_FIXED + (__u64)w->h.nframes * w->h.frame_size;

@@ -14,6 +14,10 @@ struct walk_thread {
   struct task_struct* task;
   __u64 fp; /* its user frame and stack pointers (rbp, rsp) */
   __u64 sp;
+  /* At a sample, its r9 and r12: where V8's interpreter keeps the running
+   * bytecode handler's offset and bytecode array. 0 off CPU. */
+  __u64 r9;
+  __u64 r12;
   __u32 pid;
   __u32 tid;
   /* Blocked in the kernel (off CPU, in a system call): its rbp is that of

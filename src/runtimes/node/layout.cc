@@ -214,31 +214,50 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
                                std::to_string(l.external_uncached_mask));
     }
   }
+  // V8 12 on: a class of its own; before, a FixedArrayBase.
+  Result<int64_t> length = Field(symbols, "class_BytecodeArray__length__", path);
+  if (!length.ok() && length.status().code() != StatusCode::kUnavailable) return length.status();
+  l.bytecode_length = length.ok() ? *length : l.byte_array_length;
   ReadVersion(file.elf.get(), &l);
   ReadIsolateTls(file.elf.get(), &l);
   return l;
 }
 
-Result<FileRange> BuiltinsCode(const std::string& path) {
+Result<BuiltinsRanges> BuiltinsCode(const std::string& path) {
   ASSIGN_OR_RETURN(symbols::ElfFile file, symbols::OpenElfFile(path));
   ASSIGN_OR_RETURN(std::vector<symbols::LoadSegment> loads,
                    symbols::ElfLoadSegments(file.elf.get()));
-  constexpr std::string_view kBuiltin = "Builtins_";
-  uint64_t lo = UINT64_MAX, hi = 0;
+  constexpr std::string_view kBuiltin = "Builtins_", kHandler = "Handler";
+  uint64_t lo = UINT64_MAX, hi = 0, handlers_lo = UINT64_MAX, handlers_hi = 0;
+  std::vector<uint64_t> others;  // where the other builtins start
   symbols::ForEachDefinedSymbol(
       file.elf.get(), SHT_SYMTAB, [&](const GElf_Sym& sym, std::string_view name) {
-        if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && name.starts_with(kBuiltin)) {
-          lo = std::min<uint64_t>(lo, sym.st_value);
-          hi = std::max<uint64_t>(hi, sym.st_value + std::max<uint64_t>(sym.st_size, 1));
+        if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || !name.starts_with(kBuiltin)) return true;
+        const uint64_t end = sym.st_value + std::max<uint64_t>(sym.st_size, 1);
+        lo = std::min<uint64_t>(lo, sym.st_value);
+        hi = std::max(hi, end);
+        if (name.ends_with(kHandler)) {
+          handlers_lo = std::min<uint64_t>(handlers_lo, sym.st_value);
+          handlers_hi = std::max(handlers_hi, end);
+        } else {
+          others.push_back(sym.st_value);
         }
         return true;
       });
   if (lo >= hi) {
     return Status::Error(StatusCode::kNotFound, path + ": no Builtins_* symbols (stripped?)");
   }
+  const bool one_block =
+      handlers_lo < handlers_hi && std::none_of(others.begin(), others.end(), [&](uint64_t at) {
+        return at >= handlers_lo && at < handlers_hi;
+      });
   for (const symbols::LoadSegment& s : loads) {
     if (lo >= s.vaddr && hi <= s.vaddr + s.filesz) {
-      return FileRange{lo - s.vaddr + s.offset, hi - s.vaddr + s.offset};
+      BuiltinsRanges r;
+      r.all = {lo - s.vaddr + s.offset, hi - s.vaddr + s.offset};
+      if (one_block)
+        r.handlers = {handlers_lo - s.vaddr + s.offset, handlers_hi - s.vaddr + s.offset};
+      return r;
     }
   }
   return Status::Error(StatusCode::kDataLoss,

@@ -90,6 +90,7 @@ struct V8Layout {
   // keeps its source position table and how its entries are written.
   int64_t bytecode_header = 0;
   int64_t byte_array_length = 0;  // FixedArrayBase's length (a Smi); bytes follow it
+  int64_t bytecode_length = 0;    // a BytecodeArray's length (a Smi): its own, or FixedArrayBase's
   int64_t version_major = 0, version_minor = 0;
   int64_t bytecode_positions = -1;  // -1: this release's is not known
   bool positions_flags_in_code_delta = false;
@@ -120,6 +121,13 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path);
 struct FileRange {
   uint64_t begin = 0, end = 0;
 };
-Result<FileRange> BuiltinsCode(const std::string& path);
+// Where V8's builtins lie in an image (file offsets, by their Builtins_*
+// symbols), and within them its bytecode handlers (Builtins_*Handler: one
+// block at the builtins' end); handlers empty when they are not one block
+// of their own.
+struct BuiltinsRanges {
+  FileRange all, handlers;
+};
+Result<BuiltinsRanges> BuiltinsCode(const std::string& path);
 
 }  // namespace microscope::runtimes::node

@@ -139,9 +139,13 @@ struct v8_snapshot {
 #define MICROSCOPE_V8_TRUNCATED 1  /* more frames (or steps) than the bounds */
 #define MICROSCOPE_V8_UNREADABLE 2 /* a frame pointer's words failed to read */
 
-/* A V8 walk (bpf/walk.h): the header's context[0] is the user stack
- * pointer the walk started from, context[1] the thread's current isolate
- * (0: none or not known). Only walks with a frame are sent. */
+/* A V8 walk (bpf/walk.h): the header's context[1] is the thread's current
+ * isolate (0: none or not known); with MICROSCOPE_V8_INTERPRETER in its
+ * flags, the sampled thread's r12 was the innermost frame's bytecode array
+ * and context[0] is its r9 (the interpreter's registers: the bytecode
+ * array and the offset of the bytecode whose handler runs, as the frame's
+ * offset slot keeps it). Only walks with a frame are sent. */
+#define MICROSCOPE_V8_INTERPRETER 1
 struct v8_walk {
   struct walk_header h;
   struct v8_frame frames[MICROSCOPE_V8_MAX_FRAMES];

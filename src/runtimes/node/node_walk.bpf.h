@@ -129,7 +129,8 @@ static __always_inline void v8_scope_names(const struct v8_process* p, struct v8
   s->seen.script = 0;
   const int modern = p->scope_first_vars >= 5;  // V8 13 on: uint32 flags
   const __u64 flags_word = *(const __u64*)(scope + 8);
-  const __u32 flags = modern ? (__u32)flags_word : (__u32)((__s64)flags_word >> (p->smi_shift & 63));
+  const __u32 flags =
+      modern ? (__u32)flags_word : (__u32)((__s64)flags_word >> (p->smi_shift & 63));
   if (flags & V8_SCOPE_EMPTY) return;
   const __u32 at_locals = (8 + 8 * (__u32)p->scope_context_locals) & (MICROSCOPE_V8_SNAP_SCOPE - 8);
   if (at_locals + 8 > size) return;
@@ -310,7 +311,6 @@ static __always_inline int v8_walk(struct v8_walk* w, const struct walk_thread* 
   const struct v8_process* p = bpf_map_lookup_elem(&v8_processes, &t->pid);
   if (!p) return 0;
   walk_begin(&w->h, MICROSCOPE_RUNTIME_NODE, t, MICROSCOPE_V8_WALKED, sizeof(struct v8_frame));
-  w->h.context[0] = t->sp;
   if (p->isolate_tls != 0) {
     // A local first: CO-RE relocates the access from a kernel type, which
     // walk_thread is not.
@@ -321,7 +321,14 @@ static __always_inline int v8_walk(struct v8_walk* w, const struct walk_thread* 
   v8_snaps_begin();
   struct v8_step_ctx c = {p, w, t->fp};
   bpf_loop(v8_steps(), v8_step, &c, 0);
-  return w->h.nframes > 0;
+  if (w->h.nframes == 0) return 0;
+  // Proved by the array only: whether a bytecode handler runs (and so r9
+  // is its offset) is for user space to say, by the leaf's code.
+  if (t->r12 != 0 && t->r12 == w->frames[0].bytecode_array) {
+    w->h.flags |= MICROSCOPE_V8_INTERPRETER;
+    w->h.context[0] = t->r9;
+  }
+  return 1;
 }
 
 // From the chain found in the stack of a blocked thread (when its rbp led

@@ -36,9 +36,11 @@ using runtimes::SnapshotMemory;
 
 constexpr std::string_view kSourceName = "node";  // kRuntime.name
 const uint8_t kBuiltinTag = record::code_tags::Allocate();
+const uint8_t kHandlerTag = record::code_tags::Allocate();  // a bytecode handler's code
 constexpr size_t kMaxNotes = 16;
 constexpr size_t kMaxSource = size_t(64) << 20;  // UTF-16 units read of one script's source
 constexpr int64_t kMaxPositionTable = 1 << 20;   // bytes of one source position table
+constexpr int64_t kMaxBytecodeOffset = 1 << 30;  // a running handler's r9 taken as one
 constexpr size_t kMaxIsolates = 4096;            // numbered per process
 
 // What an image tells about the V8 in it, found once per file.
@@ -47,7 +49,7 @@ struct ImageInfo {
   std::string error;  // a V8 the walker cannot read, and why
   V8Layout layout;
   v8_process offsets{};
-  FileRange builtins;
+  BuiltinsRanges builtins;
 };
 
 std::unique_ptr<ImageInfo> ReadImageInfo(const std::string& path) {
@@ -63,7 +65,7 @@ std::unique_ptr<ImageInfo> ReadImageInfo(const std::string& path) {
   info->v8 = true;
   info->layout = *layout;
   Result<v8_process> offsets = ProcessOffsets(*layout);
-  Result<FileRange> builtins = BuiltinsCode(path);
+  Result<BuiltinsRanges> builtins = BuiltinsCode(path);
   if (!offsets.ok()) {
     info->error = path + ": " + offsets.status().message();
   } else if (!builtins.ok()) {
@@ -189,6 +191,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   record::ProblemCounts problems_;
   uint64_t stacks_ = 0, stacks_named_ = 0, walks_ = 0, js_frames_ = 0, unknown_frames_ = 0;
   uint64_t walks_cut_ = 0;      // that reached the frame bound
+  uint64_t running_lines_ = 0;  // innermost frames' lines from a running handler's registers
   uint64_t walks_labeled_ = 0;  // with the thread's isolate
   // What Splice reuses from one stack to the next: no allocation per stack.
   V8Walk walk_;
@@ -196,7 +199,8 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   struct {
     Process* process = nullptr;
     FrameInterner* interner = nullptr;
-  } splicing_;  // the stack being spliced, for hooks_ (which capture only this)
+    uint8_t leaf_tag = 0;  // the code tag of the stack's leaf (kHandlerTag, kBuiltinTag, ...)
+  } splicing_;                  // the stack being spliced, for hooks_ (which capture only this)
   V8SpliceHooks hooks_{[this](const V8Frame& f, bool running) {
                          return Name(splicing_.process, f, running, splicing_.interner);
                        },
@@ -238,9 +242,16 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
     const ImageInfo& info = *it->second;
     if (info.v8 && info.error.empty()) {
       marks->MarkRuntime(mapping.module, capture::Runtime::kV8);
-      if (!marks_only_)
-        marks->Mark(mapping.module, info.builtins.begin, info.builtins.end, kBuiltinTag);
-      marks->MarkFramePointerCode(mapping.module, info.builtins.begin, info.builtins.end);
+      const FileRange &all = info.builtins.all, &handlers = info.builtins.handlers;
+      if (!marks_only_ && handlers.begin < handlers.end) {
+        if (all.begin < handlers.begin)
+          marks->Mark(mapping.module, all.begin, handlers.begin, kBuiltinTag);
+        marks->Mark(mapping.module, handlers.begin, handlers.end, kHandlerTag);
+        if (handlers.end < all.end) marks->Mark(mapping.module, handlers.end, all.end, kBuiltinTag);
+      } else if (!marks_only_) {
+        marks->Mark(mapping.module, all.begin, all.end, kBuiltinTag);
+      }
+      marks->MarkFramePointerCode(mapping.module, all.begin, all.end);
     }
   }
   const ImageInfo* info = it->second;
@@ -377,16 +388,43 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
   const V8Layout& l = process->image->layout;
   HeapReader heap(process->memory.get(), &l);
   // V8 writes an interpreted frame's bytecode offset to the frame before it
-  // calls out (InterpreterAssembler::CallPrologue): the slot of the frame
-  // whose handler is running at the leaf may be stale; one whose handler
-  // called native code (the runtime, a system call) is not. Baseline and
-  // optimized frames keep no offset there at all.
-  if (innermost) return ++no_line_.innermost, 0;
+  // calls out (InterpreterAssembler::CallPrologue; a call bytecode's
+  // handler as it starts): the slot of a frame whose handler called native
+  // code (the runtime, a builtin, a system call) is current; that of a
+  // frame whose handler is running at the leaf may be stale. A running
+  // handler keeps the offset in r9 and the frame's bytecode array in r12
+  // (V8's x64 interpreter registers): taken when the leaf is a handler's
+  // code and r12 was this frame's array. Baseline and optimized frames keep
+  // no offset there at all.
+  const bool registers = innermost && splicing_.leaf_tag == kHandlerTag;
+  int64_t slot;
+  if (registers) {
+    const std::optional<uint64_t>& r9 = walk_.interpreter_offset;
+    if (!r9 || walk_.frames.empty() || f.fp != walk_.frames[0].fp ||
+        *r9 > uint64_t(kMaxBytecodeOffset)) {
+      return ++no_line_.innermost, 0;
+    }
+    slot = int64_t(*r9);
+  } else if (innermost && splicing_.leaf_tag != kBuiltinTag) {
+    return ++no_line_.innermost, 0;  // its own generated code, or not placed
+  } else {
+    if (!heap.IsSmi(f.bytecode_offset)) return ++no_line_.compiled, 0;
+    slot = heap.SmiValue(f.bytecode_offset);
+  }
   if (!l.LineTableKnown() || named.lines == nullptr) return ++no_line_.no_table, 0;
-  if (!heap.IsSmi(f.bytecode_offset)) return ++no_line_.compiled, 0;
   Result<uint16_t> type = heap.TypeOf(f.bytecode_array);
-  if (!type.ok() || *type != l.type_bytecode_array) return ++no_line_.compiled, 0;
-  const int64_t offset = heap.SmiValue(f.bytecode_offset) - (l.bytecode_header - l.heap_object_tag);
+  if (!type.ok() || *type != l.type_bytecode_array) {
+    ++(registers ? no_line_.innermost : no_line_.compiled);
+    return 0;
+  }
+  const int64_t offset = slot - (l.bytecode_header - l.heap_object_tag);
+  if (registers) {
+    // r9 proved by the array only: within its bytecodes.
+    Result<uint64_t> length = heap.Word(f.bytecode_array, l.bytecode_length);
+    if (offset < 0 || !length.ok() || !heap.IsSmi(*length) || offset >= heap.SmiValue(*length))
+      return ++no_line_.innermost, 0;
+    ++running_lines_;
+  }
   auto [it, fresh] = process->positions.try_emplace(std::pair{f.bytecode_array, f.shared});
   if (fresh) {
     Result<uint64_t> table = heap.Word(f.bytecode_array, l.bytecode_positions);
@@ -457,8 +495,11 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
     }
   }
   const uint64_t unknown_before = unknown_frames_;
-  splicing_ = {&p->second, interner};
-  SpliceV8Walk(*walk, stack.frames, stack.tags, stack.sps, kBuiltinTag, hooks_, &scratch_);
+  size_t leaf = 0;  // the first user frame (kernel frames have no stack pointer)
+  while (leaf < stack.sps.size() && stack.sps[leaf] == 0) ++leaf;
+  splicing_ = {&p->second, interner, leaf < stack.tags.size() ? stack.tags[leaf] : uint8_t(0)};
+  SpliceV8Walk(*walk, stack.frames, stack.tags, stack.sps, {kBuiltinTag, kHandlerTag}, hooks_,
+               &scratch_);
   ++stacks_;
   if (unknown_frames_ == unknown_before) ++stacks_named_;
 }
@@ -480,6 +521,7 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"functions_named_from_copies", named_from_snapshots_},
               {"frames", js_frames_},
               {"unknown_frames", unknown_frames_},
+              {"frames_with_line_from_registers", running_lines_},
               {"frames_without_line_innermost", no_line_.innermost},
               {"frames_without_line_compiled", no_line_.compiled},
               {"frames_without_line_other", no_line_.no_table},
@@ -492,9 +534,11 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         "map a V8 image, at most " +
         std::to_string(std::min<uint32_t>(walk_frames_, MICROSCOPE_V8_MAX_FRAMES)) +
         " per stack; " + std::to_string(walks_cut_) + " of " + std::to_string(walks_) +
-        " walks cut there (--runtime-frames). Lines only for interpreted frames that called out "
-        "(V8 writes the "
-        "bytecode offset then): frames whose bytecode handler was running at the sample (" +
+        " walks cut there (--runtime-frames). Lines only for interpreted frames: from the frame "
+        "when it called out (V8 writes the bytecode offset then), from the interpreter's "
+        "registers (r9, proved by r12 holding the frame's bytecode array) when its bytecode "
+        "handler ran at the sample (" +
+        std::to_string(running_lines_) + "); innermost frames where neither held (" +
         std::to_string(no_line_.innermost) + ") and baseline or optimized frames (" +
         std::to_string(no_line_.compiled) +
         ") have the function but no line. Each walked sample is labeled v8.isolate with the number "

@@ -1,5 +1,6 @@
 #include "src/runtimes/node/walk.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -23,8 +24,9 @@ Status ParseV8Walk(std::span<const uint8_t> bytes, V8Walk* w) {
   w->tid = record.tid;
   w->status = record.status;
   w->bound = record.bound;
-  w->sp = record.context[0];
   w->isolate = record.context[1];
+  w->interpreter_offset.reset();
+  if (record.flags & MICROSCOPE_V8_INTERPRETER) w->interpreter_offset = record.context[0];
   w->frames.clear();
   for (size_t i = 0; i < record.nframes; ++i) {
     v8_frame f;
@@ -60,8 +62,9 @@ std::string V8WalkEndReason(const V8Walk& walk) {
 }
 
 void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
-                  std::span<const uint8_t> tags, std::span<const uint64_t> sps, uint8_t builtin_tag,
-                  const V8SpliceHooks& hooks, V8SpliceScratch* scratch) {
+                  std::span<const uint8_t> tags, std::span<const uint64_t> sps,
+                  std::initializer_list<uint8_t> builtin_tags, const V8SpliceHooks& hooks,
+                  V8SpliceScratch* scratch) {
   V8SpliceScratch local;
   V8SpliceScratch& s = scratch != nullptr ? *scratch : local;
   const size_t n = frames->size();
@@ -92,7 +95,9 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     // runs the function, which goes leafward of it. At the leaf (a bytecode
     // handler, a frameless builtin) or in other native code, the frame runs
     // for the function, which goes callerward of it.
-    const bool entry = tag == builtin_tag && at != leaf;
+    const bool entry =
+        std::find(builtin_tags.begin(), builtin_tags.end(), tag) != builtin_tags.end() &&
+        at != leaf;
     size_t slot = entry ? at : at + 1;
     slot = std::max(slot, next);
     before.emplace_back(slot, hooks.frame(f, at == leaf && placed == 0));

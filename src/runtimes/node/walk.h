@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,10 +29,13 @@ struct V8Frame {
 struct V8Walk {
   uint32_t pid = 0;
   uint32_t tid = 0;
-  uint8_t status = 0;  // MICROSCOPE_V8_* (node.h)
-  uint16_t bound = 0;  // the most frames the walk could keep
-  uint64_t sp = 0;
-  uint64_t isolate = 0;         // the thread's current isolate, as its TLS said (0: none)
+  uint8_t status = 0;    // MICROSCOPE_V8_* (node.h)
+  uint16_t bound = 0;    // the most frames the walk could keep
+  uint64_t isolate = 0;  // the thread's current isolate, as its TLS said (0: none)
+  // At a sample whose r12 was the innermost frame's bytecode array: its r9,
+  // the offset of the bytecode whose handler runs if one does (as the
+  // frame's offset slot keeps it).
+  std::optional<uint64_t> interpreter_offset;
   std::vector<V8Frame> frames;  // leaf first
 };
 
@@ -71,8 +75,10 @@ struct V8SpliceScratch {
   std::vector<std::optional<capture::FrameId>> replaced;    // per native frame
   std::vector<capture::FrameId> out;
 };
+// `builtin_tags`: the tags of V8's builtins (a bytecode handler's among them).
 void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
-                  std::span<const uint8_t> tags, std::span<const uint64_t> sps, uint8_t builtin_tag,
-                  const V8SpliceHooks& hooks, V8SpliceScratch* scratch = nullptr);
+                  std::span<const uint8_t> tags, std::span<const uint64_t> sps,
+                  std::initializer_list<uint8_t> builtin_tags, const V8SpliceHooks& hooks,
+                  V8SpliceScratch* scratch = nullptr);
 
 }  // namespace microscope::runtimes::node

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,7 +45,7 @@ std::vector<capture::FrameId> Spliced(const V8Walk& walk, std::vector<capture::F
     return capture::FrameId(9999);
   };
   static V8SpliceScratch scratch;
-  SpliceV8Walk(walk, &frames, tags, sps, 3, hooks, &scratch);
+  SpliceV8Walk(walk, &frames, tags, sps, {3}, hooks, &scratch);
   return frames;
 }
 
@@ -59,6 +60,22 @@ TEST_CASE("V8 walks: records are read back, and malformed ones refused with the 
   REQUIRE(w->frames.size() == 2);
   CHECK(w->frames[1].fp == 0x2000);
   CHECK(w->frames[1].script == 0x2004);
+  CHECK_FALSE(w->interpreter_offset.has_value());
+  // The interpreter's registers: r9 in context[0] when the flag says r12
+  // was the innermost frame's bytecode array.
+  auto with_registers = bytes;
+  walk_header h;
+  std::memcpy(&h, with_registers.data(), sizeof(h));
+  h.flags = MICROSCOPE_V8_INTERPRETER;
+  h.context[0] = 0x35;
+  std::memcpy(with_registers.data(), &h, sizeof(h));
+  Result<V8Walk> r = ParseV8Walk(with_registers);
+  REQUIRE(r.ok());
+  CHECK(r->interpreter_offset == std::optional<uint64_t>(0x35));
+  h.flags = 0;
+  std::memcpy(with_registers.data(), &h, sizeof(h));
+  REQUIRE(ParseV8Walk(with_registers, &*r).ok());  // reused: nothing of the last walk stays
+  CHECK_FALSE(r->interpreter_offset.has_value());
   auto cut = bytes;
   cut.resize(cut.size() - 1);
   CHECK(ParseV8Walk(cut).status().message().find("cannot hold its 2 frames") != std::string::npos);
@@ -87,6 +104,20 @@ TEST_CASE(
   auto out = Spliced(walk, {1, 2, 3, 4}, {0, kJit, 3, 0}, {0, 0x100, 0x200, 0x300});
   // f replaces its JIT frame; g goes leafward of the entry that runs it.
   CHECK(out == std::vector<capture::FrameId>{1, 1000 + 0x18, 1000 + 0x2a, 3, 4});
+}
+
+TEST_CASE("V8 splicing: each builtin tag given is an interpreter entry further out") {
+  // A bytecode handler (tag 4) that called the runtime: the frame goes
+  // leafward of it, as of any builtin.
+  V8Walk walk;
+  walk.frames = {{0x2a0}};
+  V8SpliceHooks hooks;
+  hooks.frame = [](const V8Frame& f, bool) { return capture::FrameId(1000 + f.fp / 16); };
+  hooks.marker = [](const std::string&) { return capture::FrameId(9999); };
+  std::vector<capture::FrameId> frames{2, 3, 4};
+  SpliceV8Walk(walk, &frames, std::vector<uint8_t>{0, 4, 0},
+               std::vector<uint64_t>{0x100, 0x200, 0x300}, {3, 4}, hooks);
+  CHECK(frames == std::vector<capture::FrameId>{2, 1000 + 0x2a, 3, 4});
 }
 
 TEST_CASE("V8 splicing: a builtin at the leaf runs for the function, which goes callerward") {
