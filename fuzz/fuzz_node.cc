@@ -1,16 +1,20 @@
 // The V8 readers: the BPF walk record, bytecode source position tables (both
-// encodings), and functions, strings and scope infos read from a target's
-// heap (here the input) with the layout of the node this machine has.
+// encodings), functions, strings and scope infos read from a target's
+// heap (here the input) with the layout of the node this machine has, and
+// source maps (the JSON, its data: URL, the comment naming it).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "fuzz/memory.h"
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/layout.h"
 #include "src/runtimes/node/line_table.h"
+#include "src/runtimes/node/source_map.h"
 #include "src/runtimes/node/walk.h"
 
 namespace {
@@ -32,7 +36,7 @@ const V8Layout* Node() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::span<const uint8_t> bytes(data + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0:
       (void)ParseV8Walk(bytes);
       break;
@@ -55,6 +59,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         SourceLines lines(*units);
         (void)lines.LineOf(17);
       }
+      break;
+    }
+    case 3: {
+      const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      if (auto map = SourceMap::Parse(text, "fuzz.map", "/base"); map.ok()) {
+        for (uint32_t line = 0; line < 4; ++line) (void)map->Find(line, line * 7);
+      }
+      (void)DecodeDataUrl(text, 1 << 16);
+      (void)SourceMappingUrl(std::u16string(text.begin(), text.end()));
+      (void)ResolvePath("/base/dir", text);
       break;
     }
   }

@@ -145,4 +145,9 @@ uint32_t SourceLines::LineOf(int64_t position) const {
   return uint32_t(it - starts_.begin());
 }
 
+uint32_t SourceLines::ColumnOf(int64_t position) const {
+  const uint32_t line = LineOf(position);
+  return line == 0 ? 0 : uint32_t(position - starts_[line - 1]);
+}
+
 }  // namespace microscope::runtimes::node

@@ -34,6 +34,8 @@ class SourceLines {
   explicit SourceLines(const std::u16string& source);
   // The 1-based line of `position`.
   uint32_t LineOf(int64_t position) const;
+  // Its 0-based column in that line (UTF-16 units, as source maps count).
+  uint32_t ColumnOf(int64_t position) const;
 
  private:
   std::vector<int64_t> starts_;

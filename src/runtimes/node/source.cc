@@ -1,5 +1,6 @@
 #include "src/runtimes/node/source.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -8,8 +9,11 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
+#include "base/file_policy.h"
 #include "base/hex.h"
+#include "base/scoped_fd.h"
 #include "src/record/problem_counts.h"
 #include "src/record/proc.h"
 #include "src/record/process_memory.h"
@@ -19,6 +23,7 @@
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/layout.h"
 #include "src/runtimes/node/line_table.h"
+#include "src/runtimes/node/source_map.h"
 #include "src/runtimes/node/walk.h"
 #include "src/runtimes/node/walker.h"
 #include "src/runtimes/per_file.h"
@@ -38,10 +43,11 @@ constexpr std::string_view kSourceName = "node";  // kRuntime.name
 const uint8_t kBuiltinTag = record::code_tags::Allocate();
 const uint8_t kHandlerTag = record::code_tags::Allocate();  // a bytecode handler's code
 constexpr size_t kMaxNotes = 16;
-constexpr size_t kMaxSource = size_t(64) << 20;  // UTF-16 units read of one script's source
-constexpr int64_t kMaxPositionTable = 1 << 20;   // bytes of one source position table
-constexpr int64_t kMaxBytecodeOffset = 1 << 30;  // a running handler's r9 taken as one
-constexpr size_t kMaxIsolates = 4096;            // numbered per process
+constexpr size_t kMaxSource = size_t(64) << 20;     // UTF-16 units read of one script's source
+constexpr int64_t kMaxPositionTable = 1 << 20;      // bytes of one source position table
+constexpr int64_t kMaxBytecodeOffset = 1 << 30;     // a running handler's r9 taken as one
+constexpr size_t kMaxSourceMap = size_t(64) << 20;  // bytes of one source map's JSON
+constexpr size_t kMaxIsolates = 4096;               // numbered per process
 
 // What an image tells about the V8 in it, found once per file.
 struct ImageInfo {
@@ -89,7 +95,35 @@ struct NamedFunction {
   std::string error;  // non-empty: not named, why
   std::string name, script;
   uint32_t first_line = 0;             // 0: not known
+  int64_t start = -1;                  // where it starts in its script (UTF-16 units)
   const SourceLines* lines = nullptr;  // its script's, when read
+  // Its script's source map, when one was read and maps the function's
+  // start: its frames are shown where the map places them, in `source`.
+  const SourceMap* map = nullptr;
+  uint32_t source = 0;
+};
+
+// A script's source, read once: where its lines start, and the source map
+// it names (null: none, or not read), whose bytes count in the recording's
+// target memory while it is kept.
+struct ScriptSource {
+  std::unique_ptr<SourceLines> lines;
+  std::unique_ptr<SourceMap> map;
+  struct Charge {
+    record::TargetMemory* memory = nullptr;
+    uint64_t bytes = 0;
+    Charge() = default;
+    Charge(record::TargetMemory* m, uint64_t b) : memory(m), bytes(b) {}
+    Charge(Charge&& o) noexcept : memory(std::exchange(o.memory, nullptr)), bytes(o.bytes) {}
+    Charge& operator=(Charge&& o) noexcept {
+      std::swap(memory, o.memory);
+      std::swap(bytes, o.bytes);
+      return *this;
+    }
+    ~Charge() {
+      if (memory != nullptr) memory->Give(bytes);
+    }
+  } charge;
 };
 
 struct Process {
@@ -97,8 +131,8 @@ struct Process {
   const ImageInfo* image = nullptr;
   std::unique_ptr<record::ProcessMemory> memory;
   std::map<FunctionKey, NamedFunction> functions;
-  // Line starts of the script sources read (by source string; null: not read).
-  std::unordered_map<uint64_t, std::unique_ptr<SourceLines>> sources;
+  // The script sources read (by source string).
+  std::unordered_map<uint64_t, ScriptSource> sources;
   // Source position tables, by bytecode array and the function's shared
   // information (an array's memory reused by another function is another
   // key); empty: none read.
@@ -150,6 +184,10 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // the image of its executable or of a library it maps.
   void LayOut(uint32_t pid, const ImageInfo* info, bool executable);
   const NamedFunction& Function(Process* process, const V8Frame& frame);
+  // The source map `url` names for `script` of process `pid` (a data: URL,
+  // or a file beside the script) into `source`, or a problem saying why not.
+  void ReadSourceMap(uint32_t pid, const std::string& script, const std::string& url,
+                     ScriptSource* source);
   // Keeps the functions the walks copied since the last call.
   void TakeSnapshots();
   void Keep(const v8_snapshot& s);
@@ -200,7 +238,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     Process* process = nullptr;
     FrameInterner* interner = nullptr;
     uint8_t leaf_tag = 0;  // the code tag of the stack's leaf (kHandlerTag, kBuiltinTag, ...)
-  } splicing_;                  // the stack being spliced, for hooks_ (which capture only this)
+  } splicing_;             // the stack being spliced, for hooks_ (which capture only this)
   V8SpliceHooks hooks_{[this](const V8Frame& f, bool running) {
                          return Name(splicing_.process, f, running, splicing_.interner);
                        },
@@ -209,7 +247,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     uint64_t innermost = 0;  // the frame the leaf runs (its offset slot may be stale)
     uint64_t compiled = 0;   // baseline and optimized frames (no offset slot)
     uint64_t no_table = 0;   // no position table or line read
+    uint64_t unmapped = 0;   // a source map that places it nowhere, or in another source
   } no_line_;
+  uint64_t maps_read_ = 0, functions_mapped_ = 0, mapped_lines_ = 0;
 };
 
 const ImageInfo* NodeSource::InfoOf(const std::string& file) {
@@ -366,21 +406,105 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
   named.name = std::move(info->name);
   named.script = std::move(info->script);
   if (info->start >= 0 && info->script_source != 0) {
-    auto [lines, read] = process->sources.try_emplace(info->script_source);
+    auto [it, read] = process->sources.try_emplace(info->script_source);
+    ScriptSource& source = it->second;
     if (read) {
       Result<std::u16string> text = heap.ReadCodeUnits(info->script_source, kMaxSource);
       if (text.ok()) {
-        lines->second = std::make_unique<SourceLines>(*text);
+        source.lines = std::make_unique<SourceLines>(*text);
+        if (std::optional<std::string> url = SourceMappingUrl(*text))
+          ReadSourceMap(process->pid, named.script, *url, &source);
       } else {
         Problem("JavaScript sources not read (no first lines)", text.status().message());
       }
     }
-    if (lines->second != nullptr) {
-      named.first_line = lines->second->LineOf(info->start);
-      named.lines = lines->second.get();
+    if (source.lines != nullptr) {
+      named.first_line = source.lines->LineOf(info->start);
+      named.lines = source.lines.get();
+      named.start = info->start;
+    }
+    // The function's own name in the map, at its start or the name just
+    // before it (V8 starts a function at its parameters).
+    const SourceLines* lines = source.lines.get();
+    auto place = [&](int64_t at) -> std::optional<OriginalPlace> {
+      if (source.map == nullptr || at < 0) return std::nullopt;
+      return source.map->Find(lines->LineOf(at) - 1, lines->ColumnOf(at));
+    };
+    if (std::optional<OriginalPlace> start = place(info->start)) {
+      named.map = source.map.get();
+      named.source = start->source;
+      named.first_line = start->line + 1;
+      std::optional<OriginalPlace> before = place(info->start - 1);
+      const int32_t name = start->name >= 0 ? start->name
+                           : before && before->source == start->source && before->name >= 0
+                               ? before->name
+                               : -1;
+      if (name >= 0 && !named.map->name(name).empty()) named.name = named.map->name(name);
+      ++functions_mapped_;
     }
   }
   return named;
+}
+
+// A file a target's script names (its source map), as the target sees it
+// (beneath its root directory), read only when anyone could read it or it
+// is the target's user's own: never shown to whoever could not read it.
+Result<std::vector<uint8_t>> ReadTargetFile(uint32_t pid, const std::string& path, size_t limit) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  struct stat owner;
+  ScopedFd root(open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid() || stat(proc.c_str(), &owner) != 0)
+    return Status::Error(StatusCode::kNotFound, path + ": its process exited before it was read");
+  const std::string relative = path.substr(
+      path.find_first_not_of('/') == std::string::npos ? path.size() : path.find_first_not_of('/'));
+  Result<ScopedFd> fd = OpenBeneath(root.get(), relative, {.world_readable = true});
+  if (!fd.ok()) {
+    Result<ScopedFd> own =
+        OpenBeneath(root.get(), relative, {.owner = owner.st_uid, .link_owner = owner.st_uid});
+    if (!own.ok())
+      return Status::Error(fd.status().code(),
+                           path + ": neither readable by anyone (" + fd.status().message() +
+                               ") nor its process's user's (" + own.status().message() + ")");
+    fd = std::move(own);
+  }
+  Result<std::vector<uint8_t>> bytes = ReadWhole(fd->get(), limit);
+  if (!bytes.ok())
+    return Status::Error(bytes.status().code(), path + ": " + bytes.status().message());
+  return bytes;
+}
+
+void NodeSource::ReadSourceMap(uint32_t pid, const std::string& script, const std::string& url,
+                               ScriptSource* source) {
+  auto refuse = [&](const std::string& why) { Problem("JavaScript source maps not read", why); };
+  std::string_view path = script;
+  if (path.starts_with("file://")) path.remove_prefix(7);
+  const bool file = path.starts_with('/');
+  const std::string dir = file ? std::string(path.substr(0, path.rfind('/'))) : "";
+  std::string json, where, base;
+  if (url.starts_with("data:")) {
+    Result<std::string> decoded = DecodeDataUrl(url, kMaxSourceMap);
+    if (!decoded.ok()) return refuse(script + ": " + decoded.status().message());
+    json = std::move(*decoded);
+    where = script + " (its data: URL)";
+    base = dir;
+  } else {
+    if (url.find("://") != std::string::npos && !url.starts_with("file://"))
+      return refuse(script + ": " + url.substr(0, 200) + ": not a file (maps are not fetched)");
+    if (!file && !url.starts_with('/') && !url.starts_with("file://"))
+      return refuse(script + ": its map " + url.substr(0, 200) + " is relative to no file");
+    where = ResolvePath(dir, url);
+    Result<std::vector<uint8_t>> bytes = ReadTargetFile(pid, where, kMaxSourceMap);
+    if (!bytes.ok()) return refuse(bytes.status().message());
+    json.assign(bytes->begin(), bytes->end());
+    base = where.substr(0, where.rfind('/'));
+  }
+  Result<SourceMap> map = SourceMap::Parse(json, where, base);
+  if (!map.ok()) return refuse(map.status().message());
+  if (target_memory_ != nullptr && !target_memory_->Take(map->bytes()))
+    return refuse(where + ": past the recording's target memory (--target-memory)");
+  source->charge = {target_memory_, map->bytes()};
+  source->map = std::make_unique<SourceMap>(std::move(*map));
+  ++maps_read_;
 }
 
 uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunction& named,
@@ -447,12 +571,17 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
   std::optional<int64_t> position = PositionAt(it->second, offset);
   if (!position) return ++no_line_.no_table, 0;
   const uint32_t line = named.lines->LineOf(*position);
-  if (named.first_line != 0 && line < named.first_line) {
+  if (named.start >= 0 && line < named.lines->LineOf(named.start)) {
     Problem("JavaScript lines before their function's start",
             named.name + " line " + std::to_string(line));
     return ++no_line_.no_table, 0;
   }
-  return line;
+  if (named.map == nullptr) return line;
+  // Where the source map places it, in the source its function is in.
+  std::optional<OriginalPlace> o = named.map->Find(line - 1, named.lines->ColumnOf(*position));
+  if (!o || o->source != named.source) return ++no_line_.unmapped, 0;
+  ++mapped_lines_;
+  return o->line + 1;
 }
 
 capture::FrameId NodeSource::Name(Process* process, const V8Frame& f, bool innermost,
@@ -461,7 +590,8 @@ capture::FrameId NodeSource::Name(Process* process, const V8Frame& f, bool inner
   if (!named.error.empty()) return Unknown(named.error, interner);
   ++js_frames_;
   const uint32_t line = Line(process, f, named, innermost);
-  return interner->Interpreted({named.name, named.script, line, named.first_line});
+  const std::string& file = named.map != nullptr ? named.map->source(named.source) : named.script;
+  return interner->Interpreted({named.name, file, line, named.first_line});
 }
 
 void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
@@ -525,6 +655,10 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"frames_without_line_innermost", no_line_.innermost},
               {"frames_without_line_compiled", no_line_.compiled},
               {"frames_without_line_other", no_line_.no_table},
+              {"source_maps_read", maps_read_},
+              {"functions_placed_by_source_maps", functions_mapped_},
+              {"lines_placed_by_source_maps", mapped_lines_},
+              {"frames_without_line_unmapped", no_line_.unmapped},
               {"walks_lost", sampler_ ? sampler_->Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (sampler_ != nullptr) {

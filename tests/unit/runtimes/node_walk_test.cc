@@ -13,6 +13,7 @@
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/line_table.h"
 #include "src/runtimes/node/node.h"
+#include "src/runtimes/node/source_map.h"
 #include "src/runtimes/node/walk.h"
 #include "tests/unit/runtimes/walk_bytes.h"
 
@@ -406,4 +407,82 @@ TEST_CASE("V8 strings: external ones read through their cached data pointer, unc
   const uint64_t uncached = h.Object(0x1600, 8 | 2 | 16);
   h.memory.Put(0x1600 + 12, &n, 4);
   CHECK(heap.ReadString(uncached).status().message().find("uncached") != std::string::npos);
+}
+
+TEST_CASE("Source maps: segments found by line and column, names and sources resolved") {
+  // Generated line 0: column 0 maps to a.js 0:0; column 9 to a.js 2:4
+  // named "hot"; column 20 to nothing. Line 1: column 2 to b.js 5:0.
+  const std::string json = R"({"version":3,"sourceRoot":"src","sources":["a.js","../b.js"],
+    "names":["hot"],"mappings":"AAAA,SAEIA,W;ECGJ"})";
+  Result<SourceMap> map = SourceMap::Parse(json, "x.js.map", "/app/dist");
+  REQUIRE(map.ok());
+  CHECK(map->source(0) == "/app/dist/src/a.js");
+  CHECK(map->source(1) == "/app/dist/b.js");
+  auto at = map->Find(0, 12);
+  REQUIRE(at.has_value());
+  CHECK(at->source == 0);
+  CHECK(at->line == 2);
+  CHECK(at->column == 4);
+  CHECK(map->name(at->name) == "hot");
+  CHECK(map->Find(0, 3)->line == 0);
+  CHECK_FALSE(map->Find(0, 25).has_value());  // a segment that maps nothing
+  auto b = map->Find(1, 7);
+  REQUIRE(b.has_value());
+  CHECK(b->source == 1);
+  CHECK(b->line == 5);
+  CHECK_FALSE(map->Find(1, 1).has_value());  // before the line's first segment
+  CHECK_FALSE(map->Find(9, 0).has_value());
+}
+
+TEST_CASE("Source maps: malformed maps refused with the place, never read past") {
+  auto refused = [](const std::string& json) {
+    Result<SourceMap> m = SourceMap::Parse(json, "m.map", "");
+    return m.ok() ? std::string() : m.status().message();
+  };
+  CHECK(refused("[]").find("not a JSON object") != std::string::npos);
+  CHECK(refused(R"({"version":2,"sources":[],"mappings":""})").find("version 3") !=
+        std::string::npos);
+  CHECK(refused(R"({"version":3,"sections":[]})").find("index map") != std::string::npos);
+  CHECK(refused(R"({"version":3,"sources":["a"],"mappings":"AAAA,!"})")
+            .find("not base64 at byte 5") != std::string::npos);
+  CHECK(refused(R"({"version":3,"sources":["a"],"mappings":"ACAA"})").find("out of range") !=
+        std::string::npos);  // source 1 of 1
+  CHECK(refused(R"({"version":3,"sources":["a"],"mappings":"AA"})").find("2 fields") !=
+        std::string::npos);
+  CHECK(refused(R"({"version":3,"sources":["a"],"mappings":"gggggggggA"})").find("32 bits") !=
+        std::string::npos);
+  CHECK(refused(R"({"version":3,"sources":["a"],"mappings":"D"})").find("column out of range") !=
+        std::string::npos);  // -1
+  CHECK(refused(R"({"version":3,"sources":["a"],"mappings":"AAAAC"})").find("name out of range") !=
+        std::string::npos);
+  std::mt19937_64 rng(11);
+  const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/,;!";
+  for (int i = 0; i < 2000; ++i) {
+    std::string m(rng() % 40, 'A');
+    for (char& c : m) c = alphabet[rng() % alphabet.size()];
+    Result<SourceMap> map = SourceMap::Parse(
+        R"({"version":3,"sources":["a","b"],"names":["n"],"mappings":")" + m + "\"}", "m.map", "");
+    if (map.ok()) (void)map->Find(uint32_t(rng() % 4), uint32_t(rng() % 64));
+  }
+}
+
+TEST_CASE("Source maps: the URL a script names, data: URLs and paths") {
+  CHECK(SourceMappingUrl(u"f()\n//# sourceMappingURL=a.js.map\n") ==
+        std::optional<std::string>("a.js.map"));
+  CHECK(SourceMappingUrl(u"//# sourceMappingURL=old.map\nf()\n//@ sourceMappingURL=new.map") ==
+        std::optional<std::string>("new.map"));
+  CHECK_FALSE(SourceMappingUrl(u"f() // no map").has_value());
+  CHECK_FALSE(SourceMappingUrl(u"//# sourceMappingURL=\u00e9.map").has_value());
+  // {"a":1}
+  CHECK(DecodeDataUrl("data:application/json;charset=utf-8;base64,eyJhIjoxfQ==", 100).value() ==
+        R"({"a":1})");
+  CHECK_FALSE(DecodeDataUrl("data:text/plain;base64,eyJhIjoxfQ==", 100).ok());
+  CHECK_FALSE(DecodeDataUrl("data:application/json;base64,eyJhIjoxfQ==", 2).ok());
+  CHECK_FALSE(DecodeDataUrl("data:application/json;base64,e*J", 100).ok());
+  CHECK(ResolvePath("/app/dist", "../src/./a.ts") == "/app/src/a.ts");
+  CHECK(ResolvePath("/app", "../../../x.js") == "/x.js");
+  CHECK(ResolvePath("/app", "file:///srv/a.js") == "/srv/a.js");
+  CHECK(ResolvePath("/app", "webpack://pkg/a.js") == "webpack://pkg/a.js");
+  CHECK(ResolvePath("", "a.js") == "a.js");
 }
