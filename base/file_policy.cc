@@ -179,10 +179,14 @@ Result<ScopedFd> OpenBeneath(int root, const std::string& relative, const FilePo
     }
     const int dir = dirs.back().get();
     const std::string where = here() + (names.empty() ? "" : "/") + part;
+    struct stat st, ds;
+    if (fstat(dir, &ds) != 0) return Errno("cannot stat " + (names.empty() ? "/" : here()));
+    if (policy.world_readable && !(ds.st_mode & S_IXOTH)) {
+      return Refused("not shown: " + (names.empty() ? "/" : here()) + " is not searchable by all");
+    }
     ScopedFd next(openat(dir, part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     if (!next.valid()) return Errno("cannot open " + where);
-    struct stat st, ds;
-    if (fstat(next.get(), &st) != 0 || fstat(dir, &ds) != 0) return Errno("cannot stat " + where);
+    if (fstat(next.get(), &st) != 0) return Errno("cannot stat " + where);
     if (S_ISLNK(st.st_mode)) {
       RETURN_IF_ERROR(TrustLink(where, st, ds, policy));
       if (++links > kMaxLinks) return Refused("more than 32 symbolic links");
@@ -204,6 +208,9 @@ Result<ScopedFd> OpenBeneath(int root, const std::string& relative, const FilePo
     if (!S_ISREG(st.st_mode)) return Refused(where + " is not a regular file");
     if (policy.owner && st.st_uid != *policy.owner) {
       return Refused(where + " is owned by " + Uid(st.st_uid) + ", not " + Uid(*policy.owner));
+    }
+    if (policy.world_readable && !(st.st_mode & S_IROTH)) {
+      return Refused("not shown: " + where + " is not readable by all");
     }
     return Reopen(dir, part, st, where);
   }

@@ -412,8 +412,10 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
       Result<std::u16string> text = heap.ReadCodeUnits(info->script_source, kMaxSource);
       if (text.ok()) {
         source.lines = std::make_unique<SourceLines>(*text);
-        if (std::optional<std::string> url = SourceMappingUrl(*text))
-          ReadSourceMap(process->pid, named.script, *url, &source);
+        // Node's own scripts (node:internal/...) ship no maps.
+        std::optional<std::string> url;
+        if (!named.script.starts_with("node:")) url = SourceMappingUrl(*text);
+        if (url) ReadSourceMap(process->pid, named.script, *url, &source);
       } else {
         Problem("JavaScript sources not read (no first lines)", text.status().message());
       }

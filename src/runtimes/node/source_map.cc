@@ -174,12 +174,20 @@ uint64_t SourceMap::bytes() const {
 }
 
 std::optional<std::string> SourceMappingUrl(std::u16string_view source) {
-  // The last such comment; V8 takes the URL up to whitespace or a quote.
+  // The last such comment that starts a line (bundlers and tsc write it
+  // last; one inside a string of code does not count); V8 takes the URL up
+  // to whitespace or a quote.
   static constexpr std::u16string_view kKeys[] = {u"//# sourceMappingURL=",
                                                   u"//@ sourceMappingURL="};
+  auto starts_line = [&](size_t at) {
+    while (at > 0 && (source[at - 1] == u' ' || source[at - 1] == u'\t')) --at;
+    return at == 0 || source[at - 1] == u'\n' || source[at - 1] == u'\r';
+  };
   size_t best = std::u16string_view::npos, key_size = 0;
   for (std::u16string_view key : kKeys) {
-    const size_t at = source.rfind(key);
+    size_t at = source.rfind(key);
+    while (at != std::u16string_view::npos && !starts_line(at))
+      at = at == 0 ? std::u16string_view::npos : source.rfind(key, at - 1);
     if (at != std::u16string_view::npos && (best == std::u16string_view::npos || at > best)) {
       best = at;
       key_size = key.size();

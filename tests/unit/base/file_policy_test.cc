@@ -251,6 +251,31 @@ TEST_CASE("OpenBeneath: inside the directory only") {
   }
 }
 
+TEST_CASE("OpenBeneath world_readable: every directory searchable by all, the file readable") {
+  TempDir t;
+  REQUIRE(std::filesystem::create_directories(t.path + "/root/open/shut"));
+  t.Write("root/open/a.map", "a");
+  t.Write("root/open/shut/b.map", "b");
+  Result<ScopedFd> root = OpenDirectory(t.path + "/root");
+  REQUIRE(root.ok());
+  chmod((t.path + "/root").c_str(), 0755);
+  chmod((t.path + "/root/open").c_str(), 0755);
+  chmod((t.path + "/root/open/shut").c_str(), 0700);
+  chmod((t.path + "/root/open/a.map").c_str(), 0644);
+  chmod((t.path + "/root/open/shut/b.map").c_str(), 0644);
+  const FilePolicy all{.world_readable = true};
+  CHECK(Text(OpenBeneath(root->get(), "open/a.map", all)) == "a");
+  CHECK(Refusal(OpenBeneath(root->get(), "open/shut/b.map", all))
+            .find("open/shut is not searchable by all") != std::string::npos);
+  chmod((t.path + "/root/open/a.map").c_str(), 0600);
+  CHECK(Refusal(OpenBeneath(root->get(), "open/a.map", all)).find("not readable by all") !=
+        std::string::npos);
+  chmod((t.path + "/root").c_str(), 0700);
+  CHECK(Refusal(OpenBeneath(root->get(), "open/a.map", all)).find("/ is not searchable by all") !=
+        std::string::npos);
+  CHECK(Text(OpenBeneath(root->get(), "open/a.map")) == "a");  // without the policy
+}
+
 TEST_CASE("ReadWhole is bounded") {
   TempDir t;
   t.Write("big", std::string(5000, 'x'));

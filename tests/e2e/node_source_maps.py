@@ -1,0 +1,115 @@
+"""Source maps: a script minified by terser (npm's, fetched by
+scripts/fetch-npm-programs) with its names mangled shows as the program's
+own source (tests/fixtures/node/mapped.js). On Node 20 and 26, run
+--jitless (every frame interpreted, so every frame has a line), with the
+map in a file beside the script and inline (a data: URL), each frame of
+the fixture's three functions has its own name again, the source's path
+and a line in its body, and the innermost's hottest line is the loop's
+statement. A map the target's user could not read (root's, mode 0600,
+named by a script run as another user) is not read: the recording says
+why, and nothing of the map reaches it."""
+import re
+import shutil
+
+from common import *
+
+require_perf()
+nodes = fetch_nodes()
+npm = fetch_npm_programs()
+FIXTURE = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                                        "node", "mapped.js"))
+d = tmpdir()
+os.chmod(d, 0o755)  # the maps are read when anyone could read them
+src, dist = os.path.join(d, "src"), os.path.join(d, "dist")
+os.makedirs(src)
+os.makedirs(dist)
+source = os.path.join(src, "mapped.js")
+shutil.copy(FIXTURE, source)
+with open(source) as f:
+    LINES = f.read().split("\n")
+FNS = ("hotLeaf", "middleLayer", "outerDriver")
+DEFS = {m.group(1): i + 1 for i, l in enumerate(LINES) for m in [re.match(r"function (\w+)\(", l)] if m}
+HOT = 1 + next(i for i, l in enumerate(LINES) if "Math.imul" in l)
+
+
+def body(fn):
+    return range(DEFS[fn], min([l for l in DEFS.values() if l > DEFS[fn]] + [len(LINES)]))
+
+
+def minify(out, url):
+    """terser -c -m toplevel on the fixture into dist/OUT with its map."""
+    p = run(["/usr/bin/node", os.path.join(npm, "terser", "bin", "terser"), "../src/mapped.js", "-c", "-m",
+             "toplevel", "--source-map", url, "-o", out], cwd=dist)
+    check(p.returncode == 0, "terser minified the fixture into %s (%s)" % (out, p.stderr[-300:]))
+    with open(os.path.join(dist, out)) as f:
+        text = f.read()
+    check(not any(re.search(r"function %s\(" % fn, text) for fn in FNS),
+          "%s: its functions renamed by terser" % out)
+    return os.path.join(dist, out)
+
+
+def record_script(script, node, tag, prefix=()):
+    cap = os.path.join(d, tag + ".mscap")
+    p = run([MICROSCOPE, "record", "-q", "--node", "bpf", "-o", cap, "--", *prefix, node, "--jitless", script,
+             "30"], timeout=300)
+    check(p.returncode == 0 and "mapped done" in p.stdout, "%s: recorded (%s)" % (tag, p.stderr[-500:]))
+    return cap
+
+
+external = minify("ext.js", "url='ext.js.map'")
+inline = minify("inl.js", "url=inline")
+for major in ("20", "26"):
+    node = nodes.get(major)
+    if node is None:
+        fail("node %s: not fetched (scripts/fetch-node)" % major)
+    for script, how in ((external, "a file beside it"), (inline, "a data: URL")):
+        tag = "%s-%s" % (major, os.path.basename(script))
+        rep = report(record_script(script, node, tag), "--look", "js", "--granularity", "line",
+                     "--min-percent", "0")
+        values = rep["header"]["sources"]["node"]["values"]
+        lines, own, other = {}, {}, {}  # function: {line: total, self samples}
+        for f in rep["functions"]:
+            m = re.match(r"(\w+)(?: \S+:(\d+))?$", f["function"])
+            if not m or f["module"] == "" or "node:" in f["module"]:
+                continue
+            if m.group(1) in FNS and f["module"] == source:
+                lines.setdefault(m.group(1), {})[int(m.group(2) or 0)] = f["total"]["samples"]
+                own.setdefault(m.group(1), {})[int(m.group(2) or 0)] = f["self"]["samples"]
+            elif f["module"].startswith(d):
+                other[f["function"]] = (f["module"], f["total"]["samples"])
+        check(values["source_maps_read"] >= 1 and set(lines) == set(FNS) and not other,
+              "node %s, map in %s: the fixture's functions by their own names in %s (%s), none "
+              "left minified (%s); %d maps read" % (major, how, source, sorted(lines), other,
+                                                   values["source_maps_read"]))
+        leaf = own.get("hotLeaf", {})
+        check(all(l in body(fn) for fn in FNS for l in lines.get(fn, {}) if l != 0) and
+              leaf.get(0, 0) <= 0.1 * sum(leaf.values()) and
+              max(leaf.items(), key=lambda kv: kv[1], default=(0, 0))[0] == HOT,
+              "node %s, map in %s: every line in its function's body, hotLeaf's hottest the loop's "
+              "(%d), at most 10%% of its samples without a line: %s" % (major, how, HOT, lines))
+
+# A map the target's user could not read: root's, mode 0600, named by a
+# script (readable by all) run as another user.
+uid, gid, as_attacker = attacker()
+secret = os.path.join(d, "secret")
+os.makedirs(secret)
+shutil.copy(external + ".map", os.path.join(secret, "private.js.map"))
+with open(os.path.join(secret, "private.js.map")) as f:
+    private = f.read().replace("../src/mapped.js", "CANARY-private-source.js")
+with open(os.path.join(secret, "private.js.map"), "w") as f:
+    f.write(private)
+os.chmod(os.path.join(secret, "private.js.map"), 0o600)
+with open(external) as f:
+    text = f.read().replace("//# sourceMappingURL=ext.js.map", "//# sourceMappingURL=../secret/private.js.map")
+hostile = os.path.join(dist, "hostile.js")
+with open(hostile, "w") as f:
+    f.write(text)
+cap = record_script(hostile, nodes["26"], "hostile", as_attacker)
+h = report(cap)["header"]
+problems = [p for p in h["problems"] if p["kind"] == "JavaScript source maps not read"]
+check(problems and "private.js.map" in problems[0]["example"] and
+      "neither readable by anyone" in problems[0]["example"] and h["sources"]["node"]["values"]["source_maps_read"] == 0,
+      "a map of root's named by another user's script is not read, saying why: %s" % problems)
+p = run([MICROSCOPE, "report", cap, "--look", "js", "--min-percent", "0"])
+check(p.returncode == 0 and "CANARY" not in p.stdout and "hotLeaf" not in p.stdout,
+      "nothing of it reaches the recording (its functions stay minified)")
