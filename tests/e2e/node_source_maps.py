@@ -5,11 +5,14 @@ own source (tests/fixtures/node/mapped.js). On Node 20 and 26, run
 map in a file beside the script and inline (a data: URL), each frame of
 the fixture's three functions has its own name again, the source's path
 and a line in its body, and the innermost's hottest line is the loop's
-statement. A map the target's user could not read (root's, mode 0600,
+statement. A real library's maps (npm's rxjs: dist/cjs/*.js.map, each
+naming its src/*.ts) place its frames in its TypeScript sources, with
+lines. A map the target's user could not read (root's, mode 0600,
 named by a script run as another user) is not read: the recording says
 why, and nothing of the map reaches it."""
 import re
 import shutil
+from collections import Counter
 
 from common import *
 
@@ -87,6 +90,41 @@ for major in ("20", "26"):
               max(leaf.items(), key=lambda kv: kv[1], default=(0, 0))[0] == HOT,
               "node %s, map in %s: every line in its function's body, hotLeaf's hottest the loop's "
               "(%d), at most 10%% of its samples without a line: %s" % (major, how, HOT, lines))
+
+# A real library: rxjs's operators over a range, 40 rounds, run --jitless
+# (so every frame has a line).
+driver = os.path.join(d, "rx.js")
+with open(driver, "w") as f:
+    f.write("""const { range } = require(%r);
+const { map, filter, scan } = require(%r);
+let last = 0;
+for (let round = 0; round < 40; round++) {
+  range(0, 20000).pipe(map((x) => x * 3), filter((x) => x %% 2 === 0), scan((a, x) => a + x, 0))
+    .subscribe((v) => { last = v; });
+}
+console.log('mapped done', last);
+Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+""" % (os.path.join(npm, "rxjs"), os.path.join(npm, "rxjs", "operators")))
+rxjs_src = os.path.realpath(os.path.join(npm, "rxjs", "src")) + "/"
+rep = report(record_script(driver, nodes["26"], "rxjs"), "--look", "js", "--granularity", "line",
+             "--min-percent", "0")
+values = rep["header"]["sources"]["node"]["values"]
+ts = Counter()  # rxjs's .ts sources: (with a line, without) samples
+dist_js = 0  # its functions left in dist/: a module's own body (tsc maps none of the
+# prologue where V8 starts the module's function) is, at its load
+for f in rep["functions"]:
+    if f["module"].startswith(rxjs_src) and f["module"].endswith(".ts"):
+        ts[(f["module"], re.search(r":\d+$", f["function"]) is not None)] += f["total"]["samples"]
+    elif "/rxjs/dist/" in f["module"] and not f["function"].startswith("(anonymous)"):
+        dist_js += f["total"]["samples"]
+files = {m for m, _ in ts}
+with_line = sum(v for (m, line), v in ts.items() if line)
+check(values["source_maps_read"] >= 5 and len(files) >= 5 and dist_js <= 0.01 * sum(ts.values()) and
+      with_line >= 0.9 * sum(ts.values()),
+      "rxjs: its frames in %d of its TypeScript sources (%s), %d of %d samples' frames with a line, "
+      "at most 1%% left in dist/ besides modules' bodies (%d); %d maps read" %
+      (len(files), sorted(os.path.basename(m) for m in files)[:8], with_line, sum(ts.values()), dist_js,
+       values["source_maps_read"]))
 
 # A map the target's user could not read: root's, mode 0600, named by a
 # script (readable by all) run as another user.
