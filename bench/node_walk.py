@@ -6,8 +6,10 @@
   `record --node bpf`, and under the peer, `perf record -g` (999 Hz, frame
   pointers) of the fixture run with --perf-basic-prof; run alternately,
   medians of --runs;
-- the BPF walk's cost per sample and per frame: walk_runtimes's run time
-  over its runs (kernel.bpf_stats_enabled), on the shares mode (about 8
+- the BPF walk's cost per sample and per frame: the sampling programs'
+  run time per sample (kernel.bpf_stats_enabled; the stack copier, which
+  tail-calls the walk) with --node bpf, less theirs with --node off, on
+  the shares mode (about 8
   JavaScript frames a sample), recursion (about 49) and a stack 1,000
   calls deep (tests/fixtures/node/deep.js: about 1,000 frames a walk);
 - frames named: the share of the samples under top() whose JavaScript

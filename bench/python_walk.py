@@ -4,8 +4,10 @@
 
 - slowdown: the fixture's own time under `record --python off` and
   `record --python bpf` (and unprofiled), run alternately, medians of --runs;
-- the BPF walk's cost per sample and per frame: walk_runtimes's run time over
-  its runs (kernel.bpf_stats_enabled), on a shallow fixture (split, about 3
+- the BPF walk's cost per sample and per frame: the sampling programs' run
+  time per sample (kernel.bpf_stats_enabled; the stack copier, which
+  tail-calls the walk) with --python bpf, less theirs with --python off, on
+  a shallow fixture (split, about 3
   Python frames), a deep one (recursion, about 53) and a stack 1,000 calls
   deep (tests/fixtures/python/deep.py: about 1,000 frames a walk);
 - frames named: the share of samples whose Python frames are all named.
@@ -42,7 +44,7 @@ def timed(cmd):
 
 
 def walk_cost(python, mode):
-    """ns per walk_runtimes run while recording `mode`, and the Python frames
+    """The walk's ns per sample while recording `mode`, and the Python frames
     per sample of the capture."""
     per_walk, cnt = runtime_bench.ns_per_walk(
         [ms, "record", "-q", "--python", "bpf", "-o", cap, "--", python, workload, mode,

@@ -1,7 +1,8 @@
 """What the runtime walkers' benchmarks (python_walk.py, node_walk.py)
-share: timing a fixture by its own clock, and the sampler program's run time
-per walk from the kernel's BPF statistics."""
+share: timing a fixture by its own clock, and the walk's run time per
+sample from the kernel's BPF statistics."""
 import json
+import statistics
 import subprocess
 import threading
 import time
@@ -14,9 +15,11 @@ def timed(cmd, env):
 
 
 def walk_stats():
-    """(run_time_ns, run_cnt) of the loaded sampler program
-    (bpf/sampler.bpf.c: walk_runtimes_at_sample), or None."""
-    p = subprocess.run(["bpftool", "-j", "prog", "show", "name", "walk_runtimes_at_sample"],
+    """(run_time_ns, run_cnt) of the program each sample runs first, or None:
+    the user stack copier (bpf/stack.bpf.c: copy_stack_at_sample), whose run
+    time includes the runtimes' walk it tail-calls (walk_runtimes_at_sample
+    has no runs of its own)."""
+    p = subprocess.run(["bpftool", "-j", "prog", "show", "name", "copy_stack_at_sample"],
                        capture_output=True, text=True)
     try:
         progs = json.loads(p.stdout)
@@ -29,9 +32,9 @@ def walk_stats():
     return None
 
 
-def ns_per_walk(cmd, env):
-    """Runs `cmd` (a recording) with BPF statistics on: the sampler
-    program's ns per run, and its runs."""
+def ns_per_sample(cmd, env):
+    """Runs `cmd` (a recording) with BPF statistics on: the sampling
+    programs' ns per sample, and the samples."""
     last = [None]
     done = threading.Event()
 
@@ -53,3 +56,18 @@ def ns_per_walk(cmd, env):
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"], check=True)
     ns, cnt = last[0] or (0, 0)
     return ns / max(1, cnt), cnt
+
+
+def ns_per_walk(cmd, env, pairs=5):
+    """The walk's ns per sample while `cmd` (a recording with `--node bpf`
+    or `--python bpf`) runs: the sampling programs' cost per sample, less
+    theirs on a run with that walker off just before, the median over
+    `pairs` such pairs (the copy's cost moves from run to run by more than
+    the walk costs); and the samples of the last run."""
+    at = next(i for i, a in enumerate(cmd) if a in ("--node", "--python")) + 1
+    differences = []
+    for _ in range(pairs):
+        off, _ = ns_per_sample(cmd[:at] + ["off"] + cmd[at + 1:], env)
+        on, cnt = ns_per_sample(cmd, env)  # last: its capture is the one callers read
+        differences.append(on - off)
+    return statistics.median(differences), cnt

@@ -136,7 +136,11 @@ struct Process {
   // Source position tables, by bytecode array and the function's shared
   // information (an array's memory reused by another function is another
   // key); empty: none read.
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<PositionEntry>> positions;
+  struct Bytecodes {
+    std::vector<PositionEntry> positions;  // its source position table
+    int64_t length = -1;                   // bytes of bytecode (-1: not read)
+  };
+  std::map<std::pair<uint64_t, uint64_t>, Bytecodes> positions;
   // The process's isolates (by address, as threads' TLS said), numbered in
   // the order they were first seen: the v8.isolate label's values.
   std::unordered_map<uint64_t, std::string> isolates;
@@ -544,15 +548,10 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
     return 0;
   }
   const int64_t offset = slot - (l.bytecode_header - l.heap_object_tag);
-  if (registers) {
-    // r9 proved by the array only: within its bytecodes.
-    Result<uint64_t> length = heap.Word(f.bytecode_array, l.bytecode_length);
-    if (offset < 0 || !length.ok() || !heap.IsSmi(*length) || offset >= heap.SmiValue(*length))
-      return ++no_line_.innermost, 0;
-    ++running_lines_;
-  }
   auto [it, fresh] = process->positions.try_emplace(std::pair{f.bytecode_array, f.shared});
   if (fresh) {
+    Result<uint64_t> bytecodes = heap.Word(f.bytecode_array, l.bytecode_length);
+    if (bytecodes.ok() && heap.IsSmi(*bytecodes)) it->second.length = heap.SmiValue(*bytecodes);
     Result<uint64_t> table = heap.Word(f.bytecode_array, l.bytecode_positions);
     Result<uint64_t> length =
         table.ok() ? heap.Word(*table, l.byte_array_length) : Result<uint64_t>(table.status());
@@ -564,13 +563,18 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
       Result<std::vector<PositionEntry>> entries =
           DecodePositionTable(bytes, l.positions_flags_in_code_delta);
       if (entries.ok()) {
-        it->second = std::move(*entries);
+        it->second.positions = std::move(*entries);
       } else {
         Problem("JavaScript position tables not read", entries.status().message());
       }
     }
   }
-  std::optional<int64_t> position = PositionAt(it->second, offset);
+  if (registers) {
+    // r9 proved by the array only: within its bytecodes.
+    if (offset < 0 || offset >= it->second.length) return ++no_line_.innermost, 0;
+    ++running_lines_;
+  }
+  std::optional<int64_t> position = PositionAt(it->second.positions, offset);
   if (!position) return ++no_line_.no_table, 0;
   const uint32_t line = named.lines->LineOf(*position);
   if (named.start >= 0 && line < named.lines->LineOf(named.start)) {
