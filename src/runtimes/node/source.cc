@@ -137,6 +137,7 @@ struct Process {
   // information (an array's memory reused by another function is another
   // key); empty: none read.
   struct Bytecodes {
+    bool bytecode = false;                 // the word is a BytecodeArray
     std::vector<PositionEntry> positions;  // its source position table
     int64_t length = -1;                   // bytes of bytecode (-1: not read)
   };
@@ -542,13 +543,18 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
     slot = heap.SmiValue(f.bytecode_offset);
   }
   if (!l.LineTableKnown() || named.lines == nullptr) return ++no_line_.no_table, 0;
-  Result<uint16_t> type = heap.TypeOf(f.bytecode_array);
-  if (!type.ok() || *type != l.type_bytecode_array) {
+  // Read once per array and function: its type (two reads of the target
+  // each), its length and its position table.
+  auto [it, fresh] = process->positions.try_emplace(std::pair{f.bytecode_array, f.shared});
+  if (fresh) {
+    Result<uint16_t> type = heap.TypeOf(f.bytecode_array);
+    it->second.bytecode = type.ok() && *type == l.type_bytecode_array;
+  }
+  if (!it->second.bytecode) {
     ++(registers ? no_line_.innermost : no_line_.compiled);
     return 0;
   }
   const int64_t offset = slot - (l.bytecode_header - l.heap_object_tag);
-  auto [it, fresh] = process->positions.try_emplace(std::pair{f.bytecode_array, f.shared});
   if (fresh) {
     Result<uint64_t> bytecodes = heap.Word(f.bytecode_array, l.bytecode_length);
     if (bytecodes.ok() && heap.IsSmi(*bytecodes)) it->second.length = heap.SmiValue(*bytecodes);
