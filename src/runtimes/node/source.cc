@@ -536,8 +536,10 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
       return ++no_line_.innermost, 0;
     }
     slot = int64_t(*r9);
+  } else if (innermost && splicing_.leaf_tag == record::code_tags::kAnonymousCode) {
+    return ++no_line_.compiled, 0;  // its own generated code runs: baseline or optimized
   } else if (innermost && splicing_.leaf_tag != kBuiltinTag) {
-    return ++no_line_.innermost, 0;  // its own generated code, or not placed
+    return ++no_line_.innermost, 0;  // native code, or not placed
   } else {
     if (!heap.IsSmi(f.bytecode_offset)) return ++no_line_.compiled, 0;
     slot = heap.SmiValue(f.bytecode_offset);
