@@ -475,7 +475,8 @@ TEST_CASE("Source maps: the URL a script names, data: URLs and paths") {
   CHECK_FALSE(SourceMappingUrl(u"f() // no map").has_value());
   CHECK(SourceMappingUrl(u"//# sourceMappingURL=real.map\nx = '//# sourceMappingURL=' + y;") ==
         std::optional<std::string>("real.map"));  // not the one in a string
-  CHECK(SourceMappingUrl(u"f()\n  //# sourceMappingURL=a.map") == std::optional<std::string>("a.map"));
+  CHECK(SourceMappingUrl(u"f()\n  //# sourceMappingURL=a.map") ==
+        std::optional<std::string>("a.map"));
   CHECK_FALSE(SourceMappingUrl(u"//# sourceMappingURL=\u00e9.map").has_value());
   // {"a":1}
   CHECK(DecodeDataUrl("data:application/json;charset=utf-8;base64,eyJhIjoxfQ==", 100).value() ==
