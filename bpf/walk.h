@@ -31,7 +31,7 @@ struct walk_header {
   __u8 reserved;
   __u16 bound; /* the most frames this walk could keep */
   __u8 reserved2[2];
-  __u64 context[2]; /* the runtime's own (CPython: the thread state; V8: sp, isolate) */
+  __u64 context[2]; /* the runtime's own (CPython: the thread state; V8: r9 or 0, isolate) */
 };
 
 /* Any runtime's walk, as the programs that take stacks hold one. */

@@ -5,11 +5,14 @@ own source (tests/fixtures/node/mapped.js). On Node 20 and 26, run
 map in a file beside the script and inline (a data: URL), each frame of
 the fixture's three functions has its own name again, the source's path
 and a line in its body, and the innermost's hottest line is the loop's
-statement. A real library's maps (npm's rxjs: dist/cjs/*.js.map, each
+statement; on Node 26 the file map is read again with the program run as
+another user, through directories and a file anyone can read. A real
+library's maps (npm's rxjs: dist/cjs/*.js.map, each
 naming its src/*.ts) place its frames in its TypeScript sources, with
 lines. A map the target's user could not read (root's, mode 0600,
-named by a script run as another user) is not read: the recording says
-why, and nothing of the map reaches it."""
+named by a script run as another user, or by a script that root starts
+and that drops to another user, whose /proc directory stays root's) is
+not read: the recording says why, and nothing of the map reaches it."""
 import re
 import shutil
 from collections import Counter
@@ -61,35 +64,38 @@ def record_script(script, node, tag, prefix=()):
 
 external = minify("ext.js", "url='ext.js.map'")
 inline = minify("inl.js", "url=inline")
-for major in ("20", "26"):
+uid, gid, as_attacker = attacker()
+runs = [("20", external, "a file beside it", ()), ("20", inline, "a data: URL", ()),
+        ("26", external, "a file beside it, run as another user", as_attacker),
+        ("26", inline, "a data: URL", ())]
+for major, script, how, prefix in runs:
     node = nodes.get(major)
     if node is None:
         fail("node %s: not fetched (scripts/fetch-node)" % major)
-    for script, how in ((external, "a file beside it"), (inline, "a data: URL")):
-        tag = "%s-%s" % (major, os.path.basename(script))
-        rep = report(record_script(script, node, tag), "--look", "js", "--granularity", "line",
-                     "--min-percent", "0")
-        values = rep["header"]["sources"]["node"]["values"]
-        lines, own, other = {}, {}, {}  # function: {line: total, self samples}
-        for f in rep["functions"]:
-            m = re.match(r"(\w+)(?: \S+:(\d+))?$", f["function"])
-            if not m or f["module"] == "" or "node:" in f["module"]:
-                continue
-            if m.group(1) in FNS and f["module"] == source:
-                lines.setdefault(m.group(1), {})[int(m.group(2) or 0)] = f["total"]["samples"]
-                own.setdefault(m.group(1), {})[int(m.group(2) or 0)] = f["self"]["samples"]
-            elif f["module"].startswith(d):
-                other[f["function"]] = (f["module"], f["total"]["samples"])
-        check(values["source_maps_read"] >= 1 and set(lines) == set(FNS) and not other,
-              "node %s, map in %s: the fixture's functions by their own names in %s (%s), none "
-              "left minified (%s); %d maps read" % (major, how, source, sorted(lines), other,
-                                                   values["source_maps_read"]))
-        leaf = own.get("hotLeaf", {})
-        check(all(l in body(fn) for fn in FNS for l in lines.get(fn, {}) if l != 0) and
-              leaf.get(0, 0) <= 0.1 * sum(leaf.values()) and
-              max(leaf.items(), key=lambda kv: kv[1], default=(0, 0))[0] == HOT,
-              "node %s, map in %s: every line in its function's body, hotLeaf's hottest the loop's "
-              "(%d), at most 10%% of its samples without a line: %s" % (major, how, HOT, lines))
+    tag = "%s-%s-%d" % (major, os.path.basename(script), len(prefix))
+    rep = report(record_script(script, node, tag, prefix), "--look", "js", "--granularity", "line",
+                 "--min-percent", "0")
+    values = rep["header"]["sources"]["node"]["values"]
+    lines, own, other = {}, {}, {}  # function: {line: total, self samples}
+    for f in rep["functions"]:
+        m = re.match(r"(\w+)(?: \S+:(\d+))?$", f["function"])
+        if not m or f["module"] == "" or "node:" in f["module"]:
+            continue
+        if m.group(1) in FNS and f["module"] == source:
+            lines.setdefault(m.group(1), {})[int(m.group(2) or 0)] = f["total"]["samples"]
+            own.setdefault(m.group(1), {})[int(m.group(2) or 0)] = f["self"]["samples"]
+        elif f["module"].startswith(d):
+            other[f["function"]] = (f["module"], f["total"]["samples"])
+    check(values["source_maps_read"] >= 1 and set(lines) == set(FNS) and not other,
+          "node %s, map in %s: the fixture's functions by their own names in %s (%s), none "
+          "left minified (%s); %d maps read" % (major, how, source, sorted(lines), other,
+                                               values["source_maps_read"]))
+    leaf = own.get("hotLeaf", {})
+    check(all(l in body(fn) for fn in FNS for l in lines.get(fn, {}) if l != 0) and
+          leaf.get(0, 0) <= 0.1 * sum(leaf.values()) and
+          max(leaf.items(), key=lambda kv: kv[1], default=(0, 0))[0] == HOT,
+          "node %s, map in %s: every line in its function's body, hotLeaf's hottest the loop's "
+          "(%d), at most 10%% of its samples without a line: %s" % (major, how, HOT, lines))
 
 # A real library: rxjs's operators over a range, 40 rounds, run --jitless
 # (so every frame has a line).
@@ -127,8 +133,9 @@ check(values["source_maps_read"] >= 5 and len(files) >= 5 and dist_js <= 0.01 * 
        values["source_maps_read"]))
 
 # A map the target's user could not read: root's, mode 0600, named by a
-# script (readable by all) run as another user.
-uid, gid, as_attacker = attacker()
+# script (readable by all) run as another user, and by one root starts
+# that drops to another user first (not dumpable then: its /proc
+# directory is root's, its filesystem uid the other user's).
 secret = os.path.join(d, "secret")
 os.makedirs(secret)
 shutil.copy(external + ".map", os.path.join(secret, "private.js.map"))
@@ -142,12 +149,18 @@ with open(external) as f:
 hostile = os.path.join(dist, "hostile.js")
 with open(hostile, "w") as f:
     f.write(text)
-cap = record_script(hostile, nodes["26"], "hostile", as_attacker)
-h = report(cap)["header"]
-problems = [p for p in h["problems"] if p["kind"] == "JavaScript source maps not read"]
-check(problems and "private.js.map" in problems[0]["example"] and
-      "neither readable by anyone" in problems[0]["example"] and h["sources"]["node"]["values"]["source_maps_read"] == 0,
-      "a map of root's named by another user's script is not read, saying why: %s" % problems)
-p = run([MICROSCOPE, "report", cap, "--look", "js", "--min-percent", "0"])
-check(p.returncode == 0 and "CANARY" not in p.stdout and "hotLeaf" not in p.stdout,
-      "nothing of it reaches the recording (its functions stay minified)")
+dropping = os.path.join(dist, "dropping.js")
+with open(dropping, "w") as f:
+    f.write("process.setgid(%d); process.setuid(%d);\n" % (gid, uid) + text)
+for script, prefix, who in ((hostile, as_attacker, "another user's script"),
+                            (dropping, (), "a script root started that dropped to another user")):
+    cap = record_script(script, nodes["26"], os.path.basename(script), prefix)
+    h = report(cap)["header"]
+    problems = [p for p in h["problems"] if p["kind"] == "JavaScript source maps not read"]
+    check(problems and "private.js.map" in problems[0]["example"] and
+          "neither readable by anyone" in problems[0]["example"] and
+          h["sources"]["node"]["values"]["source_maps_read"] == 0,
+          "a map of root's named by %s is not read, saying why: %s" % (who, problems))
+    p = run([MICROSCOPE, "report", cap, "--look", "js", "--min-percent", "0"])
+    check(p.returncode == 0 and "CANARY" not in p.stdout and "hotLeaf" not in p.stdout,
+          "%s: nothing of the map reaches the recording (its functions stay minified)" % who)

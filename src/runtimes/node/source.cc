@@ -47,6 +47,7 @@ constexpr size_t kMaxSource = size_t(64) << 20;     // UTF-16 units read of one 
 constexpr int64_t kMaxPositionTable = 1 << 20;      // bytes of one source position table
 constexpr int64_t kMaxBytecodeOffset = 1 << 30;     // a running handler's r9 taken as one
 constexpr size_t kMaxSourceMap = size_t(64) << 20;  // bytes of one source map's JSON
+constexpr size_t kMaxMapsPerProcess = 256;          // source maps parsed for one process
 constexpr size_t kMaxIsolates = 4096;               // numbered per process
 
 // What an image tells about the V8 in it, found once per file.
@@ -104,32 +105,23 @@ struct NamedFunction {
 };
 
 // A script's source, read once: where its lines start, and the source map
-// it names (null: none, or not read), whose bytes count in the recording's
-// target memory while it is kept.
+// it names (null: none, or not read).
 struct ScriptSource {
   std::unique_ptr<SourceLines> lines;
-  std::unique_ptr<SourceMap> map;
-  struct Charge {
-    record::TargetMemory* memory = nullptr;
-    uint64_t bytes = 0;
-    Charge() = default;
-    Charge(record::TargetMemory* m, uint64_t b) : memory(m), bytes(b) {}
-    Charge(Charge&& o) noexcept : memory(std::exchange(o.memory, nullptr)), bytes(o.bytes) {}
-    Charge& operator=(Charge&& o) noexcept {
-      std::swap(memory, o.memory);
-      std::swap(bytes, o.bytes);
-      return *this;
-    }
-    ~Charge() {
-      if (memory != nullptr) memory->Give(bytes);
-    }
-  } charge;
+  std::shared_ptr<const SourceMap> map;  // shared by the scripts that name one file
 };
 
 struct Process {
   uint32_t pid = 0;
   const ImageInfo* image = nullptr;
   std::unique_ptr<record::ProcessMemory> memory;
+  // Its /proc directory, opened when it was laid out: what is read through
+  // it is this process's, never a later one's that got its pid.
+  ScopedFd proc;
+  // The source maps it named, by path (null: refused), each read once;
+  // maps_read: files and data: URLs parsed, at most kMaxMapsPerProcess.
+  std::unordered_map<std::string, std::shared_ptr<const SourceMap>> maps;
+  size_t maps_read = 0;
   std::map<FunctionKey, NamedFunction> functions;
   // The script sources read (by source string).
   std::unordered_map<uint64_t, ScriptSource> sources;
@@ -189,9 +181,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // the image of its executable or of a library it maps.
   void LayOut(uint32_t pid, const ImageInfo* info, bool executable);
   const NamedFunction& Function(Process* process, const V8Frame& frame);
-  // The source map `url` names for `script` of process `pid` (a data: URL,
-  // or a file beside the script) into `source`, or a problem saying why not.
-  void ReadSourceMap(uint32_t pid, const std::string& script, const std::string& url,
+  // The source map `url` names for `script` of `process` (a data: URL, or
+  // a file beside the script) into `source`, or a problem saying why not.
+  void ReadSourceMap(Process* process, const std::string& script, const std::string& url,
                      ScriptSource* source);
   // Keeps the functions the walks copied since the last call.
   void TakeSnapshots();
@@ -270,6 +262,8 @@ void NodeSource::LayOut(uint32_t pid, const ImageInfo* info, bool executable) {
   p.pid = pid;
   p.image = info;
   p.memory = std::make_unique<record::ProcessMemory>(pid_t(pid));
+  p.proc =
+      ScopedFd(open(("/proc/" + std::to_string(pid)).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   (void)sampler_->Follow(pid);
   v8_process offsets = info->offsets;
   // A library's thread-local variables lie where the loader put its block.
@@ -420,7 +414,7 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
         // Node's own scripts (node:internal/...) ship no maps.
         std::optional<std::string> url;
         if (!named.script.starts_with("node:")) url = SourceMappingUrl(*text);
-        if (url) ReadSourceMap(process->pid, named.script, *url, &source);
+        if (url) ReadSourceMap(process, named.script, *url, &source);
       } else {
         Problem("JavaScript sources not read (no first lines)", text.status().message());
       }
@@ -441,76 +435,129 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
       named.map = source.map.get();
       named.source = start->source;
       named.first_line = start->line + 1;
+      // A function V8 names (a minified `function e(t)`): the map's name at
+      // its start, or at the name just before it. An anonymous one keeps
+      // V8's: the name before `(x) => ...` is the callee's (`map`, `then`).
       std::optional<OriginalPlace> before = place(info->start - 1);
       const int32_t name = start->name >= 0 ? start->name
                            : before && before->source == start->source && before->name >= 0
                                ? before->name
                                : -1;
-      if (name >= 0 && !named.map->name(name).empty()) named.name = named.map->name(name);
+      if (name >= 0 && !named.map->name(name).empty() && named.name != "(anonymous)")
+        named.name = named.map->name(name);
       ++functions_mapped_;
     }
   }
   return named;
 }
 
+// The user process `proc` (its /proc directory) opens files as: its
+// filesystem uid (the last of status's Uid line), not the owner of its
+// /proc directory (root's when it is not dumpable, as after a setuid).
+std::optional<uid_t> FileUid(int proc) {
+  ScopedFd fd(openat(proc, "status", O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
+  Result<std::vector<uint8_t>> bytes = ReadWhole(fd.get(), 1 << 16);
+  if (!bytes.ok()) return std::nullopt;
+  const std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  const size_t at = text.find("\nUid:");
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view line = text.substr(at + 5, text.find('\n', at + 5) - (at + 5));
+  unsigned long ids[4];
+  if (std::sscanf(std::string(line).c_str(), "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2],
+                  &ids[3]) != 4)
+    return std::nullopt;
+  return uid_t(ids[3]);
+}
+
 // A file a target's script names (its source map), as the target sees it
 // (beneath its root directory), read only when anyone could read it or it
-// is the target's user's own: never shown to whoever could not read it.
-Result<std::vector<uint8_t>> ReadTargetFile(uint32_t pid, const std::string& path, size_t limit) {
-  const std::string proc = "/proc/" + std::to_string(pid);
-  struct stat owner;
-  ScopedFd root(open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root.valid() || stat(proc.c_str(), &owner) != 0)
-    return Status::Error(StatusCode::kNotFound, path + ": its process exited before it was read");
-  const std::string relative = path.substr(
-      path.find_first_not_of('/') == std::string::npos ? path.size() : path.find_first_not_of('/'));
+// is the file of the user the target opens files as: never shown to
+// whoever could not read it. `proc`: the target's /proc directory.
+Result<std::vector<uint8_t>> ReadTargetFile(int proc, const std::string& path, size_t limit,
+                                            record::TargetMemory* memory) {
+  const Status gone =
+      Status::Error(StatusCode::kNotFound, path + ": its process exited before it was read");
+  if (proc < 0) return gone;
+  ScopedFd root(openat(proc, "root", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  const std::optional<uid_t> uid = FileUid(proc);
+  if (!root.valid() || !uid) return gone;
+  const std::string relative = path.substr(std::min(path.size(), path.find_first_not_of('/')));
   Result<ScopedFd> fd = OpenBeneath(root.get(), relative, {.world_readable = true});
   if (!fd.ok()) {
-    Result<ScopedFd> own =
-        OpenBeneath(root.get(), relative, {.owner = owner.st_uid, .link_owner = owner.st_uid});
+    Result<ScopedFd> own = OpenBeneath(root.get(), relative, {.owner = *uid, .link_owner = *uid});
     if (!own.ok())
       return Status::Error(fd.status().code(),
                            path + ": neither readable by anyone (" + fd.status().message() +
                                ") nor its process's user's (" + own.status().message() + ")");
     fd = std::move(own);
   }
+  // Its bytes count while they are read and parsed.
+  struct stat st;
+  if (fstat(fd->get(), &st) != 0) return gone;
+  const uint64_t size = std::min<uint64_t>(uint64_t(st.st_size), limit + 1);
+  if (memory != nullptr && !memory->Take(size))
+    return Status::Error(StatusCode::kTooLarge,
+                         path + ": past the recording's target memory (--target-memory)");
   Result<std::vector<uint8_t>> bytes = ReadWhole(fd->get(), limit);
+  if (memory != nullptr) memory->Give(size);
   if (!bytes.ok())
     return Status::Error(bytes.status().code(), path + ": " + bytes.status().message());
   return bytes;
 }
 
-void NodeSource::ReadSourceMap(uint32_t pid, const std::string& script, const std::string& url,
+void NodeSource::ReadSourceMap(Process* process, const std::string& script, const std::string& url,
                                ScriptSource* source) {
   auto refuse = [&](const std::string& why) { Problem("JavaScript source maps not read", why); };
   std::string_view path = script;
   if (path.starts_with("file://")) path.remove_prefix(7);
   const bool file = path.starts_with('/');
   const std::string dir = file ? std::string(path.substr(0, path.rfind('/'))) : "";
+  std::string key;  // a file's path: read once for every script naming it
+  if (!url.starts_with("data:")) {
+    if (url.find("://") != std::string::npos && !url.starts_with("file://"))
+      return refuse(script + ": " + url.substr(0, 200) + ": not a file (maps are not fetched)");
+    if (!file && !url.starts_with('/') && !url.starts_with("file://"))
+      return refuse(script + ": its map " + url.substr(0, 200) + " is relative to no file");
+    key = ResolvePath(dir, url);
+    if (auto known = process->maps.find(key); known != process->maps.end()) {
+      source->map = known->second;
+      return;
+    }
+  }
+  std::shared_ptr<const SourceMap>* cached = key.empty() ? nullptr : &process->maps[key];
+  if (process->maps_read >= kMaxMapsPerProcess)
+    return refuse(script + ": more than " + std::to_string(kMaxMapsPerProcess) +
+                  " source maps in process " + std::to_string(process->pid));
+  ++process->maps_read;
   std::string json, where, base;
-  if (url.starts_with("data:")) {
+  if (key.empty()) {
     Result<std::string> decoded = DecodeDataUrl(url, kMaxSourceMap);
     if (!decoded.ok()) return refuse(script + ": " + decoded.status().message());
     json = std::move(*decoded);
     where = script + " (its data: URL)";
     base = dir;
   } else {
-    if (url.find("://") != std::string::npos && !url.starts_with("file://"))
-      return refuse(script + ": " + url.substr(0, 200) + ": not a file (maps are not fetched)");
-    if (!file && !url.starts_with('/') && !url.starts_with("file://"))
-      return refuse(script + ": its map " + url.substr(0, 200) + " is relative to no file");
-    where = ResolvePath(dir, url);
-    Result<std::vector<uint8_t>> bytes = ReadTargetFile(pid, where, kMaxSourceMap);
+    Result<std::vector<uint8_t>> bytes =
+        ReadTargetFile(process->proc.get(), key, kMaxSourceMap, target_memory_);
     if (!bytes.ok()) return refuse(bytes.status().message());
     json.assign(bytes->begin(), bytes->end());
-    base = where.substr(0, where.rfind('/'));
+    where = key;
+    base = key.substr(0, key.rfind('/'));
   }
   Result<SourceMap> map = SourceMap::Parse(json, where, base);
   if (!map.ok()) return refuse(map.status().message());
-  if (target_memory_ != nullptr && !target_memory_->Take(map->bytes()))
+  if (target_memory_ != nullptr && !target_memory_->Take(map->bytes())) {
+    process->maps_read = kMaxMapsPerProcess;  // no more for this process
     return refuse(where + ": past the recording's target memory (--target-memory)");
-  source->charge = {target_memory_, map->bytes()};
-  source->map = std::make_unique<SourceMap>(std::move(*map));
+  }
+  auto kept = std::shared_ptr<const SourceMap>(new SourceMap(std::move(*map)),
+                                               [memory = target_memory_](const SourceMap* m) {
+                                                 if (memory != nullptr) memory->Give(m->bytes());
+                                                 delete m;
+                                               });
+  source->map = kept;
+  if (cached != nullptr) *cached = std::move(kept);
   ++maps_read_;
 }
 
@@ -538,8 +585,12 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
     slot = int64_t(*r9);
   } else if (innermost && splicing_.leaf_tag == record::code_tags::kAnonymousCode) {
     return ++no_line_.compiled, 0;  // its own generated code runs: baseline or optimized
-  } else if (innermost && splicing_.leaf_tag != kBuiltinTag) {
-    return ++no_line_.innermost, 0;  // native code, or not placed
+  } else if (innermost &&
+             (splicing_.leaf_tag != kBuiltinTag ||
+              process->image->builtins.handlers.begin == process->image->builtins.handlers.end)) {
+    // Native code, not placed, or a builtin that may be a handler (this
+    // image's handlers are not one block of their own).
+    return ++no_line_.innermost, 0;
   } else {
     if (!heap.IsSmi(f.bytecode_offset)) return ++no_line_.compiled, 0;
     slot = heap.SmiValue(f.bytecode_offset);
@@ -553,6 +604,9 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
     it->second.bytecode = type.ok() && *type == l.type_bytecode_array;
   }
   if (!it->second.bytecode) {
+    // Not kept: an optimized frame's spill slot read as one is no key to
+    // remember, nor is a read that failed once.
+    process->positions.erase(it);
     ++(registers ? no_line_.innermost : no_line_.compiled);
     return 0;
   }

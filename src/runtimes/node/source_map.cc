@@ -51,10 +51,38 @@ Result<SourceMap> SourceMap::Parse(std::string_view json, const std::string& whe
   auto error = [&](const std::string& why) {
     return Status::Error(StatusCode::kDataLoss, where + ": " + why);
   };
-  const nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  // Only what is read is kept while parsing: the top level's fields of a
+  // map, and strings in its "sources" and "names" (at most kMaxEntries
+  // each); anything else a hostile map holds (a million nested arrays) is
+  // parsed and dropped, so the tree stays as small as the map's own text.
+  static constexpr std::string_view kFields[] = {"version",  "sources",    "names",
+                                                 "mappings", "sourceRoot", "sections"};
+  size_t entries = 0;
+  bool too_many = false, nested = false, listed = false;  // listed: in "sources" or "names"
+  const nlohmann::json::parser_callback_t keep = [&](int depth, nlohmann::json::parse_event_t event,
+                                                     nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (depth == 1 && event == Event::key) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      listed = key == "sources" || key == "names";
+      return std::find(std::begin(kFields), std::end(kFields), key) != std::end(kFields);
+    }
+    if (depth >= 2 && (event == Event::object_start || event == Event::array_start)) {
+      nested = nested || (depth == 2 && listed);  // a source or name that is no string
+      return false;
+    }
+    if (depth == 2 && listed && event == Event::value) {
+      if (++entries > 2 * kMaxEntries) too_many = true;
+      return !too_many;
+    }
+    return true;
+  };
+  const nlohmann::json j = nlohmann::json::parse(json, keep, /*allow_exceptions=*/false);
+  if (too_many) return error("more than " + std::to_string(kMaxEntries) + " sources or names");
   if (j.is_discarded() || !j.is_object()) return error("not a JSON object");
-  if (!j.contains("version") || j["version"] != 3) return error("not a version 3 source map");
   if (j.contains("sections")) return error("an index map (sections), which is not read");
+  if (nested) return error("a source or name that is an array or object");
+  if (!j.contains("version") || j["version"] != 3) return error("not a version 3 source map");
   const auto mappings = j.find("mappings");
   const auto sources = j.find("sources");
   if (mappings == j.end() || !mappings->is_string()) return error("no \"mappings\" string");
@@ -88,6 +116,8 @@ Result<SourceMap> SourceMap::Parse(std::string_view json, const std::string& whe
   size_t at = 0;
   while (at <= m.size()) {
     if (at == m.size() || m[at] == ';') {
+      if (map.lines_.size() > kMaxSegments)
+        return error("more than " + std::to_string(kMaxSegments) + " lines");
       map.lines_.push_back(uint32_t(map.segments_.size()));
       ++at;
       continue;
@@ -146,6 +176,8 @@ Result<SourceMap> SourceMap::Parse(std::string_view json, const std::string& whe
     }
     map.segments_.push_back(s);
   }
+  map.segments_.shrink_to_fit();
+  map.lines_.shrink_to_fit();
   // Each line's segments by column (a map need not write them so).
   for (size_t i = 0; i + 1 < map.lines_.size(); ++i) {
     std::stable_sort(map.segments_.begin() + map.lines_[i],
@@ -167,7 +199,7 @@ std::optional<OriginalPlace> SourceMap::Find(uint32_t line, uint32_t column) con
 }
 
 uint64_t SourceMap::bytes() const {
-  uint64_t n = segments_.size() * sizeof(Segment) + lines_.size() * sizeof(uint32_t);
+  uint64_t n = segments_.capacity() * sizeof(Segment) + lines_.capacity() * sizeof(uint32_t);
   for (const std::string& s : sources_) n += s.size() + sizeof(s);
   for (const std::string& s : names_) n += s.size() + sizeof(s);
   return n;

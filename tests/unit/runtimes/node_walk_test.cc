@@ -455,6 +455,16 @@ TEST_CASE("Source maps: malformed maps refused with the place, never read past")
         std::string::npos);  // -1
   CHECK(refused(R"({"version":3,"sources":["a"],"mappings":"AAAAC"})").find("name out of range") !=
         std::string::npos);
+  CHECK(refused(R"({"version":3,"sources":[["a"]],"mappings":"AAAA"})").find("array or object") !=
+        std::string::npos);
+  // Fields not read are dropped while parsing, nested or not; a source that
+  // is no string keeps its place.
+  Result<SourceMap> kept = SourceMap::Parse(
+      R"({"version":3,"x_facebook_sources":[[{"a":[1,2,[3]]}]],"sourcesContent":["x"],
+          "sources":[null,"b.js"],"mappings":"ACAA"})",
+      "m.map", "/d");
+  REQUIRE(kept.ok());
+  CHECK(kept->source(kept->Find(0, 0)->source) == "/d/b.js");
   std::mt19937_64 rng(11);
   const std::string alphabet =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/,;!";
