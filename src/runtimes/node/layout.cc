@@ -228,29 +228,32 @@ Result<BuiltinsRanges> BuiltinsCode(const std::string& path) {
   ASSIGN_OR_RETURN(std::vector<symbols::LoadSegment> loads,
                    symbols::ElfLoadSegments(file.elf.get()));
   constexpr std::string_view kBuiltin = "Builtins_", kHandler = "Handler";
-  uint64_t lo = UINT64_MAX, hi = 0, handlers_lo = UINT64_MAX, handlers_hi = 0;
-  std::vector<uint64_t> others;  // where the other builtins start
+  struct Builtin {
+    uint64_t start, end;
+    bool handler;  // named *Handler
+  };
+  std::vector<Builtin> builtins;
   symbols::ForEachDefinedSymbol(
       file.elf.get(), SHT_SYMTAB, [&](const GElf_Sym& sym, std::string_view name) {
         if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || !name.starts_with(kBuiltin)) return true;
-        const uint64_t end = sym.st_value + std::max<uint64_t>(sym.st_size, 1);
-        lo = std::min<uint64_t>(lo, sym.st_value);
-        hi = std::max(hi, end);
-        if (name.ends_with(kHandler)) {
-          handlers_lo = std::min<uint64_t>(handlers_lo, sym.st_value);
-          handlers_hi = std::max(handlers_hi, end);
-        } else {
-          others.push_back(sym.st_value);
-        }
+        builtins.push_back({sym.st_value, sym.st_value + std::max<uint64_t>(sym.st_size, 1),
+                            name.ends_with(kHandler)});
         return true;
       });
-  if (lo >= hi) {
+  if (builtins.empty()) {
     return Status::Error(StatusCode::kNotFound, path + ": no Builtins_* symbols (stripped?)");
   }
-  const bool one_block =
-      handlers_lo < handlers_hi && std::none_of(others.begin(), others.end(), [&](uint64_t at) {
-        return at >= handlers_lo && at < handlers_hi;
-      });
+  std::sort(builtins.begin(), builtins.end(),
+            [](const Builtin& a, const Builtin& b) { return a.start < b.start; });
+  uint64_t lo = builtins.front().start, hi = 0;
+  for (const Builtin& b : builtins) hi = std::max(hi, b.end);
+  // The bytecode handlers are the builtins' last block (some others are
+  // named *Handler too: Node 24's AtomicsMutexAsyncUnlockResolveHandler);
+  // V8 has some 500 of them.
+  size_t first = builtins.size();
+  while (first > 0 && builtins[first - 1].handler) --first;
+  const bool one_block = builtins.size() - first >= 100;
+  const uint64_t handlers_lo = one_block ? builtins[first].start : 0, handlers_hi = hi;
   for (const symbols::LoadSegment& s : loads) {
     if (lo >= s.vaddr && hi <= s.vaddr + s.filesz) {
       BuiltinsRanges r;
