@@ -366,10 +366,13 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   // A child BPF laid out at its fork or exec has been walked from its
   // start: a sample of it without a walk lost its walk, it did not come
   // before the walker (user space hears of the child later, the more so
-  // on a loaded machine).
+  // on a loaded machine). One that exited before user space heard of it
+  // (BPF forgot it at its exit) cannot say which: its samples without a
+  // walk say only that, and BPF is not given a dead pid to walk.
   const bool walked = walker_->Walks(pid);
-  Status set = walker_->SetProcess(pid, module.layout, where);
-  p.laid_out_at = walked ? 0 : MonotonicNowNs();
+  const bool gone = record::ProcessGone(pid_t(pid));
+  Status set = gone ? OkStatus() : walker_->SetProcess(pid, module.layout, where);
+  p.laid_out_at = walked || gone ? 0 : MonotonicNowNs();
   if (!set.ok()) {
     Problem("Python process not laid out", "pid " + std::to_string(pid) + ": " + set.message());
     processes_.erase(pid);
