@@ -111,6 +111,14 @@ struct SpliceStack {
   std::pair<std::string_view, std::string_view>* label = nullptr;
 };
 
+// The stack's first user frame (kernel frames have no stack pointer);
+// sps.size() when there is none.
+inline size_t FirstUserFrame(std::span<const uint64_t> sps) {
+  size_t leaf = 0;
+  while (leaf < sps.size() && sps[leaf] == 0) ++leaf;
+  return leaf;
+}
+
 // The native frame (index) whose stack holds `address`: the innermost frame
 // whose stack pointer is at or below it, when the next known one is above
 // (past the outermost known frame, a frame's extent is not known).

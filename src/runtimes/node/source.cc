@@ -693,8 +693,7 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
     }
   }
   const uint64_t unknown_before = unknown_frames_;
-  size_t leaf = 0;  // the first user frame (kernel frames have no stack pointer)
-  while (leaf < stack.sps.size() && stack.sps[leaf] == 0) ++leaf;
+  const size_t leaf = record::FirstUserFrame(stack.sps);
   splicing_ = {&p->second, interner, leaf < stack.tags.size() ? stack.tags[leaf] : uint8_t(0)};
   SpliceV8Walk(*walk, stack.frames, stack.tags, stack.sps, {kBuiltinTag, kHandlerTag}, hooks_,
                &scratch_);

@@ -75,8 +75,7 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
   auto& replaced = s.replaced;
   before.clear();
   replaced.assign(n, std::nullopt);
-  size_t leaf = 0;  // the first user frame (kernel frames have no stack pointer)
-  while (leaf < sps.size() && sps[leaf] == 0) ++leaf;
+  const size_t leaf = record::FirstUserFrame(sps);
   size_t next = 0;  // frames are placed leaf to root: never leafward of this
   size_t placed = 0;
   for (const V8Frame& f : walk.frames) {
