@@ -5,9 +5,9 @@ and 26 from the npm registry (scripts/fetch-node).
 The fixture (tests/fixtures/node/workload.js) does a fixed amount of work:
 top()/mid()/leaf() 10/30/60 of it in their own loops; recursion 40 calls
 deep; a worker thread; crypto.pbkdf2 on the libuv pool. Each function's
-share of the JavaScript samples must be within 15 points of perf's (perf
-record -g of another run, which names JIT code through node's perf map) and
-of the split, both run with --perf-basic-prof (a run's shares move from run
+share of the JavaScript samples must be within 15 points of perf's on the
+oldest and newest release (perf record -g of another run, which names JIT
+code through node's perf map) and on each of the split, both run with --perf-basic-prof (a run's shares move from run
 to run: by up to 10 points in the perf map's names, up to 13 in the
 walker's, which is not explained yet); node
 --cpu-prof must name the same functions (its shares are printed beside
@@ -20,7 +20,8 @@ bytecode handler runs (from V8's interpreter registers) or its call's,
 whose hottest line is --cpu-prof's in the same run; recursion
 keeps its depth; the worker's thread has its own JavaScript frames; the
 pool threads, which run no JavaScript, carry no JavaScript frame and no
-unknown marker; and nearly every JavaScript frame is named."""
+unknown marker (this, -g dwarf through V8's code and an addon's callback
+are the recorder's own mechanisms: on the oldest and newest release); and nearly every JavaScript frame is named."""
 import re
 import glob
 import json
@@ -107,31 +108,38 @@ def unknown_share(rep):
 # each release, whose layouts the optimized build's run checks.
 majors = (os.environ["NODE_MAJORS"].split(",") if os.environ.get("NODE_MAJORS") else
           ["26"] if SANITIZED else nodes)
+# What a release lays out differently (names, lines, recursion, workers,
+# the entry) is checked on every release; the recorder's own mechanisms
+# (-g dwarf through V8's code, an addon's callback, the pool threads) and
+# perf's agreement on the oldest and newest: on every release they took 40
+# of this test's 182 s in CI.
+EVERY = [min(majors, key=int), max(majors, key=int)] if majors else []
 for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     # Shares against --cpu-prof, and where the frames sit.
     # Both profilers record node --perf-basic-prof (perf needs the map): V8
     # then tiers its code the same way run after run (without it, the
     # shares of one run move by several points).
     cap = record_fixture(major, node, "shares", ["--perf-basic-prof"], "2")
-    data = os.path.join(d, "perf.data")
-    p = run(["perf", "record", "-q", "-g", "-o", data, "--", node, "--perf-basic-prof", WORKLOAD,
-             "shares", "2"], timeout=300, cwd=d)
-    check(p.returncode == 0, "node %s: perf records the fixture: %s" % (major, p.stderr[-300:]))
     ours, n = js_self_shares(cap)
-    perf, files = perf_shares(data)
-    for m in glob.glob("/tmp/perf-*.map"):  # node's, read by perf script above
-        if os.path.getmtime(m) >= os.path.getmtime(cap) - 60:
-            os.unlink(m)
     r3 = lambda shares: {k: round(v, 3) for k, v in shares.items()}
-    # 15 points: the two runs are apart, and a run's shares move from run to
-    # run (Node 20, 8 runs each: by the perf map's names leaf 0.53 to 0.63;
-    # by the walker 0.56 to 0.73, once 12 points from perf's: not
-    # explained yet, see the issue's notes).
-    check(n > 1000 and all(abs(ours[fn] - perf[fn]) <= 0.15 for fn in FNS) and
-          all(files.get(fn) == WORKLOAD for fn in FNS),
-          "node %s: self shares %s within 15 points of perf's %s, which names the same "
-          "functions in %s (%d samples)" % (major, r3(ours), r3(perf), sorted(set(files.values())), n))
-    check(all(abs(ours[fn] - SPLIT[fn]) <= 0.15 for fn in FNS),
+    if major in EVERY:
+        data = os.path.join(d, "perf.data")
+        p = run(["perf", "record", "-q", "-g", "-o", data, "--", node, "--perf-basic-prof", WORKLOAD,
+                 "shares", "2"], timeout=300, cwd=d)
+        check(p.returncode == 0, "node %s: perf records the fixture: %s" % (major, p.stderr[-300:]))
+        perf, files = perf_shares(data)
+        for m in glob.glob("/tmp/perf-*.map"):  # node's, read by perf script above
+            if os.path.getmtime(m) >= os.path.getmtime(cap) - 60:
+                os.unlink(m)
+        # 15 points: the two runs are apart, and a run's shares move from run to
+        # run (Node 20, 8 runs each: by the perf map's names leaf 0.53 to 0.63;
+        # by the walker 0.56 to 0.73, once 12 points from perf's: not
+        # explained yet, see the issue's notes).
+        check(n > 1000 and all(abs(ours[fn] - perf[fn]) <= 0.15 for fn in FNS) and
+              all(files.get(fn) == WORKLOAD for fn in FNS),
+              "node %s: self shares %s within 15 points of perf's %s, which names the same "
+              "functions in %s (%d samples)" % (major, r3(ours), r3(perf), sorted(set(files.values())), n))
+    check(n > 1000 and all(abs(ours[fn] - SPLIT[fn]) <= 0.15 for fn in FNS),
           "node %s: and within 15 points of the fixture's split %s" % (major, SPLIT))
     cap = record_fixture(major, node, "shares")  # as users run it, for the checks below
     _, n = js_self_shares(cap)
@@ -241,52 +249,53 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
         check(re.search(r"v8\.isolate: Total", tags) and re.search(r"\): 2\n", tags),
               "node %s: pprof -tags lists the v8.isolate label: %s" % (major, tags[-200:]))
 
-    # -g dwarf: V8's generated code has no CFI; it keeps frame pointers and
-    # is unwound by them, so stacks still reach _start through it.
-    cap = record_fixture(major, node, "shares", scale="%g" % (0.5 * LAG_FACTOR),
-                         record_args=["-g", "dwarf"])
-    rep = report(cap, "--tree", "--min-percent", "0")
-    ends = rep["header"]["stack_ends"]
-    rooted = sum(v for p, v in tree_paths(rep).items() if p[-1] == "leaf" and p[0] == "_start")
-    paths = tree_paths(report(cap, "--tree", "--min-percent", "0", "--look", "js"))
-    in_leaf = sum(v for p, v in paths.items() if p[-1] == "leaf")
-    chain = sum(v for p, v in paths.items() if p[-3:] == ("top", "mid", "leaf"))
-    check(ends["complete"] > 0.9 * rep["header"]["samples"] and rooted > 0.9 * in_leaf and
-          chain > 0.9 * in_leaf,
-          "node %s -g dwarf: %d of %d stacks complete; leaf from _start in %d of %d, under mid "
-          "under top in %d (stack ends %s)" %
-          (major, ends["complete"], rep["header"]["samples"], rooted, in_leaf, chain,
-           {k: v for k, v in ends.items() if v}))
+    if major in EVERY:
+        # -g dwarf: V8's generated code has no CFI; it keeps frame pointers and
+        # is unwound by them, so stacks still reach _start through it.
+        cap = record_fixture(major, node, "shares", scale="%g" % (0.5 * LAG_FACTOR),
+                             record_args=["-g", "dwarf"])
+        rep = report(cap, "--tree", "--min-percent", "0")
+        ends = rep["header"]["stack_ends"]
+        rooted = sum(v for p, v in tree_paths(rep).items() if p[-1] == "leaf" and p[0] == "_start")
+        paths = tree_paths(report(cap, "--tree", "--min-percent", "0", "--look", "js"))
+        in_leaf = sum(v for p, v in paths.items() if p[-1] == "leaf")
+        chain = sum(v for p, v in paths.items() if p[-3:] == ("top", "mid", "leaf"))
+        check(ends["complete"] > 0.9 * rep["header"]["samples"] and rooted > 0.9 * in_leaf and
+              chain > 0.9 * in_leaf,
+              "node %s -g dwarf: %d of %d stacks complete; leaf from _start in %d of %d, under mid "
+              "under top in %d (stack ends %s)" %
+              (major, ends["complete"], rep["header"]["samples"], rooted, in_leaf, chain,
+               {k: v for k, v in ends.items() if v}))
 
-    # A native addon's C calls JavaScript back: the callback's frames sit
-    # under the addon's C function, under the JavaScript that called it.
-    paths = tree_paths(report(record_fixture(major, node, "addon", args=[fixture("addon.node")]),
-                              "--tree", "--min-percent", "0"))
-    in_leaf = sum(v for p, v in paths.items() if p[-1] == "leaf")
-    through = sum(v for p, v in paths.items() if p[-1] == "leaf" and "CallThrough" in p and
-                  "main" in p and p.index("main") < p.index("CallThrough"))
-    check(in_leaf > 100 and through > 0.95 * in_leaf,
-          "node %s: leaf called back from the addon's C (CallThrough), under main: %d of %d" %
-          (major, through, in_leaf))
+        # A native addon's C calls JavaScript back: the callback's frames sit
+        # under the addon's C function, under the JavaScript that called it.
+        paths = tree_paths(report(record_fixture(major, node, "addon", args=[fixture("addon.node")]),
+                                  "--tree", "--min-percent", "0"))
+        in_leaf = sum(v for p, v in paths.items() if p[-1] == "leaf")
+        through = sum(v for p, v in paths.items() if p[-1] == "leaf" and "CallThrough" in p and
+                      "main" in p and p.index("main") < p.index("CallThrough"))
+        check(in_leaf > 100 and through > 0.95 * in_leaf,
+              "node %s: leaf called back from the addon's C (CallThrough), under main: %d of %d" %
+              (major, through, in_leaf))
 
-    # The pool threads run no JavaScript: no JavaScript frame, no marker.
-    cap = record_fixture(major, node, "pbkdf2")
-    folded = os.path.join(d, "pbkdf2.folded")
-    p = run([MICROSCOPE, "convert", cap, "--to", "folded", "--per-thread", "-o", folded])
-    check(p.returncode == 0, "convert --per-thread: %s" % p.stderr[-300:])
-    main_tid = str(report(cap)["header"]["target_pid"])
-    pool, marked = 0, []
-    for line in open(folded):
-        stack, count = line.rstrip("\n").rsplit(" ", 1)
-        frames = stack.split(";")
-        if frames[0].rsplit("-", 1)[-1] == main_tid or not any("pbkdf2" in f.lower() for f in frames):
-            continue
-        pool += int(count)
-        if any(f.startswith("[unknown JavaScript") or f in FNS or f == "(anonymous)" for f in frames):
-            marked.append(frames[-3:])
-    check(pool > 50 and not marked,
-          "node %s: %d samples of pool threads hash, none with JavaScript frames or markers (%s)" %
-          (major, pool, marked[:2]))
-    labeled = [t["tid"] for t in report(cap, "--threads")["threads"]
-               if t.get("isolate") and t["tid"] != int(main_tid)]
-    check(not labeled, "node %s: no pool thread is labeled with an isolate (%s)" % (major, labeled))
+        # The pool threads run no JavaScript: no JavaScript frame, no marker.
+        cap = record_fixture(major, node, "pbkdf2")
+        folded = os.path.join(d, "pbkdf2.folded")
+        p = run([MICROSCOPE, "convert", cap, "--to", "folded", "--per-thread", "-o", folded])
+        check(p.returncode == 0, "convert --per-thread: %s" % p.stderr[-300:])
+        main_tid = str(report(cap)["header"]["target_pid"])
+        pool, marked = 0, []
+        for line in open(folded):
+            stack, count = line.rstrip("\n").rsplit(" ", 1)
+            frames = stack.split(";")
+            if frames[0].rsplit("-", 1)[-1] == main_tid or not any("pbkdf2" in f.lower() for f in frames):
+                continue
+            pool += int(count)
+            if any(f.startswith("[unknown JavaScript") or f in FNS or f == "(anonymous)" for f in frames):
+                marked.append(frames[-3:])
+        check(pool > 50 and not marked,
+              "node %s: %d samples of pool threads hash, none with JavaScript frames or markers (%s)" %
+              (major, pool, marked[:2]))
+        labeled = [t["tid"] for t in report(cap, "--threads")["threads"]
+                   if t.get("isolate") and t["tid"] != int(main_tid)]
+        check(not labeled, "node %s: no pool thread is labeled with an isolate (%s)" % (major, labeled))
