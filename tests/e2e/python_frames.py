@@ -155,7 +155,7 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
     names[name] = share_named
     check(share_named >= 0.95, "%s: %.2f%% of samples have every Python frame named (%d unknown)" %
           (name, 100 * share_named, unknown))
-    if name in EVERY:
+    if name in EVERY and not SANITIZED:  # the peers run no code of ours
         prof = cprofile_share(python, "split", ["a", "b"])
         check(prof and near(share, prof["a"], 5),
               "%s: cProfile's cumulative share of a() %.1f%%, ours %.1f%% (within 5)" %
