@@ -225,16 +225,20 @@ for major in ["20", "26"]:
         check(whole >= 0.95 * user, "%s: at least 95%% of stacks whole (%d of %d; %s)" %
               (what, whole, user, {k: v for k, v in h["stack_ends"].items() if v}))
         # Lines: every frame but baseline and optimized ones (V8 keeps no
-        # bytecode offset for them) should have one; 90% at least. Not yet
-        # prettier's on Node 20: its ES modules' sources are "not a string
-        # (type 817)" to the reader, so their functions have no lines
-        # (86.7%); 80% for it until that is read.
+        # bytecode offset for them) and builtins called as functions (sort,
+        # split: no script) should have one; 90% at least. Every script's
+        # source is read: prettier.cjs's on Node 20 was
+        # moved by the scavenger after the walk copied where it was (2 or 3
+        # sources unread in every run, 87% of frames with a line); the
+        # script says where it is now.
+        unread = [l["text"] for l in h["lines"] if "sources not read" in l["text"]]
+        check(not unread, "%s: every JavaScript source read: %s" % (what, unread))
         v = h["sources"]["node"]["values"]
-        interpreted = v["frames"] - v["frames_without_line_compiled"]
+        interpreted = (v["frames"] - v["frames_without_line_compiled"] -
+                       v["frames_without_line_no_source"])
         lineless = (v["frames_without_line_innermost"] + v["frames_without_line_other"] +
                     v["frames_without_line_unmapped"])
-        allowed = 0.2 if (name, major) == ("prettier", "20") else 0.1
-        check(interpreted > 1000 and lineless <= allowed * interpreted,
+        check(interpreted > 500 and lineless <= 0.1 * interpreted,
               "%s: %d of %d interpreted JavaScript frames with a line (%d from the interpreter's "
               "registers)" % (what, interpreted - lineless, interpreted, v["frames_with_line_from_registers"]))
 

@@ -95,6 +95,9 @@ struct FunctionKey {
 struct NamedFunction {
   std::string error;  // non-empty: not named, why
   std::string name, script;
+  // No script at all: a builtin V8 or Node calls as a function
+  // (Array.prototype.sort, String.prototype.split, an API callback).
+  bool scriptless = false;
   uint32_t first_line = 0;             // 0: not known
   int64_t start = -1;                  // where it starts in its script (UTF-16 units)
   const SourceLines* lines = nullptr;  // its script's, when read
@@ -181,6 +184,10 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // the image of its executable or of a library it maps.
   void LayOut(uint32_t pid, const ImageInfo* info, bool executable);
   const NamedFunction& Function(Process* process, const V8Frame& frame);
+  // The source at `address` of `script`, read once (its lines and map);
+  // when it cannot be read, no lines, and `unread` says why.
+  ScriptSource& SourceAt(Process* process, HeapReader& heap, uint64_t address,
+                         const std::string& script, Status* unread);
   // The source map `url` names for `script` of `process` (a data: URL, or
   // a file beside the script) into `source`, or a problem saying why not.
   void ReadSourceMap(Process* process, const std::string& script, const std::string& url,
@@ -244,6 +251,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     uint64_t innermost = 0;  // the frame the leaf runs (its offset slot may be stale)
     uint64_t compiled = 0;   // baseline and optimized frames (no offset slot)
     uint64_t no_table = 0;   // no position table or line read
+    uint64_t no_source = 0;  // a function with no script: a builtin's or the embedder's
     uint64_t unmapped = 0;   // a source map that places it nowhere, or in another source
   } no_line_;
   uint64_t maps_read_ = 0, functions_mapped_ = 0, mapped_lines_ = 0;
@@ -377,6 +385,24 @@ void NodeSource::Poll(const record::PollWindow&, record::RowSink*) {
   execs_.clear();
 }
 
+ScriptSource& NodeSource::SourceAt(Process* process, HeapReader& heap, uint64_t address,
+                                   const std::string& script, Status* unread) {
+  auto [it, read] = process->sources.try_emplace(address);
+  ScriptSource& source = it->second;
+  if (!read) return source;
+  Result<std::u16string> text = heap.ReadCodeUnits(address, kMaxSource);
+  if (!text.ok()) {
+    *unread = text.status();
+    return source;
+  }
+  source.lines = std::make_unique<SourceLines>(*text);
+  // Node's own scripts (node:internal/...) ship no maps.
+  std::optional<std::string> url;
+  if (!script.starts_with("node:")) url = SourceMappingUrl(*text);
+  if (url) ReadSourceMap(process, script, *url, &source);
+  return source;
+}
+
 const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
   auto [it, fresh] = process->functions.try_emplace({f.shared, f.name, f.script});
   NamedFunction& named = it->second;
@@ -404,21 +430,23 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
     Problem("JavaScript scripts not named (their functions are)", info->script_error);
   named.name = std::move(info->name);
   named.script = std::move(info->script);
+  named.scriptless = named.script.empty() && info->script_source == 0 && info->script_error.empty();
   if (info->start >= 0 && info->script_source != 0) {
-    auto [it, read] = process->sources.try_emplace(info->script_source);
-    ScriptSource& source = it->second;
-    if (read) {
-      Result<std::u16string> text = heap.ReadCodeUnits(info->script_source, kMaxSource);
-      if (text.ok()) {
-        source.lines = std::make_unique<SourceLines>(*text);
-        // Node's own scripts (node:internal/...) ship no maps.
-        std::optional<std::string> url;
-        if (!named.script.starts_with("node:")) url = SourceMappingUrl(*text);
-        if (url) ReadSourceMap(process, named.script, *url, &source);
-      } else {
-        Problem("JavaScript sources not read (no first lines)", text.status().message());
+    Status unread = OkStatus();
+    ScriptSource* at = &SourceAt(process, heap, info->script_source, named.script, &unread);
+    if (at->lines == nullptr && copied) {
+      // The walk's copy of the script gave where its source was at the
+      // sample: a young string (a CommonJS module's text) the scavenger has
+      // moved since. The script says where it is now.
+      HeapReader live(process->memory.get(), &l);
+      Result<uint64_t> now = live.Word(f.script, l.script_source);
+      if (now.ok() && *now != info->script_source && live.IsObject(*now)) {
+        unread = OkStatus();
+        at = &SourceAt(process, live, *now, named.script, &unread);
       }
     }
+    if (!unread.ok()) Problem("JavaScript sources not read (no first lines)", unread.message());
+    ScriptSource& source = *at;
     if (source.lines != nullptr) {
       named.first_line = source.lines->LineOf(info->start);
       named.lines = source.lines.get();
@@ -595,6 +623,7 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
     if (!heap.IsSmi(f.bytecode_offset)) return ++no_line_.compiled, 0;
     slot = heap.SmiValue(f.bytecode_offset);
   }
+  if (named.scriptless) return ++no_line_.no_source, 0;
   if (!l.LineTableKnown() || named.lines == nullptr) return ++no_line_.no_table, 0;
   // Read once per array and function: its type (two reads of the target
   // each), its length and its position table.
@@ -722,6 +751,7 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"frames_without_line_innermost", no_line_.innermost},
               {"frames_without_line_compiled", no_line_.compiled},
               {"frames_without_line_other", no_line_.no_table},
+              {"frames_without_line_no_source", no_line_.no_source},
               {"source_maps_read", maps_read_},
               {"functions_placed_by_source_maps", functions_mapped_},
               {"lines_placed_by_source_maps", mapped_lines_},
@@ -742,7 +772,10 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         std::to_string(running_lines_) + "); innermost frames where neither held (" +
         std::to_string(no_line_.innermost) + ") and baseline or optimized frames (" +
         std::to_string(no_line_.compiled) +
-        ") have the function but no line. Each walked sample is labeled v8.isolate with the number "
+        ") have the function but no line, as do builtins called as functions, which have no "
+        "script (" +
+        std::to_string(no_line_.no_source) +
+        "). Each walked sample is labeled v8.isolate with the number "
         "of its thread's isolate in its process (read from V8's thread-local current isolate)");
   }
   sampler_.reset();
