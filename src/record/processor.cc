@@ -276,6 +276,7 @@ void Processor::OnExit(const Event& e) {
     processes_.erase(p);
     code_map_.ForgetProcess(e.pid);
     for (MappingWatcher* w : mapping_watchers_) w->Forget(uint32_t(e.pid));
+    for (StackSplicer* s : splicers_) s->OnProcessEnded(uint32_t(e.pid));
   }
 }
 

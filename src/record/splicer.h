@@ -141,6 +141,10 @@ class StackSplicer {
   // runtime's: a stack goes to a splicer when one of its frames is tagged
   // or its walk is the splicer's, and each splicer sees only its own walks.
   virtual bool OwnsWalk(std::span<const uint8_t> walk) const = 0;
+  // Process `pid` ended (its last thread exited; the pid may be reused).
+  // Events come in time order: no later stack is of it, so what the
+  // splicer keeps for it (counted in --target-memory) may go.
+  virtual void OnProcessEnded(uint32_t /*pid*/) {}
 };
 
 }  // namespace microscope::record

@@ -10,7 +10,9 @@ Each child's function and each compiled function is named; at most 2% of
 the JavaScript frames are unnamed for a reason of naming (0.06-0.09% here
 idle, 0.94% once in CI beside the sanitized build: a V8 name kept as a
 cons string of parts the copy does not hold is one cause left), and the
-recorder says how many functions it named from the walks' copies."""
+recorder says how many functions it named from the walks' copies. Under a
+--target-memory the parent and a few children fill, every child's copies
+are kept: an ended process's are given back."""
 import re
 
 from common import *
@@ -43,3 +45,25 @@ for major, node in sorted(nodes.items()):
           "by the walks, %d named from them" % (major, sum(unnamed.values()), frames, unnamed,
                                                 s["function_copies"],
                                                 s["functions_named_from_copies"]))
+
+# Under a --target-memory that the parent's copies and a few children's
+# fill: what the recorder keeps for a process (the walks' copies of its
+# functions, its sources and maps) is given back when it ends, so the last
+# child's copies are kept as the first one's were. Before, the copies of
+# every child that had ended stayed counted, and the later ones were
+# refused.
+# The parent's and one child's copies fit in 256K here (about 500 copies in
+# all); all nine needed 1M: before, at 512K, 164 were refused.
+TARGET_MEMORY = "512K"
+major = max(nodes, key=int)
+cap = os.path.join(d, "bounded-%s.mscap" % major)
+p = record(cap, [nodes[major], SHORT], ["--target-memory", TARGET_MEMORY])
+check("short done" in p.stdout, "node %s: the fixture ran (%s)" % (major, p.stdout.strip()))
+rep = report(cap, "--top", "100000", "--min-percent", "0")
+refused = [l["text"] for l in rep["header"]["lines"] if "not kept" in l["text"]]
+children = sorted(f["function"] for f in rep["functions"] if re.fullmatch(r"child_\d", f["function"]))
+s = rep["header"]["sources"]["node"]["values"]
+check(not refused and len(children) == 8,
+      "node %s: under --target-memory %s, 9 processes' copies kept (%d functions), none refused "
+      "(%s); each child's function named: %s" % (major, TARGET_MEMORY, s["function_copies"],
+                                                 refused, children))

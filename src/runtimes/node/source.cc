@@ -177,6 +177,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   void OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) override;
   void Splice(const SpliceStack& stack, FrameInterner* interner) override;
   bool OwnsWalk(std::span<const uint8_t> walk) const override { return IsV8Walk(walk); }
+  void OnProcessEnded(uint32_t pid) override;
 
  private:
   const ImageInfo* InfoOf(const std::string& file);
@@ -194,6 +195,8 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
                      ScriptSource* source);
   // Keeps the functions the walks copied since the last call.
   void TakeSnapshots();
+  // Drops the copies of process `pid`'s functions, and their count.
+  void ForgetSnapshots(uint32_t pid);
   void Keep(const v8_snapshot& s);
   capture::FrameId Name(Process* process, const V8Frame& frame, bool innermost,
                         FrameInterner* interner);
@@ -326,6 +329,25 @@ void NodeSource::OnModuleMapped(const MappedModule& mapping, record::CodeMarks* 
       stat(record::TargetFile(mapping.pid, mapping.path).c_str(), &image) == 0 &&
       exe.st_dev == image.st_dev && exe.st_ino == image.st_ino;
   LayOut(mapping.pid, info, executable);
+}
+
+void NodeSource::OnProcessEnded(uint32_t pid) {
+  // Its functions, sources and maps (a map's deleter gives back its bytes),
+  // and the walks' copies of its functions, those still in the ring too: a
+  // long recording of many short programs keeps only what the living ones
+  // need.
+  TakeSnapshots();
+  processes_.erase(pid);
+  ForgetSnapshots(pid);
+}
+
+void NodeSource::ForgetSnapshots(uint32_t pid) {
+  auto copies = snapshots_.find(pid);
+  if (copies == snapshots_.end()) return;
+  size_t bytes = 0;
+  for (const auto& [key, snapshot] : copies->second) bytes += snapshot.bytes;
+  if (target_memory_ != nullptr) target_memory_->Give(bytes);
+  snapshots_.erase(copies);
 }
 
 void NodeSource::TakeSnapshots() {

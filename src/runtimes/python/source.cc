@@ -151,6 +151,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
 
   void OnModuleMapped(const MappedModule& mapping, record::CodeMarks* marks) override;
   void Splice(const SpliceStack& stack, FrameInterner* interner) override;
+  void OnProcessEnded(uint32_t pid) override;
   bool OwnsWalk(std::span<const uint8_t> walk) const override { return IsPythonWalk(walk); }
 
  private:
@@ -467,6 +468,23 @@ void PythonSource::TakeExecs() {
   itimerspec t{};
   if (!execs_.empty()) t.it_value.tv_nsec = t.it_interval.tv_nsec = long(kRetryNs);
   if (timer_.valid()) timerfd_settime(timer_.get(), 0, &t, nullptr);
+}
+
+void PythonSource::OnProcessEnded(uint32_t pid) {
+  // Its code objects and the walks' copies of them, those still in the
+  // ring too: a long recording of many short programs keeps only what the
+  // living ones need.
+  TakeSnapshots();
+  uint64_t bytes = 0;
+  if (auto p = processes_.find(pid); p != processes_.end()) {
+    bytes += p->second.snapshots.bytes;
+    processes_.erase(p);
+  }
+  if (auto early = pending_.find(pid); early != pending_.end()) {
+    bytes += early->second.bytes;
+    pending_.erase(early);
+  }
+  if (target_memory_ != nullptr) target_memory_->Give(bytes);
 }
 
 void PythonSource::TakeSnapshots() {
