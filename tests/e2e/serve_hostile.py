@@ -248,19 +248,20 @@ try:
           (status, dt, body.get("error") if isinstance(body, dict) else ""))
     size = len(json.dumps(body))
     base = status_kib(server.pid, "VmHWM") * 1024  # the capture and one query's peak
+    bound = base + 2 * cache + quarantine
     count = 2 * cache // size + 4
     worst = 0
     for i in range(1, count):
         status, _, _, _ = get(port, big(i))
         rss = status_kib(server.pid, "VmRSS") * 1024
         worst = max(worst, rss)
-        if rss > base + 2 * cache + quarantine:
+        if rss > bound:
             server.kill()
             fail("after %d answers of %d kB the RSS is %d MB, over %d MB (the peak of one query "
-                 "and twice --cache-size)" % (i + 1, size // 1000, rss >> 20, (base + 2 * cache + quarantine) >> 20))
+                 "and twice --cache-size)" % (i + 1, size // 1000, rss >> 20, bound >> 20))
         check(status == 200, "answer %d" % i)
     check(True, "%d answers of %d kB: the RSS at most %d MB, under %d MB" %
-          (count, size // 1000, worst >> 20, (base + 2 * cache + quarantine) >> 20))
+          (count, size // 1000, worst >> 20, bound >> 20))
     c0 = cpu_seconds(server.pid)
     get(port, big(count - 1))
     kept = cpu_seconds(server.pid) - c0

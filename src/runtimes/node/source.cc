@@ -195,8 +195,6 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
                      ScriptSource* source);
   // Keeps the functions the walks copied since the last call.
   void TakeSnapshots();
-  // Drops the copies of process `pid`'s functions, and their count.
-  void ForgetSnapshots(uint32_t pid);
   void Keep(const v8_snapshot& s);
   capture::FrameId Name(Process* process, const V8Frame& frame, bool innermost,
                         FrameInterner* interner);
@@ -338,10 +336,6 @@ void NodeSource::OnProcessEnded(uint32_t pid) {
   // need.
   TakeSnapshots();
   processes_.erase(pid);
-  ForgetSnapshots(pid);
-}
-
-void NodeSource::ForgetSnapshots(uint32_t pid) {
   auto copies = snapshots_.find(pid);
   if (copies == snapshots_.end()) return;
   size_t bytes = 0;
