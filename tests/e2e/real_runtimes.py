@@ -12,7 +12,7 @@ the profiler their users would check microscope against.
   scripts/fetch-npm-programs), on Node 20 and 26, against V8's own
   `--cpu-prof`, recorded in the same run: the total-time shares of its 10
   largest named functions on the main thread, among the samples with
-  JavaScript, the 5 largest within 8 points of ours (prettier's within 15),
+  JavaScript, the 5 largest within 10 points of ours (prettier's within 15),
   each of the 10 within 25 (V8's inlined functions are not yet frames of
   their own), at least 95% of our stacks whole by default, and at least
   90% of the interpreted frames with a line.
@@ -217,10 +217,15 @@ for major in ["20", "26"]:
         # run, prettier's optionInfoToSchema is 6.4% to --cpu-prof's 23.6%,
         # tsc's forEach 72.2% to 81.4%: 25 points. The 5 largest, outer
         # ones, were within 0.2 to 4.3 points for tsc and terser in 13 runs
-        # (8: two samplers of one run differ by chance by some 2 points, one
+        # (two samplers of one run differ by chance by some 2 points, one
         # standard deviation, at 1,000 samples of a function in half of
         # them), prettier's 1.2 to 9.3 (15; ours above, not explained yet).
-        compare(what, theirs, ours, 25, "--cpu-prof", outer=15 if name == "prettier" else 8)
+        # Under load the two measure different things: ours is CPU time,
+        # --cpu-prof's ticks come from a thread of the program that wakes by
+        # the clock and needs a CPU itself; in a CI run terser's compress
+        # was 61.2% to its 69.6% with no JavaScript frame lost (10 points
+        # for tsc and terser; 1.1 to 3.4 in 7 runs here beside 3 busy loops).
+        compare(what, theirs, ours, 25, "--cpu-prof", outer=15 if name == "prettier" else 10)
         user, whole = whole_stacks(h)
         check(whole >= 0.95 * user, "%s: at least 95%% of stacks whole (%d of %d; %s)" %
               (what, whole, user, {k: v for k, v in h["stack_ends"].items() if v}))
