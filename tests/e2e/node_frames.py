@@ -4,7 +4,7 @@ and 26 from the npm registry (scripts/fetch-node).
 
 The fixture (tests/fixtures/node/workload.js) does a fixed amount of work:
 top()/mid()/leaf() 10/30/60 of it in their own loops; recursion 40 calls
-deep; a worker thread; crypto.pbkdf2 on the libuv pool. Each function's
+deep beside a worker thread; crypto.pbkdf2 on the libuv pool. Each function's
 share of the JavaScript samples must be within 15 points of perf's on the
 oldest and newest release (perf record -g of another run, which names JIT
 code through node's perf map) and on each of the split, both run with --perf-basic-prof (a run's shares move from run
@@ -66,13 +66,12 @@ def js_self_shares(cap):
     return {fn: counts[fn] / max(1, total) for fn in FNS}, total
 
 
-def cpu_prof_shares(node, mode):
-    """One run's self shares under --cpu-prof, and the functions it names."""
-    out = os.path.join(d, "cpuprof")
-    shutil.rmtree(out, True)
-    p = run([node, "--cpu-prof", "--cpu-prof-dir", out, WORKLOAD, mode, SCALE], timeout=300)
-    check(p.returncode == 0, "node --cpu-prof runs the fixture: %s" % p.stderr[-300:])
-    prof = json.load(open(glob.glob(os.path.join(out, "*.cpuprofile"))[0]))
+def cpu_prof_shares(out):
+    """The self shares of the run whose --cpu-prof wrote into `out`, and the
+    functions it names."""
+    written = glob.glob(os.path.join(out, "*.cpuprofile"))
+    check(len(written) == 1, "node --cpu-prof wrote its profile (%s)" % written)
+    prof = json.load(open(written[0]))
     name = {n["id"]: n["callFrame"]["functionName"] for n in prof["nodes"]}
     counts = Counter(name[s] for s in prof["samples"])
     total = sum(counts[fn] for fn in FNS)
@@ -141,13 +140,16 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
               "functions in %s (%d samples)" % (major, r3(ours), r3(perf), sorted(set(files.values())), n))
     check(n > 1000 and all(abs(ours[fn] - SPLIT[fn]) <= 0.15 for fn in FNS),
           "node %s: and within 15 points of the fixture's split %s" % (major, SPLIT))
-    cap = record_fixture(major, node, "shares")  # as users run it, for the checks below
+    # As users run it (no perf map), for the checks below, with --cpu-prof
+    # in the same run.
+    prof_dir = os.path.join(d, "prof-%s" % major)
+    cap = record_fixture(major, node, "shares", ["--cpu-prof", "--cpu-prof-dir", prof_dir])
     _, n = js_self_shares(cap)
     # --cpu-prof names the same functions; its shares are printed, not
     # held to 5 points: on 22 to 26 its own runs disagree by up to 15 points
     # and its median of three leaned from leaf() to its callers, where perf and the
     # fixture's split agree with ours.
-    theirs, names = cpu_prof_shares(node, "shares")
+    theirs, names = cpu_prof_shares(prof_dir)
     check(all(fn in names for fn in FNS),
           "node %s: --cpu-prof names %s too; its shares %s, ours %s" %
           (major, FNS, r3(theirs), r3(ours)))
@@ -225,15 +227,13 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
           "their hottest line one of --cpu-prof's hottest: ours %s, --cpu-prof's %s" %
           (major, {fn: dict(own.get(fn, {})) for fn in FNS}, {fn: dict(ticks.get(fn, {})) for fn in FNS}))
 
-    # Recursion keeps its depth.
-    rep = report(record_fixture(major, node, "recursion"), "--tree", "--min-percent", "0",
-                 "--look", "js")
+    # Recursion keeps its depth (on the main thread), and a worker thread
+    # walks its own isolate, numbered apart from the main thread's (the
+    # v8.isolate label, from V8's thread-local isolate): one run.
+    cap = record_fixture(major, node, "worker")
+    rep = report(cap, "--tree", "--min-percent", "0", "--look", "js")
     deepest = max((p.count("recurse") for p in tree_paths(rep) if p[-1] == "leaf"), default=0)
     check(deepest == 41, "node %s: recursion 41 frames deep under leaf (found %d)" % (major, deepest))
-
-    # A worker thread walks its own isolate, numbered apart from the main
-    # thread's (the v8.isolate label, from V8's thread-local isolate).
-    cap = record_fixture(major, node, "worker")
     rep = report(cap, "--threads", "--tree", "--min-percent", "0")
     worker = sum(v for p, v in tree_paths(rep).items() if p[-2:] == ("workerLoop", "leaf"))
     check(worker > 100, "node %s: the worker's workerLoop -> leaf (%d samples)" % (major, worker))
