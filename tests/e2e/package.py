@@ -8,59 +8,32 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 from common import *
 
-def build(into):
-    """dpkg-buildpackage -b of a copy of the repository in `into`: its
-    return code, and its output's end."""
-    tree = into + "/microscope"
-    os.mkdir(tree)
-    files = run(["git", "-C", SOURCE, "ls-files", "-co", "--exclude-standard", "-z"]).stdout.split("\0")
-    for f in files:
-        if not f or not os.path.isfile(os.path.join(SOURCE, f)):
-            continue
-        os.makedirs(os.path.dirname(os.path.join(tree, f)), exist_ok=True)
-        shutil.copy2(os.path.join(SOURCE, f), os.path.join(tree, f), follow_symlinks=False)
-    # noopt: Debian's own option for a quick build (-O0), and no debug info
-    # (dpkg-buildflags' DEB_*FLAGS_STRIP): the package's files, not its speed or
-    # its -dbgsym package, are under test here, and its compile is most of the
-    # test (without -g: 228 s, where the whole test took 273-428 s in CI).
-    env = dict(os.environ, DEB_BUILD_OPTIONS="nocheck noopt parallel=%d" % os.cpu_count(),
-               DEB_CFLAGS_STRIP="-g", DEB_CXXFLAGS_STRIP="-g")
-    p = run(["dpkg-buildpackage", "-b", "-us", "-uc"], cwd=tree, env=env, timeout=3000)
-    return p.returncode, p.stdout[-6000:] + "\n" + p.stderr[-3000:]
-
-
-SOURCE = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-if len(sys.argv) == 3 and sys.argv[1] == "--build":
-    # scripts/test builds the package ahead, in the CPU time its first
-    # suite leaves (the idle class), and this test then checks that build
-    # (PACKAGE_BUILT: the directory, with the build's status and output).
-    code, output = build(sys.argv[2])
-    with open(sys.argv[2] + "/output", "w") as f:
-        f.write(output)
-    with open(sys.argv[2] + "/status", "w") as f:
-        f.write("%d\n" % code)
-    sys.exit(code)
-
 require_perf()  # root: dpkg installs into the system
-built = os.environ.get("PACKAGE_BUILT")
-if built and os.path.exists(built + "/status"):
-    d = built
-    with open(d + "/status") as f:
-        code = int(f.read())
-    with open(d + "/output") as f:
-        output = f.read()
-    print("the package built ahead by scripts/test, in %s" % d)
-else:
-    d = tmpdir()
-    code, output = build(d)
-if code != 0:
-    print(output)
-check(code == 0, "dpkg-buildpackage -b built the package")
+SOURCE = os.environ["SOURCE_ROOT"]
+d = tmpdir()
+tree = d + "/microscope"
+os.mkdir(tree)
+files = run(["git", "-C", SOURCE, "ls-files", "-co", "--exclude-standard", "-z"]).stdout.split("\0")
+for f in files:
+    if not f or not os.path.isfile(os.path.join(SOURCE, f)):
+        continue
+    os.makedirs(os.path.dirname(os.path.join(tree, f)), exist_ok=True)
+    shutil.copy2(os.path.join(SOURCE, f), os.path.join(tree, f), follow_symlinks=False)
+
+# noopt: Debian's own option for a quick build (-O0), and no debug info
+# (dpkg-buildflags' DEB_*FLAGS_STRIP): the package's files, not its speed or
+# its -dbgsym package, are under test here, and its compile is most of the
+# test (without -g: 228 s, where the whole test took 273-428 s in CI).
+env = dict(os.environ, DEB_BUILD_OPTIONS="nocheck noopt parallel=%d" % os.cpu_count(),
+           DEB_CFLAGS_STRIP="-g", DEB_CXXFLAGS_STRIP="-g")
+p = run(["dpkg-buildpackage", "-b", "-us", "-uc"], cwd=tree, env=env, timeout=3000)
+if p.returncode != 0:
+    print(p.stdout[-6000:])
+    print(p.stderr[-3000:])
+check(p.returncode == 0, "dpkg-buildpackage -b built the package")
 debs = glob.glob(d + "/microscope_*_amd64.deb")
 check(len(debs) == 1, "one package: %s" % debs)
 deb = debs[0]
