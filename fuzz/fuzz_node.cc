@@ -1,5 +1,6 @@
 // The V8 readers: the BPF walk record, bytecode source position tables (both
-// encodings), functions, strings and scope infos read from a target's
+// encodings), functions, strings and scope infos, and optimized code
+// (found below a pc, its positions and inlined calls) read from a target's
 // heap (here the input) with the layout of the node this machine has, and
 // source maps (the JSON, its data: URL, the comment naming it).
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "fuzz/memory.h"
+#include "src/runtimes/node/code_reader.h"
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/layout.h"
@@ -58,6 +60,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (auto units = heap.ReadCodeUnits(script, 1 << 16); units.ok()) {
         SourceLines lines(*units);
         (void)lines.LineOf(17);
+      }
+      // Optimized code found below a pc (a page of the input, at least
+      // 4 KiB), its position table and inlined calls.
+      const uint64_t pc = memory.Pointer(12);
+      if (auto code = ReadCompiledCode(memory, *layout, pc, 1 << 16); code.ok()) {
+        (void)OuterPosition(*code, pc, (data[0] & 8) != 0);
       }
       break;
     }

@@ -169,6 +169,26 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
           "node's JS entry (%d of %d)" % (major, chain, in_leaf, entered, leafward))
     check(unknown_share(rep) < 0.02, "node %s: unknown JavaScript frames in %.1f%% of top's samples" %
           (major, 100 * unknown_share(rep)))
+    # Lines of optimized frames (the work functions are TurboFan code by
+    # then), from their code's source positions at the address each runs:
+    # each function's own samples on its loop's line, and top's and mid's
+    # samples in their callee on their call's line.
+    own, total = {fn: Counter() for fn in FNS}, {fn: Counter() for fn in FNS}
+    for f in report(cap, "--look", "js", "--granularity", "line", "--min-percent", "0")["functions"]:
+        m = re.match(r"(\w+)(?: workload\.js:(\d+))?$", f["function"])
+        if m and m.group(1) in FNS:
+            own[m.group(1)][int(m.group(2) or 0)] += f["self"]["samples"]
+            total[m.group(1)][int(m.group(2) or 0)] += f["total"]["samples"]
+    loop = {fn: DEFS[fn] + 2 for fn in FNS}  # function, let x, for
+    called = {fn: sum(total[fn].values()) - sum(own[fn].values()) for fn in ("top", "mid")}
+    values = rep["header"]["sources"]["node"]["values"]
+    check(values["frames_with_line_from_code"] > 1000 and
+          all(own[fn][loop[fn]] >= 0.9 * sum(own[fn].values()) for fn in FNS) and
+          all(total[fn][CALL_LINE[fn]] >= 0.9 * called[fn] > 0 for fn in called),
+          "node %s: optimized frames have lines (%d from their code): own samples on the loops' "
+          "lines %s, callees' under the calls' lines %s: %s" %
+          (major, values["frames_with_line_from_code"], loop,
+           {fn: CALL_LINE[fn] for fn in called}, {fn: dict(total[fn]) for fn in FNS}))
 
     # A short program (0.3 s of JavaScript): its functions are named from
     # its memory before it exits, so the recorder must process its samples

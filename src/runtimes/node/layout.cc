@@ -80,19 +80,34 @@ void ReadVersion(Elf* elf, V8Layout* l) {
   };
   l->version_major = int_of("_ZN2v88internal7Version6major_E");
   l->version_minor = int_of("_ZN2v88internal7Version6minor_E");
+  // A Code object's fields (V8's code.h of each release, checked on a live
+  // process of each): position table, deoptimization data, instruction
+  // stream, instruction start, flags, instruction size; and the size of an
+  // InstructionStream's header.
+  struct CodeFields {
+    int64_t positions, deopt, stream, start, flags, size, header;
+  };
   static constexpr struct {
     int64_t major, minor, positions;
     bool flags_in_code_delta;
+    CodeFields code;
   } kReleases[] = {
-      {11, 3, 32, false},  // Node 20
-      {12, 4, 24, false},  // Node 22
-      {13, 6, 24, false},  // Node 24
-      {14, 6, 24, true},   // Node 26
+      {11, 3, 32, false, {24, 16, 32, 40, 48, 56, 16}},  // Node 20
+      {12, 4, 24, false, {16, 8, 32, 40, 48, 52, 32}},   // Node 22
+      {13, 6, 24, false, {16, 8, 32, 40, 52, 56, 32}},   // Node 24
+      {14, 6, 24, true, {16, 8, 32, 40, 52, 56, 32}},    // Node 26
   };
   for (const auto& r : kReleases) {
     if (r.major == l->version_major && r.minor == l->version_minor) {
       l->bytecode_positions = r.positions;
       l->positions_flags_in_code_delta = r.flags_in_code_delta;
+      l->code_positions = r.code.positions;
+      l->code_deopt_data = r.code.deopt;
+      l->code_instruction_stream = r.code.stream;
+      l->code_instruction_start = r.code.start;
+      l->code_flags = r.code.flags;
+      l->code_size = r.code.size;
+      l->stream_header = r.code.header;
     }
   }
 }
@@ -220,6 +235,26 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
   l.bytecode_length = length.ok() ? *length : l.byte_array_length;
   ReadVersion(file.elf.get(), &l);
   ReadIsolateTls(file.elf.get(), &l);
+  // What compiled frames' lines need beside the per-release fields; a
+  // release without them has none (CodeKnown).
+  static constexpr std::pair<const char*, int64_t V8Layout::*> kCode[] = {
+      {"type_Code__CODE_TYPE", &V8Layout::type_code},
+      {"type_InstructionStream__INSTRUCTION_STREAM_TYPE", &V8Layout::type_instruction_stream},
+      {"CodeKindFieldMask", &V8Layout::code_kind_mask},
+      {"CodeKindBaseline", &V8Layout::code_kind_baseline},
+      {"DeoptimizationDataInliningPositionsIndex", &V8Layout::deopt_inlining_positions},
+  };
+  for (const auto& [name, field] : kCode) {
+    auto it = symbols.find(name);
+    if (it != symbols.end()) l.*field = it->second;
+  }
+  if (auto it = symbols.find("DeoptimizationDataSharedFunctionInfoIndex"); it != symbols.end()) {
+    l.deopt_shared = it->second;
+  } else if (auto w = symbols.find("DeoptimizationDataWrappedSharedFunctionInfoIndex");
+             w != symbols.end()) {
+    l.deopt_shared = w->second;
+    l.deopt_shared_wrapped = true;
+  }
   return l;
 }
 

@@ -95,6 +95,35 @@ struct V8Layout {
   int64_t bytecode_positions = -1;  // -1: this release's is not known
   bool positions_flags_in_code_delta = false;
   bool LineTableKnown() const { return bytecode_positions >= 0; }
+  // Lines of compiled frames (Maglev and TurboFan code), known per release
+  // like the bytecode's (CodeKnown): a Code object's fields (its source
+  // position table, deoptimization data, instruction stream, start, size
+  // and flags), where an InstructionStream's instructions start (they are
+  // 64-byte aligned, after a header whose second word is the Code), and,
+  // from v8dbg_ symbols, the instance types, the kind bits of the flags,
+  // the baseline kind (Maglev and TurboFan are the next two) and the index
+  // of the inlining positions in the deoptimization data.
+  int64_t code_positions = -1;  // -1: this release's Code is not known
+  int64_t code_deopt_data = 0;
+  int64_t code_instruction_stream = 0;
+  int64_t code_instruction_start = 0;
+  int64_t code_flags = 0;  // uint32
+  int64_t code_size = 0;   // int32
+  int64_t stream_header = 0;
+  int64_t type_code = -1;
+  int64_t type_instruction_stream = -1;
+  int64_t code_kind_mask = 0;
+  int64_t code_kind_baseline = -1;
+  int64_t deopt_inlining_positions = -1;
+  // The index of the code's SharedFunctionInfo in its deoptimization data;
+  // from V8 13 on a wrapper's (the SFI is its second word).
+  int64_t deopt_shared = -1;
+  bool deopt_shared_wrapped = false;
+  bool CodeKnown() const {
+    return code_positions >= 0 && type_code >= 0 && type_instruction_stream >= 0 &&
+           code_kind_mask > 0 && code_kind_baseline >= 0 && deopt_inlining_positions >= 0 &&
+           deopt_shared >= 0;
+  }
   // Where V8's thread-local current isolate (g_current_isolate_) lies from
   // the thread pointer when the file is a process's executable (whose TLS
   // block is static); 0 when the file has no such symbol.

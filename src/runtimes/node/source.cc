@@ -9,6 +9,7 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "base/file_policy.h"
@@ -19,6 +20,7 @@
 #include "src/record/process_memory.h"
 #include "src/record/splicer.h"
 #include "src/record/target_memory.h"
+#include "src/runtimes/node/code_reader.h"
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/layout.h"
@@ -46,6 +48,7 @@ constexpr size_t kMaxNotes = 16;
 constexpr size_t kMaxSource = size_t(64) << 20;     // UTF-16 units read of one script's source
 constexpr int64_t kMaxPositionTable = 1 << 20;      // bytes of one source position table
 constexpr int64_t kMaxBytecodeOffset = 1 << 30;     // a running handler's r9 taken as one
+constexpr size_t kMaxCodeObjects = 50000;           // optimized code objects read per process
 constexpr size_t kMaxSourceMap = size_t(64) << 20;  // bytes of one source map's JSON
 constexpr size_t kMaxMapsPerProcess = 256;          // source maps parsed for one process
 constexpr size_t kMaxIsolates = 4096;               // numbered per process
@@ -137,6 +140,11 @@ struct Process {
     int64_t length = -1;                   // bytes of bytecode (-1: not read)
   };
   std::map<std::pair<uint64_t, uint64_t>, Bytecodes> positions;
+  // Optimized code read (by its instructions' start), and the 64-byte
+  // slots of pcs where none was found: each read once, at most
+  // kMaxCodeObjects of them.
+  std::map<uint64_t, CompiledCode> code;
+  std::unordered_set<uint64_t> no_code;
   // The process's isolates (by address, as threads' TLS said), numbered in
   // the order they were first seen: the v8.isolate label's values.
   std::unordered_map<uint64_t, std::string> isolates;
@@ -197,9 +205,18 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   void TakeSnapshots();
   void Keep(const v8_snapshot& s);
   capture::FrameId Name(Process* process, const V8Frame& frame, bool innermost,
-                        FrameInterner* interner);
+                        capture::FrameId code, FrameInterner* interner);
   // The frame's line, 0 when it has none (counted by why in no_line_).
-  uint32_t Line(Process* process, const V8Frame& frame, const NamedFunction& named, bool innermost);
+  // `pc`: where its own generated code runs (0: not known).
+  uint32_t Line(Process* process, const V8Frame& frame, const NamedFunction& named, bool innermost,
+                uint64_t pc);
+  // An optimized frame's line, from its code's source positions at `pc`;
+  // nullopt when its code is not optimized code (baseline: no line yet).
+  std::optional<uint32_t> CompiledLine(Process* process, const V8Frame& frame,
+                                       const NamedFunction& named, bool innermost, uint64_t pc);
+  // The line of `position` in the frame's function (0 when it is not in
+  // it), through the script's source map if it has one.
+  uint32_t LineAt(const NamedFunction& named, int64_t position);
   capture::FrameId Unknown(const std::string& why, FrameInterner* interner) {
     ++unknown_frames_;
     return interner->Interpreted({"[unknown JavaScript: " + why + "]", "", 0, 0});
@@ -244,8 +261,8 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     FrameInterner* interner = nullptr;
     uint8_t leaf_tag = 0;  // the code tag of the stack's leaf (kHandlerTag, kBuiltinTag, ...)
   } splicing_;             // the stack being spliced, for hooks_ (which capture only this)
-  V8SpliceHooks hooks_{[this](const V8Frame& f, bool running) {
-                         return Name(splicing_.process, f, running, splicing_.interner);
+  V8SpliceHooks hooks_{[this](const V8Frame& f, bool running, capture::FrameId code) {
+                         return Name(splicing_.process, f, running, code, splicing_.interner);
                        },
                        [this](const std::string& why) { return Unknown(why, splicing_.interner); }};
   struct {
@@ -254,7 +271,11 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     uint64_t no_table = 0;   // no position table or line read
     uint64_t no_source = 0;  // a function with no script: a builtin's or the embedder's
     uint64_t unmapped = 0;   // a source map that places it nowhere, or in another source
+    uint64_t code = 0;       // optimized code not found, or without a position at its pc
   } no_line_;
+  uint64_t compiled_lines_ = 0;  // optimized frames' lines, from their code's positions
+  uint64_t code_read_ = 0;       // optimized code objects read
+  std::string code_error_;       // why the first pc without code had none
   uint64_t maps_read_ = 0, functions_mapped_ = 0, mapped_lines_ = 0;
 };
 
@@ -605,9 +626,53 @@ void NodeSource::ReadSourceMap(Process* process, const std::string& script, cons
   ++maps_read_;
 }
 
+std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame& f,
+                                                 const NamedFunction& named, bool innermost,
+                                                 uint64_t pc) {
+  if (named.scriptless || named.lines == nullptr) return std::nullopt;
+  auto& code = process->code;
+  auto it = code.upper_bound(pc);
+  const CompiledCode* found = nullptr;
+  if (it != code.begin() && pc <= std::prev(it)->second.start + std::prev(it)->second.size) {
+    found = &std::prev(it)->second;
+    // Code whose memory another function's code took since: read again.
+    if (found->optimized && found->shared != f.shared) {
+      code.erase(std::prev(it));
+      found = nullptr;
+    }
+  }
+  if (found == nullptr) {
+    const uint64_t slot = pc / 64;
+    if (process->no_code.count(slot) != 0 ||
+        code.size() + process->no_code.size() >= kMaxCodeObjects)
+      return ++no_line_.code, 0;
+    Result<CompiledCode> read = ReadCompiledCode(*process->memory, process->image->layout, pc);
+    if (!read.ok()) {
+      // Code V8 keeps elsewhere than in a Code's instruction stream (a few
+      // pcs of a real program), or freed since the sample: counted, with
+      // the first reason in the notes.
+      process->no_code.insert(slot);
+      if (code_error_.empty()) code_error_ = read.status().message();
+      return ++no_line_.code, 0;
+    }
+    ++code_read_;
+    found = &code.insert_or_assign(read->start, std::move(*read)).first->second;
+  }
+  if (!found->optimized) return std::nullopt;
+  if (found->shared != f.shared) return ++no_line_.code, 0;
+  std::optional<int64_t> position = OuterPosition(*found, pc, !innermost);
+  if (!position) return ++no_line_.code, 0;
+  const uint32_t line = LineAt(named, *position);
+  if (line != 0) ++compiled_lines_;
+  return line;
+}
+
 uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunction& named,
-                          bool innermost) {
+                          bool innermost, uint64_t pc) {
   const V8Layout& l = process->image->layout;
+  if (pc != 0 && l.CodeKnown()) {
+    if (std::optional<uint32_t> line = CompiledLine(process, f, named, innermost, pc)) return *line;
+  }
   HeapReader heap(process->memory.get(), &l);
   // V8 writes an interpreted frame's bytecode offset to the frame before it
   // calls out (InterpreterAssembler::CallPrologue; a call bytecode's
@@ -683,7 +748,11 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
   }
   std::optional<int64_t> position = PositionAt(it->second.positions, offset);
   if (!position) return ++no_line_.no_table, 0;
-  const uint32_t line = named.lines->LineOf(*position);
+  return LineAt(named, *position);
+}
+
+uint32_t NodeSource::LineAt(const NamedFunction& named, int64_t position) {
+  const uint32_t line = named.lines->LineOf(position);
   if (named.start >= 0 && line < named.lines->LineOf(named.start)) {
     Problem("JavaScript lines before their function's start",
             named.name + " line " + std::to_string(line));
@@ -691,18 +760,21 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
   }
   if (named.map == nullptr) return line;
   // Where the source map places it, in the source its function is in.
-  std::optional<OriginalPlace> o = named.map->Find(line - 1, named.lines->ColumnOf(*position));
+  std::optional<OriginalPlace> o = named.map->Find(line - 1, named.lines->ColumnOf(position));
   if (!o || o->source != named.source) return ++no_line_.unmapped, 0;
   ++mapped_lines_;
   return o->line + 1;
 }
 
 capture::FrameId NodeSource::Name(Process* process, const V8Frame& f, bool innermost,
-                                  FrameInterner* interner) {
+                                  capture::FrameId code, FrameInterner* interner) {
   const NamedFunction& named = Function(process, f);
   if (!named.error.empty()) return Unknown(named.error, interner);
   ++js_frames_;
-  const uint32_t line = Line(process, f, named, innermost);
+  // Anonymous code keeps the address it runs at (a return address but at
+  // the leaf).
+  const uint64_t pc = code != kNoCodeFrame ? interner->frame(code).address : 0;
+  const uint32_t line = Line(process, f, named, innermost, pc);
   const std::string& file = named.map != nullptr ? named.map->source(named.source) : named.script;
   return interner->Interpreted({named.name, file, line, named.first_line});
 }
@@ -766,6 +838,9 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"frames_with_line_from_registers", running_lines_},
               {"frames_without_line_innermost", no_line_.innermost},
               {"frames_without_line_compiled", no_line_.compiled},
+              {"frames_with_line_from_code", compiled_lines_},
+              {"frames_without_line_code", no_line_.code},
+              {"code_objects_read", code_read_},
               {"frames_without_line_other", no_line_.no_table},
               {"frames_without_line_no_source", no_line_.no_source},
               {"source_maps_read", maps_read_},
@@ -781,13 +856,19 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         "map a V8 image, at most " +
         std::to_string(std::min<uint32_t>(walk_frames_, MICROSCOPE_V8_MAX_FRAMES)) +
         " per stack; " + std::to_string(walks_cut_) + " of " + std::to_string(walks_) +
-        " walks cut there (--runtime-frames). Lines only for interpreted frames: from the frame "
+        " walks cut there (--runtime-frames). Lines of interpreted frames from the frame "
         "when it called out (V8 writes the bytecode offset then), from the interpreter's "
         "registers (r9, proved by r12 holding the frame's bytecode array) when its bytecode "
         "handler ran at the sample (" +
-        std::to_string(running_lines_) + "); innermost frames where neither held (" +
-        std::to_string(no_line_.innermost) + ") and baseline or optimized frames (" +
-        std::to_string(no_line_.compiled) +
+        std::to_string(running_lines_) +
+        "); of optimized frames (Maglev, TurboFan) from their code's source positions at the "
+        "address they run (" +
+        std::to_string(compiled_lines_) + ", " + std::to_string(code_read_) +
+        " code objects read; " + std::to_string(no_line_.code) +
+        " where the code or its position was not found" +
+        (code_error_.empty() ? std::string() : ", e.g. " + code_error_) +
+        "); innermost frames where neither held (" + std::to_string(no_line_.innermost) +
+        ") and baseline frames (" + std::to_string(no_line_.compiled) +
         ") have the function but no line, as do builtins called as functions, which have no "
         "script (" +
         std::to_string(no_line_.no_source) +

@@ -84,8 +84,8 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     size_t at = *k;
     const uint8_t tag = at < tags.size() ? tags[at] : 0;
     if (tag == record::code_tags::kAnonymousCode && at >= next && !replaced[at]) {
-      replaced[at] =
-          hooks.frame(f, at == leaf && placed == 0);  // the function's own generated code
+      replaced[at] = hooks.frame(f, at == leaf && placed == 0,
+                                 (*frames)[at]);  // the function's own generated code
       next = at + 1;
       ++placed;
       continue;
@@ -99,7 +99,7 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
         at != leaf;
     size_t slot = entry ? at : at + 1;
     slot = std::max(slot, next);
-    before.emplace_back(slot, hooks.frame(f, at == leaf && placed == 0));
+    before.emplace_back(slot, hooks.frame(f, at == leaf && placed == 0, kNoCodeFrame));
     next = slot;
     ++placed;
   }
@@ -114,7 +114,7 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
   std::string reason = V8WalkEndReason(walk);
   if (placed < walk.frames.size()) {
     for (size_t j = placed; j < walk.frames.size(); ++j)
-      out.push_back(hooks.frame(walk.frames[j], j == 0));
+      out.push_back(hooks.frame(walk.frames[j], j == 0, kNoCodeFrame));
     std::string why = std::to_string(walk.frames.size() - placed) + " of " +
                       std::to_string(walk.frames.size()) +
                       " JavaScript frames not found in the native stack";

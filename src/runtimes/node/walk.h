@@ -59,13 +59,17 @@ std::string V8WalkEndReason(const V8Walk& walk);
 // callerward of any other (a bytecode handler or frameless builtin at the
 // leaf, native code it called). Frames that cannot be placed follow the
 // native ones and a marker with the reason ends the stack.
+inline constexpr capture::FrameId kNoCodeFrame = ~capture::FrameId(0);
 struct V8SpliceHooks {
   // A JavaScript frame; `running`: the code that runs it is the stack's
   // leaf (a bytecode handler or builtin that has called nothing), or it
   // could not be placed. An interpreted frame that called out has its
   // bytecode offset in its frame (V8 writes it before any call); a running
   // one's may be stale.
-  std::function<capture::FrameId(const V8Frame&, bool running)> frame;
+  // `code`: the native frame the JavaScript frame replaces (anonymous code:
+  // its function's own generated code, at the address it runs), or
+  // kNoCodeFrame.
+  std::function<capture::FrameId(const V8Frame&, bool running, capture::FrameId code)> frame;
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
 };
 // What SpliceV8Walk reuses from one stack to the next: a source keeps one,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/record/splicer.h"
+#include "src/runtimes/node/code_reader.h"
 #include "src/runtimes/node/function_reader.h"
 #include "src/runtimes/node/heap_reader.h"
 #include "src/runtimes/node/line_table.h"
@@ -40,7 +41,9 @@ std::vector<capture::FrameId> Spliced(const V8Walk& walk, std::vector<capture::F
                                       std::vector<uint8_t> tags, std::vector<uint64_t> sps,
                                       std::string* reason = nullptr) {
   V8SpliceHooks hooks;
-  hooks.frame = [](const V8Frame& f, bool) { return capture::FrameId(1000 + f.fp / 16); };
+  hooks.frame = [](const V8Frame& f, bool, capture::FrameId) {
+    return capture::FrameId(1000 + f.fp / 16);
+  };
   hooks.marker = [&](const std::string& why) {
     if (reason) *reason = why;
     return capture::FrameId(9999);
@@ -113,7 +116,9 @@ TEST_CASE("V8 splicing: each builtin tag given is an interpreter entry further o
   V8Walk walk;
   walk.frames = {{0x2a0}};
   V8SpliceHooks hooks;
-  hooks.frame = [](const V8Frame& f, bool) { return capture::FrameId(1000 + f.fp / 16); };
+  hooks.frame = [](const V8Frame& f, bool, capture::FrameId) {
+    return capture::FrameId(1000 + f.fp / 16);
+  };
   hooks.marker = [](const std::string&) { return capture::FrameId(9999); };
   std::vector<capture::FrameId> frames{2, 3, 4};
   SpliceV8Walk(walk, &frames, std::vector<uint8_t>{0, 4, 0},
@@ -153,16 +158,24 @@ TEST_CASE("V8 splicing: frames beyond the native stack follow it, with the reaso
   CHECK(reason.find("cut after 2048 frame pointers") != std::string::npos);
 }
 
+namespace {
+
+// V8's position table encoding: zigzag numbers in 7-bit varints.
+uint64_t zigzag(int64_t v) {
+  return uint64_t((v << 1) ^ (v >> 63));
+}
+void varint(std::vector<uint8_t>* out, uint64_t v) {
+  do {
+    out->push_back(uint8_t((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
+    v >>= 7;
+  } while (v != 0);
+}
+
+}  // namespace
+
 TEST_CASE("V8 position tables: both encodings, and cut tables refused") {
   // Entries (code offset, script offset): (0, 12), (5, 40), (11, 41):
   // V8 keeps code deltas from -1 and raw positions (offset + 1) << 1.
-  auto zigzag = [](int64_t v) { return uint64_t((v << 1) ^ (v >> 63)); };
-  auto varint = [](std::vector<uint8_t>* out, uint64_t v) {
-    do {
-      out->push_back(uint8_t((v & 0x7f) | (v >= 0x80 ? 0x80 : 0)));
-      v >>= 7;
-    } while (v != 0);
-  };
   const int64_t codes[] = {0, 5, 11}, offsets[] = {12, 40, 41};
   std::vector<uint8_t> old_table, new_table;
   int64_t code = -1, raw = 0;
@@ -200,6 +213,42 @@ TEST_CASE("V8 position tables: both encodings, and cut tables refused") {
     CHECK_FALSE(e.ok());
     CHECK(e.status().message().find("out of range") != std::string::npos);
   }
+}
+
+TEST_CASE("Optimized code's positions: inlining ids kept, external positions skipped") {
+  // At code offset 4: script offset 20 in the call inlined as 0; at 10 a
+  // position of V8's own code (external); at 20: script offset 30.
+  const int64_t a = ((20 + 1) << 1) | (int64_t(0 + 1) << 31), b = a + 1, c = (30 + 1) << 1;
+  std::vector<uint8_t> table;
+  varint(&table, zigzag(5));
+  varint(&table, zigzag(a));
+  varint(&table, zigzag(6));
+  varint(&table, zigzag(b - a));
+  varint(&table, zigzag(10));
+  varint(&table, zigzag(c - b));
+  Result<std::vector<PositionEntry>> e = DecodePositionTable(table, false);
+  REQUIRE(e.ok());
+  REQUIRE(e->size() == 2);
+  CHECK((*e)[0].code_offset == 4);
+  CHECK((*e)[0].position == 20);
+  CHECK((*e)[0].inlining == 0);
+  CHECK((*e)[1].code_offset == 20);
+  CHECK((*e)[1].inlining == -1);
+  CompiledCode code;
+  code.start = 0x1000;
+  code.size = 100;
+  code.optimized = true;
+  code.positions = *e;
+  code.inlined = {{7, -1}};  // the inlined call sits at offset 7 of the frame's function
+  CHECK(OuterPosition(code, 0x1005, false) == 7);
+  CHECK(OuterPosition(code, 0x1000 + 11, true) == 7);  // 10 is external: still the call at 4
+  CHECK(OuterPosition(code, 0x1000 + 21, true) == 30);
+  CHECK(OuterPosition(code, 0x1000 + 20, true) == 7);  // a return address: the instruction before
+  CHECK_FALSE(OuterPosition(code, 0x1003, false).has_value());
+  code.inlined = {{7, 0}};  // a cycle in untrusted ids ends
+  CHECK_FALSE(OuterPosition(code, 0x1005, false).has_value());
+  code.inlined = {};  // an id past the inlined calls
+  CHECK_FALSE(OuterPosition(code, 0x1005, false).has_value());
 }
 
 TEST_CASE("Source lines: 1-based, by UTF-16 offset") {

@@ -1,0 +1,151 @@
+#include "src/runtimes/node/code_reader.h"
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <tuple>
+
+#include "base/hex.h"
+#include "src/runtimes/node/heap_reader.h"
+
+namespace microscope::runtimes::node {
+namespace {
+
+constexpr uint64_t kAlignment = 64;           // V8's code alignment on x64
+constexpr uint64_t kChunk = 4096;             // bytes read at once while scanning
+constexpr int64_t kMaxTable = 1 << 20;        // bytes of a position table
+constexpr int64_t kMaxInlined = 1 << 14;      // inlined calls of one code object
+constexpr size_t kInliningPositionSize = 16;  // a SourcePosition, a function id, padding
+
+// The bytes of a byte array (ByteArray, TrustedByteArray, PodArray): its
+// length (a Smi) after the map, its bytes after that.
+Result<std::vector<uint8_t>> ByteArrayBytes(record::ProcessMemory& memory, HeapReader& heap,
+                                            const V8Layout& l, uint64_t array, int64_t max,
+                                            const char* what) {
+  if (!heap.IsObject(array)) return std::vector<uint8_t>{};
+  ASSIGN_OR_RETURN(uint64_t length, heap.Word(array, l.byte_array_length));
+  if (!heap.IsSmi(length) || heap.SmiValue(length) < 0 || heap.SmiValue(length) > max) {
+    return Status::Error(StatusCode::kDataLoss,
+                         std::string(what) + " at " + HexAddress(array) + ": length out of range");
+  }
+  std::vector<uint8_t> bytes(size_t(heap.SmiValue(length)));
+  if (!bytes.empty() &&
+      !memory.Read(array - uint64_t(l.heap_object_tag) + uint64_t(l.byte_array_length) + 8,
+                   bytes.data(), bytes.size())) {
+    return Status::Error(StatusCode::kUnavailable,
+                         std::string(what) + " at " + HexAddress(array) + " not readable");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Layout& l, uint64_t pc,
+                                      uint64_t max_scan) {
+  if (!l.CodeKnown()) {
+    return Status::Error(StatusCode::kUnavailable, "this V8 release's Code is not known");
+  }
+  HeapReader heap(&memory, &l);
+  const uint64_t header = uint64_t(l.stream_header);
+  // Downward from pc, page by page, each aligned address whose header
+  // holds two tagged words, the second a Code pointing back at that stream
+  // and start. A page that does not read ends the search (code pages sit
+  // above a guard page).
+  std::array<uint8_t, kChunk> page;
+  const uint64_t first = pc & ~(kChunk - 1);
+  for (uint64_t p = first; p + max_scan > first && p >= kChunk; p -= kChunk) {
+    if (!memory.Read(p, page.data(), page.size())) {
+      return Status::Error(StatusCode::kNotFound, "no V8 code found below " + HexAddress(pc) +
+                                                      " (nothing readable at " + HexAddress(p) +
+                                                      ")");
+    }
+    const uint64_t highest = p == first ? (pc & ~(kAlignment - 1)) : p + kChunk - kAlignment;
+    for (uint64_t s = highest + kAlignment; s > p;) {
+      s -= kAlignment;
+      uint64_t words[2];
+      if (s - header >= p) {
+        std::memcpy(words, page.data() + (s - header - p), sizeof(words));
+      } else if (!memory.Read(s - header, words, sizeof(words))) {
+        continue;
+      }
+      if (!heap.IsObject(words[0]) || !heap.IsObject(words[1])) continue;
+      const uint64_t stream = s - header + uint64_t(l.heap_object_tag);
+      Result<uint64_t> back = heap.Word(words[1], l.code_instruction_stream);
+      Result<uint64_t> start = heap.Word(words[1], l.code_instruction_start);
+      if (!back.ok() || !start.ok() || *back != stream || *start != s) continue;
+      Result<uint16_t> type = heap.TypeOf(words[1]);
+      Result<uint16_t> stream_type = heap.TypeOf(stream);
+      if (!type.ok() || *type != l.type_code || !stream_type.ok() ||
+          *stream_type != l.type_instruction_stream)
+        continue;
+      CompiledCode code;
+      code.code = words[1];
+      code.start = s;
+      uint32_t flags = 0;
+      int32_t size = 0;
+      const uint64_t base = words[1] - uint64_t(l.heap_object_tag);
+      if (!memory.Read(base + uint64_t(l.code_flags), &flags, sizeof(flags)) ||
+          !memory.Read(base + uint64_t(l.code_size), &size, sizeof(size)) || size <= 0) {
+        return Status::Error(StatusCode::kUnavailable, "code at " + HexAddress(s) + ": no size");
+      }
+      code.size = uint64_t(size);
+      if (pc > s + code.size) {
+        return Status::Error(StatusCode::kNotFound, HexAddress(pc) + " is past the code at " +
+                                                        HexAddress(s) + " (" +
+                                                        std::to_string(size) + " bytes)");
+      }
+      code.kind = int64_t(flags & uint64_t(l.code_kind_mask));
+      code.optimized =
+          code.kind == l.code_kind_baseline + 1 || code.kind == l.code_kind_baseline + 2;
+      if (!code.optimized) return code;
+      ASSIGN_OR_RETURN(uint64_t table, heap.Word(words[1], l.code_positions));
+      ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                       ByteArrayBytes(memory, heap, l, table, kMaxTable, "position table"));
+      ASSIGN_OR_RETURN(code.positions, DecodePositionTable(bytes, l.positions_flags_in_code_delta));
+      // The deoptimization data: a fixed array (map, length, elements).
+      ASSIGN_OR_RETURN(uint64_t deopt, heap.Word(words[1], l.code_deopt_data));
+      if (!heap.IsObject(deopt)) return code;  // nothing inlined, no function said
+      auto element = [&](int64_t i) { return heap.Word(deopt, 16 + 8 * i); };
+      ASSIGN_OR_RETURN(uint64_t shared, element(l.deopt_shared));
+      if (l.deopt_shared_wrapped && heap.IsObject(shared)) {
+        ASSIGN_OR_RETURN(shared, heap.Word(shared, 8));
+      }
+      code.shared = shared;
+      ASSIGN_OR_RETURN(uint64_t inlining, element(l.deopt_inlining_positions));
+      ASSIGN_OR_RETURN(
+          std::vector<uint8_t> positions,
+          ByteArrayBytes(memory, heap, l, inlining, kMaxInlined * int64_t(kInliningPositionSize),
+                         "inlining positions"));
+      for (size_t at = 0; at + kInliningPositionSize <= positions.size();
+           at += kInliningPositionSize) {
+        uint64_t raw;
+        std::memcpy(&raw, positions.data() + at, sizeof(raw));
+        code.inlined.emplace_back(int64_t((raw >> 1) & 0x3fffffff) - 1,
+                                  int32_t((raw >> 31) & 0xffff) - 1);
+      }
+      return code;
+    }
+  }
+  return Status::Error(
+      StatusCode::kNotFound,
+      "no V8 code found within " + std::to_string(max_scan) + " bytes below " + HexAddress(pc));
+}
+
+std::optional<int64_t> OuterPosition(const CompiledCode& code, uint64_t pc, bool return_address) {
+  if (pc < code.start) return std::nullopt;
+  const int64_t offset = int64_t(pc - code.start) - (return_address ? 1 : 0);
+  const PositionEntry* e = EntryAt(code.positions, offset);
+  if (e == nullptr) return std::nullopt;
+  int64_t position = e->position;
+  int32_t inlining = e->inlining;
+  // Each inlined call's position is in its caller; the outermost caller's
+  // is the frame's. Bounded: a cycle in untrusted ids ends it.
+  for (size_t steps = 0; inlining >= 0; ++steps) {
+    if (size_t(inlining) >= code.inlined.size() || steps > code.inlined.size()) return std::nullopt;
+    std::tie(position, inlining) = code.inlined[size_t(inlining)];
+  }
+  if (position < 0) return std::nullopt;
+  return position;
+}
+
+}  // namespace microscope::runtimes::node

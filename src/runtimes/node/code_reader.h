@@ -1,0 +1,48 @@
+// Reads V8's optimized code (Maglev and TurboFan) out of a running process,
+// by the build's V8Layout: the Code object whose instructions hold a pc,
+// its source position table and the positions of the calls it inlined, so
+// that a compiled frame gets the line its own function is at. Target memory
+// is untrusted: the Code is found by its InstructionStream (instructions
+// start 64-byte aligned after a header whose second word is the Code) and
+// proved by its type and by pointing back at that stream and start; tables
+// are bounded, and each refusal says what was wrong.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "base/status.h"
+#include "src/record/process_memory.h"
+#include "src/runtimes/node/layout.h"
+#include "src/runtimes/node/line_table.h"
+
+namespace microscope::runtimes::node {
+
+struct CompiledCode {
+  uint64_t code = 0;   // the tagged Code object
+  uint64_t start = 0;  // its instructions
+  uint64_t size = 0;
+  int64_t kind = -1;    // V8's CodeKind
+  uint64_t shared = 0;  // its function's SharedFunctionInfo, from its deoptimization data
+  std::vector<PositionEntry> positions;  // by offset in the instructions
+  // Each inlined call: where it is in its caller (a script offset) and the
+  // caller's own inlining id (-1: the outermost function).
+  std::vector<std::pair<int64_t, int32_t>> inlined;
+  bool optimized = false;  // Maglev or TurboFan (kind = baseline + 1 or + 2)
+};
+
+// The code whose instructions hold `pc`; refused when no InstructionStream
+// is found within `max_scan` bytes below it, or what is found is not proved.
+// Only an optimized code's tables are read.
+Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Layout& layout,
+                                      uint64_t pc, uint64_t max_scan = 512 * 1024);
+
+// Where `pc` is in the outermost function of optimized `code` (the frame's
+// own function, into which the others were inlined): the script offset of
+// its call into the first inlined function, or of the code at pc.
+// `return_address`: pc follows the call it returns from (V8 looks up the
+// instruction before it). nullopt: no position there.
+std::optional<int64_t> OuterPosition(const CompiledCode& code, uint64_t pc, bool return_address);
+
+}  // namespace microscope::runtimes::node
