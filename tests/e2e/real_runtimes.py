@@ -248,13 +248,19 @@ for major in ["20", "26"]:
               "%s: %d of %d interpreted JavaScript frames with a line (%d from the interpreter's "
               "registers)" % (what, interpreted - lineless, interpreted, v["frames_with_line_from_registers"]))
         # Optimized frames' lines, from their code's source positions: the
-        # code of all but a few pcs is found (terser: 17 of 14,548 on Node
-        # 20, 13 of 28,631 on Node 26; the rest, baseline frames, have none).
+        # code of most pcs is found (terser: 17 of 14,548 on Node 20, 13 of
+        # 28,631 on Node 26). Code V8 frees between the sample and its
+        # reading, 50 to 110 ms later, is not: prettier on Node 26 lost 14,
+        # 1,206 and 4,735 frames' lines of some 23,000 in three runs (it
+        # collects garbage often; the walk copies no code). Baseline frames' from the bytecode
+        # their code runs: all but those in a builtin they called without a
+        # frame (terser: 3,184 of 26,602 on Node 20, 2,890 of 14,974 on 26).
         found, lost = v["frames_with_line_from_code"], v["frames_without_line_code"]
-        check(found > 500 and lost <= 0.02 * found,
-              "%s: %d optimized JavaScript frames with a line from their code, %d without (%d "
-              "code objects read; %d baseline frames without a line)" %
-              (what, found, lost, v["code_objects_read"], v["frames_without_line_compiled"]))
+        baseline, unplaced = v["frames_with_line_from_baseline_code"], v["frames_without_line_compiled"]
+        check(found > 500 and lost <= 0.3 * found and baseline > 500 and unplaced <= 0.35 * baseline,
+              "%s: %d optimized JavaScript frames with a line from their code, %d without; %d "
+              "baseline ones with a line, %d without (%d code objects read)" %
+              (what, found, lost, baseline, unplaced, v["code_objects_read"]))
 
 
 # An HTTP server (npm's http-server) serving lodash to four clients that

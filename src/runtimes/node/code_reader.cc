@@ -1,5 +1,6 @@
 #include "src/runtimes/node/code_reader.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
@@ -38,6 +39,70 @@ Result<std::vector<uint8_t>> ByteArrayBytes(record::ProcessMemory& memory, HeapR
   return bytes;
 }
 
+// A baseline code's bytecode offset table: for each bytecode (after the
+// prologue), in order, the size of its code as an unsigned varint (7 bits a
+// byte, low first). The bytecodes come from the array the code runs, each
+// sized by kBytecodeSizes[scale][bytecode]; a Wide or ExtraWide prefix (and
+// their debug-break forms, bytecodes 0 to 3) scales the one after it.
+Status ReadBaseline(record::ProcessMemory& memory, HeapReader& heap, const V8Layout& l,
+                    CompiledCode* code) {
+  ASSIGN_OR_RETURN(uint64_t table, heap.Word(code->code, l.code_positions));
+  ASSIGN_OR_RETURN(std::vector<uint8_t> deltas,
+                   ByteArrayBytes(memory, heap, l, table, kMaxTable, "bytecode offset table"));
+  ASSIGN_OR_RETURN(uint64_t array, heap.Word(code->code, l.code_deopt_data));
+  ASSIGN_OR_RETURN(uint16_t type, heap.TypeOf(array));
+  if (type != l.type_bytecode_array) return OkStatus();  // interpreter data: no line
+  ASSIGN_OR_RETURN(uint64_t length, heap.Word(array, l.bytecode_length));
+  if (!heap.IsSmi(length) || heap.SmiValue(length) <= 0 || heap.SmiValue(length) > kMaxTable) {
+    return Status::Error(StatusCode::kDataLoss,
+                         "bytecodes at " + HexAddress(array) + ": length out of range");
+  }
+  std::vector<uint8_t> bytecodes(size_t(heap.SmiValue(length)));
+  if (!memory.Read(array - uint64_t(l.heap_object_tag) + uint64_t(l.bytecode_header),
+                   bytecodes.data(), bytecodes.size())) {
+    return Status::Error(StatusCode::kUnavailable,
+                         "bytecodes at " + HexAddress(array) + " not readable");
+  }
+  const size_t kinds = l.bytecode_sizes.size() / 3;
+  auto size_at = [&](size_t at) -> size_t {
+    const uint8_t b = bytecodes[at];
+    if (b > 3) return b < kinds ? l.bytecode_sizes[b] : 0;
+    const size_t scale = (b == 0 || b == 2) ? 1 : 2;  // Wide, DebugBreakWide: 1
+    if (at + 1 >= bytecodes.size() || bytecodes[at + 1] >= kinds) return 0;
+    return 1 + l.bytecode_sizes[scale * kinds + bytecodes[at + 1]];
+  };
+  int64_t end = 0, offset = -1;
+  size_t at = 0;
+  for (size_t i = 0; i < deltas.size();) {
+    uint64_t delta = 0;
+    int shift = 0;
+    for (;; shift += 7) {
+      if (i >= deltas.size() || shift > 28) {
+        return Status::Error(StatusCode::kDataLoss,
+                             "bytecode offset table at " + HexAddress(table) + ": varint cut");
+      }
+      delta |= uint64_t(deltas[i] & 0x7f) << shift;
+      if ((deltas[i++] & 0x80) == 0) break;
+    }
+    end += int64_t(delta);
+    if (offset >= 0) {
+      const size_t size = size_at(at);
+      if (size == 0) {
+        return Status::Error(
+            StatusCode::kDataLoss,
+            "bytecodes at " + HexAddress(array) + ": unknown bytecode at " + std::to_string(at));
+      }
+      at += size;
+    }
+    offset = code->bytecode_ends.empty() ? -1 : int64_t(at);
+    if (at >= bytecodes.size() && offset >= 0) break;  // more entries than bytecodes
+    code->bytecode_ends.emplace_back(end, offset);
+  }
+  code->baseline = true;
+  code->bytecode_array = array;
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Layout& l, uint64_t pc,
@@ -55,7 +120,11 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
   const uint64_t first = pc & ~(kChunk - 1);
   for (uint64_t p = first; p + max_scan > first && p >= kChunk; p -= kChunk) {
     if (!memory.Read(p, page.data(), page.size())) {
-      return Status::Error(StatusCode::kNotFound, "no V8 code found below " + HexAddress(pc) +
+      if (p == first) {
+        return Status::Error(StatusCode::kNotFound,
+                             "the code at " + HexAddress(pc) + " is not readable (freed since?)");
+      }
+      return Status::Error(StatusCode::kDataLoss, "no V8 code found below " + HexAddress(pc) +
                                                       " (nothing readable at " + HexAddress(p) +
                                                       ")");
     }
@@ -90,13 +159,16 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
       }
       code.size = uint64_t(size);
       if (pc > s + code.size) {
-        return Status::Error(StatusCode::kNotFound, HexAddress(pc) + " is past the code at " +
+        return Status::Error(StatusCode::kDataLoss, HexAddress(pc) + " is past the code at " +
                                                         HexAddress(s) + " (" +
                                                         std::to_string(size) + " bytes)");
       }
       code.kind = int64_t(flags & uint64_t(l.code_kind_mask));
       code.optimized =
           code.kind == l.code_kind_baseline + 1 || code.kind == l.code_kind_baseline + 2;
+      if (code.kind == l.code_kind_baseline && !l.bytecode_sizes.empty()) {
+        RETURN_IF_ERROR(ReadBaseline(memory, heap, l, &code));
+      }
       if (!code.optimized) return code;
       ASSIGN_OR_RETURN(uint64_t table, heap.Word(words[1], l.code_positions));
       ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
@@ -127,7 +199,7 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
     }
   }
   return Status::Error(
-      StatusCode::kNotFound,
+      StatusCode::kDataLoss,
       "no V8 code found within " + std::to_string(max_scan) + " bytes below " + HexAddress(pc));
 }
 
@@ -146,6 +218,18 @@ std::optional<int64_t> OuterPosition(const CompiledCode& code, uint64_t pc, bool
   }
   if (position < 0) return std::nullopt;
   return position;
+}
+
+std::optional<int64_t> BaselineOffset(const CompiledCode& code, uint64_t pc, bool return_address) {
+  if (pc < code.start) return std::nullopt;
+  // A return address ends its call's code; the sampled instruction is in
+  // the bytecode whose code it starts or is inside.
+  const int64_t p = int64_t(pc - code.start) + (return_address ? 0 : 1);
+  auto it =
+      std::lower_bound(code.bytecode_ends.begin(), code.bytecode_ends.end(), p,
+                       [](const std::pair<int64_t, int64_t>& e, int64_t v) { return e.first < v; });
+  if (it == code.bytecode_ends.end() || it->second < 0) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace microscope::runtimes::node

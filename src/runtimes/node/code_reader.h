@@ -30,11 +30,18 @@ struct CompiledCode {
   // caller's own inlining id (-1: the outermost function).
   std::vector<std::pair<int64_t, int32_t>> inlined;
   bool optimized = false;  // Maglev or TurboFan (kind = baseline + 1 or + 2)
+  // Baseline (Sparkplug) code: the bytecode array it runs, and where the
+  // code of each bytecode ends (its offset in the instructions) with that
+  // bytecode's offset, in order; -1: the prologue.
+  bool baseline = false;
+  uint64_t bytecode_array = 0;
+  std::vector<std::pair<int64_t, int64_t>> bytecode_ends;
 };
 
 // The code whose instructions hold `pc`; refused when no InstructionStream
 // is found within `max_scan` bytes below it, or what is found is not proved.
-// Only an optimized code's tables are read.
+// Only an optimized code's tables, and a baseline code's bytecode offset
+// table with its bytecodes (sized by the image's kBytecodeSizes), are read.
 Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Layout& layout,
                                       uint64_t pc, uint64_t max_scan = 512 * 1024);
 
@@ -44,5 +51,10 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
 // `return_address`: pc follows the call it returns from (V8 looks up the
 // instruction before it). nullopt: no position there.
 std::optional<int64_t> OuterPosition(const CompiledCode& code, uint64_t pc, bool return_address);
+
+// The offset of the bytecode baseline `code` runs at `pc` (V8's
+// BytecodeOffsetIterator: the bytecode whose code ends at or after it);
+// nullopt in the prologue or past the table.
+std::optional<int64_t> BaselineOffset(const CompiledCode& code, uint64_t pc, bool return_address);
 
 }  // namespace microscope::runtimes::node

@@ -248,6 +248,14 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
     auto it = symbols.find(name);
     if (it != symbols.end()) l.*field = it->second;
   }
+  GElf_Sym sizes;
+  if (symbols::FindSymbol(file.elf.get(), "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE",
+                          &sizes) &&
+      sizes.st_size % 3 == 0 && sizes.st_size > 12 && sizes.st_size <= 3 * 256) {
+    std::span<const uint8_t> bytes = symbols::SymbolFileBytes(file.elf.get(), sizes);
+    if (bytes.size() >= sizes.st_size)
+      l.bytecode_sizes.assign(bytes.begin(), bytes.begin() + sizes.st_size);
+  }
   if (auto it = symbols.find("DeoptimizationDataSharedFunctionInfoIndex"); it != symbols.end()) {
     l.deopt_shared = it->second;
   } else if (auto w = symbols.find("DeoptimizationDataWrappedSharedFunctionInfoIndex");

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -119,6 +120,10 @@ struct V8Layout {
   // from V8 13 on a wrapper's (the SFI is its second word).
   int64_t deopt_shared = -1;
   bool deopt_shared_wrapped = false;
+  // V8's kBytecodeSizes[3][n] (each bytecode's size at each operand scale:
+  // baseline frames' lines), from the file's symbol table; empty when the
+  // file has none (stripped).
+  std::vector<uint8_t> bytecode_sizes;
   bool CodeKnown() const {
     return code_positions >= 0 && type_code >= 0 && type_instruction_stream >= 0 &&
            code_kind_mask > 0 && code_kind_baseline >= 0 && deopt_inlining_positions >= 0 &&

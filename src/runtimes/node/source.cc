@@ -217,6 +217,10 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // The line of `position` in the frame's function (0 when it is not in
   // it), through the script's source map if it has one.
   uint32_t LineAt(const NamedFunction& named, int64_t position);
+  // The line of the bytecode at `offset` of the frame's bytecode array
+  // (`registers`: taken from the interpreter's registers).
+  uint32_t BytecodeLine(Process* process, const V8Frame& frame, const NamedFunction& named,
+                        int64_t offset, bool registers);
   capture::FrameId Unknown(const std::string& why, FrameInterner* interner) {
     ++unknown_frames_;
     return interner->Interpreted({"[unknown JavaScript: " + why + "]", "", 0, 0});
@@ -272,7 +276,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     uint64_t no_source = 0;  // a function with no script: a builtin's or the embedder's
     uint64_t unmapped = 0;   // a source map that places it nowhere, or in another source
     uint64_t code = 0;       // optimized code not found, or without a position at its pc
+    uint64_t Total() const { return innermost + compiled + no_table + no_source + unmapped + code; }
   } no_line_;
+  uint64_t baseline_lines_ = 0;  // baseline frames' lines, from their code's bytecode offsets
   uint64_t compiled_lines_ = 0;  // optimized frames' lines, from their code's positions
   uint64_t code_read_ = 0;       // optimized code objects read
   std::string code_error_;       // why the first pc without code had none
@@ -635,10 +641,19 @@ std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame
   const CompiledCode* found = nullptr;
   if (it != code.begin() && pc <= std::prev(it)->second.start + std::prev(it)->second.size) {
     found = &std::prev(it)->second;
-    // Code whose memory another function's code took since: read again.
-    if (found->optimized && found->shared != f.shared) {
-      code.erase(std::prev(it));
-      found = nullptr;
+    // Code whose memory another function's code took since: read again
+    // (when the one kept no longer holds its place; a frame that is not
+    // its code's keeps it).
+    const bool other = (found->optimized && found->shared != f.shared) ||
+                       (found->baseline && found->bytecode_array != f.bytecode_array);
+    if (other) {
+      HeapReader heap(process->memory.get(), &process->image->layout);
+      Result<uint64_t> start =
+          heap.Word(found->code, process->image->layout.code_instruction_start);
+      if (!start.ok() || *start != found->start) {
+        code.erase(std::prev(it));
+        found = nullptr;
+      }
     }
   }
   if (found == nullptr) {
@@ -651,12 +666,24 @@ std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame
       // Code V8 keeps elsewhere than in a Code's instruction stream (a few
       // pcs of a real program), or freed since the sample: counted, with
       // the first reason in the notes.
-      process->no_code.insert(slot);
+      // Not looked for again where none was found (a long search), but
+      // where the pc's own page no longer reads: code freed since the
+      // sample, whose pages may hold other code later.
+      if (read.status().code() != StatusCode::kNotFound) process->no_code.insert(slot);
       if (code_error_.empty()) code_error_ = read.status().message();
       return ++no_line_.code, 0;
     }
     ++code_read_;
     found = &code.insert_or_assign(read->start, std::move(*read)).first->second;
+  }
+  if (found->baseline && found->bytecode_array == f.bytecode_array) {
+    // The bytecode its code runs at pc, and that bytecode's line.
+    std::optional<int64_t> offset = BaselineOffset(*found, pc, !innermost);
+    if (!offset) return ++no_line_.compiled, 0;
+    const uint64_t before = no_line_.Total();
+    const uint32_t line = BytecodeLine(process, f, named, *offset, false);
+    if (no_line_.Total() == before) ++baseline_lines_;
+    return line;
   }
   if (!found->optimized) return std::nullopt;
   if (found->shared != f.shared) return ++no_line_.code, 0;
@@ -704,6 +731,13 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
     if (!heap.IsSmi(f.bytecode_offset)) return ++no_line_.compiled, 0;
     slot = heap.SmiValue(f.bytecode_offset);
   }
+  return BytecodeLine(process, f, named, slot - (l.bytecode_header - l.heap_object_tag), registers);
+}
+
+uint32_t NodeSource::BytecodeLine(Process* process, const V8Frame& f, const NamedFunction& named,
+                                  int64_t offset, bool registers) {
+  const V8Layout& l = process->image->layout;
+  HeapReader heap(process->memory.get(), &l);
   if (named.scriptless) return ++no_line_.no_source, 0;
   if (!l.LineTableKnown() || named.lines == nullptr) return ++no_line_.no_table, 0;
   // Read once per array and function: its type (two reads of the target
@@ -720,7 +754,6 @@ uint32_t NodeSource::Line(Process* process, const V8Frame& f, const NamedFunctio
     ++(registers ? no_line_.innermost : no_line_.compiled);
     return 0;
   }
-  const int64_t offset = slot - (l.bytecode_header - l.heap_object_tag);
   if (fresh) {
     Result<uint64_t> bytecodes = heap.Word(f.bytecode_array, l.bytecode_length);
     if (bytecodes.ok() && heap.IsSmi(*bytecodes)) it->second.length = heap.SmiValue(*bytecodes);
@@ -839,6 +872,7 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"frames_without_line_innermost", no_line_.innermost},
               {"frames_without_line_compiled", no_line_.compiled},
               {"frames_with_line_from_code", compiled_lines_},
+              {"frames_with_line_from_baseline_code", baseline_lines_},
               {"frames_without_line_code", no_line_.code},
               {"code_objects_read", code_read_},
               {"frames_without_line_other", no_line_.no_table},
@@ -868,7 +902,9 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         " where the code or its position was not found" +
         (code_error_.empty() ? std::string() : ", e.g. " + code_error_) +
         "); innermost frames where neither held (" + std::to_string(no_line_.innermost) +
-        ") and baseline frames (" + std::to_string(no_line_.compiled) +
+        "); baseline frames (Sparkplug) from the bytecode their code runs at that address (" +
+        std::to_string(baseline_lines_) + "), but where that was not found (" +
+        std::to_string(no_line_.compiled) +
         ") have the function but no line, as do builtins called as functions, which have no "
         "script (" +
         std::to_string(no_line_.no_source) +

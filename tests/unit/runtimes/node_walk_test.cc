@@ -251,6 +251,21 @@ TEST_CASE("Optimized code's positions: inlining ids kept, external positions ski
   CHECK_FALSE(OuterPosition(code, 0x1005, false).has_value());
 }
 
+TEST_CASE("Baseline code: the bytecode whose code holds a pc") {
+  CompiledCode code;
+  code.start = 0x1000;
+  code.size = 64;
+  code.baseline = true;
+  // The prologue's code ends at 10, bytecode 0's at 20, bytecode 3's at 35.
+  code.bytecode_ends = {{10, -1}, {20, 0}, {35, 3}};
+  CHECK_FALSE(BaselineOffset(code, 0x1000 + 10, true).has_value());  // returns into the prologue
+  CHECK(BaselineOffset(code, 0x1000 + 15, true) == 0);
+  CHECK(BaselineOffset(code, 0x1000 + 20, true) == 0);   // a call that ends bytecode 0's code
+  CHECK(BaselineOffset(code, 0x1000 + 20, false) == 3);  // the instruction at 20 is bytecode 3's
+  CHECK_FALSE(BaselineOffset(code, 0x1000 + 40, true).has_value());
+  CHECK_FALSE(BaselineOffset(code, 0x0fff, false).has_value());
+}
+
 TEST_CASE("Source lines: 1-based, by UTF-16 offset") {
   SourceLines lines(u"a\nbc\n\nd");
   CHECK(lines.LineOf(0) == 1);
