@@ -17,7 +17,9 @@ JavaScript frames sit, callee first, where node's JS entry runs them;
 interpreted frames that called out have the line of the call (node
 --jitless: every frame interpreted), and the innermost the line its
 bytecode handler runs (from V8's interpreter registers) or its call's,
-whose hottest line is --cpu-prof's in the same run; recursion
+whose hottest line is --cpu-prof's in the same run; optimized frames
+(TurboFan) and baseline ones (--always-sparkplug --max-opt=1) have the
+line their code runs (the loop's, the call's); recursion
 keeps its depth; the worker's thread has its own JavaScript frames; the
 pool threads, which run no JavaScript, carry no JavaScript frame and no
 unknown marker (this, -g dwarf through V8's code and an addon's callback
