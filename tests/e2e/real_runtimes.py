@@ -241,7 +241,7 @@ for major in ["20", "26"]:
         v = h["sources"]["node"]["values"]
         interpreted = (v["frames"] - v["frames_without_line_compiled"] -
                        v["frames_without_line_no_source"] - v["frames_with_line_from_code"] -
-                       v["frames_without_line_code"])
+                       v["frames_without_line_code"] - v["frames_with_line_from_baseline_code"])
         lineless = (v["frames_without_line_innermost"] + v["frames_without_line_other"] +
                     v["frames_without_line_unmapped"])
         check(interpreted > 500 and lineless <= 0.1 * interpreted,
