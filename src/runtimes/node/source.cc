@@ -282,6 +282,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   uint64_t compiled_lines_ = 0;  // optimized frames' lines, from their code's positions
   uint64_t code_read_ = 0;       // optimized code objects read
   std::string code_error_;       // why the first pc without code had none
+  uint64_t code_missing_ = 0;    // pcs where no Code was found (lined as before)
   uint64_t maps_read_ = 0, functions_mapped_ = 0, mapped_lines_ = 0;
 };
 
@@ -647,10 +648,12 @@ std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame
     const bool other = (found->optimized && found->shared != f.shared) ||
                        (found->baseline && found->bytecode_array != f.bytecode_array);
     if (other) {
-      HeapReader heap(process->memory.get(), &process->image->layout);
-      Result<uint64_t> start =
-          heap.Word(found->code, process->image->layout.code_instruction_start);
-      if (!start.ok() || *start != found->start) {
+      // Kept while the stream at its start still names it: new code at
+      // the same address is another Code.
+      uint64_t named_code = 0;
+      const uint64_t at = found->start - uint64_t(process->image->layout.stream_header) + 8;
+      if (!process->memory->Read(at, &named_code, sizeof(named_code)) ||
+          named_code != found->code) {
         code.erase(std::prev(it));
         found = nullptr;
       }
@@ -658,9 +661,12 @@ std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame
   }
   if (found == nullptr) {
     const uint64_t slot = pc / 64;
+    // No Code there: the frame is placed on other code than its own (V8's
+    // builtins before their copy's mapping was bound to node's image, an
+    // interpreted frame among them), which gets its line as before.
     if (process->no_code.count(slot) != 0 ||
         code.size() + process->no_code.size() >= kMaxCodeObjects)
-      return ++no_line_.code, 0;
+      return std::nullopt;
     Result<CompiledCode> read = ReadCompiledCode(*process->memory, process->image->layout, pc);
     if (!read.ok()) {
       // Code V8 keeps elsewhere than in a Code's instruction stream (a few
@@ -671,7 +677,8 @@ std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame
       // sample, whose pages may hold other code later.
       if (read.status().code() != StatusCode::kNotFound) process->no_code.insert(slot);
       if (code_error_.empty()) code_error_ = read.status().message();
-      return ++no_line_.code, 0;
+      ++code_missing_;
+      return std::nullopt;
     }
     ++code_read_;
     found = &code.insert_or_assign(read->start, std::move(*read)).first->second;
@@ -875,6 +882,7 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"frames_with_line_from_baseline_code", baseline_lines_},
               {"frames_without_line_code", no_line_.code},
               {"code_objects_read", code_read_},
+              {"code_not_found", code_missing_},
               {"frames_without_line_other", no_line_.no_table},
               {"frames_without_line_no_source", no_line_.no_source},
               {"source_maps_read", maps_read_},
@@ -899,9 +907,12 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         "address they run (" +
         std::to_string(compiled_lines_) + ", " + std::to_string(code_read_) +
         " code objects read; " + std::to_string(no_line_.code) +
-        " where the code or its position was not found" +
+        " whose code had no position there or was another function's; no code found at " +
+        std::to_string(code_missing_) + " addresses" +
         (code_error_.empty() ? std::string() : ", e.g. " + code_error_) +
-        "); innermost frames where neither held (" + std::to_string(no_line_.innermost) +
+        ", lined as other frames"
+        "); innermost frames where neither held (" +
+        std::to_string(no_line_.innermost) +
         "); baseline frames (Sparkplug) from the bytecode their code runs at that address (" +
         std::to_string(baseline_lines_) + "), but where that was not found (" +
         std::to_string(no_line_.compiled) +
