@@ -203,6 +203,12 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
       "no V8 code found within " + std::to_string(max_scan) + " bytes below " + HexAddress(pc));
 }
 
+bool StillThere(record::ProcessMemory& memory, const V8Layout& l, const CompiledCode& code) {
+  uint64_t named = 0;  // the stream header's second word
+  return memory.Read(code.start - uint64_t(l.stream_header) + 8, &named, sizeof(named)) &&
+         named == code.code;
+}
+
 std::optional<int64_t> OuterPosition(const CompiledCode& code, uint64_t pc, bool return_address) {
   if (pc < code.start) return std::nullopt;
   const int64_t offset = int64_t(pc - code.start) - (return_address ? 1 : 0);

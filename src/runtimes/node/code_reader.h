@@ -45,6 +45,10 @@ struct CompiledCode {
 Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Layout& layout,
                                       uint64_t pc, uint64_t max_scan = 512 * 1024);
 
+// Whether the InstructionStream at `code`'s start still names it: new code
+// at the same address is another Code.
+bool StillThere(record::ProcessMemory& memory, const V8Layout& layout, const CompiledCode& code);
+
 // Where `pc` is in the outermost function of optimized `code` (the frame's
 // own function, into which the others were inlined): the script offset of
 // its call into the first inlined function, or of the code at pc.

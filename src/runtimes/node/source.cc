@@ -48,7 +48,7 @@ constexpr size_t kMaxNotes = 16;
 constexpr size_t kMaxSource = size_t(64) << 20;     // UTF-16 units read of one script's source
 constexpr int64_t kMaxPositionTable = 1 << 20;      // bytes of one source position table
 constexpr int64_t kMaxBytecodeOffset = 1 << 30;     // a running handler's r9 taken as one
-constexpr size_t kMaxCodeObjects = 50000;           // optimized code objects read per process
+constexpr size_t kMaxCodeObjects = 50000;           // code objects read (or not found) per process
 constexpr size_t kMaxSourceMap = size_t(64) << 20;  // bytes of one source map's JSON
 constexpr size_t kMaxMapsPerProcess = 256;          // source maps parsed for one process
 constexpr size_t kMaxIsolates = 4096;               // numbered per process
@@ -210,8 +210,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // `pc`: where its own generated code runs (0: not known).
   uint32_t Line(Process* process, const V8Frame& frame, const NamedFunction& named, bool innermost,
                 uint64_t pc);
-  // An optimized frame's line, from its code's source positions at `pc`;
-  // nullopt when its code is not optimized code (baseline: no line yet).
+  // A compiled frame's line: an optimized one's from its code's source
+  // positions at `pc`, a baseline one's from the bytecode its code runs
+  // there; nullopt when no such code is found (lined as other frames).
   std::optional<uint32_t> CompiledLine(Process* process, const V8Frame& frame,
                                        const NamedFunction& named, bool innermost, uint64_t pc);
   // The line of `position` in the frame's function (0 when it is not in
@@ -275,7 +276,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     uint64_t no_table = 0;   // no position table or line read
     uint64_t no_source = 0;  // a function with no script: a builtin's or the embedder's
     uint64_t unmapped = 0;   // a source map that places it nowhere, or in another source
-    uint64_t code = 0;       // optimized code not found, or without a position at its pc
+    uint64_t code = 0;       // optimized code without a position at pc, or another function's
     uint64_t Total() const { return innermost + compiled + no_table + no_source + unmapped + code; }
   } no_line_;
   uint64_t baseline_lines_ = 0;  // baseline frames' lines, from their code's bytecode offsets
@@ -647,16 +648,9 @@ std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame
     // its code's keeps it).
     const bool other = (found->optimized && found->shared != f.shared) ||
                        (found->baseline && found->bytecode_array != f.bytecode_array);
-    if (other) {
-      // Kept while the stream at its start still names it: new code at
-      // the same address is another Code.
-      uint64_t named_code = 0;
-      const uint64_t at = found->start - uint64_t(process->image->layout.stream_header) + 8;
-      if (!process->memory->Read(at, &named_code, sizeof(named_code)) ||
-          named_code != found->code) {
-        code.erase(std::prev(it));
-        found = nullptr;
-      }
+    if (other && !StillThere(*process->memory, process->image->layout, *found)) {
+      code.erase(std::prev(it));
+      found = nullptr;
     }
   }
   if (found == nullptr) {
@@ -671,10 +665,9 @@ std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame
     if (!read.ok()) {
       // Code V8 keeps elsewhere than in a Code's instruction stream (a few
       // pcs of a real program), or freed since the sample: counted, with
-      // the first reason in the notes.
-      // Not looked for again where none was found (a long search), but
-      // where the pc's own page no longer reads: code freed since the
-      // sample, whose pages may hold other code later.
+      // the first reason in the notes. Not looked for again where none was
+      // found (a long search), but where the pc's own page no longer reads:
+      // its pages may hold other code later.
       if (read.status().code() != StatusCode::kNotFound) process->no_code.insert(slot);
       if (code_error_.empty()) code_error_ = read.status().message();
       ++code_missing_;
