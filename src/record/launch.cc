@@ -18,10 +18,37 @@ Status Errno(const char* what) {
   return Status::Error(std::string(what) + ": " + std::strerror(errno));
 }
 
-// The child: waits at the gate, then execs. Exec failure is reported
-// through `err_fd` (close-on-exec, so success closes it silently).
+// What the recorder was given for SIGCHLD, for the program to get back.
+struct InheritedChildSignal {
+  sigset_t mask;
+  struct sigaction action;
+};
+
+// The recorder hears its child's stops and ends in SIGCHLD's default way,
+// whatever it inherited: the exec of an interpreter is held (stopped until
+// its runtime is laid out, bpf/sampler.bpf.c) only when the parent would
+// not take the stop for an end, and a SIGCHLD left blocked by whatever
+// started the recorder (a CI runner, a service manager) looked like a
+// parent reading it (0 held, its first 45 ms of Python unwalked); one left
+// ignored would have the kernel reap the program before its status is read.
+InheritedChildSignal HearChildrenByDefault() {
+  InheritedChildSignal inherited;
+  sigset_t child;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  pthread_sigmask(SIG_UNBLOCK, &child, &inherited.mask);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGCHLD, &dfl, &inherited.action);
+  return inherited;
+}
+
+// The child: waits at the gate, then execs with the signal state the
+// recorder inherited. Exec failure is reported through `err_fd`
+// (close-on-exec, so success closes it silently).
 [[noreturn]] void RunChild(int gate_fd, int err_fd, const std::vector<std::string>& command,
-                           char* const* envp) {
+                           char* const* envp, const InheritedChildSignal& inherited) {
   char c;
   ssize_t n;
   do {
@@ -33,6 +60,8 @@ Status Errno(const char* what) {
   argv.push_back(nullptr);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  if (inherited.action.sa_handler == SIG_IGN) sigaction(SIGCHLD, &inherited.action, nullptr);
+  pthread_sigmask(SIG_SETMASK, &inherited.mask, nullptr);
   execvpe(argv[0], argv.data(), envp);
   int err = errno;
   ssize_t ignored = write(err_fd, &err, sizeof(err));
@@ -68,12 +97,13 @@ Result<std::unique_ptr<LaunchedChild>> LaunchedChild::Fork(
   ScopedFd gate_ours(gate[0]), gate_child(gate[1]);
   if (pipe2(err, O_CLOEXEC) != 0) return Errno("pipe");
   ScopedFd err_ours(err[0]), err_child(err[1]);
+  const InheritedChildSignal inherited = HearChildrenByDefault();
   pid_t pid = fork();
   if (pid < 0) return Errno("fork");
   if (pid == 0) {
     gate_ours.Reset();  // or the child's read would never see our end close
     err_ours.Reset();
-    RunChild(gate_child.get(), err_child.get(), command, envp.data());
+    RunChild(gate_child.get(), err_child.get(), command, envp.data(), inherited);
   }
   // The child's ends close here: a read of exec_error_ ends at its exec.
   return std::unique_ptr<LaunchedChild>(

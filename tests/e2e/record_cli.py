@@ -27,6 +27,26 @@ check(p.returncode == 0 and p.stderr == "", "-q is quiet: %r" % p.stderr)
 p = run([MICROSCOPE, "record", "-o", d + "/v.mscap", "--", fixture("split"), "5"])
 check("microscope: wrote " + d + "/v.mscap" in p.stderr, "summary line: %r" % p.stderr)
 
+# The program gets the signal mask and ignored SIGCHLD the recorder was
+# started with (the recorder itself hears its child by default).
+def child_signals(block, ignore):
+    def prepare():
+        if ignore:
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, block)
+    p = subprocess.run([MICROSCOPE, "record", "-q", "-o", d + "/sig.mscap", "--", "grep", "-E",
+                        "^Sig(Blk|Ign)", "/proc/self/status"], capture_output=True, text=True,
+                       preexec_fn=prepare)
+    return p.returncode, {k: int(v, 16) for k, v in re.findall(r"(Sig\w+):\s+([0-9a-f]+)", p.stdout)}
+rc, sig = child_signals({signal.SIGCHLD, signal.SIGUSR2}, True)
+bit = lambda s: 1 << (s - 1)
+check(rc == 0 and sig.get("SigBlk", 0) & bit(signal.SIGCHLD) and sig.get("SigBlk", 0) & bit(signal.SIGUSR2)
+      and sig.get("SigIgn", 0) & bit(signal.SIGCHLD),
+      "the program's inherited mask and ignored SIGCHLD kept: rc %d, %s" % (rc, sig))
+rc, sig = child_signals(set(), False)
+check(rc == 0 and sig.get("SigBlk") == 0 and not sig.get("SigIgn", 0) & bit(signal.SIGCHLD),
+      "nothing blocked given, nothing blocked: rc %d, %s" % (rc, sig))
+
 # --version names the release.
 p = run([MICROSCOPE, "--version"])
 check(p.returncode == 0 and re.fullmatch(r"microscope \d+\.\d+\.\d+\n", p.stdout) is not None,
