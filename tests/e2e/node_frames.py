@@ -266,7 +266,7 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     # is not known: 14 to 29% of each function's own samples have one here
     # (5% at least), 90% of those on the loop's line.
     compiled_lines(major, "baseline", record_fixture(
-        major, node, "shares", ["--always-sparkplug", "--max-opt=1"], "%g" % (0.3 * LAG_FACTOR)),
+        major, node, "shares", ["--always-sparkplug", "--max-opt=1"], "%g" % (0.08 * LAG_FACTOR)),
         "frames_with_line_from_baseline_code", lined=0.05)
 
     # Recursion keeps its depth (on the main thread), and a worker thread
