@@ -108,10 +108,10 @@ void BM_V8Splice(benchmark::State& state) {
   for (uint64_t i = 0; i < 12; ++i) walk.frames.push_back({0x7000 + 0x100 * (3 + 2 * i) + 8});
   std::vector<capture::FrameId> native(30);
   std::vector<uint8_t> tags(30, 0);
-  runtimes::node::V8SpliceHooks hooks{[](const runtimes::node::V8Frame& f, bool, capture::FrameId) {
-                                        return capture::FrameId(f.fp);
-                                      },
-                                      [](const std::string&) { return capture::FrameId(0); }};
+  runtimes::node::V8SpliceHooks hooks{
+      [](const runtimes::node::V8Frame& f, bool, capture::FrameId,
+         std::vector<capture::FrameId>* out) { out->push_back(capture::FrameId(f.fp)); },
+      [](const std::string&) { return capture::FrameId(0); }};
   runtimes::node::V8SpliceScratch scratch;
   std::vector<capture::FrameId> frames;
   for (auto _ : state) {

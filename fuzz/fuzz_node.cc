@@ -62,10 +62,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)lines.LineOf(17);
       }
       // Optimized code found below a pc (a page of the input, at least
-      // 4 KiB), its position table and inlined calls.
+      // 4 KiB), its position table, inlined calls and their functions.
       const uint64_t pc = memory.Pointer(12);
       if (auto code = ReadCompiledCode(memory, *layout, pc, 1 << 16); code.ok()) {
-        (void)OuterPosition(*code, pc, (data[0] & 8) != 0);
+        std::vector<InlinedAt> chain;
+        (void)FunctionsAt(*code, pc, (data[0] & 8) != 0, &chain);
       }
       break;
     }

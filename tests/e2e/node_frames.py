@@ -269,6 +269,47 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
         major, node, "shares", ["--always-sparkplug", "--max-opt=1"], "%g" % (0.08 * LAG_FACTOR)),
         "frames_with_line_from_baseline_code", lined=0.05)
 
+    # Functions TurboFan inlined are frames of their own: once() (twice in
+    # twice's body) under twice() under spin(), all three in spin's code,
+    # each at a line of its own body. The share of spin's samples whose
+    # innermost line is in each body is --cpu-prof's in the same run within
+    # 10 points: its ticks by line (Node 20's --cpu-prof gives the inlined
+    # functions' lines to spin itself, later ones frames of their own).
+    prof_dir = os.path.join(d, "inlined-prof-%s" % major)
+    cap = record_fixture(major, node, "inlined", ["--cpu-prof", "--cpu-prof-dir", prof_dir],
+                         "%g" % (0.1 * LAG_FACTOR))
+    INL = ("spin", "twice", "once")
+    paths = tree_paths(report(cap, "--tree", "--min-percent", "0", "--look", "js"))
+    on = lambda fn: sum(v for p, v in paths.items() if p[-1] == fn and fn not in p[:-1])
+    chained = sum(v for p, v in paths.items() if p[-3:] == ("spin", "twice", "once"))
+    rep = report(cap, "--look", "js", "--granularity", "line", "--min-percent", "0")
+    ours, placed = Counter(), Counter()
+    for f in rep["functions"]:
+        m = re.match(r"(\w+)(?: workload\.js:(\d+))?$", f["function"])
+        if m and m.group(1) in INL:
+            ours[m.group(1)] += f["self"]["samples"]
+            placed[m.group(1), int(m.group(2) or 0) in body(m.group(1))] += f["total"]["samples"]
+    written = glob.glob(os.path.join(prof_dir, "*.cpuprofile"))
+    check(len(written) == 1, "node %s: --cpu-prof wrote the inlined run's profile" % major)
+    theirs = Counter()
+    for n in json.load(open(written[0]))["nodes"]:
+        if n["callFrame"]["functionName"] in INL:
+            for t in n.get("positionTicks", []):
+                theirs.update({fn: t["ticks"] for fn in INL if t["line"] in body(fn)})
+    share = lambda c: {fn: c[fn] / max(1, sum(c.values())) for fn in INL}
+    values = rep["header"]["sources"]["node"]["values"]
+    check(sum(ours.values()) > 300 and chained >= 0.95 * on("once") > 0.2 * on("spin") and
+          all(abs(share(ours)[fn] - share(theirs)[fn]) <= 0.10 for fn in INL) and
+          values["inlined_frames"] > 300 and
+          all(placed[fn, True] >= 0.95 * (placed[fn, True] + placed[fn, False]) > 0 for fn in INL),
+          "node %s: inlined twice() and once() are frames of their own: innermost in spin, twice "
+          "and once %s of %d samples, --cpu-prof's lines %s of %d; once under twice under spin "
+          "in %d of %d; at lines of their own bodies: %s (%d inlined frames, %d with a line, %d "
+          "left out)" %
+          (major, r3(share(ours)), sum(ours.values()), r3(share(theirs)), sum(theirs.values()),
+           chained, on("once"), dict(placed), values["inlined_frames"],
+           values["inlined_frames_with_line"], values["inlined_functions_not_named"]))
+
     # Recursion keeps its depth (on the main thread), and a worker thread
     # walks its own isolate, numbered apart from the main thread's (the
     # v8.isolate label, from V8's thread-local isolate): one run.

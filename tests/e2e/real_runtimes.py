@@ -54,7 +54,9 @@ def ours_shares(cap, look, command):
     speedscope export, which keeps each frame's file), its samples, and the
     capture's header. For `--look js`, as --cpu-prof counts: among the
     samples with JavaScript frames, leaving out those in V8's garbage
-    collector (its own root there)."""
+    collector (its own root there) and those of --cpu-prof writing its
+    profile at exit (under disableCPUProfiler: 50 of tsc's 1,380 samples
+    in performIncrementalCompilation2 on Node 26), which it cannot sample."""
     header = report(cap)["header"]
     pids = [x["pid"] for x in header["processes"] if x["command"] == command]
     check(len(pids) == 1, "%s: one %s process (%s)" % (cap, command, header["processes"]))
@@ -70,7 +72,8 @@ def ours_shares(cap, look, command):
         gc = ("v8::internal::Heap::CollectGarbage", "v8::internal::Heap::PerformGarbageCollection",
               "v8::internal::IncrementalMarking::", "v8::internal::ScavengeJob")
         keep = lambda stack: (any(script[i] for i in stack) and
-                              not any(frames[i][0].startswith(gc) for i in stack))
+                              not any(frames[i][0].startswith(gc) or
+                                      frames[i][0] == "disableCPUProfiler" for i in stack))
     shares, n = collections.Counter(), 0
     for stack in main[0]["samples"]:
         if not keep(stack):
@@ -96,9 +99,9 @@ def record(name, command, env=None):
     return cap
 
 
-def compare(name, theirs, ours, points, peer, outer=None):
+def compare(name, theirs, ours, points, peer):
     """The 10 largest functions by the peer's total shares: each within
-    `points` of ours; the 5 largest within `outer` points."""
+    `points` of ours."""
     top = [k for k, _ in theirs.most_common(10)]
     rows = ["%s [%s] %s %.1f, ours %.1f" % (k[0], k[1], peer, 100 * theirs[k], 100 * ours[k])
             for k in top]
@@ -107,10 +110,6 @@ def compare(name, theirs, ours, points, peer, outer=None):
     check(len(top) == 10 and worst <= points / 100.0,
           "%s: the 10 largest functions' total shares within %d points of %s's (worst %.1f)" %
           (name, points, peer, 100 * worst))
-    if outer is not None:
-        worst = max(abs(theirs[k] - ours[k]) for k in top[:5])
-        check(worst <= outer / 100.0,
-              "%s: the 5 largest within %d points (worst %.1f)" % (name, outer, 100 * worst))
 
 
 # Python: pygments.
@@ -216,19 +215,18 @@ for major in ["20", "26"]:
         ours, m, h = ours_shares(cap, "js", "node")
         print("%s: --cpu-prof %d samples with JavaScript, ours %d" % (what, n, m))
         ours = collections.Counter({k: v for k, v in ours.items() if k[0] != "(anonymous)"})
-        # Functions V8 inlined are not yet frames of their own: on the same
-        # run, prettier's optionInfoToSchema is 6.4% to --cpu-prof's 23.6%,
-        # tsc's forEach 72.2% to 81.4%: 25 points. The 5 largest, outer
-        # ones, were within 0.2 to 4.3 points for tsc and terser in 13 runs
-        # (two samplers of one run differ by chance by some 2 points, one
-        # standard deviation, at 1,000 samples of a function in half of
-        # them), prettier's 1.2 to 9.3 (15; ours above, not explained yet).
-        # Under load the two measure different things: ours is CPU time,
-        # --cpu-prof's ticks come from a thread of the program that wakes by
-        # the clock and needs a CPU itself; in a CI run terser's compress
-        # was 61.2% to its 69.6% with no JavaScript frame lost (10 points
-        # for tsc and terser; 1.1 to 3.4 in 7 runs here beside 3 busy loops).
-        compare(what, theirs, ours, 25, "--cpu-prof", outer=15 if name == "prettier" else 10)
+        # Functions V8 inlined are frames of their own, as Node 22 on's
+        # --cpu-prof makes them (Node 20's too, but for its leaf): the 10
+        # largest came within 0.8 to 7.6 points here, where without them
+        # (25 points then) prettier's optionInfoToSchema was 6.4% to
+        # --cpu-prof's 23.6%. Two samplers of one run differ by chance by
+        # some 2 points, one standard deviation, at 1,000 samples of a
+        # function in half of them. Under load the two measure different
+        # things: ours is CPU time, --cpu-prof's ticks come from a thread of
+        # the program that wakes by the clock and needs a CPU itself; in a
+        # CI run terser's compress was 61.2% to its 69.6% with no JavaScript
+        # frame lost (1.1 to 3.4 in 7 runs here beside 3 busy loops).
+        compare(what, theirs, ours, 10, "--cpu-prof")
         user, whole = whole_stacks(h)
         check(whole >= 0.95 * user, "%s: at least 95%% of stacks whole (%d of %d; %s)" %
               (what, whole, user, {k: v for k, v in h["stack_ends"].items() if v}))
@@ -264,6 +262,12 @@ for major in ["20", "26"]:
               "%s: %d optimized JavaScript frames with a line from their code, %d without; %d "
               "baseline ones with a line, %d without (%d code objects read)" %
               (what, found, lost, baseline, unplaced, v["code_objects_read"]))
+        # The functions their code inlined, each a frame with its own line.
+        inlined, lined, left = (v["inlined_frames"], v["inlined_frames_with_line"],
+                                v["inlined_functions_not_named"])
+        check(inlined > 500 and lined >= 0.95 * inlined and left <= 0.05 * inlined,
+              "%s: %d frames of inlined functions, %d with a line, %d functions left out" %
+              (what, inlined, lined, left))
 
 
 # An HTTP server (npm's http-server) serving lodash to four clients that

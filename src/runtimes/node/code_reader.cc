@@ -103,6 +103,38 @@ Status ReadBaseline(record::ProcessMemory& memory, HeapReader& heap, const V8Lay
   return OkStatus();
 }
 
+// Each inlined call's function, from the deoptimization data's literals
+// (whose `shared` holds the literal's index until here): a weak reference
+// (V8 13 on) is a pointer with bit 1 set, a cleared one has 3 in its low
+// word; the function's name and script words are read with it (its
+// naming proves them, and its type). What cannot be read is left unknown
+// (0): the call's frame is then left out, its caller keeps its line.
+template <typename Element>
+void ReadInlinedFunctions(HeapReader& heap, const V8Layout& l, const Element& element,
+                          CompiledCode* code) {
+  Result<uint64_t> literals =
+      l.deopt_literals >= 0 ? element(l.deopt_literals) : Result<uint64_t>(uint64_t(0));
+  Result<uint64_t> length = literals.ok() && heap.IsObject(*literals)
+                                ? heap.Word(*literals, 8)
+                                : Result<uint64_t>(uint64_t(0));
+  const int64_t count = length.ok() && heap.IsSmi(*length) ? heap.SmiValue(*length) : 0;
+  for (CompiledCode::Inlined& call : code->inlined) {
+    const int64_t index = int64_t(int32_t(uint32_t(call.shared)));
+    call.shared = 0;
+    if (index < 0 || index >= count || count > kMaxInlined) continue;
+    Result<uint64_t> word = heap.Word(*literals, 16 + 8 * index);
+    if (!word.ok() || uint32_t(*word) == 3) continue;  // unreadable, or a cleared reference
+    const uint64_t shared = *word & ~uint64_t(2);
+    if (!heap.IsObject(shared)) continue;
+    Result<uint64_t> name = heap.Word(shared, l.shared_name);
+    Result<uint64_t> script = heap.Word(shared, l.shared_script);
+    if (!name.ok() || !script.ok()) continue;
+    call.shared = shared;
+    call.name = *name;
+    call.script = *script;
+  }
+}
+
 }  // namespace
 
 Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Layout& l, uint64_t pc,
@@ -191,10 +223,16 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
       for (size_t at = 0; at + kInliningPositionSize <= positions.size();
            at += kInliningPositionSize) {
         uint64_t raw;
+        int32_t function;
         std::memcpy(&raw, positions.data() + at, sizeof(raw));
-        code.inlined.emplace_back(int64_t((raw >> 1) & 0x3fffffff) - 1,
-                                  int32_t((raw >> 31) & 0xffff) - 1);
+        std::memcpy(&function, positions.data() + at + sizeof(raw), sizeof(function));
+        CompiledCode::Inlined call;
+        call.position = int64_t((raw >> 1) & 0x3fffffff) - 1;
+        call.caller = int32_t((raw >> 31) & 0xffff) - 1;
+        call.shared = uint64_t(function);  // the literal's index, resolved below
+        code.inlined.push_back(call);
       }
+      ReadInlinedFunctions(heap, l, element, &code);
       return code;
     }
   }
@@ -209,21 +247,29 @@ bool StillThere(record::ProcessMemory& memory, const V8Layout& l, const Compiled
          named == code.code;
 }
 
-std::optional<int64_t> OuterPosition(const CompiledCode& code, uint64_t pc, bool return_address) {
-  if (pc < code.start) return std::nullopt;
+bool FunctionsAt(const CompiledCode& code, uint64_t pc, bool return_address,
+                 std::vector<InlinedAt>* chain) {
+  chain->clear();
+  if (pc < code.start) return false;
   const int64_t offset = int64_t(pc - code.start) - (return_address ? 1 : 0);
   const PositionEntry* e = EntryAt(code.positions, offset);
-  if (e == nullptr) return std::nullopt;
+  if (e == nullptr) return false;
   int64_t position = e->position;
   int32_t inlining = e->inlining;
   // Each inlined call's position is in its caller; the outermost caller's
   // is the frame's. Bounded: a cycle in untrusted ids ends it.
   for (size_t steps = 0; inlining >= 0; ++steps) {
-    if (size_t(inlining) >= code.inlined.size() || steps > code.inlined.size()) return std::nullopt;
-    std::tie(position, inlining) = code.inlined[size_t(inlining)];
+    if (size_t(inlining) >= code.inlined.size() || steps > code.inlined.size()) {
+      chain->clear();
+      return false;
+    }
+    const CompiledCode::Inlined& call = code.inlined[size_t(inlining)];
+    chain->push_back({&call, position});
+    position = call.position;
+    inlining = call.caller;
   }
-  if (position < 0) return std::nullopt;
-  return position;
+  chain->push_back({nullptr, position});
+  return true;
 }
 
 std::optional<int64_t> BaselineOffset(const CompiledCode& code, uint64_t pc, bool return_address) {

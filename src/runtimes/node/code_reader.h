@@ -26,9 +26,17 @@ struct CompiledCode {
   int64_t kind = -1;    // V8's CodeKind
   uint64_t shared = 0;  // its function's SharedFunctionInfo, from its deoptimization data
   std::vector<PositionEntry> positions;  // by offset in the instructions
-  // Each inlined call: where it is in its caller (a script offset) and the
-  // caller's own inlining id (-1: the outermost function).
-  std::vector<std::pair<int64_t, int32_t>> inlined;
+  // Each inlined call: where it is in its caller (a script offset), the
+  // caller's own inlining id (-1: the outermost function), and the inlined
+  // function (its SharedFunctionInfo from the deoptimization data's
+  // literals, with its name and script words as they were read; 0: not
+  // known, cleared or out of the literals).
+  struct Inlined {
+    int64_t position = -1;
+    int32_t caller = -1;
+    uint64_t shared = 0, name = 0, script = 0;
+  };
+  std::vector<Inlined> inlined;
   bool optimized = false;  // Maglev or TurboFan (kind = baseline + 1 or + 2)
   // Baseline (Sparkplug) code: the bytecode array it runs, and where the
   // code of each bytecode ends (its offset in the instructions) with that
@@ -49,12 +57,22 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
 // at the same address is another Code.
 bool StillThere(record::ProcessMemory& memory, const V8Layout& layout, const CompiledCode& code);
 
-// Where `pc` is in the outermost function of optimized `code` (the frame's
-// own function, into which the others were inlined): the script offset of
-// its call into the first inlined function, or of the code at pc.
-// `return_address`: pc follows the call it returns from (V8 looks up the
-// instruction before it). nullopt: no position there.
-std::optional<int64_t> OuterPosition(const CompiledCode& code, uint64_t pc, bool return_address);
+// A function running at a pc of optimized code, and where in it (a script
+// offset; -1: not known).
+struct InlinedAt {
+  const CompiledCode::Inlined* function = nullptr;  // null: the code's own function
+  int64_t position = -1;
+};
+
+// The functions at `pc` of optimized `code`, innermost first: each function
+// inlined there with the position it runs at, then the outermost (the
+// frame's own function, into which the others were inlined) with the
+// position of its call into the first, or of the code at pc. The outermost
+// is always last. `return_address`: pc follows the call it returns from (V8
+// looks up the instruction before it). False, `chain` empty: no position
+// there, or an inlining chain that does not end (untrusted ids).
+bool FunctionsAt(const CompiledCode& code, uint64_t pc, bool return_address,
+                 std::vector<InlinedAt>* chain);
 
 // The offset of the bytecode baseline `code` runs at `pc` (V8's
 // BytecodeOffsetIterator: the bytecode whose code ends at or after it);

@@ -243,6 +243,7 @@ Result<V8Layout> V8LayoutFromElfFile(const std::string& path) {
       {"CodeKindFieldMask", &V8Layout::code_kind_mask},
       {"CodeKindBaseline", &V8Layout::code_kind_baseline},
       {"DeoptimizationDataInliningPositionsIndex", &V8Layout::deopt_inlining_positions},
+      {"DeoptimizationDataLiteralArrayIndex", &V8Layout::deopt_literals},
   };
   for (const auto& [name, field] : kCode) {
     auto it = symbols.find(name);

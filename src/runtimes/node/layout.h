@@ -116,6 +116,9 @@ struct V8Layout {
   int64_t code_kind_mask = 0;
   int64_t code_kind_baseline = -1;
   int64_t deopt_inlining_positions = -1;
+  // The index of the literals (the inlined functions among them) in the
+  // deoptimization data; -1: not known (inlined calls are then no frames).
+  int64_t deopt_literals = -1;
   // The index of the code's SharedFunctionInfo in its deoptimization data;
   // from V8 13 on a wrapper's (the SFI is its second word).
   int64_t deopt_shared = -1;

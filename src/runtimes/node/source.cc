@@ -204,8 +204,14 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // Keeps the functions the walks copied since the last call.
   void TakeSnapshots();
   void Keep(const v8_snapshot& s);
-  capture::FrameId Name(Process* process, const V8Frame& frame, bool innermost,
-                        capture::FrameId code, FrameInterner* interner);
+  // Appends the frame to `out`, after the functions its code inlined at
+  // the address it runs (innermost first).
+  void Name(Process* process, const V8Frame& frame, bool innermost, capture::FrameId code,
+            FrameInterner* interner, std::vector<capture::FrameId>* out);
+  // The frame of a function optimized code inlined (FunctionsAt), if it is
+  // named; counted either way.
+  void NameInlined(Process* process, const InlinedAt& at, FrameInterner* interner,
+                   std::vector<capture::FrameId>* out);
   // The frame's line, 0 when it has none (counted by why in no_line_).
   // `pc`: where its own generated code runs (0: not known).
   uint32_t Line(Process* process, const V8Frame& frame, const NamedFunction& named, bool innermost,
@@ -216,8 +222,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::optional<uint32_t> CompiledLine(Process* process, const V8Frame& frame,
                                        const NamedFunction& named, bool innermost, uint64_t pc);
   // The line of `position` in the frame's function (0 when it is not in
-  // it), through the script's source map if it has one.
-  uint32_t LineAt(const NamedFunction& named, int64_t position);
+  // it), through the script's source map if it has one; `count`: a frame's
+  // own line, counted in no_line_ when there is none.
+  uint32_t LineAt(const NamedFunction& named, int64_t position, bool count = true);
   // The line of the bytecode at `offset` of the frame's bytecode array
   // (`registers`: taken from the interpreter's registers).
   uint32_t BytecodeLine(Process* process, const V8Frame& frame, const NamedFunction& named,
@@ -266,10 +273,17 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     FrameInterner* interner = nullptr;
     uint8_t leaf_tag = 0;  // the code tag of the stack's leaf (kHandlerTag, kBuiltinTag, ...)
   } splicing_;             // the stack being spliced, for hooks_ (which capture only this)
-  V8SpliceHooks hooks_{[this](const V8Frame& f, bool running, capture::FrameId code) {
-                         return Name(splicing_.process, f, running, code, splicing_.interner);
+  V8SpliceHooks hooks_{[this](const V8Frame& f, bool running, capture::FrameId code,
+                              std::vector<capture::FrameId>* out) {
+                         Name(splicing_.process, f, running, code, splicing_.interner, out);
                        },
                        [this](const std::string& why) { return Unknown(why, splicing_.interner); }};
+  // The functions at the pc of the optimized frame being named, innermost
+  // first (CompiledLine; its own function last), or empty.
+  std::vector<InlinedAt> inlined_;
+  uint64_t inlined_frames_ = 0;     // frames of inlined functions
+  uint64_t inlined_lines_ = 0;      // of them, with a line
+  uint64_t inlined_not_named_ = 0;  // inlined functions left out: not read, or not named
   struct {
     uint64_t innermost = 0;  // the frame the leaf runs (its offset slot may be stale)
     uint64_t compiled = 0;   // baseline and optimized frames (no offset slot)
@@ -687,9 +701,11 @@ std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame
   }
   if (!found->optimized) return std::nullopt;
   if (found->shared != f.shared) return ++no_line_.code, 0;
-  std::optional<int64_t> position = OuterPosition(*found, pc, !innermost);
-  if (!position) return ++no_line_.code, 0;
-  const uint32_t line = LineAt(named, *position);
+  if (!FunctionsAt(*found, pc, !innermost, &inlined_) || inlined_.back().position < 0) {
+    inlined_.clear();
+    return ++no_line_.code, 0;
+  }
+  const uint32_t line = LineAt(named, inlined_.back().position);
   if (line != 0) ++compiled_lines_;
   return line;
 }
@@ -784,32 +800,63 @@ uint32_t NodeSource::BytecodeLine(Process* process, const V8Frame& f, const Name
   return LineAt(named, *position);
 }
 
-uint32_t NodeSource::LineAt(const NamedFunction& named, int64_t position) {
+uint32_t NodeSource::LineAt(const NamedFunction& named, int64_t position, bool count) {
   const uint32_t line = named.lines->LineOf(position);
   if (named.start >= 0 && line < named.lines->LineOf(named.start)) {
     Problem("JavaScript lines before their function's start",
             named.name + " line " + std::to_string(line));
-    return ++no_line_.no_table, 0;
+    return count ? ++no_line_.no_table, 0 : 0;
   }
   if (named.map == nullptr) return line;
   // Where the source map places it, in the source its function is in.
   std::optional<OriginalPlace> o = named.map->Find(line - 1, named.lines->ColumnOf(position));
-  if (!o || o->source != named.source) return ++no_line_.unmapped, 0;
+  if (!o || o->source != named.source) return count ? ++no_line_.unmapped, 0 : 0;
   ++mapped_lines_;
   return o->line + 1;
 }
 
-capture::FrameId NodeSource::Name(Process* process, const V8Frame& f, bool innermost,
-                                  capture::FrameId code, FrameInterner* interner) {
+void NodeSource::Name(Process* process, const V8Frame& f, bool innermost, capture::FrameId code,
+                      FrameInterner* interner, std::vector<capture::FrameId>* out) {
   const NamedFunction& named = Function(process, f);
-  if (!named.error.empty()) return Unknown(named.error, interner);
+  if (!named.error.empty()) {
+    out->push_back(Unknown(named.error, interner));
+    return;
+  }
   ++js_frames_;
   // Anonymous code keeps the address it runs at (a return address but at
   // the leaf).
   const uint64_t pc = code != kNoCodeFrame ? interner->frame(code).address : 0;
+  inlined_.clear();
   const uint32_t line = Line(process, f, named, innermost, pc);
+  // What its optimized code inlined there, as --cpu-prof shows it: a frame
+  // of each function, innermost first, at its own line.
+  for (size_t i = 0; i + 1 < inlined_.size(); ++i) NameInlined(process, inlined_[i], interner, out);
   const std::string& file = named.map != nullptr ? named.map->source(named.source) : named.script;
-  return interner->Interpreted({named.name, file, line, named.first_line});
+  out->push_back(interner->Interpreted({named.name, file, line, named.first_line}));
+}
+
+void NodeSource::NameInlined(Process* process, const InlinedAt& at, FrameInterner* interner,
+                             std::vector<capture::FrameId>* out) {
+  if (at.function == nullptr || at.function->shared == 0) {
+    ++inlined_not_named_;
+    return;
+  }
+  V8Frame f{};
+  f.shared = at.function->shared;
+  f.name = at.function->name;
+  f.script = at.function->script;
+  const NamedFunction& named = Function(process, f);
+  if (!named.error.empty()) {
+    ++inlined_not_named_;
+    return;
+  }
+  const uint32_t line = !named.scriptless && named.lines != nullptr && at.position >= 0
+                            ? LineAt(named, at.position, /*count=*/false)
+                            : 0;
+  ++inlined_frames_;
+  if (line != 0) ++inlined_lines_;
+  const std::string& file = named.map != nullptr ? named.map->source(named.source) : named.script;
+  out->push_back(interner->Interpreted({named.name, file, line, named.first_line}));
 }
 
 void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
@@ -875,6 +922,9 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"frames_with_line_from_baseline_code", baseline_lines_},
               {"frames_without_line_code", no_line_.code},
               {"code_objects_read", code_read_},
+              {"inlined_frames", inlined_frames_},
+              {"inlined_frames_with_line", inlined_lines_},
+              {"inlined_functions_not_named", inlined_not_named_},
               {"code_not_found", code_missing_},
               {"frames_without_line_other", no_line_.no_table},
               {"frames_without_line_no_source", no_line_.no_source},

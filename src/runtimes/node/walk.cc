@@ -73,8 +73,10 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
   // replaced; index n: after the last native frame.
   auto& before = s.before;
   auto& replaced = s.replaced;
+  auto& named = s.named;
   before.clear();
-  replaced.assign(n, std::nullopt);
+  named.clear();
+  replaced.assign(n, {0, 0});
   const size_t leaf = record::FirstUserFrame(sps);
   size_t next = 0;  // frames are placed leaf to root: never leafward of this
   size_t placed = 0;
@@ -83,9 +85,12 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
     if (!k || *k >= n) break;  // outer frames, beyond what the native stack knows
     size_t at = *k;
     const uint8_t tag = at < tags.size() ? tags[at] : 0;
-    if (tag == record::code_tags::kAnonymousCode && at >= next && !replaced[at]) {
-      replaced[at] = hooks.frame(f, at == leaf && placed == 0,
-                                 (*frames)[at]);  // the function's own generated code
+    const size_t first = named.size();
+    if (tag == record::code_tags::kAnonymousCode && at >= next &&
+        replaced[at].first == replaced[at].second) {
+      hooks.frame(f, at == leaf && placed == 0, (*frames)[at],  // the function's own generated code
+                  &named);
+      replaced[at] = {uint32_t(first), uint32_t(named.size())};
       next = at + 1;
       ++placed;
       continue;
@@ -99,7 +104,8 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
         at != leaf;
     size_t slot = entry ? at : at + 1;
     slot = std::max(slot, next);
-    before.emplace_back(slot, hooks.frame(f, at == leaf && placed == 0, kNoCodeFrame));
+    hooks.frame(f, at == leaf && placed == 0, kNoCodeFrame, &named);
+    for (size_t i = first; i < named.size(); ++i) before.emplace_back(slot, named[i]);
     next = slot;
     ++placed;
   }
@@ -108,13 +114,17 @@ void SpliceV8Walk(const V8Walk& walk, std::vector<capture::FrameId>* frames,
   size_t b = 0;
   for (size_t i = 0; i < n; ++i) {
     for (; b < before.size() && before[b].first == i; ++b) out.push_back(before[b].second);
-    out.push_back(replaced[i] ? *replaced[i] : (*frames)[i]);
+    if (replaced[i].first == replaced[i].second) {
+      out.push_back((*frames)[i]);
+    } else {
+      out.insert(out.end(), named.begin() + replaced[i].first, named.begin() + replaced[i].second);
+    }
   }
   for (; b < before.size(); ++b) out.push_back(before[b].second);
   std::string reason = V8WalkEndReason(walk);
   if (placed < walk.frames.size()) {
     for (size_t j = placed; j < walk.frames.size(); ++j)
-      out.push_back(hooks.frame(walk.frames[j], j == 0, kNoCodeFrame));
+      hooks.frame(walk.frames[j], j == 0, kNoCodeFrame, &out);
     std::string why = std::to_string(walk.frames.size() - placed) + " of " +
                       std::to_string(walk.frames.size()) +
                       " JavaScript frames not found in the native stack";

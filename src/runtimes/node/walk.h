@@ -68,15 +68,21 @@ struct V8SpliceHooks {
   // one's may be stale.
   // `code`: the native frame the JavaScript frame replaces (anonymous code:
   // its function's own generated code, at the address it runs), or
-  // kNoCodeFrame.
-  std::function<capture::FrameId(const V8Frame&, bool running, capture::FrameId code)> frame;
+  // kNoCodeFrame. Appends the frame to `out`, after the functions its code
+  // inlined at that address (innermost first), if any.
+  std::function<void(const V8Frame&, bool running, capture::FrameId code,
+                     std::vector<capture::FrameId>* out)>
+      frame;
   std::function<capture::FrameId(const std::string&)> marker;  // "unknown" with a reason
 };
 // What SpliceV8Walk reuses from one stack to the next: a source keeps one,
 // so that splicing allocates nothing once it has grown.
 struct V8SpliceScratch {
   std::vector<std::pair<size_t, capture::FrameId>> before;  // (native index, frame), in order
-  std::vector<std::optional<capture::FrameId>> replaced;    // per native frame
+  // Per native frame, the frames that replace it: [first, end) of `named`
+  // (first == end: not replaced).
+  std::vector<std::pair<uint32_t, uint32_t>> replaced;
+  std::vector<capture::FrameId> named;  // what the hooks gave, in order
   std::vector<capture::FrameId> out;
 };
 // `builtin_tags`: the tags of V8's builtins (a bytecode handler's among them).

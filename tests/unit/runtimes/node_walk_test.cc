@@ -41,8 +41,14 @@ std::vector<capture::FrameId> Spliced(const V8Walk& walk, std::vector<capture::F
                                       std::vector<uint8_t> tags, std::vector<uint64_t> sps,
                                       std::string* reason = nullptr) {
   V8SpliceHooks hooks;
-  hooks.frame = [](const V8Frame& f, bool, capture::FrameId) {
-    return capture::FrameId(1000 + f.fp / 16);
+  hooks.frame = [](const V8Frame& f, bool, capture::FrameId, std::vector<capture::FrameId>* out) {
+    // A frame at 0x1x0 stands for optimized code that inlined two
+    // functions there (500 + fp / 16, innermost, then 400 + fp / 16).
+    if ((f.fp & 0xf00) == 0x100) {
+      out->push_back(capture::FrameId(500 + f.fp / 16));
+      out->push_back(capture::FrameId(400 + f.fp / 16));
+    }
+    out->push_back(capture::FrameId(1000 + f.fp / 16));
   };
   hooks.marker = [&](const std::string& why) {
     if (reason) *reason = why;
@@ -51,6 +57,14 @@ std::vector<capture::FrameId> Spliced(const V8Walk& walk, std::vector<capture::F
   static V8SpliceScratch scratch;
   SpliceV8Walk(walk, &frames, tags, sps, {3}, hooks, &scratch);
   return frames;
+}
+
+// The outermost function's position at pc (FunctionsAt's last).
+std::optional<int64_t> Outer(const CompiledCode& code, uint64_t pc, bool return_address) {
+  std::vector<InlinedAt> chain;
+  if (!FunctionsAt(code, pc, return_address, &chain) || chain.back().position < 0)
+    return std::nullopt;
+  return chain.back().position;
 }
 
 }  // namespace
@@ -106,8 +120,19 @@ TEST_CASE(
   V8Walk walk;
   walk.frames = {{0x180}, {0x2a0}};  // f's frame pointer, g's
   auto out = Spliced(walk, {1, 2, 3, 4}, {0, kJit, 3, 0}, {0, 0x100, 0x200, 0x300});
-  // f replaces its JIT frame; g goes leafward of the entry that runs it.
-  CHECK(out == std::vector<capture::FrameId>{1, 1000 + 0x18, 1000 + 0x2a, 3, 4});
+  // f replaces its JIT frame, with the two functions its code inlined
+  // there leafward of it; g goes leafward of the entry that runs it.
+  CHECK(out ==
+        std::vector<capture::FrameId>{1, 500 + 0x18, 400 + 0x18, 1000 + 0x18, 1000 + 0x2a, 3, 4});
+}
+
+TEST_CASE("V8 splicing: a frame placed leafward of native code keeps the functions it inlined") {
+  V8Walk walk;
+  walk.frames = {{0x1c0}, {0x2a0}};
+  // memcpy holds f's frame pointer (f's code inlined two calls there).
+  auto out = Spliced(walk, {1, 2, 3}, {0, 0, 0}, {0, 0x1c0 - 8, 0x300});
+  CHECK(out ==
+        std::vector<capture::FrameId>{1, 2, 500 + 0x1c, 400 + 0x1c, 1000 + 0x1c, 1000 + 0x2a, 3});
 }
 
 TEST_CASE("V8 splicing: each builtin tag given is an interpreter entry further out") {
@@ -116,8 +141,8 @@ TEST_CASE("V8 splicing: each builtin tag given is an interpreter entry further o
   V8Walk walk;
   walk.frames = {{0x2a0}};
   V8SpliceHooks hooks;
-  hooks.frame = [](const V8Frame& f, bool, capture::FrameId) {
-    return capture::FrameId(1000 + f.fp / 16);
+  hooks.frame = [](const V8Frame& f, bool, capture::FrameId, std::vector<capture::FrameId>* out) {
+    out->push_back(capture::FrameId(1000 + f.fp / 16));
   };
   hooks.marker = [](const std::string&) { return capture::FrameId(9999); };
   std::vector<capture::FrameId> frames{2, 3, 4};
@@ -131,7 +156,7 @@ TEST_CASE("V8 splicing: a builtin at the leaf runs for the function, which goes 
   walk.frames = {{0x140}};
   // The leaf (a bytecode handler or frameless builtin) holds f's frame pointer.
   auto out = Spliced(walk, {2, 4}, {3, 0}, {0x100, 0x300});
-  CHECK(out == std::vector<capture::FrameId>{2, 1000 + 0x14, 4});
+  CHECK(out == std::vector<capture::FrameId>{2, 500 + 0x14, 400 + 0x14, 1000 + 0x14, 4});
 }
 
 TEST_CASE("V8 splicing: native code holding a frame pointer runs for the function") {
@@ -150,7 +175,8 @@ TEST_CASE("V8 splicing: frames beyond the native stack follow it, with the reaso
   walk.frames = {{0x180}, {0x900}};
   std::string reason;
   auto out = Spliced(walk, {2, 4}, {kJit, 0}, {0x100, 0x300}, &reason);
-  CHECK(out == std::vector<capture::FrameId>{1000 + 0x18, 4, 1000 + 0x90, 9999});
+  CHECK(out ==
+        std::vector<capture::FrameId>{500 + 0x18, 400 + 0x18, 1000 + 0x18, 4, 1000 + 0x90, 9999});
   CHECK(reason.find("1 of 2 JavaScript frames not found in the native stack") == 0);
   CHECK(reason.find("cut at 2 JavaScript frames (record --runtime-frames)") != std::string::npos);
   walk.bound = 1024;  // fewer frames than the bound: the frame pointers ran out
@@ -239,16 +265,39 @@ TEST_CASE("Optimized code's positions: inlining ids kept, external positions ski
   code.size = 100;
   code.optimized = true;
   code.positions = *e;
-  code.inlined = {{7, -1}};  // the inlined call sits at offset 7 of the frame's function
-  CHECK(OuterPosition(code, 0x1005, false) == 7);
-  CHECK(OuterPosition(code, 0x1000 + 11, true) == 7);  // 10 is external: still the call at 4
-  CHECK(OuterPosition(code, 0x1000 + 21, true) == 30);
-  CHECK(OuterPosition(code, 0x1000 + 20, true) == 7);  // a return address: the instruction before
-  CHECK_FALSE(OuterPosition(code, 0x1003, false).has_value());
+  code.inlined = {{7, -1, 0xa1}};  // the inlined call sits at offset 7 of the frame's function
+  CHECK(Outer(code, 0x1005, false) == 7);
+  // The functions there, innermost first: the inlined one (at 20 in it),
+  // then the frame's own at its call.
+  std::vector<InlinedAt> chain;
+  REQUIRE(FunctionsAt(code, 0x1005, false, &chain));
+  REQUIRE(chain.size() == 2);
+  CHECK(chain[0].function == &code.inlined[0]);
+  CHECK(chain[0].position == 20);
+  CHECK(chain[1].function == nullptr);
+  CHECK(chain[1].position == 7);
+  REQUIRE(FunctionsAt(code, 0x1000 + 21, true, &chain));
+  CHECK(chain.size() == 1);  // no inlining there
+  // Two levels: g inlined into f at 7, h inlined into g at 3.
+  code.inlined = {{7, -1, 0xa1}, {3, 0, 0xb1}};
+  code.positions[0].inlining = 1;
+  REQUIRE(FunctionsAt(code, 0x1005, false, &chain));
+  REQUIRE(chain.size() == 3);
+  CHECK((chain[0].function->shared == 0xb1 && chain[0].position == 20));
+  CHECK((chain[1].function->shared == 0xa1 && chain[1].position == 3));
+  CHECK((chain[2].function == nullptr && chain[2].position == 7));
+  code.positions[0].inlining = 0;
+  code.inlined = {{7, -1, 0xa1}};
+  CHECK(Outer(code, 0x1000 + 11, true) == 7);  // 10 is external: still the call at 4
+  CHECK(Outer(code, 0x1000 + 21, true) == 30);
+  CHECK(Outer(code, 0x1000 + 20, true) == 7);  // a return address: the instruction before
+  CHECK_FALSE(Outer(code, 0x1003, false).has_value());
   code.inlined = {{7, 0}};  // a cycle in untrusted ids ends
-  CHECK_FALSE(OuterPosition(code, 0x1005, false).has_value());
+  CHECK_FALSE(Outer(code, 0x1005, false).has_value());
+  CHECK_FALSE(FunctionsAt(code, 0x1005, false, &chain));
+  CHECK(chain.empty());
   code.inlined = {};  // an id past the inlined calls
-  CHECK_FALSE(OuterPosition(code, 0x1005, false).has_value());
+  CHECK_FALSE(Outer(code, 0x1005, false).has_value());
 }
 
 TEST_CASE("Baseline code: the bytecode whose code holds a pc") {
