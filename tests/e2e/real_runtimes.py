@@ -23,6 +23,7 @@ the profiler their users would check microscope against.
 import atexit
 import collections
 import glob
+import re
 import shutil
 import socket
 
@@ -227,6 +228,33 @@ for major in ["20", "26"]:
         # CI run terser's compress was 61.2% to its 69.6% with no JavaScript
         # frame lost (1.1 to 3.4 in 7 runs here beside 3 busy loops).
         compare(what, theirs, ours, 10, "--cpu-prof")
+        # Lines as --cpu-prof's positionTicks give them: for its 3 functions
+        # with the most self ticks, our hottest line is one of its hottest
+        # (at least two thirds of its hottest line's ticks). Not on Node 20,
+        # whose --cpu-prof gives the lines of inlined functions to the
+        # function they were inlined into (terser's _walk: its hottest
+        # lines are _visit's), where ours are their own frames'.
+        ticks = collections.defaultdict(collections.Counter)
+        for x in profile["nodes"]:
+            key = (x["callFrame"]["functionName"], os.path.basename(x["callFrame"]["url"]))
+            if key[0] and key[1]:
+                for t in x.get("positionTicks", []):
+                    ticks[key][t["line"]] += t["ticks"]
+        ours_lines = collections.defaultdict(collections.Counter)
+        for f in report(cap, "--look", "js", "--granularity", "line", "--min-percent", "0",
+                        "--pid", str(h["processes"][0]["pid"]))["functions"]:
+            m = re.match(r"(\S+) (\S+):(\d+)$", f["function"])
+            if m:
+                ours_lines[m.group(1), m.group(2)][int(m.group(3))] += f["self"]["samples"]
+        hottest = sorted(ticks, key=lambda k: -sum(ticks[k].values()))[:3]
+        agree = {"%s [%s]" % k: (ours_lines[k].most_common(1)[0][0] if ours_lines[k] else None,
+                                 ticks[k].most_common(3))
+                 for k in hottest}
+        check(major == "20" or
+              all(ours_lines[k] and ticks[k][ours_lines[k].most_common(1)[0][0]] >=
+                  0.67 * ticks[k].most_common(1)[0][1] for k in hottest),
+              "%s: the hottest line of --cpu-prof's 3 hottest functions is one of its hottest "
+              "(ours, then its 3 hottest with their ticks): %s" % (what, agree))
         user, whole = whole_stacks(h)
         check(whole >= 0.95 * user, "%s: at least 95%% of stacks whole (%d of %d; %s)" %
               (what, whole, user, {k: v for k, v in h["stack_ends"].items() if v}))

@@ -962,7 +962,11 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         ") have the function but no line, as do builtins called as functions, which have no "
         "script (" +
         std::to_string(no_line_.no_source) +
-        "). Each walked sample is labeled v8.isolate with the number "
+        "). Functions optimized code inlined are frames of their own, innermost first, each at "
+        "its own line (" +
+        std::to_string(inlined_frames_) + " frames; " + std::to_string(inlined_not_named_) +
+        " inlined calls left out, their function not read). Each walked sample is labeled "
+        "v8.isolate with the number "
         "of its thread's isolate in its process (read from V8's thread-local current isolate)");
   }
   sampler_.reset();
