@@ -146,6 +146,11 @@ struct v8_snapshot {
  * array and the offset of the bytecode whose handler runs, as the frame's
  * offset slot keeps it). Only walks with a frame are sent. */
 #define MICROSCOPE_V8_INTERPRETER 1
+/* Otherwise, with MICROSCOPE_V8_TOP in its flags, context[0] is the word on
+ * top of the sampled thread's stack: the return address into the innermost
+ * frame's code when the sample is in a builtin that made no frame of its own
+ * (V8's profiler takes it so), to be proved by that code. */
+#define MICROSCOPE_V8_TOP 2
 struct v8_walk {
   struct walk_header h;
   struct v8_frame frames[MICROSCOPE_V8_MAX_FRAMES];

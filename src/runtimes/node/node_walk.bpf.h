@@ -327,6 +327,9 @@ static __always_inline int v8_walk(struct v8_walk* w, const struct walk_thread* 
   if (t->r12 != 0 && t->r12 == w->frames[0].bytecode_array) {
     w->h.flags |= MICROSCOPE_V8_INTERPRETER;
     w->h.context[0] = t->r9;
+  } else if (!t->blocked && t->sp != 0 &&
+             bpf_probe_read_user(&w->h.context[0], sizeof(__u64), (const void*)t->sp) == 0) {
+    w->h.flags |= MICROSCOPE_V8_TOP;
   }
   return 1;
 }

@@ -26,7 +26,12 @@ Status ParseV8Walk(std::span<const uint8_t> bytes, V8Walk* w) {
   w->bound = record.bound;
   w->isolate = record.context[1];
   w->interpreter_offset.reset();
-  if (record.flags & MICROSCOPE_V8_INTERPRETER) w->interpreter_offset = record.context[0];
+  w->top_of_stack.reset();
+  if (record.flags & MICROSCOPE_V8_INTERPRETER) {
+    w->interpreter_offset = record.context[0];
+  } else if (record.flags & MICROSCOPE_V8_TOP) {
+    w->top_of_stack = record.context[0];
+  }
   w->frames.clear();
   for (size_t i = 0; i < record.nframes; ++i) {
     v8_frame f;

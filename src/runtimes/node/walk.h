@@ -36,6 +36,9 @@ struct V8Walk {
   // the offset of the bytecode whose handler runs if one does (as the
   // frame's offset slot keeps it).
   std::optional<uint64_t> interpreter_offset;
+  // Otherwise, at a sample (not off CPU): the word on top of its stack,
+  // where a builtin that made no frame returns to.
+  std::optional<uint64_t> top_of_stack;
   std::vector<V8Frame> frames;  // leaf first
 };
 
