@@ -80,9 +80,11 @@ def compiled_lines(major, what, cap, counter, lined=0.9):
               for fn in FNS) and
           all(total[fn][CALL_LINE[fn]] >= 0.9 * called[fn] > 0 for fn in called),
           "node %s: %s frames have lines (%d from their code): own samples on the loops' "
-          "lines %s, callees' under the calls' lines %s: %s" %
+          "lines %s, callees' under the calls' lines %s: %s (lines: %s; problems: %s)" %
           (major, what, values[counter], loop, {fn: CALL_LINE[fn] for fn in called},
-           {fn: dict(total[fn]) for fn in FNS}))
+           {fn: dict(total[fn]) for fn in FNS},
+           {k: v for k, v in values.items() if "line" in k or "code" in k or "source" in k},
+           rep["header"]["problems"]))
 
 
 def js_self_shares(cap):
