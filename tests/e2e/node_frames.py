@@ -280,18 +280,25 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     # functions' lines to spin itself, later ones frames of their own).
     prof_dir = os.path.join(d, "inlined-prof-%s" % major)
     cap = record_fixture(major, node, "inlined", ["--cpu-prof", "--cpu-prof-dir", prof_dir],
-                         "%g" % (0.1 * LAG_FACTOR))
+                         "%g" % (0.3 * LAG_FACTOR))
     INL = ("spin", "twice", "once")
     paths = tree_paths(report(cap, "--tree", "--min-percent", "0", "--look", "js"))
     on = lambda fn: sum(v for p, v in paths.items() if p[-1] == fn and fn not in p[:-1])
     chained = sum(v for p, v in paths.items() if p[-3:] == ("spin", "twice", "once"))
     rep = report(cap, "--look", "js", "--granularity", "line", "--min-percent", "0")
-    ours, placed = Counter(), Counter()
+    # A sample whose code was read after V8 freed it (the recorder behind
+    # the program on a loaded machine: a CI run had all 820 of a 1 s run's
+    # so) has no line and no inlined frames: left out, at most a third.
+    ours, placed, unread = Counter(), Counter(), 0
     for f in rep["functions"]:
         m = re.match(r"(\w+)(?: workload\.js:(\d+))?$", f["function"])
         if m and m.group(1) in INL:
+            line = int(m.group(2) or 0)
+            if line == 0:
+                unread += f["self"]["samples"]
+                continue
             ours[m.group(1)] += f["self"]["samples"]
-            placed[m.group(1), int(m.group(2) or 0) in body(m.group(1))] += f["total"]["samples"]
+            placed[m.group(1), line in body(m.group(1))] += f["total"]["samples"]
     written = glob.glob(os.path.join(prof_dir, "*.cpuprofile"))
     check(len(written) == 1, "node %s: --cpu-prof wrote the inlined run's profile" % major)
     theirs = Counter()
@@ -301,17 +308,19 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
                 theirs.update({fn: t["ticks"] for fn in INL if t["line"] in body(fn)})
     share = lambda c: {fn: c[fn] / max(1, sum(c.values())) for fn in INL}
     values = rep["header"]["sources"]["node"]["values"]
-    check(sum(ours.values()) > 300 and chained >= 0.95 * on("once") > 0.2 * on("spin") and
+    check(sum(ours.values()) > 300 and unread <= 0.5 * sum(ours.values()) and
+          chained >= 0.95 * on("once") > 0.2 * on("spin") and
           all(abs(share(ours)[fn] - share(theirs)[fn]) <= 0.10 for fn in INL) and
           values["inlined_frames"] > 300 and
           all(placed[fn, True] >= 0.95 * (placed[fn, True] + placed[fn, False]) > 0 for fn in INL),
           "node %s: inlined twice() and once() are frames of their own: innermost in spin, twice "
           "and once %s of %d samples, --cpu-prof's lines %s of %d; once under twice under spin "
           "in %d of %d; at lines of their own bodies: %s (%d inlined frames, %d with a line, %d "
-          "left out)" %
+          "left out; %d samples without a line, code not found at %d pcs)" %
           (major, r3(share(ours)), sum(ours.values()), r3(share(theirs)), sum(theirs.values()),
            chained, on("once"), dict(placed), values["inlined_frames"],
-           values["inlined_frames_with_line"], values["inlined_functions_not_named"]))
+           values["inlined_frames_with_line"], values["inlined_functions_not_named"], unread,
+           values["code_not_found"]))
 
     # Recursion keeps its depth (on the main thread), and a worker thread
     # walks its own isolate, numbered apart from the main thread's (the
