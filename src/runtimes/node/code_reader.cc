@@ -103,36 +103,42 @@ Status ReadBaseline(record::ProcessMemory& memory, HeapReader& heap, const V8Lay
   return OkStatus();
 }
 
-// Each inlined call's function, from the deoptimization data's literals
-// (whose `shared` holds the literal's index until here): a weak reference
-// (V8 13 on) is a pointer with bit 1 set, a cleared one has 3 in its low
-// word; the function's name and script words are read with it (its
-// naming proves them, and its type). What cannot be read is left unknown
-// (0): the call's frame is then left out, its caller keeps its line.
+// The deoptimization data's literals (the inlined functions among them):
+// the array and its length; none when the build's index is not known or
+// the array does not read.
+struct Literals {
+  uint64_t array = 0;
+  int64_t count = 0;
+};
+
 template <typename Element>
-void ReadInlinedFunctions(HeapReader& heap, const V8Layout& l, const Element& element,
-                          CompiledCode* code) {
-  Result<uint64_t> literals =
-      l.deopt_literals >= 0 ? element(l.deopt_literals) : Result<uint64_t>(uint64_t(0));
-  Result<uint64_t> length = literals.ok() && heap.IsObject(*literals)
-                                ? heap.Word(*literals, 8)
-                                : Result<uint64_t>(uint64_t(0));
-  const int64_t count = length.ok() && heap.IsSmi(*length) ? heap.SmiValue(*length) : 0;
-  for (CompiledCode::Inlined& call : code->inlined) {
-    const int64_t index = int64_t(int32_t(uint32_t(call.shared)));
-    call.shared = 0;
-    if (index < 0 || index >= count || count > kMaxInlined) continue;
-    Result<uint64_t> word = heap.Word(*literals, 16 + 8 * index);
-    if (!word.ok() || uint32_t(*word) == 3) continue;  // unreadable, or a cleared reference
-    const uint64_t shared = *word & ~uint64_t(2);
-    if (!heap.IsObject(shared)) continue;
-    Result<uint64_t> name = heap.Word(shared, l.shared_name);
-    Result<uint64_t> script = heap.Word(shared, l.shared_script);
-    if (!name.ok() || !script.ok()) continue;
-    call.shared = shared;
-    call.name = *name;
-    call.script = *script;
-  }
+Literals ReadLiterals(HeapReader& heap, const V8Layout& l, const Element& element) {
+  if (l.deopt_literals < 0) return {};
+  Result<uint64_t> array = element(l.deopt_literals);
+  if (!array.ok() || !heap.IsObject(*array)) return {};
+  Result<uint64_t> length = heap.Word(*array, 8);
+  if (!length.ok() || !heap.IsSmi(*length) || heap.SmiValue(*length) > kMaxInlined) return {};
+  return {*array, heap.SmiValue(*length)};
+}
+
+// An inlined call's function, literal `index`: a weak reference (V8 13 on)
+// is a pointer with bit 1 set, a cleared one has 3 in its low word; the
+// function's name and script words are read with it (its naming proves
+// them, and its type). What cannot be read is left unknown (0): the call's
+// frame is then left out, its caller keeps its line.
+void ReadInlinedFunction(HeapReader& heap, const V8Layout& l, const Literals& literals,
+                         int32_t index, CompiledCode::Inlined* call) {
+  if (index < 0 || index >= literals.count) return;
+  Result<uint64_t> word = heap.Word(literals.array, 16 + 8 * int64_t(index));
+  if (!word.ok() || uint32_t(*word) == 3) return;  // unreadable, or a cleared reference
+  const uint64_t shared = *word & ~uint64_t(2);
+  if (!heap.IsObject(shared)) return;
+  Result<uint64_t> name = heap.Word(shared, l.shared_name);
+  Result<uint64_t> script = heap.Word(shared, l.shared_script);
+  if (!name.ok() || !script.ok()) return;
+  call->shared = shared;
+  call->name = *name;
+  call->script = *script;
 }
 
 }  // namespace
@@ -220,6 +226,7 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
           std::vector<uint8_t> positions,
           ByteArrayBytes(memory, heap, l, inlining, kMaxInlined * int64_t(kInliningPositionSize),
                          "inlining positions"));
+      const Literals literals = ReadLiterals(heap, l, element);
       for (size_t at = 0; at + kInliningPositionSize <= positions.size();
            at += kInliningPositionSize) {
         uint64_t raw;
@@ -229,10 +236,9 @@ Result<CompiledCode> ReadCompiledCode(record::ProcessMemory& memory, const V8Lay
         CompiledCode::Inlined call;
         call.position = int64_t((raw >> 1) & 0x3fffffff) - 1;
         call.caller = int32_t((raw >> 31) & 0xffff) - 1;
-        call.shared = uint64_t(function);  // the literal's index, resolved below
+        ReadInlinedFunction(heap, l, literals, function, &call);
         code.inlined.push_back(call);
       }
-      ReadInlinedFunctions(heap, l, element, &code);
       return code;
     }
   }

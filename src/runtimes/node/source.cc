@@ -233,6 +233,8 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // named; counted either way.
   void NameInlined(Process* process, const InlinedAt& at, FrameInterner* interner,
                    std::vector<capture::FrameId>* out);
+  // The frame of function `named` at `line`.
+  capture::FrameId Interned(const NamedFunction& named, uint32_t line, FrameInterner* interner);
   // The frame's line, 0 when it has none (counted by why in no_line_).
   // `pc`: where its own generated code runs (0: not known).
   uint32_t Line(Process* process, const V8Frame& frame, const NamedFunction& named, bool innermost,
@@ -729,21 +731,29 @@ void NodeSource::ReadSourceMap(Process* process, const std::string& script, cons
   ++maps_read_;
 }
 
+// The code read before whose instructions hold `pc`; the map's end if none.
+std::map<uint64_t, CompiledCode>::iterator CodeHolding(Process* process, uint64_t pc) {
+  auto it = process->code.upper_bound(pc);
+  if (it == process->code.begin()) return process->code.end();
+  --it;
+  return pc <= it->second.start + it->second.size ? it : process->code.end();
+}
+
 std::optional<uint32_t> NodeSource::CompiledLine(Process* process, const V8Frame& f,
                                                  const NamedFunction& named, uint64_t pc) {
   if (named.scriptless || named.lines == nullptr) return std::nullopt;
   auto& code = process->code;
-  auto it = code.upper_bound(pc);
+  auto it = CodeHolding(process, pc);
   const CompiledCode* found = nullptr;
-  if (it != code.begin() && pc <= std::prev(it)->second.start + std::prev(it)->second.size) {
-    found = &std::prev(it)->second;
+  if (it != code.end()) {
+    found = &it->second;
     // Code whose memory another function's code took since: read again
     // (when the one kept no longer holds its place; a frame that is not
     // its code's keeps it).
     const bool other = (found->optimized && found->shared != f.shared) ||
                        (found->baseline && found->bytecode_array != f.bytecode_array);
     if (other && !StillThere(*process->memory, process->image->layout, *found)) {
-      code.erase(std::prev(it));
+      code.erase(it);
       found = nullptr;
     }
   }
@@ -868,10 +878,8 @@ std::optional<uint32_t> NodeSource::TopOfStackLine(Process* process, const V8Fra
   }
   // Code read before is looked up first; anything else only where a call
   // returns (the word may be any value the builtin pushed).
-  auto it = process->code.upper_bound(*top);
-  const bool known = it != process->code.begin() &&
-                     *top <= std::prev(it)->second.start + std::prev(it)->second.size;
-  if (!known && !AfterCall(*process->memory, *top)) return std::nullopt;
+  if (CodeHolding(process, *top) == process->code.end() && !AfterCall(*process->memory, *top))
+    return std::nullopt;
   std::optional<uint32_t> line = CompiledLine(process, f, named, *top);
   if (line && *line != 0) ++top_lines_;
   return line;
@@ -958,8 +966,7 @@ void NodeSource::Name(Process* process, const V8Frame& f, bool innermost, captur
   // What its optimized code inlined there, as --cpu-prof shows it: a frame
   // of each function, innermost first, at its own line.
   for (size_t i = 0; i + 1 < inlined_.size(); ++i) NameInlined(process, inlined_[i], interner, out);
-  const std::string& file = named.map != nullptr ? named.map->source(named.source) : named.script;
-  out->push_back(interner->Interpreted({named.name, file, line, named.first_line}));
+  out->push_back(Interned(named, line, interner));
 }
 
 void NodeSource::NameInlined(Process* process, const InlinedAt& at, FrameInterner* interner,
@@ -982,8 +989,14 @@ void NodeSource::NameInlined(Process* process, const InlinedAt& at, FrameInterne
                             : 0;
   ++inlined_frames_;
   if (line != 0) ++inlined_lines_;
+  out->push_back(Interned(named, line, interner));
+}
+
+capture::FrameId NodeSource::Interned(const NamedFunction& named, uint32_t line,
+                                      FrameInterner* interner) {
+  // A mapped function's file is the source the map places it in.
   const std::string& file = named.map != nullptr ? named.map->source(named.source) : named.script;
-  out->push_back(interner->Interpreted({named.name, file, line, named.first_line}));
+  return interner->Interpreted({named.name, file, line, named.first_line});
 }
 
 void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
