@@ -1,7 +1,7 @@
 // The CPython readers: the BPF walk record, co_linetable, _Py_DebugOffsets,
 // and the code objects, strings, thread lists and frame chains read from a
 // target's memory (here the input), with the layout of Debian's 3.11 and of
-// the 3.13+ debug offsets the input carries.
+// the 3.13+ debug offsets the input carries; thread names (threading's) too.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -11,6 +11,7 @@
 #include "src/runtimes/python/code_reader.h"
 #include "src/runtimes/python/layout.h"
 #include "src/runtimes/python/line_table.h"
+#include "src/runtimes/python/thread_names.h"
 #include "src/runtimes/python/walk.h"
 
 namespace {
@@ -28,9 +29,12 @@ const Layout& Python311() {
 }
 
 void ReadMemory(fuzz::InputMemory& memory, const Layout& layout) {
-  InterpreterAddresses at{memory.Pointer(0), memory.Pointer(4), memory.Pointer(8),
-                          memory.Pointer(12)};
+  InterpreterAddresses at{memory.Pointer(0),  memory.Pointer(4),  memory.Pointer(8),
+                          memory.Pointer(12), memory.Pointer(24), memory.Pointer(28),
+                          memory.Pointer(32)};
   (void)ListThreads(memory, layout, at, 64);
+  ThreadNamesCache cache;
+  (void)ReadThreadNames(memory, layout, at, &cache);
   (void)ReadFrameCodes(memory, layout, memory.Pointer(16), 64);
   (void)ReadCode(memory, layout, at, memory.Pointer(20));
 }

@@ -216,7 +216,9 @@ void Processor::OnMmap2(const Event& e) {
 void Processor::OnComm(const Event& e) {
   capture::StringId name = strings_.Intern(e.comm);
   capture::ThreadId t = EnsureThread(e.pid, e.tid, e.time);
-  capture_.threads[t].name = name;
+  // A runtime's name stays, but for a new program.
+  if (e.exec) runtime_named_.erase(t);
+  if (!runtime_named_.count(t)) capture_.threads[t].name = name;
   if (e.exec) {
     ProcessState& p = EnsureProcess(e.pid, e.time);
     // exec replaces the whole address space; the old one is kept for samples

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,7 @@ class Processor final : public RowSink {
   capture::ThreadId EventThread(uint32_t pid, uint32_t tid, uint64_t time,
                                 std::string_view comm) override;
   capture::ThreadId LatestThread(uint32_t pid, uint32_t tid) override;
+  void NameThread(uint32_t pid, uint32_t tid, std::string_view name) override;
   capture::StackId EventStack(uint32_t pid, uint32_t tid, uint64_t time,
                               std::span<const uint64_t> kernel, const UserRegs* regs,
                               std::span<const uint8_t> user_stack, capture::StackEnd* end,
@@ -204,6 +206,8 @@ class Processor final : public RowSink {
   capture::StringTable strings_;
   std::unordered_map<uint32_t, ProcessState> processes_;
   std::unordered_map<uint32_t, capture::ThreadId> threads_;
+  // Threads a runtime named (NameThread): COMM records no longer rename them.
+  std::unordered_set<capture::ThreadId> runtime_named_;
   std::unordered_map<std::string, capture::ModuleId> modules_;
   std::unordered_map<FrameKey, capture::FrameId, FrameKeyHash> frames_;
   capture::StackInterner stacks_;

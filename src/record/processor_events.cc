@@ -25,6 +25,12 @@ capture::ThreadId Processor::LatestThread(uint32_t pid, uint32_t tid) {
   return EnsureThread(pid, tid, capture_.settings.start_time);
 }
 
+void Processor::NameThread(uint32_t pid, uint32_t tid, std::string_view name) {
+  capture::ThreadId thread = LatestThread(pid, tid);
+  capture_.threads[thread].name = strings_.Intern(name);
+  runtime_named_.insert(thread);
+}
+
 capture::StringId Processor::Intern(std::string_view s) {
   return strings_.Intern(s);
 }

@@ -90,15 +90,20 @@ class Klass:
 # Names of each string kind: Latin-1, UCS-2 and UCS-4 code points.
 wide = [alpha_fn.__code__.replace(co_qualname=q) for q in ("\\u00f1ame", "\\u0394elta.\\u6f22", "\\U0001f40d.snake")]
 codes = [alpha_fn.__code__, Klass.method.__code__] + wide
-ready = threading.Barrier(3)
+ready = threading.Barrier(4)
 def idle():
     ready.wait()
     time.sleep(60)
-for _ in range(2):
-    threading.Thread(target=idle, daemon=True).start()
+def renamed():
+    threading.current_thread().name = "renamed in run"
+    idle()
+threading.Thread(target=idle, daemon=True, name="idle \u00f1").start()
+threading.Thread(target=idle, daemon=True).start()
+threading.Thread(target=renamed, daemon=True, name="before").start()
 ready.wait()
 tids = sorted(t.native_id for t in threading.enumerate())
-print(json.dumps({"addresses": [id(c) for c in codes] + [id("not code")], "tids": tids,
+names = {str(t.native_id): t.name for t in threading.enumerate()}
+print(json.dumps({"addresses": [id(c) for c in codes] + [id("not code")], "tids": tids, "names": names,
                   "expected": [[c.co_qualname, c.co_filename, c.co_firstlineno, len(c.co_linetable)]
                                for c in codes]}, ensure_ascii=True), flush=True)
 time.sleep(60)
@@ -145,7 +150,16 @@ for version, python in sorted(pythons.items()):
         target.wait()
     check(sorted(got[0].split()[1:]) == sorted(str(t) for t in told["tids"]),
           "%s: the interpreter's thread list read live: %s (threading: %s)" % (version, got[0], told["tids"]))
-    got = got[1:]
+    # Thread names as threading gives them (3.13 on): the main thread's, a
+    # default one (Thread-N (target)), a non-ASCII one, and one its thread
+    # renamed as it ran.
+    if version in ("3.11",):
+        check(got[1] == "names absent", "%s: no thread names read: %r" % (version, got[1]))
+    else:
+        read = dict(x.split("=", 1) for x in got[1].split("\t")[1:])
+        check(got[1].startswith("names") and read == told["names"],
+              "%s: threading's names read live: %s (threading: %s)" % (version, read, told["names"]))
+    got = got[2:]
     want = ["%s|%s|%d|%d" % tuple(e) for e in told["expected"]]
     check(got[:5] == want, "%s: code objects read from the live process, names of every string kind: "
           "%s (want %s)" % (version, got[:5], want))

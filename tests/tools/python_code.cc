@@ -1,6 +1,8 @@
 // Test tool: reads code objects out of a running CPython process.
 //   python_code PID INTERPRETER_ELF ADDRESS...
-// Prints "threads TID..." (the native ids of its Python threads), then for
+// Prints "threads TID..." (the native ids of its Python threads), then
+// "names" and, tab-separated, "TID=NAME" for each thread threading names
+// ("names absent" where the release has no offsets for them), then for
 // each address "QUALNAME|FILENAME|FIRST_LINE|LINE_TABLE_BYTES", or
 // "error: WHY". The interpreter's load bias comes from /proc/PID/maps.
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "src/runtimes/python/code_reader.h"
+#include "src/runtimes/python/thread_names.h"
 #include "src/symbols/elf_image.h"
 
 using namespace microscope::runtimes::python;
@@ -61,6 +64,20 @@ int main(int argc, char** argv) {
     printf("\n");
   } else {
     printf("threads error: %s\n", threads.status().message().c_str());
+  }
+  ThreadNamesCache cache;
+  auto names = ReadThreadNames(memory, *layout, *types, &cache);
+  if (!ThreadNamesReadable(*layout, *types)) {
+    printf("names absent\n");
+  } else if (!names.ok()) {
+    printf("names error: %s\n", names.status().message().c_str());
+  } else {
+    printf("names");
+    for (const PythonThread& t : threads.ok() ? *threads : std::vector<PythonThread>{}) {
+      if (auto n = names->find(t.ident); n != names->end())
+        printf("\t%llu=%s", static_cast<unsigned long long>(t.native_id), n->second.c_str());
+    }
+    printf("\n");
   }
   for (int i = 3; i < argc; ++i) {
     auto code = ReadCode(memory, *layout, *types, std::strtoull(argv[i], nullptr, 0));

@@ -15,10 +15,7 @@ namespace {
 constexpr uint64_t kMaxName = 4096;          // characters of a file or function name
 constexpr uint64_t kMaxLineTable = 1 << 20;  // bytes of a line table
 
-template <typename T>
-bool ReadValue(ProcessMemory& memory, uint64_t address, T* out) {
-  return memory.Read(address, out, sizeof(T));
-}
+}  // namespace
 
 Status Unreadable(const char* what, uint64_t address) {
   return Status::Error(StatusCode::kUnavailable,
@@ -73,6 +70,8 @@ Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout,
   return out;
 }
 
+namespace {
+
 Result<std::vector<uint8_t>> ReadLineTable(ProcessMemory& memory, const Layout& layout,
                                            const InterpreterAddresses& types, uint64_t table) {
   RETURN_IF_ERROR(CheckType(memory, layout, table, types.bytes, "co_linetable"));
@@ -103,6 +102,11 @@ Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path
                              std::pair{"PyBytes_Type", &InterpreterAddresses::bytes}}) {
     if (symbols::FindSymbol(elf, name, &sym)) t.*field = sym.st_value + bias;
   }
+  for (auto [name, field] : {std::pair{"PyDict_Type", &InterpreterAddresses::dict},
+                             std::pair{"PyLong_Type", &InterpreterAddresses::long_},
+                             std::pair{"PyModule_Type", &InterpreterAddresses::module}}) {
+    if (symbols::FindSymbol(elf, name, &sym)) t.*field = sym.st_value + bias;
+  }
   if (t.runtime == 0 || t.code == 0 || t.str == 0 || t.bytes == 0) {
     return Status::Error(StatusCode::kNotFound, path +
                                                     ": no _PyRuntime, PyCode_Type, PyUnicode_Type "
@@ -131,6 +135,7 @@ Result<std::vector<PythonThread>> ListThreads(ProcessMemory& memory, const Layou
       }
       PythonThread t{.state = state};
       if (!ReadValue(memory, state + layout.thread_native_id, &t.native_id) ||
+          !ReadValue(memory, state + layout.thread_id, &t.ident) ||
           !ReadValue(memory, state + layout.thread_next, &state)) {
         return Unreadable("thread state", t.state);
       }

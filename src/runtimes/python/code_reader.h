@@ -26,6 +26,22 @@ struct InterpreterAddresses {
   uint64_t code = 0;     // PyCode_Type
   uint64_t str = 0;      // PyUnicode_Type
   uint64_t bytes = 0;    // PyBytes_Type
+  // What thread names are proved by (0: not found, no names read).
+  uint64_t dict = 0;    // PyDict_Type
+  uint64_t long_ = 0;   // PyLong_Type
+  uint64_t module = 0;  // PyModule_Type
+  // The same in a process that loaded the file `bias` bytes from its
+  // link-time addresses (one not found stays 0).
+  InterpreterAddresses Biased(uint64_t bias) const {
+    InterpreterAddresses b;
+    for (auto field :
+         {&InterpreterAddresses::runtime, &InterpreterAddresses::code, &InterpreterAddresses::str,
+          &InterpreterAddresses::bytes, &InterpreterAddresses::dict, &InterpreterAddresses::long_,
+          &InterpreterAddresses::module}) {
+      b.*field = this->*field == 0 ? 0 : this->*field + bias;
+    }
+    return b;
+  }
 };
 Result<InterpreterAddresses> InterpreterAddressesFromElf(const std::string& path, uint64_t bias);
 
@@ -46,6 +62,7 @@ struct CodeInfo {
 struct PythonThread {
   uint64_t state = 0;
   uint64_t native_id = 0;
+  uint64_t ident = 0;  // thread_id: threading's ident (pthread_self)
 };
 Result<std::vector<PythonThread>> ListThreads(ProcessMemory& memory, const Layout& layout,
                                               const InterpreterAddresses& at,
@@ -63,6 +80,22 @@ struct FrameCode {
 };
 Result<std::vector<FrameCode>> ReadFrameCodes(ProcessMemory& memory, const Layout& layout,
                                               uint64_t tstate, size_t max_frames = 128);
+
+// Reads of target memory shared by the readers here.
+template <typename T>
+bool ReadValue(ProcessMemory& memory, uint64_t address, T* out) {
+  return memory.Read(address, out, sizeof(T));
+}
+// "WHAT at ADDRESS is not readable".
+Status Unreadable(const char* what, uint64_t address);
+// Proves the object at `object` has type `want`.
+Status CheckType(ProcessMemory& memory, const Layout& layout, uint64_t object, uint64_t want,
+                 const char* what);
+
+// The str object at `str` as UTF-8 (compact strings of any kind), proved
+// by its type; `what` names it in a refusal.
+Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout,
+                            const InterpreterAddresses& types, uint64_t str, const char* what);
 
 // The code object at `code`, its names as UTF-8 (compact strings of any
 // kind; a legacy, non-compact string is refused).

@@ -21,7 +21,7 @@ struct Field {
 struct Shape {
   int minor;
   uint16_t words;  // words the reader needs
-  Field fields[26];
+  Field fields[33];
 };
 constexpr Shape kShapes[] = {
 #include "src/runtimes/python/debug_offsets_fields.inc"
@@ -55,6 +55,13 @@ uint64_t Layout::*const kTargets[] = {
     &Layout::str_state,
     &Layout::str_length,
     &Layout::str_ascii_data,
+    &Layout::interp_modules,
+    &Layout::type_name,
+    &Layout::type_flags,
+    &Layout::dict_keys,
+    &Layout::dict_values,
+    &Layout::long_tag,
+    &Layout::long_digits,
 };
 static_assert(std::size(kTargets) == std::size(Shape{}.fields), "one target per field");
 
@@ -122,6 +129,7 @@ Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> runtime) {
                                " is not inside its struct (size " + std::to_string(size) + ")");
     }
     l.*kTargets[i] = offset;
+    if (kTargets[i] == &Layout::type_flags) l.type_size = size;
   }
   // PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8.
   l.str_compact_data = l.str_ascii_data + 16;

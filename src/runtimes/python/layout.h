@@ -69,6 +69,17 @@ struct Layout {
   uint64_t interp_ceval_gil = kAbsent;
   uint64_t gil_last_holder = kAbsent;
   uint64_t gil_locked = kAbsent;
+  // 3.13 on (absent before): what thread names are read by (thread_names.h):
+  // the interpreter's sys.modules, a type's name, flags and size
+  // (sizeof(PyTypeObject)), a dict's keys and values, an int's tag and digits.
+  uint64_t interp_modules = kAbsent;
+  uint64_t type_name = kAbsent;
+  uint64_t type_flags = kAbsent;
+  uint64_t type_size = kAbsent;
+  uint64_t dict_keys = kAbsent;
+  uint64_t dict_values = kAbsent;
+  uint64_t long_tag = kAbsent;
+  uint64_t long_digits = kAbsent;
 
   std::string Version() const;  // "3.13.5"
 };

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <unordered_map>
 
@@ -28,6 +29,7 @@
 #include "src/runtimes/python/layout.h"
 #include "src/runtimes/python/line_table.h"
 #include "src/runtimes/python/module_info.h"
+#include "src/runtimes/python/thread_names.h"
 #include "src/runtimes/python/walk.h"
 #include "src/runtimes/python/walker.h"
 #include "src/runtimes/sampler.h"
@@ -52,6 +54,7 @@ const uint8_t kEvalTag = record::code_tags::Allocate();  // _PyEval_EvalFrameDef
 constexpr std::string_view kEvalLoopName = "_PyEval_EvalFrameDefault (eval loop)";
 const uint8_t kModuleTag = record::code_tags::Allocate();  // the rest of the module
 constexpr uint64_t kRefreshNs = 20'000'000;                // thread maps, about every 20 ms
+constexpr uint64_t kNamesNs = 500'000'000;  // thread names, when no thread came or went
 constexpr size_t kMaxNotes = 16;
 constexpr uint64_t kRetryNs = 2'000'000;  // an exec'd process's maps, every 2 ms
 constexpr uint64_t kExecWindowNs =
@@ -91,6 +94,12 @@ struct Process {
   uint64_t laid_out_at = 0;  // when the walker got its layout
   std::map<CodeKey, NamedCode> codes;
   CodeSnapshots snapshots;
+  // Thread names from threading, read when its thread states change and
+  // at least every kNamesNs: each thread's (by tid) as last given.
+  ThreadNamesCache names_cache;
+  std::set<uint64_t> named_states;
+  uint64_t names_read_at = 0;
+  std::unordered_map<uint32_t, std::string> names;
 };
 
 class PythonSource final : public record::EventlessSource, public record::StackSplicer {
@@ -169,7 +178,9 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   // of its mapping records); false when no interpreter is mapped yet.
   bool LayOutFromMaps(uint32_t pid);
   void TakeExecs();
-  void RefreshThreads();
+  void RefreshThreads(record::RowSink* sink);
+  void NameThreads(Process& p, std::span<const PythonThread> threads,
+                   const std::unordered_map<uint64_t, uint32_t>& tids, record::RowSink* sink);
   // Keeps the code objects the walks copied since the last call.
   void TakeSnapshots();
   void Keep(const py_code_snapshot& s);
@@ -230,6 +241,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   uint64_t walks_cut_ = 0;  // that reached the frame bound
   // Code objects copied by the walks, kept; and named from such a copy.
   uint64_t snapshots_kept_ = 0, codes_from_snapshots_ = 0;
+  uint64_t threads_named_ = 0;      // by threading's names
   uint64_t activations_named_ = 0;  // native frames NameActivation named
   // What Splice reuses from one stack to the next: no allocation per stack.
   Walk walk_;
@@ -355,8 +367,7 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   p.pid = pid;
   p.snapshots = std::move(copies);
   p.module = &module;
-  p.at = {module.at.runtime + bias, module.at.code + bias, module.at.str + bias,
-          module.at.bytes + bias};
+  p.at = module.at.Biased(bias);
   p.memory = std::make_unique<ProcessMemory>(pid_t(pid));
   ProcessWalk where;
   where.runtime = p.at.runtime;
@@ -386,7 +397,7 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   last_refresh_ = 0;  // its threads at the next poll
 }
 
-void PythonSource::RefreshThreads() {
+void PythonSource::RefreshThreads(record::RowSink* sink) {
   for (auto it = processes_.begin(); it != processes_.end();) {
     auto& [pid, p] = *it;
     if (p.gone) {
@@ -421,6 +432,9 @@ void PythonSource::RefreshThreads() {
     }
     Status set = walker_->SetThreads(pid, mapped);
     if (!set.ok()) Problem("Python threads not given to the walker", set.message());
+    std::unordered_map<uint64_t, uint32_t> tid_of;  // by thread state
+    for (const Walker::Thread& t : mapped) tid_of[t.tstate] = t.tid;
+    NameThreads(p, *threads, tid_of, sink);
     // The code objects each thread runs now, read while the program runs: a
     // thread blocked until the program's end is walked (off-CPU, system
     // calls) at its wake, when the process may be gone by the time its walk
@@ -431,6 +445,37 @@ void PythonSource::RefreshThreads() {
       for (const FrameCode& f : *frames) Code(&p, {f.code, f.qualname, f.filename, f.first_line});
     }
     ++it;
+  }
+}
+
+void PythonSource::NameThreads(Process& p, std::span<const PythonThread> threads,
+                               const std::unordered_map<uint64_t, uint32_t>& tids,
+                               record::RowSink* sink) {
+  if (!ThreadNamesReadable(p.module->layout, p.at)) return;
+  std::set<uint64_t> states;
+  for (const PythonThread& t : threads) states.insert(t.state);
+  const uint64_t now = MonotonicNowNs();
+  if (states == p.named_states && now - p.names_read_at < kNamesNs) return;
+  p.names_read_at = now;
+  Result<std::unordered_map<uint64_t, std::string>> names =
+      ReadThreadNames(*p.memory, p.module->layout, p.at, &p.names_cache);
+  if (!names.ok()) {
+    // Exiting, or a program that made threading unlike itself.
+    if (!record::ProcessGone(pid_t(p.pid)))
+      Problem("Python thread names not read",
+              "pid " + std::to_string(p.pid) + ": " + names.status().message());
+    return;
+  }
+  p.named_states = std::move(states);
+  for (const PythonThread& t : threads) {
+    auto name = names->find(t.ident);
+    auto tid = tids.find(t.state);
+    if (name == names->end() || tid == tids.end()) continue;
+    std::string& given = p.names[tid->second];
+    if (given == name->second) continue;
+    if (given.empty()) ++threads_named_;
+    given = name->second;
+    sink->NameThread(p.pid, tid->second, given);
   }
 }
 
@@ -515,14 +560,14 @@ void PythonSource::Keep(const py_code_snapshot& s) {
   ++snapshots_kept_;
 }
 
-void PythonSource::Poll(const record::PollWindow&, record::RowSink*) {
+void PythonSource::Poll(const record::PollWindow&, record::RowSink* sink) {
   if (walker_ == nullptr) return;
   TakeSnapshots();
   TakeExecs();
   const uint64_t now = MonotonicNowNs();
   if (now - last_refresh_ < kRefreshNs) return;
   last_refresh_ = now;
-  RefreshThreads();
+  RefreshThreads(sink);
 }
 
 const NamedCode& PythonSource::Code(Process* process, const CodeKey& key) {
@@ -659,6 +704,7 @@ void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"codes_named_from_snapshots", codes_from_snapshots_},
               {"eval_loop_frames_named", activations_named_},
               {"execs_held", execs_held_},
+              {"threads_named", threads_named_},
               {"walks_lost", walker_ ? walker_->sampler().Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (walker_ != nullptr && !none) {
@@ -669,7 +715,10 @@ void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         KnownReleases() + "), at most " +
         std::to_string(std::min<uint32_t>(walk_frames_, MICROSCOPE_PY_MAX_FRAMES)) +
         " per stack; " + std::to_string(walks_cut_) + " of " + std::to_string(walks_) +
-        " walks cut there (--runtime-frames)");
+        " walks cut there (--runtime-frames). Threads named as threading names them "
+        "(Thread.name, read from the process as its threads come and go and every 0.5 s; "
+        "CPython 3.13 on): " +
+        std::to_string(threads_named_));
   }
   walker_.reset();
 }
