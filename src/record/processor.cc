@@ -218,7 +218,11 @@ void Processor::OnComm(const Event& e) {
   capture::ThreadId t = EnsureThread(e.pid, e.tid, e.time);
   // A runtime's name stays, but for a new program.
   if (e.exec) runtime_named_.erase(t);
-  if (!runtime_named_.count(t)) capture_.threads[t].name = name;
+  if (auto named = runtime_named_.find(t); named != runtime_named_.end()) {
+    named->second = name;
+  } else {
+    capture_.threads[t].name = name;
+  }
   if (e.exec) {
     ProcessState& p = EnsureProcess(e.pid, e.time);
     // exec replaces the whole address space; the old one is kept for samples
@@ -237,7 +241,7 @@ void Processor::OnFork(const Event& e) {
   if (threads_.count(e.tid)) return;  // already known (duplicate delivery)
   capture::StringId parent_name = kNone;
   auto parent_thread = threads_.find(e.ptid);
-  if (parent_thread != threads_.end()) parent_name = capture_.threads[parent_thread->second].name;
+  if (parent_thread != threads_.end()) parent_name = SystemName(parent_thread->second);
   if (e.pid != e.ppid && !processes_.count(e.pid)) {
     ProcessState& child = EnsureProcess(e.pid, e.time);
     capture_.processes[child.row].parent_pid = int32_t(e.ppid);

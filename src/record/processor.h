@@ -14,7 +14,6 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -206,8 +205,11 @@ class Processor final : public RowSink {
   capture::StringTable strings_;
   std::unordered_map<uint32_t, ProcessState> processes_;
   std::unordered_map<uint32_t, capture::ThreadId> threads_;
-  // Threads a runtime named (NameThread): COMM records no longer rename them.
-  std::unordered_set<capture::ThreadId> runtime_named_;
+  // Threads a runtime named (NameThread), with the name the system gives
+  // them (COMM records no longer rename them; a thread they start takes
+  // the system's).
+  std::unordered_map<capture::ThreadId, capture::StringId> runtime_named_;
+  capture::StringId SystemName(capture::ThreadId thread) const;
   std::unordered_map<std::string, capture::ModuleId> modules_;
   std::unordered_map<FrameKey, capture::FrameId, FrameKeyHash> frames_;
   capture::StackInterner stacks_;

@@ -27,8 +27,13 @@ capture::ThreadId Processor::LatestThread(uint32_t pid, uint32_t tid) {
 
 void Processor::NameThread(uint32_t pid, uint32_t tid, std::string_view name) {
   capture::ThreadId thread = LatestThread(pid, tid);
+  runtime_named_.try_emplace(thread, capture_.threads[thread].name);
   capture_.threads[thread].name = strings_.Intern(name);
-  runtime_named_.insert(thread);
+}
+
+capture::StringId Processor::SystemName(capture::ThreadId thread) const {
+  auto named = runtime_named_.find(thread);
+  return named != runtime_named_.end() ? named->second : capture_.threads[thread].name;
 }
 
 capture::StringId Processor::Intern(std::string_view s) {

@@ -3,6 +3,7 @@
 #include <gelf.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/hex.h"
@@ -36,12 +37,22 @@ Status CheckType(ProcessMemory& memory, const Layout& layout, uint64_t object, u
 
 Result<std::string> ReadStr(ProcessMemory& memory, const Layout& layout,
                             const InterpreterAddresses& types, uint64_t str, const char* what) {
-  RETURN_IF_ERROR(CheckType(memory, layout, str, types.str, what));
+  // Its type, length and state in one read.
+  const uint64_t header =
+      std::max({layout.object_type + 8, layout.str_state + 4, layout.str_length + 8});
+  uint8_t bytes[64];
+  if (header > sizeof(bytes)) return Unreadable(what, str);
+  if (!memory.Read(str, bytes, header)) return Unreadable(what, str);
+  uint64_t type;
   uint32_t state;
   int64_t length;
-  if (!ReadValue(memory, str + layout.str_state, &state) ||
-      !ReadValue(memory, str + layout.str_length, &length)) {
-    return Unreadable(what, str);
+  std::memcpy(&type, bytes + layout.object_type, 8);
+  std::memcpy(&state, bytes + layout.str_state, 4);
+  std::memcpy(&length, bytes + layout.str_length, 8);
+  if (type != types.str) {
+    return Status::Error(StatusCode::kDataLoss, std::string(what) + " at " + HexAddress(str) +
+                                                    " has type " + HexAddress(type) + ", not " +
+                                                    HexAddress(types.str));
   }
   // PyASCIIObject.state: interned (2 bits), kind (3), compact, ascii.
   const unsigned kind = (state >> 2) & 7;

@@ -98,7 +98,7 @@ struct Process {
   // at least every kNamesNs: each thread's (by tid) as last given.
   ThreadNamesCache names_cache;
   std::set<uint64_t> named_states;
-  uint64_t names_read_at = 0;
+  uint64_t names_read_at = 0, names_cost_ns = 0;
   std::unordered_map<uint32_t, std::string> names;
 };
 
@@ -456,9 +456,12 @@ void PythonSource::NameThreads(Process& p, std::span<const PythonThread> threads
   for (const PythonThread& t : threads) states.insert(t.state);
   const uint64_t now = MonotonicNowNs();
   if (states == p.named_states && now - p.names_read_at < kNamesNs) return;
+  // At most 5% of a CPU: a read of 600 threads' names takes some 10 ms.
+  if (now - p.names_read_at < 20 * p.names_cost_ns) return;
   p.names_read_at = now;
   Result<std::unordered_map<uint64_t, std::string>> names =
       ReadThreadNames(*p.memory, p.module->layout, p.at, &p.names_cache);
+  p.names_cost_ns = MonotonicNowNs() - now;
   if (!names.ok()) {
     // Exiting, or a program that made threading unlike itself.
     if (!record::ProcessGone(pid_t(p.pid)))

@@ -1,5 +1,6 @@
 #include "src/runtimes/python/thread_names.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -130,59 +131,91 @@ Result<uint64_t> DictGet(ProcessMemory& memory, const Layout& layout,
   return entry[0].second;
 }
 
-// The value of attribute `name` in the instance dict of the object at
-// `object` (its inline values, else its managed dict), 0 when it has none.
-Result<uint64_t> InstanceAttribute(ProcessMemory& memory, const Layout& layout,
-                                   const InterpreterAddresses& at, uint64_t object,
-                                   std::string_view name) {
-  uint64_t type, flags;
+// Where a type's instances keep attribute `name` (python's
+// _PyObject_GetInstanceAttribute): inline, after the instance's
+// basic_size, at its index among the type's cached keys (-1: not among
+// them); or in the managed dict.
+struct InstanceLayout {
+  uint64_t basic_size = 0;
+  int64_t index = -1;
+  bool managed_dict = false;
+};
+using InstanceLayouts = std::unordered_map<uint64_t, InstanceLayout>;  // by type
+
+Result<InstanceLayout> LayoutOf(ProcessMemory& memory, const Layout& layout,
+                                const InterpreterAddresses& at, uint64_t type,
+                                std::string_view name, InstanceLayouts* known) {
+  if (auto it = known->find(type); it != known->end()) return it->second;
+  uint64_t flags;
   int64_t basic_size;
-  if (!ReadValue(memory, object + layout.object_type, &type)) return Unreadable("object", object);
   // tp_basicsize follows tp_name.
   if (!ReadValue(memory, type + layout.type_flags, &flags) ||
       !ReadValue(memory, type + layout.type_name + 8, &basic_size)) {
     return Unreadable("type", type);
   }
+  InstanceLayout l;
+  l.managed_dict = flags & kManagedDict;
   if ((flags & kInlineValues) && basic_size > 0 && basic_size < (1 << 20)) {
-    const uint64_t values = object + uint64_t(basic_size);
-    uint8_t header[4];  // capacity, size, embedded, valid
     uint64_t cached_keys;
-    if (!memory.Read(values, header, sizeof(header)) ||
-        !ReadValue(memory, type + layout.type_size + kCachedKeysAfterType, &cached_keys)) {
-      return Unreadable("inline values", values);
-    }
-    if (header[3] != 0 && cached_keys != 0) {
+    if (!ReadValue(memory, type + layout.type_size + kCachedKeysAfterType, &cached_keys))
+      return Unreadable("type", type);
+    if (cached_keys != 0) {
       ASSIGN_OR_RETURN(Keys keys, ReadKeys(memory, cached_keys));
-      const int64_t used = std::min<int64_t>(keys.entries_used, header[0]);
-      ASSIGN_OR_RETURN(int64_t i, FindKey(memory, layout, at, keys, 0, used, name));
-      uint64_t value = 0;
-      if (i >= 0 && !ReadValue(memory, values + kValuesHeader + uint64_t(i) * 8, &value))
-        return Unreadable("inline values", values);
-      if (value != 0) return value;
+      const int64_t used = std::min<int64_t>(keys.entries_used, 255);  // a capacity is a byte
+      ASSIGN_OR_RETURN(l.index, FindKey(memory, layout, at, keys, 0, used, name));
+      l.basic_size = uint64_t(basic_size);
     }
   }
-  if (!(flags & kManagedDict)) return uint64_t(0);
+  known->emplace(type, l);
+  return l;
+}
+
+// The value of attribute `name` in the instance dict of the object at
+// `object` (its inline values, else its managed dict), 0 when it has none.
+Result<uint64_t> InstanceAttribute(ProcessMemory& memory, const Layout& layout,
+                                   const InterpreterAddresses& at, uint64_t object,
+                                   std::string_view name, InstanceLayouts* known) {
+  uint64_t type;
+  if (!ReadValue(memory, object + layout.object_type, &type)) return Unreadable("object", object);
+  ASSIGN_OR_RETURN(InstanceLayout l, LayoutOf(memory, layout, at, type, name, known));
+  if (l.index >= 0) {
+    // struct _dictvalues: capacity, size, embedded, valid, then the values.
+    const uint64_t values = object + l.basic_size;
+    std::vector<uint64_t> words(size_t(l.index) + 2);
+    if (!memory.Read(values, words.data(), words.size() * 8))
+      return Unreadable("inline values", values);
+    const uint8_t capacity = uint8_t(words[0]), valid = uint8_t(words[0] >> 24);
+    if (valid != 0 && l.index < capacity && words[size_t(l.index) + 1] != 0)
+      return words[size_t(l.index) + 1];
+  }
+  if (!l.managed_dict) return uint64_t(0);
   uint64_t dict;
   if (!ReadValue(memory, object - kManagedDictBefore, &dict)) return Unreadable("object", object);
   if (dict == 0) return uint64_t(0);
   return DictGet(memory, layout, at, dict, name);
 }
 
-// An int object's value, for a non-negative one that fits 64 bits.
+// An int object's value, for a non-negative one that fits 64 bits: its
+// type, tag and up to 3 digits in one read.
 Result<uint64_t> ReadIdent(ProcessMemory& memory, const Layout& layout,
                            const InterpreterAddresses& at, uint64_t object) {
-  RETURN_IF_ERROR(CheckType(memory, layout, object, at.long_, "thread ident"));
-  uint64_t tag;
+  const uint64_t size =
+      std::max({layout.object_type + 8, layout.long_tag + 8, layout.long_digits + 12});
+  uint8_t bytes[64];
+  if (size > sizeof(bytes)) return NotA("thread ident", object, "has no layout read here");
+  if (!memory.Read(object, bytes, size)) return Unreadable("thread ident", object);
+  uint64_t type, tag;
   uint32_t digits[3];
-  if (!ReadValue(memory, object + layout.long_tag, &tag)) return Unreadable("thread ident", object);
+  std::memcpy(&type, bytes + layout.object_type, 8);
+  std::memcpy(&tag, bytes + layout.long_tag, 8);
+  std::memcpy(digits, bytes + layout.long_digits, 12);
+  if (type != at.long_) return NotA("thread ident", object, "has type " + HexAddress(type));
   // lv_tag: the number of 30-bit digits, shifted 3; its low 2 bits the sign
   // (0 positive, 1 zero, 2 negative).
   const uint64_t sign = tag & 3, count = tag >> 3;
   if (sign == 1) return uint64_t(0);
   if (sign != 0 || count == 0 || count > 3)
     return NotA("thread ident", object, "is not an ident (tag " + HexAddress(tag) + ")");
-  if (!memory.Read(object + layout.long_digits, digits, count * 4))
-    return Unreadable("thread ident", object);
   uint64_t value = 0;
   for (uint64_t i = count; i-- > 0;) {
     if (digits[i] >> 30 || (i == 2 && digits[i] >> 4))
@@ -271,11 +304,12 @@ Result<std::unordered_map<uint64_t, std::string>> ReadThreadNames(ProcessMemory&
   if (keys.entries_used > kMaxThreads)
     return NotA("threading._active", *active, "has more than 4096 threads");
   ASSIGN_OR_RETURN(auto entries, ReadEntries(memory, keys, 0, keys.entries_used));
+  InstanceLayouts known;  // Thread and its subclasses
   for (const auto& [key, thread] : entries) {
     if (key == 0 || thread == 0) continue;
     Result<uint64_t> ident = ReadIdent(memory, layout, at, key);
     if (!ident.ok()) return ident.status();
-    Result<uint64_t> name = InstanceAttribute(memory, layout, at, thread, "_name");
+    Result<uint64_t> name = InstanceAttribute(memory, layout, at, thread, "_name", &known);
     if (!name.ok()) return name.status();
     if (*name == 0) continue;
     Result<std::string> text = ReadStr(memory, layout, at, *name, "Thread._name");

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
 
 #include "capture/reader.h"
 #include "src/record/processor.h"
@@ -391,4 +393,25 @@ TEST_CASE("Processor: an always-on recording's dictionaries follow its window, n
   CHECK(most_mappings <= 2 * 10 + 1);
   CHECK(most_frames <= 2 * 220 + 1);
   CHECK(most_stacks <= 2 * 2 * 220 + 1);
+}
+
+TEST_CASE("Processor: a runtime's thread name stays; threads it starts take the system's") {
+  Processor p(Processor::Options{});
+  auto arena = [](const std::vector<std::vector<uint8_t>>& records) {
+    std::vector<uint8_t> out;
+    for (const auto& r : records) out.insert(out.end(), r.begin(), r.end());
+    return out;
+  };
+  ProcessArenas({arena({CommRecord(10, 10, "python3.13", false, 5)})}, CollectorLayout(), &p);
+  p.NameThread(10, 10, "MainThread");
+  ProcessArenas(
+      {arena({TaskRecord(kRecordFork, 10, 10, 13, 10, 20), CommRecord(10, 10, "py-main", false, 30),
+              TaskRecord(kRecordFork, 10, 10, 14, 10, 40)})},
+      CollectorLayout(), &p);
+  capture::Capture c = p.Finish(1000000);
+  std::map<int32_t, std::string> names;
+  for (const auto& t : c.threads) names[t.tid] = c.str(t.name);
+  CHECK(names[10] == "MainThread");  // a later COMM record does not rename it
+  CHECK(names[13] == "python3.13");  // the system's name when it started
+  CHECK(names[14] == "py-main");
 }

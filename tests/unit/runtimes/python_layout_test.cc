@@ -17,7 +17,7 @@ std::vector<uint8_t> Runtime313(uint64_t version = 0x030d05f0) {
   for (size_t i = 0; i < words.size(); ++i) words[i] = 100 + i;
   std::memcpy(&words[0], "xdebugpy", 8);
   words[1] = version;
-  for (size_t size_word : {3, 6, 19, 28, 34, 44, 64, 67}) words[size_word] = 4096;
+  for (size_t size_word : {3, 6, 19, 28, 34, 44, 46, 56, 61, 64, 67}) words[size_word] = 4096;
   std::vector<uint8_t> bytes(words.size() * 8);
   std::memcpy(bytes.data(), words.data(), bytes.size());
   return bytes;
@@ -37,6 +37,13 @@ TEST_CASE("Python layout: 3.13's offsets are read where 3.13's header puts them"
   CHECK(l->code_qualname == 137);
   CHECK(l->code_adaptive == 143);
   CHECK(l->str_ascii_data == 170);
+  // What thread names are read by: interpreter_state.imports_modules, the
+  // type's flags and its struct's size, the dict's keys, the int's digits.
+  CHECK(l->interp_modules == 111);
+  CHECK(l->type_flags == 149);
+  CHECK(l->type_size == 4096);
+  CHECK(l->dict_keys == 157);
+  CHECK(l->long_digits == 163);
 }
 
 TEST_CASE("Python layout: what cannot be read is refused by name") {
