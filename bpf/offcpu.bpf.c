@@ -39,8 +39,13 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u64 min_ns = 20000;
 const volatile __u32 ustack_size = 16384;
+// Set when stack_ends and stack_vmas are the stack copier's: each copy is
+// then sized as the samples' are (stack_extent.bpf.h), ustack_size only
+// where a stack's mapping is not found; otherwise every copy is ustack_size.
+const volatile __u8 sized_by_walks = 0;
 
 #include "runtimes.bpf.h"
+#include "stack_extent.bpf.h"
 #include "targets.bpf.h"
 #include "user_stack.bpf.h"
 
@@ -75,6 +80,34 @@ struct {
   __type(value, struct offcpu_event);
 } scratch SEC(".maps");
 
+// The thread a walk walks, made in a per-CPU slot rather than on the
+// stack: sched_switch's program, with the walks' calls, is at the
+// verifier's 512 bytes of stack.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct walk_thread);
+} walk_threads SEC(".maps");
+
+// Walks the runtimes' frames of thread `tid` of `task` (its registers in
+// e) into e's tail.
+static __always_inline void walk_event_thread(struct offcpu_event* e, struct task_struct* task,
+                                              __u32 pid, __u32 tid, __u8 blocked) {
+  __u32 zero = 0;
+  struct walk_thread* t = bpf_map_lookup_elem(&walk_threads, &zero);
+  if (!t) return;
+  t->task = task;
+  t->fp = e->regs[6];
+  t->sp = e->regs[7];
+  t->r9 = 0;
+  t->r12 = 0;
+  t->pid = pid;
+  t->tid = tid;
+  t->blocked = blocked;
+  e->walk_size = walk_runtimes_into(e->tail, t);
+}
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
@@ -90,13 +123,13 @@ struct {
   __type(value, struct offcpu_start);
 } fresh SEC(".maps");
 
-static __always_inline int followed(struct task_struct *t) {
+static __always_inline int followed(struct task_struct* t) {
   return followed_tgid(BPF_CORE_READ(t, tgid));
 }
 
 static __always_inline void count_lost(__u64 ns, int untracked) {
   __u32 zero = 0;
-  struct offcpu_lost *l = bpf_map_lookup_elem(&lost, &zero);
+  struct offcpu_lost* l = bpf_map_lookup_elem(&lost, &zero);
   if (!l) return;
   if (untracked) {
     l->untracked += 1;
@@ -106,30 +139,40 @@ static __always_inline void count_lost(__u64 ns, int untracked) {
   }
 }
 
-static __always_inline void fill_regs(struct offcpu_event *e, struct pt_regs *r) {
+static __always_inline void fill_regs(struct offcpu_event* e, struct pt_regs* r) {
   read_user_regs(e->regs, r);
   e->has_regs = 1;
 }
 
-// After the walk, if any (the stack goes after it in the tail).
-static __always_inline void copy_event_stack(struct offcpu_event *e) {
-  __u8 *at = e->tail + (e->walk_size & MICROSCOPE_EVENT_PART_MASK);
-  e->ustack_size = e->has_regs ? copy_user_stack(at, e->regs[7], ustack_size) : 0;
+// How much of the user stack of the thread e names, of `task` (whose
+// address space is loaded: the current task, or the incoming one that
+// shares it), to copy: kept in e->ustack_size until the copy.
+static __always_inline void plan_event_stack(struct offcpu_event* e, struct task_struct* task) {
+  const __u64 sp = e->regs[7];
+  e->ustack_size =
+      sized_by_walks ? stack_copy_size(stack_top(task, &e->tid, sp), &e->tid, sp, ustack_size, 512)
+                     : ustack_size;
 }
 
-static __always_inline void send(struct offcpu_event *e) {
+// After the walk, if any (the stack goes after it in the tail), as planned.
+static __always_inline void copy_event_stack(struct offcpu_event* e) {
+  __u8* at = e->tail + (e->walk_size & MICROSCOPE_EVENT_PART_MASK);
+  e->ustack_size = e->has_regs ? copy_user_stack(at, e->regs[7], e->ustack_size) : 0;
+}
+
+static __always_inline void send(struct offcpu_event* e) {
   __u64 bytes = MICROSCOPE_OFFCPU_FIXED_SIZE + (e->walk_size & MICROSCOPE_EVENT_PART_MASK) +
                 (e->ustack_size & MICROSCOPE_EVENT_PART_MASK);
   // The reader polls on a timer; wake it early only when a lot is waiting.
-  __u64 flags =
-      bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (4 << 20) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+  __u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (4 << 20) ? BPF_RB_FORCE_WAKEUP
+                                                                           : BPF_RB_NO_WAKEUP;
   if (bpf_ringbuf_output(&events, e, bytes, flags) != 0) {
     count_lost(e->start_ns != 0 ? e->end_ns - e->start_ns : 0, 0);
   }
 }
 
 // Fills the event's fixed fields from the interval (not regs, user stack).
-static __always_inline void begin_event(struct offcpu_event *e, struct offcpu_start *s, __u32 pid,
+static __always_inline void begin_event(struct offcpu_event* e, struct offcpu_start* s, __u32 pid,
                                         __u32 tid) {
   e->start_ns = s->start_ns;
   e->end_ns = s->end_ns;
@@ -150,17 +193,17 @@ static __always_inline void begin_event(struct offcpu_event *e, struct offcpu_st
 // Sends the pending interval of the current thread with its kernel stack
 // from the switch-in and its user registers and stack as they are now,
 // when they are still those of the switch-in (no user code ran since).
-static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 pid, __u32 tid) {
+static __always_inline void send_from_own_context(struct offcpu_start* s, __u32 pid, __u32 tid) {
   __u32 cpu = bpf_get_smp_processor_id();
-  struct offcpu_event *e = bpf_map_lookup_elem(&scratch, &cpu);
+  struct offcpu_event* e = bpf_map_lookup_elem(&scratch, &cpu);
   if (!e) return;
-  struct task_struct *task = bpf_get_current_task_btf();
+  struct task_struct* task = bpf_get_current_task_btf();
   e->has_regs = 0;
   e->ustack_size = 0;
   e->walk_size = 0;
   int unchanged = 0;
   if (BPF_CORE_READ(task, mm) && s->has_regs) {
-    fill_regs(e, (struct pt_regs *)bpf_task_pt_regs(task));
+    fill_regs(e, (struct pt_regs*)bpf_task_pt_regs(task));
     // No user code ran since the switch-in: its stack is that of then.
     unchanged = e->regs[7] == s->regs[7] && e->regs[8] == s->regs[8];
     // Otherwise it returned to user space since (it blocked outside a
@@ -169,10 +212,9 @@ static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 
   }
   begin_event(e, s, pid, tid);
   bpf_get_current_comm(e->comm, sizeof(e->comm));
+  if (unchanged) plan_event_stack(e, task);
   if (s->has_regs) {  // where its interpreted code blocked
-    struct walk_thread t = {.task = task, .fp = e->regs[6], .sp = e->regs[7],
-                            .pid = pid, .tid = tid, .blocked = 1};
-    e->walk_size = walk_runtimes_into(e->tail, &t);
+    walk_event_thread(e, task, pid, tid, 1);
   }
   if (unchanged) copy_event_stack(e);
   if (e->ustack_size == 0) e->flags |= MICROSCOPE_OFFCPU_NO_USER_STACK;
@@ -180,11 +222,11 @@ static __always_inline void send_from_own_context(struct offcpu_start *s, __u32 
 }
 
 // A thread's entry stays in `starts` between its intervals, closed.
-static __always_inline int is_open(struct offcpu_start *s) {
+static __always_inline int is_open(struct offcpu_start* s) {
   return s->start_ns != 0 || (s->flags & MICROSCOPE_OFFCPU_CUT_AT_START);
 }
 
-static __always_inline void open_interval(struct offcpu_start *s, __u64 now, __u32 pid,
+static __always_inline void open_interval(struct offcpu_start* s, __u64 now, __u32 pid,
                                           __u8 state) {
   // A wakeup can be traced before the sleeper's switch-out (try_to_wake_up
   // fires sched_waking, then waits for the sleeper to leave its CPU): keep a
@@ -247,7 +289,7 @@ static __always_inline void send_unseen(struct offcpu_start* s, __u32 pid, __u32
   }
 }
 
-static __always_inline void close_interval(struct offcpu_start *s) {
+static __always_inline void close_interval(struct offcpu_start* s) {
   s->start_ns = 0;
   s->end_ns = 0;
   s->flags = 0;
@@ -255,19 +297,19 @@ static __always_inline void close_interval(struct offcpu_start *s) {
 
 static __always_inline __u8 state_of(bool preempt, unsigned int prev_state) {
   if (preempt || (prev_state & 0xff) == 0) return MICROSCOPE_STATE_PREEMPTED;
-  if (prev_state & 1) return MICROSCOPE_STATE_SLEEPING;          // TASK_INTERRUPTIBLE
-  if (prev_state & 2) return MICROSCOPE_STATE_UNINTERRUPTIBLE;   // TASK_UNINTERRUPTIBLE
+  if (prev_state & 1) return MICROSCOPE_STATE_SLEEPING;         // TASK_INTERRUPTIBLE
+  if (prev_state & 2) return MICROSCOPE_STATE_UNINTERRUPTIBLE;  // TASK_UNINTERRUPTIBLE
   return MICROSCOPE_STATE_OTHER;
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+int BPF_PROG(on_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
              unsigned int prev_state) {
   __u64 now = bpf_ktime_get_ns();
   if (followed(prev)) {
     __u32 tid = BPF_CORE_READ(prev, pid);
     __u32 pid = BPF_CORE_READ(prev, tgid);
-    struct offcpu_start *old = bpf_map_lookup_elem(&starts, &tid);
+    struct offcpu_start* old = bpf_map_lookup_elem(&starts, &tid);
     if (old && is_open(old)) {
       if (old->end_ns != 0) {
         // Switched in but not yet sent: the thread is switching out again
@@ -288,7 +330,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
       note_switch_out(old, prev);
     } else {
       __u32 zero = 0;
-      struct offcpu_start *s = bpf_map_lookup_elem(&fresh, &zero);
+      struct offcpu_start* s = bpf_map_lookup_elem(&fresh, &zero);
       if (s) {
         s->flags = 0;
         open_interval(s, now, pid, state_of(preempt, prev_state));
@@ -299,7 +341,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   }
   if (!followed(next)) return 0;
   __u32 tid = BPF_CORE_READ(next, pid);
-  struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
+  struct offcpu_start* s = bpf_map_lookup_elem(&starts, &tid);
   // No open interval: a new thread, or one off CPU since before the
   // recording (the loader seeds those).
   if (!s || !is_open(s)) return 0;
@@ -313,9 +355,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   // The blocked thread's kernel stack, saved at its switch-out.
   long k = bpf_get_task_stack(next, s->kstack, sizeof(s->kstack), 0);
   s->kstack_size = k > 0 ? (__u32)k : 0;
-  struct pt_regs *regs = 0;
+  struct pt_regs* regs = 0;
   if (BPF_CORE_READ(next, mm)) {
-    regs = (struct pt_regs *)bpf_task_pt_regs(next);
+    regs = (struct pt_regs*)bpf_task_pt_regs(next);
     read_user_regs(s->regs, regs);
     s->has_regs = 1;
   }
@@ -324,7 +366,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   // registers; its user memory is readable here only in the address space
   // that is loaded, the outgoing task's.
   __u32 cpu = bpf_get_smp_processor_id();
-  struct offcpu_event *e = bpf_map_lookup_elem(&scratch, &cpu);
+  struct offcpu_event* e = bpf_map_lookup_elem(&scratch, &cpu);
   if (!e) return 0;
   e->has_regs = 0;
   e->ustack_size = 0;
@@ -332,10 +374,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   if (regs) {
     fill_regs(e, regs);
     if (BPF_CORE_READ(next, mm) == BPF_CORE_READ(prev, mm)) {
+      e->tid = tid;  // begun below; the copy's size is looked up by it
+      plan_event_stack(e, next);
       // Preempted in its own code: its rbp is its own.
-      struct walk_thread t = {.task = next, .fp = e->regs[6], .sp = e->regs[7],
-                              .pid = s->pid, .tid = tid};
-      e->walk_size = walk_runtimes_into(e->tail, &t);
+      walk_event_thread(e, next, s->pid, tid, 0);
       copy_event_stack(e);
     }
   }
@@ -348,21 +390,21 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 }
 
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_thread_exit, struct task_struct *p, bool group_dead) {
+int BPF_PROG(on_thread_exit, struct task_struct* p, bool group_dead) {
   forget_if_group_dead(p, group_dead);
   return 0;
 }
 
 SEC("tp_btf/sched_waking")
-int BPF_PROG(on_waking, struct task_struct *p) {
+int BPF_PROG(on_waking, struct task_struct* p) {
   if (!followed(p)) return 0;
   __u32 tid = BPF_CORE_READ(p, pid);
-  struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
+  struct offcpu_start* s = bpf_map_lookup_elem(&starts, &tid);
   if (!s) return 0;
   if (is_open(s)) {
     if (s->end_ns != 0) return 0;  // already switched in
   } else {
-    if (s->end_ns != 0) return 0;  // switched in, not yet sent
+    if (s->end_ns != 0) return 0;               // switched in, not yet sent
     s->flags |= MICROSCOPE_OFFCPU_EARLY_WAKER;  // the switch-out is still to come
   }
   __u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -374,10 +416,10 @@ int BPF_PROG(on_waking, struct task_struct *p) {
 }
 
 SEC("tp_btf/sys_exit")
-int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret) {
+int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tid = (__u32)pid_tgid;
-  struct offcpu_start *s = bpf_map_lookup_elem(&starts, &tid);
+  struct offcpu_start* s = bpf_map_lookup_elem(&starts, &tid);
   if (!s) return 0;
   if (s->end_ns == 0) {
     // Closed, or off CPU since before the recording (seeded: it is caught at

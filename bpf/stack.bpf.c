@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "stack_copy.h"
+#include "stack_extent.bpf.h"
 #include "user_stack.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -41,29 +42,6 @@ struct {
   __type(value, struct ustack_record);
 } stack_scratch SEC(".maps");
 
-// What user space learned of each thread's stack.
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 65536);
-  __type(key, __u32);  // tid
-  __type(value, struct ustack_end);
-} stack_ends SEC(".maps");
-
-// Each thread's stack mapping, found once (bpf_find_vma) and found again
-// when the thread's stack pointer leaves it or its address space changes
-// (an exec: a sample inside execve still has the old program's stack).
-struct stack_vma {
-  __u64 mm;
-  __u64 start;
-  __u64 end;
-};
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 65536);
-  __type(key, __u32);  // tid
-  __type(value, struct stack_vma);
-} stack_vmas SEC(".maps");
-
 struct {
   __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
   __uint(max_entries, 1);
@@ -73,25 +51,6 @@ struct {
 
 // Copies that did not fit in their ring, per CPU.
 #include "lost_count.bpf.h"
-
-static long find_stack(struct task_struct* task, struct vm_area_struct* vma, void* data) {
-  struct stack_vma* v = data;
-  v->start = BPF_CORE_READ(vma, vm_start);
-  v->end = BPF_CORE_READ(vma, vm_end);
-  return 0;
-}
-
-// The end of the mapping that holds `sp` in `task`'s address space; 0 when
-// it cannot be found now (the copy then stops where a read would fault).
-static __always_inline __u64 stack_top(struct task_struct* task, __u32 tid, __u64 sp) {
-  const __u64 mm = (__u64)task->mm;
-  struct stack_vma* known = bpf_map_lookup_elem(&stack_vmas, &tid);
-  if (known && known->mm == mm && known->start <= sp && sp < known->end) return known->end;
-  struct stack_vma v = {.mm = mm, .start = 0, .end = 0};
-  if (bpf_find_vma(task, sp, find_stack, &v, 0) != 0 || v.end <= sp) return 0;
-  bpf_map_update_elem(&stack_vmas, &tid, &v, BPF_ANY);
-  return v.end;
-}
 
 SEC("perf_event")
 int copy_stack_at_sample(struct bpf_perf_event_data* ctx) {
@@ -108,19 +67,8 @@ int copy_stack_at_sample(struct bpf_perf_event_data* ctx) {
     sp = BPF_CORE_READ(user, sp);
   }
   if (sp == 0 || (sp >> 47) != 0) goto next;
-  const __u64 top = stack_top(task, tid, sp);
-  // Not learned yet: all of the stack that is in use, up to its mapping's
-  // end (a record's worth at most), so a thread's first samples are whole
-  // too (an attach's first 80-110 samples of a Node server ran out of the
-  // 16 KiB while its walks were learned).
-  __u64 size = top != 0 ? top - sp : stack_default;
-  struct ustack_end* learned = bpf_map_lookup_elem(&stack_ends, &tid);
-  if (learned && learned->end > sp) {
-    size = learned->end - sp + stack_margin;
-  } else if (learned && learned->want != 0) {
-    size = learned->want;
-  }
-  if (top != 0 && size > top - sp) size = top - sp;
+  const __u64 size =
+      stack_copy_size(stack_top(task, &tid, sp), &tid, sp, stack_default, stack_margin);
   r->h.magic = MICROSCOPE_STACK_MAGIC;
   r->h.tid = tid;
   r->h.sp = sp;

@@ -13,12 +13,15 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #include "runtimes.bpf.h"
+#include "stack_extent.bpf.h"
 #include "targets.bpf.h"
 #include "user_stack.bpf.h"
 
 // Calls at least this long also send the caller's user stack (0: none).
 const volatile __u64 stack_min_ns = 0;
 const volatile __u32 ustack_size = 16384;
+// As offcpu.bpf.c's: copies sized as the samples' are when set.
+const volatile __u8 sized_by_walks = 0;
 
 // A slow call's event is built here, one per CPU (too big for a per-CPU
 // array's values); programs here run with migration off.
@@ -53,7 +56,7 @@ struct {
 
 // exit and exit_group never return: their entries go with the thread.
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_thread_exit, struct task_struct *p, bool group_dead) {
+int BPF_PROG(on_thread_exit, struct task_struct* p, bool group_dead) {
   __u32 tid = BPF_CORE_READ(p, pid);
   bpf_map_delete_elem(&starts, &tid);
   forget_if_group_dead(p, group_dead);
@@ -61,7 +64,7 @@ int BPF_PROG(on_thread_exit, struct task_struct *p, bool group_dead) {
 }
 
 SEC("tp_btf/sys_enter")
-int BPF_PROG(on_enter, struct pt_regs *regs, long id) {
+int BPF_PROG(on_enter, struct pt_regs* regs, long id) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tgid = pid_tgid >> 32;
   __u32 tid = (__u32)pid_tgid;
@@ -77,7 +80,7 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id) {
   return 0;
 }
 
-static __always_inline void fill_call(struct syscall_event *e, struct start *s, long ret,
+static __always_inline void fill_call(struct syscall_event* e, struct start* s, long ret,
                                       __u64 pid_tgid, __u64 duration) {
   e->start_ns = s->start_ns;
   e->duration_ns = duration;
@@ -100,27 +103,35 @@ static __always_inline __u64 wakeup_flags(void) {
 }
 
 SEC("tp_btf/sys_exit")
-int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
+int BPF_PROG(on_exit, struct pt_regs* regs, long ret) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   __u32 tid = (__u32)pid_tgid;
-  struct start *s = bpf_map_lookup_elem(&starts, &tid);
+  struct start* s = bpf_map_lookup_elem(&starts, &tid);
   if (!s) return 0;
   __u64 duration = bpf_ktime_get_ns() - s->start_ns;
   if (stack_min_ns != 0 && duration >= stack_min_ns) {
     // A slow call: with the caller's user registers (as the call left
     // them) and stack, for the unwinder.
     __u32 cpu = bpf_get_smp_processor_id();
-    struct syscall_stack_event *e = bpf_map_lookup_elem(&scratch, &cpu);
+    struct syscall_stack_event* e = bpf_map_lookup_elem(&scratch, &cpu);
     if (e) {
       fill_call(&e->call, s, ret, pid_tgid, duration);
       read_user_regs(e->regs, regs);
       // The interpreted code that made the call, then the stack after it.
-      struct walk_thread t = {.task = bpf_get_current_task_btf(), .fp = e->regs[6],
-                              .sp = e->regs[7], .pid = pid_tgid >> 32, .tid = tid,
+      struct task_struct* task = bpf_get_current_task_btf();
+      struct walk_thread t = {.task = task,
+                              .fp = e->regs[6],
+                              .sp = e->regs[7],
+                              .pid = pid_tgid >> 32,
+                              .tid = tid,
                               .blocked = 1};
       e->walk_size = walk_runtimes_into(e->tail, &t);
       const __u32 walk = e->walk_size & MICROSCOPE_EVENT_PART_MASK;
-      e->ustack_size = copy_user_stack(e->tail + walk, e->regs[7], ustack_size);
+      const __u64 sp = e->regs[7];
+      const __u64 size =
+          sized_by_walks ? stack_copy_size(stack_top(task, &tid, sp), &tid, sp, ustack_size, 512)
+                         : ustack_size;
+      e->ustack_size = copy_user_stack(e->tail + walk, e->regs[7], size);
       __u64 bytes = MICROSCOPE_SYSCALL_STACK_FIXED_SIZE + walk +
                     (e->ustack_size & MICROSCOPE_EVENT_PART_MASK);
       if (bpf_ringbuf_output(&events, e, bytes, wakeup_flags()) != 0) count_lost();
@@ -128,7 +139,7 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret) {
       return 0;
     }
   }
-  struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  struct syscall_event* e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
   if (!e) {
     count_lost();
     bpf_map_delete_elem(&starts, &tid);

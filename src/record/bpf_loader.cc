@@ -77,6 +77,13 @@ Status SharedBpfMaps::Adopt(bpf_object* object) {
   return OkStatus();
 }
 
+Status SharedBpfMaps::Share(bpf_object* object, std::span<const std::string_view> names) {
+  for (std::string_view name : names) {
+    if (std::find(names_.begin(), names_.end(), name) == names_.end()) names_.emplace_back(name);
+  }
+  return Adopt(object);
+}
+
 Result<EventTail> SplitEventTail(std::span<const uint8_t> tail, uint32_t walk_size,
                                  uint32_t ustack_size) {
   if (walk_size > tail.size() || ustack_size > tail.size() - walk_size) {

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/scoped_fd.h"
@@ -50,11 +52,23 @@ class SharedBpfMaps {
   // After it loaded: its maps of a shared name not made yet are kept for
   // the objects loaded next.
   Status Adopt(::bpf_object* object);
+  // After it loaded: `object`'s maps named `names` are shared from now on
+  // (the stack copier's stack_ends and stack_vmas).
+  Status Share(::bpf_object* object, std::span<const std::string_view> names);
+  // Whether a loaded object's map named `name` is shared.
+  bool Has(std::string_view name) const { return fds_.contains(std::string(name)); }
 
  private:
   std::vector<std::string> names_;
   std::map<std::string, ScopedFd> fds_;
 };
+
+// Whether the stack copier shared what it learned of each thread's stack
+// (StackCopier::ShareExtents): the tracers' copies are then sized as the
+// samples' are (bpf/stack_extent.bpf.h).
+inline bool SizedByWalks(const SharedBpfMaps* maps) {
+  return maps != nullptr && maps->Has("stack_ends");
+}
 
 // An event's tail (bpf/stack_copy.h) split into the runtime walk it carries
 // (the bytes of its record, bpf/walk.h; empty: none) and its user stack;

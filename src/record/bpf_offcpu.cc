@@ -96,6 +96,7 @@ Result<std::unique_ptr<OffCpuTracer>> OffCpuTracer::Start(const Options& options
   state->skel->rodata->ustack_size =
       std::min<uint32_t>(options.stack_copy, MICROSCOPE_USTACK_COPY_MAX);
   state->skel->rodata->walk_max_frames = options.walk_frames;
+  state->skel->rodata->sized_by_walks = SizedByWalks(options.shared_maps);
   RETURN_IF_ERROR(SizeScratchPerCpu(state->skel->maps.scratch));
   if (options.shared_maps != nullptr) RETURN_IF_ERROR(options.shared_maps->Reuse(state->skel->obj));
   if (int err = offcpu_bpf__load(state->skel); err != 0) {

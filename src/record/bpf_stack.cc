@@ -36,6 +36,11 @@ Result<std::unique_ptr<StackCopier>> StackCopier::Load(uint32_t default_bytes) {
   return std::unique_ptr<StackCopier>(new StackCopier(std::move(state)));
 }
 
+Status StackCopier::ShareExtents(SharedBpfMaps* maps) {
+  constexpr std::string_view kExtents[] = {"stack_ends", "stack_vmas"};
+  return maps->Share(state_->skel->obj, kExtents);
+}
+
 StackCopier::StackCopier(std::unique_ptr<State> state) : state_(std::move(state)) {}
 StackCopier::~StackCopier() = default;
 

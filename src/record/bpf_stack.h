@@ -16,6 +16,7 @@
 namespace microscope::record {
 
 class Collector;
+class SharedBpfMaps;  // bpf_loader.h
 
 class StackCopier final : public StackExtents::Listener {
  public:
@@ -28,6 +29,10 @@ class StackCopier final : public StackExtents::Listener {
   // Runs the copier at each sample of the collector's sampling events, its
   // copies going into their rings; a program attached later goes behind it.
   Status Attach(Collector* collector);
+  // Shares what it learned of each thread's stack (stack_ends, stack_vmas)
+  // with the programs loaded next (the off-CPU and system call tracers),
+  // so their copies are sized as the samples' are.
+  Status ShareExtents(SharedBpfMaps* maps);
 
   // Thread `tid`'s walks read up to `end` (its copies need reach no
   // further, with a margin); one wanted more than it got (the next copy is

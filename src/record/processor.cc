@@ -397,13 +397,7 @@ void Processor::OnSample(const Event& e) {
   StackEnd end = StackEnd::kFramePointerEnd;
   if (options_.call_graph != CallGraph::kFramePointer) {
     end = UnwindUser(e, proc);  // the kernel chain above holds kernel frames only
-    if (stack_extents_ != nullptr && !e.stack.empty()) {
-      if (end == StackEnd::kComplete && stack_read_end_ != 0) {
-        stack_extents_->Learn(e.tid, stack_read_end_);
-      } else if (end == StackEnd::kStackCopyExhausted) {
-        stack_extents_->Exhausted(e.tid);  // the next copy whole, to learn again
-      }
-    }
+    if (!e.stack.empty()) LearnExtent(e.tid, end);
     if (scratch_.empty()) end = StackEnd::kEmpty;
   } else if (scratch_.empty()) {
     end = StackEnd::kEmpty;

@@ -187,8 +187,11 @@ class Processor final : public RowSink {
   void RetagNewlyMarked();
   // A frame in anonymous code a JIT namer names, or nullopt.
   std::optional<capture::FrameId> JitFrame(uint32_t pid, uint64_t address);
-  capture::StackEnd UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
-                                      ProcessState& proc);
+  // What a whole unwind read of thread `tid`'s copied stack (or that it ran
+  // out of bytes) tells the stack copier (StackExtents).
+  void LearnExtent(uint32_t tid, capture::StackEnd end);
+  capture::StackEnd UnwindCopiedStack(uint32_t tid, const UserRegs& regs,
+                                      std::span<const uint8_t> stack, ProcessState& proc);
   bool LookupCode(ProcessState& proc, uint64_t pc, unwind::CodeInfo* info);
   const record::ModuleCfi* ModuleUnwindInfo(capture::ModuleId module);
   // Remembers the root through which `module`, just mapped by process

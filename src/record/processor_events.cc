@@ -43,17 +43,32 @@ capture::StringId Processor::Intern(std::string_view s) {
 // Appends to scratch_ the user frames unwound from registers and stack bytes
 // copied by BPF (frame pointers in the copy where a module has no CFI, also
 // in fp recordings).
-capture::StackEnd Processor::UnwindCopiedStack(const UserRegs& regs, std::span<const uint8_t> stack,
-                                               ProcessState& proc) {
+capture::StackEnd Processor::UnwindCopiedStack(uint32_t tid, const UserRegs& regs,
+                                               std::span<const uint8_t> stack, ProcessState& proc) {
   Event e;
   e.regs_abi = 2;  // PERF_SAMPLE_REGS_ABI_64
   e.regs = std::span(reinterpret_cast<const uint8_t*>(regs), sizeof(regs));
   e.stack = stack;
-  if (options_.call_graph != CallGraph::kFramePointer) return UnwindUser(e, proc);
-  options_.call_graph = CallGraph::kAuto;
-  StackEnd end = UnwindUser(e, proc);
-  options_.call_graph = CallGraph::kFramePointer;
+  StackEnd end;
+  if (options_.call_graph != CallGraph::kFramePointer) {
+    end = UnwindUser(e, proc);
+  } else {
+    options_.call_graph = CallGraph::kAuto;
+    end = UnwindUser(e, proc);
+    options_.call_graph = CallGraph::kFramePointer;
+  }
+  // A blocked thread's stack teaches its copies' size as a sample's does.
+  if (!stack.empty()) LearnExtent(tid, end);
   return end;
+}
+
+void Processor::LearnExtent(uint32_t tid, capture::StackEnd end) {
+  if (stack_extents_ == nullptr) return;
+  if (end == StackEnd::kComplete && stack_read_end_ != 0) {
+    stack_extents_->Learn(tid, stack_read_end_);
+  } else if (end == StackEnd::kStackCopyExhausted) {
+    stack_extents_->Exhausted(tid);  // the next copy whole, to learn again
+  }
 }
 
 capture::StackId Processor::EventStack(uint32_t pid, uint32_t tid, uint64_t time,
@@ -72,7 +87,7 @@ capture::StackId Processor::EventStack(uint32_t pid, uint32_t tid, uint64_t time
     scratch_.push_back(KernelFrame(i == 0 ? a : a - 1));
   }
   StackEnd how =
-      regs != nullptr ? UnwindCopiedStack(*regs, user_stack, proc) : StackEnd::kKernelOnly;
+      regs != nullptr ? UnwindCopiedStack(tid, *regs, user_stack, proc) : StackEnd::kKernelOnly;
   if (scratch_.empty()) how = StackEnd::kEmpty;
   if (end != nullptr) *end = how;
   return InternScratch(pid, tid, time, walk);

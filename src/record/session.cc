@@ -100,6 +100,12 @@ class Recording {
           " bytes each): the BPF stack copier did not load: " + copier.status().message();
       return;
     }
+    if (Status shared = (*copier)->ShareExtents(&shared_maps_); !shared.ok()) {
+      stack_copier_note_ =
+          "user stacks copied by the kernel (" + std::to_string(copts->stack_copy) +
+          " bytes each): the BPF stack copier's maps cannot be shared: " + shared.message();
+      return;
+    }
     stack_copier_ = std::move(copier).value();
     copts->stack_by_bpf = true;
     stack_extents_.SetListener(stack_copier_.get());

@@ -247,3 +247,17 @@ check(json.loads(run([CAPTURE_OFFCPU, out]).stdout.splitlines()[0])["off_cpu"] =
 record(out, [fx, "sleep", "10"], ["--preset", "deep", "--no-off-cpu"])
 check(json.loads(run([CAPTURE_OFFCPU, out]).stdout.splitlines()[0])["off_cpu"] == "",
       "--no-off-cpu turns it off again")
+
+# 9. Stacks as deep as the thread's: a thread asleep under some 40 KiB of
+# frames, hardly ever on CPU (so no walk of its samples taught how far its
+# stack goes), has its whole stack in its intervals. Off-CPU copies are
+# sized as the samples' (all of the stack in use, to its mapping's end,
+# until walks teach less), where a fixed 16 KiB copy ended each of them
+# 24 KiB short of deep_root.
+out = os.path.join(d, "deep-sleeper.mscap")
+record(out, [fx, "deep", "100"], ["--off-cpu"])
+fn = functions(report(out, "--metric", "offcpu", "--thread", "deep-sleeper", "--top", "1000"))
+slept, whole = fn.get("sleep_phase", (0, 0))[1], fn.get("deep_root", (0, 0))[1]
+check(slept >= 95 and whole >= 0.95 * slept,
+      "a thread asleep 40 KiB deep: %d of its %d intervals in sleep_phase have deep_root" %
+      (whole, slept))
