@@ -97,15 +97,20 @@ bool StrIs(ProcessMemory& memory, const Layout& layout, const InterpreterAddress
   return memory.Read(str + layout.str_ascii_data, got.data(), got.size()) && got == text;
 }
 
-// The index among `keys`' entries [from, to) of str key `name`, or -1.
-Result<int64_t> FindKey(ProcessMemory& memory, const Layout& layout, const InterpreterAddresses& at,
-                        const Keys& keys, int64_t from, int64_t to, std::string_view name) {
+// Where str key `name` is among `keys`' entries [from, to): its index
+// (-1: not there) and the value its entry holds (a split dict's is apart).
+struct Found {
+  int64_t index = -1;
+  uint64_t value = 0;
+};
+Result<Found> FindKey(ProcessMemory& memory, const Layout& layout, const InterpreterAddresses& at,
+                      const Keys& keys, int64_t from, int64_t to, std::string_view name) {
   ASSIGN_OR_RETURN(auto entries, ReadEntries(memory, keys, from, to));
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].first != 0 && StrIs(memory, layout, at, entries[i].first, name))
-      return from + int64_t(i);
+      return Found{from + int64_t(i), entries[i].second};
   }
-  return -1;
+  return Found{};
 }
 
 // The value of str key `name` in the dict at `dict`, 0 when it has none.
@@ -119,16 +124,13 @@ Result<uint64_t> DictGet(ProcessMemory& memory, const Layout& layout,
   }
   ASSIGN_OR_RETURN(Keys keys, ReadKeys(memory, keys_at));
   if (keys.entries_used > kMaxEntries) return NotA("dict", dict, "has more than 65536 entries");
-  ASSIGN_OR_RETURN(int64_t i, FindKey(memory, layout, at, keys, 0, keys.entries_used, name));
-  if (i < 0) return uint64_t(0);
+  ASSIGN_OR_RETURN(Found found, FindKey(memory, layout, at, keys, 0, keys.entries_used, name));
+  if (found.index < 0 || values == 0) return found.value;
+  // A split dict: its values apart from its keys.
   uint64_t value;
-  if (values != 0) {  // a split dict: its values apart from its keys
-    if (!ReadValue(memory, values + kValuesHeader + uint64_t(i) * 8, &value))
-      return Unreadable("dict values", values);
-    return value;
-  }
-  ASSIGN_OR_RETURN(auto entry, ReadEntries(memory, keys, i, i + 1));
-  return entry[0].second;
+  if (!ReadValue(memory, values + kValuesHeader + uint64_t(found.index) * 8, &value))
+    return Unreadable("dict values", values);
+  return value;
 }
 
 // Where a type's instances keep attribute `name` (python's
@@ -162,7 +164,8 @@ Result<InstanceLayout> LayoutOf(ProcessMemory& memory, const Layout& layout,
     if (cached_keys != 0) {
       ASSIGN_OR_RETURN(Keys keys, ReadKeys(memory, cached_keys));
       const int64_t used = std::min<int64_t>(keys.entries_used, 255);  // a capacity is a byte
-      ASSIGN_OR_RETURN(l.index, FindKey(memory, layout, at, keys, 0, used, name));
+      ASSIGN_OR_RETURN(Found found, FindKey(memory, layout, at, keys, 0, used, name));
+      l.index = found.index;
       l.basic_size = uint64_t(basic_size);
     }
   }
@@ -256,12 +259,11 @@ Result<uint64_t> ThreadingDict(ProcessMemory& memory, const Layout& layout,
   // that search ended, a new one (the dict grew) from its start.
   const int64_t from = keys_at == cache->modules_keys ? cache->modules_searched : 0;
   const int64_t to = std::min(keys.entries_used, from + kMaxEntries);
-  ASSIGN_OR_RETURN(int64_t i, FindKey(memory, layout, at, keys, from, to, "threading"));
+  ASSIGN_OR_RETURN(Found found, FindKey(memory, layout, at, keys, from, to, "threading"));
   cache->modules_keys = keys_at;
   cache->modules_searched = to;
-  if (i < 0) return uint64_t(0);
-  ASSIGN_OR_RETURN(auto entry, ReadEntries(memory, keys, i, i + 1));
-  const uint64_t module = entry[0].second;
+  if (found.index < 0) return uint64_t(0);
+  const uint64_t module = found.value;
   RETURN_IF_ERROR(CheckType(memory, layout, module, at.module, "threading module"));
   uint64_t dict;
   if (!ReadValue(memory, module + kModuleDict, &dict))
