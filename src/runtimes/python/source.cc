@@ -17,6 +17,7 @@
 #include <span>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/clock.h"
 #include "base/hex.h"
@@ -480,6 +481,11 @@ void PythonSource::NameThreads(Process& p, std::span<const PythonThread> threads
     given = name->second;
     sink->NameThread(p.pid, tid->second, given);
   }
+  // Only the living threads' names are kept: a program that starts
+  // threads without end costs no more than its threads of the moment.
+  std::unordered_set<uint32_t> living;
+  for (const auto& [state, tid] : tids) living.insert(tid);
+  std::erase_if(p.names, [&](const auto& named) { return !living.contains(named.first); });
 }
 
 void PythonSource::TakeExecs() {
