@@ -17,7 +17,8 @@ JavaScript frames sit, callee first, where node's JS entry runs them;
 interpreted frames that called out have the line of the call (node
 --jitless: every frame interpreted), and the innermost the line its
 bytecode handler runs (from V8's interpreter registers) or its call's,
-whose hottest line is --cpu-prof's in the same run; optimized frames
+whose hottest line is --cpu-prof's in the same run (its ticks at
+the callers' call lines left out); optimized frames
 (TurboFan) and baseline ones (--always-sparkplug --max-opt=1) have the
 line their code runs (the loop's, the call's); recursion
 keeps its depth; the worker's thread has its own JavaScript frames; the
@@ -74,9 +75,16 @@ def compiled_lines(major, what, cap, counter, lined=0.9):
     loop = {fn: DEFS[fn] + 2 for fn in FNS}  # function, let x, for
     called = {fn: sum(total[fn].values()) - sum(own[fn].values()) for fn in ("top", "mid")}
     values = rep["header"]["sources"]["node"]["values"]
+    # A sample whose code V8 freed before the recorder read it (the
+    # recorder seconds behind on a loaded machine: a sanitized CI run had
+    # 641 of leaf()'s 676 so, its code's page gone, code_not_found 1,547)
+    # has no line: left out, as many as the recording counts so, with 25
+    # lined samples of each function at least.
+    freed = values["code_not_found"]
+    lined_own = lambda fn: sum(own[fn].values()) - own[fn][0]
     check(values[counter] > 300 and
-          all(own[fn][loop[fn]] >= 0.9 * (sum(own[fn].values()) - own[fn][0]) and
-              sum(own[fn].values()) - own[fn][0] >= lined * sum(own[fn].values()) > 0
+          all(own[fn][loop[fn]] >= 0.9 * lined_own(fn) and lined_own(fn) >= 25 and
+              lined_own(fn) >= lined * (sum(own[fn].values()) - min(own[fn][0], freed))
               for fn in FNS) and
           all(total[fn][CALL_LINE[fn]] >= 0.9 * called[fn] > 0 for fn in called),
           "node %s: %s frames have lines (%d from their code): own samples on the loops' "
@@ -249,15 +257,18 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
           all(l == 0 or l in body(fn) for fn in FNS for l in lines.get(fn, {})),
           "node %s --jitless: top and mid mostly at lines %d and %d (their calls), all lines in "
           "their functions' bodies: %s" % (major, CALL_LINE["top"], CALL_LINE["mid"], lines))
-    # --cpu-prof also gives a caller self ticks at its call's line (taken
-    # between the call and the callee's frame): top's two lines come out
-    # near even there (124 and 119 ticks on Node 24), so ours must be one
-    # it has within a third of its hottest.
+    # --cpu-prof also gives a caller self ticks at its call's line, taken
+    # between the call and the callee's frame: top's came out near even
+    # with its loop's (124 and 119 ticks on Node 24), and in a CI run at
+    # twice its loop's (199 and 104: top then had 20% of the self ticks,
+    # where the fixture splits 10% and ours had 9.6%). Those ticks are left
+    # out: ours' hottest line is --cpu-prof's hottest of the rest.
+    own_work = lambda fn: Counter({l: n for l, n in ticks.get(fn, {}).items() if l != CALL_LINE.get(fn)})
     check(all(own.get(fn) and own[fn][0] <= 0.1 * sum(own[fn].values()) and
-              ticks.get(fn, {}).get(hottest(own[fn]), 0) >= 0.67 * max(ticks.get(fn, {0: 1}).values())
+              hottest(own[fn]) == hottest(own_work(fn)) != 0
               for fn in FNS),
           "node %s --jitless: each function's innermost samples at most 10%% without a line, "
-          "their hottest line one of --cpu-prof's hottest: ours %s, --cpu-prof's %s" %
+          "their hottest line --cpu-prof's hottest but the call's: ours %s, --cpu-prof's %s" %
           (major, {fn: dict(own.get(fn, {})) for fn in FNS}, {fn: dict(ticks.get(fn, {})) for fn in FNS}))
 
     # Baseline frames (Sparkplug code for every function, nothing optimized):
