@@ -13,7 +13,8 @@ interpreter itself, through ctypes: its own thread state's native thread
 id, the interpreter's thread list, the running frame's code object, and
 that code's qualified name and first line. Code objects are read out of a
 running interpreter (process_vm_readv), each object proved by its type,
-with names of every string kind (Latin-1, UCS-2, UCS-4). The line-table reader gives
+with names of every string kind (Latin-1, UCS-2, UCS-4), and each thread's
+name as threading gives it (3.11's too). The line-table reader gives
 every instruction of every code object of a few standard modules the line
 CPython's own co_lines() gives it."""
 import json
@@ -150,15 +151,12 @@ for version, python in sorted(pythons.items()):
         target.wait()
     check(sorted(got[0].split()[1:]) == sorted(str(t) for t in told["tids"]),
           "%s: the interpreter's thread list read live: %s (threading: %s)" % (version, got[0], told["tids"]))
-    # Thread names as threading gives them (3.13 on): the main thread's, a
-    # default one (Thread-N (target)), a non-ASCII one, and one its thread
-    # renamed as it ran.
-    if version in ("3.11",):
-        check(got[1] == "names absent", "%s: no thread names read: %r" % (version, got[1]))
-    else:
-        read = dict(x.split("=", 1) for x in got[1].split("\t")[1:])
-        check(got[1].startswith("names") and read == told["names"],
-              "%s: threading's names read live: %s (threading: %s)" % (version, read, told["names"]))
+    # Thread names as threading gives them (3.11, 3.13 on): the main
+    # thread's, a default one (Thread-N (target)), a non-ASCII one, and one
+    # its thread renamed as it ran.
+    read = dict(x.split("=", 1) for x in got[1].split("\t")[1:])
+    check(got[1].startswith("names") and read == told["names"],
+          "%s: threading's names read live: %s (threading: %s)" % (version, read, told["names"]))
     got = got[2:]
     want = ["%s|%s|%d|%d" % tuple(e) for e in told["expected"]]
     check(got[:5] == want, "%s: code objects read from the live process, names of every string kind: "

@@ -2,7 +2,7 @@
 //   python_code PID INTERPRETER_ELF ADDRESS...
 // Prints "threads TID..." (the native ids of its Python threads), then
 // "names" and, tab-separated, "TID=NAME" for each thread threading names
-// ("names absent" where the release has no offsets for them), then for
+// ("names absent" where the release has no offsets for them: 3.12), then for
 // each address "QUALNAME|FILENAME|FIRST_LINE|LINE_TABLE_BYTES", or
 // "error: WHY". The interpreter's load bias comes from /proc/PID/maps.
 #include <cstdio>

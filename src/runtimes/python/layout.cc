@@ -180,6 +180,21 @@ Result<Layout> Layout311(uint64_t hex_version) {
   l.str_state = 32;
   l.str_ascii_data = 48;
   l.str_compact_data = 72;  // utf8_length, utf8 and wstr_length follow
+  // Thread names: PyInterpreterState.modules (sys.modules), PyTypeObject's
+  // tp_name, tp_flags and size (no tp_watched yet), PyDictObject's ma_keys
+  // and ma_values, PyLongObject's ob_size and ob_digit; an instance's values
+  // pointer 4 words before it (_PyObject_ValuesPointer), its dict 3.
+  l.interp_modules = 888;
+  l.type_name = 24;
+  l.type_flags = 168;
+  l.type_size = 408;
+  l.dict_keys = 32;
+  l.dict_values = 40;
+  l.dict_values_header = 0;
+  l.long_tag = 16;
+  l.long_signed_size = true;
+  l.long_digits = 24;
+  l.values_before = 32;
   return l;
 }
 

@@ -69,9 +69,10 @@ struct Layout {
   uint64_t interp_ceval_gil = kAbsent;
   uint64_t gil_last_holder = kAbsent;
   uint64_t gil_locked = kAbsent;
-  // 3.13 on (absent before): what thread names are read by (thread_names.h):
-  // the interpreter's sys.modules, a type's name, flags and size
-  // (sizeof(PyTypeObject)), a dict's keys and values, an int's tag and digits.
+  // 3.11 and 3.13 on (absent in 3.12): what thread names are read by
+  // (thread_names.h): the interpreter's sys.modules, a type's name, flags
+  // and size (sizeof(PyTypeObject)), a dict's keys and values, an int's tag
+  // and digits.
   uint64_t interp_modules = kAbsent;
   uint64_t type_name = kAbsent;
   uint64_t type_flags = kAbsent;
@@ -80,6 +81,15 @@ struct Layout {
   uint64_t dict_values = kAbsent;
   uint64_t long_tag = kAbsent;
   uint64_t long_digits = kAbsent;
+  // Where a split dict's values start in its values (after 3.13's header
+  // of capacity, size, embedded and valid; 3.11's have none before them).
+  uint64_t dict_values_header = 8;
+  // 3.11 (which has these too, from its table): an instance's values
+  // pointer is this many bytes before it (3.13 embeds them after the
+  // instance instead), and long_tag is ob_size, the signed digit count
+  // (3.12 on: lv_tag, the count shifted 3 and the sign below).
+  uint64_t values_before = kAbsent;
+  bool long_signed_size = false;
 
   std::string Version() const;  // "3.13.5"
 };

@@ -726,7 +726,7 @@ void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
         " per stack; " + std::to_string(walks_cut_) + " of " + std::to_string(walks_) +
         " walks cut there (--runtime-frames). Threads named as threading names them "
         "(Thread.name, read from the process as its threads come and go and every 0.5 s; "
-        "CPython 3.13 on): " +
+        "CPython 3.11, 3.13 on): " +
         std::to_string(threads_named_));
   }
   walker_.reset();

@@ -10,10 +10,12 @@
 namespace microscope::runtimes::python {
 namespace {
 
-// Include/object.h: tp_flags bits (3.13 to 3.15).
+// Include/object.h: tp_flags bits (inline values from 3.13; a managed
+// dict from 3.11).
 constexpr uint64_t kInlineValues = 1 << 2;
 constexpr uint64_t kManagedDict = 1 << 4;
-// Include/internal/pycore_object.h: MANAGED_DICT_OFFSET, -3 words.
+// Include/internal/pycore_object.h: MANAGED_DICT_OFFSET, -3 words (3.11's
+// _PyObject_ManagedDictPointer too).
 constexpr uint64_t kManagedDictBefore = 24;
 // Include/internal/pycore_moduleobject.h: PyModuleObject.md_dict, after
 // PyObject_HEAD.
@@ -24,9 +26,8 @@ constexpr uint64_t kModuleDict = 16;
 // ht_qualname.
 constexpr uint64_t kCachedKeysAfterType = 58 * 8;
 // Include/internal/pycore_dict.h: struct _dictkeysobject's header, where
-// its indices start; struct _dictvalues' header, where its values start.
+// its indices start (3.11 to 3.15).
 constexpr uint64_t kKeysHeader = 32;
-constexpr uint64_t kValuesHeader = 8;
 constexpr int64_t kMaxEntries = 1 << 16;  // of a dict searched
 constexpr int64_t kMaxThreads = 4096;     // of threading._active
 
@@ -128,15 +129,16 @@ Result<uint64_t> DictGet(ProcessMemory& memory, const Layout& layout,
   if (found.index < 0 || values == 0) return found.value;
   // A split dict: its values apart from its keys.
   uint64_t value;
-  if (!ReadValue(memory, values + kValuesHeader + uint64_t(found.index) * 8, &value))
+  if (!ReadValue(memory, values + layout.dict_values_header + uint64_t(found.index) * 8, &value))
     return Unreadable("dict values", values);
   return value;
 }
 
 // Where a type's instances keep attribute `name` (python's
-// _PyObject_GetInstanceAttribute): inline, after the instance's
-// basic_size, at its index among the type's cached keys (-1: not among
-// them); or in the managed dict.
+// _PyObject_GetInstanceAttribute): in their values, at its index among the
+// type's cached keys (-1: not among them), inline after the instance's
+// basic_size (3.13 on) or behind the values pointer before it (3.11); or
+// in the managed dict.
 struct InstanceLayout {
   uint64_t basic_size = 0;
   int64_t index = -1;
@@ -157,7 +159,9 @@ Result<InstanceLayout> LayoutOf(ProcessMemory& memory, const Layout& layout,
   }
   InstanceLayout l;
   l.managed_dict = flags & kManagedDict;
-  if ((flags & kInlineValues) && basic_size > 0 && basic_size < (1 << 20)) {
+  const bool values =
+      layout.values_before != Layout::kAbsent ? l.managed_dict : (flags & kInlineValues) != 0;
+  if (values && basic_size > 0 && basic_size < (1 << 20)) {
     uint64_t cached_keys;
     if (!ReadValue(memory, type + layout.type_size + kCachedKeysAfterType, &cached_keys))
       return Unreadable("type", type);
@@ -181,7 +185,18 @@ Result<uint64_t> InstanceAttribute(ProcessMemory& memory, const Layout& layout,
   uint64_t type;
   if (!ReadValue(memory, object + layout.object_type, &type)) return Unreadable("object", object);
   ASSIGN_OR_RETURN(InstanceLayout l, LayoutOf(memory, layout, at, type, name, known));
-  if (l.index >= 0) {
+  if (l.index >= 0 && layout.values_before != Layout::kAbsent) {
+    // 3.11: the values apart, the dict made from them once they are given
+    // up (the pointer then 0).
+    uint64_t values, value;
+    if (!ReadValue(memory, object - layout.values_before, &values))
+      return Unreadable("object", object);
+    if (values != 0) {
+      if (!ReadValue(memory, values + uint64_t(l.index) * 8, &value))
+        return Unreadable("values", values);
+      return value;
+    }
+  } else if (l.index >= 0) {
     // struct _dictvalues: capacity, size, embedded, valid, then the values.
     const uint64_t values = object + l.basic_size;
     std::vector<uint64_t> words(size_t(l.index) + 2);
@@ -214,8 +229,13 @@ Result<uint64_t> ReadIdent(ProcessMemory& memory, const Layout& layout,
   std::memcpy(digits, bytes + layout.long_digits, 12);
   if (type != at.long_) return NotA("thread ident", object, "has type " + HexAddress(type));
   // lv_tag: the number of 30-bit digits, shifted 3; its low 2 bits the sign
-  // (0 positive, 1 zero, 2 negative).
-  const uint64_t sign = tag & 3, count = tag >> 3;
+  // (0 positive, 1 zero, 2 negative). 3.11's ob_size: the number, negated
+  // for a negative int.
+  uint64_t sign = tag & 3, count = tag >> 3;
+  if (layout.long_signed_size) {
+    sign = int64_t(tag) == 0 ? 1 : int64_t(tag) < 0 ? 2 : 0;
+    count = tag;
+  }
   if (sign == 1) return uint64_t(0);
   if (sign != 0 || count == 0 || count > 3)
     return NotA("thread ident", object, "is not an ident (tag " + HexAddress(tag) + ")");

@@ -1,10 +1,12 @@
 // The names a CPython program's threading module gave its threads
 // (Thread.name), read out of the running process: threading's `_active`
 // dict (ident -> Thread), found in the interpreter's sys.modules, and each
-// Thread's `_name`, from its inline values or its managed dict. CPython
-// 3.13 on, whose debug offsets give where the interpreter keeps sys.modules
-// and a dict its keys; the rest (a dict's keys table, a module's dict, a
-// heap type's cached keys) has kept one layout from 3.13 to 3.15. Target
+// Thread's `_name`, from its values or its managed dict. CPython 3.13 on,
+// whose debug offsets give where the interpreter keeps sys.modules and a
+// dict its keys, and 3.11 from its table (read live from Debian's 3.11.2
+// and pyenv's 3.11.7); not 3.12, whose sys.modules offset no 3.12 here can
+// check. The rest (a dict's keys table, a module's dict, a heap type's
+// cached keys) has kept one layout from 3.11 to 3.15. Target
 // memory is untrusted: every object is proved by its type, every count
 // bounded, and a refusal says what was wrong where.
 #pragma once

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/runtimes/python/layout.h"
 #include "src/runtimes/python/thread_names.h"
 
 using namespace microscope::runtimes::python;
@@ -57,12 +58,13 @@ constexpr InterpreterAddresses kAt{
     .runtime = B, .str = B + 0x100, .dict = B + 0x200, .long_ = B + 0x300, .module = B + 0x400};
 
 // A program with threading imported and one Thread, named `name`, of
-// ident 0x7f0012345678, keeping its _name in its inline values.
+// ident 0x7f0012345678, keeping its _name in its values: inline (3.13 on),
+// or behind the pointer before it (3.11's layout).
 struct Program {
   Layout l = Offsets();
   Image m;
   uint64_t next = B + 0x1000;  // where the next object goes
-  uint64_t active_keys = 0, thread = 0, thread_type = 0;
+  uint64_t active_keys = 0, thread = 0, thread_type = 0, values = 0;
 
   uint64_t Take(uint64_t size) {
     const uint64_t at = next;
@@ -99,24 +101,32 @@ struct Program {
     return at;
   }
 
-  explicit Program(const std::string& name) {
-    const uint64_t interp = Take(0x40);
+  explicit Program(const std::string& name, const Layout& layout = Offsets()) : l(layout) {
+    const uint64_t interp = Take(l.interp_modules + 8);
     m.Put<uint64_t>(B + l.runtime_interpreters_head, interp);
-    // A Thread: a heap type whose instances keep their values inline,
-    // after its 0x40 bytes, in the order of the type's cached keys.
+    // A Thread: a heap type whose instances keep their values in the order
+    // of the type's cached keys: inline, after its 0x40 bytes; or apart.
     thread_type = Take(l.type_size + 60 * 8);
-    m.Put<uint64_t>(thread_type + l.type_flags, 1 << 2);
     m.Put<int64_t>(thread_type + l.type_name + 8, 0x40);
     m.Put<uint64_t>(thread_type + l.type_size + 58 * 8,
                     Keys(1, {{Str("_target"), 0}, {Str("_name"), 0}}));
-    thread = Take(0x40 + 8 + 2 * 8);
+    if (l.values_before != Layout::kAbsent) {
+      m.Put<uint64_t>(thread_type + l.type_flags, 1 << 4);  // a managed dict
+      thread = Take(l.values_before + 0x40) + l.values_before;
+      values = Take(2 * 8);
+      m.Put<uint64_t>(thread - l.values_before, values);
+      m.Put<uint64_t>(values + 8, Str(name));
+    } else {
+      m.Put<uint64_t>(thread_type + l.type_flags, 1 << 2);  // inline values
+      thread = Take(0x40 + 8 + 2 * 8);
+      m.Put<uint8_t>(thread + 0x40, 2);      // capacity
+      m.Put<uint8_t>(thread + 0x40 + 3, 1);  // valid
+      m.Put<uint64_t>(thread + 0x40 + 8 + 8, Str(name));
+    }
     m.Put<uint64_t>(thread + l.object_type, thread_type);
-    m.Put<uint8_t>(thread + 0x40, 2);      // capacity
-    m.Put<uint8_t>(thread + 0x40 + 3, 1);  // valid
-    m.Put<uint64_t>(thread + 0x40 + 8 + 8, Str(name));
     const uint64_t ident = Take(32);
     m.Put<uint64_t>(ident + l.object_type, kAt.long_);
-    m.Put<uint64_t>(ident + l.long_tag, 2 << 3);  // 2 digits, positive
+    m.Put<uint64_t>(ident + l.long_tag, l.long_signed_size ? 2 : 2 << 3);  // 2 digits, positive
     m.Put<uint32_t>(ident + l.long_digits, uint32_t(0x7f0012345678ull & 0x3fffffff));
     m.Put<uint32_t>(ident + l.long_digits + 4, uint32_t(0x7f0012345678ull >> 30));
     active_keys = Keys(0, {{ident, thread}});
@@ -240,4 +250,54 @@ TEST_CASE("Python thread names: what target memory claims is bounded and proved"
     REQUIRE(!names.ok());
     CHECK(names.status().message().find("sys.modules at ") != std::string::npos);
   }
+}
+
+TEST_CASE("Python thread names: 3.11's values behind their pointer, its dict, its ints") {
+  auto l311 = Layout311(0x030b02f0);
+  REQUIRE(l311.ok());
+  CHECK(ThreadNamesReadable(*l311, kAt));
+  SUBCASE("the name among the values") {
+    Program p("worker 1", *l311);
+    ThreadNamesCache cache;
+    auto names = ReadThreadNames(p.m, p.l, kAt, &cache);
+    REQUIRE(names.ok());
+    CHECK(names->size() == 1);
+    CHECK(names->at(0x7f0012345678ull) == "worker 1");
+  }
+  SUBCASE("values given up for a dict: the dict holds the name") {
+    Program p("before", *l311);
+    p.m.Put<uint64_t>(p.thread - 32, 0);
+    p.m.Put<uint64_t>(p.thread - 24, p.Dict(p.Keys(1, {{p.Str("_name"), p.Str("after")}})));
+    ThreadNamesCache cache;
+    auto names = ReadThreadNames(p.m, p.l, kAt, &cache);
+    REQUIRE(names.ok());
+    CHECK(names->at(0x7f0012345678ull) == "after");
+  }
+  SUBCASE("a split dict's values start at their pointer") {
+    Program p("w", *l311);
+    p.m.Put<uint64_t>(p.thread - 32, 0);
+    const uint64_t values = p.Take(16);
+    p.m.Put<uint64_t>(values + 8, p.Str("split"));
+    const uint64_t dict = p.Dict(p.Keys(2, {{p.Str("_target"), 0}, {p.Str("_name"), 0}}));
+    p.m.Put<uint64_t>(dict + p.l.dict_values, values);
+    p.m.Put<uint64_t>(p.thread - 24, dict);
+    ThreadNamesCache cache;
+    auto names = ReadThreadNames(p.m, p.l, kAt, &cache);
+    REQUIRE(names.ok());
+    CHECK(names->at(0x7f0012345678ull) == "split");
+  }
+  SUBCASE("a negative ob_size is not an ident") {
+    Program p("w", *l311);
+    uint64_t entry_key;
+    REQUIRE(p.m.Read(p.active_keys + 32 + 8 + 8, &entry_key, 8));
+    p.m.Put<int64_t>(entry_key + p.l.long_tag, -2);
+    ThreadNamesCache cache;
+    auto names = ReadThreadNames(p.m, p.l, kAt, &cache);
+    REQUIRE(!names.ok());
+    CHECK(names.status().message().find("is not an ident") != std::string::npos);
+  }
+  // 3.12: no sys.modules offset that an interpreter here could check.
+  auto l312 = Layout312(0x030c05f0);
+  REQUIRE(l312.ok());
+  CHECK(!ThreadNamesReadable(*l312, kAt));
 }
