@@ -4,8 +4,8 @@ own source (tests/fixtures/node/mapped.js). On Node 20 and 26, run
 --jitless (every frame interpreted, so every frame has a line), with the
 map in a file beside the script and inline (a data: URL), each frame of
 the fixture's three functions has its own name again, the source's path
-and a line in its body, and the innermost's hottest line is the loop's
-statement; on Node 26 the file map is read again with the program run as
+and a line in its body, and the innermost's samples are on its loop's
+lines (its header and its statement); on Node 26 the file map is read again with the program run as
 another user, through directories and a file anyone can read. A real
 library's maps (npm's rxjs: dist/cjs/*.js.map, each
 naming its src/*.ts) place its frames in its TypeScript sources, with
@@ -36,6 +36,11 @@ with open(source) as f:
 FNS = ("hotLeaf", "middleLayer", "outerDriver")
 DEFS = {m.group(1): i + 1 for i, l in enumerate(LINES) for m in [re.match(r"function (\w+)\(", l)] if m}
 HOT = 1 + next(i for i, l in enumerate(LINES) if "Math.imul" in l)
+# hotLeaf's loop: its header (the increment, the test) and its statement,
+# whose bytecodes share its samples differently from run to run (Node 20
+# 10:1437 9:349; Node 26 in a CI run 9:1041 10:903, where others had the
+# statement's the hotter).
+LOOP = (HOT - 1, HOT)
 
 
 def body(fn):
@@ -93,9 +98,10 @@ for major, script, how, prefix in runs:
     leaf = own.get("hotLeaf", {})
     check(all(l in body(fn) for fn in FNS for l in lines.get(fn, {}) if l != 0) and
           leaf.get(0, 0) <= 0.1 * sum(leaf.values()) and
-          max(leaf.items(), key=lambda kv: kv[1], default=(0, 0))[0] == HOT,
-          "node %s, map in %s: every line in its function's body, hotLeaf's hottest the loop's "
-          "(%d), at most 10%% of its samples without a line: %s" % (major, how, HOT, lines))
+          sum(leaf.get(l, 0) for l in LOOP) >= 0.9 * (sum(leaf.values()) - leaf.get(0, 0)) > 0,
+          "node %s, map in %s: every line in its function's body, hotLeaf's on its loop's "
+          "(%s: 90%% at least), at most 10%% of its samples without a line: %s" %
+          (major, how, LOOP, lines))
 
 # A real library: rxjs's operators over a range, 40 rounds, run --jitless
 # (so every frame has a line).
