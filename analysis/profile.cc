@@ -151,8 +151,8 @@ namespace {
 bool SystemLibrary(std::string_view path) {
   const std::string_view name = path.substr(path.rfind('/') + 1);
   static constexpr std::string_view kLibraries[] = {
-      "libc.so", "libc-", "libm.so", "libm-", "libpthread", "libdl", "librt",
-      "ld-linux", "libgcc_s", "libstdc++", "libc++", "libc++abi"};
+      "libc.so", "libc-",    "libm.so",  "libm-",     "libpthread", "libdl",
+      "librt",   "ld-linux", "libgcc_s", "libstdc++", "libc++",     "libc++abi"};
   for (std::string_view l : kLibraries) {
     if (name.substr(0, l.size()) == l) return true;
   }
@@ -168,7 +168,8 @@ capture::Capture WithLook(const capture::Capture& c, Look look) {
   std::vector<uint8_t> system(c.modules.size());
   for (size_t m = 0; m < c.modules.size(); ++m) {
     const capture::Module& mod = c.modules[m];
-    system[m] = mod.kind == capture::ModuleKind::kKernel || mod.kind == capture::ModuleKind::kVdso ||
+    system[m] = mod.kind == capture::ModuleKind::kKernel ||
+                mod.kind == capture::ModuleKind::kVdso ||
                 (mod.kind == capture::ModuleKind::kFile && SystemLibrary(c.str(mod.path)));
   }
   auto system_leaf = [&](capture::FrameId f) {
@@ -191,6 +192,7 @@ capture::Capture WithLook(const capture::Capture& c, Look look) {
   std::vector<capture::StackId> remap(c.stacks.size(), kNone);
   std::vector<uint8_t> done(c.stacks.size(), 0);
   std::vector<capture::FrameId> frames;  // root first
+  std::vector<capture::FrameId> kept;    // of those, what the look keeps
   auto map = [&](capture::StackId id) {
     if (done[id]) return remap[id];
     frames.clear();
@@ -204,14 +206,18 @@ capture::Capture WithLook(const capture::Capture& c, Look look) {
       }
     } else {
       auto first = std::find_if(frames.begin(), frames.end(), interpreted);
-      auto end = frames.end();
+      kept.clear();
+      for (auto it = first == frames.end() ? frames.begin() : first; it != frames.end(); ++it) {
+        if (first == frames.end() || !interpreter_own(*it)) kept.push_back(*it);
+      }
       if (first != frames.end() && look == Look::kInterpreted) {
-        // The system's leaves go, down to the innermost other frame.
-        while (end != first && system_leaf(*(end - 1))) --end;
+        // The system's leaves go, down to the innermost other frame, once
+        // the interpreter's own are out: a C library frame between two of
+        // the interpreter's (a callback's, an unwind cut short under
+        // Python frames placed after it) is a leaf of this look too.
+        while (!kept.empty() && system_leaf(kept.back())) kept.pop_back();
       }
-      for (auto it = first == frames.end() ? frames.begin() : first; it != end; ++it) {
-        if (first == frames.end() || !interpreter_own(*it)) node = stacks.Intern(node, *it);
-      }
+      for (capture::FrameId f : kept) node = stacks.Intern(node, f);
     }
     done[id] = 1;
     return remap[id] = node;

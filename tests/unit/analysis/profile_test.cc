@@ -146,7 +146,11 @@ TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
   const capture::FrameId malloc_frame = frame({FrameKind::kNative, 1, 0x80, function("malloc")});
   const capture::FrameId fault =
       frame({FrameKind::kKernel, capture::kNone, 0xffff0000, function("asm_exc_page_fault")});
-  c.samples.stack[7] = node(node(node(node(node(node(1, outer), qsort), 1), cmp), malloc_frame), fault);
+  c.samples.stack[7] =
+      node(node(node(node(node(node(1, outer), qsort), 1), cmp), malloc_frame), fault);
+  // Sample 8: qsort, running the interpreter's own code before py_cmp
+  // starts, faults: qsort is then python's leaf, under the kernel's.
+  c.samples.stack[8] = node(node(node(node(1, outer), qsort), 1), fault);
   auto paths = [](const capture::Capture& cap) {
     std::vector<std::string> out;
     for (capture::StackId id : cap.samples.stack) {
@@ -166,6 +170,9 @@ TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
   // The system's leaves go (their time is py_cmp's), unless asked for;
   // qsort, libc's too, is no leaf and stays.
   CHECK(python[7] == "py_outer;qsort;py_cmp");
+  CHECK(python[8] == "py_outer");
+  CHECK(paths(WithLook(c, Look::kInterpretedNativeLeaves))[8] ==
+        "py_outer;qsort;asm_exc_page_fault");
   CHECK(paths(WithLook(c, Look::kInterpretedNativeLeaves))[7] ==
         "py_outer;qsort;py_cmp;malloc;asm_exc_page_fault");
   auto native = paths(WithLook(c, Look::kNative));
