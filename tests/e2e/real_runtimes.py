@@ -292,12 +292,14 @@ for major in ["20", "26"]:
         # (prettier on Node 26: 27 of 40,144 frames without; before code
         # kept by its start was checked against the stream still there, new
         # code at the same address gave 1,206 to 4,735 frames no line).
-        # Baseline frames' from the bytecode their code runs: all but those
-        # in a builtin they called without a frame (terser: 3,184 of 26,602
-        # on Node 20, 2,890 of 14,974 on 26).
+        # Baseline frames' from the bytecode their code runs: nearly all
+        # (110 to 217 of 17,000 to 38,000 without on Node 20 and 26). Builtins
+        # run as functions (Array.prototype.map, an iterator's next) have no
+        # script, so no line, and are counted apart: they were counted here
+        # once, 3,300 of prettier's 27,000 on Node 26.
         found, lost = v["frames_with_line_from_code"], v["frames_without_line_code"]
         baseline, unplaced = v["frames_with_line_from_baseline_code"], v["frames_without_line_compiled"]
-        check(found > 500 and lost <= 0.1 * found and baseline > 500 and unplaced <= 0.35 * baseline,
+        check(found > 500 and lost <= 0.1 * found and baseline > 500 and unplaced <= 0.05 * baseline,
               "%s: %d optimized JavaScript frames with a line from their code, %d without; %d "
               "baseline ones with a line, %d without (%d code objects read)" %
               (what, found, lost, baseline, unplaced, v["code_objects_read"]))
