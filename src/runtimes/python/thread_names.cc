@@ -114,6 +114,16 @@ Result<Found> FindKey(ProcessMemory& memory, const Layout& layout, const Interpr
   return Found{};
 }
 
+// Value `index` of a PyDictValues at `values`: a split dict's, or (3.11)
+// an instance's, which keeps the same struct behind its values pointer.
+Result<uint64_t> ValueAt(ProcessMemory& memory, const Layout& layout, uint64_t values,
+                         int64_t index) {
+  uint64_t value;
+  if (!ReadValue(memory, values + layout.dict_values_header + uint64_t(index) * 8, &value))
+    return Unreadable("dict values", values);
+  return value;
+}
+
 // The value of str key `name` in the dict at `dict`, 0 when it has none.
 Result<uint64_t> DictGet(ProcessMemory& memory, const Layout& layout,
                          const InterpreterAddresses& at, uint64_t dict, std::string_view name) {
@@ -127,11 +137,7 @@ Result<uint64_t> DictGet(ProcessMemory& memory, const Layout& layout,
   if (keys.entries_used > kMaxEntries) return NotA("dict", dict, "has more than 65536 entries");
   ASSIGN_OR_RETURN(Found found, FindKey(memory, layout, at, keys, 0, keys.entries_used, name));
   if (found.index < 0 || values == 0) return found.value;
-  // A split dict: its values apart from its keys.
-  uint64_t value;
-  if (!ReadValue(memory, values + layout.dict_values_header + uint64_t(found.index) * 8, &value))
-    return Unreadable("dict values", values);
-  return value;
+  return ValueAt(memory, layout, values, found.index);  // a split dict's, apart from its keys
 }
 
 // Where a type's instances keep attribute `name` (python's
@@ -188,14 +194,10 @@ Result<uint64_t> InstanceAttribute(ProcessMemory& memory, const Layout& layout,
   if (l.index >= 0 && layout.values_before != Layout::kAbsent) {
     // 3.11: the values apart, the dict made from them once they are given
     // up (the pointer then 0).
-    uint64_t values, value;
+    uint64_t values;
     if (!ReadValue(memory, object - layout.values_before, &values))
       return Unreadable("object", object);
-    if (values != 0) {
-      if (!ReadValue(memory, values + uint64_t(l.index) * 8, &value))
-        return Unreadable("values", values);
-      return value;
-    }
+    if (values != 0) return ValueAt(memory, layout, values, l.index);
   } else if (l.index >= 0) {
     // struct _dictvalues: capacity, size, embedded, valid, then the values.
     const uint64_t values = object + l.basic_size;
