@@ -148,10 +148,7 @@ static __always_inline void fill_regs(struct offcpu_event* e, struct pt_regs* r)
 // address space is loaded: the current task, or the incoming one that
 // shares it), to copy: kept in e->ustack_size until the copy.
 static __always_inline void plan_event_stack(struct offcpu_event* e, struct task_struct* task) {
-  const __u64 sp = e->regs[7];
-  e->ustack_size =
-      sized_by_walks ? stack_copy_size(stack_top(task, &e->tid, sp), &e->tid, sp, ustack_size, 512)
-                     : ustack_size;
+  e->ustack_size = traced_copy_size(sized_by_walks, task, &e->tid, e->regs[7], ustack_size);
 }
 
 // After the walk, if any (the stack goes after it in the tail), as planned.

@@ -20,11 +20,9 @@
 char LICENSE[] SEC("license") = "GPL";
 
 // Bytes copied for a thread whose stack's end is not learned yet when its
-// stack's mapping cannot be found (set by the loader: --stack-copy), and
-// beyond the learned end (a walk may read a little past what the last ones
-// did).
+// stack's mapping cannot be found (set by the loader: --stack-copy); past
+// the learned end, MICROSCOPE_STACK_MARGIN (stack_extent.bpf.h).
 const volatile __u32 stack_default = 16384;
-const volatile __u32 stack_margin = 512;
 
 // The BPF output event of each CPU, whose records go to that CPU's sample ring.
 struct {
@@ -67,8 +65,7 @@ int copy_stack_at_sample(struct bpf_perf_event_data* ctx) {
     sp = BPF_CORE_READ(user, sp);
   }
   if (sp == 0 || (sp >> 47) != 0) goto next;
-  const __u64 size =
-      stack_copy_size(stack_top(task, &tid, sp), &tid, sp, stack_default, stack_margin);
+  const __u64 size = stack_copy_size(stack_top(task, &tid, sp), &tid, sp, stack_default);
   r->h.magic = MICROSCOPE_STACK_MAGIC;
   r->h.tid = tid;
   r->h.sp = sp;

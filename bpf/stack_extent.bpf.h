@@ -64,25 +64,36 @@ static __always_inline __u64 stack_top(struct task_struct* task, const __u32* ti
   return v.end;
 }
 
+// Bytes copied past the end a thread's walks read: a walk may read a
+// little further than the last ones did.
+#define MICROSCOPE_STACK_MARGIN 512
+
 // Bytes to copy from `sp` of thread `*tid`, whose stack's mapping ends at
 // `top` (0: not found): not learned yet, all of the stack in use up to that
 // end (so a thread's first copies are whole too: an attach's first 80-110
 // samples of a Node server ran out of a 16 KiB copy while its walks were
 // learned), or `fallback` where the mapping is not known; learned, to the
-// end its walks read plus `margin` (a walk may read a little past what the
-// last ones did), or what user space wants after a walk ran out of bytes;
-// never past the mapping.
-static __always_inline __u64 stack_copy_size(__u64 top, const __u32* tid, __u64 sp, __u64 fallback,
-                                             __u64 margin) {
+// end its walks read plus the margin, or what user space wants after a
+// walk ran out of bytes; never past the mapping.
+static __always_inline __u64 stack_copy_size(__u64 top, const __u32* tid, __u64 sp,
+                                             __u64 fallback) {
   __u64 size = top != 0 ? top - sp : fallback;
   struct ustack_end* learned = bpf_map_lookup_elem(&stack_ends, tid);
   if (learned && learned->end > sp) {
-    size = learned->end - sp + margin;
+    size = learned->end - sp + MICROSCOPE_STACK_MARGIN;
   } else if (learned && learned->want != 0) {
     size = learned->want;
   }
   if (top != 0 && size > top - sp) size = top - sp;
   return size;
+}
+
+// A tracer's copy (off-CPU, system calls) of thread `*tid` of `task` (whose
+// address space is loaded) from `sp`: sized as the samples' are when
+// `sized` (the copier's maps are shared), else `fixed` bytes.
+static __always_inline __u64 traced_copy_size(__u8 sized, struct task_struct* task,
+                                              const __u32* tid, __u64 sp, __u64 fixed) {
+  return sized ? stack_copy_size(stack_top(task, tid, sp), tid, sp, fixed) : fixed;
 }
 
 #endif

@@ -127,10 +127,7 @@ int BPF_PROG(on_exit, struct pt_regs* regs, long ret) {
                               .blocked = 1};
       e->walk_size = walk_runtimes_into(e->tail, &t);
       const __u32 walk = e->walk_size & MICROSCOPE_EVENT_PART_MASK;
-      const __u64 sp = e->regs[7];
-      const __u64 size =
-          sized_by_walks ? stack_copy_size(stack_top(task, &tid, sp), &tid, sp, ustack_size, 512)
-                         : ustack_size;
+      const __u64 size = traced_copy_size(sized_by_walks, task, &tid, e->regs[7], ustack_size);
       e->ustack_size = copy_user_stack(e->tail + walk, e->regs[7], size);
       __u64 bytes = MICROSCOPE_SYSCALL_STACK_FIXED_SIZE + walk +
                     (e->ustack_size & MICROSCOPE_EVENT_PART_MASK);
