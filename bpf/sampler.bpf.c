@@ -11,6 +11,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+// This object alone carries the runtimes' own programs beside the walk
+// (Node's thread names).
+#define MICROSCOPE_SAMPLER_OBJECT
 #include "runtimes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -31,7 +31,9 @@ struct Sampler::State {
   // The walkers' own rings (DrainRing), opened at their first drain.
   std::map<std::string, ring_buffer*, std::less<>> rings;
   const Sampler::RecordTaker* taking = nullptr;
+  std::vector<bpf_link*> uprobes;  // AttachUprobe's
   ~State() {
+    for (bpf_link* link : uprobes) bpf_link__destroy(link);
     for (auto& [name, ring] : rings) ring_buffer__free(ring);
     if (execs != nullptr) ring_buffer__free(execs);
     if (skel != nullptr) sampler_bpf__destroy(skel);
@@ -145,6 +147,22 @@ Status Sampler::DrainRing(const char* name, const RecordTaker& take) {
   state_->taking = nullptr;
   if (n < 0 && n != -EINTR)
     return BpfFailed((std::string("cannot read the ring ") + name).c_str(), n);
+  return OkStatus();
+}
+
+Status Sampler::AttachUprobe(const char* program, int fd, uint64_t offset) {
+  bpf_program* prog = bpf_object__find_program_by_name(state_->skel->obj, program);
+  if (prog == nullptr) return Status::Error(std::string("no walker program ") + program);
+  // The kernel resolves the path to the very file open as fd.
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  LIBBPF_OPTS(bpf_uprobe_opts, opts);
+  bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), offset, &opts);
+  if (link == nullptr) {
+    return BpfFailed(
+        (std::string("cannot attach ") + program + " at offset " + std::to_string(offset)).c_str(),
+        errno);
+  }
+  state_->uprobes.push_back(link);
   return OkStatus();
 }
 

@@ -59,6 +59,13 @@ class Sampler {
   using RecordTaker = std::function<void(std::span<const uint8_t>)>;
   Status DrainRing(const char* name, const RecordTaker& take);
 
+  // Attaches the walkers' uprobe `program` at file offset `offset` of the
+  // file open as `fd` (the file the caller read the offset from: never a
+  // path looked up again), in every process that runs it; the program
+  // itself tells only of the processes its runtime laid out. Kept until
+  // the sampler ends.
+  Status AttachUprobe(const char* program, int fd, uint64_t offset);
+
   // Walks (of any runtime) that did not fit in their ring.
   uint64_t Lost() const;
 

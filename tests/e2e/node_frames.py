@@ -21,10 +21,12 @@ whose hottest line is --cpu-prof's in the same run (its ticks at
 the callers' call lines left out); optimized frames
 (TurboFan) and baseline ones (--always-sparkplug --max-opt=1) have the
 line their code runs (the loop's, the call's); recursion
-keeps its depth; the worker's thread has its own JavaScript frames; the
+keeps its depth; the worker's thread has its own JavaScript frames and,
+from Node 24 on, the worker's name in full; the
 pool threads, which run no JavaScript, carry no JavaScript frame and no
 unknown marker (this, -g dwarf through V8's code and an addon's callback
-are the recorder's own mechanisms: on the oldest and newest release); and nearly every JavaScript frame is named."""
+and a thread named 6,000 times, whose names are heard up to a bound, are
+the recorder's own mechanisms: on the oldest and newest release); and nearly every JavaScript frame is named."""
 import re
 import glob
 import json
@@ -348,6 +350,15 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
     check(isolates.get(main_tid) == "1" and sorted(isolates.values(), key=str) == ["1", "2"],
           "node %s: the main thread runs isolate 1, the worker's thread isolate 2: %s" %
           (major, isolates))
+    # The worker's name option, in full (the system's name is cut to 15
+    # bytes), from Node 24 on, which gives it to uv_thread_setname; Node 20
+    # and 22 keep it in their own objects only: the system's name stays.
+    names = {t["tid"]: t.get("name") for t in rep["threads"] if t["samples"] > 100}
+    worker_tid = [tid for tid, isolate in isolates.items() if isolate == "2"]
+    want = "fixture worker thread" if int(major) >= 24 else "node"
+    check(len(worker_tid) == 1 and names.get(worker_tid[0]) == want,
+          "node %s: the worker's thread is named %r: %s (%d threads named by Node)" %
+          (major, want, names, rep["header"]["sources"]["node"]["values"]["threads_named"]))
     if PPROF:
         pb = os.path.join(d, "worker.pb.gz")
         run([MICROSCOPE, "convert", cap, "--to", "pprof", "-o", pb])
@@ -383,6 +394,26 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
         check(in_leaf > 100 and through > 0.95 * in_leaf,
               "node %s: leaf called back from the addon's C (CallThrough), under main: %d of %d" %
               (major, through, in_leaf))
+
+        # A program naming a thread without end (the addon names the main
+        # thread 6,000 times through uv_thread_setname) is heard up to 4,096
+        # names, the rest counted as refused; Node 20 has no such function.
+        cap = record_fixture(major, node, "rename", scale="0.3", args=[fixture("addon.node")])
+        rep = report(cap, "--threads")
+        values = rep["header"]["sources"]["node"]["values"]
+        main = [t.get("name") for t in rep["threads"] if t["tid"] == rep["header"]["target_pid"]]
+        # (A sanitized recorder, seconds behind, may find most names dropped
+        # from the full ring: fewer than the bound heard, none refused.)
+        if int(major) >= 24:
+            given = re.match(r"rename (\d+)$", main[0] or "") if main else None
+            refused = values["thread_names_refused"]
+            check(given and (4000 <= int(given.group(1)) < 6000 and refused > 0 or
+                             SANITIZED and refused == 0),
+                  "node %s: the renamed main thread is heard up to the bound: named %s, %d names "
+                  "refused" % (major, main, refused))
+        else:
+            check(main == ["node"] and values["threads_named"] == 0,
+                  "node %s: no name heard where Node has no uv_thread_setname: %s" % (major, main))
 
         # The pool threads run no JavaScript: no JavaScript frame, no marker.
         cap = record_fixture(major, node, "pbkdf2")

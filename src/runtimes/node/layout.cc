@@ -277,9 +277,12 @@ Result<BuiltinsRanges> BuiltinsCode(const std::string& path) {
     bool handler;  // named *Handler
   };
   std::vector<Builtin> builtins;
+  uint64_t thread_setname = 0;  // its address
   symbols::ForEachDefinedSymbol(
       file.elf.get(), SHT_SYMTAB, [&](const GElf_Sym& sym, std::string_view name) {
-        if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || !name.starts_with(kBuiltin)) return true;
+        if (GELF_ST_TYPE(sym.st_info) != STT_FUNC) return true;
+        if (name == "uv_thread_setname") thread_setname = sym.st_value;
+        if (!name.starts_with(kBuiltin)) return true;
         builtins.push_back({sym.st_value, sym.st_value + std::max<uint64_t>(sym.st_size, 1),
                             name.ends_with(kHandler)});
         return true;
@@ -298,9 +301,13 @@ Result<BuiltinsRanges> BuiltinsCode(const std::string& path) {
   while (first > 0 && builtins[first - 1].handler) --first;
   const bool one_block = builtins.size() - first >= 100;
   const uint64_t handlers_lo = one_block ? builtins[first].start : 0, handlers_hi = hi;
+  BuiltinsRanges r;
+  for (const symbols::LoadSegment& s : loads) {
+    if (thread_setname >= s.vaddr && thread_setname < s.vaddr + s.filesz)
+      r.thread_setname = thread_setname - s.vaddr + s.offset;
+  }
   for (const symbols::LoadSegment& s : loads) {
     if (lo >= s.vaddr && hi <= s.vaddr + s.filesz) {
-      BuiltinsRanges r;
       r.all = {lo - s.vaddr + s.offset, hi - s.vaddr + s.offset};
       if (one_block)
         r.handlers = {handlers_lo - s.vaddr + s.offset, handlers_hi - s.vaddr + s.offset};

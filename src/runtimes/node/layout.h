@@ -164,6 +164,9 @@ struct FileRange {
 // of their own.
 struct BuiltinsRanges {
   FileRange all, handlers;
+  // And where Node's uv_thread_setname starts (a file offset; 0: not in
+  // the image), where a thread's name can be heard in full.
+  uint64_t thread_setname = 0;
 };
 Result<BuiltinsRanges> BuiltinsCode(const std::string& path);
 

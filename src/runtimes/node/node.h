@@ -134,6 +134,14 @@ struct v8_snapshot {
   struct v8_seen_key key;
   struct v8_seen_value seen;
 };
+/* A thread's name as Node gives it (uv_thread_setname's argument, which
+ * the system cuts to 15 bytes): a worker's `name` option on Node 24 on. */
+#define MICROSCOPE_V8_THREAD_NAME 64
+struct v8_thread_name {
+  __u32 pid;
+  __u32 tid;
+  char name[MICROSCOPE_V8_THREAD_NAME];
+};
 /* walk_header.status of a V8 walk */
 #define MICROSCOPE_V8_WALKED 0     /* the frame-pointer chain ended */
 #define MICROSCOPE_V8_TRUNCATED 1  /* more frames (or steps) than the bounds */

@@ -351,6 +351,34 @@ static __always_inline int v8_walk_scanned(struct v8_walk* w, __u64 sp) {
   return w->h.nframes > 0;
 }
 
+#ifdef MICROSCOPE_SAMPLER_OBJECT
+// Thread names as Node gives them (node.h: struct v8_thread_name): a
+// uprobe at the image's uv_thread_setname, which the loader attaches once
+// per V8 image with that symbol; only a laid-out process's threads are
+// told. The thread names itself, so the current task is the one named.
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 16);  // 64 KiB: some 900 names between two drains
+} v8_thread_names SEC(".maps");
+
+SEC("uprobe")
+int BPF_KPROBE(v8_thread_setname, const char* name) {  // a uprobe: the same registers
+  const __u64 id = bpf_get_current_pid_tgid();
+  const __u32 tgid = id >> 32;
+  if (bpf_map_lookup_elem(&v8_processes, &tgid) == 0) return 0;
+  struct v8_thread_name* e = bpf_ringbuf_reserve(&v8_thread_names, sizeof(*e), 0);
+  if (e == 0) return 0;
+  e->pid = tgid;
+  e->tid = (__u32)id;
+  if (bpf_probe_read_user_str(e->name, sizeof(e->name), name) <= 0) {
+    bpf_ringbuf_discard(e, 0);
+    return 0;
+  }
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+#endif
+
 // The hooks of bpf/runtimes.bpf.h: the walk, and what an exec, an exit or
 // a fork does to the maps (an exec is laid out at once when it runs a V8
 // image the loader knows; a forked child is laid out as its parent).

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,6 +16,7 @@
 #include "base/clock.h"
 #include "base/file_policy.h"
 #include "base/hex.h"
+#include "base/open_file.h"
 #include "base/scoped_fd.h"
 #include "src/record/problem_counts.h"
 #include "src/record/proc.h"
@@ -53,6 +55,8 @@ constexpr size_t kMaxCodeObjects = 50000;           // code objects read (or not
 constexpr size_t kMaxSourceMap = size_t(64) << 20;  // bytes of one source map's JSON
 constexpr size_t kMaxMapsPerProcess = 256;          // source maps parsed for one process
 constexpr size_t kMaxIsolates = 4096;               // numbered per process
+constexpr size_t kMaxNamedImages = 64;              // images whose thread names are heard
+constexpr uint32_t kMaxThreadNames = 4096;          // names given to one process's threads
 
 // What an image tells about the V8 in it, found once per file.
 struct ImageInfo {
@@ -159,6 +163,11 @@ struct Process {
   // The process's isolates (by address, as threads' TLS said), numbered in
   // the order they were first seen: the v8.isolate label's values.
   std::unordered_map<uint64_t, std::string> isolates;
+  // Names Node gave its threads (uv_thread_setname), by tid, and how many
+  // it gave: a process naming threads without end is heard up to
+  // kMaxThreadNames times.
+  std::unordered_map<uint32_t, std::string> thread_names;
+  uint32_t names_given = 0;
 };
 
 class NodeSource final : public record::EventlessSource, public record::StackSplicer {
@@ -186,7 +195,27 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
     if (!info->v8 || !info->error.empty() || sampler_ == nullptr) return;
     if (Status set = SetImage(*sampler_, file, info->offsets); !set.ok())
       Problem("V8 images not given to the walker", set.message());
+    HearThreadNames(file);
   }
+  // Node's names of its threads (a worker's name option, Node 24 on), in
+  // full where the system's cut them to 15 bytes: heard at the image's
+  // uv_thread_setname, once per file (device and inode), from the file
+  // open here (its offset read again from it, so the probe goes where that
+  // file has the function).
+  void HearThreadNames(const std::string& file) {
+    if (named_images_.size() >= kMaxNamedImages) return;
+    Result<ScopedFd> fd = OpenRegularFile(file);  // a path the target chose
+    struct stat st;
+    if (!fd.ok() || fstat(fd->get(), &st) != 0) return;
+    if (!named_images_.insert({uint64_t(st.st_dev), uint64_t(st.st_ino)}).second) return;
+    Result<BuiltinsRanges> image = BuiltinsCode("/proc/self/fd/" + std::to_string(fd->get()));
+    if (!image.ok() || image->thread_setname == 0) return;  // Node 20: none
+    if (Status s = sampler_->AttachUprobe("v8_thread_setname", fd->get(), image->thread_setname);
+        !s.ok()) {
+      Problem("Node's thread names not heard", s.message());
+    }
+  }
+  void NameThreads(record::RowSink* sink);
 
   int wait_fd() const override { return sampler_ != nullptr ? sampler_->wait_fd() : -1; }
   void Poll(const record::PollWindow&, record::RowSink*) override;
@@ -337,6 +366,8 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   std::string code_error_;          // why the first pc without code had none
   uint64_t code_missing_ = 0;       // pcs where no Code was found (lined as before)
   uint64_t maps_read_ = 0, functions_mapped_ = 0, mapped_lines_ = 0;
+  std::set<std::pair<uint64_t, uint64_t>> named_images_;  // HearThreadNames'
+  uint64_t threads_named_ = 0, thread_names_refused_ = 0;
 };
 
 const ImageInfo* NodeSource::InfoOf(const std::string& file) {
@@ -469,9 +500,33 @@ void NodeSource::Keep(const v8_snapshot& s) {
   ++snapshots_kept_;
 }
 
-void NodeSource::Poll(const record::PollWindow&, record::RowSink*) {
+void NodeSource::NameThreads(record::RowSink* sink) {
+  if (named_images_.empty() || sink == nullptr) return;
+  Status read = sampler_->DrainRing("v8_thread_names", [&](std::span<const uint8_t> record) {
+    v8_thread_name e;
+    if (record.size() < sizeof(e)) return;
+    std::memcpy(&e, record.data(), sizeof(e));
+    auto p = processes_.find(e.pid);
+    const std::string_view name(e.name, strnlen(e.name, sizeof(e.name)));
+    if (p == processes_.end() || name.empty()) return;
+    if (p->second.names_given >= kMaxThreadNames) {
+      ++thread_names_refused_;
+      return;
+    }
+    std::string& given = p->second.thread_names[e.tid];
+    if (given == name) return;
+    if (given.empty()) ++threads_named_;
+    given = name;
+    ++p->second.names_given;
+    sink->NameThread(e.pid, e.tid, given);
+  });
+  if (!read.ok()) Problem("Node's thread names not read", read.message());
+}
+
+void NodeSource::Poll(const record::PollWindow&, record::RowSink* sink) {
   if (sampler_ == nullptr) return;
   if (Status s = sampler_->DrainExecs(); !s.ok()) Problem("runtime execs not read", s.message());
+  NameThreads(sink);
   // A followed process that exec'd a V8 image is laid out now, not when its
   // mapping records are processed (a launcher such as perf or a shell runs
   // node; a new image is known to BPF from here on, for later execs).
@@ -1043,6 +1098,7 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 }
 
 void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
+  if (sampler_ != nullptr) NameThreads(sink);  // those heard since the last poll
   for (auto& [pid, process] : processes_) {
     for (auto& [key, named] : process.functions) SourceNotRead(&named);
   }
@@ -1081,6 +1137,8 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"functions_placed_by_source_maps", functions_mapped_},
               {"lines_placed_by_source_maps", mapped_lines_},
               {"frames_without_line_unmapped", no_line_.unmapped},
+              {"threads_named", threads_named_},
+              {"thread_names_refused", thread_names_refused_},
               {"walks_lost", sampler_ ? sampler_->Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (sampler_ != nullptr) {
