@@ -63,6 +63,9 @@ struct PollWindow {
   uint64_t end = UINT64_MAX;  // UINT64_MAX while the recording runs
   bool launch = false;        // before `start` is the launched program's gate, not its run
   bool final = false;         // the recording has ended: take everything left
+  // Records stamped before this have been processed: a thread one of them
+  // started has its row (a name for it is given to that row, not a new one).
+  uint64_t processed = 0;
 };
 
 class EventSource {

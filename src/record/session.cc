@@ -306,7 +306,7 @@ class Recording {
 void Recording::Run() {
   bool by_duration = false;
   uint64_t previous_drain = start_;
-  const PollWindow running{start_, UINT64_MAX, child_ != nullptr, false};
+  PollWindow running{start_, UINT64_MAX, child_ != nullptr, false};
   // The processor learns how far its walks read each thread's stack; the
   // collector cuts the copies it drains there. The recording owns both ends.
   processor_.SetStackExtents(&stack_extents_);
@@ -329,6 +329,7 @@ void Recording::Run() {
     if (previous_drain > start_ + 10'000'000) {
       Pump(previous_drain - 10'000'000);
       AfterPump(previous_drain - 10'000'000);
+      running.processed = previous_drain - 10'000'000;
     }
     previous_drain = drained;
     hooks_.progress({now - start_, collector_->samples(), collector_->lost()});

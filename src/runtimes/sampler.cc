@@ -166,6 +166,14 @@ Status Sampler::AttachUprobe(const char* program, int fd, uint64_t offset) {
   return OkStatus();
 }
 
+uint64_t Sampler::Count(const char* name) const {
+  const int fd = map_fd(name);
+  __u32 key = 0;
+  __u64 value = 0;
+  if (fd < 0 || bpf_map_lookup_elem(fd, &key, &value) != 0) return 0;
+  return value;
+}
+
 uint64_t Sampler::Lost() const {
   uint64_t total = 0;
   for (uint64_t n : record::ReadPerCpu<uint64_t>(state_->skel->maps.lost)) total += n;

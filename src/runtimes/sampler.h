@@ -66,6 +66,9 @@ class Sampler {
   // the sampler ends.
   Status AttachUprobe(const char* program, int fd, uint64_t offset);
 
+  // The count in a walker's one-entry array map `name` (0: no such map).
+  uint64_t Count(const char* name) const;
+
   // Walks (of any runtime) that did not fit in their ring.
   uint64_t Lost() const;
 

@@ -138,6 +138,7 @@ struct v8_snapshot {
  * the system cuts to 15 bytes): a worker's `name` option on Node 24 on. */
 #define MICROSCOPE_V8_THREAD_NAME 64
 struct v8_thread_name {
+  __u64 time; /* when it was given (CLOCK_MONOTONIC, the records' clock) */
   __u32 pid;
   __u32 tid;
   char name[MICROSCOPE_V8_THREAD_NAME];

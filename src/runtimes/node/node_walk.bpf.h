@@ -358,8 +358,16 @@ static __always_inline int v8_walk_scanned(struct v8_walk* w, __u64 sp) {
 // told. The thread names itself, so the current task is the one named.
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 1 << 16);  // 64 KiB: some 900 names between two drains
+  __uint(max_entries, 1 << 16);  // 64 KiB: some 800 names between two drains
 } v8_thread_names SEC(".maps");
+
+// Names that did not fit in the ring.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} v8_thread_names_lost SEC(".maps");
 
 SEC("uprobe")
 int BPF_KPROBE(v8_thread_setname, const char* name) {  // a uprobe: the same registers
@@ -367,7 +375,13 @@ int BPF_KPROBE(v8_thread_setname, const char* name) {  // a uprobe: the same reg
   const __u32 tgid = id >> 32;
   if (bpf_map_lookup_elem(&v8_processes, &tgid) == 0) return 0;
   struct v8_thread_name* e = bpf_ringbuf_reserve(&v8_thread_names, sizeof(*e), 0);
-  if (e == 0) return 0;
+  if (e == 0) {
+    __u32 zero = 0;
+    __u64* lost = bpf_map_lookup_elem(&v8_thread_names_lost, &zero);
+    if (lost) __sync_fetch_and_add(lost, 1);
+    return 0;
+  }
+  e->time = bpf_ktime_get_ns();
   e->pid = tgid;
   e->tid = (__u32)id;
   if (bpf_probe_read_user_str(e->name, sizeof(e->name), name) <= 0) {

@@ -57,6 +57,7 @@ constexpr size_t kMaxMapsPerProcess = 256;          // source maps parsed for on
 constexpr size_t kMaxIsolates = 4096;               // numbered per process
 constexpr size_t kMaxNamedImages = 64;              // images whose thread names are heard
 constexpr uint32_t kMaxThreadNames = 4096;          // names given to one process's threads
+constexpr uint64_t kMaxThreadNamesTotal = 65536;    // names given in a recording
 
 // What an image tells about the V8 in it, found once per file.
 struct ImageInfo {
@@ -215,7 +216,10 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
       Problem("Node's thread names not heard", s.message());
     }
   }
-  void NameThreads(record::RowSink* sink);
+  // Takes the names heard, and gives those whose thread has its row (its
+  // records stamped before `processed` were processed) to `sink`.
+  void NameThreads(record::RowSink* sink, uint64_t processed);
+  void NameThread(record::RowSink* sink, const v8_thread_name& e);
 
   int wait_fd() const override { return sampler_ != nullptr ? sampler_->wait_fd() : -1; }
   void Poll(const record::PollWindow&, record::RowSink*) override;
@@ -367,7 +371,9 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   uint64_t code_missing_ = 0;       // pcs where no Code was found (lined as before)
   uint64_t maps_read_ = 0, functions_mapped_ = 0, mapped_lines_ = 0;
   std::set<std::pair<uint64_t, uint64_t>> named_images_;  // HearThreadNames'
-  uint64_t threads_named_ = 0, thread_names_refused_ = 0;
+  std::vector<v8_thread_name> names_heard_;  // not given yet: their threads' rows may not be
+  record::RowSink* names_sink_ = nullptr;    // where they go (the processor's rows)
+  uint64_t threads_named_ = 0, thread_names_given_ = 0, thread_names_refused_ = 0;
 };
 
 const ImageInfo* NodeSource::InfoOf(const std::string& file) {
@@ -447,6 +453,15 @@ void NodeSource::OnProcessEnded(uint32_t pid) {
   // long recording of many short programs keeps only what the living ones
   // need.
   TakeSnapshots();
+  // Names heard for its threads: their rows exist now (its last event was
+  // processed), and its layout goes below.
+  if (names_sink_ != nullptr) {
+    std::erase_if(names_heard_, [&](const v8_thread_name& e) {
+      if (e.pid != pid) return false;
+      NameThread(names_sink_, e);
+      return true;
+    });
+  }
   if (auto p = processes_.find(pid); p != processes_.end()) {
     for (auto& [key, named] : p->second.functions) SourceNotRead(&named);
     processes_.erase(p);
@@ -500,33 +515,48 @@ void NodeSource::Keep(const v8_snapshot& s) {
   ++snapshots_kept_;
 }
 
-void NodeSource::NameThreads(record::RowSink* sink) {
+void NodeSource::NameThreads(record::RowSink* sink, uint64_t processed) {
   if (named_images_.empty() || sink == nullptr) return;
+  names_sink_ = sink;
   Status read = sampler_->DrainRing("v8_thread_names", [&](std::span<const uint8_t> record) {
     v8_thread_name e;
     if (record.size() < sizeof(e)) return;
     std::memcpy(&e, record.data(), sizeof(e));
-    auto p = processes_.find(e.pid);
-    const std::string_view name(e.name, strnlen(e.name, sizeof(e.name)));
-    if (p == processes_.end() || name.empty()) return;
-    if (p->second.names_given >= kMaxThreadNames) {
+    // As many as the recording could give, waiting: past that, refused.
+    if (thread_names_given_ + names_heard_.size() >= kMaxThreadNamesTotal) {
       ++thread_names_refused_;
       return;
     }
-    std::string& given = p->second.thread_names[e.tid];
-    if (given == name) return;
-    if (given.empty()) ++threads_named_;
-    given = name;
-    ++p->second.names_given;
-    sink->NameThread(e.pid, e.tid, given);
+    names_heard_.push_back(e);
   });
   if (!read.ok()) Problem("Node's thread names not read", read.message());
+  // In the order given; a name waits until its thread's start was processed.
+  size_t given = 0;
+  while (given < names_heard_.size() && names_heard_[given].time < processed)
+    NameThread(sink, names_heard_[given++]);
+  names_heard_.erase(names_heard_.begin(), names_heard_.begin() + ptrdiff_t(given));
 }
 
-void NodeSource::Poll(const record::PollWindow&, record::RowSink* sink) {
+void NodeSource::NameThread(record::RowSink* sink, const v8_thread_name& e) {
+  auto p = processes_.find(e.pid);
+  const std::string_view name(e.name, strnlen(e.name, sizeof(e.name)));
+  if (p == processes_.end() || name.empty()) return;  // ended, or exec'd something else
+  if (p->second.names_given >= kMaxThreadNames || thread_names_given_ >= kMaxThreadNamesTotal) {
+    ++thread_names_refused_;
+    return;
+  }
+  std::string& given = p->second.thread_names[e.tid];
+  if (given == name) return;
+  if (given.empty()) ++threads_named_;
+  given = name;
+  ++p->second.names_given;
+  ++thread_names_given_;
+  sink->NameThread(e.pid, e.tid, given);
+}
+
+void NodeSource::Poll(const record::PollWindow& window, record::RowSink* sink) {
   if (sampler_ == nullptr) return;
   if (Status s = sampler_->DrainExecs(); !s.ok()) Problem("runtime execs not read", s.message());
-  NameThreads(sink);
   // A followed process that exec'd a V8 image is laid out now, not when its
   // mapping records are processed (a launcher such as perf or a shell runs
   // node; a new image is known to BPF from here on, for later execs).
@@ -538,6 +568,7 @@ void NodeSource::Poll(const record::PollWindow&, record::RowSink* sink) {
     LayOut(pid, info, true);
   }
   execs_.clear();
+  NameThreads(sink, window.processed);  // after the execs' layouts: their names are theirs
 }
 
 ScriptSource& NodeSource::SourceAt(Process* process, HeapReader& heap, uint64_t address,
@@ -1098,7 +1129,7 @@ void NodeSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 }
 
 void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
-  if (sampler_ != nullptr) NameThreads(sink);  // those heard since the last poll
+  if (sampler_ != nullptr) NameThreads(sink, UINT64_MAX);  // every record was processed
   for (auto& [pid, process] : processes_) {
     for (auto& [key, named] : process.functions) SourceNotRead(&named);
   }
@@ -1138,7 +1169,9 @@ void NodeSource::Finish(record::RowSink* sink, capture::Settings* settings) {
               {"lines_placed_by_source_maps", mapped_lines_},
               {"frames_without_line_unmapped", no_line_.unmapped},
               {"threads_named", threads_named_},
+              {"thread_names_given", thread_names_given_},
               {"thread_names_refused", thread_names_refused_},
+              {"thread_names_lost", sampler_ ? sampler_->Count("v8_thread_names_lost") : 0},
               {"walks_lost", sampler_ ? sampler_->Lost() : 0}};
   for (std::string& n : notes_) settings->notes.push_back(std::move(n));
   if (sampler_ != nullptr) {
