@@ -81,14 +81,24 @@ def compiled_lines(major, what, cap, counter, lined=0.9):
     # recorder seconds behind on a loaded machine: a sanitized CI run had
     # 641 of leaf()'s 676 so, its code's page gone, code_not_found 1,547)
     # has no line: left out, as many as the recording counts so, with 25
-    # lined samples of each function at least.
+    # lined samples of each function at least. A recorder that fell behind
+    # the whole program (more pcs without code than frames lined from code:
+    # another sanitized CI run, code_not_found 2,827, mid() 10 samples
+    # lined of 1,129) is held to where its lined samples are, 25 at least.
     freed = values["code_not_found"]
+    behind = freed > values[counter]
     lined_own = lambda fn: sum(own[fn].values()) - own[fn][0]
-    check(values[counter] > 300 and
-          all(own[fn][loop[fn]] >= 0.9 * lined_own(fn) and lined_own(fn) >= 25 and
-              lined_own(fn) >= lined * (sum(own[fn].values()) - min(own[fn][0], freed))
-              for fn in FNS) and
-          all(total[fn][CALL_LINE[fn]] >= 0.9 * called[fn] > 0 for fn in called),
+    lined_called = lambda fn: sum(total[fn].values()) - total[fn][0] - lined_own(fn)
+    if behind:
+        enough = (sum(map(lined_own, FNS)) >= 25 and
+                  all(total[fn][CALL_LINE[fn]] >= 0.9 * lined_called(fn) for fn in called))
+    else:
+        enough = (all(lined_own(fn) >= 25 and
+                      lined_own(fn) >= lined * (sum(own[fn].values()) - min(own[fn][0], freed))
+                      for fn in FNS) and
+                  all(total[fn][CALL_LINE[fn]] >= 0.9 * called[fn] > 0 for fn in called))
+    check(values[counter] > 300 and enough and
+          all(own[fn][loop[fn]] >= 0.9 * lined_own(fn) for fn in FNS),
           "node %s: %s frames have lines (%d from their code): own samples on the loops' "
           "lines %s, callees' under the calls' lines %s: %s (lines: %s; problems: %s)" %
           (major, what, values[counter], loop, {fn: CALL_LINE[fn] for fn in called},
