@@ -219,7 +219,7 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // Takes the names heard, and gives those whose thread has its row (its
   // records stamped before `processed` were processed) to `sink`.
   void NameThreads(record::RowSink* sink, uint64_t processed);
-  void NameThread(record::RowSink* sink, const v8_thread_name& e);
+  void NameThread(const v8_thread_name& e);  // to names_sink_
 
   int wait_fd() const override { return sampler_ != nullptr ? sampler_->wait_fd() : -1; }
   void Poll(const record::PollWindow&, record::RowSink*) override;
@@ -458,7 +458,7 @@ void NodeSource::OnProcessEnded(uint32_t pid) {
   if (names_sink_ != nullptr) {
     std::erase_if(names_heard_, [&](const v8_thread_name& e) {
       if (e.pid != pid) return false;
-      NameThread(names_sink_, e);
+      NameThread(e);
       return true;
     });
   }
@@ -533,11 +533,11 @@ void NodeSource::NameThreads(record::RowSink* sink, uint64_t processed) {
   // In the order given; a name waits until its thread's start was processed.
   size_t given = 0;
   while (given < names_heard_.size() && names_heard_[given].time < processed)
-    NameThread(sink, names_heard_[given++]);
+    NameThread(names_heard_[given++]);
   names_heard_.erase(names_heard_.begin(), names_heard_.begin() + ptrdiff_t(given));
 }
 
-void NodeSource::NameThread(record::RowSink* sink, const v8_thread_name& e) {
+void NodeSource::NameThread(const v8_thread_name& e) {
   auto p = processes_.find(e.pid);
   const std::string_view name(e.name, strnlen(e.name, sizeof(e.name)));
   if (p == processes_.end() || name.empty()) return;  // ended, or exec'd something else
@@ -551,7 +551,7 @@ void NodeSource::NameThread(record::RowSink* sink, const v8_thread_name& e) {
   given = name;
   ++p->second.names_given;
   ++thread_names_given_;
-  sink->NameThread(e.pid, e.tid, given);
+  names_sink_->NameThread(e.pid, e.tid, given);
 }
 
 void NodeSource::Poll(const record::PollWindow& window, record::RowSink* sink) {
