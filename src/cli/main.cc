@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   Runner syscalls = AddSyscallsCommand(app);
   Runner serve = AddServeCommand(app);
   Runner snapshot = AddSnapshotCommand(app);
+  Runner query = AddQueryCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -116,5 +117,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("syscalls")) return syscalls();
   if (app.got_subcommand("serve")) return serve();
   if (app.got_subcommand("snapshot")) return snapshot();
+  if (app.got_subcommand("query")) return query();
   return 2;
 }

@@ -1,0 +1,165 @@
+#include "sql/corpus.h"
+
+#include <algorithm>
+
+#include "analysis/keys.h"
+
+namespace microscope::sql {
+
+using capture::kNone;
+
+namespace {
+
+std::vector<uint32_t> Depths(const capture::Stacks& stacks) {
+  std::vector<uint32_t> depth(stacks.size(), kNone);
+  std::vector<uint32_t> path;
+  for (uint32_t i = 0; i < stacks.size(); ++i) {
+    // A parent may follow its child in a merged capture: walk up to a node
+    // whose depth is known (the reader bounds every stack's depth).
+    uint32_t n = i;
+    while (n != kNone && depth[n] == kNone) {
+      path.push_back(n);
+      n = stacks.parent[n];
+    }
+    uint32_t d = n == kNone ? 0 : depth[n] + 1;
+    for (size_t k = path.size(); k-- > 0;) depth[path[k]] = d++;
+    path.clear();
+  }
+  return depth;
+}
+
+void AddLoss(Part* p, const char* kind, uint64_t count) {
+  p->losses.emplace_back(kind, count);
+}
+
+}  // namespace
+
+size_t Part::Rows(IdKind kind) const {
+  const capture::Capture& c = capture;
+  switch (kind) {
+    case IdKind::kModule:
+      return c.modules.size();
+    case IdKind::kMapping:
+      return c.mappings.size();
+    case IdKind::kProcess:
+      return c.processes.size();
+    case IdKind::kThread:
+      return c.threads.size();
+    case IdKind::kFunction:
+      return c.functions.size();
+    case IdKind::kFrame:
+      return c.frames.size();
+    case IdKind::kStack:
+      return c.stacks.size();
+    case IdKind::kSample:
+      return c.samples.size();
+    case IdKind::kSyscall:
+      return c.syscalls.size();
+    case IdKind::kOffCpu:
+      return c.off_cpu.size();
+    case IdKind::kZone:
+      return zones.occurrences.size();
+  }
+  return 0;
+}
+
+std::string_view Part::FrameName(capture::FrameId frame) const {
+  const capture::Frame& f = capture.frames[frame];
+  if (f.function != kNone) return capture.str(capture.functions[f.function].name);
+  return unnamed[frame];
+}
+
+Result<const std::vector<analysis::ReportFunction>*> Part::FunctionCosts(
+    analysis::Cancel cancel) const {
+  if (!costs_) {
+    analysis::ReportQuery query;
+    query.views.flat = true;
+    query.cancel = cancel;
+    query.capture_name = name;
+    Result<analysis::ReportModel> model = analysis::BuildReport(capture, query);
+    if (!model.ok()) return model.status();
+    costs_ = std::move(model->flat.rows);
+  }
+  return &*costs_;
+}
+
+const std::vector<std::pair<uint32_t, uint32_t>>& Part::ZoneSamples() const {
+  if (!zone_samples_) {
+    zone_samples_.emplace();
+    if (!zones.occurrences.empty()) {
+      const capture::Samples& s = capture.samples;
+      std::vector<uint32_t> at = analysis::InnermostAt(
+          capture, zones, std::span(s.thread.data(), s.size()), std::span(s.time.data(), s.size()));
+      for (uint32_t i = 0; i < at.size(); ++i) {
+        if (at[i] != kNone) zone_samples_->emplace_back(i, at[i]);
+      }
+    }
+  }
+  return *zone_samples_;
+}
+
+void Corpus::Add(std::string name, capture::Capture c) {
+  auto p = std::make_unique<Part>();
+  p->name = std::move(name);
+  p->index = uint32_t(parts_.size());
+  p->capture = std::move(c);
+  const capture::Capture& cap = p->capture;
+  p->stack_depth = Depths(cap.stacks);
+  if (cap.probe_records.size() > 0) {
+    p->zones = analysis::PairZones(cap);
+    p->probe_labels = analysis::ProbeLabelSpans(cap);
+    for (uint32_t i = 0; i < cap.probe_records.size(); ++i) {
+      if (cap.probe_records.op[i] == capture::ProbeOp::kMark) p->marks.push_back(i);
+      if (cap.probe_records.op[i] == capture::ProbeOp::kCounter) p->counters.push_back(i);
+    }
+  }
+  p->unnamed.resize(cap.frames.size());
+  for (uint32_t i = 0; i < cap.frames.size(); ++i) {
+    const capture::Frame& f = cap.frames[i];
+    if (f.function != kNone) continue;
+    p->unnamed[i] = f.kind == capture::FrameKind::kNamed ? "?" : analysis::UnnamedFrameName(cap, f);
+  }
+  const capture::Settings& s = cap.settings;
+  AddLoss(p.get(), "lost_records", s.lost_records);
+  AddLoss(p.get(), "lost_samples", s.lost_samples);
+  if (s.lost_task_records) AddLoss(p.get(), "lost_task_records", *s.lost_task_records);
+  if (s.ring_lost_records) AddLoss(p.get(), "ring_lost_records", *s.ring_lost_records);
+  if (s.kernel_lost_records) AddLoss(p.get(), "kernel_lost_records", *s.kernel_lost_records);
+  AddLoss(p.get(), "throttles", s.throttles);
+  AddLoss(p.get(), "unthrottles", s.unthrottles);
+  for (uint32_t i = 0; i < s.sources.size(); ++i) {
+    const capture::SourceSetting& src = s.sources[i];
+    if (src.values.empty()) p->source_values.emplace_back(i, kNone);
+    for (uint32_t k = 0; k < src.values.size(); ++k) {
+      p->source_values.emplace_back(i, k);
+      const std::string& key = src.values[k].first;
+      // What a source could not keep: its rings' and its bounds' losses.
+      if (key.find("lost") != std::string::npos || key.find("dropped") != std::string::npos ||
+          key.find("refused") != std::string::npos) {
+        p->losses.emplace_back(src.name + "." + key, src.values[k].second);
+      }
+    }
+  }
+  for (size_t k = 0; k < kIdKinds; ++k) {
+    p->base[k] = next_[k];
+    next_[k] += p->Rows(IdKind(k));
+  }
+  parts_.push_back(std::move(p));
+}
+
+std::pair<const Part*, uint32_t> Corpus::Locate(IdKind kind, int64_t id) const {
+  const size_t k = size_t(kind);
+  if (id < 0 || uint64_t(id) >= next_[k]) return {nullptr, 0};
+  // The last capture whose first id is at or before `id`, and has rows.
+  auto it =
+      std::upper_bound(parts_.begin(), parts_.end(), uint64_t(id),
+                       [k](uint64_t v, const std::unique_ptr<Part>& p) { return v < p->base[k]; });
+  while (it != parts_.begin()) {
+    --it;
+    const Part& p = **it;
+    if (uint64_t(id) - p.base[k] < p.Rows(kind)) return {&p, uint32_t(uint64_t(id) - p.base[k])};
+  }
+  return {nullptr, 0};
+}
+
+}  // namespace microscope::sql
