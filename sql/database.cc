@@ -567,11 +567,20 @@ Status Database::Register() {
       return Status::Error(std::string("sqlite: ") + sqlite3_errmsg(db_));
     }
   }
-  // Connect every table now: connecting declares its schema, which the
-  // read-only guard of a query would take for a write.
+  // Connect every table, and the pragmas' tables that a query may read,
+  // now: connecting declares a schema, which the read-only guard of a
+  // query would take for a write.
   for (const TableSpec& t : Tables()) {
     sqlite3_stmt* raw = nullptr;
     const std::string select = std::string("SELECT * FROM ") + t.name;
+    if (sqlite3_prepare_v2(db_, select.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+      return Status::Error(std::string("sqlite: ") + sqlite3_errmsg(db_));
+    }
+    sqlite3_finalize(raw);
+  }
+  for (const char* pragma : kReadPragmas) {
+    sqlite3_stmt* raw = nullptr;
+    const std::string select = std::string("SELECT * FROM pragma_") + pragma;
     if (sqlite3_prepare_v2(db_, select.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
       return Status::Error(std::string("sqlite: ") + sqlite3_errmsg(db_));
     }
