@@ -130,12 +130,14 @@ struct Stacks {
 // The big table: its columns view the decompressed file when read.
 // Columns (tables.h): time; thread; stack (kNone for a sample without
 // frames); weight (in settings.unit: CPU nanoseconds for a recording); end;
-// count (samples per row; empty: 1 each).
+// count (samples per row; empty: 1 each); cpu (the CPU it was taken on;
+// empty: not known, as in older captures and imports).
 struct Samples {
   MICROSCOPE_SAMPLES_COLUMNS(MICROSCOPE_VIEW_MEMBER)
   MICROSCOPE_TABLE_VISITOR(MICROSCOPE_SAMPLES_COLUMNS)
   size_t size() const { return time.size(); }
   uint32_t CountAt(size_t i) const { return count.empty() ? 1 : count[i]; }
+  uint32_t CpuAt(size_t i) const { return cpu.empty() ? kNone : cpu[i]; }
 };
 
 // System calls traced by BPF (syscalls.bpf.c), in start order. Columns

@@ -40,7 +40,8 @@ struct ColumnInfo {
   X(StackId, stack, .ref = Ref::kStack, .nullable = true) \
   X(uint64_t, weight)                                     \
   X(StackEnd, end, .below = kStackEndCount)               \
-  X(uint32_t, count, .optional = true, .fill = 1)
+  X(uint32_t, count, .optional = true, .fill = 1)         \
+  X(uint32_t, cpu, .optional = true, .fill = kNone)
 
 #define MICROSCOPE_SYSCALLS_COLUMNS(X)     \
   X(uint64_t, time, .ascending = true)     \

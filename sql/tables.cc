@@ -235,6 +235,8 @@ constexpr ColumnSpec kSamples[] = {
     COL("thread", "INTEGER", "", "threads.id", o.Id(p, IdKind::kThread, c.samples.thread[r])),
     COL("tid", "INTEGER", "", "the thread's id", Tid(p, c.samples.thread[r], o)),
     COL("pid", "INTEGER", "", "its process's id", Pid(p, c.samples.thread[r], o)),
+    COL("cpu", "INTEGER", "", "the CPU it was taken on; NULL: not known (imported, older)",
+        c.samples.CpuAt(r) == kNone ? o.Null() : o.Int(c.samples.CpuAt(r))),
     COL("stack", "INTEGER", "", "the leaf callsite (stacks.id); NULL: no frames",
         o.Id(p, IdKind::kStack, c.samples.stack[r])),
     COL("weight", "INTEGER", "ns",

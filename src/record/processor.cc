@@ -422,6 +422,7 @@ void Processor::OnSample(const Event& e) {
   }
   s.weight.push_back(weight);
   s.end.push_back(end);
+  s.cpu.push_back(e.cpu);
 }
 
 capture::StackId Processor::InternScratch(uint32_t pid, uint32_t tid, uint64_t time,

@@ -101,6 +101,9 @@ check(any(w["name"] == "contender" and w["waker_name"] == "contender" for w in w
       "a contender woke the other: %s" % wakers[:3])
 futex = rows(cap, "SELECT count(*) AS n FROM syscalls WHERE name = 'futex'")[0]["n"]
 check(futex >= 50, "the lock's futex calls are in syscalls (%d)" % futex)
+cpus = rows(cap, "SELECT count(*) AS n, count(cpu) AS known, min(cpu) AS lo, max(cpu) AS hi FROM samples")[0]
+check(cpus["n"] == cpus["known"] and 0 <= cpus["lo"] and cpus["hi"] < os.cpu_count(),
+      "every sample says its CPU, one of this machine's: %s" % cpus)
 contains = rows(cap, """
 SELECT count(*) AS n FROM off_cpu WHERE state = 'sleeping' AND stack_contains(stack, 'contend_lock')""")
 check(contains[0]["n"] >= 50, "stack_contains finds the blocked contend_lock stacks (%d)"
