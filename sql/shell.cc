@@ -46,6 +46,17 @@ std::string DescribeSchema(std::string_view name) {
   return out;
 }
 
+void WriteSchemaRows(RowSink& sink) {
+  sink.Begin({"table", "kind", "column", "type", "unit", "meaning", "table_meaning"});
+  for (const TableSpec& t : Tables()) {
+    for (const ColumnSpec& c : t.columns) {
+      sink.Row({std::string(t.name), std::string(t.view ? "view" : "table"), std::string(c.name),
+                std::string(c.type), std::string(c.unit), std::string(c.doc), std::string(t.doc)});
+    }
+  }
+  sink.End();
+}
+
 size_t RunShell(Database& db, FILE* in, FILE* out, FILE* err, ShellOptions options) {
   size_t failed = 0;
   std::string statement;

@@ -28,6 +28,11 @@ size_t RunShell(Database& db, FILE* in, FILE* out, FILE* err, ShellOptions optio
 // name.
 std::string DescribeSchema(std::string_view name = {});
 
+// Every table's and view's columns as rows (table, kind, column, type,
+// unit, meaning, the table's meaning): `query --schema` in any output
+// format.
+void WriteSchemaRows(RowSink& sink);
+
 // Whether `sql` ends with a complete statement (SQLite's rule: a ';'
 // outside quotes, comments and triggers).
 bool IsCompleteStatement(const std::string& sql);

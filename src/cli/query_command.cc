@@ -51,7 +51,9 @@ Result<capture::Capture> Snapshot(int pid, uint64_t timeout_ms) {
 
 int RunQuery(QueryOptions& o) {
   if (o.schema) {
-    fputs(sql::DescribeSchema().c_str(), stdout);
+    std::unique_ptr<sql::RowSink> sink =
+        sql::MakeWriter(sql::ChooseFormat(o.format, o.human, isatty(STDOUT_FILENO) != 0), stdout);
+    sql::WriteSchemaRows(*sink);
     return 0;
   }
   uint64_t timeout_ns = 0;
@@ -160,7 +162,8 @@ Runner AddQueryCommand(CLI::App& app) {
                   "sample_frames is a view there, in plain SQL)")
       ->type_name("FILE");
   cmd->add_flag("--schema", o->schema,
-                "print every table's and view's columns with their units and meaning");
+                "every table's and view's columns with their types, units and meaning (as "
+                "rows, in the output format); the shell's .schema gives them as SQL");
   return [o] { return RunQuery(*o); };
 }
 

@@ -217,4 +217,9 @@ check("time bound" in p.stderr and time.monotonic() - t0 < 20,
       "a runaway query stops at its --timeout: %s" % p.stderr)
 p = query(cap, os.path.join(d, "absent.mscap"), "SELECT 1", expect_rc=1)
 check("absent.mscap" in p.stderr, "a capture that is not there is named: %s" % p.stderr)
+
+# --- The docs' tables are the binary's declarations.
+gen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gen-query-docs")
+p = run([sys.executable, gen, MICROSCOPE, "--check"])
+check(p.returncode == 0, "docs/query.md lists the tables and columns query declares: %s" % p.stderr)
 print("query: all checks passed")
