@@ -24,6 +24,7 @@ Runner AddSyscallsCommand(CLI::App& app);
 Runner AddServeCommand(CLI::App& app);
 Runner AddSnapshotCommand(CLI::App& app);
 Runner AddQueryCommand(CLI::App& app);
+Runner AddDoctorCommand(CLI::App& app);
 
 // A positive duration (base/duration.h) given to `option`, into
 // nanoseconds; otherwise prints the error and returns false.

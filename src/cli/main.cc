@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   Runner serve = AddServeCommand(app);
   Runner snapshot = AddSnapshotCommand(app);
   Runner query = AddQueryCommand(app);
+  Runner doctor = AddDoctorCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -118,5 +119,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("serve")) return serve();
   if (app.got_subcommand("snapshot")) return snapshot();
   if (app.got_subcommand("query")) return query();
+  if (app.got_subcommand("doctor")) return doctor();
   return 2;
 }

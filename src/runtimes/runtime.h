@@ -13,7 +13,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
@@ -37,6 +39,10 @@ struct Runtime {
   // only marking what changes how native stacks unwind (V8's generated
   // code keeps frame pointers, whether its frames are walked or not).
   bool marks_when_off = false;
+  // What the file at `path` is to this runtime (`microscope doctor`):
+  // nullopt when it is not its interpreter; else the release it is and
+  // whether the walker reads it (an error saying why not). Null: no check.
+  std::optional<std::pair<std::string, Status>> (*inspect)(const std::string& path) = nullptr;
 };
 
 // Every runtime of walker_rooms (generated: registered.cc).

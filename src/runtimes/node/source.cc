@@ -1239,6 +1239,17 @@ Result<std::unique_ptr<record::EventSource>> StartNodeSource(const record::Sourc
 // node_walk.bpf.h's: layouts, images, and the functions sent once.
 constexpr std::string_view kMaps[] = {"v8_processes", "v8_images", "v8_seen", "v8_snaps"};
 
+// A V8 image the walker reads has its layout (v8dbg_ symbols) and its
+// builtins' symbols (the interpreter's frames are found by them).
+std::optional<std::pair<std::string, Status>> Inspect(const std::string& path) {
+  Result<V8Layout> layout = V8LayoutFromElfFile(path);
+  if (!layout.ok() && layout.status().code() == StatusCode::kNotFound) return std::nullopt;
+  if (!layout.ok()) return std::pair(std::string("V8"), layout.status());
+  Result<BuiltinsRanges> builtins = BuiltinsCode(path);
+  if (!builtins.ok()) return std::pair(std::string("V8"), builtins.status());
+  return std::pair(std::string("V8"), OkStatus());
+}
+
 }  // namespace
 
 const Runtime kRuntime = {kSourceName,
@@ -1248,6 +1259,7 @@ const Runtime kRuntime = {kSourceName,
                           "stacks",
                           kMaps,
                           StartNodeSource,
-                          /*marks_when_off=*/true};
+                          /*marks_when_off=*/true,
+                          Inspect};
 
 }  // namespace microscope::runtimes::node

@@ -261,21 +261,29 @@ Result<Layout> LayoutFromElfFile(const std::string& path) {
     if (data != nullptr && data->d_buf != nullptr)
       runtime = std::span(static_cast<const uint8_t*>(data->d_buf), data->d_size);
   }
-  if (runtime.empty() && symbols::FindSymbol(elf, "_PyRuntime", &sym))
-    runtime = symbols::SymbolFileBytes(elf, sym);
-  if (runtime.empty()) {
+  // Before 3.11 _PyRuntime starts zeroed, in .bss: a CPython all the same.
+  const bool symbol = symbols::FindSymbol(elf, "_PyRuntime", &sym);
+  if (runtime.empty() && symbol) runtime = symbols::SymbolFileBytes(elf, sym);
+  if (runtime.empty() && !symbol) {
     return Status::Error(StatusCode::kNotFound,
                          path + ": no _PyRuntime (not a CPython interpreter)");
   }
-  Result<Layout> layout = LayoutFromDebugOffsets(runtime);
+  Result<Layout> layout =
+      runtime.empty() ? Result<Layout>(Status::Error(StatusCode::kNotFound, "no debug offsets"))
+                      : LayoutFromDebugOffsets(runtime);
   if (layout.ok()) return layout;
   if (layout.status().code() != StatusCode::kNotFound) return layout.status().WithContext(path);
   // No debug offsets (before 3.13): the release from Py_Version.
   std::span<const uint8_t> version;
   if (symbols::FindSymbol(elf, "Py_Version", &sym)) version = symbols::SymbolFileBytes(elf, sym);
   if (version.size() < 8) {
-    return Status::Error(StatusCode::kNotFound,
-                         path + ": no CPython debug offsets and no Py_Version");
+    // _PyRuntime without Py_Version: a CPython before 3.11, which this
+    // reader has no layout of; refused by name, not taken for no CPython.
+    return Status::Error(StatusCode::kUnavailable,
+                         path +
+                             ": a CPython before 3.11 (no debug offsets, no Py_Version): "
+                             "releases read here: " +
+                             KnownReleases());
   }
   uint64_t hex;
   std::memcpy(&hex, version.data(), 8);

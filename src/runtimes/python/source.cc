@@ -767,11 +767,22 @@ Result<std::unique_ptr<record::EventSource>> StartPythonSource(
 constexpr std::string_view kMaps[] = {"py_processes", "py_threads", "py_images", "py_seen",
                                       "py_snaps"};
 
+std::optional<std::pair<std::string, Status>> Inspect(const std::string& path) {
+  Result<Layout> layout = LayoutFromElfFile(path);
+  if (layout.ok()) return std::pair(std::string("CPython ") + layout->Version(), OkStatus());
+  if (layout.status().code() == StatusCode::kNotFound) return std::nullopt;
+  return std::pair(std::string("CPython"), layout.status());
+}
+
 }  // namespace
 
-const Runtime kRuntime = {kSourceName, "Python frames",
+const Runtime kRuntime = {kSourceName,
+                          "Python frames",
                           "Python frames, walked by BPF at each sample of every process that "
                           "maps a CPython interpreter and spliced into its native stacks",
-                          kMaps, StartPythonSource};
+                          kMaps,
+                          StartPythonSource,
+                          /*marks_when_off=*/false,
+                          Inspect};
 
 }  // namespace microscope::runtimes::python
