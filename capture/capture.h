@@ -235,6 +235,35 @@ struct ProbeRecords {
   StringId TextAt(size_t i) const { return text.empty() ? kNone : text[i]; }
 };
 
+// (2.10) The targets' own counters read as the recording ran (record
+// --readings). Columns (tables.h): time; thread (kNone: not a thread's);
+// scope (a cgroup's path, "system", or kNone for a thread's); key (the
+// counter: kReading* below); value (as the kernel counts it, in the unit
+// its key ends with).
+struct Readings {
+  MICROSCOPE_READINGS_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_READINGS_COLUMNS)
+  size_t size() const { return time.size(); }
+};
+// A thread's /proc/PID/task/TID/schedstat: time on CPU, time waiting on a
+// run queue (runnable, not running: other tasks, or its cgroup throttled),
+// and how many times it was given a CPU; cumulative since it started.
+inline constexpr std::string_view kReadingOnCpu = "sched.on_cpu_ns";
+inline constexpr std::string_view kReadingRunDelay = "sched.run_delay_ns";
+inline constexpr std::string_view kReadingTimeslices = "sched.timeslices";
+// A cgroup's CPU controller (v1 cpu.cfs_*, cpu.stat; v2 cpu.max, cpu.stat):
+// its quota and period (quota -1: none), periods elapsed, periods in
+// which it was throttled, and the time it was throttled (cumulative).
+inline constexpr std::string_view kReadingQuota = "cpu.quota_us";
+inline constexpr std::string_view kReadingPeriod = "cpu.period_us";
+inline constexpr std::string_view kReadingPeriods = "cpu.periods";
+inline constexpr std::string_view kReadingThrottledPeriods = "cpu.throttled_periods";
+inline constexpr std::string_view kReadingThrottled = "cpu.throttled_ns";
+// Pressure stall information: the time some task (some) or every task
+// (full) of the scope stalled on the resource (cumulative microseconds):
+// "psi.cpu.some_us", "psi.memory.full_us", "psi.io.some_us", ...
+inline constexpr std::string_view kReadingPressurePrefix = "psi.";
+
 struct Problem {
   StringId kind = kNone;
   uint64_t count = 0;
@@ -363,6 +392,7 @@ struct Capture {
   LabelSpans labels;
   ProbeSites probe_sites;
   ProbeRecords probe_records;
+  Readings readings;
   std::vector<Problem> problems;
   Settings settings;
   // The decompressed file that viewed columns point into (null when built).

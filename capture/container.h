@@ -30,7 +30,8 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // 2.7 settings.ring_lost_records and kernel_lost_records; 2.8 probe sites
 // and records (the program's own zones, marks, labels and counters); 2.9
 // the wall-clock start, parts of a recording, the budget's steps; 2.10
-// samples.cpu (the CPU each sample was taken on).
+// samples.cpu (the CPU each sample was taken on) and the readings table
+// (record --readings: schedstat, cgroup CPU throttling, pressure).
 inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 10;
 // A reader refuses payloads claiming more than this: a corrupt size must not

@@ -94,6 +94,13 @@ struct ColumnInfo {
   X(double, value, .optional = true)                                                            \
   X(StringId, text, .ref = Ref::kString, .nullable = true, .optional = true, .fill = kNone)
 
+#define MICROSCOPE_READINGS_COLUMNS(X)                            \
+  X(uint64_t, time, .ascending = true)                            \
+  X(ThreadId, thread, .ref = Ref::kThread, .nullable = true)      \
+  X(StringId, scope, .ref = Ref::kString, .nullable = true)       \
+  X(StringId, key, .ref = Ref::kString)                           \
+  X(int64_t, value)
+
 // The event tables: X(Struct, member of Capture, its columns' list).
 #define MICROSCOPE_EVENT_TABLES(X)                                \
   X(Samples, samples, MICROSCOPE_SAMPLES_COLUMNS)                 \
@@ -102,7 +109,8 @@ struct ColumnInfo {
   X(OffCpuShort, off_cpu_short, MICROSCOPE_OFF_CPU_SHORT_COLUMNS) \
   X(LabelSpans, labels, MICROSCOPE_LABEL_SPANS_COLUMNS)           \
   X(ProbeSites, probe_sites, MICROSCOPE_PROBE_SITES_COLUMNS)      \
-  X(ProbeRecords, probe_records, MICROSCOPE_PROBE_RECORDS_COLUMNS)
+  X(ProbeRecords, probe_records, MICROSCOPE_PROBE_RECORDS_COLUMNS) \
+  X(Readings, readings, MICROSCOPE_READINGS_COLUMNS)
 
 // A table's members: one std::vector per column, or one Column (which can
 // view the file in place: the samples).

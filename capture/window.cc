@@ -80,6 +80,7 @@ void AppendEventRows(Capture* out, const Capture& p, SpanIndex* spans) {
   AppendTable(out->syscalls, p.syscalls);
   AppendTable(out->off_cpu, p.off_cpu);
   AppendTable(out->probe_records, p.probe_records);
+  AppendTable(out->readings, p.readings);
   // Short counts: one row per thread and state, summed over the parts.
   OffCpuShort& sh = out->off_cpu_short;
   for (size_t i = 0; i < p.off_cpu_short.size(); ++i) {
@@ -154,6 +155,7 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
   split(l, taken ? &taken->labels : nullptr, fate);
   split(live->probe_records, taken ? &taken->probe_records : nullptr,
         Before(live->probe_records.time, before));
+  split(live->readings, taken ? &taken->readings : nullptr, Before(live->readings.time, before));
   return label_index;
 }
 
@@ -172,6 +174,7 @@ void NormalizeEventRows(Capture* c) {
   if (std::none_of(r.op.begin(), r.op.end(), [](ProbeOp op) { return op == ProbeOp::kLabel; }))
     r.text.clear();
   SortTableBy(r, r.time);
+  SortTableBy(c->readings, c->readings.time);
 }
 
 namespace {

@@ -198,6 +198,7 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   if (!labels.IsNull()) cb.add_labels(labels);
   if (!probe_sites.IsNull()) cb.add_probe_sites(probe_sites);
   if (!probe_records.IsNull()) cb.add_probe_records(probe_records);
+  if (!readings.IsNull()) cb.add_readings(readings);
   b.Finish(cb.Finish(), fbs::CaptureIdentifier());
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -207,7 +208,7 @@ Status WriteCapture(const Capture& capture, const std::string& path) {
   uint64_t estimate = capture.samples.size() * 25 + capture.stacks.size() * 8 +
                       capture.frames.size() * 24 + capture.mappings.size() * 48 +
                       capture.syscalls.size() * 60 + capture.off_cpu.size() * 42 +
-                      capture.probe_records.size() * 33;
+                      capture.probe_records.size() * 33 + capture.readings.size() * 32;
   for (const std::string& s : capture.strings) estimate += s.size() + 8;
   if (estimate > kMaxPayloadBytes - (64u << 20)) {
     return Status::Error("capture too large for one file (about " + std::to_string(estimate >> 20) +

@@ -133,6 +133,10 @@ void AddSourceFlags(CLI::App* cmd, RecordFlags* f) {
                 "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
                 "syscalls` does, in the same capture");
   AddSyscallStackMinOption(cmd, &f->stack_min);
+  cmd->add_flag("--readings", f->options.readings,
+                "also read, every 100 ms, the target's own counters: each thread's schedstat "
+                "(on CPU, waiting for a CPU), its cgroup's CPU quota and throttling, pressure "
+                "(PSI); the capture's readings table");
   f->probes =
       cmd->add_option("--probes", f->options.probes,
                       "the program's own zones, marks, labels and counters (sdk/: C, C++, Python, "

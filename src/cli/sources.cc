@@ -6,6 +6,7 @@
 #include "src/record/budget_source.h"
 #include "src/record/exit_source.h"
 #include "src/record/offcpu_source.h"
+#include "src/record/readings_source.h"
 #include "src/record/syscall_source.h"
 #include "src/runtimes/jit/source.h"
 #include "src/runtimes/runtime.h"
@@ -46,6 +47,9 @@ std::vector<record::SourceKind> MakeSources() {
       {capture::kSyscallSource, "system calls", false,
        [](const record::RecordOptions& o) { return o.syscalls; },
        [](const record::RecordOptions& o) { return !o.samples; }, record::StartSyscallSource},
+      {"readings", "the targets' scheduler and cgroup readings", false,
+       [](const record::RecordOptions& o) { return o.readings; },
+       [](const record::RecordOptions& o) { return !o.samples; }, record::StartReadingsSource},
       {capture::kProbeSource, "probes", false,
        [](const record::RecordOptions& o) { return !o.probes.empty(); }, Always,
        probes::StartProbeSource},

@@ -75,6 +75,7 @@ class Processor final : public RowSink {
   void Add(const capture::OffCpuShort::Row& row) override { capture_.off_cpu_short.Append(row); }
   void Add(const capture::Syscalls::Row& row) override { capture_.syscalls.Append(row); }
   void Add(const capture::ProbeRecords::Row& row) override { capture_.probe_records.Append(row); }
+  void Add(const capture::Readings::Row& row) override { capture_.readings.Append(row); }
   capture::ProbeSiteId Add(const capture::ProbeSites::Row& row) override;
   void CountProblem(std::string_view kind, std::string_view example, uint64_t times = 1) override;
   void SetExitStatus(uint32_t pid, int status) override;

@@ -90,6 +90,7 @@ capture::Capture Processor::Part(uint64_t from, uint64_t now, std::optional<uint
     part.off_cpu_short = capture_.off_cpu_short;
     part.labels = capture_.labels;
     part.probe_records = capture_.probe_records;
+    part.readings = capture_.readings;
   }
   part.probe_sites = capture_.probe_sites;
   part.settings = capture_.settings;

@@ -33,6 +33,9 @@ struct RecordOptions {
   // syscall_stack_min_ns long carry the caller's user stack (0: none).
   bool syscalls = false;
   uint64_t syscall_stack_min_ns = 0;
+  // The targets' own counters every 100 ms (readings_source.h): schedstat,
+  // their cgroup's CPU quota and throttling, pressure.
+  bool readings = false;
   // false: no CPU samples, only the process and mapping records the event
   // sources need (`microscope syscalls`); then the sources are required.
   bool samples = true;

@@ -48,6 +48,7 @@ class RowSink {
   virtual void Add(const capture::OffCpuShort::Row& row) = 0;
   virtual void Add(const capture::Syscalls::Row& row) = 0;
   virtual void Add(const capture::ProbeRecords::Row& row) = 0;
+  virtual void Add(const capture::Readings::Row& row) = 0;
   // A probe site, once per site: the id its records name.
   virtual capture::ProbeSiteId Add(const capture::ProbeSites::Row& row) = 0;
 
