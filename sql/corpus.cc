@@ -1,6 +1,7 @@
 #include "sql/corpus.h"
 
 #include <algorithm>
+#include <map>
 
 #include "analysis/keys.h"
 
@@ -96,6 +97,85 @@ const std::vector<std::pair<uint32_t, uint32_t>>& Part::ZoneSamples() const {
     }
   }
   return *zone_samples_;
+}
+
+namespace {
+
+// First and last value of each (owner, key) in time order.
+template <typename Owner>
+std::map<std::pair<Owner, capture::StringId>, std::pair<int64_t, int64_t>> FirstLast(
+    const capture::Readings& r, Owner (*owner)(const capture::Readings&, size_t)) {
+  std::map<std::pair<Owner, capture::StringId>, std::pair<int64_t, int64_t>> out;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const Owner o = owner(r, i);
+    auto [it, fresh] = out.try_emplace({o, r.key[i]}, r.value[i], r.value[i]);
+    if (!fresh) it->second.second = r.value[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<Part::ThreadWindow>& Part::ThreadWindows() const {
+  if (thread_windows_) return *thread_windows_;
+  thread_windows_.emplace();
+  const capture::Readings& r = capture.readings;
+  std::map<capture::ThreadId, size_t> index;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r.thread[i] == kNone) continue;
+    auto [it, fresh] = index.try_emplace(r.thread[i], thread_windows_->size());
+    if (fresh) thread_windows_->push_back({r.thread[i], r.time[i], r.time[i]});
+    ThreadWindow& w = (*thread_windows_)[it->second];
+    w.end = std::max(w.end, r.time[i]);
+  }
+  auto by_thread = [](const capture::Readings& rr, size_t i) { return rr.thread[i]; };
+  for (const auto& [key, values] : FirstLast<capture::ThreadId>(r, by_thread)) {
+    if (key.first == kNone) continue;
+    ThreadWindow& w = (*thread_windows_)[index[key.first]];
+    const std::string& name = capture.str(key.second);
+    const int64_t delta = values.second - values.first;
+    if (name == capture::kReadingOnCpu) w.on_cpu = delta;
+    if (name == capture::kReadingRunDelay) w.run_delay = delta;
+    if (name == capture::kReadingTimeslices) w.timeslices = delta;
+  }
+  const capture::OffCpu& o = capture.off_cpu;
+  for (size_t i = 0; i < o.size(); ++i) {
+    auto it = index.find(o.thread[i]);
+    if (it == index.end()) continue;
+    ThreadWindow& w = (*thread_windows_)[it->second];
+    const uint64_t b = std::max(o.start[i], w.start), e = std::min(o.end[i], w.end);
+    if (e > b) w.off_cpu[size_t(o.state[i])] += e - b;
+  }
+  return *thread_windows_;
+}
+
+std::optional<int64_t> Part::ScopeWindow::Value(const capture::Capture& c, std::string_view key,
+                                                bool last_value) const {
+  for (const auto& [k, v] : keys) {
+    if (c.str(k) == key) return last_value ? v.first : v.second;
+  }
+  return std::nullopt;
+}
+
+const std::vector<Part::ScopeWindow>& Part::ScopeWindows() const {
+  if (scope_windows_) return *scope_windows_;
+  scope_windows_.emplace();
+  const capture::Readings& r = capture.readings;
+  std::map<capture::StringId, size_t> index;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r.scope[i] == kNone) continue;
+    auto [it, fresh] = index.try_emplace(r.scope[i], scope_windows_->size());
+    if (fresh) scope_windows_->push_back({r.scope[i], r.time[i], r.time[i], {}});
+    ScopeWindow& w = (*scope_windows_)[it->second];
+    w.end = std::max(w.end, r.time[i]);
+  }
+  auto by_scope = [](const capture::Readings& rr, size_t i) { return rr.scope[i]; };
+  for (const auto& [key, values] : FirstLast<capture::StringId>(r, by_scope)) {
+    if (key.first == kNone) continue;
+    (*scope_windows_)[index[key.first]].keys.push_back(
+        {key.second, {values.second, values.second - values.first}});
+  }
+  return *scope_windows_;
 }
 
 void Corpus::Add(std::string name, capture::Capture c) {

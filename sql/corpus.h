@@ -66,9 +66,32 @@ struct Part {
   // thread (the innermost one), in sample order; made at first use.
   const std::vector<std::pair<uint32_t, uint32_t>>& ZoneSamples() const;
 
+  // Per thread with readings: its window (first to last reading) and what
+  // its counters and off-CPU intervals say of it; made at first use.
+  struct ThreadWindow {
+    capture::ThreadId thread = capture::kNone;
+    uint64_t start = 0, end = 0;
+    int64_t on_cpu = 0, run_delay = 0, timeslices = 0;  // deltas over the window
+    uint64_t off_cpu[capture::kOffCpuStateCount] = {};  // intervals clipped to the window
+  };
+  const std::vector<ThreadWindow>& ThreadWindows() const;
+  // Per scope of the readings (a cgroup, "system"): the last value of each
+  // key and its change over the window, in key order.
+  struct ScopeWindow {
+    capture::StringId scope = capture::kNone;
+    uint64_t start = 0, end = 0;
+    std::vector<std::pair<capture::StringId, std::pair<int64_t, int64_t>>> keys;  // (last, delta)
+    // The delta of `key` (`last` when `last_value`); nullopt when not read.
+    std::optional<int64_t> Value(const capture::Capture& c, std::string_view key,
+                                 bool last_value = false) const;
+  };
+  const std::vector<ScopeWindow>& ScopeWindows() const;
+
  private:
   mutable std::optional<std::vector<analysis::ReportFunction>> costs_;
   mutable std::optional<std::vector<std::pair<uint32_t, uint32_t>>> zone_samples_;
+  mutable std::optional<std::vector<ThreadWindow>> thread_windows_;
+  mutable std::optional<std::vector<ScopeWindow>> scope_windows_;
 };
 
 class Corpus {

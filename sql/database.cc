@@ -416,6 +416,12 @@ void StackContains(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_int(ctx, stacks[node]);
 }
 
+void ReQuote(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const unsigned char* text = sqlite3_value_text(argv[0]);
+  if (text == nullptr) return sqlite3_result_null(ctx);
+  Out(ctx).Text(RE2::QuoteMeta(reinterpret_cast<const char*>(text)));
+}
+
 void DurationText(sqlite3_context* ctx, int, sqlite3_value** argv) {
   const int type = sqlite3_value_numeric_type(argv[0]);
   if (type == SQLITE_NULL) return sqlite3_result_null(ctx);
@@ -594,7 +600,8 @@ Status Database::Register() {
   const Fn fns[] = {{"leaf", 1, Leaf},
                     {"frame_at", 2, FrameAt},
                     {"stack_contains", 2, StackContains},
-                    {"duration_text", 1, DurationText}};
+                    {"duration_text", 1, DurationText},
+                    {"re_quote", 1, ReQuote}};
   for (const Fn& f : fns) {
     if (sqlite3_create_function_v2(db_, f.name, f.args, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
                                    &registry_->shared, f.fn, nullptr, nullptr,

@@ -380,6 +380,25 @@ constexpr ColumnSpec kLabels[] = {
         Time(SamplerLabel(p, r) ? c.labels.end[r] : ProbeLabel(p, r).end, o)),
 };
 
+constexpr ColumnSpec kReadings[] = {
+    CAPTURE_COL,
+    COL("time", "INTEGER", "ns", "when it was read", o.Int(int64_t(c.readings.time[r]))),
+    COL("thread", "INTEGER", "", "threads.id for a thread's reading; NULL otherwise",
+        o.Id(p, IdKind::kThread, c.readings.thread[r])),
+    COL("tid", "INTEGER", "", "the thread's id; NULL otherwise",
+        c.readings.thread[r] == kNone ? o.Null() : Tid(p, c.readings.thread[r], o)),
+    COL("scope", "TEXT", "",
+        "a cgroup: its path (v2) or cpu:PATH (v1's cpu hierarchy); system; NULL for a thread's",
+        Str(p, c.readings.scope[r], o)),
+    COL("key", "TEXT", "",
+        "sched.on_cpu_ns, sched.run_delay_ns, sched.timeslices; cpu.quota_us (-1: none), "
+        "cpu.period_us, cpu.periods, cpu.throttled_periods, cpu.throttled_ns; "
+        "psi.RESOURCE.some_us, psi.RESOURCE.full_us",
+        Str(p, c.readings.key[r], o)),
+    COL("value", "INTEGER", "", "the counter as read (cumulative; its unit ends its key)",
+        o.Int(c.readings.value[r])),
+};
+
 constexpr ColumnSpec kProblems[] = {
     CAPTURE_COL,
     COL("kind", "TEXT", "", "what went wrong", Str(p, c.problems[r].kind, o)),
@@ -486,6 +505,81 @@ constexpr ColumnSpec kZoneSamples[] = {
         o.Int(c.samples.CountAt(ZoneSample(p, r).first))),
 };
 
+const Part::ThreadWindow& TW(const Part& p, uint32_t r) {
+  return p.ThreadWindows()[r];
+}
+// A thread that did something in the window: it wanted a CPU (ran or
+// waited for one) a tenth of the time, or woke ten times a second. Threads
+// blocked throughout, or nearly (a runtime's idle helpers, a main thread
+// joining its workers), are left out of the shares.
+bool Busy(const Part::ThreadWindow& w) {
+  const uint64_t life = w.end - w.start;
+  const uint64_t wanted =
+      uint64_t(std::max<int64_t>(w.on_cpu, 0) + std::max<int64_t>(w.run_delay, 0));
+  return life > 0 && (wanted * 10 >= life ||
+                      uint64_t(std::max<int64_t>(w.timeslices, 0)) * 100000000ull >= life);
+}
+constexpr ColumnSpec kThreadWindow[] = {
+    CAPTURE_COL,
+    COL("thread", "INTEGER", "", "threads.id", o.Id(p, IdKind::kThread, TW(p, r).thread)),
+    COL("tid", "INTEGER", "", "the thread's id", Tid(p, TW(p, r).thread, o)),
+    COL("pid", "INTEGER", "", "its process's id", Pid(p, TW(p, r).thread, o)),
+    COL("name", "TEXT", "", "the thread's name", Str(p, c.threads[TW(p, r).thread].name, o)),
+    COL("start", "INTEGER", "ns", "its first reading", o.Int(int64_t(TW(p, r).start))),
+    COL("end", "INTEGER", "ns", "its last reading", o.Int(int64_t(TW(p, r).end))),
+    COL("life", "INTEGER", "ns", "end - start: the thread's time in the window",
+        o.Int(int64_t(TW(p, r).end - TW(p, r).start))),
+    COL("on_cpu", "INTEGER", "ns", "time on a CPU (schedstat)", o.Int(TW(p, r).on_cpu)),
+    COL("run_delay", "INTEGER", "ns",
+        "time runnable but waiting for a CPU (schedstat; includes its cgroup's throttling)",
+        o.Int(TW(p, r).run_delay)),
+    COL("timeslices", "INTEGER", "", "times it was given a CPU", o.Int(TW(p, r).timeslices)),
+    COL("sleeping", "INTEGER", "ns", "off CPU, sleeping (S), in the window (off_cpu)",
+        o.Int(int64_t(TW(p, r).off_cpu[size_t(capture::OffCpuState::kSleeping)]))),
+    COL("uninterruptible", "INTEGER", "ns", "off CPU, uninterruptible (D), in the window",
+        o.Int(int64_t(TW(p, r).off_cpu[size_t(capture::OffCpuState::kUninterruptible)]))),
+    COL("preempted", "INTEGER", "ns", "off CPU, preempted (R), in the window",
+        o.Int(int64_t(TW(p, r).off_cpu[size_t(capture::OffCpuState::kPreempted)]))),
+    COL("busy", "INTEGER", "",
+        "1: it did something in the window (wanted a CPU a tenth of it, or woke ten times a "
+        "second); 0: blocked throughout, or nearly: left out of triage's shares",
+        o.Int(Busy(TW(p, r)))),
+};
+
+const Part::ScopeWindow& SW(const Part& p, uint32_t r) {
+  return p.ScopeWindows()[r];
+}
+void ScopeValue(const Part& p, uint32_t r, std::string_view key, bool last, Out& o) {
+  std::optional<int64_t> v = SW(p, r).Value(p.capture, key, last);
+  v ? o.Int(*v) : o.Null();
+}
+constexpr ColumnSpec kCgroupWindow[] = {
+    CAPTURE_COL,
+    COL("scope", "TEXT", "",
+        "the cgroup: its path (v2) or cpu:PATH (v1); or system (pressure only)",
+        Str(p, SW(p, r).scope, o)),
+    COL("start", "INTEGER", "ns", "its first reading", o.Int(int64_t(SW(p, r).start))),
+    COL("end", "INTEGER", "ns", "its last reading", o.Int(int64_t(SW(p, r).end))),
+    COL("quota_us", "INTEGER", "us", "CPU quota per period at the end (-1: none; NULL: not read)",
+        ScopeValue(p, r, capture::kReadingQuota, true, o)),
+    COL("period_us", "INTEGER", "us", "the quota's period",
+        ScopeValue(p, r, capture::kReadingPeriod, true, o)),
+    COL("periods", "INTEGER", "", "periods elapsed in the window",
+        ScopeValue(p, r, capture::kReadingPeriods, false, o)),
+    COL("throttled_periods", "INTEGER", "", "of them, periods it was throttled in",
+        ScopeValue(p, r, capture::kReadingThrottledPeriods, false, o)),
+    COL("throttled_ns", "INTEGER", "ns", "time throttled in the window",
+        ScopeValue(p, r, capture::kReadingThrottled, false, o)),
+    COL("cpu_some_us", "INTEGER", "us", "pressure: time some task stalled waiting for a CPU",
+        ScopeValue(p, r, "psi.cpu.some_us", false, o)),
+    COL("memory_some_us", "INTEGER", "us", "pressure: time some task stalled on memory",
+        ScopeValue(p, r, "psi.memory.some_us", false, o)),
+    COL("memory_full_us", "INTEGER", "us", "pressure: time every task stalled on memory",
+        ScopeValue(p, r, "psi.memory.full_us", false, o)),
+    COL("io_some_us", "INTEGER", "us", "pressure: time some task stalled on I/O",
+        ScopeValue(p, r, "psi.io.some_us", false, o)),
+};
+
 #undef COL
 #undef CAPTURE_COL
 #undef ID_COL
@@ -538,6 +632,10 @@ const TableSpec kTables[] = {
     {"counters", "the program's counter values (probes)", kCounters, ROWS(p.counters.size())},
     {"labels", "label spans: the walkers' on samples, and the program's", kLabels,
      ROWS(p.capture.labels.size() + p.probe_labels.size())},
+    {"readings",
+     "the targets' own counters read every 100 ms (record --readings): schedstat per thread, "
+     "the cgroup's CPU quota and throttling, pressure",
+     kReadings, ROWS(p.capture.readings.size())},
     {"problems", "what the recorder or importer could not do, counted, with an example", kProblems,
      ROWS(p.capture.problems.size())},
     {"losses", "what was lost: records, samples, throttling, and each source's own losses", kLosses,
@@ -555,6 +653,14 @@ const TableSpec kTables[] = {
      [](const Part& p, analysis::Cancel cancel) { return p.FunctionCosts(cancel).status(); }},
     {"zone_samples", "each sample inside a zone, with the innermost zone open on its thread",
      kZoneSamples, ROWS(p.ZoneSamples().size()), false, IdKind::kModule, true},
+    {"thread_window",
+     "per thread with readings: its time in the window split as its own counters say (on CPU, "
+     "waiting for one, off CPU by state)",
+     kThreadWindow, ROWS(p.ThreadWindows().size()), false, IdKind::kModule, true},
+    {"cgroup_window",
+     "per cgroup (and the system) with readings: its CPU quota, throttling and pressure over "
+     "the window",
+     kCgroupWindow, ROWS(p.ScopeWindows().size()), false, IdKind::kModule, true},
 };
 
 #undef ROWS

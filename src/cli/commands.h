@@ -25,6 +25,7 @@ Runner AddServeCommand(CLI::App& app);
 Runner AddSnapshotCommand(CLI::App& app);
 Runner AddQueryCommand(CLI::App& app);
 Runner AddDoctorCommand(CLI::App& app);
+Runner AddTriageCommand(CLI::App& app);
 
 // A positive duration (base/duration.h) given to `option`, into
 // nanoseconds; otherwise prints the error and returns false.

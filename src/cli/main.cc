@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
   Runner snapshot = AddSnapshotCommand(app);
   Runner query = AddQueryCommand(app);
   Runner doctor = AddDoctorCommand(app);
+  Runner triage = AddTriageCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,5 +121,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("snapshot")) return snapshot();
   if (app.got_subcommand("query")) return query();
   if (app.got_subcommand("doctor")) return doctor();
+  if (app.got_subcommand("triage")) return triage();
   return 2;
 }

@@ -14,6 +14,7 @@
 #include "sql/result_writer.h"
 #include "sql/shell.h"
 #include "sql/tables.h"
+#include "sql/triage.h"
 #include "tests/unit/capture/test_capture.h"
 
 using namespace microscope;
@@ -358,4 +359,45 @@ TEST_CASE("Query: the shell runs statements across lines and its dot-commands") 
   CHECK(o.find("one\r\n1\r\n") != std::string::npos);
   CHECK(e.find("unknown command .nothing") != std::string::npos);
   CHECK(e.find("ended inside a statement") != std::string::npos);
+}
+
+TEST_CASE("Triage: every built-in rule parses, runs over a capture and has its header") {
+  std::vector<sql::Rule> rules = sql::BuiltinRules();
+  CHECK(rules.size() >= 10);
+  auto db = Open({testing::MakeOffCpuCapture()});
+  sql::TriageReport report = sql::Triage(*db, rules, "x.mscap");
+  CHECK(report.rule_errors.empty());
+  for (const sql::Rule& r : rules) {
+    INFO(r.name);
+    CHECK(!r.title.empty());
+    CHECK(r.next.rfind("microscope ", 0) == 0);
+  }
+  // Without readings the window's thread time is not known, and it says so.
+  CHECK(report.threads == 0);
+  bool said = false;
+  for (const auto& u : report.not_covered)
+    said = said || u.why.find("--readings") != std::string::npos;
+  CHECK(said);
+}
+
+TEST_CASE("Triage: a rule's header and the errors of a bad one") {
+  auto r = sql::ParseRule("x",
+                          "-- title: {n} things\n-- minimum: 0.2\n-- next: microscope report "
+                          "{capture} --focus {f}\nSELECT 0.5 AS share, 3 AS n, 'a b' AS f\n",
+                          "test");
+  REQUIRE(r.ok());
+  CHECK(r->minimum == 0.2);
+  auto db = Open({testing::MakeTestCapture()});
+  std::vector<sql::Rule> rules = {*r};
+  sql::TriageReport report = sql::Triage(*db, rules, "my file.mscap");
+  REQUIRE(report.findings.size() == 1);
+  CHECK(report.findings[0].title == "3 things");
+  CHECK(report.findings[0].next == "microscope report 'my file.mscap' --focus 'a b'");
+  CHECK(!sql::ParseRule("x", "-- next: microscope report\nSELECT 1 AS share", "t").ok());
+  CHECK(!sql::ParseRule("x", "-- title: t\nSELECT 1 AS share", "t").ok());
+  CHECK(!sql::ParseRule("x", "-- title: t\n-- next: n\n-- minimum: 2\nSELECT 1", "t").ok());
+  auto noshare = sql::ParseRule("y", "-- title: t\n-- next: microscope x\nSELECT 1 AS n", "t");
+  REQUIRE(noshare.ok());
+  std::vector<sql::Rule> bad = {*noshare};
+  CHECK(sql::Triage(*db, bad, "c").rule_errors.size() == 1);
 }
