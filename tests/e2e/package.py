@@ -53,8 +53,10 @@ try:
     want = ["/usr/bin/microscope",
             "/usr/lib/%s/microscope/microscope-dwarf" % arch,
             "/usr/share/bash-completion/completions/microscope",
-            "/lib/systemd/system/microscope@.service"]
-    commands = ["convert", "record", "report", "serve", "snapshot", "symbolize", "syscalls"]
+            "/lib/systemd/system/microscope@.service",
+            "/usr/share/microscope/rules/cpu_bound.sql"]
+    commands = ["convert", "doctor", "query", "record", "report", "serve", "snapshot", "symbolize",
+                "syscalls", "triage"]
     want += ["/usr/share/man/man1/microscope.1.gz"]
     want += ["/usr/share/man/man1/microscope-%s.1.gz" % c for c in commands]
     missing = [w for w in want if w not in listed and w.replace("/lib/systemd", "/usr/lib/systemd") not in listed]
@@ -89,6 +91,9 @@ try:
           [l for l in p.stdout.splitlines() if "file:line" in l or "problem" in l][:3])
     p = run(["/usr/bin/microscope", "report", "--json", "--granularity", "line", out], env=installed)
     check(p.returncode == 0 and "split.c:" in p.stdout, "and reports them")
+    p = run(["/usr/bin/microscope", "query", "--format", "csv", out,
+             "SELECT name FROM function_costs ORDER BY self DESC LIMIT 1"], env=installed)
+    check(p.returncode == 0 and "split" in p.stdout, "and queries them (%s)" % p.stdout.strip())
 finally:
     p = run(["dpkg", "--purge", "microscope"])
 check(p.returncode == 0, "dpkg --purge removed it (%s)" % p.stderr)
