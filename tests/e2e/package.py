@@ -93,7 +93,7 @@ try:
     check(p.returncode == 0 and "split.c:" in p.stdout, "and reports them")
     p = run(["/usr/bin/microscope", "query", "--format", "csv", out,
              "SELECT name FROM function_costs ORDER BY self DESC LIMIT 1"], env=installed)
-    check(p.returncode == 0 and "split" in p.stdout, "and queries them (%s)" % p.stdout.strip())
+    check(p.returncode == 0 and p.stdout.split() == ["name", "hot"], "and queries them: %s" % p.stdout.split())
 finally:
     p = run(["dpkg", "--purge", "microscope"])
 check(p.returncode == 0, "dpkg --purge removed it (%s)" % p.stderr)
