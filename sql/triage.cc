@@ -235,12 +235,16 @@ TriageReport Triage(Database& db, std::span<const Rule> rules, const std::string
            std::string("the ") + source + " source was " + state});
     }
   }
-  if (Scalar(db,
-             "SELECT count(*) FROM threads t WHERE t.pid != (SELECT target_pid FROM captures) "
-             "AND EXISTS (SELECT 1 FROM samples s WHERE s.thread = t.id)") > 0) {
-    nc.push_back({"other processes' threads",
-                  "the target's children are in the samples, but shares are of the target "
-                  "process's threads (the ones read)"});
+  const double unread =
+      Scalar(db,
+             "SELECT count(*) FROM threads t WHERE EXISTS (SELECT 1 FROM samples s "
+             "WHERE s.thread = t.id) AND t.id NOT IN (SELECT thread FROM "
+             "thread_window WHERE life > 0)");
+  if (report.threads > 0 && unread > 0) {
+    nc.push_back({"threads too short to read",
+                  std::to_string(int64_t(unread)) +
+                      " threads with samples lived between two readings (100 ms apart), or "
+                      "outside the target's descendants: they are in the samples, not the shares"});
   }
   nc.push_back({"GPU activity", "no GPU tracing: kernels, copies and their queues are not seen"});
   nc.push_back({"I/O device latency",

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/file_policy.h"
 #include "base/scoped_fd.h"
 #include "src/record/proc.h"
 
@@ -155,25 +156,56 @@ class ReadingsSource final : public QueuedSource<Reading> {
     fresh_.push_back({time, pid, tid, std::move(scope), std::string(key), value, std::move(comm)});
   }
 
+  // The target and its descendants (the processes the recording follows:
+  // a shell's pipeline, make's jobs), from each process's parent in
+  // /proc/N/stat.
+  std::vector<pid_t> Processes() const {
+    std::vector<std::pair<pid_t, pid_t>> parent;  // (pid, ppid)
+    ScopedFd dir(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir.valid()) {
+      for (const std::string& name : EntryNames(dir.get())) {
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::string stat = ReadSmall("/proc/" + name + "/stat");
+        // PID (COMM) STATE PPID ...: the command may hold spaces and parentheses.
+        const size_t close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 1));
+        std::string state;
+        long ppid = 0;
+        if (rest >> state >> ppid) parent.emplace_back(pid_t(std::stol(name)), pid_t(ppid));
+      }
+    }
+    std::vector<pid_t> out = {target_};
+    for (size_t i = 0; i < out.size() && out.size() < kMaxReadingThreads; ++i) {
+      for (const auto& [pid, ppid] : parent) {
+        if (ppid == out[i]) out.push_back(pid);
+      }
+    }
+    return out;
+  }
+
   void ReadAll(uint64_t now) {
-    const std::string proc = "/proc/" + std::to_string(target_);
-    std::vector<pid_t> tasks = ListTasks(target_);
-    if (tasks.size() > kMaxReadingThreads) {
-      threads_refused_ += tasks.size() - kMaxReadingThreads;
-      tasks.resize(kMaxReadingThreads);
+    size_t threads = 0;
+    for (pid_t pid : Processes()) {
+      const std::string proc = "/proc/" + std::to_string(pid);
+      for (pid_t tid : ListTasks(pid)) {
+        if (threads >= kMaxReadingThreads) {
+          ++threads_refused_;
+          continue;
+        }
+        const std::string task = proc + "/task/" + std::to_string(tid);
+        std::istringstream stat(ReadSmall(task + "/schedstat"));
+        int64_t on_cpu = 0, delay = 0, slices = 0;
+        if (!(stat >> on_cpu >> delay >> slices)) continue;
+        ++threads;
+        std::string comm = ReadSmall(task + "/comm");
+        while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+        Add(now, pid, tid, "", capture::kReadingOnCpu, on_cpu, comm);
+        Add(now, pid, tid, "", capture::kReadingRunDelay, delay, comm);
+        Add(now, pid, tid, "", capture::kReadingTimeslices, slices, comm);
+      }
     }
-    for (pid_t tid : tasks) {
-      const std::string task = proc + "/task/" + std::to_string(tid);
-      std::istringstream stat(ReadSmall(task + "/schedstat"));
-      int64_t on_cpu = 0, delay = 0, slices = 0;
-      if (!(stat >> on_cpu >> delay >> slices)) continue;
-      std::string comm = ReadSmall(task + "/comm");
-      while (!comm.empty() && comm.back() == '\n') comm.pop_back();
-      Add(now, target_, tid, "", capture::kReadingOnCpu, on_cpu, comm);
-      Add(now, target_, tid, "", capture::kReadingRunDelay, delay, comm);
-      Add(now, target_, tid, "", capture::kReadingTimeslices, slices, comm);
-    }
-    ReadCgroup(now, proc);
+    ReadCgroup(now, "/proc/" + std::to_string(target_));
     for (const char* resource : {"cpu", "memory", "io"}) {
       ReadPressure(now, std::string("/proc/pressure/") + resource, "system", resource);
     }

@@ -1,5 +1,6 @@
 // The readings source (record --readings): every 100 ms, the targets' own
-// counters as the kernel keeps them, beside the samples: each thread's
+// counters as the kernel keeps them, beside the samples: each thread's (of
+// the target and its descendants)
 // scheduler statistics (/proc/PID/task/TID/schedstat: time on CPU, time
 // runnable but waiting for one, timeslices), the target's cgroup's CPU
 // quota and throttling (v1 cpu.cfs_quota_us, cpu.cfs_period_us, cpu.stat;
