@@ -3,10 +3,12 @@
 -- next: microscope report {capture} --syscalls
 -- Waiting for input or for a peer: reads, receives, polls, accepts, a
 -- child's exit. Share: the slowest such call's time over the busy threads'
--- time (the calls' own durations, from entry to exit).
+-- time (the calls' own durations, from entry to exit, within the window).
 WITH calls AS (
-  SELECT s.* FROM syscalls s JOIN thread_window w ON w.thread = s.thread AND w.busy
-  WHERE s.time >= w.start AND s.time < w.end AND s.name IN (
+  SELECT s.name, s.arg0,
+         min(s.time + s.duration, w.end) - max(s.time, w.start) AS duration
+  FROM syscalls s JOIN thread_window w ON w.thread = s.thread AND w.busy
+  WHERE s.time < w.end AND s.time + s.duration > w.start AND s.name IN (
     'read', 'readv', 'pread64', 'preadv', 'preadv2', 'recvfrom', 'recvmsg', 'recvmmsg',
     'poll', 'ppoll', 'select', 'pselect6', 'epoll_wait', 'epoll_pwait', 'epoll_pwait2',
     'accept', 'accept4', 'connect', 'wait4', 'waitid', 'msgrcv', 'mq_timedreceive',

@@ -9,7 +9,7 @@ SELECT sum(w.on_cpu) * 1.0 / sum(w.life) AS share,
        printf('%.0f%%', f.self_percent) AS function_share,
        '^' || re_quote(f.name) || '$' AS focus,
        count(*) AS threads
-FROM thread_window w,
-     (SELECT name, self_percent FROM function_costs ORDER BY self DESC LIMIT 1) f
+FROM thread_window w
+     LEFT JOIN (SELECT name, self_percent FROM function_costs ORDER BY self DESC LIMIT 1) f
 WHERE w.busy AND w.life > 0
 HAVING count(*) > 0

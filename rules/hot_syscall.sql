@@ -4,10 +4,11 @@
 -- A call made so often, or so costly, that its own time is a large part
 -- of the threads' time, apart from the calls that wait (the blocked and
 -- sleeping rules' calls, futex).
-SELECT sum(s.duration) * 1.0 / (SELECT sum(life) FROM thread_window WHERE busy AND life > 0) AS share,
+SELECT sum(min(s.time + s.duration, w.end) - max(s.time, w.start)) * 1.0 /
+         (SELECT sum(life) FROM thread_window WHERE busy AND life > 0) AS share,
        s.name AS call, count(*) AS calls, duration_text(sum(s.duration) / count(*)) AS mean
 FROM syscalls s JOIN thread_window w ON w.thread = s.thread AND w.busy
-WHERE s.time >= w.start AND s.time < w.end AND s.name NOT IN (
+WHERE s.time < w.end AND s.time + s.duration > w.start AND s.name NOT IN (
   'read', 'readv', 'pread64', 'preadv', 'preadv2', 'recvfrom', 'recvmsg', 'recvmmsg', 'poll',
   'ppoll', 'select', 'pselect6', 'epoll_wait', 'epoll_pwait', 'epoll_pwait2', 'accept',
   'accept4', 'connect', 'wait4', 'waitid', 'msgrcv', 'mq_timedreceive', 'io_getevents',

@@ -9,7 +9,7 @@
 WITH waits AS (
   SELECT o.*, max(0, min(o.end, w.end) - max(o.start, w.start)) AS inside
   FROM off_cpu o JOIN thread_window w ON w.thread = o.thread AND w.busy
-  WHERE o.state = 'sleeping'
+  WHERE o.state = 'sleeping' AND o.end > w.start AND o.start < w.end
     AND stack_contains(o.stack, 'pthread_mutex_(timed|clock)?lock|__lll_lock_wait|pthread_rwlock_|sem_(timed|clock)?wait|__new_sem_wait')
     AND NOT stack_contains(o.stack, 'pthread_cond')
     AND NOT (stack_contains(o.stack, '_PyEval_EvalFrameDefault|PyEval_RestoreThread|take_gil')

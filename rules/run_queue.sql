@@ -5,7 +5,8 @@
 -- program or others) held the CPUs. Share: time on run queues (schedstat)
 -- over the busy threads' time in the window, less what their cgroup's
 -- quota throttled (the throttling rule's).
-SELECT max(0, sum(w.run_delay) - coalesce((SELECT sum(throttled_ns) FROM cgroup_window), 0))
+SELECT max(0, sum(w.run_delay) - min(sum(w.run_delay),
+                                     coalesce((SELECT max(throttled_ns) FROM cgroup_window), 0)))
          * 1.0 / sum(w.life) AS share,
        (SELECT name || ' (tid ' || tid || ')' FROM thread_window WHERE busy
         ORDER BY run_delay DESC LIMIT 1) AS waiting_thread,

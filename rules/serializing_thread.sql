@@ -9,6 +9,7 @@ WITH sleeps AS (
          max(0, min(o.end, w.end) - max(o.start, w.start)) AS inside
   FROM off_cpu o JOIN thread_window w ON w.thread = o.thread AND w.busy
   WHERE o.state = 'sleeping' AND o.waker_tid IS NOT NULL AND o.waker_tid != w.tid
+    AND o.end > w.start AND o.start < w.end
 ),
 by_waker AS (
   SELECT waker_tid, waker_name, sum(inside) AS ended, count(DISTINCT thread) AS waiters

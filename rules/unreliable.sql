@@ -8,4 +8,9 @@ SELECT (cut + lost) * 1.0 / max(1, all_samples + lost) AS share, cut, lost
 FROM (SELECT (SELECT count(*) FROM samples
               WHERE stack_end NOT IN ('complete', 'frame-pointer-end')) AS cut,
              (SELECT count(*) FROM samples) AS all_samples,
-             (SELECT coalesce(sum(count), 0) FROM losses WHERE kind = 'lost_samples') AS lost)
+             -- Samples the kernel dropped (LOST_SAMPLES) and the rings' lost
+             -- records, less those of tasks and mappings (not samples).
+             (SELECT coalesce(sum(count) FILTER (WHERE kind = 'lost_samples'), 0)
+                     + max(0, coalesce(sum(count) FILTER (WHERE kind = 'ring_lost_records'), 0)
+                              - coalesce(sum(count) FILTER (WHERE kind = 'lost_task_records'), 0))
+              FROM losses) AS lost)

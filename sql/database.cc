@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "analysis/presentation.h"
@@ -44,6 +46,18 @@ struct Cursor : sqlite3_vtab_cursor {
 };
 
 enum IndexBits : int { kById = 1, kByCapture = 2 };
+
+// An id compared with `=`: an integer, or a real with an integer's value
+// (the constraint is omitted, so SQLite does not check the row again).
+std::optional<int64_t> IdValue(sqlite3_value* v) {
+  const int type = sqlite3_value_numeric_type(v);
+  if (type == SQLITE_INTEGER) return sqlite3_value_int64(v);
+  if (type == SQLITE_FLOAT) {
+    const double d = sqlite3_value_double(v);
+    if (d >= -9.2e18 && d <= 9.2e18 && d == std::floor(d)) return int64_t(d);
+  }
+  return std::nullopt;
+}
 
 const Corpus& CorpusOf(sqlite3_vtab_cursor* c) {
   return *static_cast<VTab*>(c->pVtab)->shared->corpus;
@@ -171,9 +185,8 @@ int Filter(sqlite3_vtab_cursor* cur, int idx_num, const char*, int argc, sqlite3
   if ((idx_num & kById) != 0 && arg < argc) {
     sqlite3_value* v = argv[arg++];
     const IdKind kind = IsSampleFrames(spec) ? IdKind::kSample : spec.id_kind;
-    auto [part, row] = sqlite3_value_numeric_type(v) == SQLITE_INTEGER
-                           ? corpus.Locate(kind, sqlite3_value_int64(v))
-                           : std::pair<const Part*, uint32_t>{nullptr, 0};
+    const std::optional<int64_t> id = IdValue(v);
+    auto [part, row] = id ? corpus.Locate(kind, *id) : std::pair<const Part*, uint32_t>{nullptr, 0};
     if (part == nullptr) {
       k->part = k->part_end;
       return SQLITE_OK;
@@ -186,8 +199,7 @@ int Filter(sqlite3_vtab_cursor* cur, int idx_num, const char*, int argc, sqlite3
   }
   if ((idx_num & kByCapture) != 0 && arg < argc) {
     sqlite3_value* v = argv[arg++];
-    const int64_t want =
-        sqlite3_value_numeric_type(v) == SQLITE_INTEGER ? sqlite3_value_int64(v) : -1;
+    const int64_t want = IdValue(v).value_or(-1);
     if (want < int64_t(k->part) || want >= int64_t(k->part_end)) {
       k->part = k->part_end;
       return SQLITE_OK;
@@ -426,6 +438,7 @@ void DurationText(sqlite3_context* ctx, int, sqlite3_value** argv) {
   const int type = sqlite3_value_numeric_type(argv[0]);
   if (type == SQLITE_NULL) return sqlite3_result_null(ctx);
   double ns = sqlite3_value_double(argv[0]);
+  if (!(std::fabs(ns) < 1.8e19)) return sqlite3_result_null(ctx);  // NaN, inf, past uint64
   std::string text =
       ns < 0 ? "-" + analysis::Duration(uint64_t(-ns)) : analysis::Duration(uint64_t(ns));
   Out(ctx).Text(text);
@@ -562,6 +575,10 @@ Status Database::Register() {
   sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_db_config(db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
   sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
+  // A query's strings and blobs at most 256 MiB, and all of SQLite's memory
+  // 4 GiB: zeroblob(1e12) is an error, not the machine's memory.
+  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, 256 << 20);
+  sqlite3_hard_heap_limit64(int64_t(4) << 30);
   registry_ = new Registry();
   registry_->shared.corpus = &corpus_;
   registry_->shared.cancel = &cancel_;
@@ -616,6 +633,7 @@ Status Database::Run(std::string_view sql, RowSink& sink, uint64_t timeout_ms) {
   cancel_.store(false);
   int denied = 0;
   sqlite3_set_authorizer(db_, Authorize, &denied);
+  timeout_ms = std::min<uint64_t>(timeout_ms, 86400000);  // a day: no overflow in wait_for
   Watchdog watchdog(db_, &cancel_, timeout_ms);
   auto timed_out = [&] {
     return Status::Error(StatusCode::kCancelled, "the query ran past its time bound of " +
@@ -651,6 +669,11 @@ Status Database::Run(std::string_view sql, RowSink& sink, uint64_t timeout_ms) {
     }
     done = tail != nullptr ? size_t(tail - sql.data()) : sql.size();
     if (!stmt) continue;  // a comment or blank
+    // VACUUM never asks the authorizer: every statement must only read.
+    if (!sqlite3_stmt_readonly(stmt.get())) {
+      result = Status::Error("queries are read-only: a statement that writes is not allowed");
+      break;
+    }
     const int columns = sqlite3_column_count(stmt.get());
     std::vector<std::string> names;
     for (int i = 0; i < columns; ++i) names.emplace_back(sqlite3_column_name(stmt.get(), i));

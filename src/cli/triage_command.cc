@@ -65,6 +65,9 @@ int RunTriage(const TriageOptions& o) {
   if (!o.duration.empty() && !ParseDurationOption("--duration", o.duration, &r.duration_ns))
     return 2;
   if (o.pid != 0 && r.duration_ns == 0) r.duration_ns = 5'000'000'000;
+  // A file left by an earlier run is not this window: gone before it records.
+  struct stat old;
+  if (lstat(o.output.c_str(), &old) == 0 && S_ISREG(old.st_mode)) unlink(o.output.c_str());
   const uint64_t started = RealtimeNowNs();
   // The program writes to standard error: standard output is the report's.
   fflush(stdout);

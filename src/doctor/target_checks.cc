@@ -253,7 +253,7 @@ std::string Readlink(const std::string& path) {
 std::vector<Check> TargetChecks(const Target& target) {
   std::vector<Check> out;
   std::vector<std::string> modules;  // as the target names them
-  std::string root;                  // where they are read: "" or /proc/PID/root
+  std::vector<std::string> mapped;   // a process's: where each is read (map_files)
   if (target.pid != 0) {
     const std::string proc = "/proc/" + std::to_string(target.pid);
     std::vector<record::ExecutableMapping> maps = record::ExecutableMappings(target.pid);
@@ -274,15 +274,22 @@ std::vector<Check> TargetChecks(const Target& target) {
     } else if (theirs == ours) {
       ns.found = "the same as microscope's";
     } else {
-      ns.found = "another (" + theirs + ": a container): its files are read through " + proc +
-                 "/root, its debug files looked for there and here";
-      root = proc + "/root";
+      ns.found = "another (" + theirs + ": a container): its files are read as mapped (" + proc +
+                 "/map_files), its debug files looked for here";
     }
     out.push_back(ns);
+    // Each file through /proc/PID/map_files: the very file mapped, never a
+    // path the target could point elsewhere (a link in its root, a file
+    // swapped since). Only root reads them.
     std::set<std::string> seen;
     for (const auto& m : maps) {
       if (m.path.empty() || m.path[0] != '/' || !seen.insert(m.path).second) continue;
-      if (modules.size() < kMaxModules) modules.push_back(m.path);
+      if (modules.size() >= kMaxModules) break;
+      char link[64];
+      snprintf(link, sizeof link, "/map_files/%llx-%llx", (unsigned long long)m.start,
+               (unsigned long long)m.end);
+      modules.push_back(m.path);
+      mapped.push_back(proc + link);
     }
   } else {
     if (target.command.empty()) return out;
@@ -301,8 +308,9 @@ std::vector<Check> TargetChecks(const Target& target) {
   }
   std::vector<uint8_t> undebugged_id;
   size_t without_cfi = 0, without_debug = 0;
-  for (const std::string& name : modules) {
-    const std::string path = root + name;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const std::string& name = modules[i];
+    const std::string path = i < mapped.size() ? mapped[i] : name;
     ModuleFacts f = Facts(path);
     Check c{"module " + name, Verdict::kPass, "", ""};
     if (!f.elf) {

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -160,7 +161,7 @@ class ReadingsSource final : public QueuedSource<Reading> {
   // a shell's pipeline, make's jobs), from each process's parent in
   // /proc/N/stat.
   std::vector<pid_t> Processes() const {
-    std::vector<std::pair<pid_t, pid_t>> parent;  // (pid, ppid)
+    std::multimap<pid_t, pid_t> children;  // ppid -> pid
     ScopedFd dir(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir.valid()) {
       for (const std::string& name : EntryNames(dir.get())) {
@@ -172,21 +173,22 @@ class ReadingsSource final : public QueuedSource<Reading> {
         std::istringstream rest(stat.substr(close + 1));
         std::string state;
         long ppid = 0;
-        if (rest >> state >> ppid) parent.emplace_back(pid_t(std::stol(name)), pid_t(ppid));
+        if (rest >> state >> ppid) children.emplace(pid_t(ppid), pid_t(std::stol(name)));
       }
     }
     std::vector<pid_t> out = {target_};
-    for (size_t i = 0; i < out.size() && out.size() < kMaxReadingThreads; ++i) {
-      for (const auto& [pid, ppid] : parent) {
-        if (ppid == out[i]) out.push_back(pid);
-      }
+    for (size_t i = 0; i < out.size(); ++i) {
+      auto [b, e] = children.equal_range(out[i]);
+      for (auto it = b; it != e && out.size() < kMaxReadingThreads; ++it) out.push_back(it->second);
     }
     return out;
   }
 
   void ReadAll(uint64_t now) {
+    // The processes again once a second: a scan reads every /proc/N/stat.
+    if (readings_++ % 10 == 0) processes_ = Processes();
     size_t threads = 0;
-    for (pid_t pid : Processes()) {
+    for (pid_t pid : processes_) {
       const std::string proc = "/proc/" + std::to_string(pid);
       for (pid_t tid : ListTasks(pid)) {
         if (threads >= kMaxReadingThreads) {
@@ -228,8 +230,12 @@ class ReadingsSource final : public QueuedSource<Reading> {
         while (std::getline(names, c, ',')) {
           if (c != "cpu") continue;
           std::string rel = path;
-          if (!mounts_.v1_root.empty() && rel.rfind(mounts_.v1_root, 0) == 0)
-            rel = rel.substr(mounts_.v1_root.size());
+          if (!mounts_.v1_root.empty()) {
+            // Under the mount's root, or not reachable through this mount.
+            const std::string& r = mounts_.v1_root;
+            if (rel.rfind(r, 0) != 0 || (rel.size() > r.size() && rel[r.size()] != '/')) continue;
+            rel = rel.substr(r.size());
+          }
           // "cpu:/path", as /proc/PID/cgroup names a v1 hierarchy's cgroup.
           ReadV1(now, "cpu:" + path, mounts_.v1_cpu + rel);
         }
@@ -293,6 +299,8 @@ class ReadingsSource final : public QueuedSource<Reading> {
   ScopedFd timer_;
   CgroupMounts mounts_;
   bool first_ = true;
+  uint64_t readings_ = 0;
+  std::vector<pid_t> processes_;
   std::vector<Reading> fresh_;
   uint64_t rows_ = 0, dropped_ = 0, threads_refused_ = 0;
 };

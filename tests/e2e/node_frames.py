@@ -331,9 +331,14 @@ for major, node in sorted((m, n) for m, n in nodes.items() if m in majors):
                 theirs.update({fn: t["ticks"] for fn in INL if t["line"] in body(fn)})
     share = lambda c: {fn: c[fn] / max(1, sum(c.values())) for fn in INL}
     values = rep["header"]["sources"]["node"]["values"]
+    # The shares against --cpu-prof's in the build that measures, not under
+    # the sanitizers: there the recorder, three times slower beside the
+    # fuzzers, had once() at 0.640 and 0.663 where --cpu-prof had 0.768 and
+    # 0.800 (two CI runs of 2026-12-06, Node 26.12.1; the same runs' build/
+    # 0.671 and 0.767, and 0.738/0.739, 0.725/0.759 alone at its lag).
+    close = SANITIZED or all(abs(share(ours)[fn] - share(theirs)[fn]) <= 0.10 for fn in INL)
     check(sum(ours.values()) > 300 and unread <= 0.5 * sum(ours.values()) and
-          chained >= 0.95 * on("once") > 0.2 * on("spin") and
-          all(abs(share(ours)[fn] - share(theirs)[fn]) <= 0.10 for fn in INL) and
+          chained >= 0.95 * on("once") > 0.2 * on("spin") and close and
           values["inlined_frames"] > 300 and
           all(placed[fn, True] >= 0.95 * (placed[fn, True] + placed[fn, False]) > 0 for fn in INL),
           "node %s: inlined twice() and once() are frames of their own: innermost in spin, twice "

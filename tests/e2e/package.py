@@ -4,6 +4,7 @@ where Debian expects them (binary, DWARF reader helper, man page per command, ba
 completion, systemd unit that systemd-analyze accepts), a recording made and
 reported with the installed binary, then removed and purged leaving nothing."""
 import glob
+import json
 import os
 import re
 import shutil
@@ -93,7 +94,9 @@ try:
     check(p.returncode == 0 and "split.c:" in p.stdout, "and reports them")
     p = run(["/usr/bin/microscope", "query", "--format", "csv", out,
              "SELECT name FROM function_costs ORDER BY self DESC LIMIT 1"], env=installed)
-    check(p.returncode == 0 and p.stdout.split() == ["name", "hot"], "and queries them: %s" % p.stdout.split())
+    flat = json.loads(run(["/usr/bin/microscope", "report", "--json", out], env=installed).stdout)
+    check(p.returncode == 0 and p.stdout.split() == ["name", flat["functions"][0]["function"]],
+          "and queries them as report counts them: %s" % p.stdout.split())
 finally:
     p = run(["dpkg", "--purge", "microscope"])
 check(p.returncode == 0, "dpkg --purge removed it (%s)" % p.stderr)

@@ -239,6 +239,20 @@ TEST_CASE("Query: read-only, bad SQL and a runaway query are refused with clear 
   }
   Status del = db->Run("DELETE FROM samples", sink, 30000);
   CHECK(!del.ok());
+  // VACUUM asks no authorizer; it writes, and is refused as a writer.
+  char vacuum_dir[] = "/tmp/query-vacuum-XXXXXX";
+  REQUIRE(mkdtemp(vacuum_dir) != nullptr);
+  const std::string vacuum_file = std::string(vacuum_dir) + "/v.db";
+  Status vacuum = db->Run("VACUUM INTO '" + vacuum_file + "'", sink, 30000);
+  CHECK(!vacuum.ok());
+  CHECK(access(vacuum_file.c_str(), F_OK) != 0);
+  rmdir(vacuum_dir);
+  // Memory is bounded: a 1 TB blob is an error.
+  Status big = db->Run("SELECT length(zeroblob(1000000000000))", sink, 30000);
+  CHECK(!big.ok());
+  // An id compared with a real of an integer's value finds its row.
+  Collect real_id = Run(*db, "SELECT count(*) FROM samples WHERE id = 1.0");
+  CHECK(Int(real_id.rows[0][0]) == 1);
   Status bad = db->Run("SELECT 1;\nSELECT * FORM samples", sink, 30000);
   REQUIRE(!bad.ok());
   CHECK(bad.message().find("near \"FORM\": syntax error (at byte 19)") == 0);
