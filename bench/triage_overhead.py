@@ -2,8 +2,8 @@
 """triage's own cost to the program it looks at, in alternating runs
 (plain, triage, plain, triage, ...), medians of --repeat each:
 
-- a CPU-bound loop (tests' triage fixture, cpu 1500: a fixed 1.5 s of its
-  own CPU time): its wall time and its CPU time (user + system, from
+- a CPU-bound program of a fixed amount of work (spin2 10000: two threads
+  on both CPUs): its wall time and its CPU time (user + system, from
   /usr/bin/time around the fixture itself, inside the triage);
 - a storm of cheap system calls (syscall_storm: 1,000,000 getppid, the
   loop's own time as it prints it), where tracing every call costs most.
@@ -19,7 +19,7 @@ import tempfile
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, input="\n")
     if p.returncode != 0:
         sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stderr[-2000:]))
     return p
@@ -43,7 +43,7 @@ def main():
     ms = os.path.join(a.build, "microscope")
     d = tempfile.mkdtemp(prefix="triage-overhead-")
     triage = [ms, "triage", "--json", "-o", d + "/t.mscap"]
-    loop = [os.path.join(a.build, "tests", "triage"), "cpu", "1500"]
+    loop = [os.path.join(a.build, "tests", "spin2"), "10000"]
     storm = [os.path.join(a.build, "tests", "syscall_storm"), "1000000"]
     rows = {"loop": ([], []), "storm": ([], [])}
     for _ in range(a.repeat):
