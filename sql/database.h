@@ -37,6 +37,19 @@ class RowSink {
   virtual void End() = 0;
 };
 
+// A sink that keeps the last statement's rows in memory (triage's rules,
+// tests).
+struct CollectedRows : RowSink {
+  std::vector<std::string> columns;
+  std::vector<std::vector<Value>> rows;
+  void Begin(const std::vector<std::string>& c) override {
+    columns = c;
+    rows.clear();
+  }
+  void Row(const std::vector<Value>& v) override { rows.push_back(v); }
+  void End() override {}
+};
+
 class Database {
  public:
   // Takes the captures; tables and functions are registered over them.

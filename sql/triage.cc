@@ -84,17 +84,6 @@ std::string Fill(const std::string& text, const std::vector<std::string>& column
   return out;
 }
 
-struct KeptRows : RowSink {
-  std::vector<std::string> columns;
-  std::vector<std::vector<Value>> rows;
-  void Begin(const std::vector<std::string>& c) override {
-    columns = c;
-    rows.clear();
-  }
-  void Row(const std::vector<Value>& v) override { rows.push_back(v); }
-  void End() override {}
-};
-
 double Number(const Value& v) {
   if (std::holds_alternative<int64_t>(v)) return double(std::get<int64_t>(v));
   if (std::holds_alternative<double>(v)) return std::get<double>(v);
@@ -103,7 +92,7 @@ double Number(const Value& v) {
 
 // One number of a one-row query (0 when absent).
 double Scalar(Database& db, const std::string& query) {
-  KeptRows c;
+  CollectedRows c;
   if (!db.Run(query, c, 30000).ok() || c.rows.empty() || c.rows[0].empty()) return 0;
   double v = Number(c.rows[0][0]);
   return std::isnan(v) ? 0 : v;
@@ -174,6 +163,23 @@ Result<std::vector<Rule>> RulesFromDirectory(const std::string& dir) {
   return out;
 }
 
+Result<std::vector<Rule>> LoadRules(std::span<const std::string> dirs) {
+  std::vector<Rule> rules = BuiltinRules();
+  for (const std::string& dir : dirs) {
+    ASSIGN_OR_RETURN(std::vector<Rule> theirs, RulesFromDirectory(dir));
+    for (Rule& r : theirs) {
+      auto same =
+          std::find_if(rules.begin(), rules.end(), [&](const Rule& b) { return b.name == r.name; });
+      if (same != rules.end()) {
+        *same = std::move(r);
+      } else {
+        rules.push_back(std::move(r));
+      }
+    }
+  }
+  return rules;
+}
+
 TriageReport Triage(Database& db, std::span<const Rule> rules, const std::string& capture_path) {
   TriageReport report;
   report.capture = capture_path;
@@ -184,7 +190,7 @@ TriageReport Triage(Database& db, std::span<const Rule> rules, const std::string
   report.threads = size_t(Scalar(db, threads + "SELECT count(*) FROM th"));
   report.thread_ns = uint64_t(Scalar(db, threads + "SELECT coalesce(sum(life), 0) FROM th"));
   for (const Rule& rule : rules) {
-    KeptRows c;
+    CollectedRows c;
     Status s = db.Run(rule.sql, c, 30000);
     if (!s.ok()) {
       report.rule_errors.push_back(rule.name + " (" + rule.origin + "): " + s.message());
@@ -224,7 +230,7 @@ TriageReport Triage(Database& db, std::span<const Rule> rules, const std::string
     nc.push_back({"cgroup CPU throttling", "no CPU controller was found for the target's cgroup"});
   }
   for (const char* source : {"off-cpu", "syscalls"}) {
-    KeptRows st;
+    CollectedRows st;
     db.Run(std::string("SELECT state FROM sources WHERE name = '") + source + "' LIMIT 1", st,
            30000);
     const std::string state =

@@ -37,6 +37,10 @@ std::vector<Rule> BuiltinRules();
 // user's rules, run beside or instead of the built-in ones of that name.
 Result<std::vector<Rule>> RulesFromDirectory(const std::string& dir);
 
+// The built-in rules, each replaced by a rule of the same name from `dirs`
+// (in order), and the others of `dirs` added after them.
+Result<std::vector<Rule>> LoadRules(std::span<const std::string> dirs);
+
 struct Finding {
   std::string rule;
   std::string title;

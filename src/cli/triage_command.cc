@@ -27,30 +27,12 @@ struct TriageOptions {
   bool human = false;
 };
 
-// The rules: the built-in ones, each replaced by a user's of the same name.
-Result<std::vector<sql::Rule>> Rules(const std::vector<std::string>& dirs) {
-  std::vector<sql::Rule> rules = sql::BuiltinRules();
-  for (const std::string& dir : dirs) {
-    ASSIGN_OR_RETURN(std::vector<sql::Rule> theirs, sql::RulesFromDirectory(dir));
-    for (sql::Rule& r : theirs) {
-      auto same = std::find_if(rules.begin(), rules.end(),
-                               [&](const sql::Rule& b) { return b.name == r.name; });
-      if (same != rules.end()) {
-        *same = std::move(r);
-      } else {
-        rules.push_back(std::move(r));
-      }
-    }
-  }
-  return rules;
-}
-
 int RunTriage(const TriageOptions& o) {
   if ((o.pid != 0) == !o.command.empty()) {
     PrintError("triage: --pid PID or -- PROG ARGS (one of them)");
     return 2;
   }
-  Result<std::vector<sql::Rule>> rules = Rules(o.rules);
+  Result<std::vector<sql::Rule>> rules = sql::LoadRules(o.rules);
   if (!rules.ok()) {
     PrintError(rules.status().message());
     return 2;

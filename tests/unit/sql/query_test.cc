@@ -22,16 +22,7 @@ using sql::Value;
 
 namespace {
 
-struct Collect : sql::RowSink {
-  std::vector<std::string> columns;
-  std::vector<std::vector<Value>> rows;
-  void Begin(const std::vector<std::string>& c) override {
-    columns = c;
-    rows.clear();
-  }
-  void Row(const std::vector<Value>& v) override { rows.push_back(v); }
-  void End() override {}
-};
+using Collect = sql::CollectedRows;
 
 std::unique_ptr<sql::Database> Open(std::vector<capture::Capture> captures) {
   sql::Corpus corpus;
