@@ -17,9 +17,9 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
+
+from report_scale import timed  # (seconds, max RSS KiB) of one run
 
 # Self and total per function in SQL over the base tables: per leaf stack
 # first, then each stack's walk to its root (a function counted once per
@@ -37,17 +37,6 @@ SELECT keyed.name, sum(iif(keyed.d = 0, l.w, 0)) AS self, sum(l.w) AS total
 FROM keyed JOIN leaf l ON l.stack = keyed.leaf GROUP BY keyed.key ORDER BY self DESC LIMIT 20"""
 COSTS = "SELECT name, self, total FROM function_costs ORDER BY self DESC LIMIT 20"
 SCAN = "SELECT count(*), sum(weight) FROM samples"
-
-
-def timed(cmd):
-    """(seconds, max RSS KiB) of one run, via GNU time."""
-    t0 = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True)
-    dt = time.monotonic() - t0
-    if p.returncode != 0:
-        sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stderr))
-    return dt, int(p.stderr.strip().splitlines()[-1])
 
 
 def main():
