@@ -216,10 +216,16 @@ void Processor::OnMmap2(const Event& e) {
 void Processor::OnComm(const Event& e) {
   capture::StringId name = strings_.Intern(e.comm);
   capture::ThreadId t = EnsureThread(e.pid, e.tid, e.time);
-  // A runtime's name stays, but for a new program.
-  if (e.exec) runtime_named_.erase(t);
+  // A runtime's name stays, but for a new program: one named before the
+  // exec. A name read from the new program's memory may come first (the
+  // runtime's source reads it live, the COMM record waits its turn in the
+  // ring), and stays.
+  if (auto named = runtime_named_.find(t);
+      e.exec && named != runtime_named_.end() && named->second.time < e.time) {
+    runtime_named_.erase(named);
+  }
   if (auto named = runtime_named_.find(t); named != runtime_named_.end()) {
-    named->second = name;
+    named->second.system = name;
   } else {
     capture_.threads[t].name = name;
   }

@@ -64,7 +64,7 @@ class Processor final : public RowSink {
   capture::ThreadId EventThread(uint32_t pid, uint32_t tid, uint64_t time,
                                 std::string_view comm) override;
   capture::ThreadId LatestThread(uint32_t pid, uint32_t tid) override;
-  void NameThread(uint32_t pid, uint32_t tid, std::string_view name) override;
+  void NameThread(uint32_t pid, uint32_t tid, uint64_t time, std::string_view name) override;
   capture::StackId EventStack(uint32_t pid, uint32_t tid, uint64_t time,
                               std::span<const uint64_t> kernel, const UserRegs* regs,
                               std::span<const uint8_t> user_stack, capture::StackEnd* end,
@@ -211,8 +211,13 @@ class Processor final : public RowSink {
   std::unordered_map<uint32_t, capture::ThreadId> threads_;
   // Threads a runtime named (NameThread), with the name the system gives
   // them (COMM records no longer rename them; a thread they start takes
-  // the system's).
-  std::unordered_map<capture::ThreadId, capture::StringId> runtime_named_;
+  // the system's) and when the runtime named them (an exec after that
+  // time forgets the name; one before it, processed later, does not).
+  struct RuntimeNamed {
+    capture::StringId system;
+    uint64_t time;
+  };
+  std::unordered_map<capture::ThreadId, RuntimeNamed> runtime_named_;
   capture::StringId SystemName(capture::ThreadId thread) const;
   std::unordered_map<std::string, capture::ModuleId> modules_;
   std::unordered_map<FrameKey, capture::FrameId, FrameKeyHash> frames_;

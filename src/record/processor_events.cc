@@ -3,6 +3,8 @@
 // registers and stack bytes it copied like samples' stacks.
 #include "src/record/processor.h"
 
+#include <algorithm>
+
 namespace microscope::record {
 
 using capture::kNone;
@@ -25,15 +27,16 @@ capture::ThreadId Processor::LatestThread(uint32_t pid, uint32_t tid) {
   return EnsureThread(pid, tid, capture_.settings.start_time);
 }
 
-void Processor::NameThread(uint32_t pid, uint32_t tid, std::string_view name) {
+void Processor::NameThread(uint32_t pid, uint32_t tid, uint64_t time, std::string_view name) {
   capture::ThreadId thread = LatestThread(pid, tid);
-  runtime_named_.try_emplace(thread, capture_.threads[thread].name);
+  auto [named, added] = runtime_named_.try_emplace(thread, capture_.threads[thread].name, time);
+  named->second.time = std::max(named->second.time, time);
   capture_.threads[thread].name = strings_.Intern(name);
 }
 
 capture::StringId Processor::SystemName(capture::ThreadId thread) const {
   auto named = runtime_named_.find(thread);
-  return named != runtime_named_.end() ? named->second : capture_.threads[thread].name;
+  return named != runtime_named_.end() ? named->second.system : capture_.threads[thread].name;
 }
 
 capture::StringId Processor::Intern(std::string_view s) {

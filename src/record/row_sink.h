@@ -24,8 +24,9 @@ class RowSink {
   virtual capture::ThreadId EventThread(uint32_t pid, uint32_t tid, uint64_t time,
                                         std::string_view comm) = 0;
   // Names the thread's latest row as its runtime names it (Python's
-  // threading): the name COMM records give it is not taken after this.
-  virtual void NameThread(uint32_t pid, uint32_t tid, std::string_view name) = 0;
+  // threading) at `time`: the name COMM records give it is not taken after
+  // this, but an exec before `time` (processed after) keeps it too.
+  virtual void NameThread(uint32_t pid, uint32_t tid, uint64_t time, std::string_view name) = 0;
   // The thread's latest row (it may have exited), or a new one from the start.
   virtual capture::ThreadId LatestThread(uint32_t pid, uint32_t tid) = 0;
   // A stack BPF took at `time`: `kernel` as bpf_get_stack gives it (where

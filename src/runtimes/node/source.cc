@@ -551,7 +551,7 @@ void NodeSource::NameThread(const v8_thread_name& e) {
   given = name;
   ++p->second.names_given;
   ++thread_names_given_;
-  names_sink_->NameThread(e.pid, e.tid, given);
+  names_sink_->NameThread(e.pid, e.tid, e.time, given);
 }
 
 void NodeSource::Poll(const record::PollWindow& window, record::RowSink* sink) {

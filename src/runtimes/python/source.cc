@@ -479,7 +479,7 @@ void PythonSource::NameThreads(Process& p, std::span<const PythonThread> threads
     if (given == name->second) continue;
     if (given.empty()) ++threads_named_;
     given = name->second;
-    sink->NameThread(p.pid, tid->second, given);
+    sink->NameThread(p.pid, tid->second, now, given);
   }
   // Only the living threads' names are kept: a program that starts
   // threads without end costs no more than its threads of the moment.

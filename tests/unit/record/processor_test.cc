@@ -403,7 +403,7 @@ TEST_CASE("Processor: a runtime's thread name stays; threads it starts take the 
     return out;
   };
   ProcessArenas({arena({CommRecord(10, 10, "python3.13", false, 5)})}, CollectorLayout(), &p);
-  p.NameThread(10, 10, "MainThread");
+  p.NameThread(10, 10, 6, "MainThread");
   ProcessArenas(
       {arena({TaskRecord(kRecordFork, 10, 10, 13, 10, 20), CommRecord(10, 10, "py-main", false, 30),
               TaskRecord(kRecordFork, 10, 10, 14, 10, 40)})},
@@ -414,4 +414,27 @@ TEST_CASE("Processor: a runtime's thread name stays; threads it starts take the 
   CHECK(names[10] == "MainThread");  // a later COMM record does not rename it
   CHECK(names[13] == "python3.13");  // the system's name when it started
   CHECK(names[14] == "py-main");
+}
+
+TEST_CASE("Processor: an exec processed after the runtime named the new program's thread") {
+  auto arena = [](const std::vector<std::vector<uint8_t>>& records) {
+    std::vector<uint8_t> out;
+    for (const auto& r : records) out.insert(out.end(), r.begin(), r.end());
+    return out;
+  };
+  // The runtime read the name at 50 from the program exec'd at 40, whose
+  // COMM record was still in the ring: the name stays.
+  Processor p(Processor::Options{});
+  p.NameThread(10, 10, 50, "MainThread");
+  ProcessArenas({arena({CommRecord(10, 10, "python3.11", true, 40)})}, CollectorLayout(), &p);
+  capture::Capture c = p.Finish(1000000);
+  REQUIRE(c.threads.size() == 1);
+  CHECK(c.str(c.threads[0].name) == "MainThread");
+  // An exec after the naming is another program: the system's name.
+  Processor q(Processor::Options{});
+  q.NameThread(10, 10, 50, "MainThread");
+  ProcessArenas({arena({CommRecord(10, 10, "sh", true, 60)})}, CollectorLayout(), &q);
+  capture::Capture d = q.Finish(1000000);
+  REQUIRE(d.threads.size() == 1);
+  CHECK(d.str(d.threads[0].name) == "sh");
 }
