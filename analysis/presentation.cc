@@ -84,7 +84,11 @@ void BudgetLines(const Summary& s, Lines& l) {
 void RunLines(const ReportHeader& h, Lines& l) {
   const Summary& s = h.summary;
   l.Line("command") = Join(s.command);
-  Appendf(l.Line("mode"), "%s, pid %d", s.mode.c_str(), s.target_pid);
+  if (s.mode == "import") {
+    Appendf(l.Line("mode"), "import, recorded by %s", s.recorder.c_str());
+  } else {
+    Appendf(l.Line("mode"), "%s, pid %d", s.mode.c_str(), s.target_pid);
+  }
   std::string& processes = l.Line("processes");
   Appendf(processes, "%zu:", s.processes.size());
   const size_t kCommandWidth = 40;  // a compiler's command line runs to pages

@@ -12,6 +12,7 @@ Summary Summarize(const capture::Capture& c) {
   Summary s;
   const capture::Settings& st = c.settings;
   s.mode = st.mode;
+  s.recorder = st.recorder;
   s.command = st.command;
   s.target_pid = st.target_pid;
   s.frequency = st.frequency;

@@ -36,6 +36,7 @@ struct ProblemSummary {
 
 struct Summary {
   std::string mode;
+  std::string recorder;  // what made it: "microscope 0.x", "perf 6.1.192", an importer
   std::vector<std::string> command;
   int32_t target_pid = 0;
   uint32_t frequency = 0;

@@ -10,6 +10,7 @@
 #include "formats/chrome.h"
 #include "formats/folded.h"
 #include "formats/gzip.h"
+#include "formats/perf_script.h"
 #include "formats/pprof.h"
 #include "formats/speedscope.h"
 
@@ -100,6 +101,8 @@ Result<capture::Capture> ImportProfile(std::span<const uint8_t> in, size_t max_i
     if (b < 0x20 && b != '\n' && b != '\r' && b != '\t') text = false;
   }
   if (IsGzip(in) || !text) return ReadPprof(in, "", max_inflated);
+  const std::string_view chars(reinterpret_cast<const char*>(in.data()), in.size());
+  if (LooksLikePerfScript(chars)) return ReadPerfScript(chars);
   return ReadFolded(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()));
 }
 

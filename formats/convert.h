@@ -41,7 +41,7 @@ Status Export(const capture::Capture& capture, const std::string& format, const 
               const ExportOptions& options);
 
 // Reads a pprof profile (gzipped or raw protobuf, inflated to at most
-// `max_inflated` bytes) or folded stacks.
+// `max_inflated` bytes), perf script text or folded stacks.
 Result<capture::Capture> ImportProfile(std::span<const uint8_t> bytes,
                                        size_t max_inflated = kMaxInflatedPprof);
 

@@ -59,6 +59,7 @@ ordered_json SummaryJson(const analysis::Summary& s) {
   ordered_json j;
   j["command"] = s.command;
   j["mode"] = s.mode;
+  j["recorder"] = s.recorder;
   j["target_pid"] = s.target_pid;
   j["frequency"] = s.frequency;
   j["call_graph"] = s.call_graph;

@@ -1,9 +1,13 @@
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "analysis/filter.h"
 #include "analysis/profile.h"
+#include "base/file_policy.h"
 #include "base/open_file.h"
 #include "capture/container.h"
 #include "capture/reader.h"
@@ -11,6 +15,7 @@
 #include "formats/convert.h"
 #include "src/cli/commands.h"
 #include "src/cli/filter_options.h"
+#include "src/import/perf_data.h"
 
 namespace microscope::cli {
 namespace {
@@ -25,6 +30,9 @@ struct ConvertOptions {
   bool native_leaves = false;
   bool per_thread = false;
   std::string max_inflate = "256M";
+  // perf.data: where module files may be found besides their recorded paths.
+  std::vector<std::string> debug_dirs;
+  std::string sysroot;
   FilterOptions filter;
 };
 
@@ -36,9 +44,11 @@ int RunConvert(ConvertOptions& o) {
   }
   uint64_t max_inflate = 0;
   if (!ParseSizeOption("--max-inflate", o.max_inflate, &max_inflate)) return 2;
-  const bool directory = capture::IsDirectory(o.input);
-  auto bytes =
-      directory ? Result<std::vector<uint8_t>>(std::vector<uint8_t>()) : ReadRegularFile(o.input);
+  const bool directory = o.input != "-" && capture::IsDirectory(o.input);
+  // "-": standard input (`perf record -o - | microscope convert - ...`).
+  auto bytes = directory        ? Result<std::vector<uint8_t>>(std::vector<uint8_t>())
+               : o.input == "-" ? ReadWhole(STDIN_FILENO, uint64_t(1) << 34)
+                                : ReadRegularFile(o.input, uint64_t(1) << 34);
   if (!bytes.ok()) {
     PrintError(bytes.status().WithContext(o.input).message());
     return 1;
@@ -50,6 +60,15 @@ int RunConvert(ConvertOptions& o) {
   Result<capture::Capture> cap = Status::Error("");
   if (directory) {
     cap = capture::ReadCaptureOrSegments(o.input);
+  } else if (import::IsPerfData(in)) {
+    import::PerfDataOptions how;
+    how.debug_dirs = o.debug_dirs;
+    how.sysroot = o.sysroot;
+    // A compressed perf.data holds some 10 times its size: the limit is
+    // --max-inflate's, or 32 times the file (up to 4 GiB) when that is more.
+    how.max_inflate =
+        std::max<uint64_t>(max_inflate, std::min<uint64_t>(uint64_t(in.size()) * 32, 4ull << 30));
+    cap = import::ReadPerfData(in, o.input == "-" ? "standard input" : o.input, how);
   } else if (is_capture) {
     auto payload = capture::DecodeContainer(in);  // the bytes already read, not the path again
     cap = payload.ok() ? capture::ParseCapturePayload(std::move(payload).value())
@@ -63,7 +82,7 @@ int RunConvert(ConvertOptions& o) {
   }
   if (!is_capture) {
     // An import: the result is a capture unless another format is asked for.
-    cap->settings.command = {o.input};
+    if (cap->settings.command.empty()) cap->settings.command = {o.input};
     if (formats::ExportFormatFor(o.to, o.output).empty()) o.to = "mscap";
   }
   formats::ExportOptions how;
@@ -93,6 +112,9 @@ Runner AddConvertCommand(CLI::App& app) {
       "  microscope convert run.mscap --to pprof -o run.pb.gz\n"
       "  microscope convert profile.pb.gz -o imported.mscap      (pprof, gzipped or raw)\n"
       "  microscope convert stacks.folded -o imported.mscap      (folded stacks)\n"
+      "  microscope convert perf.data -o imported.mscap          (perf record's file)\n"
+      "  perf record -o - ... | microscope convert - -o x.mscap  (perf's pipe mode)\n"
+      "  perf script > out.txt; microscope convert out.txt -o x.mscap\n"
       "What each format cannot carry:\n"
       "  pprof       sample times (samples are aggregated per stack and thread; pid, tid\n"
       "              and thread name are labels), stack end reasons, lost and throttle\n"
@@ -109,10 +131,25 @@ Runner AddConvertCommand(CLI::App& app) {
       "interval on its thread's track (waker, state, incomplete, user frame), folded and\n"
       "speedscope follow --metric (folded then counts microseconds, as offcputime -f).\n"
       "Imports keep what the input has: stacks, functions, values, and for pprof the\n"
-      "mappings and pid/tid/thread labels; folded input has one thread and counts.");
+      "mappings and pid/tid/thread labels; folded input has one thread and counts.\n"
+      "perf.data (by its magic, any name; file or pipe mode, zstd with -z): samples of\n"
+      "  its first sampling event with their times, CPUs, threads, processes (fork,\n"
+      "  exec, exit), mappings and build IDs, lost and throttle counts. fp callchains\n"
+      "  are kept as the kernel gave them; --call-graph dwarf stacks are unwound here\n"
+      "  by CFI from files proved by build ID (the recorded path, --sysroot, each\n"
+      "  --debug-dir's .build-id tree, perf's ~/.debug cache among them); a module\n"
+      "  found nowhere ends its stack (no unwind info). Frames are then named as\n"
+      "  `symbolize` names them; the kernel's only in the recording's boot. Not read:\n"
+      "  other events' samples (counted in a note), tracepoint data (RAW), READ\n"
+      "  groups, branch stacks, AUX data.\n"
+      "perf script text: samples with threads, times, the period (nanoseconds for\n"
+      "  cpu-clock and task-clock; other events or no period: counts) and frames by\n"
+      "  symbol and DSO as printed. Lost: build IDs, mappings, file offsets (frames\n"
+      "  cannot be named again), inlines unless perf printed them, process tree,\n"
+      "  lost and throttle counts; symbol offsets (+0x..) are dropped.");
   cmd->add_option("input", o->input,
-                  "a .mscap capture, a --continuous directory of segments, a pprof profile, or "
-                  "folded stacks")
+                  "a .mscap capture, a --continuous directory of segments, a perf.data file "
+                  "('-': standard input), perf script text, a pprof profile, or folded stacks")
       ->required();
   cmd->add_option("-o,--output", o->output, "file to write")->required();
   cmd->add_option("--to", o->to,
@@ -120,8 +157,13 @@ Runner AddConvertCommand(CLI::App& app) {
       ->check(CLI::IsMember({"pprof", "chrome", "folded", "speedscope", "mscap"}));
   cmd->add_option("--max-inflate", o->max_inflate,
                   "a gzipped pprof profile may inflate to at most SIZE bytes, whatever the "
-                  "file's size (K, M, G suffixes)")
+                  "file's size (K, M, G suffixes); a perf record -z file to SIZE or 32 times "
+                  "its size (up to 4G), whichever is more")
       ->capture_default_str();
+  cmd->add_option("--debug-dir", o->debug_dirs,
+                  "perf.data: a directory of module and debug files by build ID, as "
+                  "symbolize takes it (repeatable; perf's ~/.debug is one)");
+  cmd->add_option("--sysroot", o->sysroot, "perf.data: root of the recording host's files");
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
   AddInlinesOption(cmd, &o->inlines);
   AddLookOption(cmd, &o->look, &o->native_leaves);

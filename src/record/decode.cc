@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include <sys/mman.h>
+
 #include "base/byte_reader.h"
 
 namespace microscope::record {
@@ -164,6 +166,27 @@ Status ReadMmap2(ByteReader& r, uint16_t misc, Event* e) {
   return OkStatus();
 }
 
+// MMAP (perf.data files: the kernel's and synthesized mappings, and
+// recordings without mmap2): no inode or protection; an executable mapping
+// unless the kernel marked it data.
+Status ReadMmap(ByteReader& r, uint16_t misc, Event* e) {
+  e->type = EventType::kMmap2;
+  READ_OR_FAIL(r, &e->pid, "mmap.pid");
+  READ_OR_FAIL(r, &e->tid, "mmap.tid");
+  READ_OR_FAIL(r, &e->addr, "mmap.addr");
+  READ_OR_FAIL(r, &e->len, "mmap.len");
+  READ_OR_FAIL(r, &e->pgoff, "mmap.pgoff");
+  e->prot = (misc & kMiscMmapData) != 0 ? PROT_READ : PROT_READ | PROT_EXEC;
+  if (!r.PaddedString(&e->filename)) {
+    return Status::Error("mmap filename is not NUL-terminated within the record at offset " +
+                         std::to_string(r.offset()));
+  }
+  if (e->len == 0 || e->addr + e->len < e->addr) {
+    return Status::Error("mmap range is empty or wraps the address space");
+  }
+  return OkStatus();
+}
+
 Status ReadComm(ByteReader& r, uint16_t misc, Event* e) {
   e->type = EventType::kComm;
   e->exec = (misc & kMiscCommExec) != 0;
@@ -240,6 +263,9 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
       return e;
     case kRecordMmap2:
       RETURN_IF_ERROR(ReadMmap2(r, h.misc, &e));
+      break;
+    case kRecordMmap:
+      RETURN_IF_ERROR(ReadMmap(r, h.misc, &e));
       break;
     case kRecordComm:
       RETURN_IF_ERROR(ReadComm(r, h.misc, &e));

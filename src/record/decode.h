@@ -35,7 +35,7 @@ inline constexpr uint64_t kRawSampleType =
 enum class EventType : uint8_t {
   kSample,
   kRaw,  // a sample of a BPF output event: `raw` holds what the program wrote
-  kMmap2,
+  kMmap2,  // MMAP2, and MMAP (prot then says only exec or not)
   kComm,
   kFork,
   kExit,
@@ -101,6 +101,7 @@ inline constexpr uint32_t kRecordSample = 9;
 inline constexpr uint32_t kRecordMmap2 = 10;
 inline constexpr uint32_t kRecordLostSamples = 13;
 inline constexpr uint16_t kMiscCommExec = 1 << 13;
+inline constexpr uint16_t kMiscMmapData = 1 << 13;  // MMAP/MMAP2 of a data mapping
 inline constexpr uint16_t kMiscMmapBuildId = 1 << 14;
 inline constexpr uint16_t kMiscCpumodeMask = 7;
 // Callchain words at or above kContextMax mark where the next addresses

@@ -130,7 +130,8 @@ capture::ModuleId Processor::InternModule(std::string_view path,
     auto image = symbols::LoadElfImageFromMemory(symbols::OwnVdsoImage());
     return image.ok() ? (*image)->build_id : std::vector<uint8_t>();
   }();
-  if (build_id.empty() && path == "[vdso]") build_id = vdso_id;
+  // (An import's vDSO is another process's: only its recorded build ID.)
+  if (build_id.empty() && path == "[vdso]" && !options_.module_files) build_id = vdso_id;
   // One module per build ID (the same file under two paths is one image);
   // without a build ID, one per path.
   std::string key = build_id.empty() ? "p:" + std::string(path) : "b:" + HexBytes(build_id);
@@ -364,7 +365,9 @@ std::optional<FrameId> Processor::JitFrame(uint32_t pid, uint64_t address) {
 
 FrameId Processor::KernelFrame(uint64_t address) {
   if (kernel_module_ == kNone) {
-    kernel_module_ = InternModule("[kernel.kallsyms]", symbols::KernelBuildId());
+    kernel_module_ = InternModule("[kernel.kallsyms]", options_.kernel_build_id
+                                                           ? *options_.kernel_build_id
+                                                           : symbols::KernelBuildId());
     capture_.modules[kernel_module_].kind = ModuleKind::kKernel;
   }
   return InternFrame(FrameKind::kKernel, kernel_module_, address);

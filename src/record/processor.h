@@ -49,6 +49,16 @@ class Processor final : public RowSink {
     size_t max_user_frames = 1024;
     // Shared CFI tables (by build ID); a private cache when null.
     std::shared_ptr<record::CfiCache> cfi_cache;
+    // An import (perf.data): no recorded process is live here, so no root is
+    // opened and a module's files are only those this gives for its
+    // recorded path and build ID (each still proved by the build ID; none
+    // for a module without one).
+    std::function<std::vector<std::string>(std::string_view path,
+                                           std::span<const uint8_t> build_id)>
+        module_files;
+    // The kernel's build ID as the recording host gave it (an import);
+    // unset: this host's.
+    std::optional<std::vector<uint8_t>> kernel_build_id;
   };
   explicit Processor(Options options);
 

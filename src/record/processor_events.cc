@@ -29,7 +29,7 @@ capture::ThreadId Processor::LatestThread(uint32_t pid, uint32_t tid) {
 
 void Processor::NameThread(uint32_t pid, uint32_t tid, uint64_t time, std::string_view name) {
   capture::ThreadId thread = LatestThread(pid, tid);
-  auto [named, added] = runtime_named_.try_emplace(thread, capture_.threads[thread].name, time);
+  auto named = runtime_named_.try_emplace(thread, RuntimeNamed{capture_.threads[thread].name, time}).first;
   named->second.time = std::max(named->second.time, time);
   capture_.threads[thread].name = strings_.Intern(name);
 }

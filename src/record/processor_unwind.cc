@@ -14,6 +14,7 @@ using capture::ModuleKind;
 using capture::StackEnd;
 
 void Processor::NoteRoot(uint32_t pid, ProcessState& p, ModuleId module) {
+  if (options_.module_files) return;  // an import: its pids are not this host's processes
   if (!p.root_known) {
     p.root = roots_.Open(pid_t(pid));
     p.root_known = true;
@@ -39,8 +40,12 @@ std::vector<std::vector<std::string>> Processor::TargetPaths() const {
 }
 
 std::vector<std::string> Processor::ModuleFiles(ModuleId module) const {
-  std::vector<std::string> files = PathsInTargetRoots(module);
   const capture::Module& mod = capture_.modules[module];
+  if (options_.module_files) {
+    if (mod.build_id.empty()) return {};  // nothing could prove a file
+    return options_.module_files(capture_.strings[mod.path], mod.build_id);
+  }
+  std::vector<std::string> files = PathsInTargetRoots(module);
   // A file the target sees elsewhere is never taken from the host path
   // unless its build ID can prove it.
   if (files.empty() || !mod.build_id.empty()) files.push_back(capture_.strings[mod.path]);
