@@ -63,9 +63,9 @@ Result<capture::Capture> ReadPerfScript(std::string_view text) {
     if (!in_sample) return OkStatus();
     in_sample = false;
     if (frames.size() > capture::kMaxStackDepth)
-      return Status::Error(StatusCode::kDataLoss, "line " + std::to_string(line_no) +
-                                                      ": a stack deeper than " +
-                                                      std::to_string(capture::kMaxStackDepth) + " frames");
+      return Status::Error(StatusCode::kDataLoss,
+                           "line " + std::to_string(line_no) + ": a stack deeper than " +
+                               std::to_string(capture::kMaxStackDepth) + " frames");
     b.Sample(time, thread, b.Stack(frames), weight, 1);
     return OkStatus();
   };
@@ -149,8 +149,8 @@ Result<capture::Capture> ReadPerfScript(std::string_view text) {
   }
   c.settings.notes.push_back(
       "perf script text: frames by symbol and DSO as printed (virtual addresses, no build IDs: "
-      "not symbolized again); the event " + event +
-      "; a thread printed without its pid is a process of its own");
+      "not symbolized again); the event " +
+      event + "; a thread printed without its pid is a process of its own");
   RETURN_IF_ERROR(capture::ValidateCapture(c));
   return std::move(c);
 }

@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -63,6 +64,10 @@ int RunConvert(ConvertOptions& o) {
   } else if (import::IsPerfData(in)) {
     import::PerfDataOptions how;
     how.debug_dirs = o.debug_dirs;
+    // perf's own cache of the files it recorded (perf record copies each
+    // module there by build ID), last, as perf report looks.
+    if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/')
+      how.debug_dirs.push_back(std::string(home) + "/.debug");
     how.sysroot = o.sysroot;
     // A compressed perf.data holds some 10 times its size: the limit is
     // --max-inflate's, or 32 times the file (up to 4 GiB) when that is more.
@@ -136,8 +141,8 @@ Runner AddConvertCommand(CLI::App& app) {
       "  its first sampling event with their times, CPUs, threads, processes (fork,\n"
       "  exec, exit), mappings and build IDs, lost and throttle counts. fp callchains\n"
       "  are kept as the kernel gave them; --call-graph dwarf stacks are unwound here\n"
-      "  by CFI from files proved by build ID (the recorded path, --sysroot, each\n"
-      "  --debug-dir's .build-id tree, perf's ~/.debug cache among them); a module\n"
+      "  by CFI from files proved by build ID (each --debug-dir's .build-id tree,\n"
+      "  the recorded path or under --sysroot, then perf's own ~/.debug cache); a module\n"
       "  found nowhere ends its stack (no unwind info). Frames are then named as\n"
       "  `symbolize` names them; the kernel's only in the recording's boot. Not read:\n"
       "  other events' samples (counted in a note), tracepoint data (RAW), READ\n"
@@ -162,7 +167,7 @@ Runner AddConvertCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--debug-dir", o->debug_dirs,
                   "perf.data: a directory of module and debug files by build ID, as "
-                  "symbolize takes it (repeatable; perf's ~/.debug is one)");
+                  "symbolize takes it (repeatable; perf's ~/.debug is looked in last)");
   cmd->add_option("--sysroot", o->sysroot, "perf.data: root of the recording host's files");
   cmd->add_flag("--per-thread", o->per_thread, "folded: one stack per thread (the thread first)");
   AddInlinesOption(cmd, &o->inlines);

@@ -3,6 +3,10 @@
 #include <linux/perf_event.h>
 #include <zstd.h>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -10,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/hex.h"
@@ -19,6 +24,7 @@
 #include "src/record/module_cfi.h"
 #include "src/record/processor.h"
 #include "src/record/user_regs.h"
+#include "src/symbols/elf_image.h"
 #include "src/symbols/kallsyms.h"
 #include "src/symbols/line_table.h"
 #include "src/symbols/symbolizer.h"
@@ -55,8 +61,8 @@ class Reader {
   // Walks records back to back in `region` (at `base` of `source`),
   // taking perf's own and queueing the kernel's.
   Status TakeRecords(std::span<const uint8_t> region, uint64_t base, Source source);
-  Status TakeUserRecord(const record::RecordHeader& h, std::span<const uint8_t> record,
-                        uint64_t at, Source source, size_t* extra);
+  Status TakeUserRecord(const record::RecordHeader& h, std::span<const uint8_t> record, uint64_t at,
+                        Source source, size_t* extra);
   Status QueueKernelRecord(const record::RecordHeader& h, std::span<const uint8_t> record,
                            uint64_t at, Source source);
   Status Inflate(std::span<const uint8_t> data, uint64_t at);
@@ -65,6 +71,11 @@ class Reader {
                           const std::string& where) const;
   Status ProcessAll(record::Processor* processor);
   Status ProcessOne(const Item& item, record::Processor* processor);
+  // The build ID of the file at the mapping's path on this host when it is
+  // the recorded file itself: the same device and inode (a pipe-mode file
+  // has no build IDs). Empty when not.
+  std::span<const uint8_t> ProvedByInode(const Event& e);
+  std::map<std::tuple<std::string, uint32_t, uint32_t, uint64_t>, std::vector<uint8_t>> by_inode_;
   std::vector<std::string> ModuleFiles(std::string_view path,
                                        std::span<const uint8_t> build_id) const;
   void Describe(const std::string& name, capture::Settings* s) const;
@@ -97,6 +108,7 @@ class Reader {
   uint64_t other_event_samples_ = 0;
   uint64_t pipe_ids_ = 0;
   uint64_t kernel_text_ = 0;  // _text at recording, from the kernel's MMAP record
+  uint64_t host_text_ = 0;    // and on this host now
   // Per sample: the callchain and registers as the processor takes them.
   std::vector<uint64_t> chain_;
   std::vector<uint8_t> regs_;
@@ -113,12 +125,14 @@ bool IsDummy(const Attr& a) {
 }
 
 Result<capture::Capture> Reader::Read(const std::string& name) {
-  if (bytes_.size() < 16) return Refuse("at byte 0", "header", "shorter than perf's 16-byte header");
+  if (bytes_.size() < 16)
+    return Refuse("at byte 0", "header", "shorter than perf's 16-byte header");
   uint64_t magic, size;
   std::memcpy(&magic, bytes_.data(), 8);
   std::memcpy(&size, bytes_.data() + 8, 8);
   if (magic == kMagicSwapped)
-    return Refuse("at byte 0", "header", "written on a big-endian machine, which this reader does not read");
+    return Refuse("at byte 0", "header",
+                  "written on a big-endian machine, which this reader does not read");
   if (magic != kMagic) return Refuse("at byte 0", "header", "no perf.data magic (PERFILE2)");
   pipe_ = size == kPipeHeaderSize;
   RETURN_IF_ERROR(pipe_ ? ReadPipeMode() : ReadFileMode());
@@ -127,13 +141,22 @@ Result<capture::Capture> Reader::Read(const std::string& name) {
 
   record::Processor::Options po;
   const Attr& a = attrs_[sampled_];
-  const bool dwarf = (a.sample_type & PERF_SAMPLE_REGS_USER) && (a.sample_type & PERF_SAMPLE_STACK_USER);
-  po.call_graph = dwarf ? record::Processor::CallGraph::kDwarf
-                        : record::Processor::CallGraph::kFramePointer;
+  const bool dwarf =
+      (a.sample_type & PERF_SAMPLE_REGS_USER) && (a.sample_type & PERF_SAMPLE_STACK_USER);
+  po.call_graph =
+      dwarf ? record::Processor::CallGraph::kDwarf : record::Processor::CallGraph::kFramePointer;
   po.max_stack = a.max_stack != 0 ? a.max_stack : 127;
   po.module_files = [this](std::string_view path, std::span<const uint8_t> id) {
     return options_.host_files ? ModuleFiles(path, id) : std::vector<std::string>();
   };
+  // No build ID for the kernel (a pipe-mode file): this host's, when it is
+  // the same release placed where the recording's was (KASLR's _text).
+  if (options_.host_files && kernel_text_ != 0) host_text_ = KallsymsText();
+  utsname host;
+  if (!meta_.build_ids.contains(kKernelKey) && host_text_ == kernel_text_ && host_text_ != 0 &&
+      uname(&host) == 0 && meta_.os_release == host.release) {
+    meta_.build_ids[kKernelKey] = symbols::KernelBuildId();
+  }
   if (auto k = meta_.build_ids.find(kKernelKey); k != meta_.build_ids.end())
     po.kernel_build_id = k->second;
   else
@@ -154,8 +177,8 @@ Result<capture::Capture> Reader::Read(const std::string& name) {
   Describe(name, &c.settings);
   if (other_event_samples_ != 0) {
     c.settings.notes.push_back(std::to_string(other_event_samples_) +
-                               " samples of the file's other events not imported (only " +
-                               a.name + "'s)");
+                               " samples of the file's other events not imported (only " + a.name +
+                               "'s)");
   }
   for (const auto& [kind, n] : skipped_)
     c.settings.notes.push_back(std::to_string(n) + " " + kind + " records not used");
@@ -174,21 +197,23 @@ Status Reader::ReadFileMode() {
     return s.offset <= bytes_.size() && s.size <= bytes_.size() - s.offset;
   };
   if (!inside(h.attrs))
-    return Refuse("at byte 24", "header", "the attribute section lies past the file's end (" +
-                                              std::to_string(bytes_.size()) + " bytes)");
+    return Refuse("at byte 24", "header",
+                  "the attribute section lies past the file's end (" +
+                      std::to_string(bytes_.size()) + " bytes)");
   if (!inside(h.data))
     return Refuse("at byte 40", "header",
                   "the data section [" + std::to_string(h.data.offset) + ", +" +
                       std::to_string(h.data.size) + ") lies past the file's end (" +
                       std::to_string(bytes_.size()) + " bytes): a truncated file");
   if (h.attr_size < kAttrSizeVer0 + sizeof(Section) || h.attr_size > 4096)
-    return Refuse("at byte 16", "header", "attribute size " + std::to_string(h.attr_size) + " is not one perf writes");
+    return Refuse("at byte 16", "header",
+                  "attribute size " + std::to_string(h.attr_size) + " is not one perf writes");
   const uint64_t count = h.attrs.size / h.attr_size;
   if (count == 0 || count > kMaxAttrs || h.attrs.size % h.attr_size != 0)
-    return Refuse("at byte 24", "header", "the attribute section holds " + std::to_string(h.attrs.size) +
-                                              " bytes, not a whole number (at most " +
-                                              std::to_string(kMaxAttrs) + ") of " +
-                                              std::to_string(h.attr_size) + "-byte attributes");
+    return Refuse("at byte 24", "header",
+                  "the attribute section holds " + std::to_string(h.attrs.size) +
+                      " bytes, not a whole number (at most " + std::to_string(kMaxAttrs) + ") of " +
+                      std::to_string(h.attr_size) + "-byte attributes");
   uint64_t total_ids = 0;
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t at = h.attrs.offset + i * h.attr_size;
@@ -198,7 +223,8 @@ Status Reader::ReadFileMode() {
     std::memcpy(&ids, entry.data() + h.attr_size - sizeof(Section), sizeof(ids));
     total_ids += ids.size / 8;
     if (!inside(ids) || ids.size % 8 != 0 || ids.size / 8 > kMaxIds || total_ids > kMaxIds)
-      return Refuse("at byte " + std::to_string(at + h.attr_size - sizeof(Section)), "attribute ids",
+      return Refuse("at byte " + std::to_string(at + h.attr_size - sizeof(Section)),
+                    "attribute ids",
                     "the ids lie past the file's end, are not whole u64s, or are more than " +
                         std::to_string(kMaxIds) + " in all");
     a.ids.resize(ids.size / 8);
@@ -223,7 +249,8 @@ Status Reader::ReadFileMode() {
     const uint64_t at = table + n++ * sizeof(Section);
     if (at > bytes_.size() || bytes_.size() - at < sizeof(Section))
       return Refuse("at byte " + std::to_string(at), "feature table",
-                    "feature " + std::string(FeatureName(bit)) + "'s section lies past the file's end: a truncated file");
+                    "feature " + std::string(FeatureName(bit)) +
+                        "'s section lies past the file's end: a truncated file");
     Section s;
     std::memcpy(&s, bytes_.data() + at, sizeof(s));
     if (!inside(s))
@@ -247,13 +274,15 @@ Status Reader::TakeRecords(std::span<const uint8_t> region, uint64_t base, Sourc
     const uint64_t at = base + off;
     if (region.size() - off < sizeof(record::RecordHeader))
       return Refuse(Where(at, source), "record header",
-                    std::to_string(region.size() - off) + " bytes left, fewer than a record header: a truncated file");
+                    std::to_string(region.size() - off) +
+                        " bytes left, fewer than a record header: a truncated file");
     record::RecordHeader h;
     std::memcpy(&h, region.data() + off, sizeof(h));
     if (h.size < sizeof(h) || h.size > region.size() - off)
       return Refuse(Where(at, source), RecordName(h.type),
                     "a record of " + std::to_string(h.size) + " bytes where " +
-                        std::to_string(region.size() - off) + " are left: a truncated or corrupted file");
+                        std::to_string(region.size() - off) +
+                        " are left: a truncated or corrupted file");
     auto rec = region.subspan(off, h.size);
     size_t extra = 0;
     if (h.type >= kUserTypeStart) {
@@ -268,7 +297,8 @@ Status Reader::TakeRecords(std::span<const uint8_t> region, uint64_t base, Sourc
   }
   // The inflated stream's records, once it is whole (a record may span
   // two COMPRESSED records).
-  if (source == Source::kFile && !inflated_.empty()) return TakeRecords(inflated_, 0, Source::kInflated);
+  if (source == Source::kFile && !inflated_.empty())
+    return TakeRecords(inflated_, 0, Source::kInflated);
   return OkStatus();
 }
 
@@ -278,36 +308,44 @@ Status Reader::TakeUserRecord(const record::RecordHeader& h, std::span<const uin
   switch (h.type) {
     case kHeaderAttr: {
       if (source != Source::kFile || !pipe_)
-        return Refuse(Where(at, source), "HEADER_ATTR", "an attribute record outside a pipe-mode file's stream");
+        return Refuse(Where(at, source), "HEADER_ATTR",
+                      "an attribute record outside a pipe-mode file's stream");
       if (attrs_.size() >= kMaxAttrs)
-        return Refuse(Where(at, source), "HEADER_ATTR", "more than " + std::to_string(kMaxAttrs) + " attributes");
+        return Refuse(Where(at, source), "HEADER_ATTR",
+                      "more than " + std::to_string(kMaxAttrs) + " attributes");
       if (body.size() < kAttrSizeVer0)
         return Refuse(Where(at, source), "HEADER_ATTR", "shorter than an attribute");
       uint32_t attr_size;
       std::memcpy(&attr_size, body.data() + 4, 4);
       if (attr_size == 0) attr_size = kAttrSizeVer0;
       if (attr_size > body.size() || attr_size % 8 != 0)
-        return Refuse(Where(at + 8, source), "HEADER_ATTR", "attribute size " + std::to_string(attr_size) + " does not fit its record");
+        return Refuse(Where(at + 8, source), "HEADER_ATTR",
+                      "attribute size " + std::to_string(attr_size) + " does not fit its record");
       ASSIGN_OR_RETURN(Attr a, ParseAttr(body.first(attr_size), at + 8));
       a.ids.resize((body.size() - attr_size) / 8);  // a u16-sized record: bounded
       if ((pipe_ids_ += a.ids.size()) > kMaxIds)
-        return Refuse(Where(at, source), "HEADER_ATTR", "more than " + std::to_string(kMaxIds) + " ids in all");
+        return Refuse(Where(at, source), "HEADER_ATTR",
+                      "more than " + std::to_string(kMaxIds) + " ids in all");
       std::memcpy(a.ids.data(), body.data() + attr_size, a.ids.size() * 8);
       attrs_.push_back(std::move(a));
       return OkStatus();
     }
     case kHeaderFeature: {
       uint64_t bit;
-      if (body.size() < 8) return Refuse(Where(at, source), "HEADER_FEATURE", "shorter than its feature id");
+      if (body.size() < 8)
+        return Refuse(Where(at, source), "HEADER_FEATURE", "shorter than its feature id");
       std::memcpy(&bit, body.data(), 8);
-      if (bit >= kFeatureBits) return Refuse(Where(at, source), "HEADER_FEATURE", "feature " + std::to_string(bit) + " is past perf's 256");
+      if (bit >= kFeatureBits)
+        return Refuse(Where(at, source), "HEADER_FEATURE",
+                      "feature " + std::to_string(bit) + " is past perf's 256");
       return ReadFeature(int(bit), body.subspan(8), at + 16, &meta_, &attrs_);
     }
     case kHeaderBuildId:
       return ReadBuildIdRecord(rec, at, &meta_);
     case kHeaderTracingData: {
       uint32_t size;
-      if (body.size() < 4) return Refuse(Where(at, source), "HEADER_TRACING_DATA", "shorter than its size");
+      if (body.size() < 4)
+        return Refuse(Where(at, source), "HEADER_TRACING_DATA", "shorter than its size");
       std::memcpy(&size, body.data(), 4);
       *extra = size;  // the tracepoints' formats follow the record
       ++skipped_["HEADER_TRACING_DATA"];
@@ -317,7 +355,8 @@ Status Reader::TakeUserRecord(const record::RecordHeader& h, std::span<const uin
       uint64_t size;
       if (body.size() < 8) return Refuse(Where(at, source), "AUXTRACE", "shorter than its size");
       std::memcpy(&size, body.data(), 8);
-      if (size > bytes_.size()) return Refuse(Where(at, source), "AUXTRACE", "its data is larger than the file");
+      if (size > bytes_.size())
+        return Refuse(Where(at, source), "AUXTRACE", "its data is larger than the file");
       *extra = size_t(size);
       ++skipped_["AUXTRACE"];
       return OkStatus();
@@ -325,13 +364,17 @@ Status Reader::TakeUserRecord(const record::RecordHeader& h, std::span<const uin
     case kCompressed:
     case kCompressed2: {
       if (source != Source::kFile)
-        return Refuse(Where(at, source), RecordName(h.type), "a compressed record inside compressed data");
+        return Refuse(Where(at, source), RecordName(h.type),
+                      "a compressed record inside compressed data");
       auto data = body;
       if (h.type == kCompressed2) {
         uint64_t size;
-        if (body.size() < 8) return Refuse(Where(at, source), "COMPRESSED2", "shorter than its data size");
+        if (body.size() < 8)
+          return Refuse(Where(at, source), "COMPRESSED2", "shorter than its data size");
         std::memcpy(&size, body.data(), 8);
-        if (size > body.size() - 8) return Refuse(Where(at, source), "COMPRESSED2", "data size " + std::to_string(size) + " overruns the record");
+        if (size > body.size() - 8)
+          return Refuse(Where(at, source), "COMPRESSED2",
+                        "data size " + std::to_string(size) + " overruns the record");
         data = body.subspan(8, size);
       }
       return Inflate(data, at);
@@ -394,7 +437,8 @@ Status Reader::QueueKernelRecord(const record::RecordHeader& h, std::span<const 
       return OkStatus();
   }
   if (h.size % 8 != 0)
-    return Refuse(Where(at, source), RecordName(h.type), "record size " + std::to_string(h.size) + " is not a multiple of 8");
+    return Refuse(Where(at, source), RecordName(h.type),
+                  "record size " + std::to_string(h.size) + " is not a multiple of 8");
   if (layouts_.empty()) RETURN_IF_ERROR(Layouts());
   ASSIGN_OR_RETURN(uint32_t attr, AttrOf(h.type, rec, Where(at, source)));
   if (h.type == record::kRecordSample && attr != sampled_) {
@@ -407,16 +451,20 @@ Status Reader::QueueKernelRecord(const record::RecordHeader& h, std::span<const 
   const bool timed = (h.type == record::kRecordSample || layouts_[attr].sample_id_all) &&
                      (layouts_[attr].sample_type & PERF_SAMPLE_TIME);
   if (timed) last_time_ = std::max(last_time_, e->time);
+  if (e->type == EventType::kMmap2 && e->pid == UINT32_MAX && e->filename.starts_with(kKernelKey))
+    kernel_text_ = e->pgoff;
   const uint64_t time = e->time;
   if (items_.size() >= kMaxRecords)
-    return Refuse(Where(at, source), RecordName(h.type), "more than " + std::to_string(kMaxRecords) + " records");
+    return Refuse(Where(at, source), RecordName(h.type),
+                  "more than " + std::to_string(kMaxRecords) + " records");
   items_.push_back({timed ? time : last_time_, at, source, attr});
   return OkStatus();
 }
 
 Status Reader::Layouts() {
   if (!layouts_.empty()) return OkStatus();
-  if (attrs_.empty()) return Status::Error(StatusCode::kDataLoss, "records before any event attribute");
+  if (attrs_.empty())
+    return Status::Error(StatusCode::kDataLoss, "records before any event attribute");
   sampled_ = 0;
   for (uint32_t i = 0; i < attrs_.size(); ++i) {
     if (!IsDummy(attrs_[i])) {
@@ -429,8 +477,9 @@ Status Reader::Layouts() {
     if (a.name.empty()) attrs_[i].name = EventName(a);
     std::string unknown = UnknownSampleFields(a.sample_type);
     if (!unknown.empty() && i == sampled_)
-      return Status::Error(StatusCode::kUnavailable,
-                           "event " + attrs_[i].name + " samples fields this reader does not read: " + unknown);
+      return Status::Error(
+          StatusCode::kUnavailable,
+          "event " + attrs_[i].name + " samples fields this reader does not read: " + unknown);
     record::SampleLayout l;
     l.sample_type = a.sample_type & ~TailSampleFields();
     l.regs_user_mask = a.regs_user;
@@ -471,7 +520,8 @@ Result<uint32_t> Reader::AttrOf(uint32_t type, std::span<const uint8_t> rec,
     // First in a sample, last in another record's trailer.
     if (type != record::kRecordSample && !attrs_[0].SampleIdAll()) return sampled_;
     if (rec.size() < 16) return Refuse(where, RecordName(type), "no room for its identifier");
-    std::memcpy(&id, type == record::kRecordSample ? rec.data() + 8 : rec.data() + rec.size() - 8, 8);
+    std::memcpy(&id, type == record::kRecordSample ? rec.data() + 8 : rec.data() + rec.size() - 8,
+                8);
   } else {
     if (type != record::kRecordSample && !attrs_[0].SampleIdAll()) return sampled_;
     Result<Event> e = record::DecodeRecord(rec, layouts_[0]);
@@ -499,33 +549,36 @@ Status Reader::ProcessOne(const Item& item, record::Processor* processor) {
   std::span<const uint8_t> src = SourceBytes(item.source);
   record::RecordHeader h;
   std::memcpy(&h, src.data() + item.offset, sizeof(h));
-  Result<Event> decoded = record::DecodeRecord(src.subspan(item.offset, h.size), layouts_[item.attr]);
-  if (!decoded.ok()) return Refuse(Where(item.offset, item.source), RecordName(h.type), decoded.status().message());
+  Result<Event> decoded =
+      record::DecodeRecord(src.subspan(item.offset, h.size), layouts_[item.attr]);
+  if (!decoded.ok())
+    return Refuse(Where(item.offset, item.source), RecordName(h.type), decoded.status().message());
   Event& e = *decoded;
   const uint16_t cpumode = h.misc & record::kMiscCpumodeMask;
   switch (e.type) {
     case EventType::kMmap2: {
       if (e.pid == UINT32_MAX || cpumode == PERF_RECORD_MISC_KERNEL) {
         // The kernel's image and modules: kernel frames are named from
-        // kallsyms; _text's address says where this boot put the kernel.
-        if (e.filename.starts_with("[kernel.kallsyms]")) kernel_text_ = e.pgoff;
+        // kallsyms (where _text was is kernel_text_).
         return OkStatus();
       }
       if (e.build_id.empty()) {
         auto id = meta_.build_ids.find(std::string(e.filename));
         if (id != meta_.build_ids.end()) e.build_id = id->second;
       }
+      if (e.build_id.empty()) e.build_id = ProvedByInode(e);
       break;
     }
     case EventType::kSample: {
       const Attr& a = attrs_[item.attr];
       if (!(a.sample_type & PERF_SAMPLE_CALLCHAIN)) {
         // The sampled address alone, in the context its mode says.
-        chain_.assign({cpumode == PERF_RECORD_MISC_KERNEL ? record::kContextKernel
-                                                          : record::kContextUser,
-                       e.ip});
+        chain_.assign(
+            {cpumode == PERF_RECORD_MISC_KERNEL ? record::kContextKernel : record::kContextUser,
+             e.ip});
         e.callchain = std::span(reinterpret_cast<const uint8_t*>(chain_.data()), chain_.size() * 8);
-      } else if ((a.sample_type & PERF_SAMPLE_REGS_USER) && (a.sample_type & PERF_SAMPLE_STACK_USER)) {
+      } else if ((a.sample_type & PERF_SAMPLE_REGS_USER) &&
+                 (a.sample_type & PERF_SAMPLE_STACK_USER)) {
         // Unwound here: a user part the kernel gave too would be twice.
         size_t keep = 0;
         for (; keep < e.CallchainSize(); ++keep)
@@ -551,6 +604,22 @@ Status Reader::ProcessOne(const Item& item, record::Processor* processor) {
   return OkStatus();
 }
 
+std::span<const uint8_t> Reader::ProvedByInode(const Event& e) {
+  if (!options_.host_files || e.inode == 0 || !e.filename.starts_with("/")) return {};
+  auto [it, fresh] =
+      by_inode_.try_emplace({std::string(e.filename), e.dev_major, e.dev_minor, e.inode});
+  if (!fresh) return it->second;
+  Result<ScopedFd> fd = OpenRegularFile(options_.sysroot + std::string(e.filename));
+  struct stat st;
+  if (!fd.ok() || fstat(fd->get(), &st) != 0 || st.st_ino != e.inode ||
+      major(st.st_dev) != e.dev_major || minor(st.st_dev) != e.dev_minor)
+    return {};
+  Result<std::vector<uint8_t>> id =
+      symbols::ReadBuildId("/proc/self/fd/" + std::to_string(fd->get()));
+  if (id.ok()) it->second = std::move(id).value();
+  return it->second;
+}
+
 std::vector<std::string> Reader::ModuleFiles(std::string_view path,
                                              std::span<const uint8_t> build_id) const {
   std::vector<std::string> files;
@@ -563,7 +632,8 @@ std::vector<std::string> Reader::ModuleFiles(std::string_view path,
     files.push_back(base + "/debug");
   }
   if (!path.starts_with("/")) return files;
-  files.push_back(options_.sysroot.empty() ? std::string(path) : options_.sysroot + std::string(path));
+  files.push_back(options_.sysroot.empty() ? std::string(path)
+                                           : options_.sysroot + std::string(path));
   return files;
 }
 
@@ -575,11 +645,13 @@ void Reader::Describe(const std::string& name, capture::Settings* s) const {
   s->host = meta_.hostname;
   s->kernel_release = meta_.os_release;
   s->frequency = a.Freq() ? uint32_t(std::min<uint64_t>(a.period_or_freq, UINT32_MAX)) : 0;
-  const bool dwarf = (a.sample_type & PERF_SAMPLE_REGS_USER) && (a.sample_type & PERF_SAMPLE_STACK_USER);
+  const bool dwarf =
+      (a.sample_type & PERF_SAMPLE_REGS_USER) && (a.sample_type & PERF_SAMPLE_STACK_USER);
   s->call_graph = dwarf ? "dwarf" : (a.sample_type & PERF_SAMPLE_CALLCHAIN) ? "fp" : "none";
   s->stack_copy = dwarf ? a.stack_user : 0;
   s->kernel_frames = (a.sample_type & PERF_SAMPLE_CALLCHAIN) && !a.ExcludeCallchainKernel();
-  s->clock = a.UseClockid() ? ClockName(a.clockid) : "perf_clock (perf's default: the kernel's local clock)";
+  s->clock = a.UseClockid() ? ClockName(a.clockid)
+                            : "perf_clock (perf's default: the kernel's local clock)";
   if (IsClockEvent(a)) {
     s->metric = "cpu";
     s->unit = "nanoseconds";
@@ -589,8 +661,9 @@ void Reader::Describe(const std::string& name, capture::Settings* s) const {
   }
   s->notes.push_back("imported from " + name + (pipe_ ? " (perf.data, pipe mode" : " (perf.data") +
                      (meta_.compressed || !inflated_.empty() ? ", zstd)" : ")"));
-  s->notes.push_back("event " + a.name + (a.Freq() ? " at " + std::to_string(a.period_or_freq) + " Hz"
-                                                   : " every " + std::to_string(a.period_or_freq)));
+  s->notes.push_back("event " + a.name +
+                     (a.Freq() ? " at " + std::to_string(a.period_or_freq) + " Hz"
+                               : " every " + std::to_string(a.period_or_freq)));
   if (dwarf)
     s->notes.push_back("call graph dwarf: " + std::to_string(a.stack_user) +
                        " bytes of stack per sample, unwound at import by CFI (.eh_frame, "
@@ -601,6 +674,12 @@ void Reader::Describe(const std::string& name, capture::Settings* s) const {
                        std::to_string(meta_.nr_cpus_available) + " CPUs" +
                        (meta_.cpu_desc.empty() ? "" : " (" + meta_.cpu_desc + ")"));
   if (!meta_.arch.empty()) s->notes.push_back("architecture " + meta_.arch);
+  size_t proved = 0;
+  for (const auto& [file, id] : by_inode_) proved += !id.empty();
+  if (proved != 0)
+    s->notes.push_back(std::to_string(proved) +
+                       " files without a build ID in the recording proved by their device and "
+                       "inode on this host");
   for (size_t i = 0; i < attrs_.size(); ++i)
     if (i != sampled_) s->notes.push_back("other event in the file: " + attrs_[i].name);
 }
@@ -612,7 +691,7 @@ Status Reader::Symbolize(capture::Capture* c) const {
   // recording's kernel (build ID) in the same placement (KASLR: _text).
   auto kernel = meta_.build_ids.find(kKernelKey);
   if (kernel != meta_.build_ids.end() && kernel->second == symbols::KernelBuildId() &&
-      kernel_text_ != 0 && KallsymsText() == kernel_text_) {
+      kernel_text_ != 0 && host_text_ == kernel_text_) {
     c->settings.boot_id = symbols::BootId();
   }
   std::vector<std::vector<std::string>> paths(c->modules.size());

@@ -101,8 +101,8 @@ Status ReadFeature(int bit, std::span<const uint8_t> data, uint64_t at, FileMeta
       while (off + 8 <= data.size()) {
         const uint16_t size = Field<uint16_t>(data, off + 6);
         if (size < 8 || size > data.size() - off)
-          return Bad(at + off, "feature BUILD_ID", "a record of " + std::to_string(size) +
-                                                       " bytes overruns the section");
+          return Bad(at + off, "feature BUILD_ID",
+                     "a record of " + std::to_string(size) + " bytes overruns the section");
         RETURN_IF_ERROR(ReadBuildIdRecord(data.subspan(off, size), at + off, meta));
         off += size;
       }
@@ -124,7 +124,8 @@ Status ReadFeature(int bit, std::span<const uint8_t> data, uint64_t at, FileMeta
       return Take(ReadString(r, at, "feature CPUDESC"), &meta->cpu_desc);
     case 11: {  // CMDLINE
       uint32_t n;
-      if (!r.Read(&n) || n > 4096) return Bad(at, "feature CMDLINE", "no count, or past 4096 words");
+      if (!r.Read(&n) || n > 4096)
+        return Bad(at, "feature CMDLINE", "no count, or past 4096 words");
       meta->cmdline.clear();
       for (uint32_t i = 0; i < n; ++i) {
         ASSIGN_OR_RETURN(std::string word, ReadString(r, at, "feature CMDLINE"));
@@ -143,7 +144,8 @@ Status ReadFeature(int bit, std::span<const uint8_t> data, uint64_t at, FileMeta
         ASSIGN_OR_RETURN(std::string name, ReadString(r, at, "feature EVENT_DESC"));
         std::vector<uint64_t> id(ids);
         for (uint64_t& v : id)
-          if (!r.Read(&v)) return Bad(at + r.offset(), "feature EVENT_DESC", "ids overrun the section");
+          if (!r.Read(&v))
+            return Bad(at + r.offset(), "feature EVENT_DESC", "ids overrun the section");
         // The event with the same first id, or the same place.
         for (size_t k = 0; k < attrs->size(); ++k) {
           Attr& a = (*attrs)[k];
@@ -163,18 +165,37 @@ Status ReadFeature(int bit, std::span<const uint8_t> data, uint64_t at, FileMeta
 }
 
 const char* RecordName(uint32_t type) {
-  static const char* const kKernel[] = {
-      "record type 0", "MMAP",     "LOST",     "COMM",        "EXIT",
-      "THROTTLE",      "UNTHROTTLE", "FORK",   "READ",        "SAMPLE",
-      "MMAP2",         "AUX",      "ITRACE_START", "LOST_SAMPLES", "SWITCH",
-      "SWITCH_CPU_WIDE", "NAMESPACES", "KSYMBOL", "BPF_EVENT", "CGROUP",
-      "TEXT_POKE",     "AUX_OUTPUT_HW_ID"};
-  static const char* const kUser[] = {
-      "HEADER_ATTR",  "HEADER_EVENT_TYPE", "HEADER_TRACING_DATA", "HEADER_BUILD_ID",
-      "FINISHED_ROUND", "ID_INDEX",        "AUXTRACE_INFO",       "AUXTRACE",
-      "AUXTRACE_ERROR", "THREAD_MAP",      "CPU_MAP",             "STAT_CONFIG",
-      "STAT",         "STAT_ROUND",        "EVENT_UPDATE",        "TIME_CONV",
-      "HEADER_FEATURE", "COMPRESSED",      "FINISHED_INIT",       "COMPRESSED2"};
+  static const char* const kKernel[] = {"record type 0", "MMAP",
+                                        "LOST",          "COMM",
+                                        "EXIT",          "THROTTLE",
+                                        "UNTHROTTLE",    "FORK",
+                                        "READ",          "SAMPLE",
+                                        "MMAP2",         "AUX",
+                                        "ITRACE_START",  "LOST_SAMPLES",
+                                        "SWITCH",        "SWITCH_CPU_WIDE",
+                                        "NAMESPACES",    "KSYMBOL",
+                                        "BPF_EVENT",     "CGROUP",
+                                        "TEXT_POKE",     "AUX_OUTPUT_HW_ID"};
+  static const char* const kUser[] = {"HEADER_ATTR",
+                                      "HEADER_EVENT_TYPE",
+                                      "HEADER_TRACING_DATA",
+                                      "HEADER_BUILD_ID",
+                                      "FINISHED_ROUND",
+                                      "ID_INDEX",
+                                      "AUXTRACE_INFO",
+                                      "AUXTRACE",
+                                      "AUXTRACE_ERROR",
+                                      "THREAD_MAP",
+                                      "CPU_MAP",
+                                      "STAT_CONFIG",
+                                      "STAT",
+                                      "STAT_ROUND",
+                                      "EVENT_UPDATE",
+                                      "TIME_CONV",
+                                      "HEADER_FEATURE",
+                                      "COMPRESSED",
+                                      "FINISHED_INIT",
+                                      "COMPRESSED2"};
   if (type < std::size(kKernel)) return kKernel[type];
   if (type >= kUserTypeStart && type - kUserTypeStart < std::size(kUser))
     return kUser[type - kUserTypeStart];
@@ -183,24 +204,31 @@ const char* RecordName(uint32_t type) {
 
 const char* FeatureName(int bit) {
   static const char* const kNames[] = {
-      "RESERVED", "TRACING_DATA", "BUILD_ID",  "HOSTNAME",  "OSRELEASE",  "VERSION",
-      "ARCH",     "NRCPUS",       "CPUDESC",   "CPUID",     "TOTAL_MEM",  "CMDLINE",
-      "EVENT_DESC", "CPU_TOPOLOGY", "NUMA_TOPOLOGY", "BRANCH_STACK", "PMU_MAPPINGS",
-      "GROUP_DESC", "AUXTRACE",   "STAT",      "CACHE",     "SAMPLE_TIME", "MEM_TOPOLOGY",
-      "CLOCKID",  "DIR_FORMAT",   "BPF_PROG_INFO", "BPF_BTF", "COMPRESSED", "CPU_PMU_CAPS",
-      "CLOCK_DATA", "HYBRID_TOPOLOGY", "PMU_CAPS"};
+      "RESERVED",        "TRACING_DATA", "BUILD_ID",     "HOSTNAME",     "OSRELEASE",
+      "VERSION",         "ARCH",         "NRCPUS",       "CPUDESC",      "CPUID",
+      "TOTAL_MEM",       "CMDLINE",      "EVENT_DESC",   "CPU_TOPOLOGY", "NUMA_TOPOLOGY",
+      "BRANCH_STACK",    "PMU_MAPPINGS", "GROUP_DESC",   "AUXTRACE",     "STAT",
+      "CACHE",           "SAMPLE_TIME",  "MEM_TOPOLOGY", "CLOCKID",      "DIR_FORMAT",
+      "BPF_PROG_INFO",   "BPF_BTF",      "COMPRESSED",   "CPU_PMU_CAPS", "CLOCK_DATA",
+      "HYBRID_TOPOLOGY", "PMU_CAPS"};
   return bit >= 0 && size_t(bit) < std::size(kNames) ? kNames[bit] : "unknown feature";
 }
 
 std::string EventName(const Attr& a) {
-  static const char* const kHardware[] = {"cycles",   "instructions",  "cache-references",
-                                          "cache-misses", "branches", "branch-misses",
-                                          "bus-cycles", "stalled-cycles-frontend",
-                                          "stalled-cycles-backend", "ref-cycles"};
+  static const char* const kHardware[] = {"cycles",
+                                          "instructions",
+                                          "cache-references",
+                                          "cache-misses",
+                                          "branches",
+                                          "branch-misses",
+                                          "bus-cycles",
+                                          "stalled-cycles-frontend",
+                                          "stalled-cycles-backend",
+                                          "ref-cycles"};
   static const char* const kSoftware[] = {
-      "cpu-clock",    "task-clock",       "page-faults",     "context-switches",
-      "cpu-migrations", "minor-faults",   "major-faults",    "alignment-faults",
-      "emulation-faults", "dummy",        "bpf-output",      "cgroup-switches"};
+      "cpu-clock",        "task-clock",   "page-faults",  "context-switches",
+      "cpu-migrations",   "minor-faults", "major-faults", "alignment-faults",
+      "emulation-faults", "dummy",        "bpf-output",   "cgroup-switches"};
   if (a.type == PERF_TYPE_HARDWARE && a.config < std::size(kHardware)) return kHardware[a.config];
   if (a.type == PERF_TYPE_SOFTWARE && a.config < std::size(kSoftware)) return kSoftware[a.config];
   return "event type " + std::to_string(a.type) + " config " + std::to_string(a.config);

@@ -21,7 +21,7 @@ inline constexpr uint64_t kPipeHeaderSize = 16;
 inline constexpr uint64_t kAttrSizeVer0 = 64;
 inline constexpr int kFeatureBits = 256;
 inline constexpr uint64_t kMaxAttrs = 4096;
-inline constexpr uint64_t kMaxIds = 1 << 20;        // of all attributes
+inline constexpr uint64_t kMaxIds = 1 << 20;         // of all attributes
 inline constexpr uint64_t kMaxRecords = 1ull << 28;  // queued kernel records (24 bytes each)
 inline constexpr int kFeatDirFormat = 24;
 // The build-ID table's key for the kernel (its filename varies by perf).

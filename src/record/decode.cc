@@ -151,7 +151,11 @@ Status ReadMmap2(ByteReader& r, uint16_t misc, Event* e) {
     }
     e->build_id = id.first(size);
   } else {
-    if (!r.Skip(24)) return Truncated("mmap2.maj/min/ino/ino_generation", r.offset());
+    uint64_t generation;
+    READ_OR_FAIL(r, &e->dev_major, "mmap2.maj");
+    READ_OR_FAIL(r, &e->dev_minor, "mmap2.min");
+    READ_OR_FAIL(r, &e->inode, "mmap2.ino");
+    READ_OR_FAIL(r, &generation, "mmap2.ino_generation");
   }
   READ_OR_FAIL(r, &e->prot, "mmap2.prot");
   READ_OR_FAIL(r, &e->flags, "mmap2.flags");
@@ -291,7 +295,16 @@ Result<Event> DecodeRecord(std::span<const uint8_t> record, const SampleLayout& 
       e.type = EventType::kOther;
       return e;
   }
-  if (layout.sample_id_all) RETURN_IF_ERROR(ReadTrailer(r, layout, &e));
+  if (layout.sample_id_all) {
+    const uint32_t pid = e.pid, tid = e.tid;
+    RETURN_IF_ERROR(ReadTrailer(r, layout, &e));
+    // A mapping's or name's own task, not the trailer's: the same from the
+    // kernel, zero in the records perf synthesizes into its files.
+    if (e.type == EventType::kMmap2 || e.type == EventType::kComm) {
+      e.pid = pid;
+      e.tid = tid;
+    }
+  }
   return e;
 }
 

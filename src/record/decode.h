@@ -34,7 +34,7 @@ inline constexpr uint64_t kRawSampleType =
 
 enum class EventType : uint8_t {
   kSample,
-  kRaw,  // a sample of a BPF output event: `raw` holds what the program wrote
+  kRaw,    // a sample of a BPF output event: `raw` holds what the program wrote
   kMmap2,  // MMAP2, and MMAP (prot then says only exec or not)
   kComm,
   kFork,
@@ -75,6 +75,9 @@ struct Event {
   uint32_t prot = 0;
   uint32_t flags = 0;
   std::span<const uint8_t> build_id;  // empty unless the kernel supplied one
+  // The file's device and inode when no build ID was sent (0: not known).
+  uint32_t dev_major = 0, dev_minor = 0;
+  uint64_t inode = 0;
   std::string_view filename;
   // kComm: name; kFork/kExit: ppid/ptid
   std::string_view comm;

@@ -365,9 +365,9 @@ std::optional<FrameId> Processor::JitFrame(uint32_t pid, uint64_t address) {
 
 FrameId Processor::KernelFrame(uint64_t address) {
   if (kernel_module_ == kNone) {
-    kernel_module_ = InternModule("[kernel.kallsyms]", options_.kernel_build_id
-                                                           ? *options_.kernel_build_id
-                                                           : symbols::KernelBuildId());
+    kernel_module_ =
+        InternModule("[kernel.kallsyms]", options_.kernel_build_id ? *options_.kernel_build_id
+                                                                   : symbols::KernelBuildId());
     capture_.modules[kernel_module_].kind = ModuleKind::kKernel;
   }
   return InternFrame(FrameKind::kKernel, kernel_module_, address);

@@ -29,7 +29,8 @@ capture::ThreadId Processor::LatestThread(uint32_t pid, uint32_t tid) {
 
 void Processor::NameThread(uint32_t pid, uint32_t tid, uint64_t time, std::string_view name) {
   capture::ThreadId thread = LatestThread(pid, tid);
-  auto named = runtime_named_.try_emplace(thread, RuntimeNamed{capture_.threads[thread].name, time}).first;
+  auto named =
+      runtime_named_.try_emplace(thread, RuntimeNamed{capture_.threads[thread].name, time}).first;
   named->second.time = std::max(named->second.time, time);
   capture_.threads[thread].name = strings_.Intern(name);
 }
