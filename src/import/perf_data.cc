@@ -228,7 +228,7 @@ Status Reader::ReadFileMode() {
                     "the ids lie past the file's end, are not whole u64s, or are more than " +
                         std::to_string(kMaxIds) + " in all");
     a.ids.resize(ids.size / 8);
-    std::memcpy(a.ids.data(), bytes_.data() + ids.offset, ids.size);
+    if (ids.size != 0) std::memcpy(a.ids.data(), bytes_.data() + ids.offset, ids.size);
     attrs_.push_back(std::move(a));
   }
   if (h.features[0] >> kFeatDirFormat & 1)
@@ -326,7 +326,7 @@ Status Reader::TakeUserRecord(const record::RecordHeader& h, std::span<const uin
       if ((pipe_ids_ += a.ids.size()) > kMaxIds)
         return Refuse(Where(at, source), "HEADER_ATTR",
                       "more than " + std::to_string(kMaxIds) + " ids in all");
-      std::memcpy(a.ids.data(), body.data() + attr_size, a.ids.size() * 8);
+      if (!a.ids.empty()) std::memcpy(a.ids.data(), body.data() + attr_size, a.ids.size() * 8);
       attrs_.push_back(std::move(a));
       return OkStatus();
     }

@@ -130,15 +130,34 @@ bool IsRawSample(std::span<const uint8_t> body, const SampleLayout& layout) {
   return std::binary_search(layout.raw_ids.begin(), layout.raw_ids.end(), id);
 }
 
-// MMAP2: the mapping, its file (by name, and by build ID when the kernel
-// sends one) and protection.
-Status ReadMmap2(ByteReader& r, uint16_t misc, Event* e) {
+// What MMAP and MMAP2 share: the task and range first ...
+Status ReadMappingRange(ByteReader& r, const char* kind, Event* e) {
   e->type = EventType::kMmap2;
-  READ_OR_FAIL(r, &e->pid, "mmap2.pid");
-  READ_OR_FAIL(r, &e->tid, "mmap2.tid");
-  READ_OR_FAIL(r, &e->addr, "mmap2.addr");
-  READ_OR_FAIL(r, &e->len, "mmap2.len");
-  READ_OR_FAIL(r, &e->pgoff, "mmap2.pgoff");
+  if (!r.Read(&e->pid) || !r.Read(&e->tid) || !r.Read(&e->addr) || !r.Read(&e->len) ||
+      !r.Read(&e->pgoff)) {
+    return Truncated((std::string(kind) + ".pid/tid/addr/len/pgoff").c_str(), r.offset());
+  }
+  return OkStatus();
+}
+
+// ... and the file's name last (NUL-terminated, padded to 8 bytes; the
+// trailer follows), with the range checked.
+Status ReadMappingName(ByteReader& r, const char* kind, Event* e) {
+  if (!r.PaddedString(&e->filename)) {
+    return Status::Error(std::string(kind) +
+                         " filename is not NUL-terminated within the record at offset " +
+                         std::to_string(r.offset()));
+  }
+  if (e->len == 0 || e->addr + e->len < e->addr) {
+    return Status::Error(std::string(kind) + " range is empty or wraps the address space");
+  }
+  return OkStatus();
+}
+
+// MMAP2: the mapping, its file (by name, and by build ID when the kernel
+// sends one, else its device and inode) and protection.
+Status ReadMmap2(ByteReader& r, uint16_t misc, Event* e) {
+  RETURN_IF_ERROR(ReadMappingRange(r, "mmap2", e));
   if (misc & kMiscMmapBuildId) {
     uint8_t size;
     uint8_t reserved[3];
@@ -159,36 +178,16 @@ Status ReadMmap2(ByteReader& r, uint16_t misc, Event* e) {
   }
   READ_OR_FAIL(r, &e->prot, "mmap2.prot");
   READ_OR_FAIL(r, &e->flags, "mmap2.flags");
-  // The filename is NUL-terminated and padded to 8 bytes; the trailer follows.
-  if (!r.PaddedString(&e->filename)) {
-    return Status::Error("mmap2 filename is not NUL-terminated within the record at offset " +
-                         std::to_string(r.offset()));
-  }
-  if (e->len == 0 || e->addr + e->len < e->addr) {
-    return Status::Error("mmap2 range is empty or wraps the address space");
-  }
-  return OkStatus();
+  return ReadMappingName(r, "mmap2", e);
 }
 
 // MMAP (perf.data files: the kernel's and synthesized mappings, and
 // recordings without mmap2): no inode or protection; an executable mapping
 // unless the kernel marked it data.
 Status ReadMmap(ByteReader& r, uint16_t misc, Event* e) {
-  e->type = EventType::kMmap2;
-  READ_OR_FAIL(r, &e->pid, "mmap.pid");
-  READ_OR_FAIL(r, &e->tid, "mmap.tid");
-  READ_OR_FAIL(r, &e->addr, "mmap.addr");
-  READ_OR_FAIL(r, &e->len, "mmap.len");
-  READ_OR_FAIL(r, &e->pgoff, "mmap.pgoff");
+  RETURN_IF_ERROR(ReadMappingRange(r, "mmap", e));
   e->prot = (misc & kMiscMmapData) != 0 ? PROT_READ : PROT_READ | PROT_EXEC;
-  if (!r.PaddedString(&e->filename)) {
-    return Status::Error("mmap filename is not NUL-terminated within the record at offset " +
-                         std::to_string(r.offset()));
-  }
-  if (e->len == 0 || e->addr + e->len < e->addr) {
-    return Status::Error("mmap range is empty or wraps the address space");
-  }
-  return OkStatus();
+  return ReadMappingName(r, "mmap", e);
 }
 
 Status ReadComm(ByteReader& r, uint16_t misc, Event* e) {

@@ -53,6 +53,16 @@ def perf_lost(data):
     return len(lost), sum(lost)
 
 
+def alias(name):
+    """One name for glibc's aliases of one address (__GI___fstatat64,
+    __fstatat64, fstatat64): perf and microscope pick different ones of
+    the same symbol (ld.so's fstatat64 is __GI___fstatat64 to microscope,
+    libc's the other way round)."""
+    if name.startswith("__GI_"):
+        name = name[len("__GI_"):]
+    return name.lstrip("_") or name
+
+
 def perf_self(data):
     """{symbol: self percent of all samples' period}, from perf report
     --no-children sorted by symbol alone (one name in two DSOs summed)."""
@@ -62,7 +72,7 @@ def perf_self(data):
     for line in out.splitlines():
         m = re.match(r"^\s+([\d.]+)%\s+\[[.kgu]\]\s+(.*?)\s*$", line)
         if m:
-            shares[m.group(2)] += float(m.group(1))
+            shares[alias(m.group(2))] += float(m.group(1))
     return shares
 
 
@@ -70,7 +80,7 @@ def our_self(cap):
     rep = report(cap, "--inlines", "off", "--top", "1000000")
     shares = collections.Counter()
     for f in rep["functions"]:
-        shares[f["function"]] += f["self"]["percent"]
+        shares[alias(f["function"])] += f["self"]["percent"]
     return rep, shares
 
 
@@ -180,11 +190,13 @@ check(h["stack_ends"].get("complete", 0) >= 0.95 * h["samples"] and
 # samples taken as a program execs are its old or its new mappings' by a
 # hair (one run in some ten had two samples in strnlen where perf had one,
 # with 550 samples in all).
-cases = [("threads", [fixture("threads"), "1000"])]
+# (Under the sanitizers, the readers' paths run above and below; these
+# compare the processor's bookkeeping with perf's.)
+cases = []
 if not SANITIZED:
     storm = [fixture("forkexec"), "/bin/sh", "-c", "for i in $(seq 40); do /bin/true; done; exec %s 600"
              % fixture("split")]
-    cases.append(("fork and exec", storm))
+    cases = [("threads", [fixture("threads"), "1000"]), ("fork and exec", storm)]
 for name, cmd in cases:
     data = d + "/%s.data" % name.replace(" ", "_")
     perf_record(data, ["-F", "2999", "-g"], cmd)
