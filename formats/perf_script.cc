@@ -139,13 +139,15 @@ Result<capture::Capture> ReadPerfScript(std::string_view text) {
   if (periods && clock_event) {
     c.settings.metric = "cpu";
     c.settings.unit = "nanoseconds";
+  } else if (periods) {
+    // Another event's periods: its count of events.
+    c.settings.metric = event.substr(0, event.find(':'));
+    c.settings.unit = "events";
   } else {
-    // Periods of other events, or none printed: each sample counts.
+    // No period printed: each sample counts one.
     c.settings.metric = "samples";
     c.settings.unit = "count";
-    if (!periods) {
-      for (size_t i = 0; i < c.samples.size(); ++i) c.samples.weight[i] = 1;
-    }
+    for (size_t i = 0; i < c.samples.size(); ++i) c.samples.weight[i] = 1;
   }
   c.settings.notes.push_back(
       "perf script text: frames by symbol and DSO as printed (virtual addresses, no build IDs: "

@@ -65,9 +65,9 @@ int RunConvert(ConvertOptions& o) {
     import::PerfDataOptions how;
     how.debug_dirs = o.debug_dirs;
     // perf's own cache of the files it recorded (perf record copies each
-    // module there by build ID), last, as perf report looks.
+    // module there by build ID), after the recorded path.
     if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/')
-      how.debug_dirs.push_back(std::string(home) + "/.debug");
+      how.perf_cache = std::string(home) + "/.debug";
     how.sysroot = o.sysroot;
     // A compressed perf.data holds some 10 times its size: the limit is
     // --max-inflate's, or 32 times the file (up to 4 GiB) when that is more.
@@ -142,11 +142,14 @@ Runner AddConvertCommand(CLI::App& app) {
       "  exec, exit), mappings and build IDs, lost and throttle counts. fp callchains\n"
       "  are kept as the kernel gave them; --call-graph dwarf stacks are unwound here\n"
       "  by CFI from files proved by build ID (each --debug-dir's .build-id tree,\n"
-      "  the recorded path or under --sysroot, then perf's own ~/.debug cache); a module\n"
+      "  the recorded path or under --sysroot, then perf's own ~/.debug cache, then\n"
+      "  separate debug files by build ID in those directories); a module\n"
       "  found nowhere ends its stack (no unwind info). Frames are then named as\n"
-      "  `symbolize` names them; the kernel's only in the recording's boot. Not read:\n"
-      "  other events' samples (counted in a note), tracepoint data (RAW), READ\n"
-      "  groups, branch stacks, AUX data.\n"
+      "  `symbolize` names them; the kernel's only in the recording's boot. Other\n"
+      "  events' samples are counted in a note, not imported; a sampled event with\n"
+      "  tracepoint data (RAW), READ groups or branch stacks is refused; AUX data and\n"
+      "  the fields after the stack copy (weights, data sources) are not read; a\n"
+      "  dwarf file recorded on another architecture keeps its kernel callchains only.\n"
       "perf script text: samples with threads, times, the period (nanoseconds for\n"
       "  cpu-clock and task-clock; other events or no period: counts) and frames by\n"
       "  symbol and DSO as printed. Lost: build IDs, mappings, file offsets (frames\n"

@@ -114,6 +114,7 @@ class Reader {
   std::vector<uint8_t> regs_;
   int regs_index_[record::kUserRegCount] = {};
   bool regs_complete_ = false;
+  bool foreign_arch_ = false;  // recorded on another architecture than this host's
 };
 
 Status Refuse(const std::string& where, std::string_view what, const std::string& why) {
@@ -319,7 +320,7 @@ Status Reader::TakeUserRecord(const record::RecordHeader& h, std::span<const uin
       std::memcpy(&attr_size, body.data() + 4, 4);
       if (attr_size == 0) attr_size = kAttrSizeVer0;
       if (attr_size > body.size() || attr_size % 8 != 0)
-        return Refuse(Where(at + 8, source), "HEADER_ATTR",
+        return Refuse(Where(at + 12, source), "HEADER_ATTR",
                       "attribute size " + std::to_string(attr_size) + " does not fit its record");
       ASSIGN_OR_RETURN(Attr a, ParseAttr(body.first(attr_size), at + 8));
       a.ids.resize((body.size() - attr_size) / 8);  // a u16-sized record: bounded
@@ -499,9 +500,12 @@ Status Reader::Layouts() {
                              "perf cannot tell their records apart either");
     }
   }
-  // The sampled event's registers in the order the processor takes them.
+  // The sampled event's registers in the order the processor takes them
+  // (x86-64's: another architecture's are not these).
   const Attr& s = attrs_[sampled_];
-  regs_complete_ = (s.regs_user & record::kUserRegsMask) == record::kUserRegsMask;
+  utsname host;
+  foreign_arch_ = !meta_.arch.empty() && uname(&host) == 0 && meta_.arch != host.machine;
+  regs_complete_ = !foreign_arch_ && (s.regs_user & record::kUserRegsMask) == record::kUserRegsMask;
   size_t k = 0;
   for (int bit = 0; bit < 64; ++bit) {
     if (!(record::kUserRegsMask >> bit & 1)) continue;
@@ -622,18 +626,22 @@ std::span<const uint8_t> Reader::ProvedByInode(const Event& e) {
 
 std::vector<std::string> Reader::ModuleFiles(std::string_view path,
                                              std::span<const uint8_t> build_id) const {
+  // Whole binaries first (perf's cache layout DIR/.build-id/xx/rest/elf,
+  // the recorded path, perf's own cache), then separate debug files, whose
+  // .eh_frame is often empty (CfiCache goes on past a file without CFI).
   std::vector<std::string> files;
   const std::string hex = HexBytes(build_id);
+  if (hex.size() < 3) return files;
+  const std::string tail = "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2);
+  for (const std::string& dir : options_.debug_dirs) files.push_back(dir + tail + "/elf");
+  if (path.starts_with("/"))
+    files.push_back(options_.sysroot.empty() ? std::string(path)
+                                             : options_.sysroot + std::string(path));
+  if (!options_.perf_cache.empty()) files.push_back(options_.perf_cache + tail + "/elf");
   for (const std::string& dir : options_.debug_dirs) {
-    if (hex.size() < 3) break;
-    const std::string base = dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2);
-    files.push_back(base + "/elf");  // perf's cache of the binary itself
-    files.push_back(base + ".debug");
-    files.push_back(base + "/debug");
+    files.push_back(dir + tail + ".debug");
+    files.push_back(dir + tail + "/debug");
   }
-  if (!path.starts_with("/")) return files;
-  files.push_back(options_.sysroot.empty() ? std::string(path)
-                                           : options_.sysroot + std::string(path));
   return files;
 }
 
@@ -674,6 +682,9 @@ void Reader::Describe(const std::string& name, capture::Settings* s) const {
                        std::to_string(meta_.nr_cpus_available) + " CPUs" +
                        (meta_.cpu_desc.empty() ? "" : " (" + meta_.cpu_desc + ")"));
   if (!meta_.arch.empty()) s->notes.push_back("architecture " + meta_.arch);
+  if (foreign_arch_ && dwarf)
+    s->notes.push_back("recorded on " + meta_.arch +
+                       ", not this host's architecture: its user stacks are not unwound here");
   size_t proved = 0;
   for (const auto& [file, id] : by_inode_) proved += !id.empty();
   if (proved != 0)
@@ -705,6 +716,7 @@ Status Reader::Symbolize(capture::Capture* c) const {
   c->settings.symbols = "symbolize";
   symbols::SymbolizeOptions how;
   how.debug_dirs = options_.debug_dirs;
+  if (!options_.perf_cache.empty()) how.debug_dirs.push_back(options_.perf_cache);
   how.sysroot = options_.sysroot;
   how.cache_dir = symbols::DefaultCacheDir();
   auto named = symbols::Symbolize(c, how);

@@ -24,6 +24,8 @@ struct PerfDataOptions {
   // sysroot for the recorded paths. Every file is proved by its build ID.
   std::vector<std::string> debug_dirs;
   std::string sysroot;
+  // perf's build-ID cache (~/.debug), looked in after the recorded path.
+  std::string perf_cache;
   // A compressed file inflates to at most this many bytes.
   uint64_t max_inflate = uint64_t(4) << 30;
   // Read this host's files: modules' CFI to unwind, their layouts, and

@@ -29,6 +29,8 @@ bool ModuleCfi::Bias(uint64_t start, uint64_t pgoff, uint64_t* bias) const {
 Result<std::shared_ptr<const ModuleCfi>> CfiCache::Get(const std::vector<uint8_t>& build_id,
                                                        std::span<const std::string> paths,
                                                        std::span<const uint8_t> image) {
+  if (build_id.empty() && paths.empty() && image.empty())
+    return Status::Error(StatusCode::kNotFound, "no file to read");
   std::string key = !build_id.empty() ? HexBytes(build_id)
                     : paths.empty()   ? std::string("image")
                                       : "path:" + paths.front();
@@ -36,19 +38,23 @@ Result<std::shared_ptr<const ModuleCfi>> CfiCache::Get(const std::vector<uint8_t
   if (it != modules_.end()) return it->second;
   Status why = Status::Error(StatusCode::kNotFound, "no file to read");
   std::unique_ptr<ModuleCfi> found;
+  size_t i = 0;
   auto take = [&](Result<std::unique_ptr<ModuleCfi>> loaded, const std::string& where) {
     if (!loaded.ok()) {
       why = loaded.status();
-    } else if (!build_id.empty() && !(*loaded)->build_id.empty() &&
-               (*loaded)->build_id != build_id) {
+    } else if (!build_id.empty() && (*loaded)->build_id != build_id) {
       why = Status::Error(where + "build ID mismatch: recorded " + HexBytes(build_id) +
-                          ", file has " + HexBytes((*loaded)->build_id));
+                          ", file has " +
+                          ((*loaded)->build_id.empty() ? "none" : HexBytes((*loaded)->build_id)));
+    } else if (!(*loaded)->table->has_cfi() && i + 1 < paths.size()) {
+      // A separate debug file keeps an empty .eh_frame: the next may have it.
+      why = Status::Error(where + "no CFI");
     } else {
       found = std::move(loaded).value();
     }
   };
   if (!image.empty()) take(LoadModuleCfiFromMemory(image), "");
-  for (size_t i = 0; found == nullptr && image.empty() && i < paths.size(); ++i) {
+  for (; found == nullptr && image.empty() && i < paths.size(); ++i) {
     take(LoadModuleCfi(paths[i]), paths[i] + ": ");
   }
   if (found == nullptr) return why;

@@ -125,13 +125,10 @@ void Processor::SetExitStatus(uint32_t pid, int status) {
 capture::ModuleId Processor::InternModule(std::string_view path,
                                           std::span<const uint8_t> build_id) {
   // The kernel maps one vDSO into every process: ours. Its build ID lets
-  // frames in it be named later, and proves the image used for them.
-  static const std::vector<uint8_t> vdso_id = [] {
-    auto image = symbols::LoadElfImageFromMemory(symbols::OwnVdsoImage());
-    return image.ok() ? (*image)->build_id : std::vector<uint8_t>();
-  }();
-  // (An import's vDSO is another process's: only its recorded build ID.)
-  if (build_id.empty() && path == "[vdso]" && !options_.module_files) build_id = vdso_id;
+  // frames in it be named later, and proves the image used for them. (An
+  // import's vDSO is another process's: only its recorded build ID.)
+  if (build_id.empty() && path == "[vdso]" && !options_.module_files)
+    build_id = symbols::OwnVdsoBuildId();
   // One module per build ID (the same file under two paths is one image);
   // without a build ID, one per path.
   std::string key = build_id.empty() ? "p:" + std::string(path) : "b:" + HexBytes(build_id);

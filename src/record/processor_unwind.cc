@@ -60,9 +60,15 @@ const record::ModuleCfi* Processor::ModuleUnwindInfo(ModuleId module) {
   const capture::Module& mod = capture_.modules[module];
   const std::string& path = capture_.strings[mod.path];
   if (mod.kind == ModuleKind::kAnonymous || mod.kind == ModuleKind::kKernel) return nullptr;
-  auto loaded = options_.cfi_cache->Get(
-      mod.build_id, ModuleFiles(module),
-      mod.kind == ModuleKind::kVdso ? symbols::OwnVdsoImage() : std::span<const uint8_t>());
+  // Our own vDSO's image: an import's only when its build ID proves it ours.
+  std::span<const uint8_t> vdso;
+  if (mod.kind == ModuleKind::kVdso) {
+    vdso = symbols::OwnVdsoImage();
+    if (options_.module_files &&
+        (mod.build_id.empty() || mod.build_id != symbols::OwnVdsoBuildId()))
+      vdso = {};
+  }
+  auto loaded = options_.cfi_cache->Get(mod.build_id, ModuleFiles(module), vdso);
   if (!loaded.ok()) {
     CountProblem("module not unwound (no CFI read)", path + ": " + loaded.status().message());
     return nullptr;

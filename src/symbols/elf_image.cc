@@ -325,6 +325,14 @@ std::span<const uint8_t> OwnVdsoImage() {
   return {base, size};
 }
 
+const std::vector<uint8_t>& OwnVdsoBuildId() {
+  static const std::vector<uint8_t> id = [] {
+    auto image = LoadElfImageFromMemory(OwnVdsoImage());
+    return image.ok() ? (*image)->build_id : std::vector<uint8_t>();
+  }();
+  return id;
+}
+
 std::string Demangle(const std::string& name) {
   if (!name.starts_with("_Z")) return name;
   int status = 0;

@@ -67,6 +67,8 @@ Result<std::unique_ptr<ElfImage>> LoadElfImageFromMemory(std::span<const uint8_t
 // Our own vDSO image (the one the kernel maps into every 64-bit process),
 // or empty when the auxiliary vector has none.
 std::span<const uint8_t> OwnVdsoImage();
+// Its build ID (empty when none), read once.
+const std::vector<uint8_t>& OwnVdsoBuildId();
 
 // C++ names as users read them; other names unchanged.
 std::string Demangle(const std::string& name);

@@ -183,6 +183,15 @@ h = report(found_cap)["header"]
 check(h["stack_ends"].get("complete", 0) >= 0.95 * h["samples"] and
       functions(report(found_cap, "--inlines", "off"))["main"][1] >= 0.95 * h["samples"],
       "given by --debug-dir (proved by build ID): whole stacks again: %s" % h["stack_ends"])
+# A debug directory with only the separate debug file (its .eh_frame empty)
+# and the program back at its path: the program's own CFI unwinds.
+debug_only = d + "/debug-only/.build-id/%s" % build_id[:2]
+os.makedirs(debug_only)
+run(["objcopy", "--only-keep-debug", cache + "/elf", debug_only + "/%s.debug" % build_id[2:]])
+shutil.move(cache + "/elf", gone)
+h = report(convert(gone_data, d + "/debug-only.mscap", "--debug-dir", d + "/debug-only", env=elsewhere))["header"]
+check(h["stack_ends"].get("complete", 0) >= 0.95 * h["samples"],
+      "a separate debug file in --debug-dir does not hide the program's CFI: %s" % h["stack_ends"])
 
 # A multi-threaded program and a storm of forks and execs: every thread's
 # and process's samples as perf counts them.

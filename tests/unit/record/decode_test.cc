@@ -48,6 +48,17 @@ TEST_CASE("Decode: MMAP2 with and without a build ID, COMM, FORK, EXIT") {
   CHECK(c->comm == "worker");
   CHECK(c->exec);
   CHECK(c->time == 90);
+  // A thread renamed by another (its trailer the writer's), and perf's
+  // synthesized records (a zero trailer): the record's own task.
+  for (uint32_t writer : {9u, 0u}) {
+    RecordBuilder renamed(kRecordComm);
+    renamed.Put<uint32_t>(3).Put<uint32_t>(4).PutString("renamed").Trailer(writer, writer, 95);
+    auto r = DecodeRecord(renamed.Finish(), CollectorLayout());
+    REQUIRE(r.ok());
+    CHECK(r->pid == 3);
+    CHECK(r->tid == 4);
+    CHECK(r->time == 95);
+  }
 
   auto f = DecodeRecord(TaskRecord(kRecordFork, 5, 3, 5, 3, 100), CollectorLayout());
   REQUIRE(f.ok());
