@@ -69,10 +69,7 @@ int RunConvert(ConvertOptions& o) {
     if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/')
       how.perf_cache = std::string(home) + "/.debug";
     how.sysroot = o.sysroot;
-    // A compressed perf.data holds some 10 times its size: the limit is
-    // --max-inflate's, or 32 times the file (up to 4 GiB) when that is more.
-    how.max_inflate =
-        std::max<uint64_t>(max_inflate, std::min<uint64_t>(uint64_t(in.size()) * 32, 4ull << 30));
+    how.max_inflate = max_inflate;
     cap = import::ReadPerfData(in, o.input == "-" ? "standard input" : o.input, how);
   } else if (is_capture) {
     auto payload = capture::DecodeContainer(in);  // the bytes already read, not the path again

@@ -51,7 +51,10 @@ struct Item {
 class Reader {
  public:
   Reader(std::span<const uint8_t> bytes, const PerfDataOptions& options)
-      : bytes_(bytes), options_(options) {}
+      : bytes_(bytes),
+        options_(options),
+        max_inflate_(std::max<uint64_t>(
+            options.max_inflate, std::min<uint64_t>(uint64_t(bytes.size()) * 32, 4ull << 30))) {}
 
   Result<capture::Capture> Read(const std::string& name);
 
@@ -91,6 +94,7 @@ class Reader {
 
   std::span<const uint8_t> bytes_;
   const PerfDataOptions& options_;
+  const uint64_t max_inflate_;  // options_' limit, or 32 times the file
   bool pipe_ = false;
   FileMeta meta_;
   std::vector<Attr> attrs_;
@@ -402,10 +406,10 @@ Status Reader::Inflate(std::span<const uint8_t> data, uint64_t at) {
   size_t more = 1;  // until the input is used and zstd holds nothing back
   while (in.pos < in.size || more != 0) {
     const size_t old = inflated_.size();
-    if (old + room > options_.max_inflate)
-      return Refuse(Where(at, Source::kFile), "COMPRESSED",
-                    "the records inflate past " + std::to_string(options_.max_inflate) +
-                        " bytes (--max-inflate)");
+    if (old + room > max_inflate_)
+      return Refuse(
+          Where(at, Source::kFile), "COMPRESSED",
+          "the records inflate past " + std::to_string(max_inflate_) + " bytes (--max-inflate)");
     inflated_.resize(old + room);
     ZSTD_outBuffer out{inflated_.data() + old, room, 0};
     more = ZSTD_decompressStream(zstd_.get(), &out, &in);

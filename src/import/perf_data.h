@@ -26,8 +26,10 @@ struct PerfDataOptions {
   std::string sysroot;
   // perf's build-ID cache (~/.debug), looked in after the recorded path.
   std::string perf_cache;
-  // A compressed file inflates to at most this many bytes.
-  uint64_t max_inflate = uint64_t(4) << 30;
+  // A compressed file inflates to at most this many bytes, or 32 times its
+  // own size (up to 4 GiB) when that is more: a -z file holds some 10 times
+  // its size.
+  uint64_t max_inflate = uint64_t(256) << 20;
   // Read this host's files: modules' CFI to unwind, their layouts, and
   // their symbols to name the frames (symbols::Symbolize with the options
   // above). Off (the fuzz target): no file is opened, frames stay unnamed.
