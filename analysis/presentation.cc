@@ -363,6 +363,25 @@ std::vector<HeaderLine> HeaderLines(const ReportModel& m) {
             p.example.c_str());
   }
   for (const std::string& n : s.notes) l.Line("note") = n;
+  if (m.traces) {
+    for (size_t i = 0; i < m.traces->sources.size(); ++i) {
+      const ReportTraceSource& t = m.traces->sources[i];
+      std::string& line = l.Line(i == 0 ? "traces" : "");
+      Appendf(line, "%s (%s%s%s): %llu events on %llu tracks", t.path.c_str(), t.format.c_str(),
+              t.tool.empty() ? "" : ", ", t.tool.c_str(), Ull(t.events), Ull(t.tracks));
+      if (t.clock == capture::kTraceClockOwnAxis) {
+        line += ", on its own axis (not placed on this recording's clock)";
+      } else {
+        Appendf(line, ", placed by %s", t.clock.c_str());
+        if (t.uncertainty_ns) {
+          line += " within " + Duration(*t.uncertainty_ns);
+        } else {
+          line += " (how far off not bounded)";
+        }
+      }
+      if (t.skipped > 0) Appendf(line, "; %llu events not imported", Ull(t.skipped));
+    }
+  }
   if (!h.filter_text.empty()) {
     Appendf(l.Line("filter"), "%s: %llu %s (%s, %s of all) kept", h.filter_text.c_str(),
             Ull(m.flat.all.samples), m.nouns.counts.c_str(),

@@ -160,6 +160,10 @@ ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
     out.lanes.push_back(std::move(r));
   }
   AddProbeLanes(c, lanes, &out);
+  out.trace_lanes = ComputeTraceLanes(c, lanes.start, lanes.bucket_ns, lanes.bucket_count);
+  for (const capture::Trace& t : c.traces) {
+    if (t.OwnAxis()) out.own_axis_traces.push_back(t.path);
+  }
   return out;
 }
 
@@ -347,6 +351,8 @@ Status BuildViews(const capture::Capture& original, const capture::Capture& cap,
   if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width), q.top);
   if (SyscallsShown(original, v)) m->syscalls = BuildSyscalls(cap, keys, q.top);
   if (v.zones) m->zones = BuildZonesReport(original, q.top, filter);
+  if (!original.traces.empty()) m->traces = BuildTracesReport(original, q.top, filter);
+  m->show_spans = v.spans;
   return q.cancel() ? Cancelled() : OkStatus();
 }
 
@@ -394,7 +400,7 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   if (q.cancel()) return Cancelled();
   const ReportViews& v = q.views;
   const bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls ||
-                   m.source || m.zones;
+                   m.source || m.zones || v.spans;
   m.show_flat = v.flat || !any;
   return m;
 }

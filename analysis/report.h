@@ -18,6 +18,7 @@
 #include "analysis/lanes.h"
 #include "analysis/profile.h"
 #include "analysis/summary.h"
+#include "analysis/traces.h"
 #include "analysis/zones.h"
 #include "base/status.h"
 #include "capture/capture.h"
@@ -35,6 +36,7 @@ struct ReportViews {
   bool syscalls = false;
   bool by_state = false;  // off-CPU time per state and thread, and who woke each thread
   bool zones = false;     // the program's zones (probes): statistics per zone
+  bool spans = false;     // imported traces' spans by name (microscope import)
 };
 
 struct ReportQuery {
@@ -147,6 +149,10 @@ struct ReportLanes {
   bool any_off_cpu = false;  // some lane has off-CPU time
   std::vector<ReportLane> lanes;
   std::vector<std::string> zone_names;  // the zones the lanes' letters stand for
+  // Imported traces' tracks on the same columns (those placed on the
+  // capture's clock), and the paths of those kept on their own axis.
+  std::vector<TraceLane> trace_lanes;
+  std::vector<std::string> own_axis_traces;
 };
 
 struct ReportOffCpuTotal {
@@ -307,6 +313,10 @@ struct ReportModel {
   std::optional<ReportOffCpu> by_state;
   std::optional<ReportSyscalls> syscalls;
   std::optional<ReportZones> zones;
+  // Imported traces (capture::Trace): always when the capture has some
+  // (the header names them); their spans table with views.spans.
+  std::optional<ReportTraces> traces;
+  bool show_spans = false;
   std::optional<ReportTree> tree;
   std::optional<ReportTree> inverted;
   std::optional<std::vector<ReportThread>> threads;  // every thread; a table shows the first `top`

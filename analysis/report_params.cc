@@ -28,6 +28,7 @@ bool SetView(const std::string& word, ReportViews* v) {
       {"inverted", &ReportViews::inverted}, {"threads", &ReportViews::threads},
       {"lanes", &ReportViews::lanes},       {"syscalls", &ReportViews::syscalls},
       {"zones", &ReportViews::zones},       {"by_state", &ReportViews::by_state},
+      {"spans", &ReportViews::spans},
   };
   auto it = kViews.find(word);
   if (it == kViews.end()) return false;

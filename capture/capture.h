@@ -264,6 +264,80 @@ inline constexpr std::string_view kReadingThrottled = "cpu.throttled_ns";
 // "psi.cpu.some_us", "psi.memory.full_us", "psi.io.some_us", ...
 inline constexpr std::string_view kReadingPressurePrefix = "psi.";
 
+// (2.11) Another tool's trace imported onto the capture's timeline
+// (schema.fbs says each field). Whole in itself: its strings and tracks are
+// its own, and it names the capture's processes and threads by pid and tid.
+enum class TraceEventKind : uint8_t { kSpan = 0, kInstant = 1, kCounter = 2 };
+inline constexpr uint8_t kTraceEventKindCount = 3;
+const char* TraceEventKindName(TraceEventKind kind);  // "span", "instant", "counter"
+enum class TraceTrackKind : uint8_t {
+  kThread = 0,   // a thread's spans and instants
+  kDevice = 1,   // a device's stream (a GPU's kernels and copies)
+  kAsync = 2,    // async spans, which need not nest on any thread
+  kCounter = 3,  // one counter's values
+  kProcess = 4,  // a process's own instants
+};
+inline constexpr uint8_t kTraceTrackKindCount = 5;
+const char* TraceTrackKindName(TraceTrackKind kind);  // "thread", "device", ...
+
+struct TraceTrack {
+  std::string name;
+  std::string group;
+  TraceTrackKind kind = TraceTrackKind::kThread;
+  std::string trace_pid;
+  std::string trace_tid;
+  int32_t pid = 0;  // the capture's process (0: none)
+  int32_t tid = 0;  // and thread (0: none)
+  std::string mapped_by;
+  int32_t sort_index = 0;
+  bool operator==(const TraceTrack&) const = default;
+};
+
+struct TraceEvents {
+  MICROSCOPE_TRACE_EVENTS_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_TRACE_EVENTS_COLUMNS)
+  size_t size() const { return start.size(); }
+  uint32_t CategoryAt(size_t i) const { return category.empty() ? kNone : category[i]; }
+  double ValueAt(size_t i) const { return value.empty() ? 0.0 : value[i]; }
+  uint32_t ArgsAt(size_t i) const { return args.empty() ? kNone : args[i]; }
+  uint32_t DepthAt(size_t i) const { return depth.empty() ? 0 : depth[i]; }
+  uint64_t EndAt(size_t i) const { return start[i] + duration[i]; }
+};
+
+struct TraceFlows {
+  MICROSCOPE_TRACE_FLOWS_COLUMNS(MICROSCOPE_VECTOR_MEMBER)
+  MICROSCOPE_TABLE_VISITOR(MICROSCOPE_TRACE_FLOWS_COLUMNS)
+  size_t size() const { return from.size(); }
+};
+
+// The clocks a trace's times can be placed by (Trace::clock).
+inline constexpr std::string_view kTraceClockOwnAxis = "own-axis";
+
+struct Trace {
+  std::string path;
+  std::string digest;
+  std::string format;
+  std::string tool;
+  std::string clock;
+  std::string clock_note;
+  int64_t offset = 0;
+  std::optional<uint64_t> uncertainty;
+  uint64_t imported_at = 0;
+  std::vector<std::string> notes;
+  std::string device_properties;
+  std::vector<std::string> strings;
+  std::vector<TraceTrack> tracks;
+  TraceEvents events;
+  TraceFlows flows;
+  uint64_t skipped = 0;
+
+  bool OwnAxis() const { return clock == kTraceClockOwnAxis; }
+  const std::string& str(uint32_t id) const {
+    static const std::string kEmpty;
+    return id == kNone ? kEmpty : strings[id];
+  }
+};
+
 struct Problem {
   StringId kind = kNone;
   uint64_t count = 0;
@@ -393,6 +467,7 @@ struct Capture {
   ProbeSites probe_sites;
   ProbeRecords probe_records;
   Readings readings;
+  std::vector<Trace> traces;  // (2.11) other tools' traces, in the order imported
   std::vector<Problem> problems;
   Settings settings;
   // The decompressed file that viewed columns point into (null when built).

@@ -33,7 +33,7 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // samples.cpu (the CPU each sample was taken on) and the readings table
 // (record --readings: schedstat, cgroup CPU throttling, pressure).
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 10;
+inline constexpr uint16_t kFormatMinor = 11;
 // A reader refuses payloads claiming more than this: a corrupt size must not
 // make us allocate the machine's memory.
 // FlatBuffers buffers are limited to 2 GiB.

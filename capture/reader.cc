@@ -141,7 +141,69 @@ Status ReadTable(const void* fb_table, const char* name, Table* out) {
   return status;
 }
 
+// (2.11) The imported traces: each whole in itself (validate.cc checks
+// its references).
+Status ReadTraces(const fbs::Capture* root, Capture* out) {
+  if (root->traces() == nullptr) return OkStatus();
+  for (const fbs::Trace* t : *root->traces()) {
+    Trace tr;
+    tr.path = Str(t->path());
+    tr.digest = Str(t->digest());
+    tr.format = Str(t->format());
+    tr.tool = Str(t->tool());
+    tr.clock = Str(t->clock());
+    tr.clock_note = Str(t->clock_note());
+    tr.offset = t->offset();
+    if (t->uncertainty().has_value()) tr.uncertainty = *t->uncertainty();
+    tr.imported_at = t->imported_at();
+    tr.notes = Strings(t->notes());
+    tr.device_properties = Str(t->device_properties());
+    tr.strings = Strings(t->strings());
+    if (t->tracks() != nullptr) {
+      for (const fbs::TraceTrack* k : *t->tracks()) {
+        tr.tracks.push_back({Str(k->name()), Str(k->group()), TraceTrackKind(k->kind()),
+                             Str(k->trace_pid()), Str(k->trace_tid()), k->pid(), k->tid(),
+                             Str(k->mapped_by()), k->sort_index()});
+      }
+    }
+    const std::string where = "traces[" + std::to_string(out->traces.size()) + "]";
+    RETURN_IF_ERROR(ReadTable(t->events(), (where + ".events").c_str(), &tr.events));
+    RETURN_IF_ERROR(ReadTable(t->flows(), (where + ".flows").c_str(), &tr.flows));
+    tr.skipped = t->skipped();
+    out->traces.push_back(std::move(tr));
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+const char* TraceEventKindName(TraceEventKind kind) {
+  switch (kind) {
+    case TraceEventKind::kSpan:
+      return "span";
+    case TraceEventKind::kInstant:
+      return "instant";
+    case TraceEventKind::kCounter:
+      return "counter";
+  }
+  return "unknown";
+}
+
+const char* TraceTrackKindName(TraceTrackKind kind) {
+  switch (kind) {
+    case TraceTrackKind::kThread:
+      return "thread";
+    case TraceTrackKind::kDevice:
+      return "device";
+    case TraceTrackKind::kAsync:
+      return "async";
+    case TraceTrackKind::kCounter:
+      return "counter";
+    case TraceTrackKind::kProcess:
+      return "process";
+  }
+  return "unknown";
+}
 
 const char* ProbeKindName(ProbeKind kind) {
   switch (kind) {
@@ -346,6 +408,7 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
     }
   }
   ASSIGN_OR_RETURN(c.settings, ToSettings(root->settings()));
+  RETURN_IF_ERROR(ReadTraces(root, &c));
   c.backing = std::move(backing);
   RETURN_IF_ERROR(ValidateCapture(c));
   return c;

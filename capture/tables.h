@@ -101,6 +101,26 @@ struct ColumnInfo {
   X(StringId, key, .ref = Ref::kString)                           \
   X(int64_t, value)
 
+// (2.11) An imported trace's events and flows (capture.h's Trace): their
+// references index the trace's own strings and tracks, which validate.cc
+// checks, so the columns name no capture table.
+#define MICROSCOPE_TRACE_EVENTS_COLUMNS(X)                       \
+  X(uint32_t, track)                                             \
+  X(TraceEventKind, kind, .below = kTraceEventKindCount)         \
+  X(uint64_t, start, .ascending = true)                          \
+  X(uint64_t, duration)                                          \
+  X(uint32_t, name)                                              \
+  X(uint32_t, category, .optional = true, .fill = kNone)         \
+  X(double, value, .optional = true)                             \
+  X(uint32_t, args, .optional = true, .fill = kNone)             \
+  X(uint32_t, depth, .optional = true)
+
+#define MICROSCOPE_TRACE_FLOWS_COLUMNS(X) \
+  X(uint32_t, from)                       \
+  X(uint32_t, to)                         \
+  X(uint32_t, name)                       \
+  X(uint64_t, id)
+
 // The event tables: X(Struct, member of Capture, its columns' list).
 #define MICROSCOPE_EVENT_TABLES(X)                                \
   X(Samples, samples, MICROSCOPE_SAMPLES_COLUMNS)                 \

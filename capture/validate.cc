@@ -176,6 +176,52 @@ Status ValidateStacks(const Capture& c) {
   return OkStatus();
 }
 
+// (2.11) An imported trace: its columns by their declarations, its
+// references into its own strings, tracks and events, kinds known, spans
+// ending before the clock wraps, counter values numbers.
+Status ValidateTrace(const Capture& c, size_t index) {
+  const Trace& t = c.traces[index];
+  const std::string at = "traces[" + std::to_string(index) + "]";
+  RETURN_IF_ERROR(ValidateTable(c, (at + ".events").c_str(), t.events));
+  RETURN_IF_ERROR(ValidateTable(c, (at + ".flows").c_str(), t.flows));
+  const size_t ns = t.strings.size();
+  const std::string tracks = at + ".tracks";
+  for (size_t i = 0; i < t.tracks.size(); ++i) {
+    if (uint8_t(t.tracks[i].kind) >= kTraceTrackKindCount) {
+      return Status::Error(Where(tracks.c_str(), i, "kind") + " has unknown value " +
+                           std::to_string(int(t.tracks[i].kind)));
+    }
+  }
+  const TraceEvents& e = t.events;
+  const std::string events = at + ".events";
+  const char* en = events.c_str();
+  for (size_t i = 0; i < e.size(); ++i) {
+    RETURN_IF_ERROR(CheckRef(e.track[i], t.tracks.size(), false, en, i, "track", "tracks"));
+    RETURN_IF_ERROR(CheckRef(e.name[i], ns, false, en, i, "name", "strings"));
+    RETURN_IF_ERROR(CheckRef(e.CategoryAt(i), ns, true, en, i, "category", "strings"));
+    RETURN_IF_ERROR(CheckRef(e.ArgsAt(i), ns, true, en, i, "args", "strings"));
+    if (e.start[i] + e.duration[i] < e.start[i]) {
+      return Status::Error(Where(en, i, "duration") + " runs past the end of the clock");
+    }
+    if (e.kind[i] == TraceEventKind::kCounter && !std::isfinite(e.ValueAt(i))) {
+      return Status::Error(Where(en, i, "value") + " is not a finite number");
+    }
+    if (e.DepthAt(i) > kMaxStackDepth) {
+      return Status::Error(Where(en, i, "depth") + " is deeper than " +
+                           std::to_string(kMaxStackDepth));
+    }
+  }
+  const TraceFlows& f = t.flows;
+  const std::string flows = at + ".flows";
+  const char* fn = flows.c_str();
+  for (size_t i = 0; i < f.size(); ++i) {
+    RETURN_IF_ERROR(CheckRef(f.from[i], e.size(), false, fn, i, "from", "events"));
+    RETURN_IF_ERROR(CheckRef(f.to[i], e.size(), false, fn, i, "to", "events"));
+    RETURN_IF_ERROR(CheckRef(f.name[i], ns, false, fn, i, "name", "strings"));
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status ValidateCapture(const Capture& c) {
@@ -189,6 +235,7 @@ Status ValidateCapture(const Capture& c) {
   });
   RETURN_IF_ERROR(tables);
   RETURN_IF_ERROR(ValidateProbes(c));
+  for (size_t i = 0; i < c.traces.size(); ++i) RETURN_IF_ERROR(ValidateTrace(c, i));
   for (size_t i = 0; i < c.problems.size(); ++i) {
     RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
     RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));

@@ -203,6 +203,8 @@ class Merger {
     MapEventRefs(&p, m);
     AddProbeSites(p);
     AppendEventRows(&out_, p, &spans_);
+    // Imported traces are whole in themselves (no capture ids to renumber).
+    for (Trace& t : p.traces) out_.traces.push_back(std::move(t));
     for (const Problem& pr : p.problems) {
       auto [it, fresh] = problems_.try_emplace(pr.kind, out_.problems.size());
       if (fresh) {

@@ -122,6 +122,51 @@ flatbuffers::uoffset_t WriteTable(FlatBufferBuilder& b, const Table& t) {
   return b.EndTable(start);
 }
 
+Offset<flatbuffers::Vector<Offset<fbs::Trace>>> BuildTraces(FlatBufferBuilder& b,
+                                                             const std::vector<Trace>& traces) {
+  std::vector<Offset<fbs::Trace>> rows;
+  for (const Trace& t : traces) {
+    std::vector<Offset<fbs::TraceTrack>> tracks;
+    for (const TraceTrack& k : t.tracks) {
+      tracks.push_back(fbs::CreateTraceTrack(
+          b, b.CreateString(k.name), b.CreateString(k.group), uint8_t(k.kind),
+          b.CreateString(k.trace_pid), b.CreateString(k.trace_tid), k.pid, k.tid,
+          b.CreateString(k.mapped_by), k.sort_index));
+    }
+    auto path = b.CreateString(t.path);
+    auto digest = b.CreateString(t.digest);
+    auto format = b.CreateString(t.format);
+    auto tool = b.CreateString(t.tool);
+    auto clock = b.CreateString(t.clock);
+    auto clock_note = b.CreateString(t.clock_note);
+    auto notes = b.CreateVectorOfStrings(t.notes);
+    auto device = b.CreateString(t.device_properties);
+    auto strings = b.CreateVectorOfStrings(t.strings);
+    auto tracks_v = b.CreateVector(tracks);
+    const Offset<fbs::TraceEvents> events(WriteTable(b, t.events));
+    const Offset<fbs::TraceFlows> flows(WriteTable(b, t.flows));
+    fbs::TraceBuilder tb(b);
+    tb.add_path(path);
+    tb.add_digest(digest);
+    tb.add_format(format);
+    tb.add_tool(tool);
+    tb.add_clock(clock);
+    tb.add_clock_note(clock_note);
+    tb.add_offset(t.offset);
+    if (t.uncertainty) tb.add_uncertainty(*t.uncertainty);
+    tb.add_imported_at(t.imported_at);
+    tb.add_notes(notes);
+    tb.add_device_properties(device);
+    tb.add_strings(strings);
+    tb.add_tracks(tracks_v);
+    tb.add_events(events);
+    tb.add_flows(flows);
+    tb.add_skipped(t.skipped);
+    rows.push_back(tb.Finish());
+  }
+  return b.CreateVector(rows);
+}
+
 }  // namespace
 
 std::vector<uint8_t> SerializeCapture(const Capture& c) {
@@ -178,6 +223,8 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
   auto settings = BuildSettings(b, c.settings);
+  Offset<flatbuffers::Vector<Offset<fbs::Trace>>> traces = 0;
+  if (!c.traces.empty()) traces = BuildTraces(b, c.traces);
 
   fbs::CaptureBuilder cb(b);
   cb.add_strings(strings);
@@ -199,6 +246,7 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   if (!probe_sites.IsNull()) cb.add_probe_sites(probe_sites);
   if (!probe_records.IsNull()) cb.add_probe_records(probe_records);
   if (!readings.IsNull()) cb.add_readings(readings);
+  if (!traces.IsNull()) cb.add_traces(traces);
   b.Finish(cb.Finish(), fbs::CaptureIdentifier());
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -210,6 +258,10 @@ Status WriteCapture(const Capture& capture, const std::string& path) {
                       capture.syscalls.size() * 60 + capture.off_cpu.size() * 42 +
                       capture.probe_records.size() * 33 + capture.readings.size() * 32;
   for (const std::string& s : capture.strings) estimate += s.size() + 8;
+  for (const Trace& t : capture.traces) {
+    estimate += t.events.size() * 48 + t.flows.size() * 20 + t.tracks.size() * 64;
+    for (const std::string& s : t.strings) estimate += s.size() + 8;
+  }
   if (estimate > kMaxPayloadBytes - (64u << 20)) {
     return Status::Error("capture too large for one file (about " + std::to_string(estimate >> 20) +
                          " MiB); record a shorter --duration")

@@ -1,5 +1,7 @@
 #include "formats/report_json.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "analysis/presentation.h"
@@ -280,6 +282,57 @@ ordered_json LanesJson(const analysis::ReportLanes& l) {
   }
   ordered_json out = {{"start_ns", l.start}, {"bucket_ns", l.bucket_ns}, {"lanes", lanes}};
   if (!l.zone_names.empty()) out["zone_names"] = l.zone_names;
+  if (!l.trace_lanes.empty()) {
+    ordered_json tracks = ordered_json::array();
+    for (const analysis::TraceLane& t : l.trace_lanes) {
+      ordered_json counters = ordered_json::array();
+      for (double v : t.counter_max) counters.push_back(std::isnan(v) ? ordered_json() : ordered_json(v));
+      tracks.push_back({{"trace", t.trace},
+                        {"track", t.track},
+                        {"name", t.name},
+                        {"kind", capture::TraceTrackKindName(t.kind)},
+                        {"pid", t.pid},
+                        {"tid", t.tid},
+                        {"spans", t.spans},
+                        {"instants", t.instants},
+                        {"values", t.values},
+                        {"covered", t.covered},
+                        {"instant_counts", t.instant_counts},
+                        {"counter_max", std::move(counters)}});
+    }
+    out["trace_tracks"] = std::move(tracks);
+  }
+  if (!l.own_axis_traces.empty()) out["own_axis_traces"] = l.own_axis_traces;
+  return out;
+}
+
+ordered_json TracesJson(const analysis::ReportTraces& t, bool spans) {
+  ordered_json sources = ordered_json::array();
+  for (const analysis::ReportTraceSource& s : t.sources) {
+    ordered_json j = {{"path", s.path},          {"format", s.format},
+                      {"tool", s.tool},          {"clock", s.clock},
+                      {"clock_note", s.clock_note}};
+    j["uncertainty_ns"] = s.uncertainty_ns ? ordered_json(*s.uncertainty_ns) : ordered_json();
+    j["events"] = s.events;
+    j["tracks"] = s.tracks;
+    j["mapped_tracks"] = s.mapped_tracks;
+    j["flows"] = s.flows;
+    j["skipped"] = s.skipped;
+    j["notes"] = s.notes;
+    sources.push_back(std::move(j));
+  }
+  ordered_json out = {{"sources", std::move(sources)}};
+  if (spans) {
+    ordered_json rows = ordered_json::array();
+    for (const analysis::ReportSpanRow& r : t.spans) {
+      rows.push_back({{"trace", r.trace},       {"name", r.name},     {"track", r.track},
+                      {"count", r.count},       {"total_ns", r.total_ns},
+                      {"mean_ns", r.mean_ns},   {"p50_ns", r.p50_ns}, {"p90_ns", r.p90_ns},
+                      {"p99_ns", r.p99_ns},     {"max_ns", r.max_ns}, {"samples", r.samples},
+                      {"sample_percent", r.sample_percent}});
+    }
+    out["spans"] = std::move(rows);
+  }
   return out;
 }
 
@@ -337,6 +390,7 @@ std::string ReportJson(const ReportModel& m, bool indent) {
   for (const auto& r : m.flat.rows) j["functions"].push_back(FunctionJson(r));
   if (m.syscalls) j["syscalls"] = SyscallsJson(*m.syscalls);
   if (m.zones) j["zones"] = ZonesJson(*m.zones);
+  if (m.traces) j["traces"] = TracesJson(*m.traces, m.show_spans);
   if (m.tree) j["tree"] = TreeJson(*m.tree);
   if (m.inverted) j["inverted"] = TreeJson(*m.inverted);
   if (m.threads) j["threads"] = ThreadsJson(*m.threads);

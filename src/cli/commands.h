@@ -26,6 +26,7 @@ Runner AddSnapshotCommand(CLI::App& app);
 Runner AddQueryCommand(CLI::App& app);
 Runner AddDoctorCommand(CLI::App& app);
 Runner AddTriageCommand(CLI::App& app);
+Runner AddImportCommand(CLI::App& app);
 
 // A positive duration (base/duration.h) given to `option`, into
 // nanoseconds; otherwise prints the error and returns false.

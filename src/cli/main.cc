@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   Runner query = AddQueryCommand(app);
   Runner doctor = AddDoctorCommand(app);
   Runner triage = AddTriageCommand(app);
+  Runner import = AddImportCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -122,5 +123,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("query")) return query();
   if (app.got_subcommand("doctor")) return doctor();
   if (app.got_subcommand("triage")) return triage();
+  if (app.got_subcommand("import")) return import();
   return 2;
 }

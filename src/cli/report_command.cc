@@ -121,6 +121,9 @@ Runner AddReportCommand(CLI::App& app) {
                 "the program's zones (recorded with --probes): count, total and self time, "
                 "p50/p90/p99/max with the thread and time of each, CPU samples and off-CPU time "
                 "inside");
+  cmd->add_flag("--spans", o->query.views.spans,
+                "imported traces' spans (microscope import): count, total, mean, p50/p90/p99/max "
+                "per name, and the CPU samples of the capture's thread inside them");
   cmd->add_flag("--syscalls", o->query.views.syscalls,
                 "system calls (from `microscope syscalls`): calls, errors, total, mean and max "
                 "time per call, as strace -c, then the slowest calls");

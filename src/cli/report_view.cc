@@ -184,6 +184,46 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const TextStyle& 
       fprintf(out, "%-22s |%s|\n", "  marks, labels", lane.events.c_str());
   }
   PrintMore(out, lanes.lanes.size() - lanes.shown, "lane");
+  if (!lanes.trace_lanes.empty()) {
+    fprintf(out, "imported tracks (other tools' traces: darker, more of the column inside a span; "
+                 "| instants; counters: their largest value in the column)\n");
+    // Counters by their own largest value.
+    for (const analysis::TraceLane& t : lanes.trace_lanes) {
+      double top = 0;
+      for (double v : t.counter_max) {
+        if (!std::isnan(v)) top = std::max(top, v);
+      }
+      fprintf(out, "%-22.22s |", t.name.c_str());
+      for (size_t i = 0; i < t.covered.size(); ++i) {
+        if (t.covered[i] > 0) {
+          fputs(kLevels[std::clamp(1 + int(std::lround(7.0 * t.covered[i])), 1, 8)], out);
+        } else if (t.instant_counts[i] > 0) {
+          fputs("|", out);
+        } else if (!std::isnan(t.counter_max[i])) {
+          const double v = t.counter_max[i];
+          fputs(kLevels[top > 0 && v > 0 ? std::clamp(1 + int(std::lround(7.0 * v / top)), 1, 8)
+                                         : 1],
+                out);
+        } else {
+          fputs(" ", out);
+        }
+      }
+      fprintf(out, "| ");
+      if (t.spans > 0) fprintf(out, "%llu spans ", Ull(t.spans));
+      if (t.instants > 0) fprintf(out, "%llu instants ", Ull(t.instants));
+      if (t.values > 0) fprintf(out, "%llu values, max %g ", Ull(t.values), top);
+      if (t.tid != 0) {
+        fprintf(out, "(thread %d)", t.tid);
+      } else if (t.pid != 0) {
+        fprintf(out, "(process %d)", t.pid);
+      }
+      fprintf(out, "\n");
+    }
+  }
+  for (const std::string& path : lanes.own_axis_traces) {
+    fprintf(out, "%s: on its own axis, not drawn against this recording's time (import it with "
+                 "--anchor, --offset or --clock to place it)\n", path.c_str());
+  }
   if (!lanes.zone_names.empty()) {
     fprintf(out, "zones (the innermost that held most of a column):");
     for (size_t i = 0; i < lanes.zone_names.size(); ++i)
@@ -337,6 +377,34 @@ void PrintZones(FILE* out, const analysis::ReportZones& z, const TextStyle& c) {
   }
 }
 
+// Imported traces' spans by name (report --spans).
+void PrintSpans(FILE* out, const analysis::ReportTraces& t, const TextStyle& c) {
+  auto d = [](uint64_t ns) { return analysis::Duration(ns); };
+  fprintf(out, "\n%sImported spans%s: %zu names in %zu traces\n", c.bold(), c.reset(),
+          t.spans.size(), t.sources.size());
+  for (size_t i = 0; i < t.sources.size(); ++i) {
+    const analysis::ReportTraceSource& s = t.sources[i];
+    fprintf(out, "[%zu] %s: %s\n", i + 1, s.path.c_str(), s.clock_note.c_str());
+    for (const std::string& n : s.notes) fprintf(out, "    note: %s\n", n.c_str());
+  }
+  if (t.spans.empty()) {
+    fprintf(out, "(no spans: the traces hold only instants and counters)\n");
+    return;
+  }
+  fprintf(out, "%7s %11s %10s %10s %10s %10s %10s %8s %7s  %s\n", "count", "total", "mean", "p50",
+          "p90", "p99", "max", "samples", "share", "span");
+  for (size_t i = 0; i < t.shown; ++i) {
+    const analysis::ReportSpanRow& r = t.spans[i];
+    std::string name = r.name.empty() ? "(unnamed)" : r.name;
+    if (t.sources.size() > 1) name = "[" + std::to_string(r.trace + 1) + "] " + name;
+    fprintf(out, "%7llu %11s %10s %10s %10s %10s %10s %8llu %7s  %s  %s%s%s\n", Ull(r.count),
+            d(r.total_ns).c_str(), d(r.mean_ns).c_str(), d(r.p50_ns).c_str(),
+            d(r.p90_ns).c_str(), d(r.p99_ns).c_str(), d(r.max_ns).c_str(), Ull(r.samples),
+            Share(r.sample_percent).c_str(), name.c_str(), c.dim(), r.track.c_str(), c.reset());
+  }
+  PrintMore(out, t.spans.size() - t.shown, "span name");
+}
+
 }  // namespace
 
 // A function's source lines with their costs (as perf annotate, by line):
@@ -384,6 +452,14 @@ void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
   }
   if (m.syscalls) PrintSyscalls(out, *m.syscalls, c);
   if (m.zones) PrintZones(out, *m.zones, c);
+  if (m.show_spans) {
+    if (m.traces) {
+      PrintSpans(out, *m.traces, c);
+    } else {
+      fprintf(out, "\n%sImported spans%s: none (the capture holds no imported trace: microscope "
+                   "import)\n", c.bold(), c.reset());
+    }
+  }
   if (m.by_state) PrintByState(out, *m.by_state, c);
   if (m.show_flat) {
     PrintFlat(out, m.flat, m.nouns, c, /*by_total=*/false);

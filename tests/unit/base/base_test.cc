@@ -5,6 +5,7 @@
 #include "base/open_file.h"
 #include "base/percent.h"
 #include "base/plural.h"
+#include "base/sha256.h"
 #include "base/status.h"
 
 namespace microscope {
@@ -107,6 +108,25 @@ TEST_CASE("OpenRegularFile: what went wrong is a code, not only words") {
   CHECK(CodeOfErrno(-13) == StatusCode::kPermissionDenied);
   CHECK(CodeOfErrno(3) == StatusCode::kNotFound);
   CHECK(CodeOfErrno(22) == StatusCode::kUnknown);
+}
+
+TEST_CASE("Sha256: FIPS 180-4's examples, and lengths on each side of a block's padding") {
+  auto hex = [](std::string_view s) {
+    return Sha256Hex({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+  };
+  CHECK(hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // 55 bytes fit one padded block, 56 need two; 64 a whole block and one more.
+  CHECK(hex(std::string(55, 'a')) ==
+        "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+  CHECK(hex(std::string(56, 'a')) ==
+        "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+  CHECK(hex(std::string(64, 'a')) ==
+        "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+  CHECK(hex(std::string(1000000, 'a')) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 }  // namespace
