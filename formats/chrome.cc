@@ -2,6 +2,7 @@
 
 #include "formats/chrome_probes.h"
 #include "formats/chrome_text.h"
+#include "formats/chrome_traces.h"
 
 #include <nlohmann/json.hpp>
 
@@ -97,6 +98,7 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
          std::to_string(t.tid) + ",\"args\":{\"name\":" + Quote(c.str(t.name)) + "}}");
   }
   AppendProbeEvents(c, filter, emit);
+  AppendImportedTraceEvents(c, emit);
   // Samples of each thread, in time order (the capture's order).
   std::vector<std::vector<uint32_t>> by_thread(c.threads.size());
   std::vector<bool> node_used(c.stacks.size());

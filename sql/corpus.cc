@@ -60,6 +60,12 @@ size_t Part::Rows(IdKind kind) const {
       return c.off_cpu.size();
     case IdKind::kZone:
       return zones.occurrences.size();
+    case IdKind::kTrace:
+      return c.traces.size();
+    case IdKind::kTraceTrack:
+      return trace_tracks.size();
+    case IdKind::kTraceEvent:
+      return trace_events.size();
   }
   return 0;
 }
@@ -219,6 +225,14 @@ void Corpus::Add(std::string name, capture::Capture c) {
         p->losses.emplace_back(src.name + "." + key, src.values[k].second);
       }
     }
+  }
+  for (uint32_t t = 0; t < cap.traces.size(); ++t) {
+    const capture::Trace& tr = cap.traces[t];
+    p->trace_first_track.push_back(uint32_t(p->trace_tracks.size()));
+    p->trace_first_event.push_back(uint32_t(p->trace_events.size()));
+    for (uint32_t i = 0; i < tr.tracks.size(); ++i) p->trace_tracks.emplace_back(t, i);
+    for (uint32_t i = 0; i < tr.events.size(); ++i) p->trace_events.emplace_back(t, i);
+    for (uint32_t i = 0; i < tr.flows.size(); ++i) p->trace_flows.emplace_back(t, i);
   }
   for (size_t k = 0; k < kIdKinds; ++k) {
     p->base[k] = next_[k];

@@ -35,8 +35,11 @@ enum class IdKind : uint8_t {
   kSyscall,
   kOffCpu,
   kZone,
+  kTrace,       // (imported traces: microscope import)
+  kTraceTrack,
+  kTraceEvent,
 };
-inline constexpr size_t kIdKinds = 11;
+inline constexpr size_t kIdKinds = 14;
 
 // One capture of a query (a file, or a continuous directory read as one).
 struct Part {
@@ -53,6 +56,10 @@ struct Part {
   std::vector<std::pair<std::string, uint64_t>> losses;
   std::vector<std::pair<uint32_t, uint32_t>> source_values;  // (source, value index or kNone)
   std::vector<std::string> unnamed;  // per frame without a function: its name
+  // Imported traces' rows, flattened: (trace, row in it).
+  std::vector<std::pair<uint32_t, uint32_t>> trace_tracks, trace_events, trace_flows;
+  // The first flattened track and event of each trace.
+  std::vector<uint32_t> trace_first_track, trace_first_event;
 
   size_t Rows(IdKind kind) const;
   // What the report and the tables call a frame: its function's name, or

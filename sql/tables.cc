@@ -447,6 +447,122 @@ constexpr ColumnSpec kBudgetSteps[] = {
     COL("reason", "TEXT", "", "why", o.Text(c.settings.budget_steps[r].reason)),
 };
 
+// Imported traces (microscope import): their sources, tracks, events and
+// flows, each trace's rows after the last's.
+const capture::Trace& TraceAt(const Part& p, uint32_t t) {
+  return p.capture.traces[t];
+}
+const capture::TraceTrack& TrackAt(const Part& p, uint32_t r) {
+  const auto [t, i] = p.trace_tracks[r];
+  return p.capture.traces[t].tracks[i];
+}
+struct EventRef {
+  const capture::Trace& t;
+  uint32_t trace;
+  uint32_t i;
+};
+EventRef EventAt(const Part& p, uint32_t r) {
+  const auto [t, i] = p.trace_events[r];
+  return {p.capture.traces[t], t, i};
+}
+void TraceText(const capture::Trace& t, uint32_t id, Out& o) {
+  if (id == kNone) return o.Null();
+  o.Text(t.strings[id]);
+}
+void NonZero(int64_t v, Out& o) {
+  if (v == 0) return o.Null();
+  o.Int(v);
+}
+constexpr ColumnSpec kTraces[] = {
+    CAPTURE_COL,
+    ID_COL(IdKind::kTrace, "the trace's"),
+    COL("path", "TEXT", "", "the file imported", o.Text(TraceAt(p, r).path)),
+    COL("digest", "TEXT", "", "its SHA-256", o.Text(TraceAt(p, r).digest)),
+    COL("format", "TEXT", "", "chrome-json or kineto", o.Text(TraceAt(p, r).format)),
+    COL("tool", "TEXT", "", "what wrote it, as far as the file says",
+        TraceAt(p, r).tool.empty() ? o.Null() : o.Text(TraceAt(p, r).tool)),
+    COL("clock", "TEXT", "",
+        "how its times were placed: base-time, monotonic, realtime, offset, anchor, own-axis",
+        o.Text(TraceAt(p, r).clock)),
+    COL("clock_note", "TEXT", "", "the placement in words", o.Text(TraceAt(p, r).clock_note)),
+    COL("offset", "INTEGER", "ns", "added to the trace's own times", o.Int(TraceAt(p, r).offset)),
+    COL("uncertainty", "INTEGER", "ns", "how far off the placement may be; NULL: not bounded",
+        TraceAt(p, r).uncertainty ? o.Int(int64_t(*TraceAt(p, r).uncertainty)) : o.Null()),
+    COL("imported_at", "INTEGER", "ns", "wall-clock time of the import (since the epoch)",
+        o.Int(int64_t(TraceAt(p, r).imported_at))),
+    COL("skipped", "INTEGER", "", "events not imported", o.Int(int64_t(TraceAt(p, r).skipped))),
+    COL("notes", "TEXT", "", "what the import left out or noticed, one per line",
+        [&] {
+          std::string s;
+          for (const std::string& n : TraceAt(p, r).notes) s += (s.empty() ? "" : "\n") + n;
+          o.Text(s);
+        }()),
+};
+constexpr ColumnSpec kTraceTracks[] = {
+    CAPTURE_COL,
+    ID_COL(IdKind::kTraceTrack, "the track's"),
+    COL("trace", "INTEGER", "", "traces.id", o.Id(p, IdKind::kTrace, p.trace_tracks[r].first)),
+    COL("kind", "TEXT", "", "thread, device (a GPU's stream), async, counter, process",
+        o.Text(capture::TraceTrackKindName(TrackAt(p, r).kind))),
+    COL("name", "TEXT", "", "the thread's, stream's, async span's or counter's name",
+        o.Text(TrackAt(p, r).name)),
+    COL("group", "TEXT", "", "its process's (or device's) name in the trace",
+        o.Text(TrackAt(p, r).group)),
+    COL("trace_pid", "TEXT", "", "its pid as the trace spells it", o.Text(TrackAt(p, r).trace_pid)),
+    COL("trace_tid", "TEXT", "", "its tid as the trace spells it", o.Text(TrackAt(p, r).trace_tid)),
+    COL("pid", "INTEGER", "", "the capture's process it is; NULL: none", NonZero(TrackAt(p, r).pid, o)),
+    COL("tid", "INTEGER", "", "the capture's thread it is; NULL: none", NonZero(TrackAt(p, r).tid, o)),
+    COL("mapped_by", "TEXT", "", "how: pid, anchor, user; NULL: not mapped",
+        TrackAt(p, r).mapped_by.empty() ? o.Null() : o.Text(TrackAt(p, r).mapped_by)),
+};
+constexpr ColumnSpec kTraceEvents[] = {
+    CAPTURE_COL,
+    ID_COL(IdKind::kTraceEvent, "the event's"),
+    COL("trace", "INTEGER", "", "traces.id", o.Id(p, IdKind::kTrace, p.trace_events[r].first)),
+    COL("track", "INTEGER", "", "trace_tracks.id",
+        o.Id(p, IdKind::kTraceTrack,
+             p.trace_first_track[EventAt(p, r).trace] +
+                 EventAt(p, r).t.events.track[EventAt(p, r).i])),
+    COL("kind", "TEXT", "", "span, instant or counter",
+        o.Text(capture::TraceEventKindName(EventAt(p, r).t.events.kind[EventAt(p, r).i]))),
+    COL("name", "TEXT", "", "its name",
+        TraceText(EventAt(p, r).t, EventAt(p, r).t.events.name[EventAt(p, r).i], o)),
+    COL("category", "TEXT", "", "its category (cat)",
+        TraceText(EventAt(p, r).t, EventAt(p, r).t.events.CategoryAt(EventAt(p, r).i), o)),
+    COL("start", "INTEGER", "ns",
+        "on the capture's clock (as samples.time), or on the trace's own axis (traces.clock)",
+        o.Int(int64_t(EventAt(p, r).t.events.start[EventAt(p, r).i]))),
+    COL("duration", "INTEGER", "ns", "a span's; 0 otherwise",
+        o.Int(int64_t(EventAt(p, r).t.events.duration[EventAt(p, r).i]))),
+    COL("end", "INTEGER", "ns", "start + duration",
+        o.Int(int64_t(EventAt(p, r).t.events.EndAt(EventAt(p, r).i)))),
+    COL("depth", "INTEGER", "", "a span's nesting on its track (0: outermost)",
+        o.Int(EventAt(p, r).t.events.DepthAt(EventAt(p, r).i))),
+    COL("value", "REAL", "", "a counter's value; NULL otherwise",
+        EventAt(p, r).t.events.kind[EventAt(p, r).i] == capture::TraceEventKind::kCounter
+            ? o.Real(EventAt(p, r).t.events.ValueAt(EventAt(p, r).i))
+            : o.Null()),
+    COL("args", "TEXT", "", "its arguments as JSON text; NULL: none",
+        TraceText(EventAt(p, r).t, EventAt(p, r).t.events.ArgsAt(EventAt(p, r).i), o)),
+};
+constexpr ColumnSpec kTraceFlows[] = {
+    CAPTURE_COL,
+    COL("trace", "INTEGER", "", "traces.id", o.Id(p, IdKind::kTrace, p.trace_flows[r].first)),
+    COL("from_event", "INTEGER", "", "trace_events.id it starts at (a CPU launch)",
+        o.Id(p, IdKind::kTraceEvent,
+             p.trace_first_event[p.trace_flows[r].first] +
+                 TraceAt(p, p.trace_flows[r].first).flows.from[p.trace_flows[r].second])),
+    COL("to_event", "INTEGER", "", "trace_events.id it ends at (its kernel)",
+        o.Id(p, IdKind::kTraceEvent,
+             p.trace_first_event[p.trace_flows[r].first] +
+                 TraceAt(p, p.trace_flows[r].first).flows.to[p.trace_flows[r].second])),
+    COL("name", "TEXT", "", "the flow's name (ac2g, correlation, ...)",
+        TraceText(TraceAt(p, p.trace_flows[r].first),
+                  TraceAt(p, p.trace_flows[r].first).flows.name[p.trace_flows[r].second], o)),
+    COL("flow_id", "INTEGER", "", "its id in the trace (a correlation id)",
+        o.Int(int64_t(TraceAt(p, p.trace_flows[r].first).flows.id[p.trace_flows[r].second]))),
+};
+
 // sample_frames: the cursor in database.cc fills these by position.
 constexpr ColumnSpec kSampleFrames[] = {
     {"capture", "INTEGER", "", "the capture", nullptr},
@@ -644,6 +760,14 @@ const TableSpec kTables[] = {
      ROWS(p.source_values.size())},
     {"budget_steps", "changes the --budget controller made", kBudgetSteps,
      ROWS(p.capture.settings.budget_steps.size())},
+    {"traces", "other tools' traces imported into the capture (microscope import)", kTraces,
+     ROWS(p.capture.traces.size()), true, IdKind::kTrace},
+    {"trace_tracks", "their tracks: threads, devices' streams, async spans, counters",
+     kTraceTracks, ROWS(p.trace_tracks.size()), true, IdKind::kTraceTrack},
+    {"trace_events", "their spans, instants and counter values, each trace's in start order",
+     kTraceEvents, ROWS(p.trace_events.size()), true, IdKind::kTraceEvent},
+    {"trace_flows", "their flows: a CPU launch to the kernel it started, ...", kTraceFlows,
+     ROWS(p.trace_flows.size())},
     {"sample_frames", "one row per sample and frame of its stack, leaf first (depth 0)",
      kSampleFrames, nullptr, false, IdKind::kModule, true, nullptr, kSampleFramesSql},
     {"function_costs",
