@@ -1,5 +1,8 @@
 """Other tools' traces on a capture's timeline (microscope import), from real
-recordings: a Python program that keeps a trace of its own as PyTorch's
+recordings: PyTorch's own profile of a small model (Debian's python3-torch
+1.13, fetched by scripts/fetch-torch) placed by the anchor the script marks,
+its matrix products over the samples of the BLAS code that ran them; a
+Python program that keeps a trace of its own as PyTorch's
 profiler does (tests/fixtures/python/trace_writer.py), placed by an anchor
 both sides recorded (torch 1.13's form: times relative to its start, no
 clock) and by Kineto's base time, its spans over the samples of the
@@ -15,7 +18,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (MICROSCOPE, check, fail, require_perf, run, tmpdir)  # noqa: E402
+from common import (MICROSCOPE, SANITIZED, check, fail, require, require_perf, run,  # noqa: E402
+                    tmpdir)
 
 require_perf()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -182,6 +186,66 @@ check(main["mapped_by"] == "pid" and main["pid"] == node_pid,
 check(main["start_time"] <= main["first"] and main["last"] <= main["end_time"],
       "on CLOCK_MONOTONIC, node's events lie inside the recording (%d..%d in %d..%d)" %
       (main["first"], main["last"], main["start_time"], main["end_time"]))
+
+# --- PyTorch: a real profile, placed by the anchor the script marks --------
+TORCH_MODEL = """
+import sys
+import time
+import torch
+import microscope
+from torch.profiler import profile, record_function, ProfilerActivity
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 512))
+x = torch.randn(256, 512)
+with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with record_function("microscope_anchor"):
+        microscope.mark("microscope_anchor")
+    for _ in range(int(sys.argv[2])):
+        y = model(x)
+        end = time.perf_counter() + 0.04  # Python's own work between the products
+        while time.perf_counter() < end:
+            pass
+prof.export_chrome_trace(sys.argv[1])
+"""
+# Between the model's calls the script works in Python for 40 ms, so a
+# trace placed 40 ms off puts Python's samples in the matrix products.
+# The GEMM code that runs aten::addmm and aten::mm on a CPU: BLAS (Debian's
+# reference libblas3 names it sgemm_; OpenBLAS sgemm_kernel..., MKL
+# mkl_blas_...), oneDNN (dnnl_...), or libtorch's own (at::native::cpublas).
+GEMM = r"(^|[^a-z])([sdcz]gemm|cblas_[sdcz]gemm|mkl_blas|dnnl|at::native::cpublas)"
+if not SANITIZED:  # the readers it drives are the Python program's above
+    fetch = run([os.path.join(HERE, "..", "..", "scripts", "fetch-torch")], timeout=1200)
+    require(fetch.returncode == 0, "Debian's python3-torch (scripts/fetch-torch): %s" % fetch.stderr[-300:])
+    model = os.path.join(d, "model.py")
+    with open(model, "w") as f:
+        f.write(TORCH_MODEL)
+    tcap = os.path.join(d, "torch.mscap")
+    tjson = os.path.join(d, "torch.json")
+    p = run([MICROSCOPE, "record", "-q", "--probes", "all", "-o", tcap, "--", PYTHON, model, tjson, "12"],
+            env=env, timeout=300)
+    check(p.returncode == 0, "a PyTorch model's run recorded with its profiler on (%d): %s" %
+          (p.returncode, p.stderr[-300:]))
+    with open(tjson) as f:
+        first = json.load(f)[0]
+    check(first["pid"] == "CPU functions", "torch writes its 1.13 form (pid %r, no clock)" % first["pid"])
+    p = imported(tjson, tcap, out=os.path.join(d, "torch-own.mscap"))
+    check("kept on its own axis" in p.stderr, "without the anchor PyTorch's trace stays on its own axis")
+    imported(tjson, tcap, "--anchor", "microscope_anchor")
+    r = query(tcap, """
+        SELECT count(*) AS samples, sum(stack_contains(s.stack, '%s')) AS gemm
+        FROM trace_events e JOIN trace_tracks k ON k.id = e.track
+        JOIN threads t ON t.tid = k.tid
+        JOIN samples s ON s.thread = t.id AND s.time >= e.start AND s.time < e."end"
+        WHERE e.name IN ('aten::addmm', 'aten::mm') AND e.depth = (
+            SELECT min(depth) FROM trace_events WHERE name IN ('aten::addmm', 'aten::mm'))""" %
+              GEMM.replace("'", "''"))[0]
+    check(r["samples"] >= 200, "PyTorch: %d samples inside aten::addmm/aten::mm spans" % r["samples"])
+    check(r["gemm"] >= 0.9 * r["samples"],
+          "PyTorch: %d of the %d samples inside aten::addmm/aten::mm are in GEMM code (%s)" %
+          (r["gemm"], r["samples"], GEMM))
+    top = query(tcap, "SELECT * FROM traces")[0]
+    check(top["clock"] == "anchor", "PyTorch's trace placed by the anchor (%s)" % top["clock_note"])
 
 # --- Malformed input: the file and the place said, nothing written ----------
 bad = os.path.join(d, "bad.json")
