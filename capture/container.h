@@ -31,7 +31,9 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // and records (the program's own zones, marks, labels and counters); 2.9
 // the wall-clock start, parts of a recording, the budget's steps; 2.10
 // samples.cpu (the CPU each sample was taken on) and the readings table
-// (record --readings: schedstat, cgroup CPU throttling, pressure).
+// (record --readings: schedstat, cgroup CPU throttling, pressure); 2.11
+// traces, other tools' traces imported onto the timeline (microscope
+// import), each whole in itself.
 inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 11;
 // A reader refuses payloads claiming more than this: a corrupt size must not
