@@ -14,7 +14,9 @@ using capture::kNone;
 using capture::Trace;
 using capture::TraceEventKind;
 
-std::string TrackName(const capture::TraceTrack& k) { return k.group + " / " + k.name; }
+std::string TrackName(const capture::TraceTrack& k) {
+  return k.group + " / " + k.name;
+}
 
 uint64_t Rank(const std::vector<uint64_t>& sorted, double q) {
   if (sorted.empty()) return 0;
@@ -97,7 +99,8 @@ ReportTraces BuildTracesReport(const Capture& c, size_t top, const SampleFilter&
     }
     std::map<uint32_t, std::vector<uint32_t>> by_name;  // name -> events
     for (size_t e = 0; e < t.events.size(); ++e) {
-      if (t.events.kind[e] == TraceEventKind::kSpan) by_name[t.events.name[e]].push_back(uint32_t(e));
+      if (t.events.kind[e] == TraceEventKind::kSpan)
+        by_name[t.events.name[e]].push_back(uint32_t(e));
     }
     for (const auto& [name, events] : by_name) {
       ReportSpanRow row;

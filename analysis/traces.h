@@ -33,7 +33,7 @@ struct ReportTraceSource {
 struct ReportSpanRow {
   size_t trace = 0;
   std::string name;
-  std::string track;   // the track of its first occurrence ("group / name"), or "several"
+  std::string track;  // the track of its first occurrence ("group / name"), or "several"
   uint64_t count = 0;
   uint64_t total_ns = 0;
   uint64_t mean_ns = 0;
@@ -63,7 +63,7 @@ struct TraceLane {
   uint32_t track = 0;
   std::string name;  // "group / track"
   capture::TraceTrackKind kind = capture::TraceTrackKind::kThread;
-  int32_t pid = 0, tid = 0;  // the capture's, when mapped
+  int32_t pid = 0, tid = 0;                      // the capture's, when mapped
   uint64_t spans = 0, instants = 0, values = 0;  // in the window
   std::vector<float> covered;
   std::vector<uint32_t> instant_counts;

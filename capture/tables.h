@@ -94,25 +94,25 @@ struct ColumnInfo {
   X(double, value, .optional = true)                                                            \
   X(StringId, text, .ref = Ref::kString, .nullable = true, .optional = true, .fill = kNone)
 
-#define MICROSCOPE_READINGS_COLUMNS(X)                            \
-  X(uint64_t, time, .ascending = true)                            \
-  X(ThreadId, thread, .ref = Ref::kThread, .nullable = true)      \
-  X(StringId, scope, .ref = Ref::kString, .nullable = true)       \
-  X(StringId, key, .ref = Ref::kString)                           \
+#define MICROSCOPE_READINGS_COLUMNS(X)                       \
+  X(uint64_t, time, .ascending = true)                       \
+  X(ThreadId, thread, .ref = Ref::kThread, .nullable = true) \
+  X(StringId, scope, .ref = Ref::kString, .nullable = true)  \
+  X(StringId, key, .ref = Ref::kString)                      \
   X(int64_t, value)
 
 // (2.11) An imported trace's events and flows (capture.h's Trace): their
 // references index the trace's own strings and tracks, which validate.cc
 // checks, so the columns name no capture table.
-#define MICROSCOPE_TRACE_EVENTS_COLUMNS(X)                       \
-  X(uint32_t, track)                                             \
-  X(TraceEventKind, kind, .below = kTraceEventKindCount)         \
-  X(uint64_t, start, .ascending = true)                          \
-  X(uint64_t, duration)                                          \
-  X(uint32_t, name)                                              \
-  X(uint32_t, category, .optional = true, .fill = kNone)         \
-  X(double, value, .optional = true)                             \
-  X(uint32_t, args, .optional = true, .fill = kNone)             \
+#define MICROSCOPE_TRACE_EVENTS_COLUMNS(X)               \
+  X(uint32_t, track)                                     \
+  X(TraceEventKind, kind, .below = kTraceEventKindCount) \
+  X(uint64_t, start, .ascending = true)                  \
+  X(uint64_t, duration)                                  \
+  X(uint32_t, name)                                      \
+  X(uint32_t, category, .optional = true, .fill = kNone) \
+  X(double, value, .optional = true)                     \
+  X(uint32_t, args, .optional = true, .fill = kNone)     \
   X(uint32_t, depth, .optional = true)
 
 #define MICROSCOPE_TRACE_FLOWS_COLUMNS(X) \
@@ -122,13 +122,13 @@ struct ColumnInfo {
   X(uint64_t, id)
 
 // The event tables: X(Struct, member of Capture, its columns' list).
-#define MICROSCOPE_EVENT_TABLES(X)                                \
-  X(Samples, samples, MICROSCOPE_SAMPLES_COLUMNS)                 \
-  X(Syscalls, syscalls, MICROSCOPE_SYSCALLS_COLUMNS)              \
-  X(OffCpu, off_cpu, MICROSCOPE_OFF_CPU_COLUMNS)                  \
-  X(OffCpuShort, off_cpu_short, MICROSCOPE_OFF_CPU_SHORT_COLUMNS) \
-  X(LabelSpans, labels, MICROSCOPE_LABEL_SPANS_COLUMNS)           \
-  X(ProbeSites, probe_sites, MICROSCOPE_PROBE_SITES_COLUMNS)      \
+#define MICROSCOPE_EVENT_TABLES(X)                                 \
+  X(Samples, samples, MICROSCOPE_SAMPLES_COLUMNS)                  \
+  X(Syscalls, syscalls, MICROSCOPE_SYSCALLS_COLUMNS)               \
+  X(OffCpu, off_cpu, MICROSCOPE_OFF_CPU_COLUMNS)                   \
+  X(OffCpuShort, off_cpu_short, MICROSCOPE_OFF_CPU_SHORT_COLUMNS)  \
+  X(LabelSpans, labels, MICROSCOPE_LABEL_SPANS_COLUMNS)            \
+  X(ProbeSites, probe_sites, MICROSCOPE_PROBE_SITES_COLUMNS)       \
   X(ProbeRecords, probe_records, MICROSCOPE_PROBE_RECORDS_COLUMNS) \
   X(Readings, readings, MICROSCOPE_READINGS_COLUMNS)
 

@@ -123,15 +123,15 @@ flatbuffers::uoffset_t WriteTable(FlatBufferBuilder& b, const Table& t) {
 }
 
 Offset<flatbuffers::Vector<Offset<fbs::Trace>>> BuildTraces(FlatBufferBuilder& b,
-                                                             const std::vector<Trace>& traces) {
+                                                            const std::vector<Trace>& traces) {
   std::vector<Offset<fbs::Trace>> rows;
   for (const Trace& t : traces) {
     std::vector<Offset<fbs::TraceTrack>> tracks;
     for (const TraceTrack& k : t.tracks) {
-      tracks.push_back(fbs::CreateTraceTrack(
-          b, b.CreateString(k.name), b.CreateString(k.group), uint8_t(k.kind),
-          b.CreateString(k.trace_pid), b.CreateString(k.trace_tid), k.pid, k.tid,
-          b.CreateString(k.mapped_by), k.sort_index));
+      tracks.push_back(fbs::CreateTraceTrack(b, b.CreateString(k.name), b.CreateString(k.group),
+                                             uint8_t(k.kind), b.CreateString(k.trace_pid),
+                                             b.CreateString(k.trace_tid), k.pid, k.tid,
+                                             b.CreateString(k.mapped_by), k.sort_index));
     }
     auto path = b.CreateString(t.path);
     auto digest = b.CreateString(t.digest);

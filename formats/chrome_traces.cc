@@ -49,14 +49,13 @@ void AppendImportedTraceEvents(const capture::Capture& c,
         pid = tr.pid;
         name += tr.tid != 0 ? " (of thread " + std::to_string(tr.tid) + ")" : " (" + tr.group + ")";
       } else {
-        auto [it, fresh] = group_pids.try_emplace(tr.group, base + int64_t(group_pids.size()) * 1000 +
-                                                                kPerTrace / 2);
+        auto [it, fresh] = group_pids.try_emplace(
+            tr.group, base + int64_t(group_pids.size()) * 1000 + kPerTrace / 2);
         pid = it->second;
         if (fresh) {
-          std::string process = "imported: " + tr.group + " (" + t.path +
-                                (t.OwnAxis() ? "; on its own axis, not aligned with this recording"
-                                             : "") +
-                                ")";
+          std::string process =
+              "imported: " + tr.group + " (" + t.path +
+              (t.OwnAxis() ? "; on its own axis, not aligned with this recording" : "") + ")";
           emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) +
                ",\"tid\":" + std::to_string(pid) + ",\"args\":{\"name\":" + Quote(process) + "}}");
         }

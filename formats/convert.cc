@@ -8,6 +8,7 @@
 #include "capture/container.h"
 #include "capture/writer.h"
 #include "formats/chrome.h"
+#include "formats/cpuprofile.h"
 #include "formats/folded.h"
 #include "formats/gzip.h"
 #include "formats/perf_script.h"
@@ -103,6 +104,7 @@ Result<capture::Capture> ImportProfile(std::span<const uint8_t> in, size_t max_i
   if (IsGzip(in) || !text) return ReadPprof(in, "", max_inflated);
   const std::string_view chars(reinterpret_cast<const char*>(in.data()), in.size());
   if (LooksLikePerfScript(chars)) return ReadPerfScript(chars);
+  if (LooksLikeCpuProfile(chars)) return ReadCpuProfile(chars);
   return ReadFolded(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()));
 }
 

@@ -286,7 +286,8 @@ ordered_json LanesJson(const analysis::ReportLanes& l) {
     ordered_json tracks = ordered_json::array();
     for (const analysis::TraceLane& t : l.trace_lanes) {
       ordered_json counters = ordered_json::array();
-      for (double v : t.counter_max) counters.push_back(std::isnan(v) ? ordered_json() : ordered_json(v));
+      for (double v : t.counter_max)
+        counters.push_back(std::isnan(v) ? ordered_json() : ordered_json(v));
       tracks.push_back({{"trace", t.trace},
                         {"track", t.track},
                         {"name", t.name},
@@ -309,8 +310,10 @@ ordered_json LanesJson(const analysis::ReportLanes& l) {
 ordered_json TracesJson(const analysis::ReportTraces& t, bool spans) {
   ordered_json sources = ordered_json::array();
   for (const analysis::ReportTraceSource& s : t.sources) {
-    ordered_json j = {{"path", s.path},          {"format", s.format},
-                      {"tool", s.tool},          {"clock", s.clock},
+    ordered_json j = {{"path", s.path},
+                      {"format", s.format},
+                      {"tool", s.tool},
+                      {"clock", s.clock},
                       {"clock_note", s.clock_note}};
     j["uncertainty_ns"] = s.uncertainty_ns ? ordered_json(*s.uncertainty_ns) : ordered_json();
     j["events"] = s.events;
@@ -325,10 +328,17 @@ ordered_json TracesJson(const analysis::ReportTraces& t, bool spans) {
   if (spans) {
     ordered_json rows = ordered_json::array();
     for (const analysis::ReportSpanRow& r : t.spans) {
-      rows.push_back({{"trace", r.trace},       {"name", r.name},     {"track", r.track},
-                      {"count", r.count},       {"total_ns", r.total_ns},
-                      {"mean_ns", r.mean_ns},   {"p50_ns", r.p50_ns}, {"p90_ns", r.p90_ns},
-                      {"p99_ns", r.p99_ns},     {"max_ns", r.max_ns}, {"samples", r.samples},
+      rows.push_back({{"trace", r.trace},
+                      {"name", r.name},
+                      {"track", r.track},
+                      {"count", r.count},
+                      {"total_ns", r.total_ns},
+                      {"mean_ns", r.mean_ns},
+                      {"p50_ns", r.p50_ns},
+                      {"p90_ns", r.p90_ns},
+                      {"p99_ns", r.p99_ns},
+                      {"max_ns", r.max_ns},
+                      {"samples", r.samples},
                       {"sample_percent", r.sample_percent}});
     }
     out["spans"] = std::move(rows);

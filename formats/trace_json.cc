@@ -29,7 +29,10 @@ constexpr double kMaxMicros = 1e15;
 std::string IdText(const json& v) {
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
   if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
-  if (v.is_number_float()) return std::to_string(int64_t(v.get<double>()));
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    return std::isfinite(d) && std::fabs(d) < 9e18 ? std::to_string(int64_t(d)) : v.dump();
+  }
   if (v.is_string()) return v.get<std::string>();
   return "";
 }
@@ -180,11 +183,11 @@ class Builder {
           std::string series = name;
           if (!id.empty()) series += " id: " + id;
           if (it->size() > 1 || key != "value") series += " " + key;
-          const uint32_t track =
-              Track(TraceTrackKind::kCounter, pid, "", series, series, &counter_tracks_, pid + "\n" + series);
+          const uint32_t track = Track(TraceTrackKind::kCounter, pid, "", series, series,
+                                       &counter_tracks_, pid + "\n" + series);
           RETURN_IF_ERROR(
-              Add({ts, 0, track, Intern(series), Cat(cat), kNone, TraceEventKind::kCounter, *v},
-                  e, cat, index));
+              Add({ts, 0, track, Intern(series), Cat(cat), kNone, TraceEventKind::kCounter, *v}, e,
+                  cat, index));
         }
         return OkStatus();
       }
@@ -237,7 +240,8 @@ class Builder {
         const std::string id = EventId(e);
         if (id.empty()) return fail("a flow event without an \"id\"");
         bool enclosing = p != 'f';
-        if (auto it = e.find("bp"); it != e.end() && it->is_string() && *it == "e") enclosing = true;
+        if (auto it = e.find("bp"); it != e.end() && it->is_string() && *it == "e")
+          enclosing = true;
         flows_.push_back({cat + "\n" + name + "\n" + id, p, enclosing, ThreadTrack(pid, tid), ts,
                           flows_.size()});
         if (flows_.size() > limits_.max_events) return fail("more flow events than events allowed");
@@ -255,7 +259,16 @@ class Builder {
     if (key == "displayTimeUnit" && value.is_string()) {
       display_unit_ = value.get<std::string>();
     } else if (key == "baseTimeNanoseconds" && value.is_number()) {
-      out_.base_time = value.get<int64_t>();
+      // Wall-clock nanoseconds: an integer; a number past int64 is no time.
+      const double d = value.get<double>();
+      if (value.is_number_integer() &&
+          !(value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))) {
+        out_.base_time = value.get<int64_t>();
+      } else if (std::isfinite(d) && d >= 0 && d < 9e18) {
+        out_.base_time = int64_t(d);
+      } else {
+        t.notes.push_back("baseTimeNanoseconds " + value.dump() + " is not a time: not used");
+      }
       kineto_ = true;
     } else if (key == "deviceProperties") {
       t.device_properties = value.dump();
@@ -388,9 +401,11 @@ class Builder {
       return it == args->end() ? nullptr : &*it;
     };
     if (name == "process_name") {
-      if (const json* v = arg("name"); v && v->is_string()) process_names_[pid] = v->get<std::string>();
+      if (const json* v = arg("name"); v && v->is_string())
+        process_names_[pid] = v->get<std::string>();
     } else if (name == "process_labels") {
-      if (const json* v = arg("labels"); v && v->is_string()) process_labels_[pid] = v->get<std::string>();
+      if (const json* v = arg("labels"); v && v->is_string())
+        process_labels_[pid] = v->get<std::string>();
     } else if (name == "thread_name") {
       if (const json* v = arg("name"); v && v->is_string())
         thread_names_[pid + "\n" + tid] = v->get<std::string>();
@@ -509,9 +524,8 @@ class Builder {
     auto starts_after = [&](int64_t ts, uint32_t e) { return ts < out_.own_start[e]; };
     auto first_after = std::upper_bound(spans.begin(), spans.end(), f.ts, starts_after);
     if (!f.enclosing) {
-      auto at = std::lower_bound(spans.begin(), spans.end(), f.ts, [&](uint32_t e, int64_t ts) {
-        return out_.own_start[e] < ts;
-      });
+      auto at = std::lower_bound(spans.begin(), spans.end(), f.ts,
+                                 [&](uint32_t e, int64_t ts) { return out_.own_start[e] < ts; });
       if (at == spans.end()) return std::nullopt;
       return *at;
     }
@@ -682,8 +696,8 @@ Result<ParsedTrace> ReadTraceJson(std::span<const uint8_t> bytes, const TraceJso
       return true;
     }
     const bool in_events = array_form || top_key == "traceEvents";
-    if (in_events && depth == event_depth && (event == json::parse_event_t::object_end ||
-                                              event == json::parse_event_t::value)) {
+    if (in_events && depth == event_depth &&
+        (event == json::parse_event_t::object_end || event == json::parse_event_t::value)) {
       status = builder.Event(parsed, index++);
       return false;  // kept no longer than it took to read
     }
@@ -702,7 +716,8 @@ Result<ParsedTrace> ReadTraceJson(std::span<const uint8_t> bytes, const TraceJso
   } catch (const json::parse_error& e) {
     if (!status.ok()) return status;
     std::string what = e.what();
-    if (auto colon = what.find("syntax error"); colon != std::string::npos) what = what.substr(colon);
+    if (auto colon = what.find("syntax error"); colon != std::string::npos)
+      what = what.substr(colon);
     return Status::Error(StatusCode::kDataLoss,
                          "byte " + std::to_string(e.byte) + ": malformed JSON (" + what + ")");
   } catch (const json::exception& e) {
@@ -711,7 +726,8 @@ Result<ParsedTrace> ReadTraceJson(std::span<const uint8_t> bytes, const TraceJso
   }
   RETURN_IF_ERROR(status);
   if (!array_form && !saw_events) {
-    return Status::Error(StatusCode::kDataLoss, "not a Chrome trace: an object without traceEvents");
+    return Status::Error(StatusCode::kDataLoss,
+                         "not a Chrome trace: an object without traceEvents");
   }
   Result<ParsedTrace> out = builder.Finish();
   if (out.ok() && unclosed) {

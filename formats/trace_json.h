@@ -27,7 +27,7 @@
 namespace microscope::formats {
 
 struct TraceJsonLimits {
-  uint64_t max_bytes = 4ull << 30;    // the JSON text (a gzipped file: inflated)
+  uint64_t max_bytes = 4ull << 30;   // the JSON text (a gzipped file: inflated)
   uint64_t max_events = 20'000'000;  // events kept
   size_t max_args_bytes = 4096;      // an event's arguments, as JSON text
 };
@@ -51,6 +51,7 @@ bool LooksLikeTraceJson(std::span<const uint8_t> bytes);
 
 // Errors name the byte (malformed JSON) or the event (by its index in the
 // trace's events, from 0) and what is wrong with it.
-Result<ParsedTrace> ReadTraceJson(std::span<const uint8_t> bytes, const TraceJsonLimits& limits = {});
+Result<ParsedTrace> ReadTraceJson(std::span<const uint8_t> bytes,
+                                  const TraceJsonLimits& limits = {});
 
 }  // namespace microscope::formats

@@ -102,7 +102,8 @@ Result<Placement> ByAnchor(const Capture& c, const ParsedTrace& p, const std::st
   out.clock = "anchor";
   out.offset = sorted[sorted.size() / 2];
   uint64_t spread = 0;
-  for (int64_t o : offsets) spread = std::max<uint64_t>(spread, uint64_t(std::llabs(o - out.offset)));
+  for (int64_t o : offsets)
+    spread = std::max<uint64_t>(spread, uint64_t(std::llabs(o - out.offset)));
   const bool spans = t.events.kind[events[0]] == TraceEventKind::kSpan;
   if (spans || pairs > 1) out.uncertainty = half + spread + p.resolution_ns;
   out.note = "by the anchor \"" + name + "\": " + std::to_string(pairs) + " of the trace's " +
@@ -141,8 +142,9 @@ Result<Placement> Place(const Capture& c, const ParsedTrace& p, const PlaceOptio
     out.clock = "monotonic";
     out.offset = 0;
     out.uncertainty = p.resolution_ns;
-    out.note = "the trace's times read as CLOCK_MONOTONIC of the recording's boot (--clock "
-               "monotonic), as Chrome and Node write them on Linux";
+    out.note =
+        "the trace's times read as CLOCK_MONOTONIC of the recording's boot (--clock "
+        "monotonic), as Chrome and Node write them on Linux";
     return out;
   }
   const bool realtime = o.clock == "realtime";
@@ -155,8 +157,9 @@ Result<Placement> Place(const Capture& c, const ParsedTrace& p, const PlaceOptio
                              "(recorded before microscope 2.9, or imported)");
       }
       out.clock = std::string(capture::kTraceClockOwnAxis);
-      out.note = "the trace states its wall-clock base (baseTimeNanoseconds) but the capture "
-                 "does not know its own wall-clock start: kept on its own axis";
+      out.note =
+          "the trace states its wall-clock base (baseTimeNanoseconds) but the capture "
+          "does not know its own wall-clock start: kept on its own axis";
     } else {
       const int64_t zero = base ? *p.base_time : 0;
       out.clock = base ? "base-time" : "realtime";
@@ -165,9 +168,10 @@ Result<Placement> Place(const Capture& c, const ParsedTrace& p, const PlaceOptio
       // back (well under a microsecond apart); the trace's times are as
       // fine as it wrote them.
       out.uncertainty = p.resolution_ns + 1000;
-      out.note = std::string(base ? "by the trace's baseTimeNanoseconds" : "the trace's times "
-                                                                           "read as wall-clock "
-                                                                           "time (--clock realtime)") +
+      out.note = std::string(base ? "by the trace's baseTimeNanoseconds"
+                                  : "the trace's times "
+                                    "read as wall-clock "
+                                    "time (--clock realtime)") +
                  " against the recording's wall-clock start; a step or slew of the wall clock "
                  "between the two tools' readings (NTP) is not measured";
       return out;
@@ -248,8 +252,8 @@ Result<capture::Trace> PlaceTrace(const Capture& capture, ParsedTrace parsed,
     int64_t at = 0;
     if (__builtin_add_overflow(parsed.own_start[i], place.offset, &at) || at < 0) {
       return Status::Error(StatusCode::kInvalidArgument,
-                           "event " + std::to_string(i) + " would be placed " +
-                               SignedDuration(at) + " from the clock's zero (" + place.note +
+                           "event " + std::to_string(i) + " would be placed " + SignedDuration(at) +
+                               " from the clock's zero (" + place.note +
                                "): the placement cannot be right");
     }
     t.events.start[i] = uint64_t(at);
@@ -280,8 +284,7 @@ Result<capture::Trace> PlaceTrace(const Capture& capture, ParsedTrace parsed,
         continue;
       any = true;
       k.pid = m.pid;
-      const bool threadish =
-          k.kind == TraceTrackKind::kThread || k.kind == TraceTrackKind::kDevice;
+      const bool threadish = k.kind == TraceTrackKind::kThread || k.kind == TraceTrackKind::kDevice;
       k.tid = threadish && m.tid != 0 ? m.tid : 0;
       k.mapped_by = "user";
     }

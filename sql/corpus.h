@@ -35,7 +35,7 @@ enum class IdKind : uint8_t {
   kSyscall,
   kOffCpu,
   kZone,
-  kTrace,       // (imported traces: microscope import)
+  kTrace,  // (imported traces: microscope import)
   kTraceTrack,
   kTraceEvent,
 };

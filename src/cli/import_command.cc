@@ -47,8 +47,8 @@ bool ParseOffset(const std::string& text, int64_t* out) {
 }
 
 std::string Summary(const capture::Trace& t) {
-  std::string s = std::to_string(t.events.size()) + " events on " +
-                  Counted(t.tracks.size(), "track");
+  std::string s =
+      std::to_string(t.events.size()) + " events on " + Counted(t.tracks.size(), "track");
   if (t.flows.size() > 0) s += ", " + Counted(t.flows.size(), "flow");
   s += "; " + t.clock_note;
   if (t.uncertainty) s += " (within " + analysis::Duration(*t.uncertainty) + ")";
@@ -137,8 +137,9 @@ int RunImport(const ImportOptions& o) {
 Runner AddImportCommand(CLI::App& app) {
   auto o = std::make_shared<ImportOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "import", "put other tools' traces (Chrome trace JSON, PyTorch's profiler) on a capture's "
-                "timeline");
+      "import",
+      "put other tools' traces (Chrome trace JSON, PyTorch's profiler) on a capture's "
+      "timeline");
   cmd->footer(
       "Each trace becomes tracks of its own (spans, instants, counters, flows), kept apart\n"
       "from what microscope measured, with its file's path and SHA-256; a trace already in\n"

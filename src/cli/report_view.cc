@@ -185,8 +185,9 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const TextStyle& 
   }
   PrintMore(out, lanes.lanes.size() - lanes.shown, "lane");
   if (!lanes.trace_lanes.empty()) {
-    fprintf(out, "imported tracks (other tools' traces: darker, more of the column inside a span; "
-                 "| instants; counters: their largest value in the column)\n");
+    fprintf(out,
+            "imported tracks (other tools' traces: darker, more of the column inside a span; "
+            "| instants; counters: their largest value in the column)\n");
     // Counters by their own largest value.
     for (const analysis::TraceLane& t : lanes.trace_lanes) {
       double top = 0;
@@ -201,9 +202,9 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const TextStyle& 
           fputs("|", out);
         } else if (!std::isnan(t.counter_max[i])) {
           const double v = t.counter_max[i];
-          fputs(kLevels[top > 0 && v > 0 ? std::clamp(1 + int(std::lround(7.0 * v / top)), 1, 8)
-                                         : 1],
-                out);
+          fputs(
+              kLevels[top > 0 && v > 0 ? std::clamp(1 + int(std::lround(7.0 * v / top)), 1, 8) : 1],
+              out);
         } else {
           fputs(" ", out);
         }
@@ -221,8 +222,10 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const TextStyle& 
     }
   }
   for (const std::string& path : lanes.own_axis_traces) {
-    fprintf(out, "%s: on its own axis, not drawn against this recording's time (import it with "
-                 "--anchor, --offset or --clock to place it)\n", path.c_str());
+    fprintf(out,
+            "%s: on its own axis, not drawn against this recording's time (import it with "
+            "--anchor, --offset or --clock to place it)\n",
+            path.c_str());
   }
   if (!lanes.zone_names.empty()) {
     fprintf(out, "zones (the innermost that held most of a column):");
@@ -398,8 +401,8 @@ void PrintSpans(FILE* out, const analysis::ReportTraces& t, const TextStyle& c) 
     std::string name = r.name.empty() ? "(unnamed)" : r.name;
     if (t.sources.size() > 1) name = "[" + std::to_string(r.trace + 1) + "] " + name;
     fprintf(out, "%7llu %11s %10s %10s %10s %10s %10s %8llu %7s  %s  %s%s%s\n", Ull(r.count),
-            d(r.total_ns).c_str(), d(r.mean_ns).c_str(), d(r.p50_ns).c_str(),
-            d(r.p90_ns).c_str(), d(r.p99_ns).c_str(), d(r.max_ns).c_str(), Ull(r.samples),
+            d(r.total_ns).c_str(), d(r.mean_ns).c_str(), d(r.p50_ns).c_str(), d(r.p90_ns).c_str(),
+            d(r.p99_ns).c_str(), d(r.max_ns).c_str(), Ull(r.samples),
             Share(r.sample_percent).c_str(), name.c_str(), c.dim(), r.track.c_str(), c.reset());
   }
   PrintMore(out, t.spans.size() - t.shown, "span name");
@@ -456,8 +459,10 @@ void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
     if (m.traces) {
       PrintSpans(out, *m.traces, c);
     } else {
-      fprintf(out, "\n%sImported spans%s: none (the capture holds no imported trace: microscope "
-                   "import)\n", c.bold(), c.reset());
+      fprintf(out,
+              "\n%sImported spans%s: none (the capture holds no imported trace: microscope "
+              "import)\n",
+              c.bold(), c.reset());
     }
   }
   if (m.by_state) PrintByState(out, *m.by_state, c);

@@ -167,7 +167,7 @@ script = os.path.join(d, "work.js")
 with open(script, "w") as f:
     f.write("function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n"
             "let junk = [];\n"
-            "for (let i = 0; i < 40; i++) { fib(22); junk.push(new Array(20000).fill(i)); "
+            "for (let i = 0; i < 40; i++) { fib(24); junk.push(new Array(20000).fill(i)); "
             "if (junk.length > 5) junk = []; }\n")
 ntrace = os.path.join(d, "node_trace.json")
 p = run([MICROSCOPE, "record", "-q", "-o", ncap, "--", "/usr/bin/node", "--trace-event-categories",
@@ -246,6 +246,34 @@ if not SANITIZED:  # the readers it drives are the Python program's above
           (r["gemm"], r["samples"], GEMM))
     top = query(tcap, "SELECT * FROM traces")[0]
     check(top["clock"] == "anchor", "PyTorch's trace placed by the anchor (%s)" % top["clock_note"])
+
+# --- node --cpu-prof: V8's own samples read as sampled stacks -------------
+prof_dir = os.path.join(d, "prof")
+p = run(["/usr/bin/node", "--cpu-prof", "--cpu-prof-dir", prof_dir, script], timeout=120)
+check(p.returncode == 0, "node --cpu-prof ran (%d): %s" % (p.returncode, p.stderr[-300:]))
+prof = os.path.join(prof_dir, os.listdir(prof_dir)[0])
+with open(prof) as f:
+    v8 = json.load(f)
+pcap = os.path.join(d, "cpuprofile.mscap")
+p = run([MICROSCOPE, "convert", prof, "-o", pcap])
+check(p.returncode == 0, "a .cpuprofile converts to a capture (%d): %s" % (p.returncode, p.stderr))
+rep = json.loads(run([MICROSCOPE, "report", "--json", pcap]).stdout)
+check(rep["header"]["samples"] == len(v8["samples"]),
+      ".cpuprofile: %d samples, as V8 took (%d)" % (rep["header"]["samples"], len(v8["samples"])))
+check(abs(rep["all"]["value"] - (v8["endTime"] - v8["startTime"] - v8["timeDeltas"][0]) * 1000) <= 1000,
+      ".cpuprofile: the samples weigh the profile's time (%d ns)" % rep["all"]["value"])
+# V8's own count of each function's samples (hitCount), against the report's self.
+hits = {}
+for n in v8["nodes"]:
+    name = n["callFrame"]["functionName"] or "(anonymous)"
+    if name != "(root)":
+        hits[name] = hits.get(name, 0) + n.get("hitCount", 0)
+mine = {f["function"]: f["self"]["samples"] for f in rep["functions"]}
+check(hits.get("fib", 0) > 0 and mine.get("fib") == hits["fib"],
+      ".cpuprofile: fib's self samples %s, V8's hit count %s" % (mine.get("fib"), hits.get("fib")))
+fib = query(pcap, "SELECT file, line FROM frames WHERE name = 'fib'")
+check(len(fib) == 1 and fib[0]["file"].endswith("work.js") and fib[0]["line"] == 1,
+      ".cpuprofile: fib is named with its script and first line (%s)" % fib)
 
 # --- Malformed input: the file and the place said, nothing written ----------
 bad = os.path.join(d, "bad.json")

@@ -9,6 +9,7 @@
 #include "capture/container.h"
 #include "capture/reader.h"
 #include "capture/writer.h"
+#include "formats/cpuprofile.h"
 #include "formats/gzip.h"
 #include "formats/trace_json.h"
 #include "formats/trace_place.h"
@@ -205,7 +206,8 @@ TEST_CASE("trace JSON: gzipped, and an array cut short read to its last whole ev
 }
 
 TEST_CASE("trace JSON: malformed input is an error naming the byte or the event") {
-  CHECK(ReadError(R"({"traceEvents": [{"ph": "X", "ts": 1,}]})").find("byte 38: malformed JSON") == 0);
+  CHECK(ReadError(R"({"traceEvents": [{"ph": "X", "ts": 1,}]})").find("byte 38: malformed JSON") ==
+        0);
   CHECK(ReadError(R"([{"ph": "X", "ts": 1}, {"ts": 2}])") == "event 1: no \"ph\" (its phase)");
   CHECK(ReadError(R"([{"ph": "X", "ts": "soon"}])").find("event 0: \"ts\"") == 0);
   CHECK(ReadError(R"([{"ph": "X", "ts": 1e300}])").find("not a time") != std::string::npos);
@@ -320,9 +322,11 @@ TEST_CASE("placing a trace: an offset, a stated clock, maps, and placements refu
   CHECK(TrackOf(*t, "outer").tid == 101);
   CHECK(TrackOf(*t, "first").pid == 0);
   o.maps = {*ParseTraceMap("7=555")};
-  CHECK(PlaceTrace(c, Read(kArray), o).status().message() == "--map: the capture has no process 555");
+  CHECK(PlaceTrace(c, Read(kArray), o).status().message() ==
+        "--map: the capture has no process 555");
   o.maps = {*ParseTraceMap("9=100")};
-  CHECK(PlaceTrace(c, Read(kArray), o).status().message() == "--map: the trace has no process \"9\"");
+  CHECK(PlaceTrace(c, Read(kArray), o).status().message() ==
+        "--map: the trace has no process \"9\"");
   CHECK(!ParseTraceMap("x=").ok());
   CHECK(!ParseTraceMap("=5").ok());
   CHECK(!ParseTraceMap("x=5:y").ok());
@@ -370,6 +374,55 @@ TEST_CASE("an imported trace goes through the capture file whole") {
   c.traces[0].flows.to[0] = 0;
   c.traces[0].events.start[0] = 1u << 30;
   CHECK(capture::ValidateCapture(c).message() == "traces[0].events[1].start goes back in time");
+}
+
+constexpr std::string_view kProfile = R"json({"nodes":[
+  {"id":1,"callFrame":{"functionName":"(root)","scriptId":"0","url":"","lineNumber":-1,"columnNumber":-1},"hitCount":0,"children":[2,4]},
+  {"id":2,"callFrame":{"functionName":"main","scriptId":"1","url":"file:///a.js","lineNumber":9,"columnNumber":0},"hitCount":1,"children":[3]},
+  {"id":3,"callFrame":{"functionName":"","scriptId":"1","url":"file:///a.js","lineNumber":2,"columnNumber":4},"hitCount":2},
+  {"id":4,"callFrame":{"functionName":"(idle)","scriptId":"0","url":"","lineNumber":-1,"columnNumber":-1},"hitCount":1}],
+ "startTime":1000,"endTime":1100,"samples":[3,2,3,4],"timeDeltas":[10,20,30,-5]})json";
+
+TEST_CASE("V8's .cpuprofile: samples with their call paths, weighed by the time to the next") {
+  CHECK(LooksLikeCpuProfile(kProfile));
+  CHECK(!LooksLikeCpuProfile(kKineto));
+  Result<capture::Capture> c = ReadCpuProfile(kProfile);
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  const capture::Samples& s = c->samples;
+  REQUIRE(s.size() == 4);
+  // 1010, 1030, 1060, and 1060 again (a delta back in time kept at the last).
+  CHECK(s.time[0] == 1010000);
+  CHECK(s.time[2] == 1060000);
+  CHECK(s.time[3] == 1060000);
+  CHECK(s.weight[0] == 20000);
+  CHECK(s.weight[1] == 30000);
+  CHECK(s.weight[3] == 40000);  // to the profile's end
+  // The first sample: the anonymous function (line 3) called from main (line 10).
+  const capture::Frame& leaf = c->frames[c->stacks.frame[s.stack[0]]];
+  CHECK(c->str(c->functions[leaf.function].name) == "(anonymous)");
+  CHECK(c->str(leaf.file) == "file:///a.js");
+  CHECK(leaf.line == 3);
+  const capture::StackId parent = c->stacks.parent[s.stack[0]];
+  REQUIRE(parent != capture::kNone);
+  CHECK(c->str(c->functions[c->frames[c->stacks.frame[parent]].function].name) == "main");
+  CHECK(c->stacks.parent[parent] == capture::kNone);  // (root) is no frame
+  CHECK(c->settings.notes.back().find("1 samples went back in time") != std::string::npos);
+  auto error = [](std::string_view text) { return ReadCpuProfile(text).status().message(); };
+  CHECK(
+      error(
+          R"({"nodes":[{"id":1,"callFrame":{},"children":[1]}],"samples":[1],"timeDeltas":[1],"startTime":0,"endTime":1})") ==
+      "not a V8 CPU profile: node 1 is deeper than 4096 frames, or in a cycle");
+  CHECK(
+      error(
+          R"({"nodes":[{"id":1,"callFrame":{}}],"samples":[2],"timeDeltas":[1],"startTime":0,"endTime":1})") ==
+      "not a V8 CPU profile: samples[0] names no node");
+  CHECK(
+      error(
+          R"({"nodes":[{"id":1,"callFrame":{}}],"samples":[1],"timeDeltas":[],"startTime":0,"endTime":1})") ==
+      "not a V8 CPU profile: \"timeDeltas\" is not one per sample");
+  CHECK(error(R"({"nodes":[{"id":1,"callFrame":{}},{"id":1,"callFrame":{}}]})") ==
+        "not a V8 CPU profile: nodes[1]: id 1 twice");
+  CHECK(error(R"({"nodes": [)").find("malformed JSON") != std::string::npos);
 }
 
 }  // namespace
