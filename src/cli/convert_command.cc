@@ -117,6 +117,8 @@ Runner AddConvertCommand(CLI::App& app) {
       "  microscope convert perf.data -o imported.mscap          (perf record's file)\n"
       "  perf record -o - ... | microscope convert - -o x.mscap  (perf's pipe mode)\n"
       "  perf script > out.txt; microscope convert out.txt -o x.mscap\n"
+      "  microscope convert node.cpuprofile -o x.mscap           (node --cpu-prof)\n"
+      "Traces of other tools (Chrome trace JSON, PyTorch's): microscope import.\n"
       "What each format cannot carry:\n"
       "  pprof       sample times (samples are aggregated per stack and thread; pid, tid\n"
       "              and thread name are labels), stack end reasons, lost and throttle\n"
@@ -151,10 +153,14 @@ Runner AddConvertCommand(CLI::App& app) {
       "  cpu-clock and task-clock; other events or no period: counts) and frames by\n"
       "  symbol and DSO as printed. Lost: build IDs, mappings, file offsets (frames\n"
       "  cannot be named again), inlines unless perf printed them, process tree,\n"
-      "  lost and throttle counts; symbol offsets (+0x..) are dropped.");
+      "  lost and throttle counts; symbol offsets (+0x..) are dropped.\n"
+      ".cpuprofile (V8's: node --cpu-prof, DevTools): each sample's call path, its time\n"
+      "  and the time to the next as its weight; functions named with their script\n"
+      "  and first line (V8 keeps no line of a sample's own); one thread, no pid.");
   cmd->add_option("input", o->input,
                   "a .mscap capture, a --continuous directory of segments, a perf.data file "
-                  "('-': standard input), perf script text, a pprof profile, or folded stacks")
+                  "('-': standard input), perf script text, a pprof profile, folded stacks, or a "
+                  "V8 .cpuprofile")
       ->required();
   cmd->add_option("-o,--output", o->output, "file to write")->required();
   cmd->add_option("--to", o->to,
