@@ -19,6 +19,14 @@ require(os.path.exists(chromium), "no %s (scripts/setup installs chromium)" % ch
 d = tmpdir()
 record(d + "/threads.mscap", [fixture("threads"), "400"])
 record(d + "/split.mscap", [fixture("split"), "300"])
+# Another tool's trace on threads.mscap's timeline (microscope import): a
+# span from 50 to 150 ms and an instant, placed by an offset.
+with open(d + "/other.json", "w") as f:
+    json.dump([{"name": "phase", "ph": "X", "ts": 50000, "dur": 100000, "pid": "other tool", "tid": 1},
+               {"name": "tick", "ph": "i", "ts": 120000, "pid": "other tool", "tid": 1}], f)
+p = run([MICROSCOPE, "import", d + "/other.json", "--into", d + "/threads.mscap", "--offset", "0ms"])
+check(p.returncode == 0, "a trace imported onto threads.mscap: %s" % p.stderr)
+os.remove(d + "/other.json")
 shots = os.path.join(os.environ.get("LOG_DIR", d), "screenshots")
 shutil.rmtree(shots, ignore_errors=True)
 os.makedirs(shots)

@@ -111,6 +111,19 @@ test("a time range selected on the timeline filters the views", async () => {
   await shot("4-time-range");
 });
 
+test("an imported trace's tracks are drawn under the threads, named", async () => {
+  await page.goto(new URL("/?capture=threads.mscap", url).href);
+  await ready();
+  const lanes = (await api("/api/report?capture=threads.mscap&views=lanes&lane_width=200")).lanes;
+  assert.equal(lanes.trace_tracks.length, 1);
+  const label = page.locator(".lane-names div.imported");
+  await label.waitFor();
+  assert.equal(await label.count(), lanes.trace_tracks.length);
+  assert.equal(await label.first().textContent(), `⇢ ${lanes.trace_tracks[0].name}`);
+  assert.match(await label.first().getAttribute("title"), /1 spans, 1 instants/);
+  await shot("5b-imported");
+});
+
 test("a diff colours what changed", async () => {
   await page.goto(new URL("/?capture=threads.mscap&diff=split.mscap&view=tree", url).href);
   await ready();

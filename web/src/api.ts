@@ -62,10 +62,28 @@ export interface Lane {
   off_cpu?: Record<string, number[]>;  // nanoseconds off CPU per state, per bucket
 }
 
+// A track of another tool's trace (microscope import) on the same columns.
+export interface TraceTrack {
+  trace: number;
+  track: number;
+  name: string;  // "group / track"
+  kind: string;  // thread, device, async, counter, process
+  pid: number;   // the capture's process and thread it is (0: none)
+  tid: number;
+  spans: number;
+  instants: number;
+  values: number;
+  covered: number[];         // share of each column inside its outermost spans
+  instant_counts: number[];  // instants in each column
+  counter_max: (number|null)[];  // a counter's largest value in each column
+}
+
 export interface Lanes {
   start_ns: number;
   bucket_ns: number;
   lanes: Lane[];
+  trace_tracks?: TraceTrack[];
+  own_axis_traces?: string[];  // traces not placed on the recording's clock
 }
 
 export interface SourceLine {

@@ -1,12 +1,26 @@
 // The timeline: one lane per thread, its samples' density per column and
-// its time off CPU coloured by state; dragging across it selects a time
-// range that filters every other view (state.time), as report --time.
+// its time off CPU coloured by state, then the tracks of other tools'
+// traces imported into the capture (their spans' cover, instants and
+// counters); dragging across it selects a time range that filters every
+// other view (state.time), as report --time.
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
-import type {Lanes} from '../api';
+import type {Lanes, TraceTrack} from '../api';
 
 export const LANE_HEIGHT = 18;
 const LABEL_WIDTH = 160;
+export const IMPORTED_COLOR = '#8e6bbf';
+
+// What an imported track's label says when hovered.
+export function trackTitle(t: TraceTrack): string {
+  const parts = [`${t.kind} track of an imported trace`];
+  if (t.spans) parts.push(`${t.spans} spans`);
+  if (t.instants) parts.push(`${t.instants} instants`);
+  if (t.values) parts.push(`${t.values} counter values`);
+  if (t.tid) parts.push(`thread ${t.tid}`);
+  else if (t.pid) parts.push(`process ${t.pid}`);
+  return parts.join(', ');
+}
 
 // Off-CPU states, as the capture names them.
 export const STATE_COLORS: Record<string, string> = {
@@ -26,9 +40,11 @@ export function LanesView(props: {
   const columns = props.lanes.lanes[0]?.buckets.length ?? 0;
   const span = columns * props.lanes.bucket_ns;
   const shown = props.lanes.lanes.slice(0, 64);
+  const tracks = props.lanes.trace_tracks ?? [];
+  const rows = shown.length + tracks.length;
   useEffect(() => {
     const c = canvas.current!;
-    const width = c.clientWidth, height = shown.length * LANE_HEIGHT;
+    const width = c.clientWidth, height = rows * LANE_HEIGHT;
     c.width = width * devicePixelRatio;
     c.height = height * devicePixelRatio;
     const g = c.getContext('2d')!;
@@ -58,6 +74,25 @@ export function LanesView(props: {
       }
       g.globalAlpha = 1;
     });
+    tracks.forEach((t, k) => {
+      const y = (shown.length + k) * LANE_HEIGHT;
+      const top = Math.max(0, ...t.counter_max.map((v) => v ?? 0));
+      g.fillStyle = IMPORTED_COLOR;
+      for (let i = 0; i < t.covered.length; i++) {
+        let share = t.covered[i];
+        if (!share && t.counter_max[i] != null && top > 0) share = (t.counter_max[i] as number) / top;
+        if (share > 0) {
+          const hgt = Math.max(1, (LANE_HEIGHT - 4) * Math.min(1, share));
+          g.globalAlpha = 0.7;
+          g.fillRect(i * w, y + LANE_HEIGHT - 2 - hgt, Math.max(1, w - 0.5), hgt);
+        }
+        if (t.instant_counts[i] > 0) {
+          g.globalAlpha = 1;
+          g.fillRect(i * w + w / 2 - 0.5, y + 1, 1, LANE_HEIGHT - 2);
+        }
+      }
+      g.globalAlpha = 1;
+    });
   }, [props.lanes]);
   // Nanoseconds after the start at x (pixels from the canvas's left).
   const at = (x: number) =>
@@ -74,13 +109,18 @@ export function LanesView(props: {
               (l) =>
                   h('div', {style: {height: `${LANE_HEIGHT}px`}, title: `tid ${l.tid}`},
                     `${l.name} (${l.tid})`)),
+          tracks.map(
+              (t) => h(
+                  'div',
+                  {class: 'imported', style: {height: `${LANE_HEIGHT}px`}, title: trackTitle(t)},
+                  `⇢ ${t.name}`)),
           ),
       h(
           'div',
           {class: 'lane-area'},
           h('canvas', {
             ref: canvas,
-            style: {height: `${shown.length * LANE_HEIGHT}px`},
+            style: {height: `${rows * LANE_HEIGHT}px`},
             'aria-label': 'threads over time: drag to select a time range',
             onPointerDown: (e: PointerEvent) => {
               (e.target as Element).setPointerCapture(e.pointerId);
@@ -104,6 +144,10 @@ export function LanesView(props: {
           ),
       props.selected &&
           h('button', {class: 'clear-time', onClick: props.onClear}, `time ${props.selected} ×`),
+      (props.lanes.own_axis_traces ?? []).map(
+          (path) => h('p', {class: 'own-axis'},
+                      `${path}: on its own axis, not drawn against this recording's time ` +
+                          `(import it with --anchor, --offset or --clock to place it)`)),
   );
 }
 
