@@ -19,8 +19,10 @@ stdin), rounds alternating the order of the modes. Per fixture and mode:
   peak_rss_mb       the profiler's peak resident memory
 
 Fixtures: spin2 (two threads saturating both cores, C), python (CPython
-split workload), node (V8 shares workload); modes: none, microscope's
-presets (quick, default, deep), perf record --call-graph dwarf and -g (fp).
+split workload), node (V8 shares workload), pingpong (two threads bouncing
+a byte over pipes: a context switch a hop); modes: none, microscope's
+presets (quick, default, deep) and levels (microscope-level0 to 3: record
+--level), perf record --call-graph dwarf and -g (fp).
 
   bench/overhead.py [--build build] [--rounds 5] [--fixtures spin2,python,node]
                     [--modes ...] [--out results.json]
@@ -82,6 +84,10 @@ def fixtures(build, tmp):
                    "split", "2"],
         "node": [node, "-r", driver, os.path.join(ROOT, "tests/fixtures/node/workload.js"),
                  "shares", "2"] if node else None,
+        # Two threads bouncing a byte over pipes: a context switch a hop,
+        # what off-CPU tracing costs most on (OFFCPU_GATE: ready, go, times).
+        "pingpong": ["env", "OFFCPU_GATE=1", os.path.join(build, "tests", "offcpu"), "pingpong",
+                     "100000"],
     }
 
 
@@ -92,6 +98,9 @@ def modes(build, tmp, other=None):
     m = {"none": None}
     for preset in ("quick", "default", "deep"):
         m["microscope-" + preset] = [ms, "record", "-q", "--preset", preset, "-o", out + ".mscap", "--pid"]
+    for level in range(4):  # record --level
+        m["microscope-level%d" % level] = [ms, "record", "-q", "--level", str(level), "-o",
+                                           out + ".mscap", "--pid"]
     if other:
         # Another build's recorder beside this one's, before and after a change.
         m["other-default"] = [other, "record", "-q", "-o", out + ".other.mscap", "--pid"]

@@ -138,8 +138,7 @@ Runner AddImportCommand(CLI::App& app) {
   auto o = std::make_shared<ImportOptions>();
   CLI::App* cmd = app.add_subcommand(
       "import",
-      "put other tools' traces (Chrome trace JSON, PyTorch's profiler) on a capture's "
-      "timeline");
+      "Put other tools' traces (Chrome trace JSON, PyTorch's profiler) on a capture's timeline.");
   cmd->footer(
       "Each trace becomes tracks of its own (spans, instants, counters, flows), kept apart\n"
       "from what microscope measured, with its file's path and SHA-256; a trace already in\n"

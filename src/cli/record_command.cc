@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <map>
 #include <memory>
 
 #include "base/duration.h"
@@ -58,6 +59,11 @@ struct RecordFlags {
   CLI::Option* stack = nullptr;
   CLI::Option* off_cpu = nullptr;
   CLI::Option* probes = nullptr;
+  CLI::Option* preset = nullptr;
+  CLI::Option* off_cpu_min_option = nullptr;
+  CLI::Option* syscalls = nullptr;
+  std::map<std::string, CLI::Option*> runtime_modes;
+  int level = -1;  // --level: -1 not given
   // Always-on.
   std::string rolling;
   std::string segment;
@@ -73,11 +79,19 @@ void AddSamplingFlags(CLI::App* cmd, RecordFlags* f) {
   cmd->add_option("-o,--output", f->options.output, "capture file to write")->capture_default_str();
   f->freq = cmd->add_option("-F,--frequency", f->options.frequency, "samples per second per thread")
                 ->check(CLI::Range(1u, 100000u));
-  cmd->add_option("--preset", f->options.preset,
-                  "rate and stack copy: quick (499 Hz, 8 KiB), default (999 Hz, 16 KiB), "
-                  "deep (3999 Hz, 64 KiB); -F and --stack-copy override")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"quick", "default", "deep"}));
+  f->preset =
+      cmd->add_option("--preset", f->options.preset,
+                      "rate and stack copy: quick (499 Hz, 8 KiB), default (999 Hz, 16 KiB), "
+                      "deep (3999 Hz, 64 KiB); -F and --stack-copy override")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"quick", "default", "deep"}));
+  cmd->add_option("--level", f->level,
+                  "depth for its cost, one number: 0 CPU samples (499 Hz) counted by thread, no stacks, "
+                  "and time off CPU totalled by thread and state; 1 the quick preset; 2 the "
+                  "default preset; 3 the deep preset (with --off-cpu) plus system calls, those "
+                  "of 1 ms or more with their stacks, and every runtime's frames. Flags given "
+                  "beside it override it")
+      ->check(CLI::Range(0, 3));
   cmd->add_option("-g,--call-graph", f->call_graph,
                   "user stacks: fp (kernel frame-pointer chain), dwarf (CFI unwinding of the "
                   "copied stack), auto (CFI where a module has it, frame pointers where not)")
@@ -107,9 +121,10 @@ void AddSamplingFlags(CLI::App* cmd, RecordFlags* f) {
       "--off-cpu,!--no-off-cpu", f->options.off_cpu,
       "record time off CPU (BPF, sched_switch): each interval's state, waker and stacks "
       "(on in the deep preset)");
-  cmd->add_option("--off-cpu-min", f->off_cpu_min,
-                  "off-CPU intervals shorter than TIME are only counted, without stacks")
-      ->capture_default_str();
+  f->off_cpu_min_option =
+      cmd->add_option("--off-cpu-min", f->off_cpu_min,
+                      "off-CPU intervals shorter than TIME are only counted, without stacks")
+          ->capture_default_str();
 }
 
 // The sources beside the samples: each registered runtime's frames, system
@@ -118,20 +133,22 @@ void AddSourceFlags(CLI::App* cmd, RecordFlags* f) {
   for (const runtimes::Runtime* r : runtimes::Registered()) {  // --python, --node
     std::string& mode = f->options.runtimes[std::string(r->name)];
     mode = "auto";
-    cmd->add_option(
-           "--" + std::string(r->name), mode,
-           std::string(r->help) + ": auto (when BPF loads, otherwise say why), bpf (required), off")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "bpf", "off"}));
+    f->runtime_modes[std::string(r->name)] =
+        cmd->add_option("--" + std::string(r->name), mode,
+                        std::string(r->help) +
+                            ": auto (when BPF loads, otherwise say why), bpf (required), off")
+            ->capture_default_str()
+            ->check(CLI::IsMember({"auto", "bpf", "off"}));
   }
   cmd->add_option("--runtime-frames", f->options.runtime_frames,
                   "the most Python or JavaScript frames a stack keeps; deeper stacks keep their "
                   "innermost and say they were cut (at most 2045 Python, 1168 JavaScript frames)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 2045u));
-  cmd->add_flag("--syscalls", f->options.syscalls,
-                "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
-                "syscalls` does, in the same capture");
+  f->syscalls =
+      cmd->add_flag("--syscalls", f->options.syscalls,
+                    "also trace the target's system calls (BPF on raw_syscalls), as `microscope "
+                    "syscalls` does, in the same capture");
   AddSyscallStackMinOption(cmd, &f->stack_min);
   cmd->add_flag("--readings", f->options.readings,
                 "also read, every 100 ms, the target's own counters: each thread's schedstat "
@@ -263,7 +280,35 @@ bool ResolveAlwaysOn(RecordFlags& f) {
 
 // Fills in the preset and reads the durations; false (after printing the
 // error) when the flags do not make a recording.
+// --level N: what it sets, where the user's own flags did not.
+bool ResolveLevel(RecordFlags& f) {
+  if (f.level < 0) return true;
+  if (f.preset->count() > 0) {
+    PrintError("give --level or --preset, not both: levels 1 to 3 are the presets");
+    return false;
+  }
+  static const char* const kLevelPresets[] = {"quick", "quick", "default", "deep"};
+  f.options.preset = kLevelPresets[f.level];
+  if (f.level == 0) {
+    // Counts, not stacks: samples without a call chain, off-CPU intervals
+    // all counted per thread and state (none kept with stacks), no walks.
+    f.options.stacks = false;
+    f.options.call_graph = record::Processor::CallGraph::kFramePointer;
+    f.call_graph = "fp";
+    if (f.off_cpu->count() == 0) f.options.off_cpu = true;
+    if (f.off_cpu_min_option->count() == 0) f.off_cpu_min = "1000d";
+    for (auto& [name, option] : f.runtime_modes) {
+      if (option->count() == 0) f.options.runtimes[name] = "off";
+    }
+  } else if (f.level == 3) {
+    if (f.syscalls->count() == 0) f.options.syscalls = true;
+    if (f.options.syscalls && f.stack_min.empty()) f.stack_min = "1ms";
+  }
+  return true;
+}
+
 bool ResolveRecordFlags(RecordFlags& f) {
+  if (!ResolveLevel(f)) return false;
   // The preset fills what the user did not set explicitly.
   struct Preset {
     const char* name;

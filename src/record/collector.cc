@@ -57,7 +57,7 @@ std::string PermissionAdvice() {
 
 Collector::Collector(const CollectorOptions& options)
     : options_(options), kernel_frames_(options.kernel_frames) {
-  layout_.sample_type = kSampleType;
+  layout_.sample_type = options.callchain ? kSampleType : kSampleType & ~PERF_SAMPLE_CALLCHAIN;
   layout_.sample_id_all = true;
   if (options.stack_copy != 0) {
     layout_.sample_type |= PERF_SAMPLE_REGS_USER;

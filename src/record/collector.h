@@ -75,6 +75,8 @@ struct CollectorOptions {
   // false: a dummy event per task and CPU, which samples nothing but brings
   // the process, thread and mapping records (for BPF-only recordings).
   bool sample = true;
+  // false: samples without a call chain (counts by thread only).
+  bool callchain = true;
 };
 
 // The longest the ring thread and the recording loop wait between rounds

@@ -131,11 +131,17 @@ Result<std::unique_ptr<EventSource>> StartOffCpuSource(const SourceContext& cont
   capture::Settings* settings = context.settings;
   settings->SetSource(std::string(capture::kOffCpuSource), "on").values = {
       {"min_ns", options.off_cpu_min_ns}};
-  settings->notes.push_back(
-      "off-CPU: sched_switch intervals of the target's threads (BPF); shorter than " +
-      std::to_string(options.off_cpu_min_ns / 1000) +
-      " us only counted; user stacks of blocked system calls taken at their exit, of "
-      "preemptions at switch-in");
+  if (!options.stacks) {
+    settings->notes.push_back(
+        "off-CPU: sched_switch intervals of the target's threads (BPF), totalled per thread "
+        "and state without stacks (record --level 0)");
+  } else {
+    settings->notes.push_back(
+        "off-CPU: sched_switch intervals of the target's threads (BPF); shorter than " +
+        std::to_string(options.off_cpu_min_ns / 1000) +
+        " us only counted; user stacks of blocked system calls taken at their exit, of "
+        "preemptions at switch-in");
+  }
   auto source = std::make_unique<OffCpuSource>(std::move(tracer));
   if (!context.launch) source->SeedBlockedThreads(context.target);
   return std::unique_ptr<EventSource>(std::move(source));

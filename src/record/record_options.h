@@ -39,6 +39,9 @@ struct RecordOptions {
   // false: no CPU samples, only the process and mapping records the event
   // sources need (`microscope syscalls`); then the sources are required.
   bool samples = true;
+  // false: the samples carry no call chain (record --level 0): counts by
+  // thread, no stacks, no user stack copy, no runtimes' walks.
+  bool stacks = true;
   // Each runtime's frames (src/runtimes/runtime.h; by its name: "python",
   // "node"), walked by BPF at every stack: "auto" (when BPF loads; otherwise
   // said once the runtime appears), "bpf" (required), "off". A runtime not

@@ -18,7 +18,8 @@ namespace microscope::record {
 namespace {
 
 bool CopiesStack(const RecordOptions& options) {
-  return options.samples && options.call_graph != Processor::CallGraph::kFramePointer;
+  return options.samples && options.stacks &&
+         options.call_graph != Processor::CallGraph::kFramePointer;
 }
 
 }  // namespace
@@ -28,6 +29,7 @@ CollectorOptions CollectorOptionsFor(const RecordOptions& options) {
   c.frequency = options.frequency;
   c.sample = options.samples;
   c.stack_copy = CopiesStack(options) ? options.stack_copy : 0;
+  c.callchain = options.stacks;
   c.ring_pages = options.mmap_pages != 0 ? options.mmap_pages : DefaultRingPages(options);
   return c;
 }
@@ -44,8 +46,13 @@ void DescribeRecording(const RecordOptions& options, const CollectorOptions& cop
   s->recorder = "microscope " MICROSCOPE_VERSION;
   s->frequency = options.frequency;
   s->stack_copy = copts.stack_copy;
-  switch (options.call_graph) {
+  switch (options.stacks ? options.call_graph : Processor::CallGraph::kFramePointer) {
     case Processor::CallGraph::kFramePointer:
+      if (!options.stacks) {
+        s->call_graph = "none";
+        s->notes.push_back("no stacks (record --level 0): CPU samples counted by thread");
+        break;
+      }
       s->call_graph = "fp";
       s->notes.push_back("call graph fp: user frames from the kernel's frame-pointer chain");
       break;

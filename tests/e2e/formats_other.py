@@ -141,7 +141,7 @@ top = run([MICROSCOPE, "--help"]).stdout
 commands = [l.split()[0] for l in top.split("Subcommands:")[1].splitlines() if l.strip()]
 check(len(top.splitlines()) <= 10 + len(commands) and "cannot carry" not in top and
       sorted(commands) == sorted(["record", "report", "convert", "symbolize", "syscalls", "serve",
-                                  "snapshot", "query", "doctor", "triage"]),
+                                  "snapshot", "query", "doctor", "triage", "import"]),
       "microscope --help: %d lines, one per command (%s)" % (len(top.splitlines()), commands))
 
 # convert --inlines off: inlined burn_units folds into the functions that hold it.

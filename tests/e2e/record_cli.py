@@ -123,3 +123,46 @@ if paranoid <= 2:
     h = report(d + "/user.mscap")["header"]
     check(not h["kernel_frames"] and h["samples"] > 50, "user-only recording, %d samples" % h["samples"])
     check(any("perf_event_paranoid" in n for n in h["notes"]), "capture notes why kernel frames are off")
+
+
+# --level: the depth of a recording for its cost.
+def q(path, sql):
+    p = run([MICROSCOPE, "query", "--format", "json", path, sql])
+    check(p.returncode == 0, "query %s: %s" % (sql, p.stderr))
+    return json.loads(p.stdout)
+
+
+# 0: samples counted by thread without stacks, off-CPU time totalled by
+# thread and state. The sleep fixture: 100 rounds of 2 ms on CPU and 8 ms asleep.
+lv = d + "/level0.mscap"
+p = run([MICROSCOPE, "record", "-q", "--level", "0", "-o", lv, "--", fixture("offcpu"), "sleep", "100"])
+check(p.returncode == 0, "--level 0 records (%d): %s" % (p.returncode, p.stderr))
+cap = q(lv, "SELECT call_graph, frequency, stack_copy FROM captures")[0]
+check(cap["call_graph"] == "none" and cap["stack_copy"] == 0, "--level 0: no stacks (%s)" % cap)
+s = q(lv, "SELECT count(*) AS n, count(stack) AS with_stack FROM samples")[0]
+check(s["n"] > 50 and s["with_stack"] == 0, "--level 0: %d samples, %d with a stack" % (s["n"], s["with_stack"]))
+slept = q(lv, """SELECT sum(total) AS ns, sum(count) AS n FROM off_cpu_short o JOIN threads t ON t.id = o.thread
+                 WHERE t.name = 'sleeper' AND o.state = 'sleeping'""")[0]
+check(slept["n"] is not None and slept["n"] >= 100 and 0.6e9 <= slept["ns"] <= 3e9,
+      "--level 0: the sleeper's %s intervals asleep totalled %s ns (100 of 8 ms)" % (slept["n"], slept["ns"]))
+kept = q(lv, "SELECT count(*) AS n FROM off_cpu o JOIN threads t ON t.id = o.thread WHERE t.name = 'sleeper'")[0]
+check(kept["n"] == 0, "--level 0: no interval kept with stacks (%d)" % kept["n"])
+walkers = q(lv, "SELECT name, state FROM sources WHERE name IN ('python', 'node')")
+check(all(w["state"] != "on" for w in walkers), "--level 0: no runtime walks (%s)" % walkers)
+# 1 to 3 are the presets; 3 adds system calls with stacks past 1 ms, and off-CPU.
+lv = d + "/level3.mscap"
+p = run([MICROSCOPE, "record", "-q", "--level", "3", "-o", lv, "--", fixture("split"), "20"])
+check(p.returncode == 0, "--level 3 records (%d): %s" % (p.returncode, p.stderr))
+cap = q(lv, "SELECT frequency, stack_copy FROM captures")[0]
+src = {r["name"] + "." + str(r["key"]): r for r in q(lv, "SELECT * FROM sources")}
+check(cap["frequency"] == 3999 and src["syscalls.stack_min_ns"]["value"] == 1000000 and
+      src["syscalls.stack_min_ns"]["state"] == "on" and src["off-cpu.min_ns"]["state"] == "on",
+      "--level 3: the deep preset, system calls with stacks past 1 ms, off-CPU (%s, %s)" %
+      (cap, sorted(src)))
+lv = d + "/level1.mscap"
+p = run([MICROSCOPE, "record", "-q", "--level", "1", "-F", "250", "-o", lv, "--", fixture("split"), "5"])
+cap = q(lv, "SELECT frequency, stack_copy FROM captures")[0]
+check(p.returncode == 0 and cap["frequency"] == 250 and cap["stack_copy"] == 8192,
+      "--level 1: the quick preset, -F given beside it kept (%s)" % cap)
+p = run([MICROSCOPE, "record", "--level", "2", "--preset", "deep", "--", fixture("split"), "5"])
+check(p.returncode == 2 and "--level or --preset" in p.stderr, "--level with --preset: %r" % p.stderr)

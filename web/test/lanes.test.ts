@@ -8,7 +8,7 @@ const track = (t: Partial<TraceTrack>): TraceTrack => ({
   values: 0, covered: [], instant_counts: [], counter_max: [], ...t,
 });
 
-describe('an imported track\\'s label', () => {
+describe('the label of an imported track', () => {
   it('says what it holds and whose thread it is', () => {
     expect(trackTitle(track({spans: 3, instants: 1, pid: 7, tid: 8})))
         .toBe('thread track of an imported trace, 3 spans, 1 instants, thread 8');
