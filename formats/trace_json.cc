@@ -143,20 +143,8 @@ class Builder {
         open_[track].push_back({ts, 0, track, Intern(name), Cat(cat), args});
         return OkStatus();
       }
-      case 'E': {
-        const uint32_t track = ThreadTrack(pid, tid);
-        auto& open = open_[track];
-        if (open.empty()) {
-          ++unmatched_ends_;
-          return OkStatus();
-        }
-        Pending span = open.back();
-        open.pop_back();
-        if (ts < span.start) return fail("ends before its begin event");
-        span.duration = uint64_t(ts - span.start);
-        if (span.args == kNone) span.args = args;
-        return Add(span, e, cat, index);
-      }
+      case 'E':
+        return EndSpan(open_[ThreadTrack(pid, tid)], ts, args, e, cat, index);
       case 'i':
       case 'I':
       case 'R': {
@@ -219,15 +207,7 @@ class Builder {
         if (p == 'b' || p == 'S') {
           open.push_back({ts, 0, track, Intern(name), Cat(cat), args});
         } else if (p == 'e' || p == 'F') {
-          if (open.empty()) {
-            ++unmatched_ends_;
-            return OkStatus();
-          }
-          Pending span = open.back();
-          open.pop_back();
-          if (ts < span.start) return fail("ends before its begin event");
-          span.duration = uint64_t(ts - span.start);
-          return Add(span, e, cat, index);
+          return EndSpan(open, ts, args, e, cat, index);
         } else {
           return Add({ts, 0, track, Intern(name), Cat(cat), args, TraceEventKind::kInstant, 0}, e,
                      cat, index);
@@ -372,6 +352,24 @@ class Builder {
   }
   uint32_t ThreadTrack(const std::string& pid, const std::string& tid) {
     return Track(TraceTrackKind::kThread, pid, tid, "", "", &thread_tracks_, pid + "\n" + tid);
+  }
+
+  // Ends the innermost span open in `open` at `ts` (an end event's work).
+  Status EndSpan(std::vector<Pending>& open, int64_t ts, uint32_t args, const json& e,
+                 const std::string& cat, size_t index) {
+    if (open.empty()) {
+      ++unmatched_ends_;
+      return OkStatus();
+    }
+    Pending span = open.back();
+    open.pop_back();
+    if (ts < span.start) {
+      return Status::Error(StatusCode::kDataLoss,
+                           "event " + std::to_string(index) + ": ends before its begin event");
+    }
+    span.duration = uint64_t(ts - span.start);
+    if (span.args == kNone) span.args = args;
+    return Add(span, e, cat, index);
   }
 
   Status Add(const Pending& p, const json& e, const std::string& cat, size_t index) {
