@@ -96,7 +96,11 @@ void AppendImportedTraceEvents(const capture::Capture& c,
       if (ev.kind[e] == TraceEventKind::kCounter) {
         out += ",\"args\":{\"value\":" + nlohmann::json(ev.ValueAt(e)).dump() + "}";
       } else if (ev.ArgsAt(e) != capture::kNone) {
-        out += ",\"args\":" + t.str(ev.ArgsAt(e));  // JSON text the import wrote
+        // The JSON text the import wrote, as it is; a capture made otherwise
+        // may hold any text there: then it goes as a string.
+        const std::string& args = t.str(ev.ArgsAt(e));
+        const nlohmann::json parsed = nlohmann::json::parse(args, nullptr, false);
+        out += ",\"args\":" + (parsed.is_object() ? args : "{\"text\":" + Quote(args) + "}");
       }
       emit(out + "}");
     }

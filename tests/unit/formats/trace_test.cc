@@ -6,13 +6,18 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
+#include "analysis/keys.h"
 #include "capture/container.h"
 #include "capture/reader.h"
 #include "capture/writer.h"
+#include "formats/chrome.h"
 #include "formats/cpuprofile.h"
 #include "formats/gzip.h"
 #include "formats/trace_json.h"
 #include "formats/trace_place.h"
+#include "tests/unit/analysis/test_views.h"
 #include "tests/unit/capture/test_capture.h"
 
 namespace microscope::formats {
@@ -374,6 +379,37 @@ TEST_CASE("an imported trace goes through the capture file whole") {
   c.traces[0].flows.to[0] = 0;
   c.traces[0].events.start[0] = 1u << 30;
   CHECK(capture::ValidateCapture(c).message() == "traces[0].events[1].start goes back in time");
+}
+
+TEST_CASE("the Chrome export carries an imported trace, and any args text as valid JSON") {
+  capture::Capture c = ProbeCapture();
+  PlaceOptions o;
+  o.path = "run.json";
+  Result<capture::Trace> t = PlaceTrace(c, Read(kKineto), o);
+  REQUIRE(t.ok());
+  c.traces.push_back(*t);
+  // A capture made otherwise may hold any text as an event's arguments.
+  capture::Trace& tr = c.traces[0];
+  const size_t mm = Event(tr, "aten::mm");
+  tr.strings.push_back(R"(}, "ph": "B", "x": {)");
+  tr.events.args[mm] = uint32_t(tr.strings.size() - 1);
+  analysis::FunctionKeys keys(c);
+  const nlohmann::json j =
+      nlohmann::json::parse(testing::ToString([&](FILE* f) { WriteChromeTrace(f, c, keys, {}); }));
+  size_t imported = 0, flows = 0;
+  for (const auto& e : j["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (cat.rfind("imported", 0) != 0) continue;
+    ++imported;
+    if (e["ph"] == "s") ++flows;
+    if (e["name"] == "aten::mm") {
+      CHECK(e["ph"] == "X");
+      CHECK(e["args"]["text"] == R"(}, "ph": "B", "x": {)");
+    }
+    if (e["name"] == "gemm_kernel") CHECK(e["args"]["stream"] == 7);
+  }
+  CHECK(imported == tr.events.size() + 2 * tr.flows.size());
+  CHECK(flows == tr.flows.size());
 }
 
 constexpr std::string_view kProfile = R"json({"nodes":[
