@@ -64,9 +64,11 @@ def under(paths, fn):
 
 
 def named_share(rep):
-    unknown = sum(f["total"]["samples"] for f in rep["functions"]
-                  if f["function"].startswith("[unknown Python"))
-    return 1 - unknown / max(1, rep["header"]["samples"]), unknown
+    """The share of samples with every Python frame named, and the
+    unnamed ones' count by reason."""
+    unknown = {f["function"]: f["total"]["samples"] for f in rep["functions"]
+               if f["function"].startswith("[unknown Python")}
+    return 1 - sum(unknown.values()) / max(1, rep["header"]["samples"]), unknown
 
 
 def cprofile_share(python, mode, fns):
@@ -154,8 +156,9 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
               "%s: %s's samples on its own lines: %s" % (name, fn, sorted(got)))
     share_named, unknown = named_share(rep)
     names[name] = share_named
-    check(share_named >= 0.95, "%s: %.2f%% of samples have every Python frame named (%d unknown)" %
-          (name, 100 * share_named, unknown))
+    check(share_named >= 0.95, "%s: %.2f%% of samples have every Python frame named (unknown: %s; "
+          "the walker's counts: %s)" % (name, 100 * share_named, unknown,
+                                       rep["header"]["sources"].get("python")))
     if name in EVERY and not SANITIZED:  # the peers run no code of ours
         prof = cprofile_share(python, "split", ["a", "b"])
         check(prof and near(share, prof["a"], 5),
