@@ -23,14 +23,14 @@ using namespace microscope::runtimes::node;
 
 namespace {
 
-std::vector<uint8_t> WalkBytes(uint32_t pid, uint32_t tid, uint8_t status,
+std::vector<uint8_t> RawWalkBytes(uint32_t pid, uint32_t tid, uint8_t status,
                                const std::vector<v8_frame>& frames) {
   return testing::WalkRecordBytes(MICROSCOPE_RUNTIME_NODE, pid, tid, status, frames);
 }
 
 constexpr uint8_t kJit = record::code_tags::kAnonymousCode;  // the tests' builtins: tag 3
 
-v8_frame Frame(uint64_t fp) {
+v8_frame RawFrame(uint64_t fp) {
   return {fp, fp + 1, fp + 2, fp + 3, fp + 4, 0, 0};
 }
 
@@ -70,7 +70,7 @@ std::optional<int64_t> Outer(const CompiledCode& code, uint64_t pc, bool return_
 }  // namespace
 
 TEST_CASE("V8 walks: records are read back, and malformed ones refused with the reason") {
-  auto bytes = WalkBytes(10, 11, MICROSCOPE_V8_WALKED, {Frame(0x1000), Frame(0x2000)});
+  auto bytes = RawWalkBytes(10, 11, MICROSCOPE_V8_WALKED, {RawFrame(0x1000), RawFrame(0x2000)});
   CHECK(IsV8Walk(bytes));
   Result<V8Walk> w = ParseV8Walk(bytes);
   REQUIRE(w.ok());

@@ -93,7 +93,7 @@ TEST_CASE("Unwinder: fast rows walk to the outermost frame (complete)") {
   s.Put(0x7008, 0x402051);  // f1's return address into f2
   s.Put(0x7020, 0xabcdef);  // f2 saved the caller's RBP at CFA-16
   s.Put(0x7028, 0x403011);  // f2's return address into f3
-  std::vector<Frame> out(16);
+  std::vector<unwind::Frame> out(16);
   auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
   CHECK(r.end == StackEnd::kComplete);
   REQUIRE(r.frames == 3);
@@ -112,7 +112,7 @@ TEST_CASE("Unwinder: a walk says how far up the copy it read, and needs no more"
   s.Put(0x7008, 0x402051);
   s.Put(0x7020, 0xabcdef);
   s.Put(0x7028, 0x403011);
-  std::vector<Frame> out(16);
+  std::vector<unwind::Frame> out(16);
   const StackImage whole = s.Image();
   auto r = Unwind(Regs(0x401050, 0x7000), whole, code, Policy::kDwarf, out);
   REQUIRE(r.end == StackEnd::kComplete);
@@ -138,7 +138,7 @@ TEST_CASE("Unwinder: a return address at a function's end is looked up at pc - 1
   Stack s;
   s.Put(0x7008, 0x402100);
   s.Put(0x7028, 0x403011);
-  std::vector<Frame> out(16);
+  std::vector<unwind::Frame> out(16);
   auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
   CHECK(r.end == StackEnd::kComplete);
   CHECK(r.frames == 3);
@@ -148,7 +148,7 @@ TEST_CASE("Unwinder: each end reason") {
   auto table = ThreeFunctions();
   FakeCode code;
   code.ranges.push_back({0x401000, 0x405000, table.get(), 0x400000});
-  std::vector<Frame> out(16);
+  std::vector<unwind::Frame> out(16);
   Stack s;
 
   SUBCASE("no unwind info for pc") {
@@ -192,7 +192,7 @@ TEST_CASE("Unwinder: each end reason") {
   SUBCASE("max depth") {
     // f1 "returns" into f1 again and again, each frame 16 bytes higher.
     for (uint64_t a = 0x7008; a < 0x7100; a += 16) s.Put(a, 0x401051);
-    std::vector<Frame> two(2);
+    std::vector<unwind::Frame> two(2);
     auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, two);
     CHECK(r.end == StackEnd::kMaxDepth);
     CHECK(r.frames == 2);
@@ -234,7 +234,7 @@ TEST_CASE("Unwinder: after an epilogue's pop %rbp, RBP's slot below the copy kee
   s.Put(0x7000, 0x402051);  // f0's return address into f2
   s.Put(0x7018, 0xabcdef);  // f2 saved its caller's RBP at CFA-16
   s.Put(0x7020, 0x403011);  // f2's return address into f3
-  std::vector<Frame> out(16);
+  std::vector<unwind::Frame> out(16);
   auto check_callers = [&](const CfiTable& table) {
     FakeCode code;
     code.ranges.push_back({0x401000, 0x404000, &table, 0x400000});
@@ -319,7 +319,7 @@ TEST_CASE("Unwinder: a caller whose CFA is RBX-based gets RBX from its callee's 
   s.Put(0x7000, 0x7040);    // f1 saved the caller's RBX at CFA-16
   s.Put(0x7008, 0x402051);  // f1's return address into f2
   s.Put(0x7058, 0x403011);  // f2's return address at CFA-8 (CFA = 0x7040 + 32)
-  std::vector<Frame> out(8);
+  std::vector<unwind::Frame> out(8);
   auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
   CHECK(r.end == StackEnd::kComplete);
   REQUIRE(r.frames == 3);
@@ -343,7 +343,7 @@ TEST_CASE("Unwinder: an interrupted frame's return address in a register (DW_CFA
   Stack s;
   Registers regs = Regs(0x401008, 0x7000);
   regs.Set(5, 0x403011);
-  std::vector<Frame> out(8);
+  std::vector<unwind::Frame> out(8);
   auto r = Unwind(regs, s.Image(), code, Policy::kDwarf, out);
   CHECK(r.end == StackEnd::kComplete);
   REQUIRE(r.frames == 2);
@@ -377,7 +377,7 @@ TEST_CASE("Unwinder: a frame without CFI at the process's first stack pointer en
   s.Put(0x7028, 0x7f20);  // envp[0]
   s.Put(0x7030, 0);
   s.Put(0x7038, 33);  // AT_SYSINFO_EHDR
-  std::vector<Frame> out(8);
+  std::vector<unwind::Frame> out(8);
   auto r = Unwind(Regs(0x401050, 0x7000), s.Image(), code, Policy::kDwarf, out);
   CHECK(r.end == StackEnd::kComplete);
   CHECK(r.frames == 2);
@@ -412,7 +412,7 @@ TEST_CASE("Unwinder: a general row (signal frame) restores registers from the co
   s.Put(0x7018, 0x402040);  // the interrupted pc (exact)
   s.Put(0x7020, 0x7050);    // the interrupted RSP
   s.Put(0x7058, 0x403010);  // its return address (CFA 0x7060 - 8)
-  std::vector<Frame> out(8);
+  std::vector<unwind::Frame> out(8);
   // The handler returned into the trampoline: pc = its first byte + 1.
   auto r = Unwind(Regs(0x401001, 0x7000), s.Image(), code, Policy::kDwarf, out);
   CHECK(r.end == StackEnd::kComplete);
@@ -543,7 +543,7 @@ TEST_CASE("Unwinder: PLT stubs unwind through ld's CFA expression (real .eh_fram
     Stack s;
     uint64_t ra_at = offset < 11 ? 0x7000 : 0x7008;
     s.Put(ra_at, base + text + 0x10);  // a return address into .text
-    std::vector<Frame> out(4);
+    std::vector<unwind::Frame> out(4);
     auto r = Unwind(Regs(base + plt + 16 + offset, 0x7000), s.Image(), code, Policy::kDwarf, out);
     REQUIRE(r.frames >= 2);
     CHECK(out[1].pc == base + text + 0x10);
