@@ -2,7 +2,9 @@
 the profiler their users would check microscope against.
 
 - Python: pygments (Debian's python3-pygments, pure Python) highlighting
-  3.2 MB of its own lexers on CPython 3.13, 3.14 and 3.15, against perf
+  3.2 MB of its own lexers on CPython 3.13 and 3.15 (the oldest and newest
+  of Debian's newer suites: python_frames checks each release's layout,
+  3.14's against perf too), against perf
   `--call-graph dwarf,65528` with `-X perf_jit` (CPython's jitdump, which
   perf inject turns into named frames with unwind information), read with
   `--max-stack 1024`, recorded in the same run: the total-time shares of perf's 10 largest Python functions each within
@@ -30,7 +32,7 @@ import socket
 from common import *
 
 require_perf()
-pythons = fetch_pythons()
+pythons = fetch_pythons(("3.13", "3.15"))
 nodes = fetch_nodes()
 NP = fetch_npm_programs()
 LEXERS = "/usr/lib/python3/dist-packages/pygments/lexers"
