@@ -221,6 +221,16 @@ void StackLines(const ReportHeader& h, Lines& l) {
     l.Line("symbols") = "named by `microscope symbolize` (see notes)";
   }
   l.Line("lost") = LostText(s);
+  if (!s.gaps.empty()) {
+    // Windows not known: drawn as gaps in the lanes, never as idle time.
+    std::string& line = l.Line("gaps");
+    for (size_t i = 0; i < s.gaps.size(); ++i) {
+      const GapSummary& g = s.gaps[i];
+      Appendf(line, "%s%llu %s (%s)", i == 0 ? "" : ", ", Ull(g.gaps), g.cause.c_str(),
+              Duration(g.ns).c_str());
+    }
+    line += ": what happened there is not known";
+  }
   if (!s.call_graph.empty()) {
     std::string& line = l.Line("call graph");
     line = s.call_graph;

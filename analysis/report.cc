@@ -139,6 +139,39 @@ void AddProbeLanes(const capture::Capture& c, const Lanes& lanes, ReportLanes* o
   }
 }
 
+char GapLetter(capture::GapCause cause) {
+  switch (cause) {
+    case capture::GapCause::kLostRecords:
+      return 'L';
+    case capture::GapCause::kThrottled:
+      return 'T';
+    case capture::GapCause::kBudget:
+      return 'B';
+    case capture::GapCause::kWalkerNotOn:
+      return 'W';
+    case capture::GapCause::kSegmentMissing:
+      return 'S';
+    case capture::GapCause::kNotAttached:
+      return 'A';
+  }
+  return '?';
+}
+
+namespace {
+
+// Marks the columns [begin, end] covers with the gap's letter.
+void MarkGap(const capture::Gap& g, const Lanes& lanes, std::string* columns) {
+  if (lanes.bucket_count == 0 || g.end < lanes.start) return;
+  columns->resize(lanes.bucket_count, ' ');
+  const uint64_t width = std::max<uint64_t>(lanes.bucket_ns, 1);
+  const size_t first = g.begin <= lanes.start ? 0 : size_t((g.begin - lanes.start) / width);
+  const size_t last = size_t((g.end - lanes.start) / width);
+  for (size_t i = first; i <= last && i < lanes.bucket_count; ++i)
+    (*columns)[i] = GapLetter(g.cause);
+}
+
+}  // namespace
+
 ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
   ReportLanes out;
   out.shown = std::min(top, lanes.lanes.size());
@@ -157,8 +190,17 @@ ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
     r.buckets = std::move(lane.buckets);
     r.off_cpu = std::move(lane.off_cpu);
     r.off_cpu_ns = lane.off_cpu_ns;
+    const uint32_t pid = t.process < c.processes.size() ? c.processes[t.process].pid : 0;
+    for (const capture::Gap& g : c.gaps) {
+      if (g.pid != 0 && g.pid == pid && (g.tid == 0 || g.tid == uint32_t(t.tid)))
+        MarkGap(g, lanes, &r.gaps);
+    }
     out.lanes.push_back(std::move(r));
   }
+  for (const capture::Gap& g : c.gaps) {
+    if (g.pid == 0) MarkGap(g, lanes, &out.gaps);
+  }
+  out.gap_rows = c.gaps;
   AddProbeLanes(c, lanes, &out);
   out.trace_lanes = ComputeTraceLanes(c, lanes.start, lanes.bucket_ns, lanes.bucket_count);
   for (const capture::Trace& t : c.traces) {

@@ -138,7 +138,13 @@ struct ReportLane {
   // none; '+' past z), and '|' a mark, '*' a label set, '#' both (' ' none).
   std::string zones;
   std::string events;
+  // Per column, a gap of this thread or its process (GapLetter; ' ' none).
+  std::string gaps;
 };
+
+// A gap's letter in the lanes: L lost records, T throttled, B budget,
+// W walker not yet on, S segment missing, A not yet attached.
+char GapLetter(capture::GapCause cause);
 
 struct ReportLanes {
   size_t shown = 0;  // lanes a timeline draws: the first `top`
@@ -153,6 +159,11 @@ struct ReportLanes {
   // capture's clock), and the paths of those kept on their own axis.
   std::vector<TraceLane> trace_lanes;
   std::vector<std::string> own_axis_traces;
+  // Gaps of every process (a CPU's lost records, the budget, a missing
+  // segment) per column (GapLetter; ' ' none; empty when there are none),
+  // and every gap as recorded, for views that draw them exactly.
+  std::string gaps;
+  std::vector<capture::Gap> gap_rows;
 };
 
 struct ReportOffCpuTotal {

@@ -75,6 +75,15 @@ Summary Summarize(const capture::Capture& c) {
   }
   std::sort(s.problems.begin(), s.problems.end(),
             [](const ProblemSummary& a, const ProblemSummary& b) { return a.kind < b.kind; });
+  std::map<capture::GapCause, GapSummary> gaps;
+  for (const capture::Gap& g : c.gaps) {
+    GapSummary& to = gaps[g.cause];
+    to.cause = std::string(capture::GapCauseName(g.cause));
+    ++to.gaps;
+    to.ns += g.end - g.begin;
+    to.count += g.count;
+  }
+  for (auto& [cause, summary] : gaps) s.gaps.push_back(std::move(summary));
   return s;
 }
 

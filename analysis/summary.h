@@ -34,6 +34,15 @@ struct ProblemSummary {
   std::string example;
 };
 
+// The gaps of one cause: windows where the recording does not know what
+// happened (capture::Gap).
+struct GapSummary {
+  std::string cause;
+  uint64_t gaps = 0;
+  uint64_t ns = 0;     // their lengths summed (overlaps counted twice)
+  uint64_t count = 0;  // what the cause counts, summed (records lost, ...)
+};
+
 struct Summary {
   std::string mode;
   std::string recorder;  // what made it: "microscope 0.x", "perf 6.1.192", an importer
@@ -61,6 +70,7 @@ struct Summary {
   std::vector<ProcessSummary> processes;  // by pid
   std::vector<ThreadSummary> threads;     // by samples desc, then tid
   std::vector<ProblemSummary> problems;   // by kind
+  std::vector<GapSummary> gaps;           // by cause, in capture::GapCause order
   std::vector<std::string> notes;
   // (2.9) The wall clock at the start, which part of a recording this is,
   // and the budget with its changes (times as offsets from the start).

@@ -344,6 +344,45 @@ struct Problem {
   StringId example = kNone;
 };
 
+// (2.11) Why the recording does not know what happened in a window.
+enum class GapCause : uint8_t {
+  kLostRecords = 1,     // the kernel's ring was full: count records lost
+  kThrottled = 2,       // the kernel throttled the sampling event
+  kBudget = 3,          // the budget kept one sample in count
+  kWalkerNotOn = 4,     // a runtime's walker was not yet on the process
+  kSegmentMissing = 5,  // a continuous recording's segment is not there
+  kNotAttached = 6,     // a thread ran before the recorder was on it
+};
+inline constexpr GapCause kLastGapCause = GapCause::kNotAttached;
+// The cause in words, for every view.
+inline std::string_view GapCauseName(GapCause cause) {
+  switch (cause) {
+    case GapCause::kLostRecords:
+      return "lost records";
+    case GapCause::kThrottled:
+      return "throttled";
+    case GapCause::kBudget:
+      return "budget";
+    case GapCause::kWalkerNotOn:
+      return "walker not yet on";
+    case GapCause::kSegmentMissing:
+      return "segment missing";
+    case GapCause::kNotAttached:
+      return "not yet attached";
+  }
+  return "unknown";
+}
+
+struct Gap {
+  uint64_t begin = 0, end = 0;
+  uint32_t pid = 0;  // 0: every process
+  uint32_t tid = 0;  // 0: every thread of pid
+  int32_t cpu = -1;  // -1: every CPU
+  GapCause cause = GapCause::kLostRecords;
+  uint64_t count = 0;
+  bool operator==(const Gap&) const = default;
+};
+
 // An event source the recording asked for (off-CPU time, system calls,
 // a runtime walker): whether it ran, and its own settings. A new source
 // needs no field here.
@@ -468,6 +507,7 @@ struct Capture {
   ProbeRecords probe_records;
   Readings readings;
   std::vector<Trace> traces;  // (2.11) other tools' traces, in the order imported
+  std::vector<Gap> gaps;      // (2.11) in the order of their begin
   std::vector<Problem> problems;
   Settings settings;
   // The decompressed file that viewed columns point into (null when built).

@@ -302,6 +302,7 @@ Status CheckAligned(const fbs::Capture* root) {
       {"function_raw_names", misaligned(root->function_raw_names())},
       {"frames", misaligned(root->frames())},
       {"problems", misaligned(root->problems())},
+      {"gaps", misaligned(root->gaps())},
       {"stacks.parent", st && misaligned(st->parent())},
       {"stacks.frame", st && misaligned(st->frame())},
   };
@@ -405,6 +406,13 @@ Result<Capture> ParseCapturePayload(std::vector<uint8_t>&& owned) {
   if (root->problems()) {
     for (const fbs::Problem* p : *root->problems()) {
       c.problems.push_back({p->kind(), p->count(), p->example()});
+    }
+  }
+  if (root->gaps()) {
+    c.gaps.reserve(root->gaps()->size());
+    for (const fbs::Gap* g : *root->gaps()) {
+      c.gaps.push_back({g->begin(), g->end(), g->pid(), g->tid(), g->cpu(),
+                        static_cast<GapCause>(g->cause()), g->count()});
     }
   }
   ASSIGN_OR_RETURN(c.settings, ToSettings(root->settings()));

@@ -236,7 +236,26 @@ Result<DirectoryCapture> ReadSegmentsFrom(const std::string& dir, const SegmentS
     return a.settings.start_time < b.settings.start_time;
   });
   out.segments = parts.size();
+  // A segment missing between two of one recording (left out above, or
+  // deleted by hand): a gap from the one before's end to the next's start.
+  std::vector<Gap> missing;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const Settings& a = parts[i - 1].settings;
+    const Settings& b = parts[i].settings;
+    if (a.recording_id.empty() || a.recording_id != b.recording_id) continue;
+    if (b.part_index > a.part_index + 1 && b.start_time >= a.end_time) {
+      missing.push_back({.begin = a.end_time,
+                         .end = b.start_time,
+                         .cause = GapCause::kSegmentMissing,
+                         .count = b.part_index - a.part_index - 1});
+    }
+  }
   out.capture = MergeCaptures(std::move(parts));
+  if (!missing.empty()) {
+    for (const Gap& g : missing) out.capture.gaps.push_back(g);
+    std::stable_sort(out.capture.gaps.begin(), out.capture.gaps.end(),
+                     [](const Gap& a, const Gap& b) { return a.begin < b.begin; });
+  }
   out.capture.settings.part = "segments";
   out.capture.settings.part_index = out.segments;
   for (const std::string& note : out.notes) out.capture.settings.notes.push_back(note);

@@ -236,6 +236,16 @@ Status ValidateCapture(const Capture& c) {
   RETURN_IF_ERROR(tables);
   RETURN_IF_ERROR(ValidateProbes(c));
   for (size_t i = 0; i < c.traces.size(); ++i) RETURN_IF_ERROR(ValidateTrace(c, i));
+  for (size_t i = 0; i < c.gaps.size(); ++i) {
+    const Gap& g = c.gaps[i];
+    if (g.cause < GapCause::kLostRecords || g.cause > kLastGapCause)
+      return Status::Error(Where("gaps", i, "cause") + " = " + std::to_string(int(g.cause)) +
+                           " is not a known cause");
+    if (g.end < g.begin) return Status::Error(Where("gaps", i, "end") + " is before its begin");
+    if (g.cpu < -1) return Status::Error(Where("gaps", i, "cpu") + " is negative");
+    if (g.tid != 0 && g.pid == 0)
+      return Status::Error(Where("gaps", i, "tid") + " names a thread of no process");
+  }
   for (size_t i = 0; i < c.problems.size(); ++i) {
     RETURN_IF_ERROR(CheckRef(c.problems[i].kind, ns, false, "problems", i, "kind", "strings"));
     RETURN_IF_ERROR(CheckRef(c.problems[i].example, ns, true, "problems", i, "example", "strings"));

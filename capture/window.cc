@@ -156,6 +156,16 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
   split(live->probe_records, taken ? &taken->probe_records : nullptr,
         Before(live->probe_records.time, before));
   split(live->readings, taken ? &taken->readings : nullptr, Before(live->readings.time, before));
+  // Gaps as intervals: a window keeps one that reaches into it.
+  std::vector<Gap> kept;
+  for (Gap& g : live->gaps) {
+    if ((cut.intervals_by_end ? g.end : g.begin) < before) {
+      if (taken != nullptr) taken->gaps.push_back(g);
+    } else {
+      kept.push_back(g);
+    }
+  }
+  live->gaps = std::move(kept);
   return label_index;
 }
 
@@ -205,6 +215,12 @@ class Merger {
     AppendEventRows(&out_, p, &spans_);
     // Imported traces are whole in themselves (no capture ids to renumber).
     for (Trace& t : p.traces) out_.traces.push_back(std::move(t));
+    // Gaps name processes by pid: as they are, once each (a snapshot's
+    // parts may both hold one that spans their cut).
+    for (const Gap& g : p.gaps) {
+      if (std::find(out_.gaps.begin(), out_.gaps.end(), g) == out_.gaps.end())
+        out_.gaps.push_back(g);
+    }
     for (const Problem& pr : p.problems) {
       auto [it, fresh] = problems_.try_emplace(pr.kind, out_.problems.size());
       if (fresh) {
@@ -218,6 +234,8 @@ class Merger {
 
   Capture Take() {
     NormalizeEventRows(&out_);
+    std::stable_sort(out_.gaps.begin(), out_.gaps.end(),
+                     [](const Gap& a, const Gap& b) { return a.begin < b.begin; });
     return std::move(out_);
   }
 

@@ -222,6 +222,12 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
 #undef MICROSCOPE_WRITE_TABLE
   auto problems = b.CreateVectorOfStructs(MapRows<fbs::Problem>(
       c.problems, [](const Problem& p) { return fbs::Problem(p.kind, p.count, p.example); }));
+  Offset<flatbuffers::Vector<const fbs::Gap*>> gaps = 0;
+  if (!c.gaps.empty()) {
+    gaps = b.CreateVectorOfStructs(MapRows<fbs::Gap>(c.gaps, [](const Gap& g) {
+      return fbs::Gap(g.begin, g.end, g.pid, g.tid, g.cpu, uint8_t(g.cause), g.count);
+    }));
+  }
   auto settings = BuildSettings(b, c.settings);
   Offset<flatbuffers::Vector<Offset<fbs::Trace>>> traces = 0;
   if (!c.traces.empty()) traces = BuildTraces(b, c.traces);
@@ -243,6 +249,7 @@ std::vector<uint8_t> SerializeCapture(const Capture& c) {
   if (!off_cpu.IsNull()) cb.add_off_cpu(off_cpu);
   if (!off_cpu_short.IsNull()) cb.add_off_cpu_short(off_cpu_short);
   if (!labels.IsNull()) cb.add_labels(labels);
+  if (!gaps.IsNull()) cb.add_gaps(gaps);
   if (!probe_sites.IsNull()) cb.add_probe_sites(probe_sites);
   if (!probe_records.IsNull()) cb.add_probe_records(probe_records);
   if (!readings.IsNull()) cb.add_readings(readings);

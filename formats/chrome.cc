@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace microscope::formats {
@@ -65,6 +67,39 @@ std::string BlockedSpan(const capture::Capture& c, const analysis::FunctionKeys&
   return e;
 }
 
+// Each gap as a labelled span ("gap: lost records"): in its thread or
+// process when it has one, else in a process of its own named so (pid 0,
+// one thread per CPU, thread 0 for gaps of no one CPU). Never left blank,
+// which a reader would take for idle time.
+void AppendGapEvents(const capture::Capture& c, uint64_t origin,
+                     const std::function<void(const std::string&)>& emit) {
+  bool named = false;
+  for (const capture::Gap& g : c.gaps) {
+    if (g.end < origin) continue;
+    int64_t pid = g.pid, tid = g.tid != 0 ? g.tid : g.pid;
+    if (g.pid == 0) {
+      tid = g.cpu >= 0 ? g.cpu + 1 : 0;
+      if (!named) {
+        named = true;
+        emit(R"js({"ph":"M","name":"process_name","pid":0,"tid":0,)js"
+             R"js("args":{"name":"microscope: gaps of every process (not known, not idle)"}})js");
+      }
+    }
+    const std::string cause(capture::GapCauseName(g.cause));
+    std::string e = "{\"ph\":\"X\",\"cat\":\"gap\",\"name\":\"gap: " + cause +
+                    "\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
+                    ",\"ts\":";
+    const uint64_t begin = std::max(g.begin, origin);
+    AppendMicros(e, begin - origin);
+    e += ",\"dur\":";
+    AppendMicros(e, g.end - begin);
+    e += ",\"args\":{\"cause\":\"" + cause + "\",\"count\":" + std::to_string(g.count);
+    if (g.cpu >= 0) e += ",\"cpu\":" + std::to_string(g.cpu);
+    e += "}}";
+    emit(e);
+  }
+}
+
 }  // namespace
 
 void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::FunctionKeys& keys,
@@ -99,6 +134,7 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
   }
   AppendProbeEvents(c, filter, emit);
   AppendImportedTraceEvents(c, emit);
+  AppendGapEvents(c, origin, emit);
   // Samples of each thread, in time order (the capture's order).
   std::vector<std::vector<uint32_t>> by_thread(c.threads.size());
   std::vector<bool> node_used(c.stacks.size());

@@ -129,6 +129,10 @@ ordered_json SummaryJson(const analysis::Summary& s) {
   for (const auto& p : s.problems) {
     j["problems"].push_back({{"kind", p.kind}, {"count", p.count}, {"example", p.example}});
   }
+  j["gaps"] = ordered_json::array();
+  for (const auto& g : s.gaps) {
+    j["gaps"].push_back({{"cause", g.cause}, {"gaps", g.gaps}, {"ns", g.ns}, {"count", g.count}});
+  }
   j["notes"] = s.notes;
   return j;
 }
@@ -278,6 +282,7 @@ ordered_json LanesJson(const analysis::ReportLanes& l) {
       lj["zones"] = lane.zones;
       lj["events"] = lane.events;
     }
+    if (!lane.gaps.empty()) lj["gaps"] = lane.gaps;
     lanes.push_back(std::move(lj));
   }
   ordered_json out = {{"start_ns", l.start}, {"bucket_ns", l.bucket_ns}, {"lanes", lanes}};
@@ -304,6 +309,22 @@ ordered_json LanesJson(const analysis::ReportLanes& l) {
     out["trace_tracks"] = std::move(tracks);
   }
   if (!l.own_axis_traces.empty()) out["own_axis_traces"] = l.own_axis_traces;
+  if (!l.gap_rows.empty()) {
+    // Windows the recording does not know: times as the lanes' (ns).
+    if (!l.gaps.empty()) out["gaps"] = l.gaps;
+    ordered_json rows = ordered_json::array();
+    for (const capture::Gap& g : l.gap_rows) {
+      ordered_json row = {{"begin_ns", g.begin},
+                          {"end_ns", g.end},
+                          {"cause", capture::GapCauseName(g.cause)},
+                          {"count", g.count}};
+      if (g.pid != 0) row["pid"] = g.pid;
+      if (g.tid != 0) row["tid"] = g.tid;
+      if (g.cpu >= 0) row["cpu"] = g.cpu;
+      rows.push_back(std::move(row));
+    }
+    out["gap_rows"] = std::move(rows);
+  }
   return out;
 }
 

@@ -182,6 +182,15 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const TextStyle& 
       fprintf(out, "%-22s |%s|\n", "  zones", lane.zones.c_str());
     if (lane.events.find_first_not_of(' ') != std::string::npos)
       fprintf(out, "%-22s |%s|\n", "  marks, labels", lane.events.c_str());
+    if (lane.gaps.find_first_not_of(' ') != std::string::npos)
+      fprintf(out, "%-22s |%s|\n", "  gaps", lane.gaps.c_str());
+  }
+  if (lanes.gaps.find_first_not_of(' ') != std::string::npos)
+    fprintf(out, "%-22s |%s|\n", "gaps (every process)", lanes.gaps.c_str());
+  if (!lanes.gap_rows.empty()) {
+    fprintf(out,
+            "gaps: not known, not idle: L lost records, T throttled, B budget (1 in N kept), "
+            "W walker not yet on, S segment missing, A not yet attached\n");
   }
   PrintMore(out, lanes.lanes.size() - lanes.shown, "lane");
   if (!lanes.trace_lanes.empty()) {

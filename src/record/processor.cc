@@ -450,6 +450,31 @@ void Processor::AddLabel(capture::ThreadId thread, std::string_view key, std::st
   l.Append({.thread = thread, .key = k, .value = v, .start = time, .end = time});
 }
 
+void Processor::NoteTime(const Event& e) {
+  if (e.time == 0 || e.cpu >= 65536) return;
+  if (e.cpu >= last_time_on_cpu_.size()) last_time_on_cpu_.resize(e.cpu + 1, 0);
+  uint64_t& t = last_time_on_cpu_[e.cpu];
+  t = std::max(t, e.time);
+}
+
+void Processor::CloseOpenGaps(uint64_t end_time) {
+  for (const auto& [key, t] : throttled_) {
+    capture_.gaps.push_back({.begin = t.since,
+                             .end = std::max(t.since, end_time),
+                             .pid = t.pid,
+                             .tid = t.tid,
+                             .cpu = key.first,
+                             .cause = capture::GapCause::kThrottled,
+                             .count = 1});
+  }
+  throttled_.clear();
+  if (budget_gap_) {
+    budget_gap_->end = std::max(budget_gap_->begin, end_time);
+    capture_.gaps.push_back(*budget_gap_);
+    budget_gap_.reset();
+  }
+}
+
 void Processor::Process(const Event& e) {
   switch (e.type) {
     case EventType::kSample:
@@ -467,27 +492,64 @@ void Processor::Process(const Event& e) {
     case EventType::kExit:
       OnExit(e);
       break;
-    case EventType::kLost:
+    case EventType::kLost: {
       capture_.settings.lost_records += e.lost;
       loss_seen_ = true;
+      // Lost between this CPU's latest record and the LOST record, which
+      // the kernel writes once the ring has room again.
+      const uint64_t from = e.cpu < last_time_on_cpu_.size() && last_time_on_cpu_[e.cpu] != 0
+                                ? last_time_on_cpu_[e.cpu]
+                                : capture_.settings.start_time;
+      const uint64_t to = std::max(from, e.time);
+      capture_.gaps.push_back({.begin = from,
+                               .end = to,
+                               .cpu = int32_t(e.cpu),
+                               .cause = capture::GapCause::kLostRecords,
+                               .count = e.lost});
       break;
+    }
     case EventType::kLostSamples:
       capture_.settings.lost_samples += e.lost;
       break;
     case EventType::kThrottle:
       ++capture_.settings.throttles;
+      throttled_.try_emplace({int32_t(e.cpu), e.id}, Throttled{e.time, e.pid, e.tid});
       break;
-    case EventType::kUnthrottle:
+    case EventType::kUnthrottle: {
       ++capture_.settings.unthrottles;
+      auto t = throttled_.find({int32_t(e.cpu), e.id});
+      if (t != throttled_.end()) {
+        capture_.gaps.push_back({.begin = t->second.since,
+                                 .end = std::max(t->second.since, e.time),
+                                 .pid = t->second.pid,
+                                 .tid = t->second.pid != 0 ? t->second.tid : 0,
+                                 .cpu = int32_t(e.cpu),
+                                 .cause = capture::GapCause::kThrottled,
+                                 .count = 1});
+        throttled_.erase(t);
+      }
       break;
+    }
     case EventType::kRaw:  // the pump pairs these with their samples (ring_pairing.h)
     case EventType::kOther:
       break;
   }
+  NoteTime(e);
 }
 
 void Processor::SetSampleScale(uint64_t time, uint32_t keep_one_in) {
   sample_scale_.emplace_back(time, keep_one_in);
+  // One sample in N kept: the others' stacks are not known.
+  if (budget_gap_ && budget_gap_->count == keep_one_in) return;
+  if (budget_gap_) {
+    budget_gap_->end = std::max(budget_gap_->begin, time);
+    capture_.gaps.push_back(*budget_gap_);
+    budget_gap_.reset();
+  }
+  if (keep_one_in > 1) {
+    budget_gap_ = capture::Gap{
+        .begin = time, .end = time, .cause = capture::GapCause::kBudget, .count = keep_one_in};
+  }
 }
 
 }  // namespace microscope::record

@@ -90,6 +90,7 @@ class Processor final : public RowSink {
   void CountProblem(std::string_view kind, std::string_view example, uint64_t times = 1) override;
   void SetExitStatus(uint32_t pid, int status) override;
   void SetSampleScale(uint64_t time, uint32_t keep_one_in) override;
+  void AddGap(const capture::Gap& gap) override { capture_.gaps.push_back(gap); }
   void SetStackLimit(uint32_t bytes) override { stack_limit_ = bytes; }
 
   // Records were lost since the last call (a LOST record was processed):
@@ -269,6 +270,18 @@ class Processor final : public RowSink {
   };
   std::map<std::string, ProblemCount, std::less<>> problems_;
   bool loss_seen_ = false;
+  // Gaps: each CPU's latest event time (a LOST record's window starts
+  // there), throttled events by (cpu, stream id) since when, and the
+  // budget's open step (keep one in N > 1) since when.
+  void NoteTime(const Event& e);
+  void CloseOpenGaps(uint64_t end_time);
+  std::vector<uint64_t> last_time_on_cpu_;
+  struct Throttled {
+    uint64_t since;
+    uint32_t pid, tid;
+  };
+  std::map<std::pair<int32_t, uint64_t>, Throttled> throttled_;
+  std::optional<capture::Gap> budget_gap_;
   // Runtimes: their splicers, the code they marked, each frame's tag (kept
   // only while a splicer is registered; frames past its end have none),
   // and the interpreted frames they intern.

@@ -138,6 +138,9 @@ capture::ProbeSiteId Processor::Add(const capture::ProbeSites::Row& row) {
 
 capture::Capture Processor::Finish(uint64_t end_time) {
   SortSamplesByTime();
+  CloseOpenGaps(end_time);
+  std::stable_sort(capture_.gaps.begin(), capture_.gaps.end(),
+                   [](const capture::Gap& a, const capture::Gap& b) { return a.begin < b.begin; });
   capture::OffCpu& o = capture_.off_cpu;
   for (size_t i = 0; i < o.size(); ++i) {
     if (o.end[i] == 0 || o.end[i] > end_time) {

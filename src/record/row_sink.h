@@ -61,6 +61,9 @@ class RowSink {
   // sample in `keep_one_in`: each kept sample stands for that many (its
   // weight is multiplied), so totals stay the CPU time spent.
   virtual void SetSampleScale(uint64_t time, uint32_t keep_one_in) = 0;
+  // A window where the recording does not know what happened (a runtime's
+  // walker not yet on a process): drawn as a gap, never as idle time.
+  virtual void AddGap(const capture::Gap& gap) = 0;
   // Unwinds at most the first `bytes` of each copied user stack (0: all).
   virtual void SetStackLimit(uint32_t bytes) = 0;
 };

@@ -1,5 +1,8 @@
 """Loss is data: with a one-page ring at 40 kHz the recorder cannot keep up;
-the lost records are counted in the capture, by kind, and shown by report."""
+the lost records are counted in the capture, by kind, and shown by report,
+and each loss is a gap (a window not known) in every timeline."""
+import re
+
 from common import *
 
 require_perf()
@@ -24,5 +27,43 @@ if os.geteuid() == 0:
 kinds = {pr["kind"] for pr in h["problems"]}
 check("mappings re-read from /proc after records were lost" in kinds,
       "mappings re-read after the loss: %s" % sorted(kinds))
+# Each LOST record is a gap: from its CPU's record before to the LOST
+# record, which the kernel writes once the ring has room again. Their
+# counts add up to the rings' LOST records, each lies inside the
+# recording, and every view marks them (not idle time).
+gaps = {g["cause"]: g for g in h["gaps"]}
+lost = gaps.get("lost records")
+check(lost and lost["gaps"] > 0 and lost["count"] == h.get("ring_lost_records", h["lost_records"]) and
+      set(gaps) == {"lost records"},
+      "the loss is gaps of their own: %s (%d records lost, %s by the rings)" %
+      (h["gaps"], h["lost_records"], h.get("ring_lost_records")))
+check("gaps        %d lost records (" % lost["gaps"] in text, "report header counts the gaps")
+lanes = report(out, "--lanes")["lanes"]
+rows = lanes.get("gap_rows", [])
+start, end = lanes["start_ns"], lanes["start_ns"] + h["duration_ns"]
+check(len(rows) == lost["gaps"] and
+      all(start - 1e9 <= r["begin_ns"] <= r["end_ns"] <= end + 1e9 and "cpu" in r for r in rows) and
+      "L" in lanes.get("gaps", ""),
+      "the lanes carry each gap with its CPU, inside the recording, and mark its columns: %s" %
+      (rows[:2],))
+text = run([MICROSCOPE, "report", out, "--lanes"]).stdout
+check(re.search(r"^gaps \(every process\) +\|.*L", text, re.M), "report --lanes draws the gaps")
+chrome = d + "/loss.json"
+p = run([MICROSCOPE, "convert", out, "--to", "chrome", "-o", chrome])
+spans = [e for e in json.load(open(chrome))["traceEvents"] if e.get("cat") == "gap"]
+check(p.returncode == 0 and len(spans) == lost["gaps"] and
+      all(e["name"] == "gap: lost records" and e["ph"] == "X" for e in spans) and
+      sum(e["args"]["count"] for e in spans) == lost["count"],
+      "the Chrome export has a labelled span per gap: %d (%s)" % (len(spans), spans[:1]))
+
+# Where nothing was lost, no gap is drawn.
+quiet = d + "/quiet.mscap"
+p = run([MICROSCOPE, "record", "-q", "-o", quiet, "--", fixture("split"), "0.5"])
+qh = report(quiet)["header"]
+check(p.returncode == 0 and qh["lost_records"] == 0 and qh["throttles"] == 0 and qh["gaps"] == [] and
+      "gap_rows" not in report(quiet, "--lanes")["lanes"],
+      "a recording that lost nothing has no gap: %s (lost %d, throttled %d)" %
+      (qh["gaps"], qh["lost_records"], qh["throttles"]))
+
 p = run([MICROSCOPE, "record", "-q", "-m", "3", "-o", out, "--", fixture("split"), "1"])
 check(p.returncode == 1 and "--mmap-pages 3 is not a power of two" in p.stderr, "bad -m refused: %r" % p.stderr)

@@ -199,6 +199,11 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   void Problem(const std::string& kind, const std::string& example) {
     problems_.Count(kind, example);
   }
+  // A stack of `pid` at `time` with interpreter frames and no walk, the
+  // walker on it from `on` (0: not laid out yet); gaps given to the sink
+  // (all: also those whose end is not known, at the end).
+  void NotOnYet(uint32_t pid, uint64_t time, uint64_t on);
+  void AddNotOnGaps(record::RowSink* sink, bool all);
 
   void Watch(int fd) {
     epoll_event ev{};
@@ -231,6 +236,10 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   ScopedFd wake_;                         // epoll: the walker's exec ring and timer_
   ScopedFd timer_;                        // timerfd
   std::unordered_map<uint32_t, Process> processes_;
+  struct NotOn {
+    uint64_t first, last, on;
+  };
+  std::map<uint32_t, NotOn> not_on_;                // by pid: sampled before the walker was on
   std::set<std::pair<uint64_t, uint64_t>> images_;  // given to the walker: (st_dev, st_ino)
   // Code object copies of processes not laid out here yet, by pid.
   std::unordered_map<uint32_t, CodeSnapshots> pending_;
@@ -569,7 +578,32 @@ void PythonSource::Keep(const py_code_snapshot& s) {
   ++snapshots_kept_;
 }
 
+void PythonSource::NotOnYet(uint32_t pid, uint64_t time, uint64_t on) {
+  auto [it, fresh] = not_on_.try_emplace(pid, NotOn{time, time, on});
+  NotOn& n = it->second;
+  n.first = std::min(n.first, time);
+  n.last = std::max(n.last, time);
+  n.on = std::max(n.on, on);
+}
+
+void PythonSource::AddNotOnGaps(record::RowSink* sink, bool all) {
+  for (auto it = not_on_.begin(); it != not_on_.end();) {
+    const NotOn& n = it->second;
+    if (n.on == 0 && !all) {  // not laid out yet: the gap's end is not known
+      ++it;
+      continue;
+    }
+    sink->AddGap({.begin = n.first,
+                  .end = std::max(n.on != 0 ? n.on : n.last, n.first),
+                  .pid = it->first,
+                  .cause = capture::GapCause::kWalkerNotOn,
+                  .count = 1});
+    it = not_on_.erase(it);
+  }
+}
+
 void PythonSource::Poll(const record::PollWindow&, record::RowSink* sink) {
+  AddNotOnGaps(sink, false);
   if (walker_ == nullptr) return;
   TakeSnapshots();
   TakeExecs();
@@ -662,14 +696,19 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
     no_walk = "not recorded: " + refused_;
   } else if (p == processes_.end()) {
     no_walk = "the interpreter was not laid out (yet)";
+    NotOnYet(stack.pid, stack.time, 0);
   } else if (walker_ == nullptr) {
     no_walk = "the walker is not running";
   } else if (stack.walk.empty()) {
     // An attach's events sample before the walker is on them, a new
     // interpreter before it is laid out.
-    no_walk = stack.time < std::max(walking_since_, p->second.laid_out_at)
-                  ? "sampled before the walker was on this process"
-                  : "no walk for this stack";
+    const uint64_t on = std::max(walking_since_, p->second.laid_out_at);
+    if (stack.time < on) {
+      no_walk = "sampled before the walker was on this process";
+      NotOnYet(stack.pid, stack.time, on);
+    } else {
+      no_walk = "no walk for this stack";
+    }
   } else if (Status parsed = ParseWalk(stack.walk, &walk_); !parsed.ok()) {
     Problem("malformed Python walks", parsed.message());
     no_walk = "malformed walk";
@@ -695,6 +734,7 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
   // Execs held since the last poll are continued before the walker goes.
   if (walker_ != nullptr) TakeExecs();
+  AddNotOnGaps(sink, true);
   problems_.Report(sink);
   // auto, a launcher whose children ran no Python: the walker waited.
   const bool none = dormant_ || (mode_ == "auto" && !seen_interpreter_);

@@ -672,3 +672,31 @@ TEST_CASE("Capture: every bad probe site or record is refused, naming table, row
     CHECK(ErrorOf(c).rfind(k.error, 0) == 0);
   }
 }
+
+TEST_CASE("Capture: gaps round trip, and a bad one is refused where it is") {
+  Capture c = testing::MakeTestCapture();
+  c.gaps = {
+      {.begin = 10, .end = 20, .cpu = 1, .cause = GapCause::kLostRecords, .count = 7},
+      {.begin = 15, .end = 40, .pid = 100, .tid = 101, .cause = GapCause::kThrottled, .count = 1},
+      {.begin = 30, .end = 30, .pid = 100, .cause = GapCause::kWalkerNotOn, .count = 1}};
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("gaps." + std::to_string(getpid()) + ".mscap"))
+          .string();
+  REQUIRE(WriteCapture(c, path).ok());
+  auto r = ReadCapture(path);
+  std::filesystem::remove(path);
+  REQUIRE(r.ok());
+  CHECK(r->gaps == c.gaps);
+  Capture bad = c;
+  bad.gaps[1].end = 5;
+  Status s = ValidateCapture(bad);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find("gaps[1]") != std::string::npos);
+  bad = c;
+  bad.gaps[0].cause = GapCause(0);
+  CHECK_FALSE(ValidateCapture(bad).ok());
+  bad = c;
+  bad.gaps[2].pid = 0;
+  bad.gaps[2].tid = 5;
+  CHECK_FALSE(ValidateCapture(bad).ok());
+}

@@ -153,3 +153,32 @@ TEST_CASE("Segments: a directory reads as one capture, past unreadable files and
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().message().find("no segments") != std::string::npos);
 }
+
+TEST_CASE("Segments: a segment missing between two of one recording is a gap, none otherwise") {
+  TempDir dir("gap");
+  const Capture whole = testing::MakeProbeCapture();
+  std::vector<fs::path> paths;
+  for (uint64_t i = 1; i <= 3; ++i) {
+    Capture p = whole;
+    p.settings.start_time = 100 * i;
+    p.settings.end_time = 100 * i + 90;  // 10 ns between one's end and the next's start
+    p.settings.recording_id = "rec";
+    p.settings.part = "segment";
+    p.settings.part_index = i;
+    paths.push_back(dir.path / SegmentName(1796193015'000'000'000ull + i, 7, int(i)));
+    REQUIRE(WriteCapture(p, paths.back().string()).ok());
+  }
+  auto all = ReadSegmentDirectory(dir.path.string());
+  REQUIRE(all.ok());
+  CHECK(all->capture.gaps.empty());
+  fs::remove(paths[1]);
+  auto read = ReadSegmentDirectory(dir.path.string());
+  REQUIRE(read.ok());
+  REQUIRE(read->capture.gaps.size() == 1);
+  const Gap& g = read->capture.gaps[0];
+  CHECK(g.cause == GapCause::kSegmentMissing);
+  CHECK(g.begin == 190);
+  CHECK(g.end == 300);
+  CHECK(g.count == 1);
+  CHECK(g.pid == 0);
+}

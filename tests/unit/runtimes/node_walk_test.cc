@@ -24,7 +24,7 @@ using namespace microscope::runtimes::node;
 namespace {
 
 std::vector<uint8_t> RawWalkBytes(uint32_t pid, uint32_t tid, uint8_t status,
-                               const std::vector<v8_frame>& frames) {
+                                  const std::vector<v8_frame>& frames) {
   return testing::WalkRecordBytes(MICROSCOPE_RUNTIME_NODE, pid, tid, status, frames);
 }
 
