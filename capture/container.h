@@ -33,7 +33,8 @@ inline constexpr char kMagic[8] = {'M', 'S', 'C', 'A', 'P', '\r', '\n', '\x1a'};
 // samples.cpu (the CPU each sample was taken on) and the readings table
 // (record --readings: schedstat, cgroup CPU throttling, pressure); 2.11
 // traces, other tools' traces imported onto the timeline (microscope
-// import), each whole in itself.
+// import), each whole in itself, and gaps (windows the recording does not
+// know, with their causes).
 inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 11;
 // A reader refuses payloads claiming more than this: a corrupt size must not
