@@ -60,6 +60,18 @@ export interface Lane {
   buckets: number[];
   off_cpu_ns?: number;
   off_cpu?: Record<string, number[]>;  // nanoseconds off CPU per state, per bucket
+  gaps?: string;  // per bucket, a gap of this thread or its process (GAP_CAUSES' letter; ' ' none)
+}
+
+// A window the recording does not know (capture gaps): not idle time.
+export interface GapRow {
+  begin_ns: number;
+  end_ns: number;
+  cause: string;  // "lost records", "throttled", "budget", ...
+  count: number;
+  pid?: number;
+  tid?: number;
+  cpu?: number;
 }
 
 // A track of another tool's trace (microscope import) on the same columns.
@@ -84,6 +96,8 @@ export interface Lanes {
   lanes: Lane[];
   trace_tracks?: TraceTrack[];
   own_axis_traces?: string[];  // traces not placed on the recording's clock
+  gaps?: string;  // per bucket, a gap of every process (GAP_CAUSES' letter; ' ' none)
+  gap_rows?: GapRow[];
 }
 
 export interface SourceLine {

@@ -1,7 +1,8 @@
 // The timeline: one lane per thread, its samples' density per column and
-// its time off CPU coloured by state, then the tracks of other tools'
-// traces imported into the capture (their spans' cover, instants and
-// counters); dragging across it selects a time range that filters every
+// its time off CPU coloured by state, gaps (windows the recording does not
+// know) hatched by cause, then the tracks of other tools' traces imported
+// into the capture (their spans' cover, instants and counters), and a row
+// of the gaps of every process; dragging across it selects a time range that filters every
 // other view (state.time), as report --time.
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
@@ -20,6 +21,41 @@ export function trackTitle(t: TraceTrack): string {
   if (t.tid) parts.push(`thread ${t.tid}`);
   else if (t.pid) parts.push(`process ${t.pid}`);
   return parts.join(', ');
+}
+
+// What a gap's letter in the lanes stands for (report --lanes draws the same).
+export const GAP_CAUSES: Record<string, string> = {
+  L: 'lost records',
+  T: 'throttled',
+  B: 'budget: one sample in N kept',
+  W: 'walker not yet on',
+  S: 'segment missing',
+  A: 'not yet attached',
+};
+export const GAP_COLOR = '#c0392b';
+
+// The causes a row of gap letters holds, for its label's title.
+export function gapTitle(gaps: string): string {
+  const causes = [...new Set(gaps.replace(/ /g, ''))].map((c) => GAP_CAUSES[c] ?? c);
+  return causes.length ? `gaps, not known (not idle): ${causes.join(', ')}` : '';
+}
+
+// Hatches the columns of `gaps` that hold a letter, on the row at y.
+function drawGaps(g: CanvasRenderingContext2D, gaps: string|undefined, y: number, w: number) {
+  if (!gaps) return;
+  g.strokeStyle = GAP_COLOR;
+  g.globalAlpha = 0.8;
+  g.lineWidth = 1;
+  for (let i = 0; i < gaps.length; i++) {
+    if (gaps[i] === ' ') continue;
+    g.beginPath();
+    for (let x = i * w - LANE_HEIGHT; x < (i + 1) * w; x += 4) {
+      g.moveTo(Math.max(i * w, x), y + LANE_HEIGHT - Math.max(0, i * w - x));
+      g.lineTo(Math.min((i + 1) * w, x + LANE_HEIGHT), y + Math.max(0, x + LANE_HEIGHT - (i + 1) * w));
+    }
+    g.stroke();
+  }
+  g.globalAlpha = 1;
 }
 
 // Off-CPU states, as the capture names them.
@@ -41,7 +77,8 @@ export function LanesView(props: {
   const span = columns * props.lanes.bucket_ns;
   const shown = props.lanes.lanes.slice(0, 64);
   const tracks = props.lanes.trace_tracks ?? [];
-  const rows = shown.length + tracks.length;
+  const common = props.lanes.gaps?.trim() ? props.lanes.gaps : '';
+  const rows = shown.length + tracks.length + (common ? 1 : 0);
   useEffect(() => {
     const c = canvas.current!;
     const width = c.clientWidth, height = rows * LANE_HEIGHT;
@@ -73,7 +110,9 @@ export function LanesView(props: {
         });
       }
       g.globalAlpha = 1;
+      drawGaps(g, lane.gaps, y, w);
     });
+    if (common) drawGaps(g, common, (shown.length + tracks.length) * LANE_HEIGHT, w);
     tracks.forEach((t, k) => {
       const y = (shown.length + k) * LANE_HEIGHT;
       const top = Math.max(0, ...t.counter_max.map((v) => v ?? 0));
@@ -106,14 +145,19 @@ export function LanesView(props: {
           'div',
           {class: 'lane-names', style: {width: `${LABEL_WIDTH}px`}},
           shown.map(
-              (l) =>
-                  h('div', {style: {height: `${LANE_HEIGHT}px`}, title: `tid ${l.tid}`},
-                    `${l.name} (${l.tid})`)),
+              (l) => h('div', {
+                style: {height: `${LANE_HEIGHT}px`},
+                title: [`tid ${l.tid}`, gapTitle(l.gaps ?? '')].filter(Boolean).join('; '),
+              },
+                       `${l.name} (${l.tid})`)),
           tracks.map(
               (t) => h(
                   'div',
                   {class: 'imported', style: {height: `${LANE_HEIGHT}px`}, title: trackTitle(t)},
                   `⇢ ${t.name}`)),
+          common &&
+              h('div', {class: 'gaps', style: {height: `${LANE_HEIGHT}px`}, title: gapTitle(common)},
+                'gaps (every process)'),
           ),
       h(
           'div',
