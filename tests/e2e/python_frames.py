@@ -384,6 +384,33 @@ check(a + b > 500 and near(a / (a + b), 0.75, 3) and
       "attach: a() %.1f%% of a()+b() (%d samples); unknown: %s" % (100 * a / max(1, a + b), a + b,
                                                                    markers))
 
+
+def walker_gaps(what, cap):
+    """Samples taken before the walker was on are one gap of their process,
+    and only they are: none drawn where every stack was walked."""
+    rep = report(cap, "--min-percent", "0")
+    before = sum(f["total"]["samples"] for f in rep["functions"]
+                 if f["function"] == "[unknown Python: sampled before the walker was on this process]")
+    gaps = [g for g in rep["header"]["gaps"] if g["cause"] == "walker not yet on"]
+    check(len(gaps) == (1 if before > 0 else 0),
+          "%s: %d samples before the walker was on, gaps %s" % (what, before, gaps))
+    return before
+
+
+walker_gaps("attach to 3.14", cap)
+# An attach to Debian's 3.11 samples some 50 ms before its walker is on.
+target = subprocess.Popen([*pythons["3.11"], WORKLOAD, "split", "3"], stdout=subprocess.DEVNULL)
+try:
+    time.sleep(0.5)
+    cap = os.path.join(d, "attach-3.11.mscap")
+    p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "--pid", str(target.pid), "--duration",
+             "1s", "-o", cap])
+    check(p.returncode == 0, "record --pid of a running 3.11: %s" % p.stderr[-300:])
+finally:
+    target.kill()
+    target.wait()
+walker_gaps("attach to 3.11", cap)
+
 # --python auto on a program that does not look like Python but launches
 # others (a shell that execs one): the walker starts with the recording and
 # holds the interpreter at its exec until it is laid out; a recording of no

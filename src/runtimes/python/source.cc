@@ -238,6 +238,7 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   std::unordered_map<uint32_t, Process> processes_;
   struct NotOn {
     uint64_t first, last, on;
+    uint64_t polled_last;  // `last` at the previous round
   };
   std::map<uint32_t, NotOn> not_on_;                // by pid: sampled before the walker was on
   std::set<std::pair<uint64_t, uint64_t>> images_;  // given to the walker: (st_dev, st_ino)
@@ -579,7 +580,7 @@ void PythonSource::Keep(const py_code_snapshot& s) {
 }
 
 void PythonSource::NotOnYet(uint32_t pid, uint64_t time, uint64_t on) {
-  auto [it, fresh] = not_on_.try_emplace(pid, NotOn{time, time, on});
+  auto [it, fresh] = not_on_.try_emplace(pid, NotOn{time, time, on, 0});
   NotOn& n = it->second;
   n.first = std::min(n.first, time);
   n.last = std::max(n.last, time);
@@ -588,8 +589,11 @@ void PythonSource::NotOnYet(uint32_t pid, uint64_t time, uint64_t on) {
 
 void PythonSource::AddNotOnGaps(record::RowSink* sink, bool all) {
   for (auto it = not_on_.begin(); it != not_on_.end();) {
-    const NotOn& n = it->second;
-    if (n.on == 0 && !all) {  // not laid out yet: the gap's end is not known
+    NotOn& n = it->second;
+    // Not laid out yet (the gap's end is not known), or stacks of it still
+    // coming (one gap, not a piece per round): given at a later round.
+    if (!all && (n.on == 0 || n.last != n.polled_last)) {
+      n.polled_last = n.last;
       ++it;
       continue;
     }
