@@ -358,21 +358,26 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
 # start once the walker is on and has laid the process out from its
 # mappings, so the first samples are walked (16-22% of a 1 s attach were
 # "sampled before the walker was on" when they started first).
-import subprocess
-target = subprocess.Popen([*pythons["3.14"], WORKLOAD, "split", "6"])
-try:
-    import time
-    time.sleep(0.5)
-    cap = os.path.join(d, "attach.mscap")
-    # 2 s: on a loaded machine the target gets half a CPU, and the samples
-    # before the walker is on come off what is left (425 of a() and b()
-    # in 1 s once, beside two CPU burners).
-    p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "--pid", str(target.pid), "--duration",
-             "2s", "-o", cap])
-    check(p.returncode == 0, "record --pid of a running 3.14: %s" % p.stderr[-300:])
-finally:
-    target.kill()  # its work is longer than the recording, which is what is checked
-    target.wait()
+def attach(version, seconds, work):
+    """A recording of `seconds` attached to `version` running the split
+    fixture for `work` (longer than the recording, which is what is checked)."""
+    target = subprocess.Popen([*pythons[version], WORKLOAD, "split", work], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        cap = os.path.join(d, "attach-%s.mscap" % version)
+        p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "--pid", str(target.pid),
+                 "--duration", "%ds" % seconds, "-o", cap])
+        check(p.returncode == 0, "record --pid of a running %s: %s" % (version, p.stderr[-300:]))
+    finally:
+        target.kill()
+        target.wait()
+    return cap
+
+
+# 2 s: on a loaded machine the target gets half a CPU, and the samples
+# before the walker is on come off what is left (425 of a() and b() in 1 s
+# once, beside two CPU burners).
+cap = attach("3.14", 2, "6")
 rep = report(cap, "--min-percent", "0")
 paths = tree(cap)
 a, b = under(paths, "a"), under(paths, "b")
@@ -398,18 +403,6 @@ def walker_gaps(what, cap):
 
 
 walker_gaps("attach to 3.14", cap)
-# An attach to Debian's 3.11 samples some 50 ms before its walker is on.
-target = subprocess.Popen([*pythons["3.11"], WORKLOAD, "split", "3"], stdout=subprocess.DEVNULL)
-try:
-    time.sleep(0.5)
-    cap = os.path.join(d, "attach-3.11.mscap")
-    p = run([MICROSCOPE, "record", "-q", "--python", "bpf", "--pid", str(target.pid), "--duration",
-             "1s", "-o", cap])
-    check(p.returncode == 0, "record --pid of a running 3.11: %s" % p.stderr[-300:])
-finally:
-    target.kill()
-    target.wait()
-walker_gaps("attach to 3.11", cap)
 
 # --python auto on a program that does not look like Python but launches
 # others (a shell that execs one): the walker starts with the recording and
