@@ -9,6 +9,7 @@
 #include "src/probes/probe_source.h"
 #include "src/record/budget.h"
 #include "src/record/proc.h"
+#include "src/record/snapshot_trigger.h"
 #include "src/runtimes/runtime.h"
 
 namespace microscope::cli {
@@ -72,6 +73,7 @@ struct RecordFlags {
   std::string budget;
   PushOptions push;
   std::string push_queue;
+  std::string snapshot_min_interval;
 };
 
 // What is sampled and how: rate, stacks, the process, off-CPU time.
@@ -85,12 +87,13 @@ void AddSamplingFlags(CLI::App* cmd, RecordFlags* f) {
                       "deep (3999 Hz, 64 KiB); -F and --stack-copy override")
           ->capture_default_str()
           ->check(CLI::IsMember({"quick", "default", "deep"}));
-  cmd->add_option("--level", f->level,
-                  "depth for its cost, one number: 0 CPU samples (499 Hz) counted by thread, no stacks, "
-                  "and time off CPU totalled by thread and state; 1 the quick preset; 2 the "
-                  "default preset; 3 the deep preset (with --off-cpu) plus system calls, those "
-                  "of 1 ms or more with their stacks, and every runtime's frames. Flags given "
-                  "beside it override it")
+  cmd->add_option(
+         "--level", f->level,
+         "depth for its cost, one number: 0 CPU samples (499 Hz) counted by thread, no stacks, "
+         "and time off CPU totalled by thread and state; 1 the quick preset; 2 the "
+         "default preset; 3 the deep preset (with --off-cpu) plus system calls, those "
+         "of 1 ms or more with their stacks, and every runtime's frames. Flags given "
+         "beside it override it")
       ->check(CLI::Range(0, 3));
   cmd->add_option("-g,--call-graph", f->call_graph,
                   "user stacks: fp (kernel frame-pointer chain), dwarf (CFI unwinding of the "
@@ -183,6 +186,17 @@ void AddAlwaysOnFlags(CLI::App* cmd, RecordFlags* f) {
   cmd->add_option("--retain-bytes", f->retain_bytes,
                   "delete the oldest --continuous segments past SIZE in all (e.g. 500M, 2G)")
       ->group("Always-on");
+  cmd->add_option(
+         "--snapshot-when", f->options.snapshot_when,
+         "with --rolling or --continuous: take a snapshot (as SIGUSR1 does) when the "
+         "program's probes say so: counter:NAME>VALUE (or <VALUE), zone:NAME>TIME (a zone "
+         "that lasted longer, e.g. zone:request>50ms) or mark:NAME; repeatable; the probes "
+         "named are recorded")
+      ->group("Always-on");
+  cmd->add_option("--snapshot-min-interval", f->snapshot_min_interval,
+                  "at most one --snapshot-when snapshot per TIME (default 10s); firings sooner "
+                  "are counted in the capture's notes, not taken")
+      ->group("Always-on");
   cmd->add_option("--budget", f->budget,
                   "keep the recorder's own cost (its CPU time and its BPF programs' run time) "
                   "within this share of one CPU, e.g. 1%: it samples less often, unwinds fewer "
@@ -247,6 +261,36 @@ bool ResolveAlwaysOn(RecordFlags& f) {
   }
   if (!f.segment.empty() && !ParseDurationOption("--segment", f.segment, &o.segment_ns))
     return false;
+  if (!o.snapshot_when.empty() || !f.snapshot_min_interval.empty()) {
+    if (o.rolling_ns == 0 && !continuous) {
+      PrintError(
+          "--snapshot-when takes snapshots of an always-on recording: give --rolling TIME "
+          "or --continuous DIR");
+      return false;
+    }
+    if (o.snapshot_when.empty()) {
+      PrintError("--snapshot-min-interval goes with --snapshot-when");
+      return false;
+    }
+    if (!f.snapshot_min_interval.empty() &&
+        !ParseDurationOption("--snapshot-min-interval", f.snapshot_min_interval,
+                             &o.snapshot_min_interval_ns)) {
+      return false;
+    }
+    // The probes the triggers name are recorded (beside those --probes asked for).
+    for (const std::string& text : o.snapshot_when) {
+      Result<record::SnapshotTrigger> t = record::ParseSnapshotTrigger(text);
+      if (!t.ok()) {
+        PrintError(t.status().message());
+        return false;
+      }
+      if (t->name.find_first_of(",*") != std::string::npos) {
+        PrintError("--snapshot-when '" + text + "': a probe's name, without ',' or '*'");
+        return false;
+      }
+      if (o.probes != "all") o.probes += (o.probes.empty() ? "" : ",") + t->name;
+    }
+  }
   if (!f.push.url.empty() || !f.push.app.empty() || !f.push_queue.empty()) {
     if (!continuous) {
       PrintError("--push sends --continuous segments: give --continuous DIR");

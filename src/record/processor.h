@@ -84,7 +84,14 @@ class Processor final : public RowSink {
   void Add(const capture::OffCpu::Row& row) override { capture_.off_cpu.Append(row); }
   void Add(const capture::OffCpuShort::Row& row) override { capture_.off_cpu_short.Append(row); }
   void Add(const capture::Syscalls::Row& row) override { capture_.syscalls.Append(row); }
-  void Add(const capture::ProbeRecords::Row& row) override { capture_.probe_records.Append(row); }
+  void Add(const capture::ProbeRecords::Row& row) override {
+    capture_.probe_records.Append(row);
+    if (probe_observer_) probe_observer_(row);
+  }
+  // Told of each probe record as it is added (record --snapshot-when).
+  void ObserveProbeRecords(std::function<void(const capture::ProbeRecords::Row&)> observer) {
+    probe_observer_ = std::move(observer);
+  }
   void Add(const capture::Readings::Row& row) override { capture_.readings.Append(row); }
   capture::ProbeSiteId Add(const capture::ProbeSites::Row& row) override;
   void CountProblem(std::string_view kind, std::string_view example, uint64_t times = 1) override;
@@ -270,6 +277,7 @@ class Processor final : public RowSink {
   };
   std::map<std::string, ProblemCount, std::less<>> problems_;
   bool loss_seen_ = false;
+  std::function<void(const capture::ProbeRecords::Row&)> probe_observer_;
   // Gaps: each CPU's latest event time (a LOST record's window starts
   // there), throttled events by (cpu, stream id) since when, and the
   // budget's open step (keep one in N > 1) since when.

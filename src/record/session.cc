@@ -27,6 +27,7 @@
 #include "src/record/pump.h"
 #include "src/record/recording_setup.h"
 #include "src/record/snapshot_server.h"
+#include "src/record/snapshot_trigger.h"
 #include "src/record/sources.h"
 #include "src/symbols/kallsyms.h"
 #include "src/symbols/line_table.h"
@@ -209,6 +210,20 @@ class Recording {
                   "; `microscope snapshot` cannot reach this recording");
     }
     writer_ = std::make_unique<PartWriter>();
+    if (!options_.snapshot_when.empty()) {
+      std::vector<SnapshotTrigger> triggers;
+      for (const std::string& text : options_.snapshot_when) {
+        ASSIGN_OR_RETURN(SnapshotTrigger t, ParseSnapshotTrigger(text));
+        triggers.push_back(std::move(t));
+      }
+      triggers_.emplace(std::move(triggers), options_.snapshot_min_interval_ns);
+      processor_.ObserveProbeRecords([this](const capture::ProbeRecords::Row& row) {
+        const capture::Capture& c = processor_.capture();
+        if (row.site >= c.probe_sites.size()) return;
+        triggers_->Record(row.time, row.thread, row.site, c.str(c.probe_sites.name[row.site]),
+                          row.op, row.value);
+      });
+    }
     return OkStatus();
   }
   bool Rolling() const { return options_.rolling_ns != 0; }
@@ -226,7 +241,9 @@ class Recording {
   }
   // A rolling window's part ends at `end` and holds what reached into it.
   void TrimToWindow(capture::Capture* part, uint64_t end) const;
-  void Snapshot(uint64_t through, std::string path, int connection);
+  // A snapshot into `path` (empty: the next numbered name after -o),
+  // answered on `connection` (-1: none), its notes saying `why` (if any).
+  void Snapshot(uint64_t through, std::string path, int connection, std::string why = "");
   void Retain() {
     if (options_.retain_ns == 0 && options_.retain_bytes == 0) return;
     capture::ApplyRetention(options_.continuous_dir, options_.retain_ns, options_.retain_bytes,
@@ -281,13 +298,14 @@ class Recording {
   // Always-on.
   std::unique_ptr<SnapshotServer> server_;
   std::unique_ptr<PartWriter> writer_;
-  uint64_t realtime_start_ = 0;    // the wall-clock time of start_
-  uint64_t segment_start_ = 0;     // the current segment's
-  uint64_t segment_index_ = 0;     // of the last segment cut
-  uint64_t snapshots_ = 0;         // taken
-  uint64_t numbered_ = 0;          // the last number given to a file after -o
-  uint64_t signals_seen_ = 0;      // SIGUSR1s answered
-  bool requests_waiting_ = false;  // a snapshot socket polled readable
+  uint64_t realtime_start_ = 0;           // the wall-clock time of start_
+  uint64_t segment_start_ = 0;            // the current segment's
+  uint64_t segment_index_ = 0;            // of the last segment cut
+  uint64_t snapshots_ = 0;                // taken
+  std::optional<TriggerWatch> triggers_;  // --snapshot-when
+  uint64_t numbered_ = 0;                 // the last number given to a file after -o
+  uint64_t signals_seen_ = 0;             // SIGUSR1s answered
+  bool requests_waiting_ = false;         // a snapshot socket polled readable
   uint64_t evicted_at_ = 0;
   capture::Settings counted_;                         // the counts the segments so far carried
   std::map<std::string, uint64_t> problems_counted_;  // by kind
@@ -403,6 +421,10 @@ void Recording::AfterPump(uint64_t through) {
   }
   const uint64_t signals = hooks_.snapshot_signals();
   for (; signals_seen_ < signals; ++signals_seen_) Snapshot(through, "", -1);
+  if (triggers_) {
+    for (std::string& why : triggers_->TakeFired())
+      Snapshot(through, "", -1, "snapshot taken when " + why);
+  }
   // Accepted once a socket polled readable, not tried every round.
   if (server_ != nullptr && requests_waiting_) {
     requests_waiting_ = false;
@@ -466,7 +488,7 @@ void Recording::TrimToWindow(capture::Capture* part, uint64_t end) const {
   part->settings.realtime_start = Realtime(from);
 }
 
-void Recording::Snapshot(uint64_t through, std::string path, int connection) {
+void Recording::Snapshot(uint64_t through, std::string path, int connection, std::string why) {
   PartJob job;
   // The span whose rows the part keeps: the window, the current segment or
   // the whole recording so far.
@@ -483,6 +505,7 @@ void Recording::Snapshot(uint64_t through, std::string path, int connection) {
   job.part.settings.end_time = through;
   job.part.settings.part = "snapshot";
   job.part.settings.part_index = ++snapshots_;
+  if (!why.empty()) job.part.settings.notes.push_back(std::move(why));
   if (path.empty()) {
     // The next number whose file is not there yet: never over an older snapshot.
     do {
@@ -519,6 +542,14 @@ Result<int> Recording::Write() {
     cap.settings.part = "window";
   }
   writer_->Flush();  // the parts before this one are written first
+  if (triggers_) {
+    cap.settings.notes.push_back(
+        "--snapshot-when: " + Counted(triggers_->taken(), "snapshot") + " taken" +
+        (triggers_->held_back() > 0
+             ? ", " + std::to_string(triggers_->held_back()) +
+                   " more firings held back (at most one snapshot per --snapshot-min-interval)"
+             : ""));
+  }
   RETURN_IF_ERROR(FinishCapture(&cap, finish));
   collector_.reset();  // release fds and rings before the (possibly slow) write
   RETURN_IF_ERROR(capture::WriteCapture(cap, path));

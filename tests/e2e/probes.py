@@ -5,6 +5,7 @@ a zone, nested/overlapping/unmatched zones keep their shapes, run-time
 sites defined mid-run are found, an attached recorder finds a running
 program's sites, a killed recorder leaves the program running with cheap
 writes, and a module of another layout version is refused by name."""
+import glob
 import json
 import os
 import re
@@ -257,3 +258,50 @@ if shutil.which("objcopy"):
     refused = problems(rep).get("probes of a module refused or partly read")
     check(refused is not None and "layout version 99" in refused["example"] and
           "probes-v99" in refused["example"], "the refusal names file and version: %s" % problems(rep))
+
+# Snapshots the program's own probes trigger (record --snapshot-when): the
+# counter passes 50 once and stays past it for 150 more rounds, which the
+# interval holds back: exactly one snapshot, holding the record that fired.
+# The fixture's rounds take 3 ms each (some 0.6 s in all), far inside the
+# default 10 s between snapshots.
+trig = d + "/trig.mscap"
+record(trig, [fixture("probes"), "timed", "200"],
+       ["--rolling", "30s", "--snapshot-when", "counter:rounds done>50"])
+shots = sorted(glob.glob(d + "/trig.*.mscap"))
+check(shots == [d + "/trig.1.mscap"], "one snapshot from the counter's trigger: %s" % shots)
+sh = report(shots[0])["header"]
+check(sh["part"] == "snapshot" and
+      "snapshot taken when counter:rounds done>50 (the counter was 51)" in sh["notes"],
+      "the snapshot says what fired it: %s" % sh["notes"][-1:])
+notes = report(trig)["header"]["notes"]
+check("--snapshot-when: 1 snapshot taken, 149 more firings held back (at most one snapshot per "
+      "--snapshot-min-interval)" in notes, "the recording counts the firings held back: %s" % notes[-1:])
+# Its rows reach where it fired: the counter's records in it up to 51 at least.
+q = run([MICROSCOPE, "query", shots[0], "select max(value) as v from counters where name = 'rounds done'"])
+top = json.loads(q.stdout)[0]["v"] if q.returncode == 0 else None
+check(top is not None and 51 <= top < 200, "the snapshot holds the counter up to where it fired: %s" % top)
+# A zone that lasted over 1 ms (every 2 ms "sleep"), at most one per 150 ms:
+# several snapshots, none sooner than that after the one before.
+for f in glob.glob(d + "/trig*.mscap"):
+    os.unlink(f)
+record(trig, [fixture("probes"), "timed", "200"],
+       ["--rolling", "30s", "--snapshot-when", "zone:sleep>1ms", "--snapshot-min-interval", "150ms"])
+# (Counted, not timed: a snapshot is cut at the end of the round of records
+# that fired it, so a recorder behind its program cuts several at once.)
+shots = sorted(glob.glob(d + "/trig.*.mscap"))
+ran = report(trig)["header"]["duration_ns"]
+check(2 <= len(shots) <= 1 + ran / 150e6,
+      "a zone trigger at most every 150 ms: %d snapshots in %.0f ms" % (len(shots), ran / 1e6))
+# One that never fires takes none; the refusals name the form.
+for f in glob.glob(d + "/trig*.mscap"):
+    os.unlink(f)
+record(trig, [fixture("probes"), "timed", "20"], ["--rolling", "30s", "--snapshot-when", "zone:sleep>1s"])
+check(glob.glob(d + "/trig.*.mscap") == [] and
+      "--snapshot-when: 0 snapshots taken" in report(trig)["header"]["notes"],
+      "a trigger that never fires takes no snapshot")
+for extra, want in ((["--snapshot-when", "mark:round"], "give --rolling TIME or --continuous DIR"),
+                    (["--rolling", "5s", "--snapshot-when", "zone:x<3ms"], "use '>'"),
+                    (["--rolling", "5s", "--snapshot-when", "cpu>5"], "no kind before ':'"),
+                    (["--rolling", "5s", "--snapshot-when", "counter:n>lots"], "is not a number")):
+    p = record(trig, [fixture("probes"), "timed", "1"], extra, expect_rc=None)
+    check(p.returncode != 0 and want in p.stderr, "%s refused: %s" % (extra, p.stderr.strip()[-150:]))

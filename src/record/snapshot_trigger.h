@@ -1,0 +1,64 @@
+// record --snapshot-when: a rolling or continuous recording takes a
+// snapshot when the program's own probes (sdk/) say something happened:
+//   counter:NAME>VALUE   a counter set above VALUE (or <VALUE: below)
+//   zone:NAME>TIME       a zone that ended after lasting more than TIME
+//   mark:NAME            a mark reached
+// At most one snapshot per --snapshot-min-interval (default 10s): what
+// fires again sooner is counted, not taken.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "capture/capture.h"
+
+namespace microscope::record {
+
+struct SnapshotTrigger {
+  capture::ProbeKind kind = capture::ProbeKind::kCounter;  // counter, zone or mark
+  std::string name;
+  bool above = true;     // counter: > (true) or <; zone: always >
+  double threshold = 0;  // counter: the value; zone: nanoseconds
+  std::string text;      // as given
+};
+
+// "counter:NAME>VALUE", "counter:NAME<VALUE", "zone:NAME>TIME" or
+// "mark:NAME"; an error says which form was meant.
+Result<SnapshotTrigger> ParseSnapshotTrigger(std::string_view text);
+
+class TriggerWatch {
+ public:
+  TriggerWatch(std::vector<SnapshotTrigger> triggers, uint64_t min_interval_ns)
+      : triggers_(std::move(triggers)), min_interval_ns_(min_interval_ns) {}
+
+  // Told of each probe record as it is recorded, with its site's name.
+  void Record(uint64_t time, uint32_t thread, uint32_t site, std::string_view name,
+              capture::ProbeOp op, double value);
+  // What fired since the last call and may be taken now (their reasons),
+  // once: more than one when the records of several intervals came in one
+  // round (a recorder behind its program).
+  std::vector<std::string> TakeFired() { return std::exchange(fired_, {}); }
+
+  uint64_t taken() const { return taken_; }
+  uint64_t held_back() const { return held_back_; }
+
+ private:
+  void Fire(uint64_t time, std::string why);
+  static constexpr size_t kMaxPending = 16;
+
+  std::vector<SnapshotTrigger> triggers_;
+  uint64_t min_interval_ns_;
+  std::optional<uint64_t> last_taken_;
+  std::vector<std::string> fired_;  // at most kMaxPending
+  uint64_t taken_ = 0, held_back_ = 0;
+  // Zones begun and not yet ended, by (thread, site): their begin times.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> open_;
+};
+
+}  // namespace microscope::record

@@ -1,0 +1,59 @@
+#include <doctest.h>
+
+#include "src/record/snapshot_trigger.h"
+
+using microscope::capture::ProbeKind;
+using microscope::capture::ProbeOp;
+using microscope::record::ParseSnapshotTrigger;
+using microscope::record::TriggerWatch;
+
+TEST_CASE("Snapshot triggers: the three forms, and each malformed one named") {
+  auto c = ParseSnapshotTrigger("counter:queue depth>1.5e3");
+  REQUIRE(c.ok());
+  CHECK(c->kind == ProbeKind::kCounter);
+  CHECK(c->name == "queue depth");
+  CHECK(c->above);
+  CHECK(c->threshold == 1500);
+  auto below = ParseSnapshotTrigger("counter:free<10");
+  REQUIRE(below.ok());
+  CHECK_FALSE(below->above);
+  auto z = ParseSnapshotTrigger("zone:request>50ms");
+  REQUIRE(z.ok());
+  CHECK(z->kind == ProbeKind::kZone);
+  CHECK(z->threshold == 50e6);
+  auto m = ParseSnapshotTrigger("mark:oops");
+  REQUIRE(m.ok());
+  CHECK(m->kind == ProbeKind::kMark);
+  for (const char* bad : {"request>5", "zone:r<5ms", "zone:r>soon", "counter:n>", "counter:>3",
+                          "counter:n>1x", "mark:", "cpu:x>1", "counter:n>inf"}) {
+    CAPTURE(bad);
+    auto r = ParseSnapshotTrigger(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find(bad) != std::string::npos);
+  }
+}
+
+TEST_CASE("Snapshot triggers: zones by their own thread's begin, at most one per interval") {
+  TriggerWatch w({*ParseSnapshotTrigger("zone:req>10ms"), *ParseSnapshotTrigger("mark:oops")},
+                 100'000'000);
+  // Thread 1 nests req in req: the inner lasts 5 ms, the outer 30 ms.
+  w.Record(0, 1, 7, "req", ProbeOp::kBegin, 0);
+  w.Record(1'000'000, 1, 7, "req", ProbeOp::kBegin, 0);
+  w.Record(2'000'000, 2, 7, "req", ProbeOp::kBegin, 0);  // another thread's, never ended
+  w.Record(6'000'000, 1, 7, "req", ProbeOp::kEnd, 0);
+  CHECK(w.TakeFired().empty());
+  w.Record(30'000'000, 1, 7, "req", ProbeOp::kEnd, 0);
+  auto fired = w.TakeFired();
+  REQUIRE(fired.size() == 1);
+  CHECK(fired[0] == "zone:req>10ms (the zone lasted 30 ms)");
+  // A mark 50 ms later is held back; one 150 ms after the first is taken.
+  w.Record(80'000'000, 1, 9, "oops", ProbeOp::kMark, 0);
+  CHECK(w.TakeFired().empty());
+  w.Record(140'000'000, 1, 9, "oops", ProbeOp::kMark, 0);
+  CHECK(w.TakeFired() == std::vector<std::string>{"mark:oops"});
+  CHECK(w.taken() == 2);
+  CHECK(w.held_back() == 1);
+  // An end without its begin (before the recording) fires nothing.
+  w.Record(900'000'000, 3, 7, "req", ProbeOp::kEnd, 0);
+  CHECK(w.TakeFired().empty());
+}
