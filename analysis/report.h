@@ -143,7 +143,7 @@ struct ReportLane {
 };
 
 // A gap's letter in the lanes: L lost records, T throttled, B budget,
-// W walker not yet on, S segment missing, A not yet attached.
+// W walker not yet on, S segment missing.
 char GapLetter(capture::GapCause cause);
 
 struct ReportLanes {

@@ -351,9 +351,8 @@ enum class GapCause : uint8_t {
   kBudget = 3,          // the budget kept one sample in count
   kWalkerNotOn = 4,     // a runtime's walker was not yet on the process
   kSegmentMissing = 5,  // a continuous recording's segment is not there
-  kNotAttached = 6,     // a thread ran before the recorder was on it
 };
-inline constexpr GapCause kLastGapCause = GapCause::kNotAttached;
+inline constexpr GapCause kLastGapCause = GapCause::kSegmentMissing;
 // The cause in words, for every view.
 inline std::string_view GapCauseName(GapCause cause) {
   switch (cause) {
@@ -367,8 +366,6 @@ inline std::string_view GapCauseName(GapCause cause) {
       return "walker not yet on";
     case GapCause::kSegmentMissing:
       return "segment missing";
-    case GapCause::kNotAttached:
-      return "not yet attached";
   }
   return "unknown";
 }

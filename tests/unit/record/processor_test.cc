@@ -438,3 +438,60 @@ TEST_CASE("Processor: an exec processed after the runtime named the new program'
   REQUIRE(d.threads.size() == 1);
   CHECK(d.str(d.threads[0].name) == "sh");
 }
+
+TEST_CASE(
+    "Processor: lost records, throttling and the budget's steps are gaps, each with its cause") {
+  auto lost = [](uint64_t n, uint64_t time, uint32_t cpu) {
+    RecordBuilder b(record::kRecordLost);
+    b.Put<uint64_t>(7).Put<uint64_t>(n).Trailer(10, 10, time, cpu);
+    return b.Finish();
+  };
+  auto throttle = [](uint32_t type, uint64_t time) {
+    RecordBuilder b(type);
+    b.Put<uint64_t>(time).Put<uint64_t>(7).Put<uint64_t>(7).Trailer(10, 11, time, 0);
+    return b.Finish();
+  };
+  std::vector<uint8_t> arena;
+  for (const auto& r :
+       {SampleRecord(10, 10, 100, {record::kContextUser, 0x400100}), lost(5, 300, 0),
+        lost(2, 350, 1),  // CPU 1's first record: its window starts with the recording
+        throttle(record::kRecordThrottle, 400), throttle(record::kRecordUnthrottle, 450),
+        throttle(record::kRecordThrottle, 500)}) {  // never unthrottled: to the end
+    arena.insert(arena.end(), r.begin(), r.end());
+  }
+  Processor p(Processor::Options{});
+  p.SetSampleScale(200, 4);
+  p.SetSampleScale(250, 4);  // the same level again: the same gap
+  p.SetSampleScale(600, 1);
+  p.SetSampleScale(700, 2);  // still on at the end
+  ProcessArenas({arena}, CollectorLayout(), &p);
+  capture::Capture c = p.Finish(1000000);
+  using G = capture::GapCause;
+  const std::vector<capture::Gap> want = {
+      {.begin = 0, .end = 350, .cpu = 1, .cause = G::kLostRecords, .count = 2},
+      {.begin = 100, .end = 300, .cpu = 0, .cause = G::kLostRecords, .count = 5},
+      {.begin = 200, .end = 600, .cause = G::kBudget, .count = 4},
+      {.begin = 400,
+       .end = 450,
+       .pid = 10,
+       .tid = 11,
+       .cpu = 0,
+       .cause = G::kThrottled,
+       .count = 1},
+      {.begin = 500,
+       .end = 1000000,
+       .pid = 10,
+       .tid = 11,
+       .cpu = 0,
+       .cause = G::kThrottled,
+       .count = 1},
+      {.begin = 700, .end = 1000000, .cause = G::kBudget, .count = 2},
+  };
+  REQUIRE(c.gaps.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(c.gaps[i] == want[i]);
+  }
+  CHECK(c.settings.lost_records == 7);
+  CHECK(c.settings.throttles == 2);
+}

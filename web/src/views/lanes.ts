@@ -30,7 +30,6 @@ export const GAP_CAUSES: Record<string, string> = {
   B: 'budget: one sample in N kept',
   W: 'walker not yet on',
   S: 'segment missing',
-  A: 'not yet attached',
 };
 export const GAP_COLOR = '#c0392b';
 
