@@ -93,7 +93,11 @@ void AddSamplingFlags(CLI::App* cmd, RecordFlags* f) {
          "and time off CPU totalled by thread and state; 1 the quick preset; 2 the "
          "default preset; 3 the deep preset (with --off-cpu) plus system calls, those "
          "of 1 ms or more with their stacks, and every runtime's frames. Flags given "
-         "beside it override it")
+         "beside it override it. Measured here (bench/overhead.py, 2 CPUs, the program's "
+         "slowdown, levels 0/1/2/3): a CPU-bound C program +2.7/+3.0/+5.7/+17%, a Node.js "
+         "one +2.0/-1.3/+1.8/+10% (perf record -g: +4.1% and +3.1%), two threads waking "
+         "each other in turn +71/+66/+85/+157% (perf -g: +78%): level 0 still has the "
+         "per-thread sampling events' cost at each switch")
       ->check(CLI::Range(0, 3));
   cmd->add_option("-g,--call-graph", f->call_graph,
                   "user stacks: fp (kernel frame-pointer chain), dwarf (CFI unwinding of the "
