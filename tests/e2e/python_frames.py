@@ -63,12 +63,23 @@ def under(paths, fn):
     return sum(v for p, v in paths.items() if p[-1] == fn and fn not in p[:-1])
 
 
+NOT_ON = ("[unknown Python: sampled before the walker was on this process]",
+          "[unknown Python: the interpreter was not laid out (yet)]")
+
+
 def named_share(rep):
-    """The share of samples with every Python frame named, and the
-    unnamed ones' count by reason."""
+    """The share of samples with every Python frame named, the unnamed
+    ones' count by reason, and the time the walker was not yet on. Samples
+    taken before the walker was on are a gap the capture states (the
+    shared libpython is laid out from its mapping record, which a loaded
+    recorder reads late: 122 such samples in a CI run), left out of the
+    share when the capture has that gap; the gap itself is held apart."""
     unknown = {f["function"]: f["total"]["samples"] for f in rep["functions"]
                if f["function"].startswith("[unknown Python")}
-    return 1 - sum(unknown.values()) / max(1, rep["header"]["samples"]), unknown
+    gap_ns = sum(g["ns"] for g in rep["header"]["gaps"] if g["cause"] == "walker not yet on")
+    late = sum(v for k, v in unknown.items() if k in NOT_ON) if gap_ns else 0
+    unnamed = sum(unknown.values()) - late
+    return 1 - unnamed / max(1, rep["header"]["samples"] - late), unknown, gap_ns
 
 
 def cprofile_share(python, mode, fns):
@@ -154,11 +165,12 @@ for name, python in sorted((n, p) for n, p in pythons.items() if n in CHECKED):
         got = set(l for l, n in lines.get(fn, {}).items() if n > 0)
         check(got and got <= body and got & {DEFS[fn] + 2, DEFS[fn] + 3},
               "%s: %s's samples on its own lines: %s" % (name, fn, sorted(got)))
-    share_named, unknown = named_share(rep)
+    share_named, unknown, not_on_ns = named_share(rep)
     names[name] = share_named
-    check(share_named >= 0.95, "%s: %.2f%% of samples have every Python frame named (unknown: %s; "
-          "the walker's counts: %s)" % (name, 100 * share_named, unknown,
-                                       rep["header"]["sources"].get("python")))
+    check(share_named >= 0.95 and not_on_ns <= 300e6,
+          "%s: %.2f%% of samples have every Python frame named, the walker not on for %.0f ms "
+          "(unknown: %s; the walker's counts: %s)" %
+          (name, 100 * share_named, not_on_ns / 1e6, unknown, rep["header"]["sources"].get("python")))
     if name in EVERY and not SANITIZED:  # the peers run no code of ours
         prof = cprofile_share(python, "split", ["a", "b"])
         check(prof and near(share, prof["a"], 5),
