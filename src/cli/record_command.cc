@@ -193,9 +193,10 @@ void AddAlwaysOnFlags(CLI::App* cmd, RecordFlags* f) {
   cmd->add_option(
          "--snapshot-when", f->options.snapshot_when,
          "with --rolling or --continuous: take a snapshot (as SIGUSR1 does) when the "
-         "program's probes say so: counter:NAME>VALUE (or <VALUE), zone:NAME>TIME (a zone "
-         "that lasted longer, e.g. zone:request>50ms) or mark:NAME; repeatable; the probes "
-         "named are recorded")
+         "program's probes or the recording say so: counter:NAME>VALUE (or <VALUE), "
+         "zone:NAME>TIME (a zone that lasted longer, e.g. zone:request>50ms), mark:NAME, "
+         "cpu:THREAD>PERCENT (threads of that name over the last second of samples) or "
+         "lost>N (records lost since the start); repeatable; the probes named are recorded")
       ->group("Always-on");
   cmd->add_option("--snapshot-min-interval", f->snapshot_min_interval,
                   "at most one --snapshot-when snapshot per TIME (default 10s); firings sooner "
@@ -288,6 +289,8 @@ bool ResolveAlwaysOn(RecordFlags& f) {
         PrintError(t.status().message());
         return false;
       }
+      using Kind = record::SnapshotTrigger::Kind;
+      if (t->kind != Kind::kCounter && t->kind != Kind::kZone && t->kind != Kind::kMark) continue;
       if (t->name.find_first_of(",*") != std::string::npos) {
         PrintError("--snapshot-when '" + text + "': a probe's name, without ',' or '*'");
         return false;

@@ -429,6 +429,7 @@ void Processor::OnSample(const Event& e) {
   s.weight.push_back(weight);
   s.end.push_back(end);
   s.cpu.push_back(e.cpu);
+  if (sample_observer_) sample_observer_(e.time, thread, weight);
 }
 
 capture::StackId Processor::InternScratch(uint32_t pid, uint32_t tid, uint64_t time,

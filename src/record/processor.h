@@ -88,6 +88,11 @@ class Processor final : public RowSink {
     capture_.probe_records.Append(row);
     if (probe_observer_) probe_observer_(row);
   }
+  // Told of each sample as it is added: its time, thread and weight
+  // (record --snapshot-when).
+  void ObserveSamples(std::function<void(uint64_t, capture::ThreadId, uint64_t)> observer) {
+    sample_observer_ = std::move(observer);
+  }
   // Told of each probe record as it is added (record --snapshot-when).
   void ObserveProbeRecords(std::function<void(const capture::ProbeRecords::Row&)> observer) {
     probe_observer_ = std::move(observer);
@@ -278,6 +283,7 @@ class Processor final : public RowSink {
   std::map<std::string, ProblemCount, std::less<>> problems_;
   bool loss_seen_ = false;
   std::function<void(const capture::ProbeRecords::Row&)> probe_observer_;
+  std::function<void(uint64_t, capture::ThreadId, uint64_t)> sample_observer_;
   // Gaps: each CPU's latest event time (a LOST record's window starts
   // there), throttled events by (cpu, stream id) since when, and the
   // budget's open step (keep one in N > 1) since when.

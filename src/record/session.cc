@@ -217,6 +217,13 @@ class Recording {
         triggers.push_back(std::move(t));
       }
       triggers_.emplace(std::move(triggers), options_.snapshot_min_interval_ns);
+      if (triggers_->WatchesSamples()) {
+        processor_.ObserveSamples([this](uint64_t time, capture::ThreadId thread, uint64_t weight) {
+          const capture::Capture& c = processor_.capture();
+          if (thread < c.threads.size())
+            triggers_->Sample(time, c.str(c.threads[thread].name), weight);
+        });
+      }
       processor_.ObserveProbeRecords([this](const capture::ProbeRecords::Row& row) {
         const capture::Capture& c = processor_.capture();
         if (row.site >= c.probe_sites.size()) return;
@@ -422,6 +429,7 @@ void Recording::AfterPump(uint64_t through) {
   const uint64_t signals = hooks_.snapshot_signals();
   for (; signals_seen_ < signals; ++signals_seen_) Snapshot(through, "", -1);
   if (triggers_) {
+    triggers_->Lost(through, processor_.capture().settings.lost_records);
     for (std::string& why : triggers_->TakeFired())
       Snapshot(through, "", -1, "snapshot taken when " + why);
   }

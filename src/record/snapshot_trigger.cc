@@ -1,5 +1,6 @@
 #include "src/record/snapshot_trigger.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +12,8 @@ namespace microscope::record {
 namespace {
 
 constexpr std::string_view kForms =
-    "counter:NAME>VALUE, counter:NAME<VALUE, zone:NAME>TIME (e.g. zone:request>50ms) or mark:NAME";
+    "counter:NAME>VALUE, counter:NAME<VALUE, zone:NAME>TIME (e.g. zone:request>50ms), mark:NAME, "
+    "cpu:THREAD>PERCENT (of one CPU over the last second) or lost>N (records)";
 
 Status Bad(std::string_view text, std::string_view why) {
   return Status::Error("--snapshot-when '" + std::string(text) + "': " + std::string(why) +
@@ -24,43 +26,62 @@ std::string Number(double v) {
   return buf;
 }
 
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
 }  // namespace
 
 Result<SnapshotTrigger> ParseSnapshotTrigger(std::string_view text) {
+  using Kind = SnapshotTrigger::Kind;
   SnapshotTrigger t;
   t.text = std::string(text);
+  const size_t op = text.find_last_of("<>");
   const size_t colon = text.find(':');
-  if (colon == std::string_view::npos) return Bad(text, "no kind before ':'");
-  const std::string_view kind = text.substr(0, colon);
-  std::string_view rest = text.substr(colon + 1);
+  const std::string_view kind =
+      Trim(text.substr(0, std::min(colon, op == std::string_view::npos ? text.size() : op)));
   if (kind == "mark") {
-    if (rest.empty()) return Bad(text, "no mark name");
-    t.kind = capture::ProbeKind::kMark;
-    t.name = std::string(rest);
+    const std::string_view name =
+        colon == std::string_view::npos ? "" : Trim(text.substr(colon + 1));
+    if (name.empty()) return Bad(text, "no mark name");
+    t.kind = Kind::kMark;
+    t.name = std::string(name);
     return t;
   }
-  if (kind != "counter" && kind != "zone")
+  if (kind != "counter" && kind != "zone" && kind != "cpu" && kind != "lost")
     return Bad(text, "unknown kind '" + std::string(kind) + "'");
-  const size_t op = rest.find_last_of("<>");
-  if (op == std::string_view::npos || op == 0 || op + 1 == rest.size())
-    return Bad(text, "expected NAME>VALUE");
-  t.name = std::string(rest.substr(0, op));
-  t.above = rest[op] == '>';
-  const std::string_view value = rest.substr(op + 1);
+  if (op == std::string_view::npos) return Bad(text, "expected a comparison (> or <)");
+  if (kind == "lost") {
+    if (colon != std::string_view::npos && colon < op) return Bad(text, "lost takes no name");
+  } else {
+    if (colon == std::string_view::npos || colon > op) return Bad(text, "no name after ':'");
+    t.name = std::string(Trim(text.substr(colon + 1, op - colon - 1)));
+    if (t.name.empty()) return Bad(text, "no name after ':'");
+  }
+  t.above = text[op] == '>';
+  std::string_view value = Trim(text.substr(op + 1));
+  if (value.empty()) return Bad(text, "no value after the comparison");
+  if (kind != "counter" && !t.above) return Bad(text, "it fires above a value: use '>'");
   if (kind == "zone") {
-    if (!t.above) return Bad(text, "a zone fires when it lasted longer than a time: use '>'");
     Result<uint64_t> ns = ParseDuration(value);
     if (!ns.ok()) return Bad(text, ns.status().message());
-    t.kind = capture::ProbeKind::kZone;
+    t.kind = Kind::kZone;
     t.threshold = double(*ns);
     return t;
+  }
+  const bool percent = kind == "cpu";
+  if (percent) {
+    if (value.back() != '%') return Bad(text, "a share of one CPU in percent, e.g. 80%");
+    value.remove_suffix(1);
   }
   double v = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(v))
     return Bad(text, "'" + std::string(value) + "' is not a number");
-  t.kind = capture::ProbeKind::kCounter;
-  t.threshold = v;
+  t.kind = kind == "counter" ? Kind::kCounter : percent ? Kind::kCpu : Kind::kLost;
+  t.threshold = percent ? v / 100 : v;
   return t;
 }
 
@@ -78,24 +99,50 @@ void TriggerWatch::Record(uint64_t time, uint32_t thread, uint32_t site, std::st
     begins.pop_back();
     if (begins.empty()) open_.erase({thread, site});
   }
+  using Kind = SnapshotTrigger::Kind;
   for (const SnapshotTrigger& t : triggers_) {
     if (t.name != name) continue;
-    switch (t.kind) {
-      case capture::ProbeKind::kCounter:
-        if (op == capture::ProbeOp::kCounter &&
-            (t.above ? value > t.threshold : value < t.threshold))
-          Fire(time, t.text + " (the counter was " + Number(value) + ")");
-        break;
-      case capture::ProbeKind::kZone:
-        if (op == capture::ProbeOp::kEnd && double(lasted) > t.threshold)
-          Fire(time, t.text + " (the zone lasted " + Number(double(lasted) / 1e6) + " ms)");
-        break;
-      case capture::ProbeKind::kMark:
-        if (op == capture::ProbeOp::kMark) Fire(time, t.text);
-        break;
-      case capture::ProbeKind::kLabel:
-        break;
+    if (t.kind == Kind::kCounter && op == capture::ProbeOp::kCounter &&
+        (t.above ? value > t.threshold : value < t.threshold)) {
+      Fire(time, t.text + " (the counter was " + Number(value) + ")");
+    } else if (t.kind == Kind::kZone && op == capture::ProbeOp::kEnd &&
+               double(lasted) > t.threshold) {
+      Fire(time, t.text + " (the zone lasted " + Number(double(lasted) / 1e6) + " ms)");
+    } else if (t.kind == Kind::kMark && op == capture::ProbeOp::kMark) {
+      Fire(time, t.text);
     }
+  }
+}
+
+bool TriggerWatch::WatchesSamples() const {
+  for (const SnapshotTrigger& t : triggers_) {
+    if (t.kind == SnapshotTrigger::Kind::kCpu) return true;
+  }
+  return false;
+}
+
+void TriggerWatch::Sample(uint64_t time, std::string_view thread_name, uint64_t weight_ns) {
+  constexpr uint64_t kSecond = 1'000'000'000;
+  for (size_t i = 0; i < triggers_.size(); ++i) {
+    const SnapshotTrigger& t = triggers_[i];
+    if (t.kind != SnapshotTrigger::Kind::kCpu || t.name != thread_name) continue;
+    Window& w = windows_[i];
+    w.samples.emplace_back(time, weight_ns);
+    w.sum += weight_ns;
+    while (!w.samples.empty() && w.samples.front().first + kSecond <= time) {
+      w.sum -= w.samples.front().second;
+      w.samples.pop_front();
+    }
+    const double share = double(w.sum) / double(kSecond);
+    if (share > t.threshold)
+      Fire(time, t.text + " (" + Number(100 * share) + "% of one CPU over the last second)");
+  }
+}
+
+void TriggerWatch::Lost(uint64_t time, uint64_t lost_records) {
+  for (const SnapshotTrigger& t : triggers_) {
+    if (t.kind == SnapshotTrigger::Kind::kLost && double(lost_records) > t.threshold)
+      Fire(time, t.text + " (" + std::to_string(lost_records) + " records lost)");
   }
 }
 

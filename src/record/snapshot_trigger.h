@@ -3,11 +3,16 @@
 //   counter:NAME>VALUE   a counter set above VALUE (or <VALUE: below)
 //   zone:NAME>TIME       a zone that ended after lasting more than TIME
 //   mark:NAME            a mark reached
+//   cpu:THREAD>PERCENT   threads of that name used more than PERCENT of one
+//                        CPU over the last second of samples
+//   lost>N               more than N records lost since the start
+// (spaces around the operator are allowed)
 // At most one snapshot per --snapshot-min-interval (default 10s): what
 // fires again sooner is counted, not taken.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,10 +26,11 @@
 namespace microscope::record {
 
 struct SnapshotTrigger {
-  capture::ProbeKind kind = capture::ProbeKind::kCounter;  // counter, zone or mark
+  enum class Kind { kCounter, kZone, kMark, kCpu, kLost };
+  Kind kind = Kind::kCounter;
   std::string name;
-  bool above = true;     // counter: > (true) or <; zone: always >
-  double threshold = 0;  // counter: the value; zone: nanoseconds
+  bool above = true;     // counter: > (true) or <; the others: always >
+  double threshold = 0;  // counter: the value; zone: ns; cpu: share of one CPU; lost: records
   std::string text;      // as given
 };
 
@@ -40,6 +46,12 @@ class TriggerWatch {
   // Told of each probe record as it is recorded, with its site's name.
   void Record(uint64_t time, uint32_t thread, uint32_t site, std::string_view name,
               capture::ProbeOp op, double value);
+  // Told of each sample, with its thread's name and its weight (ns).
+  void Sample(uint64_t time, std::string_view thread_name, uint64_t weight_ns);
+  // Told, at each round, of the records lost since the start.
+  void Lost(uint64_t time, uint64_t lost_records);
+  // Whether any trigger watches samples (cpu:).
+  bool WatchesSamples() const;
   // What fired since the last call and may be taken now (their reasons),
   // once: more than one when the records of several intervals came in one
   // round (a recorder behind its program).
@@ -59,6 +71,13 @@ class TriggerWatch {
   uint64_t taken_ = 0, held_back_ = 0;
   // Zones begun and not yet ended, by (thread, site): their begin times.
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> open_;
+  // Per cpu: trigger (by index), the samples of the last second: (time,
+  // weight), and their weights' sum.
+  struct Window {
+    std::deque<std::pair<uint64_t, uint64_t>> samples;
+    uint64_t sum = 0;
+  };
+  std::map<size_t, Window> windows_;
 };
 
 }  // namespace microscope::record

@@ -299,9 +299,19 @@ record(trig, [fixture("probes"), "timed", "20"], ["--rolling", "30s", "--snapsho
 check(glob.glob(d + "/trig.*.mscap") == [] and
       "--snapshot-when: 0 snapshots taken" in report(trig)["header"]["notes"],
       "a trigger that never fires takes no snapshot")
+# What the recording itself measures: a thread's share of a CPU over the
+# last second of its samples (worker-c burns some 1 s of CPU in all).
+for f in glob.glob(d + "/trig*.mscap"):
+    os.unlink(f)
+record(trig, [fixture("threads"), "1000"], ["--rolling", "30s", "--snapshot-when", "cpu:worker-c > 30%"])
+shots = sorted(glob.glob(d + "/trig.*.mscap"))
+why = [n for n in report(shots[0])["header"]["notes"] if n.startswith("snapshot taken when")] if shots else []
+check(len(shots) == 1 and len(why) == 1 and re.search(r"\(\d+(\.\d+)?% of one CPU over the last second\)$", why[0]) and
+      float(re.search(r"\(([\d.]+)%", why[0]).group(1)) > 30,
+      "a thread's CPU share fires one snapshot: %s, %s" % (shots, why))
 for extra, want in ((["--snapshot-when", "mark:round"], "give --rolling TIME or --continuous DIR"),
                     (["--rolling", "5s", "--snapshot-when", "zone:x<3ms"], "use '>'"),
-                    (["--rolling", "5s", "--snapshot-when", "cpu>5"], "no kind before ':'"),
+                    (["--rolling", "5s", "--snapshot-when", "net>5"], "unknown kind 'net'"),
                     (["--rolling", "5s", "--snapshot-when", "counter:n>lots"], "is not a number")):
     p = record(trig, [fixture("probes"), "timed", "1"], extra, expect_rc=None)
     check(p.returncode != 0 and want in p.stderr, "%s refused: %s" % (extra, p.stderr.strip()[-150:]))

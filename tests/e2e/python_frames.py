@@ -76,7 +76,7 @@ def named_share(rep):
     share when the capture has that gap; the gap itself is held apart."""
     unknown = {f["function"]: f["total"]["samples"] for f in rep["functions"]
                if f["function"].startswith("[unknown Python")}
-    gap_ns = sum(g["ns"] for g in rep["header"]["gaps"] if g["cause"] == "walker not yet on")
+    gap_ns = sum(g["ns"] for g in rep["header"].get("gaps", []) if g["cause"] == "walker not yet on")
     late = sum(v for k, v in unknown.items() if k in NOT_ON) if gap_ns else 0
     unnamed = sum(unknown.values()) - late
     return 1 - unnamed / max(1, rep["header"]["samples"] - late), unknown, gap_ns
@@ -408,7 +408,7 @@ def walker_gaps(what, cap):
     rep = report(cap, "--min-percent", "0")
     before = sum(f["total"]["samples"] for f in rep["functions"]
                  if f["function"] == "[unknown Python: sampled before the walker was on this process]")
-    gaps = [g for g in rep["header"]["gaps"] if g["cause"] == "walker not yet on"]
+    gaps = [g for g in rep["header"].get("gaps", []) if g["cause"] == "walker not yet on"]
     check(len(gaps) == (1 if before > 0 else 0),
           "%s: %d samples before the walker was on, gaps %s" % (what, before, gaps))
     return before

@@ -31,12 +31,12 @@ check("mappings re-read from /proc after records were lost" in kinds,
 # record, which the kernel writes once the ring has room again. Their
 # counts add up to the rings' LOST records, each lies inside the
 # recording, and every view marks them (not idle time).
-gaps = {g["cause"]: g for g in h["gaps"]}
+gaps = {g["cause"]: g for g in h.get("gaps", [])}
 lost = gaps.get("lost records")
 check(lost and lost["gaps"] > 0 and lost["count"] == h.get("ring_lost_records", h["lost_records"]) and
       set(gaps) == {"lost records"},
       "the loss is gaps of their own: %s (%d records lost, %s by the rings)" %
-      (h["gaps"], h["lost_records"], h.get("ring_lost_records")))
+      (h.get("gaps"), h["lost_records"], h.get("ring_lost_records")))
 check("gaps        %d lost records (" % lost["gaps"] in text, "report header counts the gaps")
 lanes = report(out, "--lanes")["lanes"]
 rows = lanes.get("gap_rows", [])
@@ -56,14 +56,24 @@ check(p.returncode == 0 and len(spans) == lost["gaps"] and
       sum(e["args"]["count"] for e in spans) == lost["count"],
       "the Chrome export has a labelled span per gap: %d (%s)" % (len(spans), spans[:1]))
 
+# A snapshot when records are lost (record --snapshot-when lost>N): one.
+trig = d + "/trig.mscap"
+p = run([MICROSCOPE, "record", "-q", "-g", "fp", "-m", "1", "-F", "40000", "--rolling", "30s",
+         "--snapshot-when", "lost>0", "-o", trig, "--", fixture("threads"), "300"])
+shots = sorted(f for f in os.listdir(d) if f.startswith("trig.") and f != "trig.mscap")
+notes = report(os.path.join(d, shots[0]))["header"]["notes"] if shots else []
+check(p.returncode == 0 and shots == ["trig.1.mscap"] and
+      any(re.match(r"snapshot taken when lost>0 \(\d+ records lost\)$", n) for n in notes),
+      "lost records fire one snapshot: %s %s" % (shots, notes[-1:]))
+
 # Where nothing was lost, no gap is drawn.
 quiet = d + "/quiet.mscap"
 p = run([MICROSCOPE, "record", "-q", "-o", quiet, "--", fixture("split"), "0.5"])
 qh = report(quiet)["header"]
-check(p.returncode == 0 and qh["lost_records"] == 0 and qh["throttles"] == 0 and qh["gaps"] == [] and
+check(p.returncode == 0 and qh["lost_records"] == 0 and qh["throttles"] == 0 and "gaps" not in qh and
       "gap_rows" not in report(quiet, "--lanes")["lanes"],
       "a recording that lost nothing has no gap: %s (lost %d, throttled %d)" %
-      (qh["gaps"], qh["lost_records"], qh["throttles"]))
+      (qh.get("gaps"), qh["lost_records"], qh["throttles"]))
 
 p = run([MICROSCOPE, "record", "-q", "-m", "3", "-o", out, "--", fixture("split"), "1"])
 check(p.returncode == 1 and "--mmap-pages 3 is not a power of two" in p.stderr, "bad -m refused: %r" % p.stderr)

@@ -2,15 +2,15 @@
 
 #include "src/record/snapshot_trigger.h"
 
-using microscope::capture::ProbeKind;
 using microscope::capture::ProbeOp;
 using microscope::record::ParseSnapshotTrigger;
+using Kind = microscope::record::SnapshotTrigger::Kind;
 using microscope::record::TriggerWatch;
 
 TEST_CASE("Snapshot triggers: the three forms, and each malformed one named") {
   auto c = ParseSnapshotTrigger("counter:queue depth>1.5e3");
   REQUIRE(c.ok());
-  CHECK(c->kind == ProbeKind::kCounter);
+  CHECK(c->kind == Kind::kCounter);
   CHECK(c->name == "queue depth");
   CHECK(c->above);
   CHECK(c->threshold == 1500);
@@ -19,13 +19,27 @@ TEST_CASE("Snapshot triggers: the three forms, and each malformed one named") {
   CHECK_FALSE(below->above);
   auto z = ParseSnapshotTrigger("zone:request>50ms");
   REQUIRE(z.ok());
-  CHECK(z->kind == ProbeKind::kZone);
+  CHECK(z->kind == Kind::kZone);
   CHECK(z->threshold == 50e6);
   auto m = ParseSnapshotTrigger("mark:oops");
   REQUIRE(m.ok());
-  CHECK(m->kind == ProbeKind::kMark);
+  CHECK(m->kind == Kind::kMark);
+  auto spaced = ParseSnapshotTrigger("counter:queue_depth > 1000");
+  REQUIRE(spaced.ok());
+  CHECK(spaced->name == "queue_depth");
+  CHECK(spaced->threshold == 1000);
+  auto cpu = ParseSnapshotTrigger("cpu:worker > 80%");
+  REQUIRE(cpu.ok());
+  CHECK(cpu->kind == Kind::kCpu);
+  CHECK(cpu->name == "worker");
+  CHECK(cpu->threshold == doctest::Approx(0.8));
+  auto lost = ParseSnapshotTrigger("lost>100");
+  REQUIRE(lost.ok());
+  CHECK(lost->kind == Kind::kLost);
+  CHECK(lost->threshold == 100);
   for (const char* bad : {"request>5", "zone:r<5ms", "zone:r>soon", "counter:n>", "counter:>3",
-                          "counter:n>1x", "mark:", "cpu:x>1", "counter:n>inf"}) {
+                          "counter:n>1x", "mark:", "cpu:x>1", "counter:n>inf", "net:x>1",
+                          "cpu:x<5%", "lost:x>3", "lost>", "zone>3ms"}) {
     CAPTURE(bad);
     auto r = ParseSnapshotTrigger(bad);
     REQUIRE_FALSE(r.ok());
@@ -56,4 +70,27 @@ TEST_CASE("Snapshot triggers: zones by their own thread's begin, at most one per
   // An end without its begin (before the recording) fires nothing.
   w.Record(900'000'000, 3, 7, "req", ProbeOp::kEnd, 0);
   CHECK(w.TakeFired().empty());
+}
+
+TEST_CASE("Snapshot triggers: a thread's CPU share over the last second, and lost records") {
+  TriggerWatch w({*ParseSnapshotTrigger("cpu:worker>50%"), *ParseSnapshotTrigger("lost>10")}, 0);
+  // 10 ms samples: 40 in the first second (40%), then every 10 ms: past 50%
+  // once 51 of them are in one second.
+  uint64_t t = 0;
+  for (int i = 0; i < 40; ++i, t += 25'000'000) w.Sample(t, "worker", 10'000'000);
+  w.Sample(t, "other", 900'000'000);  // another thread's time is not the worker's
+  CHECK(w.TakeFired().empty());
+  std::vector<std::string> fired;
+  for (int i = 0; i < 100 && fired.empty(); ++i, t += 10'000'000) {
+    w.Sample(t, "worker", 10'000'000);
+    fired = w.TakeFired();
+  }
+  REQUIRE(fired.size() == 1);
+  CHECK(fired[0].find("% of one CPU over the last second") != std::string::npos);
+  w.Lost(t, 10);
+  CHECK(w.TakeFired().empty());
+  w.Lost(t + 1, 11);
+  auto f = w.TakeFired();
+  REQUIRE(f.size() == 1);
+  CHECK(f[0] == "lost>10 (11 records lost)");
 }
