@@ -286,6 +286,26 @@ p = run([MICROSCOPE, "convert", segs, "-o", d + "/segs.pb.gz"])
 check(p.returncode == 0 and os.path.getsize(d + "/segs.pb.gz") > 0, "convert DIR to pprof (%s)" % p.stderr)
 late = report(segs, "--time", "2s..")["all"]["samples"]
 check(0.3 * total < late < 0.7 * total, "--time 2s.. on a directory keeps about half: %d of %d" % (late, total))
+# A segment deleted from the middle is a gap of its own, where it was: in
+# the header, the lanes and the Chrome export; none while all are there.
+check("gaps" not in merged, "all segments there: no gap (%s)" % merged.get("gaps"))
+missing = heads[3]
+os.rename(segs + "/" + names[3], d + "/" + names[3])
+try:
+    cut = header(segs)
+    lanes = report(segs, "--lanes")["lanes"]
+    p = run([MICROSCOPE, "convert", segs, "--to", "chrome", "-o", d + "/segs.json"])
+    spans = [e for e in json.load(open(d + "/segs.json"))["traceEvents"] if e.get("cat") == "gap"]
+finally:
+    os.rename(d + "/" + names[3], segs + "/" + names[3])
+rows = lanes.get("gap_rows", [])
+check(cut.get("gaps") == [{"cause": "segment missing", "gaps": 1, "ns": rows[0]["end_ns"] - rows[0]["begin_ns"]
+                           if rows else -1, "count": 1}] and len(rows) == 1 and
+      abs(rows[0]["begin_ns"] - end_of(heads[2])) <= 1e6 and abs(rows[0]["end_ns"] - heads[4]["start_time"]) <= 1e6 and
+      "S" in lanes.get("gaps", "") and p.returncode == 0 and
+      [e["name"] for e in spans] == ["gap: segment missing"] and
+      abs(spans[0]["dur"] - missing["duration_ns"] / 1e3) <= 1e3,
+      "a deleted segment is a gap where it was: %s, %s, %s" % (cut.get("gaps"), rows, spans))
 
 # --- serve DIR: the segments are one capture, named after the directory,
 # read again when a segment comes or goes.
