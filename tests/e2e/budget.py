@@ -113,6 +113,19 @@ try:
           (value, spent))
     text = run([MICROSCOPE, "report", out]).stdout
     check("budget      1.00% of one CPU" in text and "over budget" in text, "report shows the budget and its changes")
+    # Each stretch at one sample kept in N (a level below full rate) is a
+    # gap of its own, from the step into it: the stacks of the samples it
+    # dropped are not known. Whole-rate stretches are none.
+    rows = [g for g in report(out, "--lanes")["lanes"].get("gap_rows", []) if g["cause"] == "budget"]
+    thinned = [st for st in steps if st["frequency"] < h["frequency"]]
+    check(len(rows) >= 1 and all(any(abs(g["begin_ns"] - st["time"]) <= 50e6 and
+                                      g["count"] * st["frequency"] in range(h["frequency"] - g["count"],
+                                                                            h["frequency"] + g["count"])
+                                      for st in thinned) for g in rows) and
+          "B" in report(out, "--lanes")["lanes"].get("gaps", "") and
+          "budget (" in text,
+          "the budget's thinned stretches are gaps: %s (steps below %d Hz: %s)" %
+          (rows, h["frequency"], [(st["time"], st["frequency"]) for st in thinned]))
 finally:
     target.kill()
     target.wait()
