@@ -201,9 +201,10 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   }
   // A stack of `pid` at `time` with interpreter frames and no walk, the
   // walker on it from `on` (0: not laid out yet); gaps given to the sink
-  // (all: also those whose end is not known, at the end).
+  // once the records before their end are all processed (`processed`: the
+  // pump's PollWindow), and all of them at the end.
   void NotOnYet(uint32_t pid, uint64_t time, uint64_t on);
-  void AddNotOnGaps(record::RowSink* sink, bool all);
+  void AddNotOnGaps(record::RowSink* sink, uint64_t processed, bool all);
 
   void Watch(int fd) {
     epoll_event ev{};
@@ -238,7 +239,6 @@ class PythonSource final : public record::EventlessSource, public record::StackS
   std::unordered_map<uint32_t, Process> processes_;
   struct NotOn {
     uint64_t first, last, on;
-    uint64_t polled_last;  // `last` at the previous round
   };
   std::map<uint32_t, NotOn> not_on_;                // by pid: sampled before the walker was on
   std::set<std::pair<uint64_t, uint64_t>> images_;  // given to the walker: (st_dev, st_ino)
@@ -580,20 +580,20 @@ void PythonSource::Keep(const py_code_snapshot& s) {
 }
 
 void PythonSource::NotOnYet(uint32_t pid, uint64_t time, uint64_t on) {
-  auto [it, fresh] = not_on_.try_emplace(pid, NotOn{time, time, on, 0});
+  auto [it, fresh] = not_on_.try_emplace(pid, NotOn{time, time, on});
   NotOn& n = it->second;
   n.first = std::min(n.first, time);
   n.last = std::max(n.last, time);
   n.on = std::max(n.on, on);
 }
 
-void PythonSource::AddNotOnGaps(record::RowSink* sink, bool all) {
+void PythonSource::AddNotOnGaps(record::RowSink* sink, uint64_t processed, bool all) {
   for (auto it = not_on_.begin(); it != not_on_.end();) {
-    NotOn& n = it->second;
-    // Not laid out yet (the gap's end is not known), or stacks of it still
-    // coming (one gap, not a piece per round): given at a later round.
-    if (!all && (n.on == 0 || n.last != n.polled_last)) {
-      n.polled_last = n.last;
+    const NotOn& n = it->second;
+    // Given once every record stamped before the walker was on has been
+    // processed (one gap, not a piece per round); at the end, also those
+    // never laid out (their end: the last such stack).
+    if (!all && (n.on == 0 || processed <= n.on)) {
       ++it;
       continue;
     }
@@ -606,8 +606,8 @@ void PythonSource::AddNotOnGaps(record::RowSink* sink, bool all) {
   }
 }
 
-void PythonSource::Poll(const record::PollWindow&, record::RowSink* sink) {
-  AddNotOnGaps(sink, false);
+void PythonSource::Poll(const record::PollWindow& window, record::RowSink* sink) {
+  AddNotOnGaps(sink, window.processed, window.final);
   if (walker_ == nullptr) return;
   TakeSnapshots();
   TakeExecs();
@@ -738,7 +738,7 @@ void PythonSource::Splice(const SpliceStack& stack, FrameInterner* interner) {
 void PythonSource::Finish(record::RowSink* sink, capture::Settings* settings) {
   // Execs held since the last poll are continued before the walker goes.
   if (walker_ != nullptr) TakeExecs();
-  AddNotOnGaps(sink, true);
+  AddNotOnGaps(sink, UINT64_MAX, true);
   problems_.Report(sink);
   // auto, a launcher whose children ran no Python: the walker waited.
   const bool none = dormant_ || (mode_ == "auto" && !seen_interpreter_);
