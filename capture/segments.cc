@@ -253,8 +253,7 @@ Result<DirectoryCapture> ReadSegmentsFrom(const std::string& dir, const SegmentS
   out.capture = MergeCaptures(std::move(parts));
   if (!missing.empty()) {
     for (const Gap& g : missing) out.capture.gaps.push_back(g);
-    std::stable_sort(out.capture.gaps.begin(), out.capture.gaps.end(),
-                     [](const Gap& a, const Gap& b) { return a.begin < b.begin; });
+    SortGaps(&out.capture.gaps);
   }
   out.capture.settings.part = "segments";
   out.capture.settings.part_index = out.segments;

@@ -169,6 +169,11 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
   return label_index;
 }
 
+void SortGaps(std::vector<Gap>* gaps) {
+  std::stable_sort(gaps->begin(), gaps->end(),
+                   [](const Gap& a, const Gap& b) { return a.begin < b.begin; });
+}
+
 void NormalizeEventRows(Capture* c) {
   SortTableBy(c->samples, c->samples.time);
   Syscalls& y = c->syscalls;
@@ -234,8 +239,7 @@ class Merger {
 
   Capture Take() {
     NormalizeEventRows(&out_);
-    std::stable_sort(out_.gaps.begin(), out_.gaps.end(),
-                     [](const Gap& a, const Gap& b) { return a.begin < b.begin; });
+    SortGaps(&out_.gaps);
     return std::move(out_);
   }
 

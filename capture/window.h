@@ -34,6 +34,8 @@ std::vector<uint32_t> TakeEventRows(Capture* live, const TimeCut& cut, Capture* 
 // Sorts each event table by time (stably) and drops optional columns that
 // hold nothing: the shape a written capture has.
 void NormalizeEventRows(Capture* c);
+// Puts gaps in the order of their begin (stably), as a capture holds them.
+void SortGaps(std::vector<Gap>* gaps);
 
 // One capture of several parts of one recording, in time order (segments
 // of a continuous recording): equal rows are one row (strings by text,

@@ -458,22 +458,27 @@ void Processor::NoteTime(const Event& e) {
   t = std::max(t, e.time);
 }
 
-void Processor::CloseOpenGaps(uint64_t end_time) {
+void Processor::AppendOpenGaps(uint64_t until, std::vector<capture::Gap>* out) const {
   for (const auto& [key, t] : throttled_) {
-    capture_.gaps.push_back({.begin = t.since,
-                             .end = std::max(t.since, end_time),
-                             .pid = t.pid,
-                             .tid = t.tid,
-                             .cpu = key.first,
-                             .cause = capture::GapCause::kThrottled,
-                             .count = 1});
+    out->push_back({.begin = t.since,
+                    .end = std::max(t.since, until),
+                    .pid = t.pid,
+                    .tid = t.tid,
+                    .cpu = key.first,
+                    .cause = capture::GapCause::kThrottled,
+                    .count = 1});
   }
-  throttled_.clear();
   if (budget_gap_) {
-    budget_gap_->end = std::max(budget_gap_->begin, end_time);
-    capture_.gaps.push_back(*budget_gap_);
-    budget_gap_.reset();
+    capture::Gap g = *budget_gap_;
+    g.end = std::max(g.begin, until);
+    out->push_back(g);
   }
+}
+
+void Processor::CloseOpenGaps(uint64_t end_time) {
+  AppendOpenGaps(end_time, &capture_.gaps);
+  throttled_.clear();
+  budget_gap_.reset();
 }
 
 void Processor::Process(const Event& e) {

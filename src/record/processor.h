@@ -288,6 +288,9 @@ class Processor final : public RowSink {
   // there), throttled events by (cpu, stream id) since when, and the
   // budget's open step (keep one in N > 1) since when.
   void NoteTime(const Event& e);
+  // The gaps still open (throttled events, the budget's step) as far as
+  // `until`, appended to `out`; and closed there, into the capture.
+  void AppendOpenGaps(uint64_t until, std::vector<capture::Gap>* out) const;
   void CloseOpenGaps(uint64_t end_time);
   std::vector<uint64_t> last_time_on_cpu_;
   struct Throttled {

@@ -91,6 +91,11 @@ capture::Capture Processor::Part(uint64_t from, uint64_t now, std::optional<uint
     part.labels = capture_.labels;
     part.probe_records = capture_.probe_records;
     part.readings = capture_.readings;
+    // Gaps so far, and those still open (throttled, the budget's step) as
+    // far as `now`.
+    part.gaps = capture_.gaps;
+    AppendOpenGaps(now, &part.gaps);
+    capture::SortGaps(&part.gaps);
   }
   part.probe_sites = capture_.probe_sites;
   part.settings = capture_.settings;
@@ -139,8 +144,7 @@ capture::ProbeSiteId Processor::Add(const capture::ProbeSites::Row& row) {
 capture::Capture Processor::Finish(uint64_t end_time) {
   SortSamplesByTime();
   CloseOpenGaps(end_time);
-  std::stable_sort(capture_.gaps.begin(), capture_.gaps.end(),
-                   [](const capture::Gap& a, const capture::Gap& b) { return a.begin < b.begin; });
+  capture::SortGaps(&capture_.gaps);
   capture::OffCpu& o = capture_.off_cpu;
   for (size_t i = 0; i < o.size(); ++i) {
     if (o.end[i] == 0 || o.end[i] > end_time) {

@@ -62,9 +62,11 @@ p = run([MICROSCOPE, "record", "-q", "-g", "fp", "-m", "1", "-F", "40000", "--ro
          "--snapshot-when", "lost>0", "-o", trig, "--", fixture("threads"), "300"])
 shots = sorted(f for f in os.listdir(d) if f.startswith("trig.") and f != "trig.mscap")
 notes = report(os.path.join(d, shots[0]))["header"]["notes"] if shots else []
+shot_gaps = report(os.path.join(d, shots[0]))["header"].get("gaps", []) if shots else []
 check(p.returncode == 0 and shots == ["trig.1.mscap"] and
-      any(re.match(r"snapshot taken when lost>0 \(\d+ records lost\)$", n) for n in notes),
-      "lost records fire one snapshot: %s %s" % (shots, notes[-1:]))
+      any(re.match(r"snapshot taken when lost>0 \(\d+ records lost\)$", n) for n in notes) and
+      [g["cause"] for g in shot_gaps] == ["lost records"],
+      "lost records fire one snapshot, which holds their gaps: %s %s %s" % (shots, notes[-1:], shot_gaps))
 
 # Where nothing was lost, no gap is drawn.
 quiet = d + "/quiet.mscap"

@@ -495,3 +495,16 @@ TEST_CASE(
   CHECK(c.settings.lost_records == 7);
   CHECK(c.settings.throttles == 2);
 }
+
+TEST_CASE("Processor: a snapshot holds the gaps so far, those still open as far as its time") {
+  Processor p(Processor::Options{});
+  p.SetSampleScale(200, 4);
+  capture::Capture part = p.Part(0, 500, std::nullopt);
+  REQUIRE(part.gaps.size() == 1);
+  CHECK(part.gaps[0] ==
+        capture::Gap{.begin = 200, .end = 500, .cause = capture::GapCause::kBudget, .count = 4});
+  // Still open in the processor: closed at the end, not at the snapshot.
+  capture::Capture whole = p.Finish(900);
+  REQUIRE(whole.gaps.size() == 1);
+  CHECK(whole.gaps[0].end == 900);
+}
