@@ -73,6 +73,7 @@ struct RecordFlags {
   std::string budget;
   PushOptions push;
   std::string push_queue;
+  std::vector<std::string> snapshot_when;  // parsed into options.snapshot_when
   std::string snapshot_min_interval;
 };
 
@@ -191,7 +192,7 @@ void AddAlwaysOnFlags(CLI::App* cmd, RecordFlags* f) {
                   "delete the oldest --continuous segments past SIZE in all (e.g. 500M, 2G)")
       ->group("Always-on");
   cmd->add_option(
-         "--snapshot-when", f->options.snapshot_when,
+         "--snapshot-when", f->snapshot_when,
          "with --rolling or --continuous: take a snapshot (as SIGUSR1 does) when the "
          "program's probes or the recording say so: counter:NAME>VALUE (or <VALUE), "
          "zone:NAME>TIME (a zone that lasted longer, e.g. zone:request>50ms), mark:NAME, "
@@ -266,14 +267,14 @@ bool ResolveAlwaysOn(RecordFlags& f) {
   }
   if (!f.segment.empty() && !ParseDurationOption("--segment", f.segment, &o.segment_ns))
     return false;
-  if (!o.snapshot_when.empty() || !f.snapshot_min_interval.empty()) {
+  if (!f.snapshot_when.empty() || !f.snapshot_min_interval.empty()) {
     if (o.rolling_ns == 0 && !continuous) {
       PrintError(
           "--snapshot-when takes snapshots of an always-on recording: give --rolling TIME "
           "or --continuous DIR");
       return false;
     }
-    if (o.snapshot_when.empty()) {
+    if (f.snapshot_when.empty()) {
       PrintError("--snapshot-min-interval goes with --snapshot-when");
       return false;
     }
@@ -283,12 +284,13 @@ bool ResolveAlwaysOn(RecordFlags& f) {
       return false;
     }
     // The probes the triggers name are recorded (beside those --probes asked for).
-    for (const std::string& text : o.snapshot_when) {
+    for (const std::string& text : f.snapshot_when) {
       Result<record::SnapshotTrigger> t = record::ParseSnapshotTrigger(text);
       if (!t.ok()) {
         PrintError(t.status().message());
         return false;
       }
+      o.snapshot_when.push_back(*t);
       using Kind = record::SnapshotTrigger::Kind;
       if (t->kind != Kind::kCounter && t->kind != Kind::kZone && t->kind != Kind::kMark) continue;
       if (t->name.find_first_of(",*") != std::string::npos) {

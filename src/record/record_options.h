@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/record/processor.h"
+#include "src/record/snapshot_trigger.h"
 #include "src/record/target_memory.h"
 
 namespace microscope::record {
@@ -72,7 +73,7 @@ struct RecordOptions {
   uint64_t retain_bytes = 0;
   // With rolling_ns or continuous_dir: a snapshot when one of these fires
   // (snapshot_trigger.h), at most one per snapshot_min_interval_ns.
-  std::vector<std::string> snapshot_when;
+  std::vector<SnapshotTrigger> snapshot_when;
   uint64_t snapshot_min_interval_ns = 10'000'000'000;
   // The share of one CPU the recorder keeps its own cost to (millionths;
   // 0: no budget): budget.h.

@@ -211,12 +211,7 @@ class Recording {
     }
     writer_ = std::make_unique<PartWriter>();
     if (!options_.snapshot_when.empty()) {
-      std::vector<SnapshotTrigger> triggers;
-      for (const std::string& text : options_.snapshot_when) {
-        ASSIGN_OR_RETURN(SnapshotTrigger t, ParseSnapshotTrigger(text));
-        triggers.push_back(std::move(t));
-      }
-      triggers_.emplace(std::move(triggers), options_.snapshot_min_interval_ns);
+      triggers_.emplace(options_.snapshot_when, options_.snapshot_min_interval_ns);
       if (triggers_->WatchesSamples()) {
         processor_.ObserveSamples([this](uint64_t time, capture::ThreadId thread, uint64_t weight) {
           const capture::Capture& c = processor_.capture();
