@@ -458,16 +458,18 @@ void Processor::NoteTime(const Event& e) {
   t = std::max(t, e.time);
 }
 
+capture::Gap Processor::ThrottledGap(int32_t cpu, const Throttled& t, uint64_t until) {
+  return {.begin = t.since,
+          .end = std::max(t.since, until),
+          .pid = t.pid,
+          .tid = t.pid != 0 ? t.tid : 0,  // a thread only of a known process
+          .cpu = cpu,
+          .cause = capture::GapCause::kThrottled,
+          .count = 1};
+}
+
 void Processor::AppendOpenGaps(uint64_t until, std::vector<capture::Gap>* out) const {
-  for (const auto& [key, t] : throttled_) {
-    out->push_back({.begin = t.since,
-                    .end = std::max(t.since, until),
-                    .pid = t.pid,
-                    .tid = t.tid,
-                    .cpu = key.first,
-                    .cause = capture::GapCause::kThrottled,
-                    .count = 1});
-  }
+  for (const auto& [key, t] : throttled_) out->push_back(ThrottledGap(key.first, t, until));
   if (budget_gap_) {
     capture::Gap g = *budget_gap_;
     g.end = std::max(g.begin, until);
@@ -525,13 +527,7 @@ void Processor::Process(const Event& e) {
       ++capture_.settings.unthrottles;
       auto t = throttled_.find({int32_t(e.cpu), e.id});
       if (t != throttled_.end()) {
-        capture_.gaps.push_back({.begin = t->second.since,
-                                 .end = std::max(t->second.since, e.time),
-                                 .pid = t->second.pid,
-                                 .tid = t->second.pid != 0 ? t->second.tid : 0,
-                                 .cpu = int32_t(e.cpu),
-                                 .cause = capture::GapCause::kThrottled,
-                                 .count = 1});
+        capture_.gaps.push_back(ThrottledGap(int32_t(e.cpu), t->second, e.time));
         throttled_.erase(t);
       }
       break;

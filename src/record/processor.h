@@ -298,6 +298,7 @@ class Processor final : public RowSink {
     uint32_t pid, tid;
   };
   std::map<std::pair<int32_t, uint64_t>, Throttled> throttled_;
+  static capture::Gap ThrottledGap(int32_t cpu, const Throttled& t, uint64_t until);
   std::optional<capture::Gap> budget_gap_;
   // Runtimes: their splicers, the code they marked, each frame's tag (kept
   // only while a splicer is registered; frames past its end have none),
