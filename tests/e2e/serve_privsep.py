@@ -65,7 +65,11 @@ os.chmod(src + "/compute.c", 0o600)
 
 
 def listener(port):
-    """The pid whose descriptor is the socket listening on 127.0.0.1:port."""
+    """The pid whose descriptor is the socket listening on 127.0.0.1:port
+    (None when no process, or more than one, holds it). The server's own
+    threads open and close descriptors while it is read (the preload reads
+    the capture), so a descriptor gone between the listing and its link is
+    passed over, not the whole process."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as f:
@@ -73,15 +77,23 @@ def listener(port):
                 parts = line.split()
                 if int(parts[1].split(":")[1], 16) == port and parts[3] == "0A":
                     inodes.add(parts[9])
+    holders = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            for fd in os.listdir("/proc/%s/fd" % pid):
-                link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
-                if link.startswith("socket:[") and link[8:-1] in inodes:
-                    return int(pid)
+            fds = os.listdir("/proc/%s/fd" % pid)
         except OSError:
-            continue
-    return None
+            continue  # the process ended
+        for fd in fds:
+            try:
+                link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+            except OSError:
+                continue  # the descriptor was closed meanwhile
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                holders.add(int(pid))
+    if len(holders) != 1:
+        print("the listening socket's holders: %s (inodes %s)" % (sorted(holders), sorted(inodes)))
+        return None
+    return holders.pop()
 
 
 def status(pid):
@@ -144,7 +156,10 @@ uid, gid, _ = attacker()
 name = pwd.getpwuid(uid).pw_name
 s, url, port = serve(d + "/private.mscap", "--user", name)
 try:
-    st = status(listener(port))
+    pid = listener(port)
+    check(pid is not None and pid != s.pid, "--user: the listening process (%s) is not the one "
+          "started (%d)" % (pid, s.pid))
+    st = status(pid)
     check(st["Uid"].split() == [str(uid)] * 4 and st["Gid"].split() == [str(gid)] * 4,
           "--user %s: the server runs as %d:%d (%s, %s)" % (name, uid, gid, st["Uid"], st["Gid"]))
     check(get(url, "api/report")["header"]["samples"] == one, "and serves the root-only capture")
