@@ -151,11 +151,18 @@ void OffCpuLines(const ReportHeader& h, Lines& l) {
   }
   if (h.show_off_cpu) {
     std::string& line = l.Line("off-CPU");
-    if (!o.status.empty()) line += o.status + "; ";
-    Appendf(line, "%llu intervals, %s", Ull(o.intervals), Duration(o.interval_ns).c_str());
-    if (o.shorts > 0) {
-      Appendf(line, "; %llu shorter than %s only counted, %s (no stack)", Ull(o.shorts),
-              Duration(o.min_ns).c_str(), Duration(o.short_ns).c_str());
+    if (o.status == "totals" && o.intervals == 0) {
+      // record --level 0: the scheduler's counts per thread, no intervals.
+      line +=
+          "totals per thread and state from the scheduler's counts, no intervals "
+          "(--by-state)";
+    } else {
+      if (!o.status.empty()) line += o.status + "; ";
+      Appendf(line, "%llu intervals, %s", Ull(o.intervals), Duration(o.interval_ns).c_str());
+      if (o.shorts > 0) {
+        Appendf(line, "; %llu shorter than %s only counted, %s (no stack)", Ull(o.shorts),
+                Duration(o.min_ns).c_str(), Duration(o.short_ns).c_str());
+      }
     }
     Appendf(line, "; total %s", Duration(o.total_ns()).c_str());
   }

@@ -151,6 +151,8 @@ char GapLetter(capture::GapCause cause) {
       return 'W';
     case capture::GapCause::kSegmentMissing:
       return 'S';
+    case capture::GapCause::kNotAttached:
+      return 'A';
   }
   return '?';
 }

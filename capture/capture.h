@@ -157,8 +157,14 @@ enum class OffCpuState : uint8_t {
   kUninterruptible = 1,  // D: waiting in the kernel (disk, page fault)
   kPreempted = 2,        // R: runnable, but the CPU went to another task
   kOther = 3,            // stopped, traced, ...
+  // (2.11) Totals from the scheduler's own counts (record --level 0), not
+  // from each switch: asleep or in an uninterruptible wait, not told
+  // apart; and runnable, waiting on a run queue for a CPU (after a wakeup
+  // or a preemption alike).
+  kBlocked = 4,
+  kRunnable = 5,
 };
-inline constexpr uint8_t kOffCpuStateCount = 4;
+inline constexpr uint8_t kOffCpuStateCount = 6;
 const char* OffCpuStateName(OffCpuState state);
 
 // OffCpu::flags bits.
@@ -351,8 +357,9 @@ enum class GapCause : uint8_t {
   kBudget = 3,          // the budget kept one sample in count
   kWalkerNotOn = 4,     // a runtime's walker was not yet on the process
   kSegmentMissing = 5,  // a continuous recording's segment is not there
+  kNotAttached = 6,     // an attached process not yet sampled: its events not yet on
 };
-inline constexpr GapCause kLastGapCause = GapCause::kSegmentMissing;
+inline constexpr GapCause kLastGapCause = GapCause::kNotAttached;
 // The cause in words, for every view.
 inline std::string_view GapCauseName(GapCause cause) {
   switch (cause) {
@@ -366,6 +373,8 @@ inline std::string_view GapCauseName(GapCause cause) {
       return "walker not yet on";
     case GapCause::kSegmentMissing:
       return "segment missing";
+    case GapCause::kNotAttached:
+      return "not yet attached";
   }
   return "unknown";
 }

@@ -275,6 +275,10 @@ const char* OffCpuStateName(OffCpuState state) {
       return "preempted";
     case OffCpuState::kOther:
       return "other";
+    case OffCpuState::kBlocked:
+      return "blocked";
+    case OffCpuState::kRunnable:
+      return "runnable";
   }
   return "unknown";
 }

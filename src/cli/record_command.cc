@@ -196,7 +196,9 @@ void AddAlwaysOnFlags(CLI::App* cmd, RecordFlags* f) {
          "with --rolling or --continuous: take a snapshot (as SIGUSR1 does) when the "
          "program's probes or the recording say so: counter:NAME>VALUE (or <VALUE), "
          "zone:NAME>TIME (a zone that lasted longer, e.g. zone:request>50ms), mark:NAME, "
-         "cpu:THREAD>PERCENT (threads of that name over the last second of samples) or "
+         "cpu:THREAD>PERCENT (threads of that name over the last second of samples), "
+         "offcpu:STATE>TIME (time off CPU in a state, sleeping, uninterruptible, preempted "
+         "or other, in the intervals that ended in the last second; with --off-cpu) or "
          "lost>N (records lost since the start); repeatable; the probes named are recorded")
       ->group("Always-on");
   cmd->add_option("--snapshot-min-interval", f->snapshot_min_interval,
@@ -292,6 +294,11 @@ bool ResolveAlwaysOn(RecordFlags& f) {
       }
       o.snapshot_when.push_back(*t);
       using Kind = record::SnapshotTrigger::Kind;
+      if (t->kind == Kind::kOffCpu && !o.off_cpu) {
+        PrintError("--snapshot-when '" + text +
+                   "': off-CPU intervals are recorded with --off-cpu (or --preset deep)");
+        return false;
+      }
       if (t->kind != Kind::kCounter && t->kind != Kind::kZone && t->kind != Kind::kMark) continue;
       if (t->name.find_first_of(",*") != std::string::npos) {
         PrintError("--snapshot-when '" + text + "': a probe's name, without ',' or '*'");
@@ -343,13 +350,15 @@ bool ResolveLevel(RecordFlags& f) {
   static const char* const kLevelPresets[] = {"quick", "quick", "default", "deep"};
   f.options.preset = kLevelPresets[f.level];
   if (f.level == 0) {
-    // Counts, not stacks: samples without a call chain, off-CPU intervals
-    // all counted per thread and state (none kept with stacks), no walks.
+    // Counts, not stacks: samples without a call chain (on every task of
+    // each CPU, where a context switch costs the target nothing), time off
+    // CPU totalled per thread from the scheduler's own counts (nothing runs
+    // at a switch), no walks. --off-cpu asks for the intervals instead.
     f.options.stacks = false;
     f.options.call_graph = record::Processor::CallGraph::kFramePointer;
     f.call_graph = "fp";
-    if (f.off_cpu->count() == 0) f.options.off_cpu = true;
-    if (f.off_cpu_min_option->count() == 0) f.off_cpu_min = "1000d";
+    if (f.off_cpu->count() == 0) f.options.off_cpu_totals = true;
+    if (f.off_cpu->count() > 0 && f.off_cpu_min_option->count() == 0) f.off_cpu_min = "1000d";
     for (auto& [name, option] : f.runtime_modes) {
       if (option->count() == 0) f.options.runtimes[name] = "off";
     }

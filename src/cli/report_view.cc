@@ -190,7 +190,7 @@ void PrintLanes(FILE* out, const analysis::ReportLanes& lanes, const TextStyle& 
   if (!lanes.gap_rows.empty()) {
     fprintf(out,
             "gaps: not known, not idle: L lost records, T throttled, B budget (1 in N kept), "
-            "W walker not yet on, S segment missing\n");
+            "W walker not yet on, S segment missing, A not yet attached\n");
   }
   PrintMore(out, lanes.lanes.size() - lanes.shown, "lane");
   if (!lanes.trace_lanes.empty()) {

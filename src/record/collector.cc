@@ -116,14 +116,16 @@ Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exe
   // events already cover by inheritance.
   attr.disabled = enable_on_exec || held ? 1 : 0;
   attr.enable_on_exec = enable_on_exec ? 1 : 0;
-  attr.inherit = 1;
+  attr.inherit = tid >= 0 ? 1 : 0;  // an event on every task covers new ones already
   if (ring.tasks) {
-    attr.mmap = 1;  // mmap2 needs mmap set too (RECIPES.md)
-    attr.mmap2 = 1;
+    if (tid >= 0) {
+      attr.mmap = 1;  // mmap2 needs mmap set too (RECIPES.md)
+      attr.mmap2 = 1;
+      attr.build_id = 1;
+    }
     attr.comm = 1;
     attr.comm_exec = 1;
     attr.task = 1;
-    attr.build_id = 1;
   }
   attr.sample_id_all = 1;
   attr.use_clockid = 1;
@@ -160,6 +162,12 @@ Result<int> Collector::OpenEvent(pid_t tid, const Ring& ring, bool enable_on_exe
       attr.exclude_callchain_kernel = 1;
       kernel_frames_ = false;
       continue;
+    }
+    if ((err == EACCES || err == EPERM) && tid < 0) {
+      return Status::Error(StatusCode::kPermissionDenied,
+                           std::string("not permitted to sample every task of a CPU "
+                                       "(perf_event_open: ") +
+                               std::strerror(err) + "); " + PermissionAdvice());
     }
     if (err == EACCES || err == EPERM) {
       return Status::Error("not permitted to profile pid " + std::to_string(tid) +

@@ -77,6 +77,13 @@ struct CollectorOptions {
   bool sample = true;
   // false: samples without a call chain (counts by thread only).
   bool callchain = true;
+  // The events are opened once per CPU for every task (AddTask(-1)), not
+  // per task: no perf context then travels with the target's threads, so a
+  // context switch costs them nothing (a per-task sampling event stops and
+  // re-arms its timer at each one). The task records are every process's
+  // (fork, comm, exit; no mappings): the processor follows the target's
+  // own (Processor::Follow). Needs root or CAP_PERFMON.
+  bool every_task = false;
 };
 
 // The longest the ring thread and the recording loop wait between rounds
@@ -88,7 +95,8 @@ class Collector {
   static Result<std::unique_ptr<Collector>> Create(const CollectorOptions& options);
   ~Collector();
 
-  // Opens events on `tid` on every CPU. `enable_on_exec`: start counting at
+  // Opens events on `tid` on every CPU (-1: on every task, with
+  // every_task). `enable_on_exec`: start counting at
   // the task's next exec (a launched program); otherwise at once, except
   // with `hold_sampling` the sampling events where they have rings of their
   // own (task records go on meanwhile), until EnableSampling.

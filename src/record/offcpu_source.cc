@@ -84,7 +84,8 @@ class OffCpuSource final : public QueuedSource<OffCpuInterval> {
 };
 
 capture::OffCpuState StateOf(uint8_t state) {
-  return capture::OffCpuState(std::min<uint8_t>(state, capture::kOffCpuStateCount - 1));
+  // A switch's state is one of the first four; anything else is "other".
+  return capture::OffCpuState(std::min<uint8_t>(state, uint8_t(capture::OffCpuState::kOther)));
 }
 
 }  // namespace

@@ -483,7 +483,28 @@ void Processor::CloseOpenGaps(uint64_t end_time) {
   budget_gap_.reset();
 }
 
+bool Processor::Followed(const Event& e) {
+  switch (e.type) {
+    case EventType::kFork:
+      // A new thread of a followed process, or a child it forked.
+      if (!followed_.count(e.pid) && !followed_.count(e.ppid)) return false;
+      followed_.insert(e.pid);
+      return true;
+    case EventType::kSample:
+    case EventType::kMmap2:
+    case EventType::kComm:
+    case EventType::kExit:
+      return followed_.count(e.pid) != 0;
+    default:
+      return true;  // the rings' own (losses, throttling)
+  }
+}
+
 void Processor::Process(const Event& e) {
+  if (follow_ && !Followed(e)) {
+    NoteTime(e);  // its ring's time still moved
+    return;
+  }
   switch (e.type) {
     case EventType::kSample:
       OnSample(e);
@@ -499,6 +520,9 @@ void Processor::Process(const Event& e) {
       break;
     case EventType::kExit:
       OnExit(e);
+      // Its last thread gone, a process is no longer followed: its pid may
+      // be another process's next.
+      if (follow_ && !processes_.count(e.pid)) followed_.erase(e.pid);
       break;
     case EventType::kLost: {
       capture_.settings.lost_records += e.lost;

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -68,12 +69,23 @@ class Processor final : public RowSink {
   void AddMapping(uint32_t pid, uint64_t start, uint64_t end, uint64_t pgoff, std::string_view path,
                   std::span<const uint8_t> build_id, uint64_t time);
 
+  // From now on only `pid` and the processes it starts are recorded: the
+  // records of every other task are passed over (events opened on every
+  // task of each CPU bring them all: CollectorOptions::every_task).
+  void Follow(uint32_t pid) {
+    follow_ = true;
+    followed_.insert(pid);
+  }
+
   void Process(const Event& e);
 
   // The sink event sources append their rows to (row_sink.h).
   capture::ThreadId EventThread(uint32_t pid, uint32_t tid, uint64_t time,
                                 std::string_view comm) override;
   capture::ThreadId LatestThread(uint32_t pid, uint32_t tid) override;
+  uint64_t ThreadStart(capture::ThreadId thread) const override {
+    return thread < capture_.threads.size() ? capture_.threads[thread].start_time : 0;
+  }
   void NameThread(uint32_t pid, uint32_t tid, uint64_t time, std::string_view name) override;
   capture::StackId EventStack(uint32_t pid, uint32_t tid, uint64_t time,
                               std::span<const uint64_t> kernel, const UserRegs* regs,
@@ -81,7 +93,10 @@ class Processor final : public RowSink {
                               std::span<const uint8_t> walk = {}) override;
   capture::StringId Intern(std::string_view s) override;
   uint64_t start_time() const override { return capture_.settings.start_time; }
-  void Add(const capture::OffCpu::Row& row) override { capture_.off_cpu.Append(row); }
+  void Add(const capture::OffCpu::Row& row) override {
+    capture_.off_cpu.Append(row);
+    if (off_cpu_observer_) off_cpu_observer_(row);
+  }
   void Add(const capture::OffCpuShort::Row& row) override { capture_.off_cpu_short.Append(row); }
   void Add(const capture::Syscalls::Row& row) override { capture_.syscalls.Append(row); }
   void Add(const capture::ProbeRecords::Row& row) override {
@@ -92,6 +107,10 @@ class Processor final : public RowSink {
   // (record --snapshot-when).
   void ObserveSamples(std::function<void(uint64_t, capture::ThreadId, uint64_t)> observer) {
     sample_observer_ = std::move(observer);
+  }
+  // Told of each off-CPU interval as it is added (record --snapshot-when).
+  void ObserveOffCpu(std::function<void(const capture::OffCpu::Row&)> observer) {
+    off_cpu_observer_ = std::move(observer);
   }
   // Told of each probe record as it is added (record --snapshot-when).
   void ObserveProbeRecords(std::function<void(const capture::ProbeRecords::Row&)> observer) {
@@ -231,6 +250,10 @@ class Processor final : public RowSink {
   capture::Capture capture_;
   capture::StringTable strings_;
   std::unordered_map<uint32_t, ProcessState> processes_;
+  // Follow's processes (without Follow, every record is the recording's).
+  bool follow_ = false;
+  std::unordered_set<uint32_t> followed_;
+  bool Followed(const Event& e);
   std::unordered_map<uint32_t, capture::ThreadId> threads_;
   // Threads a runtime named (NameThread), with the name the system gives
   // them (COMM records no longer rename them; a thread they start takes
@@ -283,6 +306,7 @@ class Processor final : public RowSink {
   std::map<std::string, ProblemCount, std::less<>> problems_;
   bool loss_seen_ = false;
   std::function<void(const capture::ProbeRecords::Row&)> probe_observer_;
+  std::function<void(const capture::OffCpu::Row&)> off_cpu_observer_;
   std::function<void(uint64_t, capture::ThreadId, uint64_t)> sample_observer_;
   // Gaps: each CPU's latest event time (a LOST record's window starts
   // there), throttled events by (cpu, stream id) since when, and the

@@ -29,6 +29,11 @@ struct RecordOptions {
   // Event sources. Off-CPU intervals (sched_switch) of the target's threads;
   // shorter ones than off_cpu_min_ns are only counted.
   bool off_cpu = false;
+  // Time off CPU totalled per thread from the scheduler's own counts
+  // (schedstat, and each thread's at its exit by BPF: exit_source.h), in
+  // two states (blocked; runnable, waiting for a CPU): nothing runs at a
+  // context switch (record --level 0).
+  bool off_cpu_totals = false;
   uint64_t off_cpu_min_ns = 20000;
   // System calls (raw_syscalls) of the target's threads; calls at least
   // syscall_stack_min_ns long carry the caller's user stack (0: none).

@@ -30,6 +30,9 @@ CollectorOptions CollectorOptionsFor(const RecordOptions& options) {
   c.sample = options.samples;
   c.stack_copy = CopiesStack(options) ? options.stack_copy : 0;
   c.callchain = options.stacks;
+  // Samples counted by thread need no mappings: their events go on every
+  // task of each CPU, where a context switch costs the target nothing.
+  c.every_task = options.samples && !options.stacks;
   c.ring_pages = options.mmap_pages != 0 ? options.mmap_pages : DefaultRingPages(options);
   return c;
 }

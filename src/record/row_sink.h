@@ -41,6 +41,9 @@ class RowSink {
   virtual capture::StringId Intern(std::string_view s) = 0;
   // The recording's start: an interval already open when it began starts there.
   virtual uint64_t start_time() const = 0;
+  // When the thread's row begins: its FORK record, or the recording's start
+  // for one that was there already.
+  virtual uint64_t ThreadStart(capture::ThreadId thread) const = 0;
 
   // Rows, appended as the pump delivers their events in time order. An
   // off-CPU interval may still be open (end 0): the sink closes it at the

@@ -67,6 +67,7 @@ class Recording {
 
   Status Open(CollectorOptions copts) {
     LoadStackCopier(&copts);
+    copts_ = copts;
     ASSIGN_OR_RETURN(collector_, Collector::Create(copts));
     DescribeRecording(options_, copts, &settings());
     if (!stack_copier_note_.empty()) settings().notes.push_back(stack_copier_note_);
@@ -136,6 +137,26 @@ class Recording {
     return OkStatus();
   }
 
+  // The sampling and task events: on every task of each CPU, following the
+  // target's processes, where the options ask for that and it is allowed;
+  // on the target's own tasks otherwise.
+  Status OpenEvents(bool launched) {
+    if (copts_.every_task) {
+      Status every = collector_->AddTask(-1, /*enable_on_exec=*/false, /*hold_sampling=*/!launched);
+      if (every.ok()) {
+        processor_.Follow(uint32_t(target_));
+        settings().notes.push_back(
+            "events on every task of each CPU, the target's processes followed by their "
+            "records: a context switch costs the target nothing extra");
+        return OkStatus();
+      }
+      if (every.code() != StatusCode::kPermissionDenied) return every;
+      settings().notes.push_back("events on the target's own tasks: " + every.message());
+    }
+    if (launched) return collector_->AddTask(target_, /*enable_on_exec=*/true);
+    return OpenEveryThread(target_, collector_.get());
+  }
+
   Status Launch() {
     settings().mode = "launch";
     settings().command = options_.command;
@@ -149,7 +170,7 @@ class Recording {
     ASSIGN_OR_RETURN(child_, LaunchedChild::Fork(options_.command, env));
     target_ = child_->pid();
     target_fd_ = ScopedFd(int(syscall(SYS_pidfd_open, target_, 0)));  // wakes the loop at its exit
-    RETURN_IF_ERROR(collector_->AddTask(target_, /*enable_on_exec=*/true));
+    RETURN_IF_ERROR(OpenEvents(/*launched=*/true));
     RETURN_IF_ERROR(AttachStackCopier());
     RETURN_IF_ERROR(StartSources());
     const std::string& program = options_.command[0];
@@ -168,7 +189,7 @@ class Recording {
     }
     start_ = MonotonicNowNs();
     target_fd_ = ScopedFd(int(syscall(SYS_pidfd_open, target_, 0)));  // -1: /proc is read instead
-    RETURN_IF_ERROR(OpenEveryThread(target_, collector_.get()));
+    RETURN_IF_ERROR(OpenEvents(/*launched=*/false));
     settings().command = ReadCommandLine(target_);
     SeedFromProc(target_, start_, &processor_);
     RETURN_IF_ERROR(AttachStackCopier());
@@ -178,6 +199,11 @@ class Recording {
     RETURN_IF_ERROR(StartSources());
     RETURN_IF_ERROR(collector_->EnableSampling());
     sampling_start_ = MonotonicNowNs();
+    // The process ran meanwhile, its samples not yet taken: not idle time.
+    processor_.AddGap({.begin = start_,
+                       .end = sampling_start_,
+                       .pid = uint32_t(target_),
+                       .cause = capture::GapCause::kNotAttached});
     return OkStatus();
   }
 
@@ -217,6 +243,11 @@ class Recording {
           const capture::Capture& c = processor_.capture();
           if (thread < c.threads.size())
             triggers_->Sample(time, c.str(c.threads[thread].name), weight);
+        });
+      }
+      if (triggers_->WatchesOffCpu()) {
+        processor_.ObserveOffCpu([this](const capture::OffCpu::Row& row) {
+          if (row.end != 0) triggers_->OffCpu(row.start, row.end, row.state);
         });
       }
       processor_.ObserveProbeRecords([this](const capture::ProbeRecords::Row& row) {
@@ -289,6 +320,7 @@ class Recording {
   std::span<const SourceKind> source_kinds_;
   const RecordHooks& hooks_;
   Processor processor_;
+  CollectorOptions copts_;
   std::unique_ptr<Collector> collector_;
   std::vector<std::unique_ptr<EventSource>> sources_;
   std::vector<int> wait_fds_;

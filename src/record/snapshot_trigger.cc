@@ -13,7 +13,8 @@ namespace {
 
 constexpr std::string_view kForms =
     "counter:NAME>VALUE, counter:NAME<VALUE, zone:NAME>TIME (e.g. zone:request>50ms), mark:NAME, "
-    "cpu:THREAD>PERCENT (of one CPU over the last second) or lost>N (records)";
+    "cpu:THREAD>PERCENT (of one CPU over the last second), offcpu:STATE>TIME (sleeping, "
+    "uninterruptible, preempted or other, in the last second) or lost>N (records)";
 
 Status Bad(std::string_view text, std::string_view why) {
   return Status::Error("--snapshot-when '" + std::string(text) + "': " + std::string(why) +
@@ -50,7 +51,7 @@ Result<SnapshotTrigger> ParseSnapshotTrigger(std::string_view text) {
     t.name = std::string(name);
     return t;
   }
-  if (kind != "counter" && kind != "zone" && kind != "cpu" && kind != "lost")
+  if (kind != "counter" && kind != "zone" && kind != "cpu" && kind != "lost" && kind != "offcpu")
     return Bad(text, "unknown kind '" + std::string(kind) + "'");
   if (op == std::string_view::npos) return Bad(text, "expected a comparison (> or <)");
   if (kind == "lost") {
@@ -64,10 +65,23 @@ Result<SnapshotTrigger> ParseSnapshotTrigger(std::string_view text) {
   std::string_view value = Trim(text.substr(op + 1));
   if (value.empty()) return Bad(text, "no value after the comparison");
   if (kind != "counter" && !t.above) return Bad(text, "it fires above a value: use '>'");
-  if (kind == "zone") {
+  if (kind == "offcpu") {
+    bool known = false;
+    for (uint8_t s = 0; s <= uint8_t(capture::OffCpuState::kOther); ++s) {
+      if (t.name == capture::OffCpuStateName(capture::OffCpuState(s))) {
+        t.state = capture::OffCpuState(s);
+        known = true;
+      }
+    }
+    if (!known) {
+      return Bad(
+          text, "no off-CPU state '" + t.name + "': sleeping, uninterruptible, preempted or other");
+    }
+  }
+  if (kind == "zone" || kind == "offcpu") {
     Result<uint64_t> ns = ParseDuration(value);
     if (!ns.ok()) return Bad(text, ns.status().message());
-    t.kind = Kind::kZone;
+    t.kind = kind == "zone" ? Kind::kZone : Kind::kOffCpu;
     t.threshold = double(*ns);
     return t;
   }
@@ -114,28 +128,46 @@ void TriggerWatch::Record(uint64_t time, uint32_t thread, uint32_t site, std::st
   }
 }
 
-bool TriggerWatch::WatchesSamples() const {
-  for (const SnapshotTrigger& t : triggers_) {
-    if (t.kind == SnapshotTrigger::Kind::kCpu) return true;
+bool TriggerWatch::Watches(SnapshotTrigger::Kind kind) const {
+  return std::any_of(triggers_.begin(), triggers_.end(),
+                     [&](const SnapshotTrigger& t) { return t.kind == kind; });
+}
+
+namespace {
+constexpr uint64_t kSecond = 1'000'000'000;
+}  // namespace
+
+uint64_t TriggerWatch::Slide(size_t trigger, uint64_t time, uint64_t weight) {
+  Window& w = windows_[trigger];
+  w.samples.emplace_back(time, weight);
+  w.sum += weight;
+  while (!w.samples.empty() && w.samples.front().first + kSecond <= time) {
+    w.sum -= w.samples.front().second;
+    w.samples.pop_front();
   }
-  return false;
+  return w.sum;
 }
 
 void TriggerWatch::Sample(uint64_t time, std::string_view thread_name, uint64_t weight_ns) {
-  constexpr uint64_t kSecond = 1'000'000'000;
   for (size_t i = 0; i < triggers_.size(); ++i) {
     const SnapshotTrigger& t = triggers_[i];
     if (t.kind != SnapshotTrigger::Kind::kCpu || t.name != thread_name) continue;
-    Window& w = windows_[i];
-    w.samples.emplace_back(time, weight_ns);
-    w.sum += weight_ns;
-    while (!w.samples.empty() && w.samples.front().first + kSecond <= time) {
-      w.sum -= w.samples.front().second;
-      w.samples.pop_front();
-    }
-    const double share = double(w.sum) / double(kSecond);
+    const double share = double(Slide(i, time, weight_ns)) / double(kSecond);
     if (share > t.threshold)
       Fire(time, t.text + " (" + Number(100 * share) + "% of one CPU over the last second)");
+  }
+}
+
+void TriggerWatch::OffCpu(uint64_t start, uint64_t end, capture::OffCpuState state) {
+  if (end < start) return;
+  for (size_t i = 0; i < triggers_.size(); ++i) {
+    const SnapshotTrigger& t = triggers_[i];
+    if (t.kind != SnapshotTrigger::Kind::kOffCpu || t.state != state) continue;
+    const uint64_t sum = Slide(i, end, end - start);
+    if (double(sum) > t.threshold) {
+      Fire(end, t.text + " (" + Number(double(sum) / 1e6) + " ms " + t.name +
+                    " in the intervals that ended in the last second)");
+    }
   }
 }
 

@@ -5,6 +5,10 @@
 //   mark:NAME            a mark reached
 //   cpu:THREAD>PERCENT   threads of that name used more than PERCENT of one
 //                        CPU over the last second of samples
+//   offcpu:STATE>TIME    the target's threads were off CPU in STATE
+//                        (sleeping, uninterruptible, preempted, other) for
+//                        more than TIME in the intervals that ended in the
+//                        last second, each counted whole (needs --off-cpu)
 //   lost>N               more than N records lost since the start
 // (spaces around the operator are allowed)
 // At most one snapshot per --snapshot-min-interval (default 10s): what
@@ -26,12 +30,14 @@
 namespace microscope::record {
 
 struct SnapshotTrigger {
-  enum class Kind { kCounter, kZone, kMark, kCpu, kLost };
+  enum class Kind { kCounter, kZone, kMark, kCpu, kLost, kOffCpu };
   Kind kind = Kind::kCounter;
   std::string name;
-  bool above = true;     // counter: > (true) or <; the others: always >
-  double threshold = 0;  // counter: the value; zone: ns; cpu: share of one CPU; lost: records
-  std::string text;      // as given
+  bool above = true;  // counter: > (true) or <; the others: always >
+  // counter: the value; zone, offcpu: ns; cpu: share of one CPU; lost: records
+  double threshold = 0;
+  capture::OffCpuState state = capture::OffCpuState::kSleeping;  // offcpu
+  std::string text;                                              // as given
 };
 
 // "counter:NAME>VALUE", "counter:NAME<VALUE", "zone:NAME>TIME" or
@@ -50,8 +56,11 @@ class TriggerWatch {
   void Sample(uint64_t time, std::string_view thread_name, uint64_t weight_ns);
   // Told, at each round, of the records lost since the start.
   void Lost(uint64_t time, uint64_t lost_records);
-  // Whether any trigger watches samples (cpu:).
-  bool WatchesSamples() const;
+  // Told of each off-CPU interval as it is recorded (at its end).
+  void OffCpu(uint64_t start, uint64_t end, capture::OffCpuState state);
+  // Whether any trigger watches samples (cpu:), or off-CPU intervals (offcpu:).
+  bool WatchesSamples() const { return Watches(SnapshotTrigger::Kind::kCpu); }
+  bool WatchesOffCpu() const { return Watches(SnapshotTrigger::Kind::kOffCpu); }
   // What fired since the last call and may be taken now (their reasons),
   // once: more than one when the records of several intervals came in one
   // round (a recorder behind its program).
@@ -62,6 +71,9 @@ class TriggerWatch {
 
  private:
   void Fire(uint64_t time, std::string why);
+  bool Watches(SnapshotTrigger::Kind kind) const;
+  // The weights of the last second in a trigger's window, and their sum.
+  uint64_t Slide(size_t trigger, uint64_t time, uint64_t weight);
   static constexpr size_t kMaxPending = 16;
 
   std::vector<SnapshotTrigger> triggers_;
@@ -71,8 +83,8 @@ class TriggerWatch {
   uint64_t taken_ = 0, held_back_ = 0;
   // Zones begun and not yet ended, by (thread, site): their begin times.
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> open_;
-  // Per cpu: trigger (by index), the samples of the last second: (time,
-  // weight), and their weights' sum.
+  // Per cpu: or offcpu: trigger (by index), the samples or intervals of
+  // the last second: (time, weight: ns), and their weights' sum.
   struct Window {
     std::deque<std::pair<uint64_t, uint64_t>> samples;
     uint64_t sum = 0;

@@ -309,7 +309,20 @@ why = [n for n in report(shots[0])["header"]["notes"] if n.startswith("snapshot 
 check(len(shots) == 1 and len(why) == 1 and re.search(r"\(\d+(\.\d+)?% of one CPU over the last second\)$", why[0]) and
       float(re.search(r"\(([\d.]+)%", why[0]).group(1)) > 20,
       "a thread's CPU share fires one snapshot: %s, %s" % (shots, why))
+# Time off CPU in a state: the sleep fixture sleeps 8 ms of every 10 ms,
+# some 0.8 s a second, past 500 ms once a second's intervals are in.
+for f in glob.glob(d + "/trig*.mscap"):
+    os.unlink(f)
+record(trig, [fixture("offcpu"), "sleep", "150"],
+       ["--rolling", "30s", "--off-cpu", "--snapshot-when", "offcpu:sleeping>500ms"])
+shots = sorted(glob.glob(d + "/trig.*.mscap"))
+why = [n for n in report(shots[0])["header"]["notes"] if n.startswith("snapshot taken when")] if shots else []
+m = re.search(r"\(([\d.]+) ms sleeping in the intervals that ended in the last second\)$", why[0]) if why else None
+check(len(shots) == 1 and m is not None and float(m.group(1)) > 500,
+      "time asleep fires one snapshot: %s, %s" % (shots, why))
 for extra, want in ((["--snapshot-when", "mark:round"], "give --rolling TIME or --continuous DIR"),
+                    (["--rolling", "5s", "--snapshot-when", "offcpu:sleeping>1ms"], "with --off-cpu"),
+                    (["--rolling", "5s", "--snapshot-when", "offcpu:dozing>1ms"], "no off-CPU state 'dozing'"),
                     (["--rolling", "5s", "--snapshot-when", "zone:x<3ms"], "use '>'"),
                     (["--rolling", "5s", "--snapshot-when", "net>5"], "unknown kind 'net'"),
                     (["--rolling", "5s", "--snapshot-when", "counter:n>lots"], "is not a number")):

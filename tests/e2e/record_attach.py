@@ -30,6 +30,12 @@ try:
     h = rep["header"]
     check(h["mode"] == "attach" and h["target_pid"] == target.pid, "attach mode, target pid")
     check(2.5e9 <= h["duration_ns"] <= 6e9, "duration %.2f s for --duration 3s" % (h["duration_ns"] / 1e9))
+    # From the attach until the sampling events were on (while the sources
+    # started) the process ran unsampled: a gap of that cause, not idle time.
+    gaps = {g["cause"]: g for g in h.get("gaps", [])}
+    attaching = gaps.get("not yet attached")
+    check(attaching is not None and attaching["gaps"] == 1 and 0 < attaching["ns"] < 30e9,
+          "the time before sampling began is a 'not yet attached' gap: %s" % h.get("gaps"))
     threads = {t["name"]: t["samples"] for t in h["threads"]}
     # Sampled, whatever else runs: three threads spin on two cores here, and
     # a loaded machine gave the main thread fewer than 500 of 3000.

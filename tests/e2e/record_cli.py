@@ -132,8 +132,11 @@ def q(path, sql):
     return json.loads(p.stdout)
 
 
-# 0: samples counted by thread without stacks, off-CPU time totalled by
-# thread and state. The sleep fixture: 100 rounds of 2 ms on CPU and 8 ms asleep.
+# 0: samples counted by thread without stacks (events on every task of each
+# CPU, the target's processes followed by their records), off-CPU time
+# totalled by thread from the scheduler's counts (blocked, runnable). The
+# sleep fixture: 100 rounds of 2 ms on CPU and 8 ms asleep, in a thread
+# that exits (its totals come from its exit).
 lv = d + "/level0.mscap"
 p = run([MICROSCOPE, "record", "-q", "--level", "0", "-o", lv, "--", fixture("offcpu"), "sleep", "100"])
 check(p.returncode == 0, "--level 0 records (%d): %s" % (p.returncode, p.stderr))
@@ -141,12 +144,50 @@ cap = q(lv, "SELECT call_graph, frequency, stack_copy FROM captures")[0]
 check(cap["call_graph"] == "none" and cap["stack_copy"] == 0, "--level 0: no stacks (%s)" % cap)
 s = q(lv, "SELECT count(*) AS n, count(stack) AS with_stack FROM samples")[0]
 check(s["n"] > 50 and s["with_stack"] == 0, "--level 0: %d samples, %d with a stack" % (s["n"], s["with_stack"]))
-slept = q(lv, """SELECT sum(total) AS ns, sum(count) AS n FROM off_cpu_short o JOIN threads t ON t.id = o.thread
-                 WHERE t.name = 'sleeper' AND o.state = 'sleeping'""")[0]
+h = report(lv)["header"]
+check(len(h["processes"]) == 1 and {t["name"] for t in h["threads"]} <= {"offcpu", "sleeper"} and
+      any("every task of each CPU" in n for n in h["notes"]),
+      "--level 0: events on every CPU, the fixture's process alone recorded (%s, %s)" %
+      ([p["command"] for p in h["processes"]], sorted({t["name"] for t in h["threads"]})))
+
+
+def blocked(path, thread):
+    return q(path, """SELECT sum(total) AS ns, sum(count) AS n FROM off_cpu_short o
+                      JOIN threads t ON t.id = o.thread WHERE t.name = '%s' AND o.state = 'blocked'""" %
+             thread)[0]
+
+
+slept = blocked(lv, "sleeper")
 check(slept["n"] is not None and slept["n"] >= 100 and 0.6e9 <= slept["ns"] <= 3e9,
-      "--level 0: the sleeper's %s intervals asleep totalled %s ns (100 of 8 ms)" % (slept["n"], slept["ns"]))
+      "--level 0: the sleeper blocked %s times for %s ns in all (100 of 8 ms)" % (slept["n"], slept["ns"]))
 kept = q(lv, "SELECT count(*) AS n FROM off_cpu o JOIN threads t ON t.id = o.thread WHERE t.name = 'sleeper'")[0]
 check(kept["n"] == 0, "--level 0: no interval kept with stacks (%d)" % kept["n"])
+src = {r["name"]: r for r in q(lv, "SELECT name, state FROM sources")}
+check(src.get("off-cpu", {}).get("state") == "totals", "--level 0: off-CPU totals only (%s)" % src.get("off-cpu"))
+# Attached to a thread asleep since long before: only the time recorded
+# counts (its counts at the attach are the base), read at the end from
+# /proc while it still sleeps. 300 rounds: 3 s; attached after 1 s for 1 s.
+sleeper = subprocess.Popen([fixture("offcpu"), "sleep", "300"], stdout=subprocess.DEVNULL)
+try:
+    time.sleep(1.0)
+    lv = d + "/level0-attach.mscap"
+    p = run([MICROSCOPE, "record", "-q", "--level", "0", "--duration", "1s", "-o", lv, "--pid", str(sleeper.pid)])
+    check(p.returncode == 0, "--level 0 --pid records (%d): %s" % (p.returncode, p.stderr))
+    slept = blocked(lv, "sleeper")
+    check(slept["ns"] is not None and 0.4e9 <= slept["ns"] <= 1.3e9 and slept["n"] >= 40,
+          "--level 0 --pid: the sleeper blocked %s times for %s ns of the 1 s recorded (not since its "
+          "start, 1 s before)" % (slept["n"], slept["ns"]))
+finally:
+    sleeper.kill()
+    sleeper.wait()
+# A child the program forks is followed (its samples), another program is not.
+lv = d + "/level0-fork.mscap"
+p = run([MICROSCOPE, "record", "-q", "--level", "0", "-o", lv, "--", fixture("forkexec"), fixture("split"), "300"])
+procs = report(lv)["header"]["processes"]
+check(p.returncode == 0 and sorted(p["command"] for p in procs) == ["forkexec", "split"] and
+      all(p["samples"] > 30 for p in procs),
+      "--level 0: the program and the child it forked, both sampled (%s)" %
+      [(p["command"], p["samples"]) for p in procs])
 walkers = q(lv, "SELECT name, state FROM sources WHERE name IN ('python', 'node')")
 check(all(w["state"] != "on" for w in walkers), "--level 0: no runtime walks (%s)" % walkers)
 # 1 to 3 are the presets; 3 adds system calls with stacks past 1 ms, and off-CPU.

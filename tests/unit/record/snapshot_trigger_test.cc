@@ -94,3 +94,38 @@ TEST_CASE("Snapshot triggers: a thread's CPU share over the last second, and los
   REQUIRE(f.size() == 1);
   CHECK(f[0] == "lost>10 (11 records lost)");
 }
+
+TEST_CASE("Snapshot triggers: time off CPU in one state over the last second") {
+  auto parsed = ParseSnapshotTrigger("offcpu:uninterruptible > 200ms");
+  REQUIRE(parsed.ok());
+  CHECK(parsed->kind == SnapshotTrigger::Kind::kOffCpu);
+  CHECK(parsed->state == capture::OffCpuState::kUninterruptible);
+  CHECK(parsed->threshold == 200'000'000);
+  for (const char* bad : {"offcpu:asleep>1ms", "offcpu:sleeping<1ms", "offcpu:sleeping>soon",
+                          "offcpu:>5ms", "offcpu:blocked>1ms"}) {
+    CAPTURE(bad);
+    auto r = ParseSnapshotTrigger(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find(bad) != std::string::npos);
+  }
+  TriggerWatch w({*parsed}, 0);
+  // 50 ms waits on the disk every 300 ms: 150 ms in a second at most.
+  uint64_t t = 1'000'000'000;
+  for (int i = 0; i < 10; ++i, t += 300'000'000) {
+    w.OffCpu(t, t + 50'000'000, capture::OffCpuState::kUninterruptible);
+    w.OffCpu(t, t + 250'000'000, capture::OffCpuState::kSleeping);  // another state's time
+  }
+  CHECK(w.TakeFired().empty());
+  // Then every 100 ms: past 200 ms once five of them ended within a second.
+  std::vector<std::string> fired;
+  int waits = 0;
+  while (waits < 20 && fired.empty()) {
+    w.OffCpu(t, t + 50'000'000, capture::OffCpuState::kUninterruptible);
+    ++waits;
+    t += 100'000'000;
+    fired = w.TakeFired();
+  }
+  REQUIRE(fired.size() == 1);
+  CHECK(waits == 3);  // two of the 300 ms rhythm (3.45 s, 3.75 s) and these three: 250 ms
+  CHECK(fired[0].find("250 ms uninterruptible") != std::string::npos);
+}

@@ -30,6 +30,7 @@ export const GAP_CAUSES: Record<string, string> = {
   B: 'budget: one sample in N kept',
   W: 'walker not yet on',
   S: 'segment missing',
+  A: 'not yet attached',
 };
 export const GAP_COLOR = '#c0392b';
 
@@ -63,6 +64,8 @@ export const STATE_COLORS: Record<string, string> = {
   uninterruptible: '#d9822b',
   preempted: '#b5a642',
   other: '#999999',
+  blocked: '#8fa8c8',
+  runnable: '#c9b458',
 };
 
 export function LanesView(props: {
