@@ -383,6 +383,9 @@ bool ResolveRecordFlags(RecordFlags& f) {
     if (f.options.preset != p.name) continue;
     if (f.freq->count() == 0) f.options.frequency = p.frequency;
     if (f.stack->count() == 0) f.options.stack_copy = p.stack_copy;
+    // Level 0 counts by thread: 99 Hz, each sample's interrupt being most
+    // of its cost in the program's own time.
+    if (f.level == 0 && f.freq->count() == 0) f.options.frequency = 99;
   }
   if (f.off_cpu->count() == 0 && f.options.preset == "deep") f.options.off_cpu = true;
   if (!f.stack_min.empty()) {

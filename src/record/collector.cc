@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <system_error>
@@ -84,6 +85,8 @@ Result<std::unique_ptr<Collector>> Collector::Create(const CollectorOptions& opt
   }
   std::unique_ptr<Collector> c(new Collector(options));
   c->cpus_ = RecordedCpus();
+  c->period_seed_ =
+      uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) ^ uint64_t(getpid());
   // Sample rings first (when sampling), then task rings, each in CPU order.
   // The locked-memory limit of an unprivileged user (perf_event_mlock_kb per
   // CPU) hardly holds one ring per CPU: there, task records share the
@@ -231,6 +234,7 @@ Status Collector::AddTask(pid_t tid, bool enable_on_exec, bool hold_sampling) {
       return Status::Error(std::string("PERF_EVENT_IOC_SET_OUTPUT: ") + std::strerror(errno));
     }
   }
+  if (tid < 0) every_task_open_ = true;
   return OkStatus();
 }
 
@@ -242,6 +246,20 @@ Status Collector::EnableSampling() {
   }
   held_fds_.clear();
   return OkStatus();
+}
+
+void Collector::VaryPeriods() {
+  if (!every_task_open_ || options_.frequency == 0) return;
+  const uint64_t mean = 1'000'000'000ull / options_.frequency;
+  for (int fd : sampling_fds_) {
+    // splitmix64: any spread will do, no two rounds alike.
+    uint64_t z = (period_seed_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    uint64_t period = mean * 3 / 4 + z % (mean / 2 + 1);
+    ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);  // a refusal leaves the period as it was
+  }
 }
 
 Status Collector::AttachGate(int gate_fd, std::function<Status(int)> chain) {

@@ -104,6 +104,15 @@ class Collector {
   // Starts the sampling events AddTask held (and those their threads
   // inherited since).
   Status EnableSampling();
+  // Events on every task of a CPU sample by the CPU's clock, not the
+  // task's: a program that wakes on a period of its own (every 10 ms)
+  // would be sampled in step with it, always or never (at 99 Hz a thread
+  // busy 2 ms of every 10 got 0 samples of the 20 due, at 97 Hz 10). Each
+  // call sets every such event a new period drawn around the mean (-25% to
+  // +25%), so that no program's period can keep step; each sample carries
+  // its own period, its weight. Called at every round; a no-op for events
+  // on tasks, which count their task's own time.
+  void VaryPeriods();
   Status Disable();
 
   // Runs BPF program `prog_fd` (a perf_event program) at each sample of
@@ -213,7 +222,9 @@ class Collector {
   int program_fd_ = -1;               // run at each sample (AttachProgram)
   std::function<Status(int)> chain_;  // AttachGate's
   std::atomic<int> round_ms_{kRoundMs};
-  std::vector<Ring> rings_;  // sample rings in CPU order, then task rings
+  uint64_t period_seed_ = 0;      // VaryPeriods' generator state
+  bool every_task_open_ = false;  // AddTask(-1) opened the sampling events
+  std::vector<Ring> rings_;       // sample rings in CPU order, then task rings
   std::vector<RingArena> arenas_;
   const StackExtents* stack_extents_ = nullptr;
   bool ring_shrunk_ = false;

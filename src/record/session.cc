@@ -69,6 +69,10 @@ class Recording {
     LoadStackCopier(&copts);
     copts_ = copts;
     ASSIGN_OR_RETURN(collector_, Collector::Create(copts));
+    // Samples without stacks (record --level 0) need no quick rounds: no
+    // walker waits on them, their records are small. Each round wakes the
+    // recorder, which takes a CPU from the program.
+    if (!options_.stacks) collector_->SetRoundMs(100);
     DescribeRecording(options_, copts, &settings());
     if (!stack_copier_note_.empty()) settings().notes.push_back(stack_copier_note_);
     settings().kernel_frames = collector_->kernel_frames();  // parts cut before the end say it too
@@ -369,7 +373,16 @@ void Recording::Run() {
     wait_fds_.push_back(target_fd_.get());  // the target's exit wakes the loop
   const std::vector<int> server_fds = server_ != nullptr ? server_->fds() : std::vector<int>();
   for (;;) {
-    collector_->Wait(collector_->round_ms(), wait_fds_, &ready_fds_);
+    int wait_ms = collector_->round_ms();
+    if (options_.duration_ns != 0) {
+      // A long round (record --level 0) still ends at --duration.
+      const uint64_t since = std::max(start_, sampling_start_), at = MonotonicNowNs();
+      const uint64_t left =
+          since + options_.duration_ns > at ? since + options_.duration_ns - at : 0;
+      wait_ms = int(std::min<uint64_t>(uint64_t(wait_ms), left / 1'000'000 + 1));
+    }
+    collector_->Wait(wait_ms, wait_fds_, &ready_fds_);
+    collector_->VaryPeriods();
     for (int fd : server_fds) requests_waiting_ |= std::ranges::count(ready_fds_, fd) > 0;
     uint64_t now = MonotonicNowNs();
     uint64_t drained = collector_->Collect();

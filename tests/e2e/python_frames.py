@@ -416,6 +416,51 @@ def walker_gaps(what, cap):
 
 walker_gaps("attach to 3.14", cap)
 
+# A walker made late: the recorder stopped (SIGSTOP) while a program that
+# is not Python by its name or image (pylaunch, libpython linked in: its
+# exec is not held) starts its interpreter and runs, so that the recorder
+# lays the process out only once it runs again, 0.4 s later. The samples
+# with interpreter frames before then are one gap of the process, drawn in
+# the lanes and the Chrome export; the stacks after it are walked.
+fifo = os.path.join(d, "go")
+os.mkfifo(fifo)
+cap = os.path.join(d, "late-walker.mscap")
+rec = subprocess.Popen([MICROSCOPE, "record", "-q", "--python", "bpf", "-F", RATE, "-o", cap, "--",
+                        "sh", "-c", 'read go < "$0"; exec "$@"', fifo, *pythons["3.11-shared"], WORKLOAD,
+                        "split", SCALE], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+try:
+    wait_recording(rec)
+    os.kill(rec.pid, signal.SIGSTOP)
+    try:
+        with open(fifo, "w") as f:
+            f.write("go\n")
+        time.sleep(0.4)
+    finally:
+        os.kill(rec.pid, signal.SIGCONT)
+    _, se = rec.communicate(timeout=300)
+    check(rec.returncode == 0, "the recorder stopped and continued records (%s)" % se[-300:])
+finally:
+    if rec.poll() is None:
+        rec.kill()
+        rec.wait()
+before = walker_gaps("a walker made late", cap)
+h = report(cap)["header"]
+late = [g for g in h.get("gaps", []) if g["cause"] == "walker not yet on"]
+pylaunch = [p["pid"] for p in h["processes"] if p["command"] == "pylaunch"]
+lanes = report(cap, "--lanes")["lanes"]
+rows = [r for r in lanes.get("gap_rows", []) if r["cause"] == "walker not yet on"]
+check(before >= 50 and late and 0.05e9 <= late[0]["ns"] <= 5e9 and len(rows) == 1 and
+      rows[0].get("pid") in pylaunch,
+      "a late walker: %d samples before it was on, a gap of the process (%s; %s, pylaunch %s)" %
+      (before, late, rows, pylaunch))
+chrome = os.path.join(d, "late-walker.json")
+p = run([MICROSCOPE, "convert", cap, "--to", "chrome", "-o", chrome])
+spans = [e for e in json.load(open(chrome))["traceEvents"] if e.get("cat") == "gap"]
+check(p.returncode == 0 and [e["name"] for e in spans] == ["gap: walker not yet on"],
+      "the Chrome export labels it: %s" % spans)
+text = run([MICROSCOPE, "report", cap, "--lanes"]).stdout
+check(re.search(r"^\s+gaps\s+\|[^|]*W", text, re.M), "report --lanes marks its columns W")
+
 # --python auto on a program that does not look like Python but launches
 # others (a shell that execs one): the walker starts with the recording and
 # holds the interpreter at its exec until it is laid out; a recording of no

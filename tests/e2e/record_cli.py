@@ -142,8 +142,14 @@ p = run([MICROSCOPE, "record", "-q", "--level", "0", "-o", lv, "--", fixture("of
 check(p.returncode == 0, "--level 0 records (%d): %s" % (p.returncode, p.stderr))
 cap = q(lv, "SELECT call_graph, frequency, stack_copy FROM captures")[0]
 check(cap["call_graph"] == "none" and cap["stack_copy"] == 0, "--level 0: no stacks (%s)" % cap)
-s = q(lv, "SELECT count(*) AS n, count(stack) AS with_stack FROM samples")[0]
-check(s["n"] > 50 and s["with_stack"] == 0, "--level 0: %d samples, %d with a stack" % (s["n"], s["with_stack"]))
+# 99 Hz by each CPU's clock, its period varied at random: the sleeper's 2 ms
+# of every 10 ms, some 0.2 s of CPU, gets its share (about 20 samples; at a
+# fixed 10.1 ms period it was sampled in step with its sleeps, 0 or 1 times).
+s = q(lv, """SELECT count(*) AS n, count(stack) AS with_stack, sum(weight) AS ns FROM samples s
+             JOIN threads t ON t.id = s.thread WHERE t.name = 'sleeper'""")[0]
+check(s["n"] >= 8 and s["with_stack"] == 0 and 0.08e9 <= s["ns"] <= 0.5e9,
+      "--level 0: the sleeper's %d samples (%s ns of CPU, about 0.2 s due), %d with a stack" %
+      (s["n"], s["ns"], s["with_stack"]))
 h = report(lv)["header"]
 check(len(h["processes"]) == 1 and {t["name"] for t in h["threads"]} <= {"offcpu", "sleeper"} and
       any("every task of each CPU" in n for n in h["notes"]),
@@ -185,7 +191,7 @@ lv = d + "/level0-fork.mscap"
 p = run([MICROSCOPE, "record", "-q", "--level", "0", "-o", lv, "--", fixture("forkexec"), fixture("split"), "300"])
 procs = report(lv)["header"]["processes"]
 check(p.returncode == 0 and sorted(p["command"] for p in procs) == ["forkexec", "split"] and
-      all(p["samples"] > 30 for p in procs),
+      all(p["samples"] >= 10 for p in procs),
       "--level 0: the program and the child it forked, both sampled (%s)" %
       [(p["command"], p["samples"]) for p in procs])
 walkers = q(lv, "SELECT name, state FROM sources WHERE name IN ('python', 'node')")

@@ -27,6 +27,16 @@ with open(d + "/other.json", "w") as f:
 p = run([MICROSCOPE, "import", d + "/other.json", "--into", d + "/threads.mscap", "--offset", "0ms"])
 check(p.returncode == 0, "a trace imported onto threads.mscap: %s" % p.stderr)
 os.remove(d + "/other.json")
+# An attach: until its sampling events were on, the process ran unsampled,
+# a gap ("not yet attached") the lanes hatch at the start.
+target = subprocess.Popen([fixture("longrun"), "60"], stdout=subprocess.PIPE, text=True)
+try:
+    check(target.stdout.readline().strip() == "ready", "the attach's target started")
+    p = run([MICROSCOPE, "record", "-q", "-o", d + "/attach.mscap", "--pid", str(target.pid), "--duration", "1s"])
+    check(p.returncode == 0, "an attach recorded: %s" % p.stderr)
+finally:
+    target.kill()
+    target.wait()
 shots = os.path.join(os.environ.get("LOG_DIR", d), "screenshots")
 shutil.rmtree(shots, ignore_errors=True)
 os.makedirs(shots)

@@ -124,6 +124,33 @@ test("an imported trace's tracks are drawn under the threads, named", async () =
   await shot("5b-imported");
 });
 
+test("a gap is hatched where it was, with its cause, and nowhere else", async () => {
+  await page.goto(new URL("/?capture=attach.mscap", url).href);
+  await ready();
+  const lanes = (await api("/api/report?capture=attach.mscap&views=lanes&lane_width=200")).lanes;
+  const gapped = lanes.lanes.filter((l) => (l.gaps ?? "").includes("A"));
+  assert.ok(gapped.length > 0, JSON.stringify(lanes.lanes.map((l) => l.gaps)));
+  const name = page.locator(".lane-names div[title*='not yet attached']");
+  await name.first().waitFor();
+  assert.match(await name.first().getAttribute("title"), /gaps, not known \(not idle\): not yet attached/);
+  // The hatching's colour (GAP_COLOR, #c0392b) on the canvas: in the
+  // columns the gap covers (its first lane's letters), in none past them.
+  const letters = gapped[0].gaps;
+  const last = letters.lastIndexOf("A");
+  const red = await page.evaluate(([last, columns]) => {
+    const c = document.querySelector(".lanes canvas");
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    const split = Math.ceil(((last + 1) / columns) * c.width) + 2;
+    let inside = 0, outside = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i] > 150 && d[i + 1] < 110 && d[i + 2] < 100) ((i / 4) % c.width < split ? inside++ : outside++);
+    }
+    return { inside, outside };
+  }, [last, letters.length]);
+  assert.ok(red.inside > 20 && red.outside === 0, JSON.stringify(red));
+  await shot("5c-gap");
+});
+
 test("a diff colours what changed", async () => {
   await page.goto(new URL("/?capture=threads.mscap&diff=split.mscap&view=tree", url).href);
   await ready();
@@ -197,7 +224,7 @@ test("the metric and look choices are in the URL and the queries", async () => {
 
 test("with several captures served, the page asks which, and which to compare with", async () => {
   await page.goto(new URL("/", url).href);
-  await page.getByText("2 captures are served: choose one.").waitFor();
+  await page.getByText("3 captures are served: choose one.").waitFor();
   await page.getByRole("combobox", { name: "capture", exact: true }).selectOption("threads.mscap");
   await page.waitForFunction(() => new URL(location.href).searchParams.get("capture") === "threads.mscap");
   await ready();

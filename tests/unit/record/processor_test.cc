@@ -508,3 +508,32 @@ TEST_CASE("Processor: a snapshot holds the gaps so far, those still open as far 
   REQUIRE(whole.gaps.size() == 1);
   CHECK(whole.gaps[0].end == 900);
 }
+
+TEST_CASE("Processor: following one process keeps its records and its children's only") {
+  std::vector<uint8_t> arena;
+  for (const auto& r : std::vector<std::vector<uint8_t>>{
+           CommRecord(10, 10, "target", true, 1),
+           CommRecord(20, 20, "bystander", true, 2),
+           SampleRecord(20, 20, 3, {}),                 // another program's sample
+           TaskRecord(kRecordFork, 10, 10, 11, 10, 4),  // the target's new thread
+           TaskRecord(kRecordFork, 30, 10, 30, 11, 5),  // a child the target forked
+           TaskRecord(kRecordFork, 40, 20, 40, 20, 6),  // a child of the other one
+           SampleRecord(10, 11, 7, {}),
+           SampleRecord(30, 30, 8, {}),
+           SampleRecord(40, 40, 9, {}),
+           TaskRecord(kRecordExit, 30, 10, 30, 11, 10),  // the child ends; its pid goes
+           TaskRecord(kRecordFork, 30, 20, 30, 20, 11),  // to the other program's next child
+           SampleRecord(30, 30, 12, {}),
+       }) {
+    arena.insert(arena.end(), r.begin(), r.end());
+  }
+  Processor p(Processor::Options{});
+  p.Follow(10);
+  ProcessArenas({arena}, CollectorLayout(), &p);
+  capture::Capture c = p.Finish(1000);
+  std::vector<int32_t> pids;
+  for (const capture::Process& proc : c.processes) pids.push_back(proc.pid);
+  CHECK(pids == std::vector<int32_t>{10, 30});
+  REQUIRE(c.samples.size() == 2);
+  CHECK(c.samples.time == std::vector<uint64_t>{7, 8});
+}
