@@ -90,15 +90,17 @@ void AddSamplingFlags(CLI::App* cmd, RecordFlags* f) {
           ->check(CLI::IsMember({"quick", "default", "deep"}));
   cmd->add_option(
          "--level", f->level,
-         "depth for its cost, one number: 0 CPU samples (499 Hz) counted by thread, no stacks, "
-         "and time off CPU totalled by thread and state; 1 the quick preset; 2 the "
-         "default preset; 3 the deep preset (with --off-cpu) plus system calls, those "
+         "depth for its cost, one number: 0 CPU samples (99 Hz, by events on every CPU) "
+         "counted by thread, no stacks, and time off CPU totalled by thread from the "
+         "scheduler's own counts (blocked; runnable, waiting for a CPU); 1 the quick preset; "
+         "2 the default preset; 3 the deep preset (with --off-cpu) plus system calls, those "
          "of 1 ms or more with their stacks, and every runtime's frames. Flags given "
          "beside it override it. Measured here (bench/overhead.py, 2 CPUs, the program's "
-         "slowdown, levels 0/1/2/3): a CPU-bound C program +2.7/+3.0/+5.7/+17%, a Node.js "
-         "one +2.0/-1.3/+1.8/+10% (perf record -g: +4.1% and +3.1%), two threads waking "
-         "each other in turn +71/+66/+85/+157% (perf -g: +78%): level 0 still has the "
-         "per-thread sampling events' cost at each switch")
+         "slowdown, medians): level 0 +0.2 to +1.0% on a CPU-bound C program and +1.0 to "
+         "+2.0% on two threads waking each other in turn (perf record -g: +9.6% and +55% "
+         "in the same run); levels 1/2/3 +5.4/+8.7/+14.5% on the C program (perf -g "
+         "+3.1%), +1.8/+1.4/+10.8% on a Node.js one (+1.5%), +47/+44/+137% on the "
+         "ping-pong (+54%): their events on each thread cost at every switch")
       ->check(CLI::Range(0, 3));
   cmd->add_option("-g,--call-graph", f->call_graph,
                   "user stacks: fp (kernel frame-pointer chain), dwarf (CFI unwinding of the "
