@@ -99,7 +99,13 @@ class PseudoFrames {
   capture::Capture* c_;
   size_t base_stacks_;
   capture::StackInterner stacks_;
-  std::array<capture::FrameId, capture::kOffCpuStateCount> state_frame_{kNone, kNone, kNone, kNone};
+  // Every state's frame kNone until made (an initializer list would leave
+  // the states it does not name at frame 0).
+  std::array<capture::FrameId, capture::kOffCpuStateCount> state_frame_ = [] {
+    std::array<capture::FrameId, capture::kOffCpuStateCount> none;
+    none.fill(kNone);
+    return none;
+  }();
   std::array<std::vector<capture::StackId>, capture::kOffCpuStateCount> state_leaf_;
 };
 

@@ -172,6 +172,11 @@ struct ReportOffCpuTotal {
   uint64_t total_ns = 0;
   double percent = 0;  // of all off-CPU time
 };
+// Whether a view lists state `s` with total `t`: the switch's states always,
+// the 2.11 totals' only where the capture has them (capture.h).
+inline bool ShownOffCpuState(uint8_t s, const ReportOffCpuTotal& t) {
+  return s < capture::kOffCpuSwitchStates || t.intervals != 0 || t.shorts != 0 || t.total_ns != 0;
+}
 
 struct ReportOffCpuThread {
   int32_t tid;

@@ -165,6 +165,10 @@ enum class OffCpuState : uint8_t {
   kRunnable = 5,
 };
 inline constexpr uint8_t kOffCpuStateCount = 6;
+// The states every capture may have: views list these always, and the
+// 2.11 totals' states (kBlocked, kRunnable) only where a capture has them,
+// so that an earlier capture reads as it did.
+inline constexpr uint8_t kOffCpuSwitchStates = 4;
 const char* OffCpuStateName(OffCpuState state);
 
 // OffCpu::flags bits.

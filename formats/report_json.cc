@@ -157,7 +157,9 @@ ordered_json OffCpuJson(const analysis::ReportOffCpu& r) {
                     {"total_ns", o.total_ns()}};
   ordered_json states = ordered_json::object();
   for (uint8_t s = 0; s < capture::kOffCpuStateCount; ++s) {
-    states[capture::OffCpuStateName(capture::OffCpuState(s))] = OffCpuTotalJson(r.states[s]);
+    const analysis::ReportOffCpuTotal& t = r.states[s];
+    if (!analysis::ShownOffCpuState(s, t)) continue;
+    states[capture::OffCpuStateName(capture::OffCpuState(s))] = OffCpuTotalJson(t);
   }
   j["states"] = states;
   j["threads"] = ordered_json::array();

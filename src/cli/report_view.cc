@@ -269,6 +269,7 @@ void PrintByState(FILE* out, const analysis::ReportOffCpu& o, const TextStyle& c
   fprintf(out, "%7s %12s %10s %10s  %s\n", "share", "time", "intervals", "short", "state");
   for (uint8_t s = 0; s < capture::kOffCpuStateCount; ++s) {
     const analysis::ReportOffCpuTotal& t = o.states[s];
+    if (!analysis::ShownOffCpuState(s, t)) continue;
     fprintf(out, "%s%7s%s %12s %10llu %10llu  %s\n", c.heat(t.percent), Share(t.percent).c_str(),
             c.reset(), analysis::Duration(t.total_ns).c_str(), Ull(t.intervals), Ull(t.shorts),
             capture::OffCpuStateName(capture::OffCpuState(s)));

@@ -109,9 +109,10 @@ class Collector {
   // would be sampled in step with it, always or never (at 99 Hz a thread
   // busy 2 ms of every 10 got 0 samples of the 20 due, at 97 Hz 10). Each
   // call sets every such event a new period drawn around the mean (-25% to
-  // +25%), so that no program's period can keep step; each sample carries
-  // its own period, its weight. Called at every round; a no-op for events
-  // on tasks, which count their task's own time.
+  // +25%), so that no program's period can keep step. A sample's weight
+  // stays the mean: the kernel reports a CPU clock's first period with
+  // each sample, and the periods drawn average to it. Called at every
+  // round; a no-op for events on tasks, which count their task's own time.
   void VaryPeriods();
   Status Disable();
 

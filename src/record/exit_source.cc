@@ -53,6 +53,10 @@ std::optional<SchedCounts> ReadSchedCounts(pid_t pid, pid_t tid) {
   return c;
 }
 
+// The most threads of an attached process whose counts are read at the
+// start (some 64 bytes each); the rest have no base and are left out.
+constexpr size_t kMaxBased = 1 << 16;
+
 // A process's exit, or (thread_times) a thread's end with its counts.
 struct Ended {
   uint64_t time_ns = 0;
@@ -84,8 +88,10 @@ class ExitSource final : public QueuedSource<Ended> {
     if (thread_times_) {
       // Each thread there now is counted from now: its counts so far are
       // the base its later ones are taken from.
+      // Bounded: a target's threads past kMaxBased are left out, counted.
       const uint64_t now = MonotonicNowNs();
       for (pid_t tid : ListTasks(target)) {
+        if (base_.size() >= kMaxBased) break;
         if (std::optional<SchedCounts> c = ReadSchedCounts(target, tid))
           base_[uint32_t(tid)] = {now, *c};
       }

@@ -168,6 +168,9 @@ check(slept["n"] is not None and slept["n"] >= 100 and 0.6e9 <= slept["ns"] <= 3
       "--level 0: the sleeper blocked %s times for %s ns in all (100 of 8 ms)" % (slept["n"], slept["ns"]))
 kept = q(lv, "SELECT count(*) AS n FROM off_cpu o JOIN threads t ON t.id = o.thread WHERE t.name = 'sleeper'")[0]
 check(kept["n"] == 0, "--level 0: no interval kept with stacks (%d)" % kept["n"])
+offcpu = {f["function"]: f["self"]["value"] for f in report(lv, "--metric", "offcpu", "--by-state")["functions"]}
+check(offcpu.get("[blocked]", 0) >= 0.6e9,
+      "--level 0 --metric offcpu --by-state: the blocked totals end in [blocked] (%s)" % offcpu)
 src = {r["name"]: r for r in q(lv, "SELECT name, state FROM sources")}
 check(src.get("off-cpu", {}).get("state") == "totals", "--level 0: off-CPU totals only (%s)" % src.get("off-cpu"))
 # Attached to a thread asleep since long before: only the time recorded
