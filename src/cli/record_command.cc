@@ -64,7 +64,8 @@ struct RecordFlags {
   CLI::Option* off_cpu_min_option = nullptr;
   CLI::Option* syscalls = nullptr;
   std::map<std::string, CLI::Option*> runtime_modes;
-  int level = -1;  // --level: -1 not given
+  int level = -1;                // --level: -1 not given
+  uint32_t level_frequency = 0;  // the level's own rate; 0: its preset's
   // Always-on.
   std::string rolling;
   std::string segment;
@@ -357,6 +358,9 @@ bool ResolveLevel(RecordFlags& f) {
     // CPU totalled per thread from the scheduler's own counts (nothing runs
     // at a switch), no walks. --off-cpu asks for the intervals instead.
     f.options.stacks = false;
+    // 99 Hz: each sample's interrupt is most of level 0's cost in the
+    // program's own time.
+    f.level_frequency = 99;
     f.options.call_graph = record::Processor::CallGraph::kFramePointer;
     f.call_graph = "fp";
     if (f.off_cpu->count() == 0) f.options.off_cpu_totals = true;
@@ -383,11 +387,10 @@ bool ResolveRecordFlags(RecordFlags& f) {
       {"quick", 499, 8192}, {"default", 999, 16384}, {"deep", 3999, 65528}};
   for (const Preset& p : kPresets) {
     if (f.options.preset != p.name) continue;
-    if (f.freq->count() == 0) f.options.frequency = p.frequency;
+    if (f.freq->count() == 0) {
+      f.options.frequency = f.level_frequency != 0 ? f.level_frequency : p.frequency;
+    }
     if (f.stack->count() == 0) f.options.stack_copy = p.stack_copy;
-    // Level 0 counts by thread: 99 Hz, each sample's interrupt being most
-    // of its cost in the program's own time.
-    if (f.level == 0 && f.freq->count() == 0) f.options.frequency = 99;
   }
   if (f.off_cpu->count() == 0 && f.options.preset == "deep") f.options.off_cpu = true;
   if (!f.stack_min.empty()) {

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -26,32 +25,6 @@ namespace {
 
 static_assert(sizeof(exit_event) == 16, "bpf/exits.h layout");
 static_assert(sizeof(thread_end_event) == 56, "bpf/exits.h layout");
-
-// What the scheduler counted for a thread, as /proc or its exit gives it.
-struct SchedCounts {
-  uint64_t on_cpu = 0;
-  uint64_t run_delay = 0;
-  uint64_t timeslices = 0;
-  uint64_t voluntary = 0;  // context switches by blocking
-};
-
-// /proc/PID/task/TID/schedstat (on CPU, run delay, timeslices; Linux's
-// CONFIG_SCHED_INFO) and status's voluntary_ctxt_switches.
-std::optional<SchedCounts> ReadSchedCounts(pid_t pid, pid_t tid) {
-  const std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
-  SchedCounts c;
-  std::ifstream stat(task + "/schedstat");
-  if (!(stat >> c.on_cpu >> c.run_delay >> c.timeslices)) return std::nullopt;
-  std::ifstream status(task + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) {
-      c.voluntary = std::strtoull(line.c_str() + line.find(':') + 1, nullptr, 10);
-      break;
-    }
-  }
-  return c;
-}
 
 // The most threads of an attached process whose counts are read at the
 // start (some 64 bytes each); the rest have no base and are left out.
@@ -92,7 +65,7 @@ class ExitSource final : public QueuedSource<Ended> {
       const uint64_t now = MonotonicNowNs();
       for (pid_t tid : ListTasks(target)) {
         if (base_.size() >= kMaxBased) break;
-        if (std::optional<SchedCounts> c = ReadSchedCounts(target, tid))
+        if (std::optional<SchedCounts> c = ReadSchedCounts(target, tid, true))
           base_[uint32_t(tid)] = {now, *c};
       }
     }
@@ -128,7 +101,7 @@ class ExitSource final : public QueuedSource<Ended> {
       const uint64_t now = MonotonicNowNs();
       for (uint32_t pid : FollowedProcesses()) {
         for (pid_t tid : ListTasks(pid_t(pid))) {
-          std::optional<SchedCounts> c = ReadSchedCounts(pid_t(pid), tid);
+          std::optional<SchedCounts> c = ReadSchedCounts(pid_t(pid), tid, true);
           if (!c) continue;  // it ended meanwhile: its exit brought its counts
           const capture::ThreadId t = sink->LatestThread(pid, uint32_t(tid));
           AddTotals(sink, pid, uint32_t(tid), now, sink->ThreadStart(t), *c);

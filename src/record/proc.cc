@@ -122,6 +122,23 @@ std::string ReadComm(pid_t pid) {
   return Trim(ReadSmallFile(ProcDir(pid) + "/comm"));
 }
 
+std::optional<SchedCounts> ReadSchedCounts(pid_t pid, pid_t tid, bool voluntary) {
+  const std::string task = ProcDir(pid) + "/task/" + std::to_string(tid);
+  SchedCounts c;
+  std::istringstream stat(ReadSmallFile(task + "/schedstat"));
+  if (!(stat >> c.on_cpu >> c.run_delay >> c.timeslices)) return std::nullopt;
+  if (!voluntary) return c;
+  std::istringstream status(ReadSmallFile(task + "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) {
+      c.voluntary = std::strtoull(line.c_str() + line.find(':') + 1, nullptr, 10);
+      break;
+    }
+  }
+  return c;
+}
+
 void SeedFromProc(pid_t pid, uint64_t time, Processor* processor) {
   const std::string proc = ProcDir(pid);
   char state = 0;

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,19 @@ bool StillMapped(pid_t pid, uint64_t start, std::string_view path);
 std::vector<std::string> ReadCommandLine(pid_t pid);
 // /proc/PID/comm without its newline; empty when the process is gone.
 std::string ReadComm(pid_t pid);
+
+// What the scheduler counted for a thread, as /proc or its exit gives it.
+struct SchedCounts {
+  uint64_t on_cpu = 0;
+  uint64_t run_delay = 0;
+  uint64_t timeslices = 0;
+  uint64_t voluntary = 0;  // context switches by blocking
+};
+
+// /proc/PID/task/TID/schedstat (on CPU, run delay, timeslices; Linux's
+// CONFIG_SCHED_INFO) and, with `voluntary`, status's
+// voluntary_ctxt_switches; nullopt when the thread is gone.
+std::optional<SchedCounts> ReadSchedCounts(pid_t pid, pid_t tid, bool voluntary);
 
 // /proc/sys/kernel/perf_event_max_stack (127 when unreadable).
 uint32_t MaxStack();

@@ -208,6 +208,8 @@ class Processor final : public RowSink {
 
   ProcessState& EnsureProcess(uint32_t pid, uint64_t time);
   capture::ThreadId EnsureThread(uint32_t pid, uint32_t tid, uint64_t time);
+  // The latest row of thread tid of process pid if it has ended.
+  std::optional<capture::ThreadId> EndedThread(uint32_t pid, uint32_t tid) const;
   capture::ModuleId InternModule(std::string_view path, std::span<const uint8_t> build_id);
   void EndMappings(ProcessState& p, uint64_t start, uint64_t end, uint64_t time);
   // Ends every live mapping; `ended` (when given) receives them.

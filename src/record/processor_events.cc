@@ -12,18 +12,30 @@ using capture::StackEnd;
 
 capture::ThreadId Processor::EventThread(uint32_t pid, uint32_t tid, uint64_t time,
                                          std::string_view comm) {
-  capture::ThreadId thread = EnsureThread(pid, tid, time);
+  // A thread already ended is the one an event names (its reading as a
+  // zombie, a late BPF event), not a new thread of a new process.
+  std::optional<capture::ThreadId> ended;
+  if (!threads_.contains(tid)) ended = EndedThread(pid, tid);
+  const capture::ThreadId thread = ended ? *ended : EnsureThread(pid, tid, time);
   if (capture_.threads[thread].name == kNone && !comm.empty()) {
     capture_.threads[thread].name = strings_.Intern(comm);
   }
   return thread;
 }
 
+std::optional<capture::ThreadId> Processor::EndedThread(uint32_t pid, uint32_t tid) const {
+  for (size_t i = capture_.threads.size(); i-- > 0;) {
+    const capture::Thread& t = capture_.threads[i];
+    if (t.tid != int32_t(tid)) continue;
+    if (t.end_time == 0 || capture_.processes[t.process].pid != int32_t(pid)) return std::nullopt;
+    return capture::ThreadId(i);
+  }
+  return std::nullopt;
+}
+
 capture::ThreadId Processor::LatestThread(uint32_t pid, uint32_t tid) {
   if (auto live = threads_.find(tid); live != threads_.end()) return live->second;
-  for (size_t i = capture_.threads.size(); i-- > 0;) {
-    if (capture_.threads[i].tid == int32_t(tid)) return capture::ThreadId(i);
-  }
+  if (std::optional<capture::ThreadId> ended = EndedThread(pid, tid)) return *ended;
   return EnsureThread(pid, tid, capture_.settings.start_time);
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -196,15 +197,14 @@ class ReadingsSource final : public QueuedSource<Reading> {
           continue;
         }
         const std::string task = proc + "/task/" + std::to_string(tid);
-        std::istringstream stat(ReadSmall(task + "/schedstat"));
-        int64_t on_cpu = 0, delay = 0, slices = 0;
-        if (!(stat >> on_cpu >> delay >> slices)) continue;
+        const std::optional<SchedCounts> c = ReadSchedCounts(pid, tid, false);
+        if (!c) continue;
         ++threads;
         std::string comm = ReadSmall(task + "/comm");
         while (!comm.empty() && comm.back() == '\n') comm.pop_back();
-        Add(now, pid, tid, "", capture::kReadingOnCpu, on_cpu, comm);
-        Add(now, pid, tid, "", capture::kReadingRunDelay, delay, comm);
-        Add(now, pid, tid, "", capture::kReadingTimeslices, slices, comm);
+        Add(now, pid, tid, "", capture::kReadingOnCpu, int64_t(c->on_cpu), comm);
+        Add(now, pid, tid, "", capture::kReadingRunDelay, int64_t(c->run_delay), comm);
+        Add(now, pid, tid, "", capture::kReadingTimeslices, int64_t(c->timeslices), comm);
       }
     }
     ReadCgroup(now, "/proc/" + std::to_string(target_));

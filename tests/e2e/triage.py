@@ -227,7 +227,7 @@ p = run([MICROSCOPE, "triage", "--rules", rules, "-o", os.path.join(d, "user.msc
 check(p.returncode == 0, "triage with --rules: %s" % p.stderr)
 rep = json.loads(p.stdout)
 by_rule = {f["rule"]: f for f in rep["findings"]}
-check(by_rule.get("threads_seen", {}).get("title") == "1 threads read", "a user's rule runs: %s" % by_rule.keys())
+check(by_rule.get("threads_seen", {}).get("title") == "1 threads read", "a user's rule runs: %s" % {k: v.get("title") for k, v in by_rule.items()})
 check(by_rule.get("cpu_bound", {}).get("title") == "replaced", "a rule of the same name replaces the built-in one")
 check(any("broken" in e and "no such table: nowhere" in e for e in rep.get("rule_errors", [])),
       "a rule that fails is said, and the others run: %s" % rep.get("rule_errors"))

@@ -537,3 +537,31 @@ TEST_CASE("Processor: following one process keeps its records and its children's
   REQUIRE(c.samples.size() == 2);
   CHECK(c.samples.time == std::vector<uint64_t>{7, 8});
 }
+
+TEST_CASE("Processor: an event about a thread that has ended names that thread, not a new one") {
+  std::vector<uint8_t> arena;
+  for (const auto& r : std::vector<std::vector<uint8_t>>{
+           CommRecord(10, 10, "target", true, 1),
+           TaskRecord(kRecordFork, 10, 10, 11, 10, 2),
+           TaskRecord(kRecordExit, 10, 10, 11, 10, 3),
+           TaskRecord(kRecordExit, 10, 10, 10, 10, 4),
+       }) {
+    arena.insert(arena.end(), r.begin(), r.end());
+  }
+  Processor p(Processor::Options{});
+  ProcessArenas({arena}, CollectorLayout(), &p);
+  // A reading of the zombie leader, and a late event of its other thread.
+  const capture::ThreadId leader = p.EventThread(10, 10, 5, "target");
+  const capture::ThreadId other = p.EventThread(10, 11, 6, "target");
+  // Another process's thread 11, after tid 11 is reused: a thread of its own.
+  const capture::ThreadId reused = p.EventThread(20, 11, 7, "other");
+  capture::Capture c = p.Finish(1000);
+  REQUIRE(c.processes.size() == 2);
+  REQUIRE(c.threads.size() == 3);
+  CHECK(c.threads[leader].tid == 10);
+  CHECK(c.threads[leader].end_time == 4);
+  CHECK(c.threads[other].tid == 11);
+  CHECK(c.threads[other].end_time == 3);
+  CHECK(reused == 2);
+  CHECK(c.processes[c.threads[reused].process].pid == 20);
+}
