@@ -94,10 +94,24 @@ Result<ReportTree> BuildTree(const CallTree& tree, const FunctionKeys& keys, con
   }
   ReportTree out;
   out.inverted = tree.inverted;
+  Cost pruned_self, pruned_total;
   for (uint32_t root : tree.roots) {
     if (KeptInTree(tree, root, q.min_percent)) {
       out.roots.push_back(AddTreeNode(tree, keys, root, q.min_percent, &out));
+    } else {
+      pruned_self.Add(tree.nodes[root].self);
+      pruned_total.Add(tree.nodes[root].total);
     }
+  }
+  // The roots still add up to the whole: what pruning left out of them is
+  // one node (an inverted tree's roots are every sampled function, most of
+  // them small).
+  if (pruned_total.samples != 0 || pruned_total.value != 0) {
+    out.roots.push_back(uint32_t(out.nodes.size()));
+    out.nodes.push_back({{std::string(kPrunedNode), "", Share(pruned_self, tree.all.value),
+                          Share(pruned_total, tree.all.value)},
+                         {},
+                         true});
   }
   return out;
 }
@@ -283,7 +297,10 @@ ReportDiff BuildDiff(DiffResult d, size_t top) {
           d.other_total,
           DiffTable(std::move(d.self), top),
           DiffTable(std::move(d.total), top),
-          DiffTable(std::move(d.paths), top)};
+          DiffTable(std::move(d.paths), top),
+          std::move(d.tree),
+          std::move(d.roots),
+          d.pruned};
 }
 
 // The header names a few processes: a build runs hundreds.
@@ -362,9 +379,10 @@ bool SyscallsShown(const capture::Capture& c, const ReportViews& v) {
 Result<DiffResult> DiffWith(const capture::Capture& cap, const capture::Capture& other,
                             Metric metric, const ReportQuery& q) {
   if (Status ok = CheckMetric(other, metric); !ok.ok()) return ok.WithContext(q.other_name);
-  if (metric == Metric::kCpu) return Diff(cap, other, q.granularity, q.filter);
+  const DiffOptions options{q.min_percent, q.max_tree_nodes, q.cancel};
+  if (metric == Metric::kCpu) return Diff(cap, other, q.granularity, q.filter, options);
   capture::Capture measured = ForMetric(other, metric, MetricOptions{q.views.by_state});
-  return Diff(cap, measured, q.granularity, q.filter);
+  return Diff(cap, measured, q.granularity, q.filter, options);
 }
 
 // The views that read the filtered samples of the chosen metric (`cap`);

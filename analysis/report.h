@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/cancel.h"
@@ -103,7 +104,12 @@ struct ReportFlat {
 struct ReportTreeNode {
   ReportFunction function;
   std::vector<uint32_t> children;  // by total value desc, then name
+  bool pruned = false;             // the roots under min_percent, as one (kPrunedNode)
 };
+
+// The name of the root that stands for the roots pruning left out (last
+// of the roots), so that the roots add up to the whole.
+inline constexpr std::string_view kPrunedNode = "other (pruned)";
 
 struct ReportTree {
   bool inverted = false;
@@ -253,7 +259,10 @@ struct ReportDiff {
   uint64_t other_total = 0;
   ReportDiffTable self;
   ReportDiffTable total;
-  ReportDiffTable paths;
+  ReportDiffTable paths;           // the kept nodes of `tree`, each as its call path
+  std::vector<DiffTreeNode> tree;  // both call trees merged, pruned at min_percent
+  std::vector<uint32_t> roots;
+  size_t pruned = 0;  // merged nodes left out
 };
 
 // The header's facts beyond the capture's summary.

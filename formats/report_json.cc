@@ -29,6 +29,7 @@ ordered_json FunctionJson(const analysis::ReportFunction& f) {
 ordered_json TreeNodeJson(const analysis::ReportTree& tree, uint32_t i) {
   const analysis::ReportTreeNode& n = tree.nodes[i];
   ordered_json node = FunctionJson(n.function);
+  if (n.pruned) node["pruned"] = true;
   ordered_json children = ordered_json::array();
   for (uint32_t c : n.children) children.push_back(TreeNodeJson(tree, c));
   node["children"] = std::move(children);
@@ -41,20 +42,34 @@ ordered_json TreeJson(const analysis::ReportTree& tree) {
   return roots;
 }
 
-ordered_json DiffRowsJson(const analysis::ReportDiffTable& table, bool with_module) {
-  ordered_json out = ordered_json::array();
-  for (const analysis::DiffRow& r : table.rows) {
-    ordered_json j = {{"name", r.name}};
-    if (with_module) j["module"] = r.module;
-    j["base_value"] = r.base_value;
-    j["other_value"] = r.other_value;
-    j["base_share"] = r.base_share;
-    j["other_share"] = r.other_share;
-    j["delta"] = r.delta();
-    j["delta_text"] = analysis::ShareChange(100 * r.delta());
-    out.push_back(std::move(j));
-  }
-  return out;
+ordered_json DiffRowJson(const analysis::DiffRow& r, bool with_module) {
+  ordered_json j = {{"name", r.name}};
+  if (with_module) j["module"] = r.module;
+  j["side"] = r.side();
+  j["base_value"] = r.base_value;
+  j["other_value"] = r.other_value;
+  j["base_share"] = r.base_share;
+  j["other_share"] = r.other_share;
+  j["delta"] = r.delta();
+  j["delta_text"] = analysis::ShareChange(100 * r.delta());
+  return j;
+}
+
+// A table's rows as its text shows them (the top ones whose change shows),
+// and how many rows it has in all.
+ordered_json DiffTableJson(const analysis::ReportDiffTable& table, bool with_module) {
+  ordered_json rows = ordered_json::array();
+  for (size_t i = 0; i < table.shown; ++i) rows.push_back(DiffRowJson(table.rows[i], with_module));
+  return rows;
+}
+
+ordered_json DiffTreeNodeJson(const analysis::ReportDiff& d, uint32_t i) {
+  const analysis::DiffTreeNode& n = d.tree[i];
+  ordered_json node = DiffRowJson(n.row, true);
+  ordered_json children = ordered_json::array();
+  for (uint32_t c : n.children) children.push_back(DiffTreeNodeJson(d, c));
+  node["children"] = std::move(children);
+  return node;
 }
 
 ordered_json SummaryJson(const analysis::Summary& s) {
@@ -392,18 +407,24 @@ ordered_json SourceJson(const analysis::ReportSource& s) {
 }
 
 ordered_json DiffJson(const analysis::ReportDiff& d) {
+  ordered_json tree = ordered_json::array();
+  for (uint32_t r : d.roots) tree.push_back(DiffTreeNodeJson(d, r));
   return {{"metric", d.metric},
           {"unit", d.unit},
           {"base_total", d.base_total},
           {"other_total", d.other_total},
-          {"self", DiffRowsJson(d.self, true)},
-          {"total", DiffRowsJson(d.total, true)},
-          {"paths", DiffRowsJson(d.paths, false)}};
+          {"self", DiffTableJson(d.self, true)},
+          {"self_rows", d.self.rows.size()},
+          {"total", DiffTableJson(d.total, true)},
+          {"total_rows", d.total.rows.size()},
+          {"paths", DiffTableJson(d.paths, false)},
+          {"tree", std::move(tree)},
+          {"pruned", d.pruned}};
 }
 
 }  // namespace
 
-std::string ReportJson(const ReportModel& m, bool indent) {
+std::string ReportJson(const ReportModel& m, bool indent, bool drawn_only) {
   ordered_json j;
   j["header"] = SummaryJson(m.header.summary);
   ordered_json lines = ordered_json::array();
@@ -419,8 +440,10 @@ std::string ReportJson(const ReportModel& m, bool indent) {
     j["kept"] = {{"percent", kept}, {"text", analysis::Share(kept)}};
   }
   j["all"] = CostJson(m.flat.all);
-  j["functions"] = ordered_json::array();
-  for (const auto& r : m.flat.rows) j["functions"].push_back(FunctionJson(r));
+  if (!drawn_only || m.show_flat || m.tree || m.inverted) {
+    j["functions"] = ordered_json::array();
+    for (const auto& r : m.flat.rows) j["functions"].push_back(FunctionJson(r));
+  }
   if (m.syscalls) j["syscalls"] = SyscallsJson(*m.syscalls);
   if (m.zones) j["zones"] = ZonesJson(*m.zones);
   if (m.traces) j["traces"] = TracesJson(*m.traces, m.show_spans);

@@ -18,7 +18,11 @@ namespace microscope::formats {
 
 // The document, indented by one space (compact without `indent`), invalid
 // UTF-8 replaced.
-std::string ReportJson(const analysis::ReportModel& model, bool indent = true);
+// With `drawn_only` (serve's answers), the functions list only where a view
+// that draws it was asked (the flat tables, a tree); report --json has it
+// always.
+std::string ReportJson(const analysis::ReportModel& model, bool indent = true,
+                       bool drawn_only = false);
 
 // ReportJson and a newline, to `out`.
 void WriteReportJson(FILE* out, const analysis::ReportModel& model);

@@ -289,7 +289,7 @@ struct Server::State {
       formats::ReadSourceText(&*model->source,
                               [this](const std::string& path) { return broker->OpenSource(path); });
     }
-    std::string json = formats::ReportJson(*model, /*indent=*/false);
+    std::string json = formats::ReportJson(*model, /*indent=*/false, /*drawn_only=*/true);
     if (json.size() > kMaxAnswerBytes) {
       return {422, ErrorJson("the answer would be " + std::to_string(json.size() >> 20) +
                              " MiB, more than the " + std::to_string(kMaxAnswerBytes >> 20) +

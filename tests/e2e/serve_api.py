@@ -82,13 +82,24 @@ try:
         ({"source": "burn_units", "views": "threads", "thread": "worker-c"},
          ["--source", "burn_units", "--threads", "--thread", "worker-c"]),
     ]
+    # Answers are sized to what the views draw: the functions list (every
+    # function the filter kept) comes with the flat tables and the trees only.
+    def drawn(want, params):
+        views = params.get("views", "")
+        if "source" in params or "diff" in params or (views and not {"flat", "tree", "inverted"} & set(views.split(","))):
+            want.pop("functions")
+        return want
     for params, flags in cases:
         got = get_json(api(capture="threads.mscap", **params))
-        want = cli("threads.mscap", *flags)
+        want = drawn(cli("threads.mscap", *flags), params)
         check(got == want, "/api/report %s equals report --json %s (%d samples)" %
               (params, " ".join(flags), want["all"]["samples"]))
+    lanes_only = get_json(api(capture="threads.mscap", views="lanes"))
+    check("functions" not in lanes_only and "functions" in cli("threads.mscap", "--lanes"),
+          "a lanes answer carries no functions list (%d bytes); report --json --lanes does" %
+          len(json.dumps(lanes_only)))
     got = get_json(api(capture="split.mscap", diff="threads.mscap"))
-    check(got == cli("split.mscap", "--diff", "threads.mscap") and "diff" in got,
+    check(got == drawn(cli("split.mscap", "--diff", "threads.mscap"), {"diff": 1}) and "diff" in got,
           "/api/report with diff equals report --diff")
     # The text people read comes from one place: the API's header lines are
     # the terminal's header, line for line, and a cost's text is the share
@@ -227,7 +238,8 @@ try:
           "serve --diff prints the view's URL: %r" % url)
     _, port, token = serve_url(url)
     got = get_json("/api/report?capture=split.mscap&diff=threads.mscap")
-    check(got == cli("split.mscap", "--diff", "threads.mscap"), "and the API answers that diff")
+    check(got == drawn(cli("split.mscap", "--diff", "threads.mscap"), {"diff": 1}),
+          "and the API answers that diff")
     status, headers, page = request("GET", "/")
     if os.environ.get("WEB_DIR"):
         check(status == 200 and headers.get("Content-Type", "").startswith("text/html") and
@@ -245,6 +257,60 @@ try:
     else:
         check(status == 404 and b"built without its browser view" in page,
               "built without the view, GET / says so: %d %r" % (status, page[:100]))
+finally:
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=30)
+
+# A diff of two real programs of size: g++ compiling the same file at -O0
+# and at -O2 (cc1plus, stripped: its functions are addresses, thousands of
+# them, and some only in one of the two). The answers are the two call
+# trees merged and pruned like any tree, never every call path.
+gxx = os.path.join(d, "gxx")
+os.mkdir(gxx)
+with open(gxx + "/unit.cc", "w") as f:
+    f.write("#include <bits/stdc++.h>\nint main() { std::map<int, std::string> m; m[1] = \"a\"; "
+            "std::vector<int> v(10); std::sort(v.begin(), v.end()); return int(m.size() + v.size()); }\n")
+for level in ("O0", "O2"):
+    record(gxx + "/%s.mscap" % level, ["g++", "-" + level, "-c", gxx + "/unit.cc", "-o", gxx + "/unit.o"])
+p = run([MICROSCOPE, "report", "--json", "--diff", gxx + "/O0.mscap", gxx + "/O2.mscap"])
+check(p.returncode == 0, "report --diff of the two compiles: %s" % p.stderr[-500:])
+check(len(p.stdout) < 5 << 20, "report --diff --json of the two compiles is under 5 MB: %d bytes" % len(p.stdout))
+diff = json.loads(p.stdout)["diff"]
+sides = {r["side"] for r in diff["total"]} | {r["side"] for r in diff["self"]}
+check(diff["total_rows"] > 1000 and len(diff["total"]) <= 20,
+      "the tables hold the top rows of %d functions: %d" % (diff["total_rows"], len(diff["total"])))
+check(diff["pruned"] > 0 and diff["tree"], "the merged tree is pruned: %d nodes left out" % diff["pruned"])
+
+
+def tree_shares(nodes, key):
+    return sum(n[key] for n in nodes)
+
+
+check(abs(tree_shares(diff["tree"], "base_share") - 1) < 0.01 and
+      abs(tree_shares(diff["tree"], "other_share") - 1) < 0.01,
+      "its roots hold each capture's whole: %.3f, %.3f" %
+      (tree_shares(diff["tree"], "base_share"), tree_shares(diff["tree"], "other_share")))
+all_rows = run([MICROSCOPE, "report", "--json", "--top", "100000", "--diff", gxx + "/O0.mscap",
+                gxx + "/O2.mscap"])
+one_side = [r for r in json.loads(all_rows.stdout)["diff"]["total"] if r["side"] != "both"]
+check(one_side and all(r["base_value"] == 0 or r["other_value"] == 0 for r in one_side) and
+      {r["side"] for r in one_side} <= {"base", "other"},
+      "functions in one capture only are rows with their side: %d, e.g. %s" %
+      (len(one_side), one_side[:1]))
+server = subprocess.Popen([MICROSCOPE, "serve", gxx + "/O0.mscap", "--diff", gxx + "/O2.mscap"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+try:
+    _, port, token = serve_url(server.stdout.readline())
+    # The page's own query (web/src/state.ts: reportQuery).
+    for views in ("tree", "inverted"):
+        query = "/api/report?capture=O0.mscap&diff=O2.mscap&views=%s&min_percent=0.1&top=200" % views
+        t0 = time.time()
+        status, _, body = request("GET", query)
+        took = time.time() - t0
+        check(status == 200 and len(body) < 5 << 20,
+              "the page's diff query (%s) answers %d bytes in %.2f s (under 5 MB)" % (views, len(body), took))
+        got = json.loads(body)
+        check(got["diff"]["tree"] and got[views], "with the merged tree and the %s" % views)
 finally:
     server.send_signal(signal.SIGTERM)
     server.wait(timeout=30)

@@ -19,6 +19,13 @@ require(os.path.exists(chromium), "no %s (scripts/setup installs chromium)" % ch
 d = tmpdir()
 record(d + "/threads.mscap", [fixture("threads"), "400"])
 record(d + "/split.mscap", [fixture("split"), "300"])
+# A real program of size: g++ compiling a file that includes the whole C++
+# library (some 3,000 samples, thousands of functions, many of one sample).
+with open(d + "/unit.cc", "w") as f:
+    f.write("#include <bits/stdc++.h>\nint main() { std::vector<int> v(10); std::sort(v.begin(), v.end()); }\n")
+record(d + "/gxx.mscap", ["g++", "-O2", "-c", d + "/unit.cc", "-o", d + "/unit.o"])
+for name in ("unit.cc", "unit.o"):
+    os.remove(os.path.join(d, name))
 # Another tool's trace on threads.mscap's timeline (microscope import): a
 # span from 50 to 150 ms and an instant, placed by an offset.
 with open(d + "/other.json", "w") as f:

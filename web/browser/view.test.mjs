@@ -161,6 +161,64 @@ test("a diff colours what changed", async () => {
   await shot("5-diff");
 });
 
+test("the changes table lists both captures' functions with their side, sortable", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&diff=split.mscap&view=diff", url).href);
+  await ready();
+  await page.waitForSelector("table[aria-label=diff] tbody tr");
+  const answer = await api("/api/report?capture=threads.mscap&diff=split.mscap&views=tree&min_percent=0.1&top=200");
+  const rows = page.locator("table[aria-label=diff] tbody tr");
+  assert.equal(await rows.count(), answer.diff.total.length);
+  // threads and split are different programs: functions of each side only.
+  assert.ok(await page.locator('tr[data-side="base"]').count(), "functions only this capture has");
+  assert.ok(await page.locator('tr[data-side="other"]').count(), "functions only the other has");
+  const onlyOther = answer.diff.total.find((r) => r.side === "other");
+  const row = page.locator('tr[data-side="other"]').filter({ hasText: onlyOther.name }).first();
+  assert.equal(await row.locator("td.side").textContent(), "only the other");
+  // Sorted by the size of the change, then by the other capture's share.
+  const changes = async () =>
+    (await page.locator("table[aria-label=diff] tbody td:nth-child(3)").allTextContents()).map(
+      (t) => Math.abs(parseFloat(t)));
+  const byChange = await changes();
+  assert.deepEqual(byChange, [...byChange].sort((a, b) => b - a));
+  await page.locator("table[aria-label=diff] thead").getByRole("button", { name: "other" }).click();
+  const others = (await page.locator("table[aria-label=diff] tbody td:nth-child(2)").allTextContents()).map(parseFloat);
+  assert.deepEqual(others, [...others].sort((a, b) => b - a));
+  assert.equal(await page.locator("table[aria-label=diff] thead th").nth(1).getAttribute("aria-sort"), "descending");
+  await shot("5b-diff-table");
+});
+
+test("the inverted flame graph's roots hold all the self time, with one for what pruning left out", async () => {
+  await page.goto(new URL("/?capture=gxx.mscap&callees=1", url).href);
+  await ready();
+  await page.waitForSelector(".d3-flame-graph rect");
+  const answer = await api("/api/report?capture=gxx.mscap&views=inverted&min_percent=0.1&top=200");
+  const sum = answer.inverted.reduce((a, r) => a + r.total.value, 0);
+  assert.equal(sum, answer.all.value, "the roots add up to the whole");
+  const pruned = answer.inverted.at(-1);
+  assert.ok(pruned.pruned && pruned.function === "other (pruned)", JSON.stringify(pruned).slice(0, 200));
+  const frame = page.locator('.d3-flame-graph g.frame[name="other (pruned)"]');
+  assert.equal(await frame.count(), 1);
+  // Clicking it focuses on nothing: it is no function.
+  await frame.click();
+  await page.waitForTimeout(300);
+  assert.equal(query().get("focus"), null);
+  await shot("5d-inverted");
+});
+
+test("the flame graph follows the window's width", async () => {
+  await page.goto(new URL("/?capture=threads.mscap", url).href);
+  await ready();
+  await page.waitForSelector(".d3-flame-graph rect");
+  const width = () => page.evaluate(() => document.querySelector(".d3-flame-graph").getBoundingClientRect().width);
+  const wide = await width();
+  await page.setViewportSize({ width: 800, height: 900 });
+  await page.waitForFunction((w) => document.querySelector(".d3-flame-graph")?.getBoundingClientRect().width < w - 200, wide);
+  const narrow = await width();
+  assert.ok(narrow <= 800 && narrow > 600, `${wide} px, then ${narrow} px in an 800 px window`);
+  await shot("5e-resized");
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
 test("reloading the URL gives the same view", async () => {
   const link = new URL("/?capture=threads.mscap&view=tree&focus=work_a&order=self", url).href;
   await page.goto(link);
@@ -224,7 +282,7 @@ test("the metric and look choices are in the URL and the queries", async () => {
 
 test("with several captures served, the page asks which, and which to compare with", async () => {
   await page.goto(new URL("/", url).href);
-  await page.getByText("3 captures are served: choose one.").waitFor();
+  await page.getByText("4 captures are served: choose one.").waitFor();
   await page.getByRole("combobox", { name: "capture", exact: true }).selectOption("threads.mscap");
   await page.waitForFunction(() => new URL(location.href).searchParams.get("capture") === "threads.mscap");
   await ready();

@@ -16,6 +16,7 @@ export interface TreeNode {
   self: Cost;
   total: Cost;
   children?: TreeNode[];
+  pruned?: boolean;  // the roots under min_percent, as one ("other (pruned)")
 }
 
 export interface FunctionRow {
@@ -45,12 +46,17 @@ export interface Header {
 export interface DiffRow {
   name: string;
   module?: string;
+  side: 'both'|'base'|'other';  // which capture has it
   base_value: number;
   other_value: number;
   base_share: number;
   other_share: number;
   delta: number;  // other_share - base_share: > 0, more of the other capture's time
   delta_text: string;  // "+1.23%", as report --diff prints it
+}
+
+export interface DiffNode extends DiffRow {
+  children: DiffNode[];
 }
 
 export interface Lane {
@@ -127,11 +133,16 @@ export interface Report {
   all: Cost;
   filter?: string;
   kept?: {percent: number; text: string};  // with a filter: its share of the whole
-  functions: FunctionRow[];
+  functions?: FunctionRow[];  // with the views that draw it (flat, tree, inverted)
   tree?: TreeNode[];
   inverted?: TreeNode[];
   lanes?: Lanes;
-  diff?: {self: DiffRow[]; total: DiffRow[]};
+  // The top rows by change (self_rows and total_rows count them all); the
+  // two call trees merged and pruned at min_percent.
+  diff?: {
+    self: DiffRow[]; total: DiffRow[]; self_rows: number; total_rows: number; tree: DiffNode[];
+    pruned: number;
+  };
   source?: Source;
 }
 
@@ -169,6 +180,7 @@ export interface FlameNode {
   value: number;
   module: string;
   text: string;
+  pruned?: boolean;  // stands for the roots pruning left out: no function to focus on
   children: FlameNode[];
 }
 
@@ -176,6 +188,7 @@ export function flameRoot(report: Report): FlameNode {
   const roots = report.inverted ?? report.tree ?? [];
   const convert = (n: TreeNode): FlameNode => ({
     name: n.function,
+    pruned: n.pruned ?? false,
     value: n.total.value,
     module: n.module,
     text: n.total.text,

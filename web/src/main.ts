@@ -9,6 +9,7 @@ import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, Report} from './api';
 import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {DiffTable} from './views/diff';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
@@ -152,7 +153,8 @@ function App() {
       h(
           'nav',
           {class: 'toolbar', 'aria-label': 'views'},
-          VIEWS.map(
+          VIEWS.filter((v: View) => v !== 'diff' || state.diff)
+              .map(
               (v: View) => h(
                   'button',
                   {'aria-pressed': state.view === v, onClick: () => go({...state, view: v})},
@@ -217,6 +219,8 @@ function App() {
                }) :
                state.view === 'source' ?
                h(SourceView, {report: source, focus: state.focus}) :
+               state.view === 'diff' && state.diff ?
+               h(DiffTable, {report, other: state.diff, onFocus: focus}) :
                h(FlatTable, {report, order: state.order, diff, onOrder: order, onFocus: focus})),
   );
 }

@@ -1,13 +1,14 @@
 // Everything a view shows is decided by this state, and the state lives in
 // the page's URL: a link reproduces the view, reloading keeps it.
 
-export type View = 'flame'|'tree'|'flat'|'source';
-export const VIEWS: readonly View[] = ['flame', 'tree', 'flat', 'source'];
+export type View = 'flame'|'tree'|'flat'|'source'|'diff';
+export const VIEWS: readonly View[] = ['flame', 'tree', 'flat', 'source', 'diff'];
 export const VIEW_NAMES: Record<View, string> = {
   flame: 'flame graph',
   tree: 'call tree',
   flat: 'functions',
   source: 'source',
+  diff: 'changes',  // with a capture to compare with only
 };
 
 export interface ViewState {

@@ -69,8 +69,18 @@ TEST_CASE("Report: trees drop nodes under min-percent with their subtrees") {
   CHECK(m.inverted->inverted);
   CHECK(m.min_percent == 50);
   CHECK(Walk(*m.tree) == std::vector<std::string>{"main@0", "run@1", "hot@2"});
-  CHECK(Walk(*m.inverted) == std::vector<std::string>{"hot@0", "run@1", "main@2"});
-  q.min_percent = 0;  // nothing pruned (a stack no sample ended in makes no node)
+  // The inverted tree's roots still add up to the whole: cold's 30% is one
+  // root for what pruning left out.
+  CHECK(Walk(*m.inverted) ==
+        std::vector<std::string>{"hot@0", "run@1", "main@2", std::string(kPrunedNode) + "@0"});
+  double roots = 0;
+  for (uint32_t r : m.inverted->roots) roots += m.inverted->nodes[r].function.total.percent;
+  CHECK(roots == doctest::Approx(100));
+  const ReportTreeNode& other = m.inverted->nodes[m.inverted->roots.back()];
+  CHECK(other.pruned);
+  CHECK(other.function.self.percent == doctest::Approx(30));
+  CHECK(m.tree->roots.size() == 1);  // nothing left out of the caller tree's roots
+  q.min_percent = 0;                 // nothing pruned (a stack no sample ended in makes no node)
   m = Build(c, q);
   CHECK(Walk(*m.tree) == std::vector<std::string>{"main@0", "run@1", "hot@2", "cold@2"});
   const ReportFunction& run = m.tree->nodes[m.tree->nodes[m.tree->roots[0]].children[0]].function;

@@ -80,23 +80,40 @@ TEST_CASE("Report JSON: trees nest children and leave out pruned nodes") {
   CHECK(run["children"][0]["children"] == ordered_json::array());
 }
 
-TEST_CASE("Report JSON: diff rows are whole; paths have no module") {
+TEST_CASE("Report JSON: a diff's tables are their top rows; the call trees merged and pruned") {
   auto base = testing::MakeTestCapture();
   auto other = testing::MakeTestCapture();
   for (size_t i = 0; i < other.samples.size(); ++i) other.samples.stack[i] = 3;
   ReportQuery q;
   q.top = 1;
+  q.min_percent = 50;
   ordered_json d = ReportOf(base, q, &other)["diff"];
   CHECK(d["metric"] == "cpu");
   CHECK(d["base_total"] == 10000);
-  REQUIRE(d["self"].size() == 4);  // rows whose share did not change too
-  CHECK(Keys(d["self"][0]) == std::vector<std::string>{"name", "module", "base_value",
+  REQUIRE(d["self"].size() == 1);  // the top one; the text shows as many
+  CHECK(d["self_rows"] == 4);
+  CHECK(Keys(d["self"][0]) == std::vector<std::string>{"name", "module", "side", "base_value",
                                                        "other_value", "base_share", "other_share",
                                                        "delta", "delta_text"});
+  CHECK(d["self"][0]["side"] == "both");
   CHECK(d["self"][0]["delta_text"].get<std::string>().size() > 1);
   CHECK(std::abs(d["self"][0]["delta"].get<double>()) == doctest::Approx(0.7));
   REQUIRE_FALSE(d["paths"].empty());
   CHECK_FALSE(d["paths"][0].contains("module"));
+  // main > run > {hot 70% | 0%, cold 30% | 100%}: both over 50% of one side.
+  REQUIRE(d["tree"].size() == 1);
+  const ordered_json& run = d["tree"][0]["children"][0];
+  CHECK(run["name"] == "run");
+  REQUIRE(run["children"].size() == 2);
+  CHECK(run["children"][0]["name"] == "cold");
+  CHECK(run["children"][0]["other_share"].get<double>() == doctest::Approx(1.0));
+  CHECK(run["children"][1]["name"] == "hot");
+  CHECK(run["children"][1]["side"] == "base");
+  CHECK(d["pruned"] == 0);
+  q.min_percent = 80;  // hot (70%) goes
+  d = ReportOf(base, q, &other)["diff"];
+  CHECK(d["tree"][0]["children"][0]["children"].size() == 1);
+  CHECK(d["pruned"] == 1);
 }
 
 TEST_CASE("Report JSON: off-CPU parts name threads by tid; wakers nest") {

@@ -18,6 +18,11 @@ export function diffColor(delta: number|undefined): string|null {
   return delta > 0 ? `hsl(0, 80%, ${light}%)` : `hsl(215, 80%, ${light}%)`;
 }
 
+export const PRUNED_COLOR = 'hsl(0, 0%, 70%)';
+
+// The whole and the roots pruning left out are no function to focus on.
+const focusable = (d: FlameDatum) => d.data.name !== 'all' && !d.data.pruned;
+
 export function FlameGraph(props: {
   report: Report; search: string; searchShare: string; diff: Map<string, DiffRow>| null;
   onFocus: (name: string) => void;
@@ -27,11 +32,20 @@ export function FlameGraph(props: {
   const onFocus = useRef(props.onFocus);
   onFocus.current = props.onFocus;
   const [matched, setMatched] = useState<number>(0);
+  // Drawn again at the page's width when the window is resized.
+  const [width, setWidth] = useState(0);
   useEffect(() => {
     const el = host.current!;
+    const observer = new ResizeObserver(() => setWidth(el.clientWidth));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+  useEffect(() => {
+    const el = host.current!;
+    if (width === 0) return;
     el.textContent = '';
     const chart = flamegraph()
-                      .width(Math.max(320, el.clientWidth))
+                      .width(Math.max(320, width))
                       .cellHeight(18)
                       .minFrameSize(1)
                       .transitionDuration(0)
@@ -48,14 +62,15 @@ export function FlameGraph(props: {
                           )
                       .setSearchHandler((results: FlameDatum[]) => setMatched(results.length))
                       .onClick((d: FlameDatum) => {
-                        if (d.data.name !== 'all') onFocus.current(d.data.name);
+                        if (focusable(d)) onFocus.current(d.data.name);
                       });
-    if (props.diff) {
-      const diff = props.diff;
-      chart.setColorMapper(
-          (d: FlameDatum, original: string) => diffColor(diff.get(d.data.name)?.delta) ??
-              (d.data.name === 'all' ? original : 'hsl(0, 0%, 82%)'));
-    }
+    const diff = props.diff;
+    chart.setColorMapper((d: FlameDatum, original: string) => {
+      if (d.data.pruned) return PRUNED_COLOR;
+      if (!diff) return original;
+      return diffColor(diff.get(d.data.name)?.delta) ??
+          (d.data.name === 'all' ? original : 'hsl(0, 0%, 82%)');
+    });
     select(el).datum(flameRoot(props.report)).call(chart);
     // Frames reachable by keyboard and named for screen readers: Tab moves
     // between them, Enter focuses the views on one (as a click does).
@@ -65,7 +80,7 @@ export function FlameGraph(props: {
         .attr('role', 'button')
         .attr('aria-label', (d: FlameDatum) => `${d.data.name}: ${d.data.text}`)
         .on('keydown', (e: KeyboardEvent, d: FlameDatum) => {
-          if ((e.key === 'Enter' || e.key === ' ') && d.data.name !== 'all') {
+          if ((e.key === 'Enter' || e.key === ' ') && focusable(d)) {
             e.preventDefault();
             onFocus.current(d.data.name);
           }
@@ -78,13 +93,13 @@ export function FlameGraph(props: {
     else
       setMatched(0);
     return () => chart.destroy();
-  }, [props.report, props.search, props.diff]);
+  }, [props.report, props.search, props.diff, width]);
   return h(
       'div',
       null,
       props.search &&
           h('p', {class: 'matched', role: 'status'},
             matched ? `${matched} frames match; ${props.searchShare}` : 'no frame matches'),
-      h('div', {class: 'flame', ref: host, 'aria-label': 'flame graph'}),
+      h('div', {class: 'flame', ref: host, 'aria-label': 'flame graph', 'data-width': width}),
   );
 }

@@ -9,7 +9,7 @@ export function FlatTable(props: {
   onFocus: (name: string) => void;
 }) {
   const by = props.order;
-  const rows = [...props.report.functions].sort((a, b) => b[by].value - a[by].value).slice(0, 500);
+  const rows = [...(props.report.functions ?? [])].sort((a, b) => b[by].value - a[by].value).slice(0, 500);
   const heading = (key: 'self'|'total') =>
       h('th', {'aria-sort': by === key ? 'descending' : 'none'},
         h('button', {onClick: () => props.onOrder(key)}, key));
