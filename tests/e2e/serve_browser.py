@@ -26,6 +26,8 @@ with open(d + "/unit.cc", "w") as f:
 record(d + "/gxx.mscap", ["g++", "-O2", "-c", d + "/unit.cc", "-o", d + "/unit.o"])
 for name in ("unit.cc", "unit.o"):
     os.remove(os.path.join(d, name))
+# The program's zones (probes): 200 "sleep" and 200 "spin" zones.
+record(d + "/probes.mscap", [fixture("probes"), "timed", "200"], ["--probes", "all"])
 # Another tool's trace on threads.mscap's timeline (microscope import): a
 # span from 50 to 150 ms and an instant, placed by an offset.
 with open(d + "/other.json", "w") as f:

@@ -219,6 +219,86 @@ test("the flame graph follows the window's width", async () => {
   await page.setViewportSize({ width: 1280, height: 900 });
 });
 
+test("every thread is reachable from the thread picker, by keyboard", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&view=flat", url).href);
+  await ready();
+  const whole = await api("/api/report?capture=threads.mscap");
+  const picker = page.getByRole("combobox", { name: "thread" });
+  const options = await page.locator("datalist#threads option").evaluateAll((os) => os.map((o) => o.value));
+  assert.deepEqual(options.sort(), whole.header.threads.map((t) => `${t.name} (${t.tid})`).sort());
+  const worker = whole.header.threads.find((t) => t.name === "worker-b");
+  await picker.focus();
+  await page.keyboard.type(`worker-b (${worker.tid})`);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction((tid) => new URL(location.href).searchParams.get("thread") === String(tid), worker.tid);
+  await ready();
+  const filtered = await api(`/api/report?capture=threads.mscap&thread=${worker.tid}`);
+  await page.waitForFunction((t) => document.querySelector('dd[data-field="filter"]')?.textContent === t,
+    filtered.header.lines.find((l) => l.label === "filter").text);
+  // The lane of the thread shown is marked; clicking another's name shows that one.
+  assert.equal(await page.getByRole("button", { name: `worker-b (${worker.tid})` }).getAttribute("aria-pressed"), "true");
+  const other = whole.header.threads.find((t) => t.name === "worker-c");
+  await page.getByRole("button", { name: `worker-c (${other.tid})` }).click();
+  await page.waitForFunction((tid) => new URL(location.href).searchParams.get("thread") === String(tid), other.tid);
+  await shot("5f-thread");
+});
+
+test("'/' goes to the search, Escape clears it; search filters the functions view", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&view=flat", url).href);
+  await ready();
+  const all = await page.locator("table.flat tbody tr").count();
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press("/");
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("aria-label")), "search functions");
+  await page.keyboard.type("work_");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("search") === "work_");
+  const names = await page.locator("table.flat tbody td:last-child").allTextContents();
+  assert.ok(names.length === 3 && names.every((n) => n.startsWith("work_")), names.join(", "));
+  assert.ok(all > names.length);
+  await page.getByRole("searchbox", { name: "search functions" }).focus();
+  await page.keyboard.press("Escape");
+  await page.waitForFunction(() => !new URL(location.href).searchParams.get("search"));
+  await page.waitForFunction((n) => document.querySelectorAll("table.flat tbody tr").length === n, all);
+});
+
+test("a choice that does not apply is disabled, with the reason", async () => {
+  await page.goto(new URL("/?capture=threads.mscap", url).href);
+  await ready();
+  const offcpu = page.getByRole("combobox", { name: "metric" }).locator('option[value="offcpu"]');
+  assert.equal(await offcpu.isDisabled(), true);
+  assert.match(await offcpu.getAttribute("title"), /no off-CPU data/);
+});
+
+test("the zones are drawn on their thread's lane, and a zone filters the views", async () => {
+  await page.goto(new URL("/?capture=probes.mscap", url).href);
+  await ready();
+  const lanes = (await api("/api/report?capture=probes.mscap&views=lanes&lane_width=400&top=1000")).lanes;
+  assert.deepEqual(lanes.zone_names, ["sleep", "spin"]);
+  await page.getByLabel("zones").getByText("spin").waitFor();
+  // The zone band's colours, at the foot of the zoned lane.
+  const row = lanes.lanes.findIndex((l) => l.zones);
+  const colours = await page.evaluate(([row]) => {
+    const c = document.querySelector(".lanes canvas");
+    const g = c.getContext("2d");
+    const y = Math.round((row * 18 + 16) * devicePixelRatio);
+    const px = g.getImageData(0, y, c.width, 1).data;
+    const seen = new Set();
+    for (let i = 0; i < px.length; i += 4) if (px[i + 3] === 255) seen.add(`${px[i]},${px[i + 1]},${px[i + 2]}`);
+    return seen.size;
+  }, [row]);
+  assert.ok(colours >= 2, `zone colours on the lane's foot: ${colours}`);
+  const asked = page.waitForRequest((r) => r.url().includes("zone=spin") && r.url().includes("views=tree"));
+  await page.getByRole("combobox", { name: "zone" }).selectOption("spin");
+  await asked;
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("zone") === "spin");
+  await ready();
+  const inSpin = await api("/api/report?capture=probes.mscap&zone=spin");
+  await page.waitForFunction((t) => document.querySelector('dd[data-field="filter"]')?.textContent === t,
+    inSpin.header.lines.find((l) => l.label === "filter").text);
+  await shot("5g-zones");
+});
+
 test("reloading the URL gives the same view", async () => {
   const link = new URL("/?capture=threads.mscap&view=tree&focus=work_a&order=self", url).href;
   await page.goto(link);
@@ -282,7 +362,7 @@ test("the metric and look choices are in the URL and the queries", async () => {
 
 test("with several captures served, the page asks which, and which to compare with", async () => {
   await page.goto(new URL("/", url).href);
-  await page.getByText("4 captures are served: choose one.").waitFor();
+  await page.getByText("5 captures are served: choose one.").waitFor();
   await page.getByRole("combobox", { name: "capture", exact: true }).selectOption("threads.mscap");
   await page.waitForFunction(() => new URL(location.href).searchParams.get("capture") === "threads.mscap");
   await ready();

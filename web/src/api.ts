@@ -67,6 +67,8 @@ export interface Lane {
   off_cpu_ns?: number;
   off_cpu?: Record<string, number[]>;  // nanoseconds off CPU per state, per bucket
   gaps?: string;  // per bucket, a gap of this thread or its process (GAP_CAUSES' letter; ' ' none)
+  zones?: string;   // per bucket, the zone that held most of it ('a' is zone_names[0]; ' ' none)
+  events?: string;  // per bucket: '|' a mark, '*' a label set, '#' both
 }
 
 // A window the recording does not know (capture gaps): not idle time.
@@ -104,6 +106,7 @@ export interface Lanes {
   own_axis_traces?: string[];  // traces not placed on the recording's clock
   gaps?: string;  // per bucket, a gap of every process (GAP_CAUSES' letter; ' ' none)
   gap_rows?: GapRow[];
+  zone_names?: string[];  // the program's zones (probes), as lanes' letters name them
 }
 
 export interface SourceLine {
@@ -137,6 +140,7 @@ export interface Report {
   tree?: TreeNode[];
   inverted?: TreeNode[];
   lanes?: Lanes;
+  off_cpu?: {interval_ns: number; short_ns: number};  // with off-CPU data (part of it)
   // The top rows by change (self_rows and total_rows count them all); the
   // two call trees merged and pruned at min_percent.
   diff?: {
@@ -144,6 +148,11 @@ export interface Report {
     pruned: number;
   };
   source?: Source;
+}
+
+// Whether the capture has off-CPU time (the offcpu and wall metrics).
+export function hasOffCpu(report: Report): boolean {
+  return (report.off_cpu?.interval_ns ?? 0) > 0 || (report.off_cpu?.short_ns ?? 0) > 0;
 }
 
 // The diff's rows by function (by total share), or null without a diff.

@@ -7,8 +7,8 @@ import './style.css';
 import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
-import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, Report} from './api';
-import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, Report} from './api';
+import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
@@ -80,10 +80,11 @@ function CapturePicker(
   );
 }
 
-// A labelled choice of a query parameter ("" for the default).
+// A labelled choice of a query parameter ("" for the default); an option
+// that does not apply is disabled, its reason its title.
 function Choice(props: {
   label: string; value: string; fallback: string; options: string[];
-  onChange: (value: string) => void;
+  onChange: (value: string) => void; disabled?: Record<string, string>;
 }) {
   return h(
       'label',
@@ -97,8 +98,36 @@ function Choice(props: {
             onChange: (e: Event) => props.onChange((e.target as HTMLSelectElement).value),
           },
           h('option', {value: ''}, props.fallback),
-          props.options.map((o) => h('option', {value: o}, o)),
+          props.options.map(
+              (o) => h('option',
+                       {value: o, disabled: !!props.disabled?.[o], title: props.disabled?.[o]},
+                       props.disabled?.[o] ? `${o} (${props.disabled[o]})` : o)),
           ),
+  );
+}
+
+// Every thread of the capture, reachable by name or tid (the timeline draws
+// the busiest): typing filters the list, Enter or a choice filters every view.
+function ThreadPicker(props: {report: Report; state: ViewState; go: (s: ViewState) => void}) {
+  const {report, state, go} = props;
+  const threads = report.header.threads;
+  const current = threads.find((t) => String(t.tid) === state.thread);
+  const choose = (text: string) => go({...state, thread: threadFromLabel(text)});
+  return h(
+      'span',
+      {class: 'thread-picker'},
+      h('input', {
+        type: 'search',
+        list: 'threads',
+        'aria-label': 'thread',
+        placeholder: `all ${threads.length} threads`,
+        value: current ? threadLabel(current) : state.thread,
+        onKeyDown: (e: KeyboardEvent) =>
+            e.key === 'Enter' && choose((e.target as HTMLInputElement).value),
+        onChange: (e: Event) => choose((e.target as HTMLInputElement).value),
+      }),
+      h('datalist', {id: 'threads'},
+        threads.map((t) => h('option', {value: threadLabel(t)}, `${t.samples} samples`))),
   );
 }
 
@@ -110,8 +139,27 @@ function useCaptures(): CaptureEntry[]|null {
   return captures;
 }
 
+// `/` goes to the search box (as in the Firefox Profiler and GitHub);
+// Escape there clears the search.
+function useSearchKeys() {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const box = document.querySelector<HTMLInputElement>('input[aria-label="search functions"]');
+      const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement;
+      if (e.key === '/' && !typing && box) {
+        e.preventDefault();
+        box.focus();
+        box.select();
+      }
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, []);
+}
+
 function App() {
   const [state, go] = usePageState();
+  useSearchKeys();
   const captures = useCaptures();
   // With several captures served and none named, the page asks which (and
   // asks nothing before it knows how many).
@@ -147,6 +195,9 @@ function App() {
       lanes?.lanes && h(LanesView, {
         lanes: lanes.lanes,
         selected: state.time,
+        thread: state.thread,
+        onThread: (tid: number) =>
+            go({...state, thread: state.thread === String(tid) ? '' : String(tid)}),
         onSelect: (from: number, to: number) => go({...state, time: timeRange(from, to)}),
         onClear: () => go({...state, time: ''}),
       }),
@@ -176,7 +227,19 @@ function App() {
             fallback: 'default',
             options: METRICS,
             onChange: (metric: string) => go({...state, metric}),
+            disabled: report && !hasOffCpu(report) ?
+                {offcpu: 'no off-CPU data: record --off-cpu', wall: 'no off-CPU data: record --off-cpu'} :
+                {},
           }),
+          report && h(ThreadPicker, {report, state, go}),
+          lanes?.lanes?.zone_names?.length &&
+              h(Choice, {
+                label: 'zone',
+                value: state.zone,
+                fallback: 'all',
+                options: lanes.lanes.zone_names,
+                onChange: (zone: string) => go({...state, zone}),
+              }),
           h(Choice, {
             label: 'look',
             value: state.look,
@@ -190,8 +253,14 @@ function App() {
             placeholder: 'search',
             value: state.search,
             // Searched when committed (Enter, or leaving the box), not at each key.
-            onKeyDown: (e: KeyboardEvent) =>
-                e.key === 'Enter' && go({...state, search: (e.target as HTMLInputElement).value}),
+            onKeyDown: (e: KeyboardEvent) => {
+              if (e.key === 'Enter') go({...state, search: (e.target as HTMLInputElement).value});
+              if (e.key === 'Escape') {
+                (e.target as HTMLInputElement).value = '';
+                (e.target as HTMLInputElement).blur();
+                if (state.search) go({...state, search: ''});
+              }
+            },
             onChange: (e: Event) => go({...state, search: (e.target as HTMLInputElement).value}),
           }),
           state.focus &&
@@ -221,7 +290,14 @@ function App() {
                h(SourceView, {report: source, focus: state.focus}) :
                state.view === 'diff' && state.diff ?
                h(DiffTable, {report, other: state.diff, onFocus: focus}) :
-               h(FlatTable, {report, order: state.order, diff, onOrder: order, onFocus: focus})),
+               h(FlatTable, {
+                 report,
+                 order: state.order,
+                 search: state.search,
+                 diff,
+                 onOrder: order,
+                 onFocus: focus,
+               })),
   );
 }
 

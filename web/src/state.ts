@@ -17,6 +17,7 @@ export interface ViewState {
   search: string;         // highlighted, not filtered
   focus: string;          // a function: only samples whose stack has it
   thread: string;         // a tid or thread name; "" for all
+  zone: string;           // a zone of the program's probes: only samples inside it; "" for all
   time: string;           // "FROM..TO" after the start, as report --time; "" for all
   diff: string;           // another capture to compare with; "" for none
   order: 'total'|'self';  // the call tree's and table's order
@@ -34,6 +35,7 @@ export const DEFAULT_STATE: ViewState = {
   search: '',
   focus: '',
   thread: '',
+  zone: '',
   time: '',
   diff: '',
   order: 'total',
@@ -90,6 +92,7 @@ function shared(state: ViewState, views: string): URLSearchParams {
   if (state.metric) params.set('metric', state.metric);
   if (state.look) params.set('look', state.look);
   if (state.thread) params.set('thread', state.thread);
+  if (state.zone) params.set('zone', state.zone);
   if (state.time) params.set('time', state.time);
   return params;
 }
@@ -134,11 +137,16 @@ export function sourceQuery(state: ViewState): string {
   return '/api/report?' + params.toString();
 }
 
+// The most threads the timeline's answer holds (the busiest first).
+export const MAX_LANES = 1000;
+
 // The timeline's query: every thread's lanes over the whole recording (the
-// time range selected on it, and the focus, filter the other views only).
+// time range selected on it, the thread, zone and focus filter the other
+// views only).
 export function lanesQuery(state: ViewState, columns: number): string {
-  const params = shared({...state, time: ''}, 'lanes');
+  const params = shared({...state, time: '', thread: '', zone: ''}, 'lanes');
   params.set('lane_width', String(columns));
+  params.set('top', String(MAX_LANES));
   return '/api/report?' + params.toString();
 }
 
@@ -147,4 +155,17 @@ export function lanesQuery(state: ViewState, columns: number): string {
 export function timeRange(fromNs: number, toNs: number): string {
   const s = (ns: number) => (Math.max(0, ns) / 1e9).toFixed(6).replace(/\.?0+$/, '') + 's';
   return `${s(Math.min(fromNs, toNs))}..${s(Math.max(fromNs, toNs))}`;
+}
+
+// How a thread is named in the thread picker: "name (tid)".
+export function threadLabel(t: {name: string; tid: number}): string {
+  return `${t.name} (${t.tid})`;
+}
+
+// The thread filter (a tid) a picker's text names: "name (tid)", a bare
+// tid, or a name; "" for none.
+export function threadFromLabel(text: string): string {
+  const t = text.trim();
+  const m = /\((\d+)\)$/.exec(t);
+  return m ? m[1] : t;
 }

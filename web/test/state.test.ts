@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest';
 
-import {containing, DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, timeRange,} from '../src/state';
+import {containing, DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, threadFromLabel, threadLabel, timeRange,} from '../src/state';
 
 const params = (query: string) => new URLSearchParams(query.split('?')[1]);
 
@@ -12,6 +12,7 @@ describe('view state in the URL', () => {
       search: 'malloc',
       focus: 'std::vector<int>::push_back(int&&)',
       thread: 'worker-a',
+      zone: 'spin & wait',
       time: '1s..2.5s',
       diff: 'before.mscap',
       order: 'self' as const,
@@ -58,11 +59,26 @@ describe('the API query', () => {
 
 describe('the timeline', () => {
   it('asks for every thread\'s lanes over the whole recording', () => {
-    const q = params(lanesQuery({...DEFAULT_STATE, time: '1s..2s', focus: 'f'}, 300));
+    const q = params(lanesQuery(
+        {...DEFAULT_STATE, time: '1s..2s', focus: 'f', thread: '7', zone: 'spin'}, 300));
     expect(q.get('views')).toBe('lanes');
     expect(q.get('lane_width')).toBe('300');
     expect(q.get('time')).toBeNull();
     expect(q.get('focus')).toBeNull();
+    expect(q.get('thread')).toBeNull();
+    expect(q.get('zone')).toBeNull();
+    expect(Number(q.get('top'))).toBeGreaterThanOrEqual(1000);
+  });
+  it('filters the other views by the zone chosen', () => {
+    expect(params(reportQuery({...DEFAULT_STATE, zone: 'spin'}, 0.1)).get('zone')).toBe('spin');
+    expect(parseState('?zone=spin').zone).toBe('spin');
+  });
+  it('names threads as the picker shows them, and reads them back', () => {
+    expect(threadLabel({name: 'worker-a', tid: 12})).toBe('worker-a (12)');
+    expect(threadFromLabel('worker-a (12)')).toBe('12');
+    expect(threadFromLabel(' 12 ')).toBe('12');
+    expect(threadFromLabel('worker-a')).toBe('worker-a');
+    expect(threadFromLabel('')).toBe('');
   });
   it('writes a selection as report --time does, in order', () => {
     expect(timeRange(2_500_000_000, 1_000_000_000)).toBe('1s..2.5s');

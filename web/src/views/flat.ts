@@ -4,12 +4,17 @@ import type {DiffRow, Report} from '../api';
 import {DiffCell} from './diff';
 
 export function FlatTable(props: {
-  report: Report; order: 'total' | 'self'; diff: Map<string, DiffRow>| null;
+  report: Report; order: 'total' | 'self'; search: string; diff: Map<string, DiffRow>| null;
   onOrder: (order: 'total'|'self') => void;
   onFocus: (name: string) => void;
 }) {
   const by = props.order;
-  const rows = [...(props.report.functions ?? [])].sort((a, b) => b[by].value - a[by].value).slice(0, 500);
+  // A search keeps the functions whose names hold it (in any case).
+  const term = props.search.toLowerCase();
+  const rows = (props.report.functions ?? [])
+                   .filter((r) => !term || r.function.toLowerCase().includes(term))
+                   .sort((a, b) => b[by].value - a[by].value)
+                   .slice(0, 500);
   const heading = (key: 'self'|'total') =>
       h('th', {'aria-sort': by === key ? 'descending' : 'none'},
         h('button', {onClick: () => props.onOrder(key)}, key));

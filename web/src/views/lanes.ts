@@ -68,16 +68,34 @@ export const STATE_COLORS: Record<string, string> = {
   runnable: '#c9b458',
 };
 
+// The most thread lanes drawn; the thread picker reaches the others.
+export const DRAWN_LANES = 64;
+
+// A zone's colour in the lanes, by its letter ('a' the first zone).
+export function zoneColor(letter: string): string {
+  const i = letter.charCodeAt(0) - 97;
+  return `hsl(${(i * 67) % 360}, 55%, 50%)`;
+}
+
+// The zones a lane's letters stand for, for its zone band's title.
+export function zoneTitle(zones: string, names: string[]): string {
+  const held = [...new Set(zones.replace(/ /g, ''))].map((c) => names[c.charCodeAt(0) - 97] ?? 'more zones');
+  return held.length ? `zones: ${held.join(', ')}` : '';
+}
+
 export function LanesView(props: {
   lanes: Lanes; selected: string;  // state.time, shown as the selection
+  thread: string;                  // state.thread: its lane is marked
   onSelect: (fromNs: number, toNs: number) => void;
   onClear: () => void;
+  onThread: (tid: number) => void;
 }) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const [drag, setDrag] = useState<[number, number]|null>(null);
   const columns = props.lanes.lanes[0]?.buckets.length ?? 0;
   const span = columns * props.lanes.bucket_ns;
-  const shown = props.lanes.lanes.slice(0, 64);
+  const shown = props.lanes.lanes.slice(0, DRAWN_LANES);
+  const zoneNames = props.lanes.zone_names ?? [];
   const tracks = props.lanes.trace_tracks ?? [];
   const common = props.lanes.gaps?.trim() ? props.lanes.gaps : '';
   const rows = shown.length + tracks.length + (common ? 1 : 0);
@@ -112,6 +130,19 @@ export function LanesView(props: {
         });
       }
       g.globalAlpha = 1;
+      // The program's zones: a band at the lane's foot, coloured by zone;
+      // its marks and labels as ticks.
+      for (let i = 0; i < (lane.zones?.length ?? 0); i++) {
+        const z = lane.zones![i];
+        if (z !== ' ') {
+          g.fillStyle = z === '+' ? '#888888' : zoneColor(z);
+          g.fillRect(i * w, y + LANE_HEIGHT - 3, Math.max(1, w), 3);
+        }
+        if (lane.events && lane.events[i] !== ' ') {
+          g.fillStyle = fg;
+          g.fillRect(i * w + w / 2 - 0.5, y, 1, 5);
+        }
+      }
       drawGaps(g, lane.gaps, y, w);
     });
     if (common) drawGaps(g, common, (shown.length + tracks.length) * LANE_HEIGHT, w);
@@ -149,9 +180,17 @@ export function LanesView(props: {
           shown.map(
               (l) => h('div', {
                 style: {height: `${LANE_HEIGHT}px`},
-                title: [`tid ${l.tid}`, gapTitle(l.gaps ?? '')].filter(Boolean).join('; '),
+                title: [`tid ${l.tid}: click to show this thread only`, gapTitle(l.gaps ?? ''),
+                        zoneTitle(l.zones ?? '', zoneNames)]
+                           .filter(Boolean)
+                           .join('; '),
               },
-                       `${l.name} (${l.tid})`)),
+                       h('button', {
+                         class: 'lane-name',
+                         'aria-pressed': props.thread === String(l.tid),
+                         onClick: () => props.onThread(l.tid),
+                       },
+                         `${l.name} (${l.tid})`))),
           tracks.map(
               (t) => h(
                   'div',
@@ -190,6 +229,15 @@ export function LanesView(props: {
           ),
       props.selected &&
           h('button', {class: 'clear-time', onClick: props.onClear}, `time ${props.selected} ×`),
+      props.lanes.lanes.length > shown.length &&
+          h('p', {class: 'more-lanes'},
+            `${shown.length} of ${props.lanes.lanes.length} threads drawn, the busiest; ` +
+                'the thread picker reaches every one'),
+      zoneNames.length > 0 &&
+          h('p', {class: 'zone-legend', 'aria-label': 'zones'},
+            zoneNames.map((n, i) => h('span', {class: 'zone-key'},
+                                      h('i', {style: {background: zoneColor(String.fromCharCode(97 + i))}}),
+                                      n))),
       (props.lanes.own_axis_traces ?? []).map(
           (path) => h('p', {class: 'own-axis'},
                       `${path}: on its own axis, not drawn against this recording's time ` +
