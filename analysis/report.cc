@@ -385,6 +385,10 @@ Result<DiffResult> DiffWith(const capture::Capture& cap, const capture::Capture&
   return Diff(cap, measured, q.granularity, q.filter, options);
 }
 
+// The most runs a stack chart holds (some 20 bytes each in the JSON): a
+// longer range is narrowed first (the page asks for the range it shows).
+constexpr size_t kStackChartRuns = 50'000;
+
 // The views that read the filtered samples of the chosen metric (`cap`);
 // lanes and the off-CPU tables read the capture's own CPU samples and
 // intervals (`original`).
@@ -409,6 +413,8 @@ Status BuildViews(const capture::Capture& original, const capture::Capture& cap,
     m->shown_threads = std::min(q.top, m->threads->size());
   }
   if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width), q.top);
+  if (v.stack_chart)
+    m->stack_chart = ComputeStackChart(cap, keys, filter, kStackChartRuns, q.cancel);
   if (SyscallsShown(original, v)) m->syscalls = BuildSyscalls(cap, keys, q.top);
   if (v.zones) m->zones = BuildZonesReport(original, q.top, filter);
   if (!original.traces.empty()) m->traces = BuildTracesReport(original, q.top, filter);
@@ -460,7 +466,7 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   if (q.cancel()) return Cancelled();
   const ReportViews& v = q.views;
   const bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls ||
-                   m.source || m.zones || v.spans;
+                   m.source || m.zones || v.spans || v.stack_chart;
   m.show_flat = v.flat || !any;
   return m;
 }

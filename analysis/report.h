@@ -18,6 +18,7 @@
 #include "analysis/keys.h"
 #include "analysis/lanes.h"
 #include "analysis/profile.h"
+#include "analysis/stack_chart.h"
 #include "analysis/summary.h"
 #include "analysis/traces.h"
 #include "analysis/zones.h"
@@ -35,9 +36,10 @@ struct ReportViews {
   bool threads = false;
   bool lanes = false;
   bool syscalls = false;
-  bool by_state = false;  // off-CPU time per state and thread, and who woke each thread
-  bool zones = false;     // the program's zones (probes): statistics per zone
-  bool spans = false;     // imported traces' spans by name (microscope import)
+  bool by_state = false;     // off-CPU time per state and thread, and who woke each thread
+  bool zones = false;        // the program's zones (probes): statistics per zone
+  bool spans = false;        // imported traces' spans by name (microscope import)
+  bool stack_chart = false;  // the busiest kept thread's samples in time order (serve's page)
 };
 
 struct ReportQuery {
@@ -349,6 +351,7 @@ struct ReportModel {
   std::optional<ReportLanes> lanes;
   std::optional<ReportDiff> diff;
   std::optional<ReportSource> source;
+  std::optional<StackChart> stack_chart;
   double min_percent = 0.5;  // the trees' pruning, for their titles
 };
 

@@ -28,7 +28,7 @@ bool SetView(const std::string& word, ReportViews* v) {
       {"inverted", &ReportViews::inverted}, {"threads", &ReportViews::threads},
       {"lanes", &ReportViews::lanes},       {"syscalls", &ReportViews::syscalls},
       {"zones", &ReportViews::zones},       {"by_state", &ReportViews::by_state},
-      {"spans", &ReportViews::spans},
+      {"spans", &ReportViews::spans},       {"stack_chart", &ReportViews::stack_chart},
   };
   auto it = kViews.find(word);
   if (it == kViews.end()) return false;
@@ -57,7 +57,9 @@ void AddShapeSetters(ReportParams& p, Setters* setters) {
            size_t comma = std::min(v.find(',', from), v.size());
            if (!SetView(v.substr(from, comma - from), &q.views)) {
              return Bad(n, v,
-                        "views are flat, tree, inverted, threads, lanes, syscalls, zones, by_state "
+                        "views are flat, tree, inverted, threads, lanes, syscalls, zones, "
+                        "by_state, spans, "
+                        "stack_chart "
                         "(comma-separated)");
            }
            from = comma + 1;

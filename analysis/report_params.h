@@ -20,7 +20,8 @@ struct ReportParams {
   std::string diff;     // the capture to compare with (diff=NAME); empty: none
 };
 
-// views=flat,tree,inverted,threads,lanes,syscalls,zones,by_state; metric,
+// views=flat,tree,inverted,threads,lanes,syscalls,zones,by_state,spans,
+// stack_chart; metric,
 // granularity, look, inlines (on|off), collapse_recursion (0|1), source,
 // min_percent, top, lane_width; the filters thread, pid, time, focus,
 // exclude, zone; capture and diff. A name given twice is an error.

@@ -406,6 +406,17 @@ ordered_json SourceJson(const analysis::ReportSource& s) {
           {"files", std::move(files)}};
 }
 
+// Runs as [start, end, stack, samples] (ns after the start), stacks as
+// name indexes outermost first: some 20 bytes a run.
+ordered_json StackChartJson(const analysis::StackChart& c) {
+  ordered_json runs = ordered_json::array();
+  for (const analysis::StackChartRun& r : c.runs)
+    runs.push_back({r.start, r.end, r.stack, r.samples});
+  return {{"tid", c.tid},         {"thread", c.thread},       {"samples", c.thread_samples},
+          {"threads", c.threads}, {"truncated", c.truncated}, {"runs", std::move(runs)},
+          {"stacks", c.stacks},   {"names", c.names},         {"modules", c.modules}};
+}
+
 ordered_json DiffJson(const analysis::ReportDiff& d) {
   ordered_json tree = ordered_json::array();
   for (uint32_t r : d.roots) tree.push_back(DiffTreeNodeJson(d, r));
@@ -453,6 +464,7 @@ std::string ReportJson(const ReportModel& m, bool indent, bool drawn_only) {
   if (m.lanes) j["lanes"] = LanesJson(*m.lanes);
   if (m.diff) j["diff"] = DiffJson(*m.diff);
   if (m.source) j["source"] = SourceJson(*m.source);
+  if (m.stack_chart) j["stack_chart"] = StackChartJson(*m.stack_chart);
   return j.dump(indent ? 1 : -1, ' ', false, ordered_json::error_handler_t::replace);
 }
 

@@ -299,6 +299,54 @@ test("the zones are drawn on their thread's lane, and a zone filters the views",
   await shot("5g-zones");
 });
 
+test("the stack chart draws a thread's samples in time order; it zooms without asking the server", async () => {
+  const whole = await api("/api/report?capture=threads.mscap");
+  const worker = whole.header.threads.find((t) => t.name === "worker-c");
+  await page.goto(new URL(`/?capture=threads.mscap&view=chart&thread=${worker.tid}`, url).href);
+  await ready();
+  const canvas = page.locator(".stack-chart canvas");
+  await page.waitForFunction(() => Number(document.querySelector(".stack-chart canvas")?.dataset.boxes) > 0);
+  const chart = (await api(`/api/report?capture=threads.mscap&views=stack_chart&thread=${worker.tid}`)).stack_chart;
+  assert.equal(chart.tid, worker.tid);
+  assert.equal(chart.runs.reduce((a, r) => a + r[3], 0), chart.samples);
+  // Hovering the leaf of the longest run names its function.
+  const longest = chart.runs.reduce((a, r) => (r[1] - r[0] > a[1] - a[0] ? r : a));
+  const stack = chart.stacks[longest[2]];
+  const box = await canvas.boundingBox();
+  const from = Number(await canvas.getAttribute("data-from")), to = Number(await canvas.getAttribute("data-to"));
+  const x = box.x + ((longest[0] + longest[1]) / 2 - from) / (to - from) * box.width;
+  const y = box.y + (stack.length - 1) * 16 + 8;
+  await page.mouse.move(x, y);
+  const tip = page.getByRole("tooltip");
+  await tip.waitFor();
+  assert.equal(await tip.locator("strong").textContent(), chart.names[stack.at(-1)]);
+  await shot("5h-stack-chart");
+  // Drag across a quarter of it: zoomed in, with no request to the server.
+  let asked = 0;
+  const count = () => asked++;
+  page.on("request", count);
+  await page.mouse.move(box.x + box.width * 0.25, box.y + 4);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + 4, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForFunction((f) => Number(document.querySelector(".stack-chart canvas").dataset.from) > f, from);
+  const zoomedFrom = Number(await canvas.getAttribute("data-from")), zoomedTo = Number(await canvas.getAttribute("data-to"));
+  const quarter = (to - from) / 4;
+  assert.ok(Math.abs(zoomedFrom - (from + quarter)) < quarter / 10 && Math.abs(zoomedTo - (from + 2 * quarter)) < quarter / 10,
+    `${zoomedFrom}..${zoomedTo} of ${from}..${to}`);
+  assert.equal(await page.getByRole("navigation", { name: "zoom levels" }).getByRole("button").count(), 2);
+  await shot("5i-stack-chart-zoomed");
+  page.off("request", count);
+  assert.equal(asked, 0, "zooming asked the server nothing");
+  // Escape zooms out again.
+  await page.locator(".stack-chart").focus();
+  await page.keyboard.press("Escape");
+  await page.waitForFunction((f) => Number(document.querySelector(".stack-chart canvas").dataset.from) === f, from);
+  // A click on a frame focuses the views on its function.
+  await page.mouse.click(x, y);
+  await page.waitForFunction((n) => new URL(location.href).searchParams.get("focus") === n, chart.names[stack.at(-1)]);
+});
+
 test("reloading the URL gives the same view", async () => {
   const link = new URL("/?capture=threads.mscap&view=tree&focus=work_a&order=self", url).href;
   await page.goto(link);

@@ -131,6 +131,21 @@ export interface Source {
   files: SourceFile[];
 }
 
+// One thread's samples in time order (views=stack_chart): runs of one
+// stack as [start, end, stack, samples] (ns after the start), each stack
+// outermost first as indexes into names and modules.
+export interface StackChart {
+  tid: number;
+  thread: string;
+  samples: number;
+  threads: number;  // threads with kept samples: the busiest is charted
+  truncated: boolean;
+  runs: [number, number, number, number][];
+  stacks: number[][];
+  names: string[];
+  modules: string[];
+}
+
 export interface Report {
   header: Header;
   all: Cost;
@@ -148,6 +163,7 @@ export interface Report {
     pruned: number;
   };
   source?: Source;
+  stack_chart?: StackChart;
 }
 
 // Whether the capture has off-CPU time (the offcpu and wall metrics).

@@ -8,13 +8,14 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, Report} from './api';
-import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView} from './views/lanes';
 import {SourceView} from './views/source';
+import {StackChartView} from './views/stackchart';
 import {CallTree} from './views/tree';
 
 const MIN_PERCENT = 0.1;  // the trees' pruning: nodes under 0.1% are not sent
@@ -167,6 +168,7 @@ function App() {
   const [report, error] = useReport(choose ? '' : reportQuery(state, MIN_PERCENT));
   const [lanes] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS));
   const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '');
+  const [charted] = useReport(state.view === 'chart' && !choose ? stackChartQuery(state) : '');
   const [found, searchError] = useReport(state.search ? searchQuery(state) : '');
   const searchShare = searchError ? searchError :
       found                       ? `on the stacks of ${found.kept?.text} of the samples${
@@ -288,6 +290,9 @@ function App() {
                }) :
                state.view === 'source' ?
                h(SourceView, {report: source, focus: state.focus}) :
+               state.view === 'chart' ?
+               (charted?.stack_chart ? h(StackChartView, {chart: charted.stack_chart, onFocus: focus}) :
+                                       h('p', {class: 'hint'}, 'the stack chart is loading…')) :
                state.view === 'diff' && state.diff ?
                h(DiffTable, {report, other: state.diff, onFocus: focus}) :
                h(FlatTable, {

@@ -1,10 +1,11 @@
 // Everything a view shows is decided by this state, and the state lives in
 // the page's URL: a link reproduces the view, reloading keeps it.
 
-export type View = 'flame'|'tree'|'flat'|'source'|'diff';
-export const VIEWS: readonly View[] = ['flame', 'tree', 'flat', 'source', 'diff'];
+export type View = 'flame'|'chart'|'tree'|'flat'|'source'|'diff';
+export const VIEWS: readonly View[] = ['flame', 'chart', 'tree', 'flat', 'source', 'diff'];
 export const VIEW_NAMES: Record<View, string> = {
   flame: 'flame graph',
+  chart: 'stack chart',
   tree: 'call tree',
   flat: 'functions',
   source: 'source',
@@ -139,6 +140,14 @@ export function sourceQuery(state: ViewState): string {
 
 // The most threads the timeline's answer holds (the busiest first).
 export const MAX_LANES = 1000;
+
+// The stack chart's query: the chosen thread's samples (the busiest
+// thread's without one) in time order, with the filters.
+export function stackChartQuery(state: ViewState): string {
+  const params = shared(state, 'stack_chart');
+  if (state.focus) params.set('focus', exactly(state.focus));
+  return '/api/report?' + params.toString();
+}
 
 // The timeline's query: every thread's lanes over the whole recording (the
 // time range selected on it, the thread, zone and focus filter the other

@@ -4,6 +4,7 @@
 #include "analysis/filter.h"
 #include "analysis/lanes.h"
 #include "analysis/profile.h"
+#include "analysis/stack_chart.h"
 #include "analysis/summary.h"
 #include "tests/unit/capture/test_capture.h"
 
@@ -218,4 +219,63 @@ TEST_CASE("ThreadTotals and aggregated rows (samples.count)") {
   REQUIRE(t.size() == 1);
   CHECK(t[0].samples == 20);
   CHECK(Summarize(c).samples == 20);
+}
+
+TEST_CASE("Stack chart: a thread's samples in time order, one run per stack while it lasts") {
+  auto c = TestCapture();  // hot at 100..106, cold at 107..109 (start 10), 1000 ns each
+  FunctionKeys keys(c);
+  StackChart chart = ComputeStackChart(c, keys, SampleFilter(), 100);
+  CHECK(chart.tid == 100);
+  CHECK(chart.thread == "app");
+  CHECK(chart.thread_samples == 10);
+  CHECK(chart.threads == 1);
+  REQUIRE(chart.runs.size() == 2);
+  // hot's samples overlap (each covers 1000 ns): one run, ended where cold begins.
+  CHECK(chart.runs[0].start == 90);
+  CHECK(chart.runs[0].end == 97);
+  CHECK(chart.runs[0].samples == 7);
+  CHECK(chart.runs[1].start == 97);
+  CHECK(chart.runs[1].end == 99 + 1000);
+  CHECK(chart.runs[1].samples == 3);
+  auto names = [&](const StackChartRun& r) {
+    std::vector<std::string> out;
+    for (uint32_t n : chart.stacks[r.stack]) out.push_back(chart.names[n]);
+    return out;
+  };
+  CHECK(names(chart.runs[0]) == std::vector<std::string>{"main", "run", "hot"});
+  CHECK(names(chart.runs[1]) == std::vector<std::string>{"main", "run", "cold"});
+  CHECK_FALSE(chart.truncated);
+  // A filter keeps its samples only; past the bound, the first runs.
+  FilterSpec spec;
+  spec.focus = "^cold$";
+  auto f = SampleFilter::Make(c, keys, spec);
+  REQUIRE(f.ok());
+  chart = ComputeStackChart(c, keys, *f, 100);
+  REQUIRE(chart.runs.size() == 1);
+  CHECK(chart.runs[0].samples == 3);
+  chart = ComputeStackChart(c, keys, SampleFilter(), 1);
+  CHECK(chart.runs.size() == 1);
+  CHECK(chart.truncated);
+  // A timer's samples come a little late or early: a sample after the run
+  // by less than half its weight continues it; a longer gap (the thread
+  // off CPU) ends it.
+  c.samples.time = {100, 1100, 2150, 3100, 6000, 6950, 8000, 9000, 10000, 11000};
+  chart = ComputeStackChart(c, keys, SampleFilter(), 100);
+  REQUIRE(chart.runs.size() == 3);
+  CHECK(chart.runs[0].start == 90);
+  CHECK(chart.runs[0].end == 4090);  // 100 .. 3100 (+1000): 50 ns late, then 50 early
+  CHECK(chart.runs[0].samples == 4);
+  CHECK(chart.runs[1].start == 5990);  // after 1.9 us without a sample
+  CHECK(chart.runs[1].end == 8990);    // where cold's first sample begins
+  CHECK(chart.runs[1].samples == 3);
+  CHECK(chart.runs[2].start == 8990);
+  CHECK(chart.runs[2].end == 11990);
+  c.samples.time = {100, 101, 102, 103, 104, 105, 106, 107, 108, 109};
+  // Samples next to each other but of the other metric's units last until
+  // the next one.
+  c.settings.unit = "events";
+  chart = ComputeStackChart(c, keys, SampleFilter(), 100);
+  REQUIRE(chart.runs.size() == 2);
+  CHECK(chart.runs[0].end == 97);
+  CHECK(chart.runs[1].end == 100);
 }
