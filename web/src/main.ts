@@ -8,7 +8,7 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, Report} from './api';
-import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
@@ -200,6 +200,9 @@ function App() {
         thread: state.thread,
         onThread: (tid: number) =>
             go({...state, thread: state.thread === String(tid) ? '' : String(tid)}),
+        zoom: zoomLevels(state),
+        // Zoomed into a range, every view shows that range.
+        onZoom: (levels: string[]) => go({...state, zoom: levels.join(','), time: levels.at(-1) ?? ''}),
         onSelect: (from: number, to: number) => go({...state, time: timeRange(from, to)}),
         onClear: () => go({...state, time: ''}),
       }),

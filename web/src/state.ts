@@ -20,6 +20,7 @@ export interface ViewState {
   thread: string;         // a tid or thread name; "" for all
   zone: string;           // a zone of the program's probes: only samples inside it; "" for all
   time: string;           // "FROM..TO" after the start, as report --time; "" for all
+  zoom: string;           // the timeline's zoom levels ("FROM..TO" each, outermost first), comma-separated
   diff: string;           // another capture to compare with; "" for none
   order: 'total'|'self';  // the call tree's and table's order
   callees: '0'|'1';       // "1": the inverted tree (sampled functions first, then their callers)
@@ -38,6 +39,7 @@ export const DEFAULT_STATE: ViewState = {
   thread: '',
   zone: '',
   time: '',
+  zoom: '',
   diff: '',
   order: 'total',
   callees: '0',
@@ -138,6 +140,11 @@ export function sourceQuery(state: ViewState): string {
   return '/api/report?' + params.toString();
 }
 
+// The timeline's zoom levels, outermost first.
+export function zoomLevels(state: ViewState): string[] {
+  return state.zoom ? state.zoom.split(',') : [];
+}
+
 // The most threads the timeline's answer holds (the busiest first).
 export const MAX_LANES = 1000;
 
@@ -149,11 +156,11 @@ export function stackChartQuery(state: ViewState): string {
   return '/api/report?' + params.toString();
 }
 
-// The timeline's query: every thread's lanes over the whole recording (the
-// time range selected on it, the thread, zone and focus filter the other
-// views only).
+// The timeline's query: every thread's lanes over the whole recording, or
+// the range zoomed into (the time range selected on it, the thread, zone
+// and focus filter the other views only).
 export function lanesQuery(state: ViewState, columns: number): string {
-  const params = shared({...state, time: '', thread: '', zone: ''}, 'lanes');
+  const params = shared({...state, time: zoomLevels(state).at(-1) ?? '', thread: '', zone: ''}, 'lanes');
   params.set('lane_width', String(columns));
   params.set('top', String(MAX_LANES));
   return '/api/report?' + params.toString();

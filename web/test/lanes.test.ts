@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest';
 
 import type {TraceTrack} from '../src/api';
-import {gapTitle, trackTitle} from '../src/views/lanes';
+import {axisTicks, columnText, gapTitle, trackTitle} from '../src/views/lanes';
 
 const track = (t: Partial<TraceTrack>): TraceTrack => ({
   trace: 0, track: 0, name: 'g / t', kind: 'thread', pid: 0, tid: 0, spans: 0, instants: 0,
@@ -24,5 +24,28 @@ describe('the label of a row with gaps', () => {
     expect(gapTitle('  LL  T L ')).toBe('gaps, not known (not idle): lost records, throttled');
     expect(gapTitle('W')).toBe('gaps, not known (not idle): walker not yet on');
     expect(gapTitle('   ')).toBe('');
+  });
+});
+
+describe('the time axis', () => {
+  it('ticks at round steps, at most as many as asked', () => {
+    expect(axisTicks(0, 1e9, 8)).toEqual([0, 2e8, 4e8, 6e8, 8e8, 1e9]);
+    expect(axisTicks(1.5e9, 2e9, 8)).toEqual([1.5e9, 1.6e9, 1.7e9, 1.8e9, 1.9e9, 2e9]);
+    const many = axisTicks(0, 7_777_777, 8);
+    expect(many.length).toBeLessThanOrEqual(8);
+    expect(many[1] - many[0]).toBe(1e6);
+  });
+});
+
+describe('a lane column\'s tooltip', () => {
+  it('says the thread, the time, the samples, time off CPU, gaps and zones', () => {
+    const lane = {
+      tid: 7, name: 'w', total: 3, buckets: [0, 3], off_cpu: {sleeping: [0, 2_000_000]},
+      gaps: ' L', zones: ' a', events: '  ',
+    };
+    expect(columnText(lane, 1, 1e9, 5e6, ['spin'])).toEqual([
+      'w (7)', '1.005 s to 1.010 s', '3 samples', '2.000 ms off CPU, sleeping',
+      'gap, not known: lost records', 'zone spin',
+    ]);
   });
 });

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest';
 
-import {containing, DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, threadFromLabel, threadLabel, timeRange,} from '../src/state';
+import {containing, DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, zoomLevels,} from '../src/state';
 
 const params = (query: string) => new URLSearchParams(query.split('?')[1]);
 
@@ -14,6 +14,7 @@ describe('view state in the URL', () => {
       thread: 'worker-a',
       zone: 'spin & wait',
       time: '1s..2.5s',
+      zoom: '1s..3s,1s..2.5s',
       diff: 'before.mscap',
       order: 'self' as const,
       callees: '1' as const,
@@ -68,6 +69,12 @@ describe('the timeline', () => {
     expect(q.get('thread')).toBeNull();
     expect(q.get('zone')).toBeNull();
     expect(Number(q.get('top'))).toBeGreaterThanOrEqual(1000);
+  });
+  it('asks for the range zoomed into, the innermost', () => {
+    const q = params(lanesQuery({...DEFAULT_STATE, zoom: '1s..3s,1.5s..2s', time: '1.6s..1.7s'}, 300));
+    expect(q.get('time')).toBe('1.5s..2s');
+    expect(zoomLevels({...DEFAULT_STATE, zoom: '1s..3s,1.5s..2s'})).toEqual(['1s..3s', '1.5s..2s']);
+    expect(zoomLevels(DEFAULT_STATE)).toEqual([]);
   });
   it('filters the other views by the zone chosen', () => {
     expect(params(reportQuery({...DEFAULT_STATE, zone: 'spin'}, 0.1)).get('zone')).toBe('spin');

@@ -6,7 +6,9 @@
 // other view (state.time), as report --time.
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
-import type {Lanes, TraceTrack} from '../api';
+import {timeRange} from '../state';
+import type {Lane, Lanes, TraceTrack} from '../api';
+import {duration} from './stackchart';
 
 export const LANE_HEIGHT = 18;
 const LABEL_WIDTH = 160;
@@ -83,17 +85,55 @@ export function zoneTitle(zones: string, names: string[]): string {
   return held.length ? `zones: ${held.join(', ')}` : '';
 }
 
+// Ticks for a time axis over [from, to) (ns): a round step (1, 2 or 5
+// times a power of ten) giving at most `most` ticks.
+export function axisTicks(from: number, to: number, most: number): number[] {
+  const span = Math.max(1, to - from);
+  let step = 1;
+  while (span / step > most) {
+    const k = String(step)[0];
+    step = k === '1' ? step * 2 : k === '2' ? step * 2.5 : step * 2;
+  }
+  const ticks = [];
+  for (let t = Math.ceil(from / step) * step; t <= to; t += step) ticks.push(t);
+  return ticks;
+}
+
+// What the timeline says of one lane's column when hovered.
+export function columnText(lane: Lane, column: number, from: number, bucket: number,
+                           zoneNames: string[]): string[] {
+  const lines = [`${lane.name} (${lane.tid})`,
+                 `${duration(from + column * bucket)} to ${duration(from + (column + 1) * bucket)}`,
+                 `${lane.buckets[column] ?? 0} samples`];
+  for (const [state, ns] of Object.entries(lane.off_cpu ?? {})) {
+    if (ns[column] > 0) lines.push(`${duration(ns[column])} off CPU, ${state}`);
+  }
+  const gap = lane.gaps?.[column];
+  if (gap && gap !== ' ') lines.push(`gap, not known: ${GAP_CAUSES[gap] ?? gap}`);
+  const zone = lane.zones?.[column];
+  if (zone && zone !== ' ') lines.push(`zone ${zone === '+' ? '(more zones)' : zoneNames[zone.charCodeAt(0) - 97]}`);
+  return lines;
+}
+
 export function LanesView(props: {
   lanes: Lanes; selected: string;  // state.time, shown as the selection
   thread: string;                  // state.thread: its lane is marked
+  zoom: string[];                  // state.zoom: the ranges zoomed into, outermost first
   onSelect: (fromNs: number, toNs: number) => void;
   onClear: () => void;
   onThread: (tid: number) => void;
+  onZoom: (zoom: string[]) => void;
 }) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const [drag, setDrag] = useState<[number, number]|null>(null);
+  const [hover, setHover] = useState<{lines: string[]; x: number; y: number}|null>(null);
+  const [cursor, setCursor] = useState<{anchor: number; at: number}|null>(null);  // keyboard, in columns
   const columns = props.lanes.lanes[0]?.buckets.length ?? 0;
   const span = columns * props.lanes.bucket_ns;
+  // The lanes' columns start at the innermost zoom's start (ns after the
+  // recording's start); selections are in those terms too.
+  const zoomed = props.zoom.length ? selectedRange(props.zoom[props.zoom.length - 1], span) : null;
+  const origin = zoomed ? zoomed[0] : 0;
   const shown = props.lanes.lanes.slice(0, DRAWN_LANES);
   const zoneNames = props.lanes.zone_names ?? [];
   const tracks = props.lanes.trace_tracks ?? [];
@@ -166,11 +206,53 @@ export function LanesView(props: {
       g.globalAlpha = 1;
     });
   }, [props.lanes]);
-  // Nanoseconds after the start at x (pixels from the canvas's left).
+  // Nanoseconds after the recording's start at x (pixels from the canvas's left).
   const at = (x: number) =>
-      (span * Math.max(0, Math.min(x, canvas.current!.clientWidth))) / canvas.current!.clientWidth;
+      origin + (span * Math.max(0, Math.min(x, canvas.current!.clientWidth))) / canvas.current!.clientWidth;
   const x = (e: PointerEvent) => e.clientX - canvas.current!.getBoundingClientRect().left;
-  const sel = drag ?? selectedRange(props.selected, span);
+  const chosen = selectedRange(props.selected, origin + span);
+  const fromCursor: [number, number]|null = cursor &&
+      [origin + Math.min(cursor.anchor, cursor.at) * props.lanes.bucket_ns,
+       origin + (Math.max(cursor.anchor, cursor.at) + 1) * props.lanes.bucket_ns];
+  const sel = drag ?? fromCursor ?? chosen;
+  const hoverAt = (e: PointerEvent) => {
+    const r = canvas.current!.getBoundingClientRect();
+    const column = Math.floor(((e.clientX - r.left) / r.width) * columns);
+    const row = Math.floor((e.clientY - r.top) / LANE_HEIGHT);
+    const lane = shown[row];
+    if (!lane || column < 0 || column >= columns) return setHover(null);
+    setHover({
+      lines: columnText(lane, column, origin, props.lanes.bucket_ns, zoneNames),
+      x: e.clientX - r.left,
+      y: e.clientY - r.top,
+    });
+  };
+  // Arrows move a cursor by a column, Shift+arrows widen the selection
+  // from where it began; Enter selects it, + zooms into it, - zooms out,
+  // Escape drops it.
+  const onKey = (e: KeyboardEvent) => {
+    const step = (d: number) => {
+      const at = Math.max(0, Math.min(columns - 1, (cursor?.at ?? -d) + d));
+      setCursor({anchor: e.shiftKey && cursor ? cursor.anchor : at, at});
+      e.preventDefault();
+    };
+    if (e.key === 'ArrowRight') step(1);
+    else if (e.key === 'ArrowLeft') step(-1);
+    else if (e.key === 'Enter' && fromCursor) {
+      props.onSelect(fromCursor[0], fromCursor[1]);
+      setCursor(null);
+    } else if ((e.key === '+' || e.key === '=') && (fromCursor || chosen)) {
+      const [a, b] = (fromCursor ?? chosen)!;
+      props.onZoom([...props.zoom, timeRange(a, b)]);
+      setCursor(null);
+    } else if (e.key === '-' && props.zoom.length) {
+      props.onZoom(props.zoom.slice(0, -1));
+    } else if (e.key === 'Escape') {
+      setCursor(null);
+    }
+  };
+  const ticks = axisTicks(origin, origin + span, 8);
+  const legend = [...new Set(shown.flatMap((l) => Object.keys(l.off_cpu ?? {})))];
   return h(
       'section',
       {class: 'lanes', 'aria-label': 'timeline'},
@@ -205,13 +287,20 @@ export function LanesView(props: {
           {class: 'lane-area'},
           h('canvas', {
             ref: canvas,
+            tabIndex: 0,
             style: {height: `${rows * LANE_HEIGHT}px`},
-            'aria-label': 'threads over time: drag to select a time range',
+            'aria-label': 'threads over time: drag (or arrows, Shift+arrows, Enter) to select a ' +
+                'time range; + zooms into it, - zooms out',
+            onKeyDown: onKey,
             onPointerDown: (e: PointerEvent) => {
               (e.target as Element).setPointerCapture(e.pointerId);
               setDrag([at(x(e)), at(x(e))]);
             },
-            onPointerMove: (e: PointerEvent) => drag && setDrag([drag[0], at(x(e))]),
+            onPointerMove: (e: PointerEvent) => {
+              if (drag) setDrag([drag[0], at(x(e))]);
+              hoverAt(e);
+            },
+            onPointerLeave: () => setHover(null),
             onPointerUp: (e: PointerEvent) => {
               if (!drag) return;
               const end = at(x(e));
@@ -222,13 +311,39 @@ export function LanesView(props: {
           sel && h('div', {
             class: 'selection',
             style: {
-              left: `${(100 * Math.min(sel[0], sel[1])) / span}%`,
+              left: `${(100 * (Math.min(sel[0], sel[1]) - origin)) / span}%`,
               width: `${(100 * Math.abs(sel[1] - sel[0])) / span}%`,
             },
           }),
+          hover && h('div', {
+            class: 'tooltip',
+            role: 'tooltip',
+            style: {left: `${Math.min(hover.x + 12, (canvas.current?.clientWidth ?? 0) - 200)}px`, top: `${hover.y + 12}px`},
+          },
+            hover.lines.map((l, i) => (i === 0 ? h('strong', null, l) : h('div', null, l)))),
+          h('div', {class: 'axis', 'aria-label': 'time axis'},
+            ticks.map((t) => h('span', {class: 'tick', style: {left: `${(100 * (t - origin)) / span}%`}},
+                               duration(t)))),
           ),
-      props.selected &&
-          h('button', {class: 'clear-time', onClick: props.onClear}, `time ${props.selected} ×`),
+      h('nav', {class: 'zoom', 'aria-label': 'timeline zoom'},
+        h('button', {
+          disabled: !chosen && !fromCursor,
+          title: 'zoom into the selected range (+)',
+          onClick: () => {
+            const [a, b] = (fromCursor ?? chosen)!;
+            props.onZoom([...props.zoom, timeRange(a, b)]);
+          },
+        }, 'zoom in'),
+        ['', ...props.zoom].map((z, i) => h('button', {
+          'aria-current': i === props.zoom.length ? 'true' : undefined,
+          onClick: () => props.onZoom(props.zoom.slice(0, i)),
+        }, i === 0 ? 'all' : z)),
+        props.selected &&
+            h('button', {class: 'clear-time', onClick: props.onClear}, `time ${props.selected} ×`),
+        legend.length > 0 && h('span', {class: 'state-legend', 'aria-label': 'off-CPU states'},
+          legend.map((st) => h('span', {class: 'zone-key'},
+                               h('i', {style: {background: STATE_COLORS[st] ?? STATE_COLORS.other}}),
+                               `off CPU, ${st}`)))),
       props.lanes.lanes.length > shown.length &&
           h('p', {class: 'more-lanes'},
             `${shown.length} of ${props.lanes.lanes.length} threads drawn, the busiest; ` +
