@@ -459,6 +459,14 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
           .WithContext(q.capture_name);
     }
   }
+  if (!q.neighbors.empty()) {
+    m.neighbors = ComputeNeighbors(cap, keys, *filter, q.neighbors, q.top, q.cancel);
+    if (!m.neighbors) {
+      return Status::Error(StatusCode::kInvalidArgument,
+                           "no function named '" + q.neighbors + "' in the capture")
+          .WithContext(q.capture_name);
+    }
+  }
   if (other != nullptr) {
     ASSIGN_OR_RETURN(DiffResult diff, DiffWith(cap, *other, metric, q));
     m.diff = BuildDiff(std::move(diff), q.top);
@@ -466,7 +474,7 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   if (q.cancel()) return Cancelled();
   const ReportViews& v = q.views;
   const bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls ||
-                   m.source || m.zones || v.spans || v.stack_chart;
+                   m.source || m.zones || v.spans || v.stack_chart || m.neighbors;
   m.show_flat = v.flat || !any;
   return m;
 }

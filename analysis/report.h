@@ -17,6 +17,7 @@
 #include "analysis/filter.h"
 #include "analysis/keys.h"
 #include "analysis/lanes.h"
+#include "analysis/neighbors.h"
 #include "analysis/profile.h"
 #include "analysis/stack_chart.h"
 #include "analysis/summary.h"
@@ -61,6 +62,8 @@ struct ReportQuery {
   Look look = Look::kMixed;
   // A function whose source lines to cost (report --source); empty: none.
   std::string source;
+  // A function whose callers and callees to cost (serve's sidebar); empty: none.
+  std::string neighbors;
   // How errors name the capture and the diff's other capture ("FILE: ...").
   std::string capture_name;
   std::string other_name;
@@ -352,6 +355,7 @@ struct ReportModel {
   std::optional<ReportDiff> diff;
   std::optional<ReportSource> source;
   std::optional<StackChart> stack_chart;
+  std::optional<Neighbors> neighbors;
   double min_percent = 0.5;  // the trees' pruning, for their titles
 };
 

@@ -121,6 +121,11 @@ void AddShapeSetters(ReportParams& p, Setters* setters) {
          if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");
          return q.source = v, OkStatus();
        }},
+      {"neighbors",
+       [&](auto& n, auto& v) {
+         if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");
+         return q.neighbors = v, OkStatus();
+       }},
   });
 }
 

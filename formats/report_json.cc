@@ -417,6 +417,27 @@ ordered_json StackChartJson(const analysis::StackChart& c) {
           {"stacks", c.stacks},   {"names", c.names},         {"modules", c.modules}};
 }
 
+// A function's callers and callees, costed as shares of `all`.
+ordered_json NeighborsJson(const analysis::Neighbors& n, uint64_t all) {
+  auto side = [&](const std::vector<analysis::Neighbor>& rows) {
+    ordered_json out = ordered_json::array();
+    for (const analysis::Neighbor& r : rows) {
+      out.push_back({{"function", r.name},
+                     {"module", r.module},
+                     {"cost", CostJson(analysis::Share(r.cost, all))}});
+    }
+    return out;
+  };
+  return {{"function", n.name},
+          {"module", n.module},
+          {"self", CostJson(analysis::Share(n.self, all))},
+          {"total", CostJson(analysis::Share(n.total, all))},
+          {"callers", side(n.callers)},
+          {"more_callers", n.more_callers},
+          {"callees", side(n.callees)},
+          {"more_callees", n.more_callees}};
+}
+
 ordered_json DiffJson(const analysis::ReportDiff& d) {
   ordered_json tree = ordered_json::array();
   for (uint32_t r : d.roots) tree.push_back(DiffTreeNodeJson(d, r));
@@ -465,6 +486,7 @@ std::string ReportJson(const ReportModel& m, bool indent, bool drawn_only) {
   if (m.diff) j["diff"] = DiffJson(*m.diff);
   if (m.source) j["source"] = SourceJson(*m.source);
   if (m.stack_chart) j["stack_chart"] = StackChartJson(*m.stack_chart);
+  if (m.neighbors) j["neighbors"] = NeighborsJson(*m.neighbors, m.flat.all.value);
   return j.dump(indent ? 1 : -1, ' ', false, ordered_json::error_handler_t::replace);
 }
 

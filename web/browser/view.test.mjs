@@ -397,6 +397,27 @@ test("the stack chart draws a thread's samples in time order; it zooms without a
   await page.waitForFunction((n) => new URL(location.href).searchParams.get("focus") === n, chart.names[stack.at(-1)]);
 });
 
+test("the selected function's sidebar: its cost as share, time and samples, its callers and callees", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&focus=work_b", url).href);
+  await ready();
+  const side = page.getByRole("complementary", { name: "selected function" });
+  await side.locator('dd[data-field="total"]').waitFor();
+  const n = (await api("/api/report?capture=threads.mscap&views=threads&neighbors=work_b&top=20")).neighbors;
+  assert.equal(n.function, "work_b");
+  const total = await side.locator('dd[data-field="total"]').textContent();
+  assert.ok(total.startsWith(n.total.text) && total.endsWith(`${n.total.samples} samples`) && / ms · /.test(total), total);
+  const callers = await side.getByRole("region", { name: "callers" }).getByRole("button").allTextContents();
+  assert.deepEqual(callers, n.callers.map((c) => c.function));
+  assert.ok(callers.includes("thread_b"), callers.join(", "));
+  const callees = await side.getByRole("region", { name: "callees" }).getByRole("button").allTextContents();
+  assert.deepEqual(callees, n.callees.map((c) => c.function));
+  await shot("5j-sidebar");
+  await side.getByRole("button", { name: "thread_b", exact: true }).click();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "thread_b");
+  await side.getByRole("button", { name: "source lines" }).click();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("view") === "source");
+});
+
 test("reloading the URL gives the same view", async () => {
   const link = new URL("/?capture=threads.mscap&view=tree&focus=work_a&order=self", url).href;
   await page.goto(link);

@@ -146,6 +146,23 @@ export interface StackChart {
   modules: string[];
 }
 
+// A function's place in the call graph (neighbors=NAME).
+export interface Neighbor {
+  function: string;
+  module: string;
+  cost: Cost;  // the samples where it called the function, or was called by it
+}
+export interface Neighbors {
+  function: string;
+  module: string;
+  self: Cost;
+  total: Cost;
+  callers: Neighbor[];
+  more_callers: number;
+  callees: Neighbor[];
+  more_callees: number;
+}
+
 export interface Report {
   header: Header;
   all: Cost;
@@ -164,6 +181,7 @@ export interface Report {
   };
   source?: Source;
   stack_chart?: StackChart;
+  neighbors?: Neighbors;
 }
 
 // Whether the capture has off-CPU time (the offcpu and wall metrics).

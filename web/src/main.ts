@@ -8,12 +8,13 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, Report} from './api';
-import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView} from './views/lanes';
+import {Sidebar} from './views/sidebar';
 import {SourceView} from './views/source';
 import {StackChartView} from './views/stackchart';
 import {CallTree} from './views/tree';
@@ -168,6 +169,8 @@ function App() {
   const [report, error] = useReport(choose ? '' : reportQuery(state, MIN_PERCENT));
   const [lanes] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS));
   const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '');
+  const sidebar = !!state.focus && state.view !== 'source' && state.view !== 'diff';
+  const [neighbors] = useReport(sidebar && !choose ? neighborsQuery(state) : '');
   const [charted] = useReport(state.view === 'chart' && !choose ? stackChartQuery(state) : '');
   const [found, searchError] = useReport(state.search ? searchQuery(state) : '');
   const searchShare = searchError ? searchError :
@@ -278,8 +281,9 @@ function App() {
                     '×'),
                   ),
           ),
-      report &&
-          (state.view === 'flame' ?
+      report && h('div', {class: sidebar ? 'content with-sidebar' : 'content'},
+        h('div', {class: 'view'},
+          state.view === 'flame' ?
                h(FlameGraph, {report, search: state.search, searchShare, diff, onFocus: focus}) :
                state.view === 'tree' ?
                h(CallTree, {
@@ -306,6 +310,7 @@ function App() {
                  onOrder: order,
                  onFocus: focus,
                })),
+        sidebar && h(Sidebar, {report: neighbors, onFocus: focus, onSource: () => go({...state, view: 'source'})})),
   );
 }
 

@@ -148,6 +148,16 @@ export function zoomLevels(state: ViewState): string[] {
 // The most threads the timeline's answer holds (the busiest first).
 export const MAX_LANES = 1000;
 
+// The sidebar's query: the focused function's cost, callers and callees
+// over the samples of the thread, zone and time range shown (not only the
+// focused ones: shares of those).
+export function neighborsQuery(state: ViewState): string {
+  const params = shared(state, 'threads');
+  params.set('neighbors', state.focus);
+  params.set('top', '20');
+  return '/api/report?' + params.toString();
+}
+
 // The stack chart's query: the chosen thread's samples (the busiest
 // thread's without one) in time order, with the filters.
 export function stackChartQuery(state: ViewState): string {

@@ -3,6 +3,7 @@
 #include "analysis/diff.h"
 #include "analysis/filter.h"
 #include "analysis/lanes.h"
+#include "analysis/neighbors.h"
 #include "analysis/profile.h"
 #include "analysis/stack_chart.h"
 #include "analysis/summary.h"
@@ -278,4 +279,43 @@ TEST_CASE("Stack chart: a thread's samples in time order, one run per stack whil
   REQUIRE(chart.runs.size() == 2);
   CHECK(chart.runs[0].end == 97);
   CHECK(chart.runs[1].end == 100);
+}
+
+TEST_CASE("Neighbors: a function's callers and callees with the cost of the samples they share") {
+  auto c = TestCapture();  // main > run > {hot x7, cold x3}, 1000 ns each
+  FunctionKeys keys(c);
+  auto run = ComputeNeighbors(c, keys, SampleFilter(), "run", 10);
+  REQUIRE(run);
+  CHECK(run->self.samples == 0);
+  CHECK(run->total.samples == 10);
+  CHECK(run->total.value == 10000);
+  REQUIRE(run->callers.size() == 1);
+  CHECK(run->callers[0].name == "main");
+  CHECK(run->callers[0].cost.samples == 10);
+  REQUIRE(run->callees.size() == 2);
+  CHECK(run->callees[0].name == "hot");
+  CHECK(run->callees[0].cost.samples == 7);
+  CHECK(run->callees[1].name == "cold");
+  CHECK(run->callees[1].cost.samples == 3);
+  auto hot = ComputeNeighbors(c, keys, SampleFilter(), "hot", 1);
+  REQUIRE(hot);
+  CHECK(hot->self.samples == 7);
+  CHECK(hot->callees.empty());
+  run = ComputeNeighbors(c, keys, SampleFilter(), "run", 1);  // the first one only
+  CHECK(run->callees.size() == 1);
+  CHECK(run->more_callees == 1);
+  CHECK_FALSE(ComputeNeighbors(c, keys, SampleFilter(), "nowhere", 10));
+  // A function calling itself: each sample counts once, its own calls are
+  // neither its callers nor its callees.
+  c.stacks.parent.push_back(2);  // 5: main>run>hot>run
+  c.stacks.frame.push_back(1);
+  c.samples.stack[0] = 5;
+  run = ComputeNeighbors(c, keys, SampleFilter(), "run", 10);
+  CHECK(run->total.samples == 10);
+  CHECK(run->self.samples == 1);
+  REQUIRE(run->callers.size() == 2);  // main (10) and hot (1)
+  CHECK(run->callers[0].cost.samples == 10);
+  CHECK(run->callers[1].name == "hot");
+  CHECK(run->callees[0].name == "hot");
+  CHECK(run->callees[0].cost.samples == 7);
 }
