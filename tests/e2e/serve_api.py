@@ -127,6 +127,28 @@ try:
     e = get_json(api(capture="threads.mscap", source="no_such_function"), 422)["error"]
     check("no function named 'no_such_function'" in e, "an unknown source function is 422: %r" % e)
 
+    # The page's stack chart: the busiest thread's samples in time order,
+    # every one of them in a run, the runs in order and apart.
+    whole = get_json(api(capture="threads.mscap", views="threads"))
+    busiest = max(whole["threads"], key=lambda t: t["samples"])
+    chart = get_json(api(capture="threads.mscap", views="stack_chart"))["stack_chart"]
+    runs = chart["runs"]
+    check(chart["tid"] == busiest["tid"] and chart["threads"] == len(whole["threads"]) and
+          sum(r[3] for r in runs) == chart["samples"] == busiest["samples"] and
+          all(a[1] <= b[0] for a, b in zip(runs, runs[1:])) and all(r[0] < r[1] for r in runs),
+          "views=stack_chart: %d samples of %s (%d) in %d runs, in order" %
+          (chart["samples"], chart["thread"], chart["tid"], len(runs)))
+    names = {tuple(chart["names"][i] for i in chart["stacks"][r[2]]) for r in runs}
+    check(any(p[-2:] == ("work_c", "burn_units") for p in names), "whose stacks name the functions: %s" % sorted(names)[:3])
+    # The sidebar's: a function's callers and callees.
+    n = get_json(api(capture="threads.mscap", views="threads", neighbors="work_b"))["neighbors"]
+    check([c["function"] for c in n["callers"]] == ["thread_b"] and n["callees"][0]["function"] == "burn_units" and
+          n["total"]["samples"] == sum(f["total"]["samples"] for f in cli("threads.mscap")["functions"] if f["function"] == "work_b"),
+          "neighbors=work_b: called by thread_b, calling burn_units, %d samples" % n["total"]["samples"])
+    e = get_json(api(capture="threads.mscap", neighbors="no_such_function"), 422)["error"]
+    check("no function named 'no_such_function'" in e, "an unknown function's neighbors are 422: %r" % e)
+    get_json(api(capture="threads.mscap", views="stack_chart,nonsense"), 400)
+
     # Answers go out plain even to a browser that accepts compression: on
     # the loopback, httplib's brotli only cost (300 ms for a 600 kB answer).
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
