@@ -388,6 +388,8 @@ Result<DiffResult> DiffWith(const capture::Capture& cap, const capture::Capture&
 // The most runs a stack chart holds (some 20 bytes each in the JSON): a
 // longer range is narrowed first (the page asks for the range it shows).
 constexpr size_t kStackChartRuns = 50'000;
+// The most markers an answer holds (the longest; the rest are counted).
+constexpr size_t kMarkers = 20'000;
 
 // The views that read the filtered samples of the chosen metric (`cap`);
 // lanes and the off-CPU tables read the capture's own CPU samples and
@@ -415,6 +417,7 @@ Status BuildViews(const capture::Capture& original, const capture::Capture& cap,
   if (v.lanes) m->lanes = BuildLanes(original, ComputeLanes(original, filter, q.lane_width), q.top);
   if (v.stack_chart)
     m->stack_chart = ComputeStackChart(cap, keys, filter, kStackChartRuns, q.cancel);
+  if (v.markers) m->markers = ComputeMarkers(original, filter, kMarkers, q.cancel);
   if (SyscallsShown(original, v)) m->syscalls = BuildSyscalls(cap, keys, q.top);
   if (v.zones) m->zones = BuildZonesReport(original, q.top, filter);
   if (!original.traces.empty()) m->traces = BuildTracesReport(original, q.top, filter);
@@ -474,7 +477,7 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   if (q.cancel()) return Cancelled();
   const ReportViews& v = q.views;
   const bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls ||
-                   m.source || m.zones || v.spans || v.stack_chart || m.neighbors;
+                   m.source || m.zones || v.spans || v.stack_chart || m.neighbors || v.markers;
   m.show_flat = v.flat || !any;
   return m;
 }

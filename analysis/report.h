@@ -17,6 +17,7 @@
 #include "analysis/filter.h"
 #include "analysis/keys.h"
 #include "analysis/lanes.h"
+#include "analysis/markers.h"
 #include "analysis/neighbors.h"
 #include "analysis/profile.h"
 #include "analysis/stack_chart.h"
@@ -41,6 +42,7 @@ struct ReportViews {
   bool zones = false;        // the program's zones (probes): statistics per zone
   bool spans = false;        // imported traces' spans by name (microscope import)
   bool stack_chart = false;  // the busiest kept thread's samples in time order (serve's page)
+  bool markers = false;      // zones, marks, labels, counters, off-CPU, calls, gaps over time
 };
 
 struct ReportQuery {
@@ -356,6 +358,7 @@ struct ReportModel {
   std::optional<ReportSource> source;
   std::optional<StackChart> stack_chart;
   std::optional<Neighbors> neighbors;
+  std::optional<Markers> markers;
   double min_percent = 0.5;  // the trees' pruning, for their titles
 };
 

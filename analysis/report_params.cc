@@ -29,6 +29,7 @@ bool SetView(const std::string& word, ReportViews* v) {
       {"lanes", &ReportViews::lanes},       {"syscalls", &ReportViews::syscalls},
       {"zones", &ReportViews::zones},       {"by_state", &ReportViews::by_state},
       {"spans", &ReportViews::spans},       {"stack_chart", &ReportViews::stack_chart},
+      {"markers", &ReportViews::markers},
   };
   auto it = kViews.find(word);
   if (it == kViews.end()) return false;
@@ -59,7 +60,7 @@ void AddShapeSetters(ReportParams& p, Setters* setters) {
              return Bad(n, v,
                         "views are flat, tree, inverted, threads, lanes, syscalls, zones, "
                         "by_state, spans, "
-                        "stack_chart "
+                        "stack_chart, markers "
                         "(comma-separated)");
            }
            from = comma + 1;

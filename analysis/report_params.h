@@ -21,7 +21,7 @@ struct ReportParams {
 };
 
 // views=flat,tree,inverted,threads,lanes,syscalls,zones,by_state,spans,
-// stack_chart; metric,
+// stack_chart,markers; metric,
 // granularity, look, inlines (on|off), collapse_recursion (0|1), source,
 // min_percent, top, lane_width; the filters thread, pid, time, focus,
 // exclude, zone; capture and diff. A name given twice is an error.

@@ -417,6 +417,16 @@ ordered_json StackChartJson(const analysis::StackChart& c) {
           {"stacks", c.stacks},   {"names", c.names},         {"modules", c.modules}};
 }
 
+// Markers as [kind, tid, start, end, depth, name, detail] (ns after the start).
+ordered_json MarkersJson(const analysis::Markers& m) {
+  ordered_json rows = ordered_json::array();
+  for (const analysis::Marker& r : m.rows) {
+    rows.push_back(
+        {analysis::MarkerKindName(r.kind), r.tid, r.start, r.end, r.depth, r.name, r.detail});
+  }
+  return {{"total", m.total}, {"left_out", m.left_out}, {"rows", std::move(rows)}};
+}
+
 // A function's callers and callees, costed as shares of `all`.
 ordered_json NeighborsJson(const analysis::Neighbors& n, uint64_t all) {
   auto side = [&](const std::vector<analysis::Neighbor>& rows) {
@@ -487,6 +497,7 @@ std::string ReportJson(const ReportModel& m, bool indent, bool drawn_only) {
   if (m.source) j["source"] = SourceJson(*m.source);
   if (m.stack_chart) j["stack_chart"] = StackChartJson(*m.stack_chart);
   if (m.neighbors) j["neighbors"] = NeighborsJson(*m.neighbors, m.flat.all.value);
+  if (m.markers) j["markers"] = MarkersJson(*m.markers);
   return j.dump(indent ? 1 : -1, ' ', false, ordered_json::error_handler_t::replace);
 }
 

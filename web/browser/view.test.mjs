@@ -318,6 +318,14 @@ test("a choice that does not apply is disabled, with the reason", async () => {
   const offcpu = page.getByRole("combobox", { name: "metric" }).locator('option[value="offcpu"]');
   assert.equal(await offcpu.isDisabled(), true);
   assert.match(await offcpu.getAttribute("title"), /no off-CPU data/);
+  // A native program: neither Python's nor JavaScript's look.
+  for (const [look, language] of [["python", "Python"], ["js", "JavaScript"]]) {
+    const option = page.getByRole("combobox", { name: "look" }).locator(`option[value="${look}"]`);
+    assert.equal(await option.isDisabled(), true, look);
+    assert.match(await option.getAttribute("title"), new RegExp(`^no ${language} frames`));
+  }
+  // (Preact sets no value attribute where the value is the option's text.)
+  assert.equal(await page.getByRole("combobox", { name: "look" }).locator("option", { hasText: /^native$/ }).isDisabled(), false);
 });
 
 test("the zones are drawn on their thread's lane, and a zone filters the views", async () => {
@@ -416,6 +424,39 @@ test("the selected function's sidebar: its cost as share, time and samples, its 
   await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "thread_b");
   await side.getByRole("button", { name: "source lines" }).click();
   await page.waitForFunction(() => new URL(location.href).searchParams.get("view") === "source");
+});
+
+test("the marker table lists the program's zones with their times; a row selects its range", async () => {
+  await page.goto(new URL("/?capture=probes.mscap&view=markers", url).href);
+  await ready();
+  const table = page.getByRole("table", { name: "markers" });
+  await table.locator("tbody tr").first().waitFor();
+  const markers = (await api("/api/report?capture=probes.mscap&views=markers")).markers;
+  const zones = markers.rows.filter((r) => r[0] === "zone");
+  assert.ok(zones.length >= 400, `${zones.length} zones (200 sleep and 200 spin)`);
+  assert.equal(await table.locator('tbody tr[data-kind="zone"]').count(), Math.min(2000, zones.length));
+  // The first by start, as the answer has it.
+  const first = markers.rows[0];
+  assert.equal(await table.locator("tbody tr").first().locator("td").nth(4).textContent(), first[5]);
+  // By duration: a "sleep" zone (2 ms asleep) before any "spin" (1 ms).
+  await table.getByRole("button", { name: "duration" }).click();
+  const zoneRows = table.locator('tbody tr[data-kind="zone"]');
+  assert.equal(await zoneRows.first().locator("td").nth(4).textContent(), "sleep");
+  const durations = (await table.locator("tbody tr td:nth-child(2)").allTextContents()).slice(0, 50);
+  const ns = (t) => parseFloat(t) * { s: 1e9, ms: 1e6, "µs": 1e3, ns: 1 }[t.split(" ")[1]];
+  assert.deepEqual(durations.map(ns), [...durations.map(ns)].sort((a, b) => b - a));
+  await shot("5k-markers");
+  // A row selects its time range: every view follows.
+  await zoneRows.first().click();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("time"));
+  const [from, to] = query().get("time").split("..").map((t) => parseFloat(t) * 1e9);
+  assert.ok(to - from > 1.5e6 && to - from < 50e6, query().get("time"));
+  // Unchecking a kind leaves it out.
+  await page.goto(new URL("/?capture=probes.mscap&view=markers", url).href);
+  await ready();
+  await table.locator("tbody tr").first().waitFor();
+  await page.getByRole("checkbox", { name: "zone" }).uncheck();
+  await page.waitForFunction(() => !document.querySelector('table[aria-label=markers] tbody tr[data-kind="zone"]'));
 });
 
 test("reloading the URL gives the same view", async () => {

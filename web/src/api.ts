@@ -41,6 +41,9 @@ export interface Header {
   problems?: {kind: string; count: number; example: string}[];
   threads: {tid: number; pid: number; name: string; samples: number}[];
   lines: {label: string; text: string}[];  // report's header, line by line
+  // The event sources the recording asked for (python, node: the runtimes'
+  // walkers), their state and counts.
+  sources?: Record<string, {state: string; values: Record<string, number>}>;
 }
 
 export interface DiffRow {
@@ -163,6 +166,15 @@ export interface Neighbors {
   more_callees: number;
 }
 
+// What happened on each thread over time (views=markers): [kind, tid,
+// start, end, depth, name, detail], ns after the start; tid 0 every thread.
+export type MarkerRow = [string, number, number, number, number, string, string];
+export interface Markers {
+  total: number;
+  left_out: number;  // the shortest, past the answer's bound
+  rows: MarkerRow[];
+}
+
 export interface Report {
   header: Header;
   all: Cost;
@@ -182,6 +194,26 @@ export interface Report {
   source?: Source;
   stack_chart?: StackChart;
   neighbors?: Neighbors;
+  markers?: Markers;
+}
+
+// The looks a recording's runtimes cannot show, each with the reason:
+// "python" without Python frames, "js" without JavaScript frames (both
+// are the interpreted look: on another runtime's capture it would show
+// that runtime's frames under the wrong name). A capture that does not say
+// (an import) disables none.
+export function looksWithout(report: Report): Record<string, string> {
+  const sources = report.header.sources ?? {};
+  const out: Record<string, string> = {};
+  const walkers: [string, string, string][] = [['python', 'python', 'Python'], ['js', 'node', 'JavaScript']];
+  if (!sources.python && !sources.node) return out;
+  for (const [look, source, language] of walkers) {
+    const s = sources[source];
+    if (!s || (s.values.frames ?? 0) === 0) {
+      out[look] = `no ${language} frames${s ? ': ' + s.state.replace(/^off: /, '') : ''}`;
+    }
+  }
+  return out;
 }
 
 // Whether the capture has off-CPU time (the offcpu and wall metrics).

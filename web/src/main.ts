@@ -7,13 +7,14 @@ import './style.css';
 import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
-import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, Report} from './api';
-import {lanesQuery, LOOKS, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
+import {lanesQuery, LOOKS, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView} from './views/lanes';
+import {MarkerTable} from './views/markers';
 import {Sidebar} from './views/sidebar';
 import {SourceView} from './views/source';
 import {StackChartView} from './views/stackchart';
@@ -171,6 +172,7 @@ function App() {
   const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '');
   const sidebar = !!state.focus && state.view !== 'source' && state.view !== 'diff';
   const [neighbors] = useReport(sidebar && !choose ? neighborsQuery(state) : '');
+  const [marked] = useReport(state.view === 'markers' && !choose ? markersQuery(state) : '');
   const [charted] = useReport(state.view === 'chart' && !choose ? stackChartQuery(state) : '');
   const [found, searchError] = useReport(state.search ? searchQuery(state) : '');
   const searchShare = searchError ? searchError :
@@ -254,6 +256,7 @@ function App() {
             fallback: 'mixed',
             options: LOOKS.slice(1),
             onChange: (look: string) => go({...state, look}),
+            disabled: report ? looksWithout(report) : {},
           }),
           h('input', {
             type: 'search',
@@ -300,6 +303,14 @@ function App() {
                state.view === 'chart' ?
                (charted?.stack_chart ? h(StackChartView, {chart: charted.stack_chart, onFocus: focus}) :
                                        h('p', {class: 'hint'}, 'the stack chart is loading…')) :
+               state.view === 'markers' ?
+               (marked?.markers ? h(MarkerTable, {
+                 markers: marked.markers,
+                 search: state.search,
+                 threads: new Map(report.header.threads.map((t) => [t.tid, t.name])),
+                 onSelect: (from: number, to: number) => go({...state, time: timeRange(from, to)}),
+               }) :
+                                  h('p', {class: 'hint'}, 'the markers are loading…')) :
                state.view === 'diff' && state.diff ?
                h(DiffTable, {report, other: state.diff, onFocus: focus}) :
                h(FlatTable, {

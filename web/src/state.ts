@@ -1,13 +1,14 @@
 // Everything a view shows is decided by this state, and the state lives in
 // the page's URL: a link reproduces the view, reloading keeps it.
 
-export type View = 'flame'|'chart'|'tree'|'flat'|'source'|'diff';
-export const VIEWS: readonly View[] = ['flame', 'chart', 'tree', 'flat', 'source', 'diff'];
+export type View = 'flame'|'chart'|'tree'|'flat'|'markers'|'source'|'diff';
+export const VIEWS: readonly View[] = ['flame', 'chart', 'tree', 'flat', 'markers', 'source', 'diff'];
 export const VIEW_NAMES: Record<View, string> = {
   flame: 'flame graph',
   chart: 'stack chart',
   tree: 'call tree',
   flat: 'functions',
+  markers: 'markers',
   source: 'source',
   diff: 'changes',  // with a capture to compare with only
 };
@@ -156,6 +157,12 @@ export function neighborsQuery(state: ViewState): string {
   params.set('neighbors', state.focus);
   params.set('top', '20');
   return '/api/report?' + params.toString();
+}
+
+// The marker table's query: the markers of the thread, zone and time range
+// shown.
+export function markersQuery(state: ViewState): string {
+  return '/api/report?' + shared(state, 'markers').toString();
 }
 
 // The stack chart's query: the chosen thread's samples (the busiest

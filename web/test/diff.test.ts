@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest';
 
-import {DiffRow, flameRoot, Report} from '../src/api';
+import {DiffRow, flameRoot, looksWithout, Report} from '../src/api';
 import {sortDiffRows} from '../src/views/diff';
 
 const row = (name: string, base: number, other: number): DiffRow => ({
@@ -46,5 +46,21 @@ describe('the flame graph of an inverted tree', () => {
       ['other (pruned)', 30, true],
     ]);
     expect(root.children.reduce((a, c) => a + c.value, 0)).toBe(root.value);
+  });
+});
+
+describe('the looks a capture cannot show', () => {
+  const header = (sources: object) => ({header: {sources}} as unknown as Report);
+  const off = (state: string) => ({state, values: {frames: 0}});
+  const on = (frames: number) => ({state: 'on', values: {frames}});
+  it('are the runtimes without frames, with the walker\'s reason', () => {
+    expect(looksWithout(header({python: on(10), node: off('off: no V8 image was mapped')})))
+        .toEqual({js: 'no JavaScript frames: no V8 image was mapped'});
+    expect(looksWithout(header({python: off('off: no CPython interpreter was mapped'), node: on(3)})))
+        .toEqual({python: 'no Python frames: no CPython interpreter was mapped'});
+    expect(Object.keys(looksWithout(header({python: off('off: x'), node: off('off: y')})))).toEqual(['python', 'js']);
+  });
+  it('are none when the capture does not say (an import)', () => {
+    expect(looksWithout(header({}))).toEqual({});
   });
 });

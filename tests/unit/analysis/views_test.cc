@@ -1,8 +1,11 @@
 #include <doctest.h>
 
+#include <map>
+
 #include "analysis/diff.h"
 #include "analysis/filter.h"
 #include "analysis/lanes.h"
+#include "analysis/markers.h"
 #include "analysis/neighbors.h"
 #include "analysis/profile.h"
 #include "analysis/stack_chart.h"
@@ -318,4 +321,63 @@ TEST_CASE("Neighbors: a function's callers and callees with the cost of the samp
   CHECK(run->callers[1].name == "hot");
   CHECK(run->callees[0].name == "hot");
   CHECK(run->callees[0].cost.samples == 7);
+}
+
+TEST_CASE("Markers: zones by depth, marks, labels, counters and time off CPU, over time") {
+  auto c = testing::MakeProbeCapture();  // start 10: times below are after it
+  Markers m = ComputeMarkers(c, SampleFilter(), 100);
+  std::map<std::string, int> kinds;
+  for (const Marker& r : m.rows) ++kinds[MarkerKindName(r.kind)];
+  CHECK(kinds == std::map<std::string, int>{
+                     {"zone", 5}, {"mark", 1}, {"label", 1}, {"counter", 1}, {"off-cpu", 4}});
+  CHECK(m.total == 12);  // an end without its begin has no place
+  CHECK(m.left_out == 0);
+  auto find = [&](MarkerKind kind, const std::string& name, uint64_t start) -> const Marker* {
+    for (const Marker& r : m.rows) {
+      if (r.kind == kind && r.name == name && r.start == start) return &r;
+    }
+    return nullptr;
+  };
+  const Marker* parse = find(MarkerKind::kZone, "parse", 85);  // [95,104) inside request
+  REQUIRE(parse != nullptr);
+  CHECK(parse->end == 94);
+  CHECK(parse->depth == 1);
+  CHECK(parse->tid == 100);
+  const Marker* open = find(MarkerKind::kZone, "parse", 200);  // never ended: to its thread's end
+  REQUIRE(open != nullptr);
+  CHECK(open->end == 990);
+  CHECK(open->detail == "still open at its thread's end");
+  const Marker* route = find(MarkerKind::kLabel, "route", 50);
+  REQUIRE(route != nullptr);
+  CHECK(route->end == 220);
+  CHECK(route->detail == "/a");
+  const Marker* depth = find(MarkerKind::kCounter, "depth", 185);
+  REQUIRE(depth != nullptr);
+  CHECK(depth->detail == "3.5");
+  const Marker* woken = find(MarkerKind::kOffCpu, "off CPU", 10);  // [20,90) app
+  REQUIRE(woken != nullptr);
+  CHECK(woken->detail == "sleeping, woken by worker (101)");
+  for (size_t i = 1; i < m.rows.size(); ++i) CHECK(m.rows[i - 1].start <= m.rows[i].start);
+  // The worker's only, and those overlapping a range.
+  FunctionKeys keys(c);
+  FilterSpec spec;
+  spec.thread = "worker";
+  auto f = SampleFilter::Make(c, keys, spec);
+  REQUIRE(f.ok());
+  m = ComputeMarkers(c, *f, 100);
+  for (const Marker& r : m.rows) CHECK(r.tid == 101);
+  CHECK(m.rows.size() == 4);  // gen, request, two intervals off CPU
+  spec = {};
+  spec.from_ns = 300;  // after the start: 310 and on
+  f = SampleFilter::Make(c, keys, spec);
+  REQUIRE(f.ok());
+  m = ComputeMarkers(c, *f, 100);
+  // parse (open), [10,400) and [200,500) and [600,900) off CPU overlap it.
+  CHECK(m.rows.size() == 4);
+  // Past the bound, the longest.
+  m = ComputeMarkers(c, SampleFilter(), 3);
+  CHECK(m.total == 12);
+  CHECK(m.left_out == 9);
+  REQUIRE(m.rows.size() == 3);
+  for (const Marker& r : m.rows) CHECK(r.end - r.start >= 300);
 }
