@@ -14,9 +14,15 @@ capture::ThreadId Processor::EventThread(uint32_t pid, uint32_t tid, uint64_t ti
                                          std::string_view comm) {
   // A thread already ended is the one an event names (its reading as a
   // zombie, a late BPF event), not a new thread of a new process.
-  std::optional<capture::ThreadId> ended;
-  if (!threads_.contains(tid)) ended = EndedThread(pid, tid);
-  const capture::ThreadId thread = ended ? *ended : EnsureThread(pid, tid, time);
+  // One lookup for a live thread, as before.
+  capture::ThreadId thread;
+  if (auto live = threads_.find(tid); live != threads_.end()) {
+    thread = live->second;
+  } else if (std::optional<capture::ThreadId> ended = EndedThread(pid, tid)) {
+    thread = *ended;
+  } else {
+    thread = EnsureThread(pid, tid, time);
+  }
   if (capture_.threads[thread].name == kNone && !comm.empty()) {
     capture_.threads[thread].name = strings_.Intern(comm);
   }
