@@ -43,12 +43,6 @@ class Collector {
     out_->rows.push_back(std::move(m));
   }
 
-  // A thread's end, or the recording's, for what was still open then.
-  uint64_t EndOf(capture::ThreadId thread) const {
-    const uint64_t end = c_.threads[thread].end_time;
-    return end != 0 ? end : c_.settings.end_time;
-  }
-
  private:
   const capture::Capture& c_;
   const SampleFilter& filter_;
@@ -64,7 +58,7 @@ void AddProbes(const capture::Capture& c, Collector& add) {
     uint32_t depth = 0;
     for (uint32_t p = z.parent; p != kNone; p = zones.occurrences[p].parent) ++depth;
     const bool open = z.end == kUnknownTime;
-    add.Add(MarkerKind::kZone, z.thread, z.begin, open ? add.EndOf(z.thread) : z.end,
+    add.Add(MarkerKind::kZone, z.thread, z.begin, open ? OpenUntil(c, z.thread, z.begin) : z.end,
             c.str(c.probe_sites.name[z.site]),
             open ? "still open at its thread's end" : "self " + Duration(z.self_ns), depth);
   }
@@ -83,7 +77,7 @@ void AddProbes(const capture::Capture& c, Collector& add) {
   }
   for (const ProbeLabelSpan& l : ProbeLabelSpans(c)) {
     add.Add(MarkerKind::kLabel, l.thread, l.begin,
-            l.end == kUnknownTime ? add.EndOf(l.thread) : l.end, c.str(l.key),
+            l.end == kUnknownTime ? OpenUntil(c, l.thread, l.begin) : l.end, c.str(l.key),
             l.value == kNone ? std::string() : c.str(l.value));
   }
 }

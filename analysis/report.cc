@@ -454,21 +454,18 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   m.header = BuildHeader(original, cap, metric, q);
   if (q.cancel()) return Cancelled();
   RETURN_IF_ERROR(BuildViews(original, cap, keys, *filter, q, &m));
+  auto no_function = [&](const std::string& name) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "no function named '" + name + "' in the capture")
+        .WithContext(q.capture_name);
+  };
   if (!q.source.empty()) {
     m.source = BuildSource(cap, *filter, q.source, m.flat.all.value);
-    if (!m.source) {
-      return Status::Error(StatusCode::kInvalidArgument,
-                           "no function named '" + q.source + "' in the capture")
-          .WithContext(q.capture_name);
-    }
+    if (!m.source) return no_function(q.source);
   }
   if (!q.neighbors.empty()) {
     m.neighbors = ComputeNeighbors(cap, keys, *filter, q.neighbors, q.top, q.cancel);
-    if (!m.neighbors) {
-      return Status::Error(StatusCode::kInvalidArgument,
-                           "no function named '" + q.neighbors + "' in the capture")
-          .WithContext(q.capture_name);
-    }
+    if (!m.neighbors) return no_function(q.neighbors);
   }
   if (other != nullptr) {
     ASSIGN_OR_RETURN(DiffResult diff, DiffWith(cap, *other, metric, q));

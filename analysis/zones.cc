@@ -79,10 +79,15 @@ Zones PairZones(const capture::Capture& c) {
   return z;
 }
 
+uint64_t OpenUntil(const capture::Capture& c, capture::ThreadId thread, uint64_t begin) {
+  const uint64_t thread_end = c.threads[thread].end_time;
+  const uint64_t last = std::max(c.settings.end_time, c.settings.start_time);
+  return std::max(thread_end != 0 ? thread_end : last, begin);
+}
+
 std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& c,
                                                         const Zones& zones) {
   const std::vector<ZoneOccurrence>& occ = zones.occurrences;
-  const uint64_t last = std::max(c.settings.end_time, c.settings.start_time);
   struct Edge {
     uint64_t time;
     bool end;
@@ -93,10 +98,8 @@ std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& 
     if (occ[i].begin == kUnknownTime) continue;
     edges[occ[i].thread].push_back({occ[i].begin, false, uint32_t(i)});
     // Open at the end: to its thread's end, or the recording's.
-    const uint64_t thread_end = c.threads[occ[i].thread].end_time;
-    const uint64_t end = occ[i].end != kUnknownTime
-                             ? occ[i].end
-                             : std::max(thread_end != 0 ? thread_end : last, occ[i].begin);
+    const uint64_t end =
+        occ[i].end != kUnknownTime ? occ[i].end : OpenUntil(c, occ[i].thread, occ[i].begin);
     edges[occ[i].thread].push_back({end, true, uint32_t(i)});
   }
   std::vector<std::vector<ZoneSegment>> out(c.threads.size());
@@ -237,10 +240,7 @@ void AddProbeLabelSpans(capture::Capture* c) {
   // A label never changed holds to its thread's end, or the recording's.
   for (const ProbeLabelSpan& s : ProbeLabelSpans(*c)) {
     uint64_t end = s.end;
-    if (end == kUnknownTime) {
-      const capture::Thread& th = c->threads[s.thread];
-      end = std::max(th.end_time != 0 ? th.end_time : c->settings.end_time, s.begin) + 1;
-    }
+    if (end == kUnknownTime) end = OpenUntil(*c, s.thread, s.begin) + 1;
     add(s.thread, s.key, s.value, s.begin, end);
   }
 }

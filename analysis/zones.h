@@ -58,6 +58,10 @@ struct ZoneSegment {
 // order (time inside no zone has no segment). An occurrence open at the
 // end lasts to its thread's end, or the recording's: it was open until
 // then, as far as anyone knows.
+// Where something of `thread` still open when the recording ended (a zone,
+// a label) stops: its thread's end, or the recording's; never before `begin`.
+uint64_t OpenUntil(const capture::Capture& c, capture::ThreadId thread, uint64_t begin);
+
 std::vector<std::vector<ZoneSegment>> InnermostSegments(const capture::Capture& c,
                                                         const Zones& zones);
 

@@ -1,7 +1,8 @@
 import {describe, expect, it} from 'vitest';
 
 import type {StackChart} from '../src/api';
-import {chartBoxes, duration} from '../src/views/stackchart';
+import {duration} from '../src/views/common';
+import {chartBoxes} from '../src/views/stackchart';
 
 const chart = (runs: StackChart['runs'], stacks: number[][]): StackChart => ({
   tid: 1, thread: 't', samples: 0, threads: 1, truncated: false, runs, stacks,

@@ -10,6 +10,7 @@ import {select} from 'd3-selection';
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
 import {DiffRow, flameRoot, Report} from '../api';
+import {useWidth} from './common';
 
 export function diffColor(delta: number|undefined): string|null {
   if (delta === undefined || Math.abs(delta) < 0.05) return null;
@@ -33,13 +34,7 @@ export function FlameGraph(props: {
   onFocus.current = props.onFocus;
   const [matched, setMatched] = useState<number>(0);
   // Drawn again at the page's width when the window is resized.
-  const [width, setWidth] = useState(0);
-  useEffect(() => {
-    const el = host.current!;
-    const observer = new ResizeObserver(() => setWidth(el.clientWidth));
-    observer.observe(el);
-    return () => observer.disconnect();
-  }, []);
+  const width = useWidth(host);
   useEffect(() => {
     const el = host.current!;
     if (width === 0) return;

@@ -8,7 +8,7 @@ import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
 import {timeRange} from '../state';
 import type {Lane, Lanes, TraceTrack} from '../api';
-import {duration} from './stackchart';
+import {duration} from './common';
 
 export const LANE_HEIGHT = 18;
 const LABEL_WIDTH = 160;

@@ -6,7 +6,7 @@
 import {h} from 'preact';
 import {useMemo, useState} from 'preact/hooks';
 import type {Markers, MarkerRow} from '../api';
-import {duration} from './stackchart';
+import {duration} from './common';
 
 export type MarkerOrder = 'start'|'duration';
 export const MARKER_ROWS_SHOWN = 2000;

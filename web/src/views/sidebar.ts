@@ -4,7 +4,7 @@
 // selects that one), and a link to its source lines.
 import {h} from 'preact';
 import type {Cost, Report} from '../api';
-import {duration} from './stackchart';
+import {duration} from './common';
 
 // "12.34% · 1.234 ms · 56 samples" (the time when the capture measures time).
 export function costText(cost: Cost, unit: string): string {

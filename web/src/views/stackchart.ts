@@ -7,6 +7,7 @@
 import {h} from 'preact';
 import {useEffect, useMemo, useRef, useState} from 'preact/hooks';
 import type {StackChart} from '../api';
+import {duration, useWidth} from './common';
 
 export const ROW_HEIGHT = 16;
 
@@ -43,14 +44,6 @@ export function chartBoxes(chart: StackChart): ChartBox[] {
   return boxes;
 }
 
-// "1.234 ms", "56 µs", "2.5 s".
-export function duration(ns: number): string {
-  if (ns >= 1e9) return `${(ns / 1e9).toPrecision(4)} s`;
-  if (ns >= 1e6) return `${(ns / 1e6).toPrecision(4)} ms`;
-  if (ns >= 1e3) return `${(ns / 1e3).toPrecision(3)} µs`;
-  return `${Math.round(ns)} ns`;
-}
-
 // A frame's colour from its module, so that one library keeps one hue.
 function moduleColor(module: string): string {
   let hash = 0;
@@ -69,15 +62,9 @@ export function StackChartView(props: {chart: StackChart; onFocus: (name: string
   const [zooms, setZooms] = useState<[number, number][]>([]);  // the breadcrumb, outermost first
   const [drag, setDrag] = useState<[number, number]|null>(null);
   const [hover, setHover] = useState<{box: ChartBox; x: number; y: number}|null>(null);
-  const [width, setWidth] = useState(0);
+  const width = useWidth(canvas);
   const [from, to] = zooms.length ? zooms[zooms.length - 1] : whole;
   const depth = boxes.reduce((m, b) => Math.max(m, b.depth + 1), 0);
-  useEffect(() => {
-    const el = canvas.current!;
-    const observer = new ResizeObserver(() => setWidth(el.clientWidth));
-    observer.observe(el);
-    return () => observer.disconnect();
-  }, []);
   useEffect(() => setZooms([]), [chart]);
   useEffect(() => {
     const c = canvas.current!;

@@ -1,0 +1,25 @@
+// What several views share: how a time is written where the page itself
+// lays time out (a zoomed range, a box of the stack chart, the axis), and
+// the width of an element, followed as the window is resized.
+import type {RefObject} from 'preact';
+import {useEffect, useState} from 'preact/hooks';
+
+// "1.234 ms", "56 µs", "2.5 s".
+export function duration(ns: number): string {
+  if (ns >= 1e9) return `${(ns / 1e9).toPrecision(4)} s`;
+  if (ns >= 1e6) return `${(ns / 1e6).toPrecision(4)} ms`;
+  if (ns >= 1e3) return `${(ns / 1e3).toPrecision(3)} µs`;
+  return `${Math.round(ns)} ns`;
+}
+
+// The width of `ref`'s element in CSS pixels (0 until it is laid out).
+export function useWidth(ref: RefObject<HTMLElement | null>): number {
+  const [width, setWidth] = useState(0);
+  useEffect(() => {
+    const el = ref.current!;
+    const observer = new ResizeObserver(() => setWidth(el.clientWidth));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+  return width;
+}
