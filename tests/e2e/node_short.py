@@ -11,8 +11,9 @@ the JavaScript frames are unnamed for a reason of naming (0.06-0.09% here
 idle, 0.94% once in CI beside the sanitized build: a V8 name kept as a
 cons string of parts the copy does not hold is one cause left), and the
 recorder says how many functions it named from the walks' copies. Under a
---target-memory the parent and a few children fill, every child's copies
-are kept: an ended process's are given back."""
+--target-memory four times what the run needs at once, every child's copies
+are kept: a copy is given back once its function is named, and an ended
+process's all."""
 import re
 
 from common import *
@@ -46,14 +47,16 @@ for major, node in sorted(nodes.items()):
                                                 s["function_copies"],
                                                 s["functions_named_from_copies"]))
 
-# Under a --target-memory that the parent's copies and a few children's
-# fill: what the recorder keeps for a process (the walks' copies of its
-# functions, its sources and maps) is given back when it ends, so the last
-# child's copies are kept as the first one's were. Before, the copies of
-# every child that had ended stayed counted, and the later ones were
-# refused.
-# The parent's and one child's copies fit in 256K here (about 500 copies in
-# all); all nine needed 1M: before, at 512K, 164 were refused.
+# Under a --target-memory: what the recorder keeps of a process (the walks'
+# copies of its functions, its sources and maps) is given back when it ends,
+# and a copy as soon as its function is named, so every child's copies are
+# kept. Before the first, the copies of every child that had ended stayed
+# counted and at 512K 164 were refused; before the second, a copy stayed
+# until its process ended, and when the recorder ran behind its targets (the
+# sanitized suite beside it) several children's copies were held at once: a
+# CI run refused 52 at 512K and left child_4 unnamed. Now 128K keeps them
+# all here, idle or beside two busy loops (64K refuses some); 512K is four
+# times that.
 TARGET_MEMORY = "512K"
 major = max(nodes, key=int)
 cap = os.path.join(d, "bounded-%s.mscap" % major)

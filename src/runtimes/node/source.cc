@@ -237,6 +237,10 @@ class NodeSource final : public record::EventlessSource, public record::StackSpl
   // the image of its executable or of a library it maps.
   void LayOut(uint32_t pid, const ImageInfo* info, bool executable);
   const NamedFunction& Function(Process* process, const V8Frame& frame);
+  // Names `frame`'s function into `named`, from the walk's copy where there
+  // is one (null: none), else from the live process.
+  void Name(Process* process, const V8Frame& frame, const MemorySnapshot* copy,
+            NamedFunction* named);
   // The source at `address` of `script`, read once (its lines and map);
   // when it cannot be read, no lines, and `unread` says why.
   ScriptSource& SourceAt(Process* process, HeapReader& heap, uint64_t address,
@@ -486,6 +490,11 @@ void NodeSource::TakeSnapshots() {
 }
 
 void NodeSource::Keep(const v8_snapshot& s) {
+  // A function named already (BPF's record of what it sent was evicted and
+  // it sent it again) needs no copy: its name is kept.
+  if (auto p = processes_.find(s.pid);
+      p != processes_.end() && p->second.functions.contains({s.shared, s.name, s.script}))
+    return;
   MemorySnapshot snapshot;
   const struct {
     const uint8_t* bytes;
@@ -655,15 +664,29 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
     if (named.lines == nullptr && named.source_retries > 0) RetrySource(process, f, &named);
     return named;
   }
-  const V8Layout& l = process->image->layout;
   // As the walk that first met it copied it, where it did (the process may
-  // have exited since); else from the live process.
+  // have exited since); else from the live process. The copy is given back
+  // once read: the name is kept, and BPF copies a function once, so a
+  // process's copies cost only what is not yet named, not its whole life.
   TakeSnapshots();
-  std::optional<SnapshotMemory> copied;
+  std::optional<MemorySnapshot> copy;
   if (auto by_pid = snapshots_.find(process->pid); by_pid != snapshots_.end()) {
-    if (auto c = by_pid->second.find({f.shared, f.name, f.script}); c != by_pid->second.end())
-      copied.emplace(process->pid, process->memory.get(), c->second);
+    if (auto c = by_pid->second.find(it->first); c != by_pid->second.end()) {
+      copy = std::move(c->second);
+      by_pid->second.erase(c);
+    }
   }
+  Name(process, f, copy ? &*copy : nullptr, &named);
+  if (copy && target_memory_ != nullptr) target_memory_->Give(copy->bytes);
+  return named;
+}
+
+void NodeSource::Name(Process* process, const V8Frame& f, const MemorySnapshot* copy,
+                      NamedFunction* out) {
+  NamedFunction& named = *out;
+  const V8Layout& l = process->image->layout;
+  std::optional<SnapshotMemory> copied;
+  if (copy != nullptr) copied.emplace(process->pid, process->memory.get(), *copy);
   HeapReader heap(copied ? &*copied : process->memory.get(), &l);
   Result<FunctionInfo> info = ReadFunction(heap, l, f.shared, f.name, f.script);
   if (info.ok() && copied) ++named_from_snapshots_;
@@ -672,7 +695,7 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
                       ? "function information moved since the sample"
                       : "function information no longer in memory (freed since the sample)";
     Problem("JavaScript functions not named", info.status().message());
-    return named;
+    return;
   }
   if (!info->script_error.empty())
     Problem("JavaScript scripts not named (their functions are)", info->script_error);
@@ -704,7 +727,6 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
       named.unread = unread.ok() ? named.script + ": its source not read" : unread.message();
     }
   }
-  return named;
 }
 
 // The user process `proc` (its /proc directory) opens files as: its
