@@ -459,6 +459,40 @@ test("the marker table lists the program's zones with their times; a row selects
   await page.waitForFunction(() => !document.querySelector('table[aria-label=markers] tbody tr[data-kind="zone"]'));
 });
 
+test("the marker chart draws each thread's zones where they happened; hovering names one, a click selects it", async () => {
+  await page.goto(new URL("/?capture=probes.mscap&view=markers", url).href);
+  await ready();
+  const answer = await api("/api/report?capture=probes.mscap&views=markers");
+  const span = answer.header.duration_ns;
+  const zone = answer.markers.rows.filter((r) => r[0] === "zone" && r[4] === 0)
+                   .reduce((a, b) => (b[3] - b[2] > a[3] - a[2] ? b : a));
+  const chart = page.getByRole("img", { name: /marker chart/ });
+  await chart.waitFor();
+  // Its thread's first zone row.
+  const titles = await page.locator(".marker-chart .chart-label").evaluateAll((ls) => ls.map((l) => l.title));
+  const row = titles.findIndex((t) => t.includes(`(${zone[1]}): zones (`));
+  assert.ok(row >= 0, titles.join("; "));
+  const box = await chart.boundingBox();
+  const x = ((zone[2] + zone[3]) / 2 / span) * box.width;
+  const y = row * 14 + 7;
+  // Painted where the zone was, in its row.
+  const painted = await chart.evaluate((c, [x, y]) => {
+    const d = c.getContext("2d").getImageData(Math.round(x * devicePixelRatio), Math.round(y * devicePixelRatio), 1, 1).data;
+    return d[3];
+  }, [x, y]);
+  assert.ok(painted > 0, `alpha ${painted} at the zone's middle`);
+  await page.mouse.move(box.x + x, box.y + y);
+  const tip = page.getByRole("tooltip");
+  await tip.waitFor();
+  const text = await tip.textContent();
+  assert.ok(text.includes(zone[5]) && text.includes("zone on"), text);
+  await shot("5l-marker-chart");
+  await page.mouse.click(box.x + x, box.y + y);
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("time"));
+  const [from, to] = query().get("time").split("..").map((t) => parseFloat(t) * 1e9);
+  assert.ok(Math.abs(from - zone[2]) < 1e6 && Math.abs(to - zone[3]) < 1e6, `${query().get("time")} for ${zone[2]}..${zone[3]}`);
+});
+
 test("reloading the URL gives the same view", async () => {
   const link = new URL("/?capture=threads.mscap&view=tree&focus=work_a&order=self", url).href;
   await page.goto(link);

@@ -13,7 +13,7 @@ import {DiffTable} from './views/diff';
 import {FlameGraph} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
-import {LanesView} from './views/lanes';
+import {LanesView, selectedRange} from './views/lanes';
 import {MarkerTable} from './views/markers';
 import {Sidebar} from './views/sidebar';
 import {SourceView} from './views/source';
@@ -308,6 +308,9 @@ function App() {
                  markers: marked.markers,
                  search: state.search,
                  threads: new Map(report.header.threads.map((t) => [t.tid, t.name])),
+                 // The selected range, else the timeline's (zoomed) one.
+                 window: selectedRange(state.time || (zoomLevels(state).at(-1) ?? ''), report.header.duration_ns) ??
+                     [0, report.header.duration_ns],
                  onSelect: (from: number, to: number) => go({...state, time: timeRange(from, to)}),
                }) :
                                   h('p', {class: 'hint'}, 'the markers are loading…')) :

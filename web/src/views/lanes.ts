@@ -11,7 +11,7 @@ import type {Lane, Lanes, TraceTrack} from '../api';
 import {duration} from './common';
 
 export const LANE_HEIGHT = 18;
-const LABEL_WIDTH = 160;
+export const LABEL_WIDTH = 160;  // the lanes' names; the charts below align with it
 export const IMPORTED_COLOR = '#8e6bbf';
 
 // What an imported track's label says when hovered.

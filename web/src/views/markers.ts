@@ -1,4 +1,4 @@
-// The marker table (the Firefox Profiler's): what happened on each thread
+// The marker chart and table (the Firefox Profiler's): what happened on each thread
 // over time, the program's zones, marks, labels and counters, time off CPU
 // with its state and waker, system calls and gaps, each with its start and
 // duration. Search and the kinds narrow it; a row selects its time range
@@ -7,6 +7,7 @@ import {h} from 'preact';
 import {useMemo, useState} from 'preact/hooks';
 import type {Markers, MarkerRow} from '../api';
 import {duration} from './common';
+import {MarkerChart} from './markerchart';
 
 export type MarkerOrder = 'start'|'duration';
 export const MARKER_ROWS_SHOWN = 2000;
@@ -25,6 +26,7 @@ export function markerRows(rows: MarkerRow[], search: string, hidden: Set<string
 
 export function MarkerTable(props: {
   markers: Markers; search: string; threads: Map<number, string>;
+  window: [number, number];  // the timeline's range (ns after the start), the chart's
   onSelect: (fromNs: number, toNs: number) => void;
 }) {
   const {markers} = props;
@@ -33,6 +35,8 @@ export function MarkerTable(props: {
   const kinds = useMemo(() => [...new Set(markers.rows.map((r) => r[0]))], [markers]);
   const rows = useMemo(() => markerRows(markers.rows, props.search, hidden, order),
                        [markers, props.search, hidden, order]);
+  const charted = useMemo(() => markerRows(markers.rows, props.search, hidden, 'start'),
+                          [markers, props.search, hidden]);
   const shown = rows.slice(0, MARKER_ROWS_SHOWN);
   const heading = (key: MarkerOrder, label: string) =>
       h('th', {'aria-sort': order === key ? (key === 'start' ? 'ascending' : 'descending') : 'none'},
@@ -57,6 +61,7 @@ export function MarkerTable(props: {
                              },
                            }),
                            ` ${k}`))),
+      h(MarkerChart, {rows: charted, threads: props.threads, window: props.window, onSelect: props.onSelect}),
       h('table', {class: 'flat marker-table', 'aria-label': 'markers'},
         h('thead', null,
           h('tr', null, heading('start', 'start'), heading('duration', 'duration'), h('th', null, 'kind'),
