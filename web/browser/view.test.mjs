@@ -290,6 +290,33 @@ test("every thread is reachable from the thread picker, by keyboard", async () =
   await shot("5f-thread");
 });
 
+test("with several processes the timeline groups threads under their process, which folds", async () => {
+  await page.goto(new URL("/?capture=gxx.mscap&view=flat", url).href);
+  await ready();
+  const whole = await api("/api/report?capture=gxx.mscap");
+  const lanes = (await api("/api/report?capture=gxx.mscap&views=lanes&lane_width=400&top=1000")).lanes.lanes;
+  const pids = new Set(lanes.slice(0, 64).map((l) => whole.header.threads.find((t) => t.tid === l.tid).pid));
+  assert.ok(pids.size >= 2, `${pids.size} processes drawn (the driver, cc1plus, as)`);
+  const headings = page.locator(".lanes button.process-name");
+  await headings.first().waitFor();
+  assert.equal(await headings.count(), pids.size);
+  // The busiest thread's process first (cc1plus), its threads under it.
+  const busiest = whole.header.threads.find((t) => t.tid === lanes[0].tid);
+  const first = headings.first();
+  assert.ok((await first.textContent()).includes(`(${busiest.pid})`), await first.textContent());
+  const thread = page.getByRole("button", { name: `${lanes[0].name} (${lanes[0].tid})`, exact: true });
+  await thread.waitFor();
+  const height = async () => (await page.locator(".lanes canvas").boundingBox()).height;
+  const before = await height();
+  await first.click();
+  assert.equal(await first.getAttribute("aria-expanded"), "false");
+  await thread.waitFor({ state: "detached" });
+  assert.ok(await height() < before, "the canvas lost the folded threads' rows");
+  await shot("5m-processes");
+  await first.click();
+  await thread.waitFor();
+});
+
 test("'/' goes to the search, Escape clears it; search filters the functions view", async () => {
   await page.goto(new URL("/?capture=threads.mscap&view=flat", url).href);
   await ready();

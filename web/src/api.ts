@@ -40,6 +40,7 @@ export interface Header {
   stack_ends: Record<string, number>;
   problems?: {kind: string; count: number; example: string}[];
   threads: {tid: number; pid: number; name: string; samples: number}[];
+  processes: {pid: number; parent_pid: number; command: string; samples: number}[];
   lines: {label: string; text: string}[];  // report's header, line by line
   // The event sources the recording asked for (python, node: the runtimes'
   // walkers), their state and counts.

@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest';
 
 import type {TraceTrack} from '../src/api';
-import {axisTicks, columnText, gapTitle, trackTitle} from '../src/views/lanes';
+import {axisTicks, columnText, gapTitle, laneRows, trackTitle} from '../src/views/lanes';
 
 const track = (t: Partial<TraceTrack>): TraceTrack => ({
   trace: 0, track: 0, name: 'g / t', kind: 'thread', pid: 0, tid: 0, spans: 0, instants: 0,
@@ -47,5 +47,26 @@ describe('a lane column\'s tooltip', () => {
       'w (7)', '1.005 s to 1.010 s', '3 samples', '2.000 ms off CPU, sleeping',
       'gap, not known: lost records', 'zone spin',
     ]);
+  });
+});
+
+describe('the timeline\'s rows', () => {
+  const lane = (tid: number, buckets: number[]) => ({tid, name: `t${tid}`, total: buckets.reduce((a, b) => a + b, 0), buckets});
+  const lanes = [lane(11, [5, 0]), lane(20, [1, 1]), lane(12, [0, 2])];
+  const pidOf = new Map([[11, 10], [12, 10], [20, 20]]);
+  const names = new Map([[10, 'cc1plus'], [20, 'as']]);
+  it('are the threads as they come with one process', () => {
+    expect(laneRows(lanes, new Map([[11, 1], [20, 1], [12, 1]]), names, new Set()).map((r) => r.kind))
+        .toEqual(['thread', 'thread', 'thread']);
+  });
+  it('group threads under their process, in the order of its busiest, its samples summed', () => {
+    const rows = laneRows(lanes, pidOf, names, new Set());
+    expect(rows.map((r) => (r.kind === 'process' ? `${r.name}:${r.lane.buckets}` : r.lane.tid)))
+        .toEqual(['cc1plus:5,2', 11, 12, 'as:1,1', 20]);
+  });
+  it('fold a collapsed process into its heading', () => {
+    const rows = laneRows(lanes, pidOf, names, new Set([10]));
+    expect(rows.map((r) => (r.kind === 'process' ? `${r.pid}${r.collapsed ? '+' : ''}` : r.lane.tid)))
+        .toEqual(['10+', '20', 20]);
   });
 });

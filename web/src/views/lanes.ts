@@ -13,6 +13,7 @@ import {duration} from './common';
 export const LANE_HEIGHT = 18;
 export const LABEL_WIDTH = 160;  // the lanes' names; the charts below align with it
 export const IMPORTED_COLOR = '#8e6bbf';
+const PROCESS_COLOR = '#4a7ebb';
 
 // What an imported track's label says when hovered.
 export function trackTitle(t: TraceTrack): string {
@@ -73,6 +74,39 @@ export const STATE_COLORS: Record<string, string> = {
 // The most thread lanes drawn; the thread picker reaches the others.
 export const DRAWN_LANES = 64;
 
+// A row of the timeline: a thread's lane, or (with several processes) a
+// process's heading, whose samples are its drawn threads' together.
+export type LaneRow = {kind: 'thread'; lane: Lane}|
+    {kind: 'process'; pid: number; name: string; lane: Lane; threads: number; collapsed: boolean};
+
+// The timeline's rows: with one process, its threads' lanes as they come
+// (busiest first); with several, each process's heading (in the order of
+// its busiest thread) and, unless collapsed, its threads under it.
+export function laneRows(lanes: Lane[], pidOf: Map<number, number>, names: Map<number, string>,
+                         collapsed: Set<number>): LaneRow[] {
+  const byPid = new Map<number, Lane[]>();
+  for (const lane of lanes) {
+    const pid = pidOf.get(lane.tid) ?? lane.tid;
+    byPid.set(pid, [...(byPid.get(pid) ?? []), lane]);
+  }
+  if (byPid.size <= 1) return lanes.map((lane) => ({kind: 'thread', lane}));
+  const rows: LaneRow[] = [];
+  for (const [pid, threads] of byPid) {
+    const buckets = threads[0].buckets.map((_, i) => threads.reduce((n, t) => n + (t.buckets[i] ?? 0), 0));
+    const name = names.get(pid) ?? `process ${pid}`;
+    rows.push({
+      kind: 'process',
+      pid,
+      name,
+      threads: threads.length,
+      collapsed: collapsed.has(pid),
+      lane: {tid: pid, name, total: threads.reduce((n, t) => n + t.total, 0), buckets},
+    });
+    if (!collapsed.has(pid)) rows.push(...threads.map((lane): LaneRow => ({kind: 'thread', lane})));
+  }
+  return rows;
+}
+
 // A zone's colour in the lanes, by its letter ('a' the first zone).
 export function zoneColor(letter: string): string {
   const i = letter.charCodeAt(0) - 97;
@@ -118,6 +152,8 @@ export function columnText(lane: Lane, column: number, from: number, bucket: num
 export function LanesView(props: {
   lanes: Lanes; selected: string;  // state.time, shown as the selection
   thread: string;                  // state.thread: its lane is marked
+  pidOf: Map<number, number>;      // each thread's process
+  processNames: Map<number, string>;
   zoom: string[];                  // state.zoom: the ranges zoomed into, outermost first
   onSelect: (fromNs: number, toNs: number) => void;
   onClear: () => void;
@@ -128,6 +164,7 @@ export function LanesView(props: {
   const [drag, setDrag] = useState<[number, number]|null>(null);
   const [hover, setHover] = useState<{lines: string[]; x: number; y: number}|null>(null);
   const [cursor, setCursor] = useState<{anchor: number; at: number}|null>(null);  // keyboard, in columns
+  const [collapsed, setCollapsed] = useState<Set<number>>(new Set());
   const columns = props.lanes.lanes[0]?.buckets.length ?? 0;
   const span = columns * props.lanes.bucket_ns;
   // The lanes' columns start at the innermost zoom's start (ns after the
@@ -135,10 +172,11 @@ export function LanesView(props: {
   const zoomed = props.zoom.length ? selectedRange(props.zoom[props.zoom.length - 1], span) : null;
   const origin = zoomed ? zoomed[0] : 0;
   const shown = props.lanes.lanes.slice(0, DRAWN_LANES);
+  const laid = laneRows(shown, props.pidOf, props.processNames, collapsed);
   const zoneNames = props.lanes.zone_names ?? [];
   const tracks = props.lanes.trace_tracks ?? [];
   const common = props.lanes.gaps?.trim() ? props.lanes.gaps : '';
-  const rows = shown.length + tracks.length + (common ? 1 : 0);
+  const rows = laid.length + tracks.length + (common ? 1 : 0);
   useEffect(() => {
     const c = canvas.current!;
     const width = c.clientWidth, height = rows * LANE_HEIGHT;
@@ -150,8 +188,22 @@ export function LanesView(props: {
     const peak = Math.max(1, ...shown.flatMap((l) => l.buckets));
     const w = width / Math.max(1, columns);
     const fg = getComputedStyle(c).color;
-    shown.forEach((lane, row) => {
+    laid.forEach((item, row) => {
       const y = row * LANE_HEIGHT;
+      const lane = item.lane;
+      if (item.kind === 'process') {
+        // The process's threads together, against its own busiest column.
+        const top = Math.max(1, ...lane.buckets);
+        g.fillStyle = PROCESS_COLOR;
+        g.globalAlpha = 0.6;
+        lane.buckets.forEach((n, i) => {
+          if (n === 0) return;
+          const hgt = Math.max(1, ((LANE_HEIGHT - 4) * n) / top);
+          g.fillRect(i * w, y + LANE_HEIGHT - 2 - hgt, Math.max(1, w - 0.5), hgt);
+        });
+        g.globalAlpha = 1;
+        return;
+      }
       lane.buckets.forEach((n, i) => {
         if (n === 0) return;
         const hgt = Math.max(1, ((LANE_HEIGHT - 4) * n) / peak);
@@ -185,9 +237,9 @@ export function LanesView(props: {
       }
       drawGaps(g, lane.gaps, y, w);
     });
-    if (common) drawGaps(g, common, (shown.length + tracks.length) * LANE_HEIGHT, w);
+    if (common) drawGaps(g, common, (laid.length + tracks.length) * LANE_HEIGHT, w);
     tracks.forEach((t, k) => {
-      const y = (shown.length + k) * LANE_HEIGHT;
+      const y = (laid.length + k) * LANE_HEIGHT;
       const top = Math.max(0, ...t.counter_max.map((v) => v ?? 0));
       g.fillStyle = IMPORTED_COLOR;
       for (let i = 0; i < t.covered.length; i++) {
@@ -205,7 +257,7 @@ export function LanesView(props: {
       }
       g.globalAlpha = 1;
     });
-  }, [props.lanes]);
+  }, [props.lanes, collapsed, props.pidOf.size]);
   // Nanoseconds after the recording's start at x (pixels from the canvas's left).
   const at = (x: number) =>
       origin + (span * Math.max(0, Math.min(x, canvas.current!.clientWidth))) / canvas.current!.clientWidth;
@@ -219,10 +271,12 @@ export function LanesView(props: {
     const r = canvas.current!.getBoundingClientRect();
     const column = Math.floor(((e.clientX - r.left) / r.width) * columns);
     const row = Math.floor((e.clientY - r.top) / LANE_HEIGHT);
-    const lane = shown[row];
-    if (!lane || column < 0 || column >= columns) return setHover(null);
+    const item = laid[row];
+    if (!item || column < 0 || column >= columns) return setHover(null);
+    const lines = columnText(item.lane, column, origin, props.lanes.bucket_ns, zoneNames);
+    if (item.kind === 'process') lines[0] = `${item.name} (process ${item.pid}), ${item.threads} threads`;
     setHover({
-      lines: columnText(lane, column, origin, props.lanes.bucket_ns, zoneNames),
+      lines,
       x: e.clientX - r.left,
       y: e.clientY - r.top,
     });
@@ -259,20 +313,35 @@ export function LanesView(props: {
       h(
           'div',
           {class: 'lane-names', style: {width: `${LABEL_WIDTH}px`}},
-          shown.map(
-              (l) => h('div', {
+          laid.map(
+              (item) => item.kind === 'process' ?
+                  h('div', {style: {height: `${LANE_HEIGHT}px`}, class: 'process-row'},
+                    h('button', {
+                      class: 'lane-name process-name',
+                      'aria-expanded': !item.collapsed,
+                      title: `process ${item.pid}: ${item.threads} threads drawn; click to ` +
+                          (item.collapsed ? 'show them' : 'fold them into this row'),
+                      onClick: () => {
+                        const next = new Set(collapsed);
+                        if (next.has(item.pid)) next.delete(item.pid); else next.add(item.pid);
+                        setCollapsed(next);
+                      },
+                    },
+                      `${item.collapsed ? '▸' : '▾'} ${item.name} (${item.pid})`)) :
+              h('div', {
                 style: {height: `${LANE_HEIGHT}px`},
-                title: [`tid ${l.tid}: click to show this thread only`, gapTitle(l.gaps ?? ''),
-                        zoneTitle(l.zones ?? '', zoneNames)]
+                class: laid[0].kind === 'process' ? 'in-process' : undefined,
+                title: [`tid ${item.lane.tid}: click to show this thread only`, gapTitle(item.lane.gaps ?? ''),
+                        zoneTitle(item.lane.zones ?? '', zoneNames)]
                            .filter(Boolean)
                            .join('; '),
               },
                        h('button', {
                          class: 'lane-name',
-                         'aria-pressed': props.thread === String(l.tid),
-                         onClick: () => props.onThread(l.tid),
+                         'aria-pressed': props.thread === String(item.lane.tid),
+                         onClick: () => props.onThread(item.lane.tid),
                        },
-                         `${l.name} (${l.tid})`))),
+                         `${item.lane.name} (${item.lane.tid})`))),
           tracks.map(
               (t) => h(
                   'div',
