@@ -53,8 +53,27 @@ test("loads: the header and the flame graph of the capture", async () => {
   await shot("1-loaded");
 });
 
-test("a click on a function focuses every view on it", async () => {
-  await page.locator('.d3-flame-graph g.frame[name="work_b"]').first().click();
+test("a click zooms the flame graph in the page; its bar focuses every view on the function", async () => {
+  const asked = [];
+  const listen = (r) => r.url().includes("/api/") && asked.push(r.url());
+  page.on("request", listen);
+  const frame = page.locator('.d3-flame-graph g.frame[name="work_b"]').first();
+  const graph = await page.locator(".d3-flame-graph").boundingBox();
+  const narrow = (await frame.locator("rect").boundingBox()).width;
+  assert.ok(narrow < graph.width * 0.9, `work_b ${narrow} px of ${graph.width}`);
+  await frame.click();
+  const bar = page.getByRole("status").filter({ hasText: "zoomed into work_b" });
+  await bar.waitFor();
+  await page.waitForFunction((w) => document.querySelector('.d3-flame-graph g.frame[name="work_b"] rect')
+    .getBoundingClientRect().width > w * 0.95, graph.width);
+  page.off("request", listen);
+  assert.deepEqual(asked, [], "the zoom asked the server nothing");
+  assert.equal(query().get("focus"), null);
+  await shot("2-zoomed");
+  await bar.getByRole("button", { name: /zoom out/ }).click();
+  await bar.waitFor({ state: "detached" });
+  await frame.click();
+  await page.getByRole("button", { name: /focus every view on it/ }).click();
   await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "work_b");
   await ready();
   await page.waitForSelector('dd[data-field="filter"]');
@@ -559,14 +578,44 @@ test("the source view shows the focused function's lines with their costs", asyn
   await page.getByText("Click a function").waitFor();
 });
 
-test("a flame graph frame is reachable by keyboard, and Enter focuses the views on it", async () => {
+test("the flame graph is one Tab stop; arrows move by position, Enter zooms, F focuses the views", async () => {
   await page.goto(new URL("/?capture=threads.mscap", url).href);
   await ready();
   const frame = page.locator('.d3-flame-graph g.frame[name="work_a"]').first();
   await frame.waitFor();
   assert.match(await frame.getAttribute("aria-label"), /^work_a: [\d.]+%$/);
-  await frame.focus();
+  assert.equal(await page.locator('.d3-flame-graph g.frame[tabindex="0"]').count(), 1);
+  const focused = () => page.evaluate(() => document.activeElement?.getAttribute("name"));
+  await page.locator('.d3-flame-graph g.frame[tabindex="0"]').focus();
+  assert.equal(await focused(), "all");
+  // Down to the leftmost callee, then right along its siblings: their
+  // places on the screen go left to right.
+  await page.keyboard.press("ArrowDown");
+  const xs = [];
+  let names = [];
+  for (let i = 0; i < 6; i++) {
+    names.push(await focused());
+    xs.push(await page.evaluate(() => document.activeElement.getBoundingClientRect().x));
+    await page.keyboard.press("ArrowRight");
+  }
+  assert.deepEqual(xs, [...xs].sort((a, b) => a - b), names.join(", "));
+  assert.equal(await page.locator('.d3-flame-graph g.frame[tabindex="0"]').count(), 1);
+  await page.keyboard.press("ArrowUp");
+  assert.equal(await focused(), "all");
+  // To work_a by arrows, wherever it is.
+  const path = await page.evaluate(() => {
+    const g = document.querySelector('.d3-flame-graph g.frame[name="work_a"]');
+    return g.__data__.ancestors().reverse().slice(1).map((d) => d.data.name);
+  });
+  for (const name of path) {
+    await page.keyboard.press("ArrowDown");
+    for (let i = 0; i < 50 && (await focused()) !== name; i++) await page.keyboard.press("ArrowRight");
+    assert.equal(await focused(), name);
+  }
   await page.keyboard.press("Enter");
+  await page.getByRole("status").filter({ hasText: "zoomed into work_a" }).waitFor();
+  assert.equal(await focused(), "work_a");
+  await page.keyboard.press("f");
   await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "work_a");
 });
 

@@ -3,6 +3,10 @@ declare module 'd3-flame-graph' {
   export interface FlameDatum {
     data: {name: string; value: number; module: string; text: string; pruned?: boolean};
     value: number;
+    x0: number;  // the partition's start, in the whole's terms
+    depth: number;
+    parent: FlameDatum|null;
+    children?: FlameDatum[];
   }
   export interface FlameGraph {
     (selection: unknown): void;
@@ -20,6 +24,8 @@ declare module 'd3-flame-graph' {
     onClick(f: (d: FlameDatum) => void): FlameGraph;
     setColorMapper(f: (d: FlameDatum, original: string) => string): FlameGraph;
     search(term: string): void;
+    zoomTo(d: FlameDatum): void;
+    resetZoom(): void;
     clear(): void;
     destroy(): void;
   }

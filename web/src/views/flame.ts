@@ -2,10 +2,14 @@
 // with zoom and search built in) as an icicle: the roots on top, as the call
 // tree reads. Search marks the matching frames and says their share (the
 // server's: the samples with a matching function on their stack); a
-// click focuses every view on the function; with a diff, frames are red
+// click zooms into a frame in the page, without asking the server, and the
+// zoom's bar focuses every view on its function; with a diff, frames are red
 // where the other capture spends a larger share, blue where a smaller one.
+// By keyboard the graph is one stop of the Tab order: arrows move between
+// frames by position (up to the caller, down to the leftmost callee, left
+// and right among siblings), Enter zooms, F focuses, Escape zooms out.
 import flamegraph from 'd3-flame-graph';
-import type {FlameDatum} from 'd3-flame-graph';
+import type {FlameDatum, FlameGraph as Chart} from 'd3-flame-graph';
 import {select} from 'd3-selection';
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
@@ -33,6 +37,8 @@ export function FlameGraph(props: {
   const onFocus = useRef(props.onFocus);
   onFocus.current = props.onFocus;
   const [matched, setMatched] = useState<number>(0);
+  const [zoomed, setZoomed] = useState<FlameDatum|null>(null);
+  const chartRef = useRef<Chart|null>(null);
   // Drawn again at the page's width when the window is resized.
   const width = useWidth(host);
   useEffect(() => {
@@ -56,9 +62,14 @@ export function FlameGraph(props: {
                               d.data.name.toLowerCase().includes(term.toLowerCase()),
                           )
                       .setSearchHandler((results: FlameDatum[]) => setMatched(results.length))
+                      // Called once the graph has zoomed (by a click, Enter or a reset).
                       .onClick((d: FlameDatum) => {
-                        if (focusable(d)) onFocus.current(d.data.name);
+                        setZoomed(d.parent ? d : null);
+                        current = d;
+                        decorate();
                       });
+    chartRef.current = chart;
+    setZoomed(null);
     const diff = props.diff;
     chart.setColorMapper((d: FlameDatum, original: string) => {
       if (d.data.pruned) return PRUNED_COLOR;
@@ -67,19 +78,54 @@ export function FlameGraph(props: {
           (d.data.name === 'all' ? original : 'hsl(0, 0%, 82%)');
     });
     select(el).datum(flameRoot(props.report)).call(chart);
-    // Frames reachable by keyboard and named for screen readers: Tab moves
-    // between them, Enter focuses the views on one (as a click does).
-    select(el)
-        .selectAll<SVGGElement, FlameDatum>('g.frame')
-        .attr('tabindex', 0)
-        .attr('role', 'button')
-        .attr('aria-label', (d: FlameDatum) => `${d.data.name}: ${d.data.text}`)
-        .on('keydown', (e: KeyboardEvent, d: FlameDatum) => {
-          if ((e.key === 'Enter' || e.key === ' ') && focusable(d)) {
+    // Frames named for screen readers, the graph one stop of the Tab order
+    // (the current frame's), arrows moving by position. Done again after a
+    // zoom: it draws frames that were too narrow before.
+    let current: FlameDatum|null = null;
+    const frames = () => select(el).selectAll<SVGGElement, FlameDatum>('g.frame');
+    const elementOf = (d: FlameDatum) => frames().filter((x) => x === d).node();
+    const shown = (ds: FlameDatum[]|undefined) =>
+        (ds ?? []).filter((x) => elementOf(x)).sort((a, b) => a.x0 - b.x0);
+    const move = (to: FlameDatum|null|undefined) => {
+      if (!to || !elementOf(to)) return;
+      current = to;
+      decorate();
+      elementOf(to)!.focus();
+    };
+    function decorate() {
+      const all = frames();
+      if (!current || !elementOf(current)) current = all.data()[0] ?? null;
+      all.attr('tabindex', (d: FlameDatum) => (d === current ? 0 : -1))
+          .attr('role', 'button')
+          .attr('aria-label', (d: FlameDatum) => `${d.data.name}: ${d.data.text}`)
+          .on('keydown', (e: KeyboardEvent, d: FlameDatum) => {
+            const siblings = shown(d.parent?.children);
+            const at = siblings.indexOf(d);
+            const key = e.key;
+            if (key === 'Enter' || key === ' ') {
+              chart.zoomTo(d);
+              elementOf(d)?.focus();
+            } else if ((key === 'f' || key === 'F') && focusable(d)) {
+              onFocus.current(d.data.name);
+            } else if (key === 'Escape') {
+              chart.resetZoom();
+              elementOf(d)?.focus();
+            } else if (key === 'ArrowUp') {
+              move(d.parent);
+            } else if (key === 'ArrowDown') {
+              move(shown(d.children)[0]);
+            } else if (key === 'ArrowLeft') {
+              move(siblings[at - 1]);
+            } else if (key === 'ArrowRight') {
+              move(siblings[at + 1]);
+            } else {
+              return;
+            }
             e.preventDefault();
-            onFocus.current(d.data.name);
-          }
-        });
+            e.stopPropagation();
+          });
+    }
+    decorate();
     // When the first flame graph was drawn (bench/serve_view reads it).
     if (!performance.getEntriesByName('microscope:flame').length)
       performance.mark('microscope:flame');
@@ -95,6 +141,13 @@ export function FlameGraph(props: {
       props.search &&
           h('p', {class: 'matched', role: 'status'},
             matched ? `${matched} frames match; ${props.searchShare}` : 'no frame matches'),
+      zoomed &&
+          h('p', {class: 'zoomed', role: 'status'},
+            `zoomed into ${zoomed.data.name} (${zoomed.data.text}), in the page `,
+            focusable(zoomed) &&
+                h('button', {onClick: () => onFocus.current(zoomed.data.name)}, 'focus every view on it (F)'),
+            ' ',
+            h('button', {onClick: () => chartRef.current?.resetZoom()}, 'zoom out (Escape)')),
       h('div', {class: 'flame', ref: host, 'aria-label': 'flame graph', 'data-width': width}),
   );
 }
