@@ -28,6 +28,14 @@ std::string UnnamedFrameName(const capture::Capture& capture, const capture::Fra
 FunctionKeys::FunctionKeys(const capture::Capture& capture, Granularity granularity)
     : capture_(capture), granularity_(granularity) {
   frame_key_.resize(capture.frames.size());
+  // An interpreted frame neither its file nor its name places (a V8
+  // builtin's) is of the recording's one runtime, where it has one.
+  bool python = false, javascript = false;
+  for (const capture::Module& m : capture.modules) {
+    python |= m.runtime == capture::Runtime::kCPython;
+    javascript |= m.runtime == capture::Runtime::kV8;
+  }
+  if (python != javascript) interpreted_kind_ = python ? "python" : "javascript";
   // Function keys first (one per function), then one per unnamed frame (or,
   // at address granularity, per frame).
   std::vector<KeyId> function_key(capture.functions.size(), kNone);
@@ -76,6 +84,46 @@ std::string FunctionKeys::ModuleName(KeyId key) const {
   if (f.kind == capture::FrameKind::kInterpreted) return capture_.str(f.file);
   if (m == kNone) return f.kind == capture::FrameKind::kNamed ? "" : "[unmapped]";
   return BaseName(capture_.str(capture_.modules[m].path));
+}
+
+std::string_view FunctionKeys::KindName(KeyId key) const {
+  const capture::Frame& f = capture_.frames[key_frame_[key]];
+  capture::ModuleId m = f.module;
+  if (m == kNone && f.function != kNone) m = capture_.functions[f.function].module;
+  const capture::Module* module = m < capture_.modules.size() ? &capture_.modules[m] : nullptr;
+  switch (f.kind) {
+    case capture::FrameKind::kKernel:
+      return "kernel";
+    case capture::FrameKind::kInline:
+      return "inline";
+    case capture::FrameKind::kUnmapped:
+      return "jit";
+    case capture::FrameKind::kInterpreted: {
+      if (module != nullptr && module->runtime == capture::Runtime::kCPython) return "python";
+      if (module != nullptr && module->runtime == capture::Runtime::kV8) return "javascript";
+      // By its file as each runtime names it (CPython: a path or
+      // "<string>", "<frozen ...>"; V8: a script's path or URL, "node:..."),
+      // and the walkers' own names for what they could not name.
+      std::string_view file;
+      if (f.file != kNone) file = capture_.str(f.file);
+      const std::string_view name = names_[key];
+      if (name.starts_with("[unknown Python") || file.ends_with(".py") || file.ends_with(".pyw") ||
+          file.starts_with("<"))
+        return "python";
+      if (name.starts_with("[unknown JavaScript") || file.ends_with(".js") ||
+          file.ends_with(".mjs") || file.ends_with(".cjs") || file.starts_with("node:") ||
+          file.find("://") != std::string_view::npos)
+        return "javascript";
+      return interpreted_kind_;
+    }
+    case capture::FrameKind::kNamed:
+    case capture::FrameKind::kNative:
+      break;
+  }
+  if (module == nullptr) return f.kind == capture::FrameKind::kNamed ? "other" : "native";
+  if (module->kind == capture::ModuleKind::kKernel) return "kernel";
+  if (module->kind == capture::ModuleKind::kAnonymous) return "jit";
+  return "native";
 }
 
 uint32_t FunctionKeys::FirstLine(KeyId key) const {

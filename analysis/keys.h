@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capture/capture.h"
@@ -35,6 +36,12 @@ class FunctionKeys {
   // An interpreted function's first line in its file (0: not known or not
   // an interpreted function).
   uint32_t FirstLine(KeyId key) const;
+  // What kind of code the function is, for colouring by kind: "native",
+  // "inline", "kernel", "python", "javascript", "interpreted" (neither by
+  // its file), "jit" (code in anonymous
+  // memory: a JIT's, named by its perf map or not), "other" (the frames a
+  // recording names itself, as an off-CPU state).
+  std::string_view KindName(KeyId key) const;
   size_t size() const { return names_.size(); }
   Granularity granularity() const { return granularity_; }
 
@@ -43,6 +50,7 @@ class FunctionKeys {
   Granularity granularity_;
   std::vector<KeyId> frame_key_;
   std::vector<capture::FrameId> key_frame_;  // a representative frame per key
+  std::string_view interpreted_kind_ = "interpreted";
   std::vector<std::string> names_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "analysis/source.h"
 #include "analysis/syscalls.h"
@@ -17,7 +18,8 @@ namespace {
 
 ReportFunction Function(const FunctionKeys& keys, KeyId key, const Cost& self, const Cost& total,
                         uint64_t all) {
-  return {keys.Name(key), keys.ModuleName(key), Share(self, all), Share(total, all)};
+  return {keys.Name(key), keys.ModuleName(key), Share(self, all), Share(total, all),
+          keys.KindName(key)};
 }
 
 // The first `top` of `order`, up to the first row `shown` refuses.
@@ -109,7 +111,7 @@ Result<ReportTree> BuildTree(const CallTree& tree, const FunctionKeys& keys, con
   if (pruned_total.samples != 0 || pruned_total.value != 0) {
     out.roots.push_back(uint32_t(out.nodes.size()));
     out.nodes.push_back({{std::string(kPrunedNode), "", Share(pruned_self, tree.all.value),
-                          Share(pruned_total, tree.all.value)},
+                          Share(pruned_total, tree.all.value), "other"},
                          {},
                          true});
   }
@@ -186,6 +188,32 @@ void MarkGap(const capture::Gap& g, const Lanes& lanes, std::string* columns) {
 
 }  // namespace
 
+// Each process's threads' samples together, per column: processes in the
+// order of their busiest thread (the lanes come busiest first). None with
+// one process.
+std::vector<ReportLane> ProcessLanes(const capture::Capture& c,
+                                     const std::vector<ReportLane>& lanes) {
+  std::vector<ReportLane> out;
+  std::unordered_map<int32_t, size_t> at;
+  for (const ReportLane& lane : lanes) {
+    auto [it, fresh] = at.try_emplace(lane.pid, out.size());
+    if (fresh) {
+      ReportLane& p = out.emplace_back();
+      p.tid = p.pid = lane.pid;
+      p.buckets.assign(lane.buckets.size(), 0);
+      for (const capture::Process& process : c.processes) {
+        if (process.pid == lane.pid && process.command != kNone) p.name = c.str(process.command);
+      }
+    }
+    ReportLane& p = out[it->second];
+    p.total += lane.total;
+    for (size_t i = 0; i < lane.buckets.size() && i < p.buckets.size(); ++i)
+      p.buckets[i] += lane.buckets[i];
+  }
+  if (out.size() < 2) out.clear();
+  return out;
+}
+
 ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
   ReportLanes out;
   out.shown = std::min(top, lanes.lanes.size());
@@ -205,6 +233,7 @@ ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
     r.off_cpu = std::move(lane.off_cpu);
     r.off_cpu_ns = lane.off_cpu_ns;
     const uint32_t pid = t.process < c.processes.size() ? c.processes[t.process].pid : 0;
+    r.pid = int32_t(pid);
     for (const capture::Gap& g : c.gaps) {
       if (g.pid != 0 && g.pid == pid && (g.tid == 0 || g.tid == uint32_t(t.tid)))
         MarkGap(g, lanes, &r.gaps);
@@ -214,6 +243,7 @@ ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
   for (const capture::Gap& g : c.gaps) {
     if (g.pid == 0) MarkGap(g, lanes, &out.gaps);
   }
+  out.processes = ProcessLanes(c, out.lanes);
   out.gap_rows = c.gaps;
   AddProbeLanes(c, lanes, &out);
   out.trace_lanes = ComputeTraceLanes(c, lanes.start, lanes.bucket_ns, lanes.bucket_count);

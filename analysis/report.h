@@ -92,6 +92,7 @@ struct ReportFunction {
   std::string module;  // module file's base name, [unmapped], or empty for named frames
   ReportCost self;
   ReportCost total;
+  std::string_view kind = "native";  // FunctionKeys::KindName
 };
 
 // All functions the filter kept, and the rows each flat table shows.
@@ -140,6 +141,7 @@ struct ReportThread {
 
 struct ReportLane {
   int32_t tid;
+  int32_t pid = 0;  // its process's
   std::string name;
   uint64_t total = 0;  // samples
   std::vector<uint32_t> buckets;
@@ -167,6 +169,10 @@ struct ReportLanes {
   uint32_t peak = 1;         // the most samples in one bucket of any lane, at least 1
   bool any_off_cpu = false;  // some lane has off-CPU time
   std::vector<ReportLane> lanes;
+  // With several processes, one per process (pid and tid its pid, name its command):
+  // the samples of all its threads per column, in the order of its busiest
+  // thread. Empty with one.
+  std::vector<ReportLane> processes;
   std::vector<std::string> zone_names;  // the zones the lanes' letters stand for
   // Imported traces' tracks on the same columns (those placed on the
   // capture's clock), and the paths of those kept on their own axis.

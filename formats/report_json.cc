@@ -20,10 +20,12 @@ ordered_json CostJson(const analysis::ReportCost& c) {
 }
 
 ordered_json FunctionJson(const analysis::ReportFunction& f) {
-  return {{"function", f.name},
-          {"module", f.module},
-          {"self", CostJson(f.self)},
-          {"total", CostJson(f.total)}};
+  ordered_json j = {{"function", f.name},
+                    {"module", f.module},
+                    {"self", CostJson(f.self)},
+                    {"total", CostJson(f.total)}};
+  if (f.kind != "native") j["kind"] = f.kind;  // native when absent
+  return j;
 }
 
 ordered_json TreeNodeJson(const analysis::ReportTree& tree, uint32_t i) {
@@ -284,8 +286,11 @@ ordered_json ThreadsJson(const std::vector<analysis::ReportThread>& threads) {
 ordered_json LanesJson(const analysis::ReportLanes& l) {
   ordered_json lanes = ordered_json::array();
   for (const auto& lane : l.lanes) {
-    ordered_json lj = {
-        {"tid", lane.tid}, {"name", lane.name}, {"total", lane.total}, {"buckets", lane.buckets}};
+    ordered_json lj = {{"tid", lane.tid},
+                       {"pid", lane.pid},
+                       {"name", lane.name},
+                       {"total", lane.total},
+                       {"buckets", lane.buckets}};
     if (lane.off_cpu_ns > 0) {
       lj["off_cpu_ns"] = lane.off_cpu_ns;
       ordered_json per = ordered_json::object();
@@ -303,6 +308,13 @@ ordered_json LanesJson(const analysis::ReportLanes& l) {
     lanes.push_back(std::move(lj));
   }
   ordered_json out = {{"start_ns", l.start}, {"bucket_ns", l.bucket_ns}, {"lanes", lanes}};
+  if (!l.processes.empty()) {
+    ordered_json processes = ordered_json::array();
+    for (const analysis::ReportLane& p : l.processes)
+      processes.push_back(
+          {{"pid", p.pid}, {"name", p.name}, {"total", p.total}, {"buckets", p.buckets}});
+    out["processes"] = std::move(processes);
+  }
   if (!l.zone_names.empty()) out["zone_names"] = l.zone_names;
   if (!l.trace_lanes.empty()) {
     ordered_json tracks = ordered_json::array();

@@ -89,6 +89,25 @@ test("a click zooms the flame graph in the page; its bar focuses every view on t
   await shot("2-focused-tree");
 });
 
+test("frames are coloured by kind of code, with a legend of the kinds shown", async () => {
+  await page.goto(new URL("/?capture=gxx.mscap", url).href);
+  await ready();
+  await page.waitForSelector(".d3-flame-graph rect");
+  const answer = await api("/api/report?capture=gxx.mscap&views=tree");
+  const kinds = new Map();
+  const walk = (n) => {
+    if (!n.pruned && !kinds.has(n.kind ?? "native")) kinds.set(n.kind ?? "native", n.function);
+    (n.children ?? []).forEach(walk);
+  };
+  answer.tree.forEach(walk);
+  assert.ok(kinds.has("native") && kinds.has("kernel"), [...kinds.keys()].join(", "));
+  const legend = page.getByLabel("kinds of code");
+  for (const kind of kinds.keys()) assert.equal(await legend.locator(`[data-kind="${kind}"]`).count(), 1, kind);
+  const fill = (name) => page.locator(`.d3-flame-graph g.frame[name="${name}"] rect`).first().getAttribute("fill");
+  assert.match(await fill(kinds.get("kernel")), /^hsl\(0, 60%/);
+  assert.match(await fill(kinds.get("native")), /^hsl\(28, 85%/);
+});
+
 test("search marks the matching frames and says their share", async () => {
   await page.goto(new URL("/?capture=threads.mscap", url).href);
   await ready();
@@ -313,9 +332,16 @@ test("with several processes the timeline groups threads under their process, wh
   await page.goto(new URL("/?capture=gxx.mscap&view=flat", url).href);
   await ready();
   const whole = await api("/api/report?capture=gxx.mscap");
-  const lanes = (await api("/api/report?capture=gxx.mscap&views=lanes&lane_width=400&top=1000")).lanes.lanes;
-  const pids = new Set(lanes.slice(0, 64).map((l) => whole.header.threads.find((t) => t.tid === l.tid).pid));
+  const answer = (await api("/api/report?capture=gxx.mscap&views=lanes&lane_width=400&top=1000")).lanes;
+  const lanes = answer.lanes;
+  const pids = new Set(lanes.slice(0, 64).map((l) => l.pid));
   assert.ok(pids.size >= 2, `${pids.size} processes drawn (the driver, cc1plus, as)`);
+  // The server's process lanes: each the sum of its threads'.
+  for (const p of answer.processes) {
+    const sum = p.buckets.map((_, i) => lanes.filter((l) => l.pid === p.pid).reduce((n, l) => n + l.buckets[i], 0));
+    assert.deepEqual(p.buckets, sum, p.name);
+    assert.equal(p.name, whole.header.processes.find((q) => q.pid === p.pid).command);
+  }
   const headings = page.locator(".lanes button.process-name");
   await headings.first().waitFor();
   assert.equal(await headings.count(), pids.size);

@@ -10,9 +10,12 @@ export interface Cost {
   text: string;  // the share as report prints it: "12.34%"
 }
 
+// What kind of code a function is (native when absent): kernel, inline,
+// python, javascript, interpreted, jit, other.
 export interface TreeNode {
   function: string;
   module: string;
+  kind?: string;
   self: Cost;
   total: Cost;
   children?: TreeNode[];
@@ -22,6 +25,7 @@ export interface TreeNode {
 export interface FunctionRow {
   function: string;
   module: string;
+  kind?: string;
   self: Cost;
   total: Cost;
 }
@@ -65,6 +69,7 @@ export interface DiffNode extends DiffRow {
 
 export interface Lane {
   tid: number;
+  pid?: number;
   name: string;
   total: number;
   buckets: number[];
@@ -106,6 +111,9 @@ export interface Lanes {
   start_ns: number;
   bucket_ns: number;
   lanes: Lane[];
+  // With several processes, one per process (its pid, its command as name,
+  // no tid): all its threads' samples per column, busiest thread's first.
+  processes?: Lane[];
   trace_tracks?: TraceTrack[];
   own_axis_traces?: string[];  // traces not placed on the recording's clock
   gaps?: string;  // per bucket, a gap of every process (GAP_CAUSES' letter; ' ' none)
@@ -255,6 +263,7 @@ export interface FlameNode {
   name: string;
   value: number;
   module: string;
+  kind: string;
   text: string;
   pruned?: boolean;  // stands for the roots pruning left out: no function to focus on
   children: FlameNode[];
@@ -267,6 +276,7 @@ export function flameRoot(report: Report): FlameNode {
     pruned: n.pruned ?? false,
     value: n.total.value,
     module: n.module,
+    kind: n.kind ?? 'native',
     text: n.total.text,
     children: (n.children ?? []).map(convert),
   });
@@ -274,6 +284,7 @@ export function flameRoot(report: Report): FlameNode {
     name: 'all',
     value: report.all.value,
     module: '',
+    kind: 'other',
     text: report.all.text,
     children: roots.map(convert),
   };

@@ -1,7 +1,7 @@
 // The parts of d3-flame-graph (no type definitions of its own) used here.
 declare module 'd3-flame-graph' {
   export interface FlameDatum {
-    data: {name: string; value: number; module: string; text: string; pruned?: boolean};
+    data: {name: string; value: number; module: string; kind: string; text: string; pruned?: boolean};
     value: number;
     x0: number;  // the partition's start, in the whole's terms
     depth: number;

@@ -201,8 +201,6 @@ function App() {
       report && h(HeaderPanel, {report}),
       lanes?.lanes && h(LanesView, {
         lanes: lanes.lanes,
-        pidOf: new Map((report?.header.threads ?? []).map((t) => [t.tid, t.pid])),
-        processNames: new Map((report?.header.processes ?? []).map((p) => [p.pid, p.command])),
         selected: state.time,
         thread: state.thread,
         onThread: (tid: number) =>

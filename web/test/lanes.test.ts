@@ -51,21 +51,22 @@ describe('a lane column\'s tooltip', () => {
 });
 
 describe('the timeline\'s rows', () => {
-  const lane = (tid: number, buckets: number[]) => ({tid, name: `t${tid}`, total: buckets.reduce((a, b) => a + b, 0), buckets});
-  const lanes = [lane(11, [5, 0]), lane(20, [1, 1]), lane(12, [0, 2])];
-  const pidOf = new Map([[11, 10], [12, 10], [20, 20]]);
-  const names = new Map([[10, 'cc1plus'], [20, 'as']]);
-  it('are the threads as they come with one process', () => {
-    expect(laneRows(lanes, new Map([[11, 1], [20, 1], [12, 1]]), names, new Set()).map((r) => r.kind))
-        .toEqual(['thread', 'thread', 'thread']);
+  const lane = (tid: number, pid: number, buckets: number[]) =>
+      ({tid, pid, name: `t${tid}`, total: buckets.reduce((a, b) => a + b, 0), buckets});
+  const lanes = [lane(11, 10, [5, 0]), lane(20, 20, [1, 1]), lane(12, 10, [0, 2])];
+  // As the server sends them: a pid, no tid.
+  const proc = (pid: number, name: string, buckets: number[]) => ({...lane(0, pid, buckets), name});
+  const processes = [proc(10, 'cc1plus', [5, 3]), proc(20, 'as', [1, 1]), proc(30, 'ld', [0, 1])];
+  it('are the threads as they come without processes (one process)', () => {
+    expect(laneRows(lanes, [], new Set()).map((r) => r.kind)).toEqual(['thread', 'thread', 'thread']);
   });
-  it('group threads under their process, in the order of its busiest, its samples summed', () => {
-    const rows = laneRows(lanes, pidOf, names, new Set());
+  it('group the drawn threads under their process, in the server\'s order, with its lane', () => {
+    const rows = laneRows(lanes, processes, new Set());
     expect(rows.map((r) => (r.kind === 'process' ? `${r.name}:${r.lane.buckets}` : r.lane.tid)))
-        .toEqual(['cc1plus:5,2', 11, 12, 'as:1,1', 20]);
+        .toEqual(['cc1plus:5,3', 11, 12, 'as:1,1', 20]);
   });
   it('fold a collapsed process into its heading', () => {
-    const rows = laneRows(lanes, pidOf, names, new Set([10]));
+    const rows = laneRows(lanes, processes, new Set([10]));
     expect(rows.map((r) => (r.kind === 'process' ? `${r.pid}${r.collapsed ? '+' : ''}` : r.lane.tid)))
         .toEqual(['10+', '20', 20]);
   });

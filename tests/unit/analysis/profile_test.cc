@@ -188,3 +188,42 @@ TEST_CASE("WithLook: Python frames among the native ones, alone, or left out") {
   CHECK(look == Look::kInterpretedNativeLeaves);
   CHECK_FALSE(ParseLook("java", &look));
 }
+
+TEST_CASE("FunctionKeys: each function's kind of code, for colouring by kind") {
+  using capture::kNone;
+  capture::Capture c = testing::MakeTestCapture();
+  using capture::FrameKind;
+  const auto str = [&](const char* s) {
+    c.strings.push_back(s);
+    return capture::StringId(c.strings.size() - 1);
+  };
+  const capture::StringId vmlinux = str("[kernel.kallsyms]"), anon = str("//anon");
+  c.modules.push_back({vmlinux, {}, 0, capture::ModuleKind::kKernel});
+  c.modules.push_back({anon, {}, 0, capture::ModuleKind::kAnonymous});
+  const auto function = [&](const char* name, capture::ModuleId module) {
+    c.functions.push_back({str(name), module});
+    return capture::FunctionId(c.functions.size() - 1);
+  };
+  const size_t first = c.frames.size();
+  c.frames.push_back({FrameKind::kKernel, 1, 0x10, function("schedule", 1)});
+  c.frames.push_back({FrameKind::kInline, 0, 0x20, function("inlined", 0)});
+  c.frames.push_back({FrameKind::kNative, 2, 0x30, function("LazyCompile:*f", 2)});
+  c.frames.push_back(
+      {FrameKind::kInterpreted, kNone, 7, function("handler", kNone), str("app.py")});
+  c.frames.push_back(
+      {FrameKind::kInterpreted, kNone, 7, function("<module>", kNone), str("<string>")});
+  c.frames.push_back(
+      {FrameKind::kInterpreted, kNone, 7, function("render", kNone), str("/srv/app.mjs")});
+  c.frames.push_back({FrameKind::kInterpreted, kNone, 0, function("from", kNone)});
+  c.frames.push_back({FrameKind::kNamed, kNone, 0, function("[blocked]", kNone)});
+  FunctionKeys keys(c);
+  std::vector<std::string_view> kinds;
+  for (size_t f = first; f < c.frames.size(); ++f) kinds.push_back(keys.KindName(keys.KeyOf(f)));
+  CHECK(kinds == std::vector<std::string_view>{"kernel", "inline", "jit", "python", "python",
+                                               "javascript", "interpreted", "other"});
+  CHECK(keys.KindName(keys.KeyOf(0)) == "native");
+  // With one runtime in the recording, a frame nothing else places is its.
+  c.modules[0].runtime = capture::Runtime::kV8;
+  FunctionKeys node(c);
+  CHECK(node.KindName(node.KeyOf(c.frames.size() - 2)) == "javascript");
+}

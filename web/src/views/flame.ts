@@ -4,7 +4,9 @@
 // server's: the samples with a matching function on their stack); a
 // click zooms into a frame in the page, without asking the server, and the
 // zoom's bar focuses every view on its function; with a diff, frames are red
-// where the other capture spends a larger share, blue where a smaller one.
+// where the other capture spends a larger share, blue where a smaller one,
+// else coloured by kind of code (native, kernel, Python, JavaScript, ...)
+// with a legend.
 // By keyboard the graph is one stop of the Tab order: arrows move between
 // frames by position (up to the caller, down to the leftmost callee, left
 // and right among siblings), Enter zooms, F focuses, Escape zooms out.
@@ -13,7 +15,7 @@ import type {FlameDatum, FlameGraph as Chart} from 'd3-flame-graph';
 import {select} from 'd3-selection';
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
-import {DiffRow, flameRoot, Report} from '../api';
+import {DiffRow, flameRoot, Report, TreeNode} from '../api';
 import {useWidth} from './common';
 
 export function diffColor(delta: number|undefined): string|null {
@@ -24,6 +26,27 @@ export function diffColor(delta: number|undefined): string|null {
 }
 
 export const PRUNED_COLOR = 'hsl(0, 0%, 70%)';
+
+// Each kind of code's hue and what the legend calls it; frames of a kind
+// vary in lightness by name, so that neighbours stay apart.
+export const KINDS: Record<string, {hue: number; saturation: number; label: string}> = {
+  native: {hue: 28, saturation: 85, label: 'native'},
+  inline: {hue: 45, saturation: 80, label: 'inlined'},
+  kernel: {hue: 0, saturation: 60, label: 'kernel'},
+  python: {hue: 205, saturation: 60, label: 'Python'},
+  javascript: {hue: 52, saturation: 75, label: 'JavaScript'},
+  interpreted: {hue: 180, saturation: 40, label: 'interpreted'},
+  jit: {hue: 120, saturation: 45, label: 'JIT code'},
+  other: {hue: 0, saturation: 0, label: 'other (the recording\'s own names)'},
+};
+
+// A frame's colour by its kind of code, lighter or darker by its name.
+export function kindColor(kind: string, name: string): string {
+  const k = KINDS[kind] ?? KINDS.native;
+  let hash = 0;
+  for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
+  return `hsl(${k.hue}, ${k.saturation}%, ${55 + (Math.abs(hash) % 20)}%)`;
+}
 
 // The whole and the roots pruning left out are no function to focus on.
 const focusable = (d: FlameDatum) => d.data.name !== 'all' && !d.data.pruned;
@@ -73,7 +96,7 @@ export function FlameGraph(props: {
     const diff = props.diff;
     chart.setColorMapper((d: FlameDatum, original: string) => {
       if (d.data.pruned) return PRUNED_COLOR;
-      if (!diff) return original;
+      if (!diff) return d.parent ? kindColor(d.data.kind, d.data.name) : original;
       return diffColor(diff.get(d.data.name)?.delta) ??
           (d.data.name === 'all' ? original : 'hsl(0, 0%, 82%)');
     });
@@ -149,5 +172,23 @@ export function FlameGraph(props: {
             ' ',
             h('button', {onClick: () => chartRef.current?.resetZoom()}, 'zoom out (Escape)')),
       h('div', {class: 'flame', ref: host, 'aria-label': 'flame graph', 'data-width': width}),
+      !props.diff && h(KindLegend, {kinds: kindsOf(props.report)}),
   );
+}
+
+// The kinds of code a report's graph holds, in the legend's order.
+export function kindsOf(report: Report): string[] {
+  const seen = new Set<string>();
+  const walk = (n: TreeNode) => {
+    seen.add(n.pruned ? 'other' : n.kind ?? 'native');
+    n.children?.forEach(walk);
+  };
+  (report.inverted ?? report.tree ?? []).forEach(walk);
+  return Object.keys(KINDS).filter((k) => seen.has(k));
+}
+
+function KindLegend(props: {kinds: string[]}) {
+  return h('p', {class: 'kind-legend', 'aria-label': 'kinds of code'},
+           props.kinds.map((k) => h('span', {class: 'zone-key', 'data-kind': k},
+                                    h('i', {style: {background: kindColor(k, '')}}), KINDS[k].label)));
 }

@@ -75,33 +75,22 @@ export const STATE_COLORS: Record<string, string> = {
 export const DRAWN_LANES = 64;
 
 // A row of the timeline: a thread's lane, or (with several processes) a
-// process's heading, whose samples are its drawn threads' together.
+// process's heading with its lane from the server (all its threads' samples).
 export type LaneRow = {kind: 'thread'; lane: Lane}|
     {kind: 'process'; pid: number; name: string; lane: Lane; threads: number; collapsed: boolean};
 
-// The timeline's rows: with one process, its threads' lanes as they come
-// (busiest first); with several, each process's heading (in the order of
-// its busiest thread) and, unless collapsed, its threads under it.
-export function laneRows(lanes: Lane[], pidOf: Map<number, number>, names: Map<number, string>,
-                         collapsed: Set<number>): LaneRow[] {
-  const byPid = new Map<number, Lane[]>();
-  for (const lane of lanes) {
-    const pid = pidOf.get(lane.tid) ?? lane.tid;
-    byPid.set(pid, [...(byPid.get(pid) ?? []), lane]);
-  }
-  if (byPid.size <= 1) return lanes.map((lane) => ({kind: 'thread', lane}));
+// The timeline's rows: without processes (one process), the threads' lanes
+// as they come (busiest first); with them, each process's heading, in their
+// order, and, unless collapsed, its drawn threads under it.
+export function laneRows(lanes: Lane[], processes: Lane[], collapsed: Set<number>): LaneRow[] {
+  if (!processes.length) return lanes.map((lane) => ({kind: 'thread', lane}));
   const rows: LaneRow[] = [];
-  for (const [pid, threads] of byPid) {
-    const buckets = threads[0].buckets.map((_, i) => threads.reduce((n, t) => n + (t.buckets[i] ?? 0), 0));
-    const name = names.get(pid) ?? `process ${pid}`;
-    rows.push({
-      kind: 'process',
-      pid,
-      name,
-      threads: threads.length,
-      collapsed: collapsed.has(pid),
-      lane: {tid: pid, name, total: threads.reduce((n, t) => n + t.total, 0), buckets},
-    });
+  for (const p of processes) {
+    const pid = p.pid ?? 0;
+    const threads = lanes.filter((l) => l.pid === pid);
+    if (!threads.length) continue;  // none of its threads drawn
+    rows.push({kind: 'process', pid, name: p.name || `process ${pid}`, threads: threads.length,
+               collapsed: collapsed.has(pid), lane: {...p, tid: pid}});
     if (!collapsed.has(pid)) rows.push(...threads.map((lane): LaneRow => ({kind: 'thread', lane})));
   }
   return rows;
@@ -152,8 +141,6 @@ export function columnText(lane: Lane, column: number, from: number, bucket: num
 export function LanesView(props: {
   lanes: Lanes; selected: string;  // state.time, shown as the selection
   thread: string;                  // state.thread: its lane is marked
-  pidOf: Map<number, number>;      // each thread's process
-  processNames: Map<number, string>;
   zoom: string[];                  // state.zoom: the ranges zoomed into, outermost first
   onSelect: (fromNs: number, toNs: number) => void;
   onClear: () => void;
@@ -172,7 +159,7 @@ export function LanesView(props: {
   const zoomed = props.zoom.length ? selectedRange(props.zoom[props.zoom.length - 1], span) : null;
   const origin = zoomed ? zoomed[0] : 0;
   const shown = props.lanes.lanes.slice(0, DRAWN_LANES);
-  const laid = laneRows(shown, props.pidOf, props.processNames, collapsed);
+  const laid = laneRows(shown, props.lanes.processes ?? [], collapsed);
   const zoneNames = props.lanes.zone_names ?? [];
   const tracks = props.lanes.trace_tracks ?? [];
   const common = props.lanes.gaps?.trim() ? props.lanes.gaps : '';
@@ -192,7 +179,8 @@ export function LanesView(props: {
       const y = row * LANE_HEIGHT;
       const lane = item.lane;
       if (item.kind === 'process') {
-        // The process's threads together, against its own busiest column.
+        // All its threads' samples (the server's sum), against its own
+        // busiest column.
         const top = Math.max(1, ...lane.buckets);
         g.fillStyle = PROCESS_COLOR;
         g.globalAlpha = 0.6;
@@ -257,7 +245,7 @@ export function LanesView(props: {
       }
       g.globalAlpha = 1;
     });
-  }, [props.lanes, collapsed, props.pidOf.size]);
+  }, [props.lanes, collapsed]);
   // Nanoseconds after the recording's start at x (pixels from the canvas's left).
   const at = (x: number) =>
       origin + (span * Math.max(0, Math.min(x, canvas.current!.clientWidth))) / canvas.current!.clientWidth;
@@ -319,7 +307,8 @@ export function LanesView(props: {
                     h('button', {
                       class: 'lane-name process-name',
                       'aria-expanded': !item.collapsed,
-                      title: `process ${item.pid}: ${item.threads} threads drawn; click to ` +
+                      title: `process ${item.pid}: its threads' samples together, ${item.threads} ` +
+                          'threads drawn; click to ' +
                           (item.collapsed ? 'show them' : 'fold them into this row'),
                       onClick: () => {
                         const next = new Set(collapsed);
