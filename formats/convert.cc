@@ -1,5 +1,7 @@
 #include "formats/convert.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -35,16 +37,73 @@ std::string ExportFormatFor(const std::string& to, const std::string& output) {
   return "";
 }
 
-Status Export(const capture::Capture& recorded, const std::string& format,
-              const std::string& output, const ExportOptions& options) {
-  const analysis::FilterSpec& spec = options.filter;
-  const analysis::Metric metric = options.metric;
-  const bool per_thread = options.per_thread;
+namespace {
+
+// What an export writes from: the capture in the look and metric asked
+// for, its function keys and its filter. Built in place (the keys hold a
+// reference to the capture).
+struct Prepared {
+  std::optional<capture::Capture> folded, for_metric;
+  const capture::Capture* cap = nullptr;
+  std::optional<analysis::FunctionKeys> keys;
+  std::optional<analysis::SampleFilter> filter;
+};
+
+Status Prepare(const capture::Capture& recorded, const std::string& format,
+               const ExportOptions& options, Prepared* p) {
   if (format.empty()) {
     return Status::Error("say which format to write: --to pprof|chrome|folded|speedscope");
   }
+  if (format != "pprof" && format != "folded" && format != "chrome" && format != "speedscope") {
+    return Status::Error("unknown format '" + format + "'");
+  }
+  if (!options.inlines || options.look != analysis::Look::kMixed) {
+    p->folded = analysis::WithLook(options.inlines ? recorded : analysis::WithoutInlines(recorded),
+                                   options.look);
+  }
+  const capture::Capture& original = p->folded ? *p->folded : recorded;
+  RETURN_IF_ERROR(analysis::CheckMetric(original, options.metric));
+  // Folded and speedscope write the metric's samples; the others read the
+  // capture's own samples and off-CPU tables.
+  if (options.metric != analysis::Metric::kCpu && (format == "folded" || format == "speedscope")) {
+    p->for_metric = analysis::ForMetric(original, options.metric);
+  }
+  p->cap = p->for_metric ? &*p->for_metric : &original;
+  p->keys.emplace(*p->cap);
+  ASSIGN_OR_RETURN(analysis::SampleFilter filter,
+                   analysis::SampleFilter::Make(*p->cap, *p->keys, options.filter));
+  p->filter.emplace(std::move(filter));
+  return OkStatus();
+}
+
+// The formats written whole in memory (pprof, folded).
+std::vector<uint8_t> WholeBytes(const Prepared& p, const std::string& format,
+                                const ExportOptions& options) {
+  if (format == "pprof") return WritePprof(*p.cap, *p.filter, options.metric);
+  std::string text = WriteFolded(*p.cap, *p.keys, *p.filter, options.per_thread,
+                                 p.for_metric ? FoldedValue::kMicroseconds : FoldedValue::kSamples);
+  return std::vector<uint8_t>(text.begin(), text.end());
+}
+
+// The formats streamed (chrome, speedscope: large outputs).
+void Stream(FILE* out, const Prepared& p, const std::string& format) {
+  if (format == "chrome") {
+    WriteChromeTrace(out, *p.cap, *p.keys, *p.filter);
+  } else {
+    WriteSpeedscope(out, *p.cap, *p.keys, *p.filter);
+  }
+}
+
+bool Streamed(const std::string& format) {
+  return format == "chrome" || format == "speedscope";
+}
+
+}  // namespace
+
+Status Export(const capture::Capture& recorded, const std::string& format,
+              const std::string& output, const ExportOptions& options) {
   if (format == "mscap") {
-    if (!spec.empty()) {
+    if (!options.filter.empty()) {
       return Status::Error("filters apply to exports, not to a capture (filter it in report)");
     }
     if (!options.inlines || options.look != analysis::Look::kMixed) {
@@ -54,44 +113,37 @@ Status Export(const capture::Capture& recorded, const std::string& format,
     }
     return capture::WriteCapture(recorded, output);
   }
-  std::optional<capture::Capture> folded;
-  if (!options.inlines || options.look != analysis::Look::kMixed) {
-    folded = analysis::WithLook(options.inlines ? recorded : analysis::WithoutInlines(recorded),
-                                options.look);
-  }
-  const capture::Capture& original = folded ? *folded : recorded;
-  RETURN_IF_ERROR(analysis::CheckMetric(original, metric));
-  // Folded and speedscope write the metric's samples; the others read the
-  // capture's own samples and off-CPU tables.
-  std::optional<capture::Capture> for_metric;
-  if (metric != analysis::Metric::kCpu && (format == "folded" || format == "speedscope")) {
-    for_metric = analysis::ForMetric(original, metric);
-  }
-  const capture::Capture& cap = for_metric ? *for_metric : original;
-  analysis::FunctionKeys keys(cap);
-  ASSIGN_OR_RETURN(analysis::SampleFilter filter, analysis::SampleFilter::Make(cap, keys, spec));
-  if (format == "chrome" || format == "speedscope") {
+  Prepared p;
+  RETURN_IF_ERROR(Prepare(recorded, format, options, &p));
+  if (Streamed(format)) {
     // Large outputs: streamed into the temporary file.
     ASSIGN_OR_RETURN(std::unique_ptr<capture::AtomicFile> file,
                      capture::AtomicFile::Create(output));
-    if (format == "chrome") {
-      WriteChromeTrace(file->stream(), cap, keys, filter);
-    } else {
-      WriteSpeedscope(file->stream(), cap, keys, filter);
-    }
+    Stream(file->stream(), p, format);
     return file->Commit();
   }
-  std::vector<uint8_t> bytes;
-  if (format == "pprof") {
-    bytes = WritePprof(cap, filter, metric);
-  } else if (format == "folded") {
-    std::string text = WriteFolded(cap, keys, filter, per_thread,
-                                   for_metric ? FoldedValue::kMicroseconds : FoldedValue::kSamples);
-    bytes.assign(text.begin(), text.end());
-  } else {
-    return Status::Error("unknown format '" + format + "'");
+  return capture::WriteFileAtomically(output, WholeBytes(p, format, options));
+}
+
+Result<std::string> ExportToMemory(const capture::Capture& recorded, const std::string& format,
+                                   const ExportOptions& options) {
+  Prepared p;
+  RETURN_IF_ERROR(Prepare(recorded, format, options, &p));
+  if (!Streamed(format)) {
+    std::vector<uint8_t> bytes = WholeBytes(p, format, options);
+    return std::string(bytes.begin(), bytes.end());
   }
-  return capture::WriteFileAtomically(output, bytes);
+  char* data = nullptr;
+  size_t size = 0;
+  FILE* out = open_memstream(&data, &size);
+  if (out == nullptr) return Status::Error("no memory for the export");
+  Stream(out, p, format);
+  const bool written = std::fflush(out) == 0 && !std::ferror(out);
+  std::fclose(out);
+  std::string text = written ? std::string(data, size) : std::string();
+  std::free(data);
+  if (!written) return Status::Error("the export could not be written in memory");
+  return text;
 }
 
 Result<capture::Capture> ImportProfile(std::span<const uint8_t> in, size_t max_inflated) {

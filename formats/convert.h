@@ -40,6 +40,11 @@ struct ExportOptions {
 Status Export(const capture::Capture& capture, const std::string& format, const std::string& output,
               const ExportOptions& options);
 
+// The same export (not mscap) as bytes in memory, for the browser view's
+// downloads.
+Result<std::string> ExportToMemory(const capture::Capture& capture, const std::string& format,
+                                   const ExportOptions& options);
+
 // Reads a pprof profile (gzipped or raw protobuf, inflated to at most
 // `max_inflated` bytes), perf script text or folded stacks.
 Result<capture::Capture> ImportProfile(std::span<const uint8_t> bytes,

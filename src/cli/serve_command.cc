@@ -206,7 +206,9 @@ Runner AddServeCommand(CLI::App& app) {
       "tree, functions, timeline; its state in its URL) runs over the API's report queries "
       "(GET /api/captures; GET /api/report with report's options as parameters: views, "
       "metric, granularity, look, inlines, min_percent, top, lane_width, thread, pid, time, "
-      "focus, exclude (RE2 regexes), capture, diff). Prints the URL with its access token "
+      "focus, exclude (RE2 regexes), capture, diff; GET /api/export?format=pprof|chrome|"
+      "speedscope|folded with the same filters: what convert writes for them). Prints the URL "
+      "with its access token "
       "(--open opens it), then serves until Ctrl-C.");
   cmd->add_option("target", o->target, "a capture file, or a directory of .mscap files")
       ->required();

@@ -25,6 +25,7 @@
 #include "analysis/report_params.h"
 #include "capture/reader.h"
 #include "capture/segments.h"
+#include "formats/convert.h"
 #include "formats/report_json.h"
 #include "formats/source_text.h"
 #include "src/serve/broker.h"
@@ -46,11 +47,28 @@ constexpr size_t kMaxAnswerBytes = 128 << 20;
 
 using Clock = std::chrono::steady_clock;
 
-// A report query's answer: its status and JSON body.
+// A report query's answer: its status and JSON body; an export's, its
+// bytes, their type and the name a browser saves them under.
 struct ReportAnswer {
   int status = 200;
   std::string body;
+  std::string type;      // empty: JSON
+  std::string filename;  // an export's
 };
+
+// An export's file name: the capture's (letters, digits, '.', '_', '-'
+// kept), its extension dropped, the format's added.
+std::string ExportName(const std::string& capture, const std::string& format) {
+  std::string base = capture.substr(0, capture.rfind(".mscap"));
+  for (char& c : base) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  if (base.empty()) base = "capture";
+  return base + (format == "pprof"        ? ".pb.gz"
+                 : format == "speedscope" ? ".speedscope.json"
+                 : format == "chrome"     ? ".json"
+                                          : ".folded");
+}
 
 }  // namespace
 
@@ -178,8 +196,10 @@ struct Server::State {
     return answer;
   }
 
-  // Compute with a turn and a deadline.
-  ReportAnswer ComputeInTurn(const std::vector<std::pair<std::string, std::string>>& params) {
+  // Compute with a turn and a deadline (an export: without a cancel; its
+  // writers run to their end, bounded by the capture).
+  ReportAnswer ComputeInTurn(const std::vector<std::pair<std::string, std::string>>& params,
+                             bool exporting = false) {
     const double timeout_s = double(options.query_timeout_ns) / 1e9;
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g s", timeout_s);
@@ -197,7 +217,7 @@ struct Server::State {
       running.insert(&r);
     }
     watch.notify_all();
-    ReportAnswer answer = Compute(params, r.cancel);
+    ReportAnswer answer = exporting ? ComputeExport(params) : Compute(params, r.cancel);
     bool timed_out = false;
     {
       std::lock_guard lock(mutex);
@@ -261,6 +281,46 @@ struct Server::State {
       loaded.Erase(name);
       answers.Clear();
     }
+  }
+
+  // The capture (its selection: the report's filters, metric, look and
+  // inlines) as another profiler's file: format=pprof|chrome|speedscope|folded.
+  ReportAnswer ComputeExport(std::vector<std::pair<std::string, std::string>> params) {
+    std::string format;
+    std::erase_if(params, [&](const auto& kv) {
+      if (kv.first != "format") return false;
+      format = kv.second;
+      return true;
+    });
+    if (format != "pprof" && format != "chrome" && format != "speedscope" && format != "folded") {
+      return {400, ErrorJson("format=" + format +
+                             ": an export is format=pprof, chrome, speedscope or folded")};
+    }
+    Result<analysis::ReportParams> parsed = analysis::ParseReportParams(params);
+    if (!parsed.ok()) return {400, ErrorJson(parsed.status().message())};
+    if (!parsed->diff.empty()) return {400, ErrorJson("an export is of one capture, not a diff")};
+    int status = 0;
+    auto capture = Load(parsed->capture, &status);
+    if (!capture.ok()) return {status, ErrorJson(capture.status().message())};
+    const analysis::ReportQuery& q = parsed->query;
+    formats::ExportOptions how;
+    how.filter = q.filter;
+    how.metric = q.metric.value_or(analysis::DefaultMetric(**capture));
+    how.inlines = q.inlines;
+    how.look = q.look;
+    Result<std::string> bytes = formats::ExportToMemory(**capture, format, how);
+    if (!bytes.ok()) return {422, ErrorJson(bytes.status().message())};
+    if (bytes->size() > kMaxAnswerBytes) {
+      return {422, ErrorJson("the export would be " + std::to_string(bytes->size() >> 20) +
+                             " MiB, more than the " + std::to_string(kMaxAnswerBytes >> 20) +
+                             " MiB an answer may be: narrow it (thread, time, focus)")};
+    }
+    const std::string name = parsed->capture.empty() ? paths.begin()->first : parsed->capture;
+    return {200, std::move(bytes).value(),
+            format == "pprof"    ? "application/octet-stream"
+            : format == "folded" ? "text/plain; charset=utf-8"
+                                 : "application/json; charset=utf-8",
+            ExportName(name, format)};
   }
 
   // 503 with no message when cancelled (ComputeInTurn says why).
@@ -395,6 +455,22 @@ void Server::State::Route() {
   http.Get("/api/report", [st](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const ReportAnswer> answer = st->Report(req);
     Answer(res, answer->status, answer->body);
+  });
+  // Downloads: not cached (an answer of its own size), computed in turn.
+  http.Get("/api/export", [st](const httplib::Request& req, httplib::Response& res) {
+    std::vector<std::pair<std::string, std::string>> params;
+    for (const auto& [k, v] : req.params) {
+      if (k != "token") params.emplace_back(k, v);
+    }
+    {
+      std::lock_guard lock(st->mutex);
+      st->RefreshListings();
+    }
+    ReportAnswer answer = st->ComputeInTurn(params, /*exporting=*/true);
+    if (answer.type.empty()) return Answer(res, answer.status, answer.body);
+    res.status = answer.status;
+    res.set_header("Content-Disposition", "attachment; filename=\"" + answer.filename + "\"");
+    res.set_content(std::move(answer.body), answer.type);
   });
   // The browser view: its files, by exact path; nothing else.
   auto asset = [](const httplib::Request& req, httplib::Response& res) {

@@ -160,6 +160,42 @@ try:
           "an API answer is sent plain: %s" % r.getheader("Content-Encoding"))
     conn.close()
 
+    # Exports (the page's downloads): what convert writes for the same
+    # filters, byte for byte, named for the capture; pprof's own reader
+    # reads the pprof one.
+    sel = {"capture": "threads.mscap", "thread": "worker-b", "time": "0s..0.2s"}
+    for fmt, ext in [("pprof", ".pb.gz"), ("chrome", ".json"), ("speedscope", ".speedscope.json"),
+                     ("folded", ".folded")]:
+        status, headers, data = request("GET", "/api/export?" + urllib.parse.urlencode(
+            dict(sel, format=fmt)))
+        out = os.path.join(d, "cli" + ext)
+        p = run([MICROSCOPE, "convert", "threads.mscap", "--thread", "worker-b", "--time", "0s..0.2s",
+                 "--to", fmt, "-o", out], cwd=d)
+        with open(out, "rb") as f:
+            theirs = f.read()
+        check(status == 200 and p.returncode == 0 and data == theirs and
+              headers.get("Content-Disposition") == 'attachment; filename="threads%s"' % ext,
+              "/api/export format=%s: %d bytes, convert's %d, the same: %s; %s" %
+              (fmt, len(data), len(theirs), data == theirs, headers.get("Content-Disposition")))
+    pprof = os.environ.get("PPROF")
+    if pprof and os.path.exists(pprof):
+        pb = os.path.join(d, "export.pb.gz")
+        with open(pb, "wb") as f:
+            f.write(request("GET", "/api/export?" + urllib.parse.urlencode(dict(sel, format="pprof")))[2])
+        top = run([pprof, "-top", "-sample_index=samples", pb])
+        b = cli("threads.mscap", "--thread", "worker-b", "--time", "0s..0.2s")
+        m = re.search(r"Total samples = (\d+)", top.stdout)
+        check(top.returncode == 0 and m and int(m.group(1)) == b["all"]["samples"],
+              "pprof reads the export: %s samples, report's %d" %
+              (m and m.group(1), b["all"]["samples"]))
+    for params, says in [({"format": "svg"}, "format"),
+                         ({"format": "pprof", "diff": "split.mscap"}, "diff"),
+                         ({"format": "pprof", "time": "x"}, "time")]:
+        status, _, data = request("GET", "/api/export?" + urllib.parse.urlencode(
+            dict(params, capture="threads.mscap")))
+        check(status == 400 and says in json.loads(data)["error"],
+              "/api/export %s: 400 naming %s: %s" % (params, says, data[:200]))
+
     # Bad parameters: 400, with a message that names the parameter.
     for params, says in [({"capture": "threads.mscap", "metric": "bogus"}, "metric"),
                          ({"capture": "threads.mscap", "views": "tree,nope"}, "views"),

@@ -565,6 +565,33 @@ test("the marker chart draws each thread's zones where they happened; hovering n
   assert.ok(Math.abs(from - zone[2]) < 1e6 && Math.abs(to - zone[3]) < 1e6, `${query().get("time")} for ${zone[2]}..${zone[3]}`);
 });
 
+test("the page exports what it shows: pprof of the selection as the API writes it, the flame graph as SVG", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&time=0.05..0.25&thread=" + (await api("/api/report?capture=threads.mscap")).header.threads[0].tid, url).href);
+  await ready();
+  await page.waitForSelector(".d3-flame-graph rect");
+  await page.getByText("export", { exact: true }).click();
+  const link = page.getByRole("menuitem", { name: /pprof/ });
+  const href = await link.getAttribute("href");
+  const asked = new URL(href, url).searchParams;
+  assert.equal(asked.get("format"), "pprof");
+  assert.equal(asked.get("time"), "0.05..0.25");
+  assert.ok(asked.get("thread"), href);
+  const [pprof] = await Promise.all([page.waitForEvent("download"), link.click()]);
+  assert.equal(pprof.suggestedFilename(), "threads.pb.gz");
+  const bytes = await import("node:fs").then((fs) => pprof.path().then((p) => fs.readFileSync(p)));
+  assert.deepEqual([...bytes.subarray(0, 2)], [0x1f, 0x8b], "gzip");
+  const direct = await page.evaluate(async (h) => new Uint8Array(await (await fetch(h)).arrayBuffer()).length, href);
+  assert.equal(bytes.length, direct);
+  // The menu stays open after a download.
+  const [svg] = await Promise.all([page.waitForEvent("download"),
+                                   page.getByRole("menuitem", { name: "flame graph (.svg)" }).click()]);
+  assert.equal(svg.suggestedFilename(), "threads-flame.svg");
+  const text = await import("node:fs").then((fs) => svg.path().then((p) => fs.readFileSync(p, "utf8")));
+  assert.ok(text.startsWith("<?xml") && text.includes("<svg"), text.slice(0, 100));
+  assert.ok(!text.includes("foreignObject"), "labels as SVG text");
+  assert.ok(/<text[^>]*>work_[abc]<\/text>/.test(text), "a frame's label is SVG text");
+});
+
 test("reloading the URL gives the same view", async () => {
   const link = new URL("/?capture=threads.mscap&view=tree&focus=work_a&order=self", url).href;
   await page.goto(link);

@@ -8,9 +8,9 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
-import {lanesQuery, LOOKS, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {EXPORTS, exportQuery, lanesQuery, LOOKS, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
-import {FlameGraph} from './views/flame';
+import {download, FlameGraph, flameSvg} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView, selectedRange} from './views/lanes';
@@ -160,6 +160,24 @@ function useSearchKeys() {
   }, []);
 }
 
+// Files of what the page shows: the server's exports of the selection, and
+// the flame graph as drawn.
+function ExportMenu(props: {state: ViewState}) {
+  const {state} = props;
+  const saveSvg = () => {
+    const svg = document.querySelector<SVGSVGElement>('.flame svg');
+    if (!svg) return;
+    const base = (state.capture || 'capture').replace(/\.mscap$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
+    download(`${base}-flame.svg`, flameSvg(svg), 'image/svg+xml');
+  };
+  return h('details', {class: 'export'},
+           h('summary', null, 'export'),
+           h('div', {class: 'export-menu', role: 'menu'},
+             h('p', {class: 'hint'}, 'what is shown: its thread, zone, time range, focus, metric and look'),
+             EXPORTS.map(([format, label]) => h('a', {role: 'menuitem', href: exportQuery(state, format), download: ''}, label)),
+             state.view === 'flame' && h('button', {role: 'menuitem', onClick: saveSvg}, 'flame graph (.svg)')));
+}
+
 function App() {
   const [state, go] = usePageState();
   useSearchKeys();
@@ -274,6 +292,7 @@ function App() {
             },
             onChange: (e: Event) => go({...state, search: (e.target as HTMLInputElement).value}),
           }),
+          report && h(ExportMenu, {state}),
           state.focus &&
               h(
                   'span',

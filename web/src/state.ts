@@ -159,6 +159,24 @@ export function neighborsQuery(state: ViewState): string {
   return '/api/report?' + params.toString();
 }
 
+// The files the page downloads of what it shows (the capture under the
+// thread, zone, time range, focus, metric and look shown), as convert
+// writes them: format and what the menu calls it.
+export const EXPORTS: readonly [string, string][] = [
+  ['pprof', 'pprof (.pb.gz)'],
+  ['chrome', 'Chrome trace (.json)'],
+  ['speedscope', 'speedscope (.json)'],
+  ['folded', 'folded stacks'],
+];
+
+export function exportQuery(state: ViewState, format: string): string {
+  const params = shared(state, '');
+  params.delete('views');
+  params.set('format', format);
+  if (state.focus) params.set('focus', exactly(state.focus));
+  return '/api/export?' + params.toString();
+}
+
 // The marker table's query: the markers of the thread, zone and time range
 // shown.
 export function markersQuery(state: ViewState): string {

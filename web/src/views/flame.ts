@@ -192,3 +192,47 @@ function KindLegend(props: {kinds: string[]}) {
            props.kinds.map((k) => h('span', {class: 'zone-key', 'data-kind': k},
                                     h('i', {style: {background: kindColor(k, '')}}), KINDS[k].label)));
 }
+
+// The flame graph as a file of its own: the drawn SVG with each frame's
+// label as SVG text (d3-flame-graph draws them as HTML in foreignObject,
+// which other viewers do not show), its styles inlined.
+export function flameSvg(svg: SVGSVGElement): string {
+  const copy = svg.cloneNode(true) as SVGSVGElement;
+  const ns = 'http://www.w3.org/2000/svg';
+  copy.setAttribute('xmlns', ns);
+  copy.querySelectorAll('foreignObject').forEach((fo) => {
+    const div = fo.querySelector('div');
+    const shown = div && div.style.display !== 'none' && div.textContent;
+    if (shown) {
+      const text = document.createElementNS(ns, 'text');
+      text.setAttribute('x', '3');
+      text.setAttribute('y', '13');
+      text.textContent = div!.textContent;
+      // Cut at the frame's width, as drawn: a nested svg clips what overflows.
+      const clip = document.createElementNS(ns, 'svg');
+      clip.setAttribute('width', fo.getAttribute('width') ?? '0');
+      clip.setAttribute('height', fo.getAttribute('height') ?? '18');
+      clip.appendChild(text);
+      fo.replaceWith(clip);
+    } else {
+      fo.remove();
+    }
+  });
+  const style = document.createElementNS(ns, 'style');
+  style.textContent = 'rect { stroke: #fff; stroke-width: 1; } text { font: 12px sans-serif; fill: #000; } ' +
+      '.fade { opacity: 0.6; }';
+  copy.insertBefore(style, copy.firstChild);
+  return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(copy);
+}
+
+// Saves `text` as a file named `name` (the browser's download).
+export function download(name: string, text: string, type: string) {
+  const url = URL.createObjectURL(new Blob([text], {type}));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
