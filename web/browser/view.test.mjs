@@ -427,6 +427,17 @@ test("the zones are drawn on their thread's lane, and a zone filters the views",
   await page.waitForFunction((t) => document.querySelector('dd[data-field="filter"]')?.textContent === t,
     inSpin.header.lines.find((l) => l.label === "filter").text);
   await shot("5g-zones");
+  // The zone's sidebar: report --zones' figures; a percentile selects its occurrence.
+  const spin = (await api("/api/report?capture=probes.mscap&views=zones")).zones.rows.find((r) => r.zone === "spin");
+  const side = page.getByRole("region", { name: "selected zone" });
+  await side.locator('dd[data-field="count"]').waitFor();
+  assert.equal(await side.locator('dd[data-field="count"]').textContent(), String(spin.count));
+  assert.equal(await side.locator('dd[data-field="p90"]').textContent(), spin.p90.text);
+  await side.locator('dd[data-field="max"] button').click();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("time"));
+  const [from, to] = query().get("time").split("..").map((t) => parseFloat(t) * 1e9);
+  assert.ok(Math.abs(from - spin.max.at_ns) < 2e3 && Math.abs(to - from - spin.max.duration_ns) < 4e3,
+            `${query().get("time")} for the longest spin at ${spin.max.at_ns} for ${spin.max.duration_ns}`);
 });
 
 test("the stack chart draws a thread's samples in time order; it zooms without asking the server", async () => {

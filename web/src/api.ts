@@ -184,6 +184,32 @@ export interface Markers {
   rows: MarkerRow[];
 }
 
+// A zone's occurrence at a percentile of its durations (views=zones).
+export interface ZoneAt {
+  duration_ns: number;
+  tid: number;
+  thread: string;
+  at_ns: number;
+  text: string;
+}
+// A zone's statistics over the thread and time range asked (report --zones).
+export interface ZoneRow {
+  zone: string;
+  file: string;
+  line: number;
+  count: number;
+  total_ns: number;
+  self_ns: number;
+  mean_ns: number;
+  p50: ZoneAt; p90: ZoneAt; p99: ZoneAt; max: ZoneAt;
+  open_at_end: number;
+  unmatched_ends: number;
+  samples: number;
+  sample_percent: number;
+  off_cpu_ns: number;
+  off_cpu_intervals: number;
+}
+
 export interface Report {
   header: Header;
   all: Cost;
@@ -204,6 +230,7 @@ export interface Report {
   stack_chart?: StackChart;
   neighbors?: Neighbors;
   markers?: Markers;
+  zones?: {rows: ZoneRow[]};
 }
 
 // The looks a recording's runtimes cannot show, each with the reason:

@@ -8,14 +8,14 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
-import {EXPORTS, exportQuery, lanesQuery, LOOKS, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {EXPORTS, exportQuery, lanesQuery, LOOKS, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {download, FlameGraph, flameSvg} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView, selectedRange} from './views/lanes';
 import {MarkerTable} from './views/markers';
-import {Sidebar} from './views/sidebar';
+import {Sidebar, ZoneSidebar} from './views/sidebar';
 import {SourceView} from './views/source';
 import {StackChartView} from './views/stackchart';
 import {CallTree} from './views/tree';
@@ -188,8 +188,9 @@ function App() {
   const [report, error] = useReport(choose ? '' : reportQuery(state, MIN_PERCENT));
   const [lanes] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS));
   const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '');
-  const sidebar = !!state.focus && state.view !== 'source' && state.view !== 'diff';
-  const [neighbors] = useReport(sidebar && !choose ? neighborsQuery(state) : '');
+  const sidebar = (!!state.focus || !!state.zone) && state.view !== 'source' && state.view !== 'diff';
+  const [neighbors] = useReport(sidebar && state.focus && !choose ? neighborsQuery(state) : '');
+  const [zoneStats] = useReport(sidebar && state.zone && !choose ? zonesQuery(state) : '');
   const [marked] = useReport(state.view === 'markers' && !choose ? markersQuery(state) : '');
   const [charted] = useReport(state.view === 'chart' && !choose ? stackChartQuery(state) : '');
   const [found, searchError] = useReport(state.search ? searchQuery(state) : '');
@@ -343,7 +344,13 @@ function App() {
                  onOrder: order,
                  onFocus: focus,
                })),
-        sidebar && h(Sidebar, {report: neighbors, onFocus: focus, onSource: () => go({...state, view: 'source'})})),
+        sidebar && h('div', {class: 'sidebars'},
+          state.zone && h(ZoneSidebar, {
+            report: zoneStats,
+            zone: state.zone,
+            onSelect: (from: number, to: number) => go({...state, time: timeRange(from, to)}),
+          }),
+          state.focus && h(Sidebar, {report: neighbors, onFocus: focus, onSource: () => go({...state, view: 'source'})}))),
   );
 }
 

@@ -177,6 +177,14 @@ export function exportQuery(state: ViewState, format: string): string {
   return '/api/export?' + params.toString();
 }
 
+// The zone sidebar's query: every zone's statistics over the thread and
+// time range shown (not only inside the chosen zone).
+export function zonesQuery(state: ViewState): string {
+  const params = shared(state, 'zones');
+  params.delete('zone');
+  return '/api/report?' + params.toString();
+}
+
 // The marker table's query: the markers of the thread, zone and time range
 // shown.
 export function markersQuery(state: ViewState): string {
