@@ -3,9 +3,23 @@
 // microscope's view and pprof -http's flame graph share), in a fresh
 // browser context each run. Prints one JSON line per run:
 // {"paint_ms", "fcp_ms", "frames"}.
-// Usage: PLAYWRIGHT_CORE=.../index.mjs node serve_paint.mjs URL RUNS
+// With "zoom" (microscope's view only), then times a range selected on the
+// timeline (a drag over a fifth of it) until the flame graph is drawn again
+// for it ("select_ms"), and zooming into it (+) until the timeline is drawn
+// again at that range ("zoom_ms"): the page's performance marks.
+// Usage: PLAYWRIGHT_CORE=.../index.mjs node serve_paint.mjs URL RUNS [zoom]
 const {chromium} = await import(process.env.PLAYWRIGHT_CORE);
-const [url, runs] = [process.argv[2], Number(process.argv[3] ?? 5)];
+const [url, runs, zoom] = [process.argv[2], Number(process.argv[3] ?? 5), process.argv[4] === 'zoom'];
+const marks = (page, name) => page.evaluate((n) => performance.getEntriesByName(n).length, name);
+// Milliseconds from `act` until the page has one more `name` mark.
+async function until(page, name, act) {
+  const before = await marks(page, name);
+  const t0 = await page.evaluate(() => performance.now());
+  await act();
+  await page.waitForFunction(([n, k]) => performance.getEntriesByName(n).length > k, [name, before],
+                             {timeout: 120000});
+  return (await page.evaluate((n) => performance.getEntriesByName(n).at(-1).startTime, name)) - t0;
+}
 const browser = await chromium.launch({executablePath: '/usr/bin/chromium', args: ['--no-sandbox']});
 try {
   for (let i = 0; i < runs; ++i) {
@@ -18,6 +32,16 @@ try {
       fcp_ms: performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null,
       frames: document.querySelectorAll('.d3-flame-graph rect').length,
     }));
+    if (zoom) {
+      await page.waitForFunction(() => performance.getEntriesByName('microscope:lanes-drawn').length);
+      const box = await page.locator('.lanes canvas').boundingBox();
+      await page.mouse.move(box.x + box.width * 0.2, box.y + 5);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width * 0.4, box.y + 5, {steps: 2});
+      got.select_ms = await until(page, 'microscope:flame-drawn', () => page.mouse.up());
+      got.zoom_ms = await until(page, 'microscope:lanes-drawn',
+                                () => page.locator('.lanes canvas').press('+'));
+    }
     console.log(JSON.stringify(got));
     await context.close();
   }

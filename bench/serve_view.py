@@ -18,11 +18,15 @@ For each size:
                 frames, with the server just started (nothing loaded)
   paint loaded  the same with the capture loaded but the page's queries
                 not cached (as pprof, which reads its profile at start)
+  select        then a fifth of the timeline selected by a drag, until the
+                flame graph is drawn again for it (a query, uncached)
+  zoom          then zoomed into (+), until the timeline is drawn again
   pprof paint   pprof -http's /ui/flamegraph, its profile loaded
 Medians of --repeat runs, each from a fresh browser context; the two
 servers are run alternately.
 
-Usage: bench/serve_view.py [--build build] [--sizes 10000,100000,1000000] [--repeat 5]"""
+Usage: bench/serve_view.py [--build build] [--sizes 10000,100000,1000000] [--threads 4]
+                           [--repeat 5]"""
 import argparse
 import http.client
 import json
@@ -79,8 +83,9 @@ def get(url, path):
     return dt, len(body)
 
 
-def paint(node, driver, playwright, url):
-    p = subprocess.run([node, driver, url, "1"], capture_output=True, text=True, timeout=600,
+def paint(node, driver, playwright, url, zoom=False):
+    p = subprocess.run([node, driver, url, "1"] + (["zoom"] if zoom else []), capture_output=True,
+                       text=True, timeout=600,
                        env=dict(os.environ, PLAYWRIGHT_CORE=playwright))
     if p.returncode != 0:
         sys.exit("paint %s: %s" % (url, p.stderr[-2000:]))
@@ -95,6 +100,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
     ms = os.path.abspath(os.path.join(a.build, "microscope"))
@@ -112,11 +118,13 @@ def main():
     rows = []
     for n in [int(s) for s in a.sizes.split(",")]:
         cap, pb = "%s/s%d.mscap" % (d, n), "%s/s%d.pb.gz" % (d, n)
-        subprocess.run([make, cap, str(n), "3", str(max(200, n // 50)), "skewed"], check=True)
+        subprocess.run([make, cap, str(n), "3", str(max(200, n // 50)), "skewed", str(a.threads)],
+                       check=True)
         subprocess.run([ms, "convert", cap, "--to", "pprof", "-o", pb], check=True,
                        capture_output=True)
-        r = {"samples": n, "capture_bytes": os.path.getsize(cap), "pprof_bytes": os.path.getsize(pb)}
+        r = {"samples": n, "threads": a.threads, "capture_bytes": os.path.getsize(cap), "pprof_bytes": os.path.getsize(pb)}
         cold, computed, cached, p_cold, p_loaded, p_pprof, frames = [], [], [], [], [], [], {}
+        select, zoom = [], []
         whole, inverted = [], []
         for i in range(a.repeat):
             # microscope, cold: a fresh server, the page at once.
@@ -139,8 +147,10 @@ def main():
             # microscope, loaded: the capture read by another query first.
             s, url, _ = start([ms, "serve", cap], r"(http://127\.0\.0\.1:\d+/\S*)")
             get(url, "/api/report?views=threads")
-            got = paint("node", driver, playwright, url)
+            got = paint("node", driver, playwright, url, zoom=True)
             p_loaded.append(got["paint_ms"])
+            select.append(got["select_ms"])
+            zoom.append(got["zoom_ms"])
             stop(s)
             # pprof -http, its profile read at start.
             s, url, _ = start([pprof, "-no_browser", "-http=127.0.0.1:%d" % free_port(), pb],
@@ -153,21 +163,25 @@ def main():
                   "api_cached_ms": 1e3 * med(cached), "api_tree_ms": 1e3 * med(whole),
                   "api_inverted_ms": 1e3 * med(inverted), "paint_cold_ms": med(p_cold),
                   "paint_loaded_ms": med(p_loaded), "pprof_paint_ms": med(p_pprof),
+                  "select_ms": med(select), "zoom_ms": med(zoom),
                   "frames": frames,
                   "spread": {"paint_cold": [min(p_cold), max(p_cold)],
                              "pprof": [min(p_pprof), max(p_pprof)],
+                             "select": [min(select), max(select)], "zoom": [min(zoom), max(zoom)],
                              "api_computed": [1e3 * min(computed), 1e3 * max(computed)]}})
         rows.append(r)
         print(json.dumps(r), flush=True)
     print()
-    print("%9s %10s %9s %9s %9s %9s %9s %10s %11s %10s %12s" %
-          ("samples", "answer", "api cold", "computed", "tree", "inverted", "cached",
-           "paint cold", "paint loaded", "pprof", "pprof/loaded"))
+    print("%9s %7s %10s %9s %9s %9s %9s %9s %10s %11s %9s %9s %10s %12s" %
+          ("samples", "threads", "answer", "api cold", "computed", "tree", "inverted", "cached",
+           "paint cold", "paint loaded", "select", "zoom", "pprof", "pprof/loaded"))
     for r in rows:
-        print("%9d %9.0fK %7.0fms %7.1fms %7.1fms %7.1fms %7.1fms %8.0fms %9.0fms %8.0fms %11.2fx" %
-              (r["samples"], r["answer_bytes"] / 1e3, r["api_cold_ms"], r["api_computed_ms"],
-               r["api_tree_ms"], r["api_inverted_ms"], r["api_cached_ms"], r["paint_cold_ms"], r["paint_loaded_ms"], r["pprof_paint_ms"],
-               r["pprof_paint_ms"] / r["paint_loaded_ms"]))
+        print("%9d %7d %9.0fK %7.0fms %7.1fms %7.1fms %7.1fms %7.1fms %8.0fms %9.0fms %7.0fms %7.0fms "
+              "%8.0fms %11.2fx" %
+              (r["samples"], r["threads"], r["answer_bytes"] / 1e3, r["api_cold_ms"],
+               r["api_computed_ms"], r["api_tree_ms"], r["api_inverted_ms"], r["api_cached_ms"],
+               r["paint_cold_ms"], r["paint_loaded_ms"], r["select_ms"], r["zoom_ms"],
+               r["pprof_paint_ms"], r["pprof_paint_ms"] / r["paint_loaded_ms"]))
 
 
 if __name__ == "__main__":

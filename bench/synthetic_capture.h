@@ -1,4 +1,5 @@
-// A synthetic capture shaped like a recording: 4 threads of one process,
+// A synthetic capture shaped like a recording: `threads` threads (4 by
+// default) of one process, samples dealt to them in turn,
 // 500 functions in one module, `paths` stacks (200 by default) of depth 20
 // sharing their outer frames, one sample per 250 us; samples spread evenly
 // over the stacks, or `skewed` as a real profile's are (a few hot paths, a
@@ -16,13 +17,14 @@
 namespace microscope::bench {
 
 inline capture::Capture MakeSyntheticCapture(size_t samples, uint32_t seed = 3, size_t paths = 200,
-                                             bool skewed = false) {
+                                             bool skewed = false, uint32_t threads = 4) {
   using namespace capture;
   Capture c;
   c.strings = {"/usr/bin/app", "app"};
   c.modules.push_back({0, {1, 2, 3, 4}, 1 << 20, ModuleKind::kFile});
   c.processes.push_back({100, 1, 1, 0, 0, 0});
-  for (int t = 0; t < 4; ++t) c.threads.push_back({100 + t, 0, 1, 0, 0});
+  threads = std::max<uint32_t>(1, threads);
+  for (uint32_t t = 0; t < threads; ++t) c.threads.push_back({int32_t(100 + t), 0, 1, 0, 0});
   for (uint32_t f = 0; f < 500; ++f) {
     c.strings.push_back("namespace::Class::function_" + std::to_string(f) + "(int, char const*)");
     c.functions.push_back({uint32_t(c.strings.size() - 1), 0});
@@ -44,7 +46,7 @@ inline capture::Capture MakeSyntheticCapture(size_t samples, uint32_t seed = 3, 
   for (size_t i = 0; i < samples; ++i) {
     t += 250'000 + rng() % 1000;
     c.samples.time.push_back(t);
-    c.samples.thread.push_back(uint32_t(i % 4));
+    c.samples.thread.push_back(uint32_t(i % threads));
     size_t pick = rng() % leaves.size();
     if (skewed) {
       double u = double(rng()) / double(std::mt19937::max());

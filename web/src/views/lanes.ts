@@ -245,6 +245,7 @@ export function LanesView(props: {
       }
       g.globalAlpha = 1;
     });
+    performance.mark('microscope:lanes-drawn');  // each drawing (bench/serve_view reads them)
   }, [props.lanes, collapsed]);
   // Nanoseconds after the recording's start at x (pixels from the canvas's left).
   const at = (x: number) =>
