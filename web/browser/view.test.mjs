@@ -455,6 +455,11 @@ test("the stack chart draws a thread's samples in time order; it zooms without a
   const stack = chart.stacks[longest[2]];
   const box = await canvas.boundingBox();
   const from = Number(await canvas.getAttribute("data-from")), to = Number(await canvas.getAttribute("data-to"));
+  // Unzoomed, its axis is the timeline's: the whole recording, under the lanes.
+  assert.deepEqual([from, to], [0, whole.header.duration_ns]);
+  const lanesBox = await page.locator(".lanes canvas").boundingBox();
+  assert.ok(Math.abs(box.x - lanesBox.x) < 2 && Math.abs(box.width - lanesBox.width) < 2,
+            `chart ${box.x}+${box.width}, lanes ${lanesBox.x}+${lanesBox.width}`);
   const x = box.x + ((longest[0] + longest[1]) / 2 - from) / (to - from) * box.width;
   const y = box.y + (stack.length - 1) * 16 + 8;
   await page.mouse.move(x, y);

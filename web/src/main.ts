@@ -178,6 +178,13 @@ function ExportMenu(props: {state: ViewState}) {
              state.view === 'flame' && h('button', {role: 'menuitem', onClick: saveSvg}, 'flame graph (.svg)')));
 }
 
+// The range the charts under the timeline draw: the selected one, else the
+// timeline's (zoomed) one, else the whole recording (ns after its start).
+function shownRange(state: ViewState, report: Report): [number, number] {
+  const span = report.header.duration_ns;
+  return selectedRange(state.time || (zoomLevels(state).at(-1) ?? ''), span) ?? [0, span];
+}
+
 function App() {
   const [state, go] = usePageState();
   useSearchKeys();
@@ -321,16 +328,14 @@ function App() {
                state.view === 'source' ?
                h(SourceView, {report: source, focus: state.focus}) :
                state.view === 'chart' ?
-               (charted?.stack_chart ? h(StackChartView, {chart: charted.stack_chart, onFocus: focus}) :
+               (charted?.stack_chart ? h(StackChartView, {chart: charted.stack_chart, onFocus: focus, window: shownRange(state, report)}) :
                                        h('p', {class: 'hint'}, 'the stack chart is loading…')) :
                state.view === 'markers' ?
                (marked?.markers ? h(MarkerTable, {
                  markers: marked.markers,
                  search: state.search,
                  threads: new Map(report.header.threads.map((t) => [t.tid, t.name])),
-                 // The selected range, else the timeline's (zoomed) one.
-                 window: selectedRange(state.time || (zoomLevels(state).at(-1) ?? ''), report.header.duration_ns) ??
-                     [0, report.header.duration_ns],
+                 window: shownRange(state, report),
                  onSelect: (from: number, to: number) => go({...state, time: timeRange(from, to)}),
                }) :
                                   h('p', {class: 'hint'}, 'the markers are loading…')) :

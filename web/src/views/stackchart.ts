@@ -3,7 +3,8 @@
 // as it stayed on the stack, callers on top. Drag to zoom into a range
 // (the page zooms what it has: no round trip), the breadcrumb or Escape to
 // zoom out; hover for the frame's time, samples and place; a click focuses
-// every view on the function.
+// every view on the function. Unzoomed, its time axis is the timeline's,
+// under it.
 import {h} from 'preact';
 import {useEffect, useMemo, useRef, useState} from 'preact/hooks';
 import type {StackChart} from '../api';
@@ -51,14 +52,20 @@ function moduleColor(module: string): string {
   return `hsl(${Math.abs(hash) % 360}, 60%, 62%)`;
 }
 
-export function StackChartView(props: {chart: StackChart; onFocus: (name: string) => void}) {
+export function StackChartView(props: {
+  chart: StackChart; onFocus: (name: string) => void;
+  // The timeline's range (ns after the start: the selection, the zoom or
+  // the whole recording): unzoomed, the chart lines up with it.
+  window?: [number, number];
+}) {
   const {chart} = props;
   const canvas = useRef<HTMLCanvasElement>(null);
   const boxes = useMemo(() => chartBoxes(chart), [chart]);
   const whole = useMemo((): [number, number] => {
+    if (props.window && props.window[1] > props.window[0]) return props.window;
     if (!chart.runs.length) return [0, 1];
     return [chart.runs[0][0], Math.max(...chart.runs.map((r) => r[1]))];
-  }, [chart]);
+  }, [chart, props.window?.[0], props.window?.[1]]);
   const [zooms, setZooms] = useState<[number, number][]>([]);  // the breadcrumb, outermost first
   const [drag, setDrag] = useState<[number, number]|null>(null);
   const [hover, setHover] = useState<{box: ChartBox; x: number; y: number}|null>(null);
