@@ -6,10 +6,10 @@
 
 namespace microscope::formats {
 
-std::vector<uint8_t> Gzip(std::span<const uint8_t> data) {
+std::vector<uint8_t> Gzip(std::span<const uint8_t> data, int level) {
   z_stream z;
   std::memset(&z, 0, sizeof(z));
-  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
   std::vector<uint8_t> out(deflateBound(&z, uLong(data.size())) + 64);
   z.next_in = const_cast<Bytef*>(data.data());
   z.avail_in = uInt(data.size());

@@ -1,4 +1,4 @@
-// gzip for pprof files (zlib).
+// gzip for pprof files and serve's answers over a network (zlib).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,8 @@
 
 namespace microscope::formats {
 
-std::vector<uint8_t> Gzip(std::span<const uint8_t> data);
+// `level` as zlib's (1 fastest, 9 smallest).
+std::vector<uint8_t> Gzip(std::span<const uint8_t> data, int level = 6);
 bool IsGzip(std::span<const uint8_t> data);
 // Inflates one gzip member to at most `limit` bytes; more is an error (a
 // bomb, or not ours), and so is anything after the member (padding).

@@ -1,5 +1,13 @@
 #include "src/serve/http_answers.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <span>
+#include <sstream>
+#include <vector>
+
+#include "formats/gzip.h"
 #include "src/serve/server_parts.h"
 
 namespace microscope::serve {
@@ -10,6 +18,43 @@ void Answer(httplib::Response& res, int status, const std::string& body) {
   // took 300 ms for a 600 kB answer, and on the loopback compression only
   // costs (e2e serve_api checks the answers go out plain).
   res.set_content(body, "application/json; charset=utf-8");
+}
+
+namespace {
+
+// Whether an Accept-Encoding header takes gzip ("gzip" or "*", not with
+// q=0).
+bool AcceptsGzip(const std::string& header) {
+  std::istringstream items(header);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    std::string name, param;
+    std::istringstream parts(item);
+    std::getline(parts, name, ';');
+    std::getline(parts, param);
+    name.erase(std::remove_if(name.begin(), name.end(), ::isspace), name.end());
+    param.erase(std::remove_if(param.begin(), param.end(), ::isspace), param.end());
+    if (name != "gzip" && name != "*") continue;
+    if (!param.starts_with("q=")) return true;
+    return std::strtod(param.c_str() + 2, nullptr) > 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Answer(const httplib::Request& req, httplib::Response& res, int status, std::string body,
+            const std::string& type, bool compress) {
+  res.status = status;
+  if (compress && AcceptsGzip(req.get_header_value("Accept-Encoding"))) {
+    std::vector<uint8_t> z = formats::Gzip(
+        std::span(reinterpret_cast<const uint8_t*>(body.data()), body.size()), /*level=*/1);
+    res.set_header("Content-Encoding", "gzip");
+    res.set_header("Vary", "Accept-Encoding");
+    res.set_content(reinterpret_cast<const char*>(z.data()), z.size(), type);
+    return;
+  }
+  res.set_content(std::move(body), type);
 }
 
 void Fail(httplib::Response& res, int status, const std::string& message) {

@@ -10,6 +10,12 @@ namespace microscope::serve {
 
 // `body` (JSON) with `status`.
 void Answer(httplib::Response& res, int status, const std::string& body);
+// The same, gzipped (level 1) when `compress` and the request accepts gzip:
+// for a server bound beyond the loopback, where the bytes cost more than
+// the compression (a 728 kB answer: 53 kB in 2.4 ms; on the loopback the
+// whole answer took 2.1 ms plain).
+void Answer(const httplib::Request& req, httplib::Response& res, int status, std::string body,
+            const std::string& type, bool compress);
 // {"error": message} with `status`.
 void Fail(httplib::Response& res, int status, const std::string& message);
 

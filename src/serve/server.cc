@@ -454,7 +454,8 @@ void Server::State::Route() {
   });
   http.Get("/api/report", [st](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const ReportAnswer> answer = st->Report(req);
-    Answer(res, answer->status, answer->body);
+    Answer(req, res, answer->status, answer->body, "application/json; charset=utf-8",
+           !st->loopback_only);
   });
   // Downloads: not cached (an answer of its own size), computed in turn.
   http.Get("/api/export", [st](const httplib::Request& req, httplib::Response& res) {
@@ -468,9 +469,10 @@ void Server::State::Route() {
     }
     ReportAnswer answer = st->ComputeInTurn(params, /*exporting=*/true);
     if (answer.type.empty()) return Answer(res, answer.status, answer.body);
-    res.status = answer.status;
     res.set_header("Content-Disposition", "attachment; filename=\"" + answer.filename + "\"");
-    res.set_content(std::move(answer.body), answer.type);
+    // pprof's file is gzipped already.
+    Answer(req, res, answer.status, std::move(answer.body), answer.type,
+           !st->loopback_only && answer.type != "application/octet-stream");
   });
   // The browser view: its files, by exact path; nothing else.
   auto asset = [](const httplib::Request& req, httplib::Response& res) {

@@ -282,6 +282,28 @@ try:
           "without capture=: %d" % status)
     status, _, _ = request("GET", "/api/report", host="evil.example:%d" % port)
     check(status == 403, "--bind 0.0.0.0: a name is still refused: %d" % status)
+    # Beyond the loopback, answers are gzipped for a client that takes it
+    # (a network costs more than the compression); not for one that refuses.
+    import gzip
+
+    def fetch(encoding):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Authorization": "Bearer " + token}
+        if encoding is not None:
+            headers["Accept-Encoding"] = encoding
+        c.request("GET", api(views="tree", min_percent="0"), headers=headers)
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.getheader("Content-Encoding"), body
+
+    plain_enc, plain = fetch(None)
+    gz_enc, gz = fetch("br, gzip;q=0.8")
+    no_enc, _ = fetch("gzip;q=0, br")
+    check(plain_enc is None and gz_enc == "gzip" and gzip.decompress(gz) == plain and
+          len(gz) < len(plain) / 3 and no_enc is None,
+          "--bind 0.0.0.0: %d bytes plain, %d gzipped (%s), the same when inflated; gzip;q=0: %s" %
+          (len(plain), len(gz), gz_enc, no_enc))
 finally:
     server.send_signal(signal.SIGTERM)
     server.wait(timeout=30)
