@@ -137,6 +137,59 @@ capture::Capture WithoutInlines(const capture::Capture& c) {
   return out;
 }
 
+capture::Capture Transformed(const capture::Capture& c, const std::vector<std::string>& merge,
+                             const std::vector<std::string>& collapse) {
+  if (merge.empty() && collapse.empty()) return c;
+  capture::Capture out = c;
+  const FunctionKeys keys(c);
+  // Per frame: merged away, or the module it collapses into (its frame).
+  std::vector<uint8_t> merged(c.frames.size(), 0);
+  std::vector<capture::FrameId> into(c.frames.size(), kNone);
+  std::map<std::string, capture::FrameId> collapsed;  // by module name
+  for (size_t f = 0; f < c.frames.size(); ++f) {
+    const KeyId key = keys.KeyOf(capture::FrameId(f));
+    if (std::find(merge.begin(), merge.end(), keys.Name(key)) != merge.end()) {
+      merged[f] = 1;
+      continue;
+    }
+    const std::string module = keys.ModuleName(key);
+    if (module.empty() || std::find(collapse.begin(), collapse.end(), module) == collapse.end())
+      continue;
+    auto [it, fresh] = collapsed.try_emplace(module, kNone);
+    if (fresh) {
+      out.strings.push_back(module);
+      out.functions.push_back({capture::StringId(out.strings.size() - 1), c.frames[f].module});
+      out.frames.push_back({capture::FrameKind::kNamed, c.frames[f].module, 0,
+                            capture::FunctionId(out.functions.size() - 1)});
+      it->second = capture::FrameId(out.frames.size() - 1);
+    }
+    into[f] = it->second;
+  }
+  out.stacks = {};
+  capture::StackInterner stacks(&out.stacks);
+  std::vector<capture::StackId> remap(c.stacks.size(), kNone);
+  for (size_t n = 0; n < c.stacks.size(); ++n) {
+    const capture::StackId parent = c.stacks.parent[n] == kNone ? kNone : remap[c.stacks.parent[n]];
+    const capture::FrameId f = c.stacks.frame[n];
+    if (merged[f]) {
+      remap[n] = parent;
+    } else if (into[f] != kNone) {
+      // A run of the module's frames is one frame.
+      remap[n] = parent != kNone && out.stacks.frame[parent] == into[f]
+                     ? parent
+                     : stacks.Intern(parent, into[f]);
+    } else {
+      remap[n] = stacks.Intern(parent, f);
+    }
+  }
+  capture::ForEachStackColumn(out, [&](const char*, auto& column) {
+    for (size_t i = 0; i < column.size(); ++i) {
+      if (column[i] != kNone) column[i] = remap[column[i]];
+    }
+  });
+  return out;
+}
+
 bool ParseLook(std::string_view text, Look* look, bool native_leaves) {
   if (text == "mixed") {
     *look = Look::kMixed;

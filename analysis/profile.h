@@ -119,6 +119,16 @@ capture::Capture ForMetric(const capture::Capture& capture, Metric metric,
 // table's stacks without their inline frames. Frame ids stay valid.
 capture::Capture WithoutInlines(const capture::Capture& capture);
 
+// The call-graph transforms of report --merge and --collapse (the Firefox
+// Profiler's "merge function" and "collapse library"), by the names the
+// views show (FunctionKeys: a function's name, an unnamed frame's
+// module+0xoffset, a module's file name): every table's stacks without the
+// frames of the `merge` functions (their time goes to their callers), and
+// each run of frames of a `collapse` module as one frame named after it.
+// Frame ids stay valid (collapsed frames are appended).
+capture::Capture Transformed(const capture::Capture& capture, const std::vector<std::string>& merge,
+                             const std::vector<std::string>& collapse);
+
 // Which frames of a mixed stack (native, kernel and interpreted frames of a
 // runtime's code) a view shows (report and convert --look).
 enum class Look : uint8_t {
@@ -133,7 +143,7 @@ enum class Look : uint8_t {
   // whole.
   kInterpreted,
   kInterpretedNativeLeaves,  // the same, keeping the system's leaves (--native-leaves)
-  kNative,  // no interpreted frames (the runtimes' markers included)
+  kNative,                   // no interpreted frames (the runtimes' markers included)
 };
 // "mixed", "python" or "js" (the same look), "native"; false for another
 // word. With `native_leaves`, python and js keep the system's leaves.

@@ -460,9 +460,9 @@ Status BuildViews(const capture::Capture& original, const capture::Capture& cap,
 Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQuery& q,
                                 const capture::Capture* other) {
   std::optional<capture::Capture> folded, other_folded;
-  if (!q.inlines || q.look != Look::kMixed) {
+  if (!q.inlines || q.look != Look::kMixed || !q.merge.empty() || !q.collapse.empty()) {
     auto shown = [&](const capture::Capture& c) {
-      return WithLook(q.inlines ? c : WithoutInlines(c), q.look);
+      return Transformed(WithLook(q.inlines ? c : WithoutInlines(c), q.look), q.merge, q.collapse);
     };
     folded = shown(recorded);
     if (other != nullptr) other = &other_folded.emplace(shown(*other));

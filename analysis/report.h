@@ -62,6 +62,9 @@ struct ReportQuery {
   bool inlines = true;
   // Which frames of mixed Python and native stacks the views show.
   Look look = Look::kMixed;
+  // Functions merged into their callers and modules collapsed to one frame
+  // (analysis::Transformed), after the look.
+  std::vector<std::string> merge, collapse;
   // A function whose source lines to cost (report --source); empty: none.
   std::string source;
   // A function whose callers and callees to cost (serve's sidebar); empty: none.

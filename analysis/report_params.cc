@@ -92,6 +92,19 @@ void AddShapeSetters(ReportParams& p, Setters* setters) {
          q.inlines = v == "on";
          return OkStatus();
        }},
+      // Repeatable: each names one function, or one module.
+      {"merge",
+       [&](auto& n, auto& v) {
+         if (v.empty()) return Bad(n, v, "a function's name as the views show it");
+         q.merge.push_back(v);
+         return OkStatus();
+       }},
+      {"collapse",
+       [&](auto& n, auto& v) {
+         if (v.empty()) return Bad(n, v, "a module's file name as the views show it");
+         q.collapse.push_back(v);
+         return OkStatus();
+       }},
       {"collapse_recursion",
        [&](auto& n, auto& v) {
          if (v != "0" && v != "1") return Bad(n, v, "0 or 1");
@@ -176,7 +189,7 @@ Result<ReportParams> ParseReportParams(
     if (it == setters.end()) {
       return Status::Error(StatusCode::kInvalidArgument, "unknown parameter '" + name + "'");
     }
-    if (!seen.insert(name).second) {
+    if (name != "merge" && name != "collapse" && !seen.insert(name).second) {
       return Status::Error(StatusCode::kInvalidArgument, "parameter " + name + " given twice");
     }
     RETURN_IF_ERROR(it->second(name, value));

@@ -22,7 +22,8 @@ struct ReportParams {
 
 // views=flat,tree,inverted,threads,lanes,syscalls,zones,by_state,spans,
 // stack_chart,markers; metric,
-// granularity, look, inlines (on|off), collapse_recursion (0|1), source,
+// granularity, look, inlines (on|off), collapse_recursion (0|1), merge and
+// collapse (each repeatable), source,
 // min_percent, top, lane_width; the filters thread, pid, time, focus,
 // exclude, zone; capture and diff. A name given twice is an error.
 Result<ReportParams> ParseReportParams(

@@ -57,9 +57,12 @@ Status Prepare(const capture::Capture& recorded, const std::string& format,
   if (format != "pprof" && format != "folded" && format != "chrome" && format != "speedscope") {
     return Status::Error("unknown format '" + format + "'");
   }
-  if (!options.inlines || options.look != analysis::Look::kMixed) {
-    p->folded = analysis::WithLook(options.inlines ? recorded : analysis::WithoutInlines(recorded),
-                                   options.look);
+  if (!options.inlines || options.look != analysis::Look::kMixed || !options.merge.empty() ||
+      !options.collapse.empty()) {
+    p->folded = analysis::Transformed(
+        analysis::WithLook(options.inlines ? recorded : analysis::WithoutInlines(recorded),
+                           options.look),
+        options.merge, options.collapse);
   }
   const capture::Capture& original = p->folded ? *p->folded : recorded;
   RETURN_IF_ERROR(analysis::CheckMetric(original, options.metric));

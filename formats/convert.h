@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "analysis/filter.h"
 #include "analysis/profile.h"
@@ -32,6 +33,8 @@ struct ExportOptions {
   bool inlines = true;
   // Which frames of mixed Python and native stacks are written.
   analysis::Look look = analysis::Look::kMixed;
+  // analysis::Transformed's, after the look.
+  std::vector<std::string> merge, collapse;
 };
 
 // Writes `capture` as `format` to `output` through a temporary name; mscap

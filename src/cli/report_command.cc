@@ -155,6 +155,20 @@ Runner AddReportCommand(CLI::App& app) {
       ->check(CLI::IsMember({"function", "line", "address"}));
   cmd->add_flag("--collapse-recursion", o->query.collapse_recursion,
                 "merge a function's recursive calls into one tree node");
+  // One value per use (a module's name may be "[kernel.kallsyms]", which a
+  // list option would take for a list).
+  cmd->add_option_function<std::string>(
+         "--merge", [o](const std::string& v) { o->query.merge.push_back(v); },
+         "leave a function out of every stack, its time going to its callers (the Firefox "
+         "Profiler's 'merge function'; by its name as the views show it; repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->trigger_on_parse();
+  cmd->add_option_function<std::string>(
+         "--collapse", [o](const std::string& v) { o->query.collapse.push_back(v); },
+         "show a module's frames (a library's) as one frame named after it, per run of them in "
+         "a stack (by its file name as the views show it; repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->trigger_on_parse();
   cmd->add_option("--min-percent", o->query.min_percent, "prune tree nodes below this share")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 100.0));

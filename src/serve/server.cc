@@ -308,6 +308,8 @@ struct Server::State {
     how.metric = q.metric.value_or(analysis::DefaultMetric(**capture));
     how.inlines = q.inlines;
     how.look = q.look;
+    how.merge = q.merge;
+    how.collapse = q.collapse;
     Result<std::string> bytes = formats::ExportToMemory(**capture, format, how);
     if (!bytes.ok()) return {422, ErrorJson(bytes.status().message())};
     if (bytes->size() > kMaxAnswerBytes) {

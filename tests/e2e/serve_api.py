@@ -94,6 +94,16 @@ try:
         want = drawn(cli("threads.mscap", *flags), params)
         check(got == want, "/api/report %s equals report --json %s (%d samples)" %
               (params, " ".join(flags), want["all"]["samples"]))
+    # The transforms: merge and collapse, each repeatable.
+    got = get_json("/api/report?" + urllib.parse.urlencode(
+        [("capture", "threads.mscap"), ("views", "tree,flat"), ("min_percent", "0"), ("merge", "work_a"),
+         ("merge", "work_b"), ("collapse", "libc.so.6")]))
+    want = cli("threads.mscap", "--tree", "--flat", "--min-percent", "0", "--merge", "work_a",
+               "--merge", "work_b", "--collapse", "libc.so.6")
+    names = {f["function"] for f in got["functions"]}
+    check(got == want and not {"work_a", "work_b"} & names and "libc.so.6" in names,
+          "/api/report with merge (twice) and collapse equals report --merge --collapse: %d "
+          "functions, libc as one" % len(names))
     lanes_only = get_json(api(capture="threads.mscap", views="lanes"))
     check("functions" not in lanes_only and "functions" in cli("threads.mscap", "--lanes"),
           "a lanes answer carries no functions list (%d bytes); report --json --lanes does" %

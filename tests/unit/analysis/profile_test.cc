@@ -227,3 +227,32 @@ TEST_CASE("FunctionKeys: each function's kind of code, for colouring by kind") {
   FunctionKeys node(c);
   CHECK(node.KindName(node.KeyOf(c.frames.size() - 2)) == "javascript");
 }
+
+TEST_CASE("Transformed: a merged function's time goes to its caller; a module's run is one frame") {
+  // main>run>hot (7 samples), main>run>cold (3), all in /bin/app.
+  capture::Capture c = testing::MakeTestCapture();
+  const auto self_of = [](const capture::Capture& cap, const std::string& name) -> int64_t {
+    FunctionKeys keys(cap);
+    for (const auto& r : ComputeFlat(cap, keys).rows) {
+      if (keys.Name(r.key) == name) return int64_t(r.self.samples);
+    }
+    return -1;  // no row
+  };
+  capture::Capture merged = Transformed(c, {"hot"}, {});
+  CHECK(self_of(merged, "hot") == -1);
+  CHECK(self_of(merged, "run") == 7);
+  CHECK(self_of(merged, "cold") == 3);
+  CHECK(merged.frames.size() == c.frames.size());  // frame ids hold
+  // The module's frames, one frame per run of them: every stack is "app".
+  capture::Capture collapsed = Transformed(c, {}, {"app"});
+  FunctionKeys keys(collapsed);
+  CallTree tree = ComputeTree(collapsed, keys);
+  REQUIRE(tree.roots.size() == 1);
+  const TreeNode& root = tree.nodes[tree.roots[0]];
+  CHECK(keys.Name(root.key) == "app");
+  CHECK(root.total.samples == 10);
+  CHECK(root.self.samples == 10);
+  CHECK(root.children.empty());
+  // Nothing asked: the capture as it was.
+  CHECK(Transformed(c, {}, {}).stacks.size() == c.stacks.size());
+}
