@@ -608,6 +608,26 @@ test("the page exports what it shows: pprof of the selection as the API writes i
   assert.ok(/<text[^>]*>work_[abc]<\/text>/.test(text), "a frame's label is SVG text");
 });
 
+test("the call graph's transforms: merge a function into its callers, undo it; all in the URL", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&focus=work_b", url).href);
+  await ready();
+  const side = page.getByRole("complementary", { name: "selected function" });
+  await side.getByRole("button", { name: "merge into callers" }).click();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("merge") === "work_b");
+  assert.equal(query().get("focus"), null, "the merged function's focus goes");
+  await ready();
+  const merged = await api("/api/report?capture=threads.mscap&views=tree&merge=work_b&min_percent=0.1&top=200");
+  await page.waitForFunction(() => !document.querySelector('.d3-flame-graph g.frame[name="work_b"]'));
+  assert.ok(!merged.functions.some((f) => f.function === "work_b"));
+  const chip = page.getByRole("button", { name: "undo: merged work_b" });
+  await shot("5n-merged");
+  await chip.click();
+  await page.waitForFunction(() => !new URL(location.href).searchParams.get("merge"));
+  await page.waitForSelector('.d3-flame-graph g.frame[name="work_b"]');
+  await page.getByRole("checkbox", { name: "collapse recursion" }).check();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("recursion") === "1");
+});
+
 test("reloading the URL gives the same view", async () => {
   const link = new URL("/?capture=threads.mscap&view=tree&focus=work_a&order=self", url).href;
   await page.goto(link);

@@ -8,14 +8,14 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
-import {EXPORTS, exportQuery, lanesQuery, LOOKS, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {download, FlameGraph, flameSvg} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView, selectedRange} from './views/lanes';
 import {MarkerTable} from './views/markers';
-import {Sidebar, ZoneSidebar} from './views/sidebar';
+import {Sidebar, Transform, ZoneSidebar} from './views/sidebar';
 import {SourceView} from './views/source';
 import {StackChartView} from './views/stackchart';
 import {CallTree} from './views/tree';
@@ -158,6 +158,27 @@ function useSearchKeys() {
     addEventListener('keydown', onKey);
     return () => removeEventListener('keydown', onKey);
   }, []);
+}
+
+// The call graph's transforms in force (the URL's merge, collapse, drop and
+// recursion), each taken back by its button; and recursion's switch.
+function TransformsBar(props: {state: ViewState; go: (s: ViewState) => void}) {
+  const {state, go} = props;
+  const chips = (kind: Transform, says: string) => listed(state[kind]).map(
+      (name) => h('button', {
+        class: 'chip',
+        'aria-label': `undo: ${says} ${name}`,
+        onClick: () => go({...state, [kind]: toggled(state[kind], name)}),
+      }, `${says} ${name} ×`));
+  return h('nav', {class: 'transforms-bar', 'aria-label': 'transforms'},
+           h('label', null,
+             h('input', {
+               type: 'checkbox',
+               checked: state.recursion === '1',
+               onChange: () => go({...state, recursion: state.recursion === '1' ? '0' : '1'}),
+             }),
+             ' collapse recursion'),
+           chips('merge', 'merged'), chips('collapse', 'collapsed'), chips('drop', 'dropped'));
 }
 
 // Files of what the page shows: the server's exports of the selection, and
@@ -311,6 +332,7 @@ function App() {
                     '×'),
                   ),
           ),
+      h(TransformsBar, {state, go}),
       report && h('div', {class: sidebar ? 'content with-sidebar' : 'content'},
         h('div', {class: 'view'},
           state.view === 'flame' ?
@@ -355,7 +377,15 @@ function App() {
             zone: state.zone,
             onSelect: (from: number, to: number) => go({...state, time: timeRange(from, to)}),
           }),
-          state.focus && h(Sidebar, {report: neighbors, onFocus: focus, onSource: () => go({...state, view: 'source'})}))),
+          state.focus && h(Sidebar, {
+            report: neighbors,
+            onFocus: focus,
+            onSource: () => go({...state, view: 'source'}),
+            // The focused function merged or dropped is gone from every
+            // view: the focus goes with it.
+            onTransform: (kind: Transform, name: string) =>
+                go({...state, focus: kind === 'collapse' ? state.focus : '', [kind]: toggled(state[kind], name)}),
+          }))),
   );
 }
 

@@ -27,6 +27,22 @@ export interface ViewState {
   callees: '0'|'1';       // "1": the inverted tree (sampled functions first, then their callers)
   metric: string;         // report --metric: cpu, offcpu, wall; "" for the capture's default
   look: string;           // report --look: mixed, python, js, native; "" for mixed
+  // The call graph's transforms (report --merge, --collapse, --exclude,
+  // --collapse-recursion): names one per line.
+  merge: string;          // functions left out of the stacks, their time to their callers
+  collapse: string;       // modules shown as one frame per run of theirs
+  drop: string;           // functions whose samples are left out
+  recursion: '0'|'1';     // "1": a function's recursive calls as one node
+}
+
+// The names of a transform's field (one per line), and the field with
+// `name` added or taken out.
+export function listed(field: string): string[] {
+  return field ? field.split('\n') : [];
+}
+export function toggled(field: string, name: string): string {
+  const names = listed(field);
+  return (names.includes(name) ? names.filter((n) => n !== name) : [...names, name]).join('\n');
 }
 
 export const METRICS = ['cpu', 'offcpu', 'wall'];
@@ -46,6 +62,10 @@ export const DEFAULT_STATE: ViewState = {
   callees: '0',
   metric: '',
   look: '',
+  merge: '',
+  collapse: '',
+  drop: '',
+  recursion: '0',
 };
 
 const KEYS = Object.keys(DEFAULT_STATE) as (keyof ViewState)[];
@@ -60,8 +80,8 @@ export function parseState(search: string): ViewState {
       if ((VIEWS as readonly string[]).includes(value)) state.view = value as View;
     } else if (key === 'order') {
       if (value === 'total' || value === 'self') state.order = value;
-    } else if (key === 'callees') {
-      if (value === '0' || value === '1') state.callees = value;
+    } else if (key === 'callees' || key === 'recursion') {
+      if (value === '0' || value === '1') state[key] = value;
     } else if (key === 'metric' || key === 'look') {
       if ((key === 'metric' ? METRICS : LOOKS).includes(value)) state[key] = value;
     } else {
@@ -98,6 +118,10 @@ function shared(state: ViewState, views: string): URLSearchParams {
   if (state.thread) params.set('thread', state.thread);
   if (state.zone) params.set('zone', state.zone);
   if (state.time) params.set('time', state.time);
+  for (const name of listed(state.merge)) params.append('merge', name);
+  for (const name of listed(state.collapse)) params.append('collapse', name);
+  if (state.drop) params.set('exclude', listed(state.drop).map(exactly).join('|'));
+  if (state.recursion === '1') params.set('collapse_recursion', '1');
   return params;
 }
 

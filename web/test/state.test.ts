@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest';
 
-import {containing, DEFAULT_STATE, exactly, lanesQuery, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, zoomLevels,} from '../src/state';
+import {containing, DEFAULT_STATE, exactly, lanesQuery, listed, toggled, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, zoomLevels,} from '../src/state';
 
 const params = (query: string) => new URLSearchParams(query.split('?')[1]);
 
@@ -20,6 +20,10 @@ describe('view state in the URL', () => {
       callees: '1' as const,
       metric: 'wall',
       look: 'python',
+      merge: 'operator new(unsigned long)\nmalloc',
+      collapse: 'libc.so.6',
+      drop: 'std::sort<int*>',
+      recursion: '1' as const,
     };
     expect(parseState(stateToSearch(state))).toEqual(state);
   });
@@ -51,6 +55,16 @@ describe('the API query', () => {
     expect(q.get('focus')).toBe('^f$');
     expect(q.get('diff')).toBe('b');
     expect(q.get('min_percent')).toBe('0.1');
+  });
+  it('carries the transforms: merge and collapse repeated, drop as exclude, recursion', () => {
+    const q = params(reportQuery({...DEFAULT_STATE, merge: 'a\nb(int, char)', collapse: 'libc.so.6',
+                                  drop: 'x.y', recursion: '1'}, 0.1));
+    expect(q.getAll('merge')).toEqual(['a', 'b(int, char)']);
+    expect(q.getAll('collapse')).toEqual(['libc.so.6']);
+    expect(q.get('exclude')).toBe('^x\\.y$');
+    expect(q.get('collapse_recursion')).toBe('1');
+    expect(toggled(toggled('a', 'b'), 'a')).toBe('b');
+    expect(listed('')).toEqual([]);
   });
   it('asks for the inverted tree for callees', () => {
     expect(params(reportQuery({...DEFAULT_STATE, callees: '1'}, 0.1)).get('views'))

@@ -16,8 +16,12 @@ export function costText(cost: Cost, unit: string): string {
   return parts.join(' · ');
 }
 
+// The call graph's transforms a sidebar offers for its function.
+export type Transform = 'merge'|'drop'|'collapse';
+
 export function Sidebar(props: {
   report: Report|null; onFocus: (name: string) => void; onSource: () => void;
+  onTransform: (kind: Transform, name: string) => void;
 }) {
   const n = props.report?.neighbors;
   if (!n) return h('aside', {class: 'sidebar', 'aria-label': 'selected function'}, '…');
@@ -38,6 +42,19 @@ export function Sidebar(props: {
         h('dt', null, 'self'), h('dd', {'data-field': 'self'}, costText(n.self, unit)),
         h('dt', null, 'total'), h('dd', {'data-field': 'total'}, costText(n.total, unit))),
       h('button', {onClick: props.onSource}, 'source lines'),
+      h('div', {class: 'transforms', role: 'group', 'aria-label': 'transform the call graph'},
+        h('button', {
+          title: 'leave it out of every stack, its time going to its callers',
+          onClick: () => props.onTransform('merge', n.function),
+        }, 'merge into callers'),
+        h('button', {
+          title: 'leave out the samples with it on their stack',
+          onClick: () => props.onTransform('drop', n.function),
+        }, 'drop its samples'),
+        n.module && !n.module.includes('/') && h('button', {
+          title: `show the frames of ${n.module} as one frame`,
+          onClick: () => props.onTransform('collapse', n.module),
+        }, `collapse ${n.module}`)),
       list('callers', n.callers, n.more_callers),
       list('callees', n.callees, n.more_callees));
 }
