@@ -9,6 +9,19 @@
 using namespace microscope;
 using namespace microscope::analysis;
 
+namespace {
+
+// A function's self samples in `cap`'s flat profile; -1 without a row.
+int64_t SelfOf(const capture::Capture& cap, const std::string& name) {
+  FunctionKeys keys(cap);
+  for (const auto& r : ComputeFlat(cap, keys).rows) {
+    if (keys.Name(r.key) == name) return int64_t(r.self.samples);
+  }
+  return -1;
+}
+
+}  // namespace
+
 TEST_CASE("Flat: self and total per function, ordered") {
   capture::Capture c = testing::MakeTestCapture();
   FunctionKeys keys(c);
@@ -89,19 +102,12 @@ TEST_CASE("WithoutInlines: inlined calls' time goes to the function holding thei
   c.stacks.frame.push_back(capture::FrameId(c.frames.size() - 1));
   for (size_t i = 0; i < 7; ++i) c.samples.stack[i] = capture::StackId(c.stacks.size() - 1);
   c.off_cpu.stack.push_back(capture::StackId(c.stacks.size() - 1));
-  auto self_of = [](const capture::Capture& cap, const std::string& name) -> int64_t {
-    FunctionKeys keys(cap);
-    for (const auto& r : ComputeFlat(cap, keys).rows) {
-      if (keys.Name(r.key) == name) return int64_t(r.self.samples);
-    }
-    return -1;  // no row
-  };
-  REQUIRE(self_of(c, "inner") == 7);
-  REQUIRE(self_of(c, "hot") == 0);
+  REQUIRE(SelfOf(c, "inner") == 7);
+  REQUIRE(SelfOf(c, "hot") == 0);
   capture::Capture folded = WithoutInlines(c);
-  CHECK(self_of(folded, "inner") == -1);
-  CHECK(self_of(folded, "hot") == 7);
-  CHECK(self_of(folded, "cold") == self_of(c, "cold"));
+  CHECK(SelfOf(folded, "inner") == -1);
+  CHECK(SelfOf(folded, "hot") == 7);
+  CHECK(SelfOf(folded, "cold") == SelfOf(c, "cold"));
   // Every table's stacks follow, and frame ids hold.
   CHECK(folded.frames.size() == c.frames.size());
   CHECK(folded.off_cpu.stack.back() == folded.samples.stack[0]);
@@ -231,17 +237,10 @@ TEST_CASE("FunctionKeys: each function's kind of code, for colouring by kind") {
 TEST_CASE("Transformed: a merged function's time goes to its caller; a module's run is one frame") {
   // main>run>hot (7 samples), main>run>cold (3), all in /bin/app.
   capture::Capture c = testing::MakeTestCapture();
-  const auto self_of = [](const capture::Capture& cap, const std::string& name) -> int64_t {
-    FunctionKeys keys(cap);
-    for (const auto& r : ComputeFlat(cap, keys).rows) {
-      if (keys.Name(r.key) == name) return int64_t(r.self.samples);
-    }
-    return -1;  // no row
-  };
   capture::Capture merged = Transformed(c, {"hot"}, {});
-  CHECK(self_of(merged, "hot") == -1);
-  CHECK(self_of(merged, "run") == 7);
-  CHECK(self_of(merged, "cold") == 3);
+  CHECK(SelfOf(merged, "hot") == -1);
+  CHECK(SelfOf(merged, "run") == 7);
+  CHECK(SelfOf(merged, "cold") == 3);
   CHECK(merged.frames.size() == c.frames.size());  // frame ids hold
   // The module's frames, one frame per run of them: every stack is "app".
   capture::Capture collapsed = Transformed(c, {}, {"app"});
