@@ -561,6 +561,10 @@ void PythonSource::Keep(const py_code_snapshot& s) {
   // A process BPF laid out at its exec may be sent before user space lays
   // it out from its mappings: its copies wait for that.
   auto p = processes_.find(s.pid);
+  const CodeKey key{s.code, s.qualname, s.filename, s.first_line};
+  // A code object named already (BPF's record of what it sent was evicted
+  // and it sent it again) needs no copy: what it names is kept.
+  if (p != processes_.end() && p->second.codes.contains(key)) return;
   CodeSnapshots& into = p != processes_.end() ? p->second.snapshots : pending_[s.pid];
   MemorySnapshot snapshot;
   snapshot.Add(s.code, s.code_bytes, s.code_size, sizeof(s.code_bytes));
@@ -568,8 +572,7 @@ void PythonSource::Keep(const py_code_snapshot& s) {
   snapshot.Add(s.filename, s.filename_bytes, s.filename_size, sizeof(s.filename_bytes));
   snapshot.Add(s.table, s.table_bytes, s.table_size, sizeof(s.table_bytes));
   std::optional<int64_t> change =
-      runtimes::KeepSnapshot(&into.by_key, CodeKey{s.code, s.qualname, s.filename, s.first_line},
-                             std::move(snapshot), target_memory_);
+      runtimes::KeepSnapshot(&into.by_key, key, std::move(snapshot), target_memory_);
   if (!change) {
     Problem("Python code snapshots not kept",
             "the recording keeps at most --target-memory of what its targets write");
@@ -625,13 +628,21 @@ const NamedCode& PythonSource::Code(Process* process, const CodeKey& key) {
   const ModuleInfo& m = *process->module;
   // As the walk that first met it copied it, where it did (the code object
   // may be freed since, or its process gone); else from the live process.
-  std::optional<SnapshotMemory> copied;
+  // The copy is given back once read: what it names (its line table with
+  // it) is kept, and BPF copies a code object once, so a process's copies
+  // cost only what is not yet named, not its whole life.
+  std::optional<MemorySnapshot> copy;
   if (auto s = process->snapshots.by_key.find(key); s != process->snapshots.by_key.end()) {
-    copied.emplace(process->pid, process->memory.get(), s->second);
+    copy = std::move(s->second);
+    process->snapshots.by_key.erase(s);
+    process->snapshots.bytes -= copy->bytes;
     ++codes_from_snapshots_;
   }
+  std::optional<SnapshotMemory> copied;
+  if (copy) copied.emplace(process->pid, process->memory.get(), *copy);
   Result<CodeInfo> info = ReadCode(copied ? static_cast<ProcessMemory&>(*copied) : *process->memory,
                                    m.layout, process->at, key.code);
+  if (copy && target_memory_ != nullptr) target_memory_->Give(copy->bytes);
   if (!info.ok()) {
     named.error = process->gone && info.status().code() == StatusCode::kUnavailable
                       ? "process exited before its code object was read"
