@@ -1,9 +1,9 @@
 #include "formats/convert.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "analysis/keys.h"
@@ -129,24 +129,46 @@ Status Export(const capture::Capture& recorded, const std::string& format,
 }
 
 Result<std::string> ExportToMemory(const capture::Capture& recorded, const std::string& format,
-                                   const ExportOptions& options) {
+                                   const ExportOptions& options, size_t limit) {
   Prepared p;
   RETURN_IF_ERROR(Prepare(recorded, format, options, &p));
+  const auto too_large = [&] {
+    return Status::Error(StatusCode::kTooLarge, "the export would be more than " +
+                                                    std::to_string(limit >> 20) +
+                                                    " MiB: narrow it (thread, time, focus)");
+  };
   if (!Streamed(format)) {
+    // Aggregated (pprof: per stack and thread; folded: per stack): as
+    // large as the capture's distinct stacks at most.
     std::vector<uint8_t> bytes = WholeBytes(p, format, options);
+    if (bytes.size() > limit) return too_large();
     return std::string(bytes.begin(), bytes.end());
   }
-  char* data = nullptr;
-  size_t size = 0;
-  FILE* out = open_memstream(&data, &size);
+  // Streamed into a string that stops growing at `limit`: past it a write
+  // fails (the writer's later writes too), and nothing more is kept.
+  struct Sink {
+    std::string text;
+    size_t limit;
+    bool over = false;
+  } sink{{}, limit};
+  cookie_io_functions_t io{};
+  io.write = [](void* cookie, const char* data, size_t size) -> ssize_t {
+    auto* s = static_cast<Sink*>(cookie);
+    if (s->over || size > s->limit - s->text.size()) {
+      s->over = true;
+      return -1;
+    }
+    s->text.append(data, size);
+    return ssize_t(size);
+  };
+  FILE* out = fopencookie(&sink, "w", io);
   if (out == nullptr) return Status::Error("no memory for the export");
   Stream(out, p, format);
   const bool written = std::fflush(out) == 0 && !std::ferror(out);
   std::fclose(out);
-  std::string text = written ? std::string(data, size) : std::string();
-  std::free(data);
+  if (sink.over) return too_large();
   if (!written) return Status::Error("the export could not be written in memory");
-  return text;
+  return std::move(sink.text);
 }
 
 Result<capture::Capture> ImportProfile(std::span<const uint8_t> in, size_t max_inflated) {

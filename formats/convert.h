@@ -44,9 +44,9 @@ Status Export(const capture::Capture& capture, const std::string& format, const 
               const ExportOptions& options);
 
 // The same export (not mscap) as bytes in memory, for the browser view's
-// downloads.
+// downloads: kTooLarge past `limit` bytes, which it never holds more of.
 Result<std::string> ExportToMemory(const capture::Capture& capture, const std::string& format,
-                                   const ExportOptions& options);
+                                   const ExportOptions& options, size_t limit);
 
 // Reads a pprof profile (gzipped or raw protobuf, inflated to at most
 // `max_inflated` bytes), perf script text or folded stacks.

@@ -310,13 +310,8 @@ struct Server::State {
     how.look = q.look;
     how.merge = q.merge;
     how.collapse = q.collapse;
-    Result<std::string> bytes = formats::ExportToMemory(**capture, format, how);
+    Result<std::string> bytes = formats::ExportToMemory(**capture, format, how, kMaxAnswerBytes);
     if (!bytes.ok()) return {422, ErrorJson(bytes.status().message())};
-    if (bytes->size() > kMaxAnswerBytes) {
-      return {422, ErrorJson("the export would be " + std::to_string(bytes->size() >> 20) +
-                             " MiB, more than the " + std::to_string(kMaxAnswerBytes >> 20) +
-                             " MiB an answer may be: narrow it (thread, time, focus)")};
-    }
     const std::string name = parsed->capture.empty() ? paths.begin()->first : parsed->capture;
     return {200, std::move(bytes).value(),
             format == "pprof"    ? "application/octet-stream"
@@ -430,7 +425,10 @@ void Server::State::Route() {
       {"X-Content-Type-Options", "nosniff"},
       {"Referrer-Policy", "no-referrer"},
       {"X-Frame-Options", "DENY"},
-      {"Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'"},
+      // blob: images: the page draws its own flame graph's SVG on a canvas
+      // to save it as PNG (nothing from elsewhere).
+      {"Content-Security-Policy",
+       "default-src 'self'; img-src 'self' blob:; frame-ancestors 'none'"},
       {"Cache-Control", "no-store"},
   });
   http.set_pre_routing_handler([st](const httplib::Request& req, httplib::Response& res) {

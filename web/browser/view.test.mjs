@@ -606,6 +606,14 @@ test("the page exports what it shows: pprof of the selection as the API writes i
   assert.ok(text.startsWith("<?xml") && text.includes("<svg"), text.slice(0, 100));
   assert.ok(!text.includes("foreignObject"), "labels as SVG text");
   assert.ok(/<text[^>]*>work_[abc]<\/text>/.test(text), "a frame's label is SVG text");
+  const [png] = await Promise.all([page.waitForEvent("download"),
+                                   page.getByRole("menuitem", { name: "flame graph (.png)" }).click()]);
+  assert.equal(png.suggestedFilename(), "threads-flame.png");
+  const image = await import("node:fs").then((fs) => png.path().then((p) => fs.readFileSync(p)));
+  assert.deepEqual([...image.subarray(1, 4)], [0x50, 0x4e, 0x47], "PNG");
+  // Its width in pixels: the graph's, at the page's pixel ratio.
+  const graphWidth = await page.evaluate(() => document.querySelector(".flame svg").width.baseVal.value * devicePixelRatio);
+  assert.equal(image.readUInt32BE(16), Math.ceil(graphWidth));
 });
 
 test("the call graph's transforms: merge a function into its callers, undo it; all in the URL", async () => {

@@ -10,7 +10,7 @@ import {useEffect, useMemo, useState} from 'preact/hooks';
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
 import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
-import {download, FlameGraph, flameSvg} from './views/flame';
+import {download, FlameGraph, flamePng, flameSvg} from './views/flame';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView, selectedRange} from './views/lanes';
@@ -185,18 +185,23 @@ function TransformsBar(props: {state: ViewState; go: (s: ViewState) => void}) {
 // the flame graph as drawn.
 function ExportMenu(props: {state: ViewState}) {
   const {state} = props;
+  const base = (state.capture || 'capture').replace(/\.mscap$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
+  const graph = () => document.querySelector<SVGSVGElement>('.flame svg');
   const saveSvg = () => {
-    const svg = document.querySelector<SVGSVGElement>('.flame svg');
-    if (!svg) return;
-    const base = (state.capture || 'capture').replace(/\.mscap$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
-    download(`${base}-flame.svg`, flameSvg(svg), 'image/svg+xml');
+    const svg = graph();
+    if (svg) download(`${base}-flame.svg`, flameSvg(svg), 'image/svg+xml');
+  };
+  const savePng = async () => {
+    const svg = graph();
+    if (svg) download(`${base}-flame.png`, await flamePng(svg), 'image/png');
   };
   return h('details', {class: 'export'},
            h('summary', null, 'export'),
            h('div', {class: 'export-menu', role: 'menu'},
-             h('p', {class: 'hint'}, 'what is shown: its thread, zone, time range, focus, metric and look'),
+             h('p', {class: 'hint'}, 'what is shown: its thread, zone, time range, focus, transforms, metric and look'),
              EXPORTS.map(([format, label]) => h('a', {role: 'menuitem', href: exportQuery(state, format), download: ''}, label)),
-             state.view === 'flame' && h('button', {role: 'menuitem', onClick: saveSvg}, 'flame graph (.svg)')));
+             state.view === 'flame' && h('button', {role: 'menuitem', onClick: saveSvg}, 'flame graph (.svg)'),
+             state.view === 'flame' && h('button', {role: 'menuitem', onClick: savePng}, 'flame graph (.png)')));
 }
 
 // The range the charts under the timeline draw: the selected one, else the

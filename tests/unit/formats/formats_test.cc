@@ -8,6 +8,7 @@
 #include "analysis/profile.h"
 #include "capture/reader.h"
 #include "formats/chrome.h"
+#include "formats/convert.h"
 #include "formats/folded.h"
 #include "formats/gzip.h"
 #include "formats/pprof.h"
@@ -313,4 +314,21 @@ TEST_CASE("pprof: interpreted frames are functions with file, line and start lin
   REQUIRE(raw.ok());
   const std::vector<uint8_t> start_line = {0x28, 0x0a};
   CHECK(std::search(raw->begin(), raw->end(), start_line.begin(), start_line.end()) != raw->end());
+}
+
+TEST_CASE("ExportToMemory: what the streamed writers write, and never more than its limit") {
+  const capture::Capture c = testing::MakeTestCapture();
+  const analysis::FunctionKeys keys(c);
+  const std::string chrome =
+      testing::ToString([&](FILE* f) { formats::WriteChromeTrace(f, c, keys, {}); });
+  Result<std::string> whole = formats::ExportToMemory(c, "chrome", {}, 1 << 20);
+  REQUIRE(whole.ok());
+  CHECK(*whole == chrome);
+  Result<std::string> cut = formats::ExportToMemory(c, "chrome", {}, chrome.size() - 1);
+  REQUIRE(!cut.ok());
+  CHECK(cut.status().code() == StatusCode::kTooLarge);
+  CHECK(formats::ExportToMemory(c, "chrome", {}, chrome.size()).ok());
+  // The aggregated ones are bounded too, and an unknown format is refused.
+  CHECK(formats::ExportToMemory(c, "folded", {}, 4).status().code() == StatusCode::kTooLarge);
+  CHECK(!formats::ExportToMemory(c, "svg", {}, 1 << 20).ok());
 }

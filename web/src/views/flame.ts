@@ -231,9 +231,32 @@ export function flameSvg(svg: SVGSVGElement): string {
   return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(copy);
 }
 
-// Saves `text` as a file named `name` (the browser's download).
-export function download(name: string, text: string, type: string) {
-  const url = URL.createObjectURL(new Blob([text], {type}));
+// The flame graph as a PNG image: its SVG (flameSvg) drawn on a canvas at
+// the screen's pixel ratio, on a white ground.
+export async function flamePng(svg: SVGSVGElement): Promise<Blob> {
+  const width = svg.width.baseVal.value, height = svg.height.baseVal.value;
+  const url = URL.createObjectURL(new Blob([flameSvg(svg)], {type: 'image/svg+xml'}));
+  try {
+    const image = new Image();
+    image.src = url;
+    await image.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = Math.ceil(width * devicePixelRatio);
+    canvas.height = Math.ceil(height * devicePixelRatio);
+    const g = canvas.getContext('2d')!;
+    g.fillStyle = '#ffffff';
+    g.fillRect(0, 0, canvas.width, canvas.height);
+    g.drawImage(image, 0, 0, canvas.width, canvas.height);
+    return await new Promise<Blob>((done, fail) =>
+      canvas.toBlob((b) => (b ? done(b) : fail(new Error('the PNG could not be made'))), 'image/png'));
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+// Saves `data` as a file named `name` (the browser's download).
+export function download(name: string, data: string|Blob, type: string) {
+  const url = URL.createObjectURL(data instanceof Blob ? data : new Blob([data], {type}));
   const a = document.createElement('a');
   a.href = url;
   a.download = name;
