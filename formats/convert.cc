@@ -37,6 +37,14 @@ std::string ExportFormatFor(const std::string& to, const std::string& output) {
   return "";
 }
 
+std::string_view ExportExtension(std::string_view format) {
+  if (format == "pprof") return ".pb.gz";
+  if (format == "chrome") return ".json";
+  if (format == "speedscope") return ".speedscope.json";
+  if (format == "folded") return ".folded";
+  return "";
+}
+
 namespace {
 
 // What an export writes from: the capture in the look and metric asked
@@ -54,9 +62,7 @@ Status Prepare(const capture::Capture& recorded, const std::string& format,
   if (format.empty()) {
     return Status::Error("say which format to write: --to pprof|chrome|folded|speedscope");
   }
-  if (format != "pprof" && format != "folded" && format != "chrome" && format != "speedscope") {
-    return Status::Error("unknown format '" + format + "'");
-  }
+  if (ExportExtension(format).empty()) return Status::Error("unknown format '" + format + "'");
   if (!options.inlines || options.look != analysis::Look::kMixed || !options.merge.empty() ||
       !options.collapse.empty()) {
     p->folded = analysis::Transformed(

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/filter.h"
@@ -20,6 +21,11 @@ namespace microscope::formats {
 // else from the output's name (.pb.gz, .json, .speedscope.json, .folded);
 // empty when neither says.
 std::string ExportFormatFor(const std::string& to, const std::string& output);
+
+// The file extension an export in `format` is written under (".pb.gz",
+// ".json", ".speedscope.json", ".folded"); empty for what is not an export
+// format (mscap is the capture itself).
+std::string_view ExportExtension(std::string_view format);
 
 struct ExportOptions {
   analysis::FilterSpec filter;

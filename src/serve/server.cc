@@ -64,10 +64,16 @@ std::string ExportName(const std::string& capture, const std::string& format) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
   }
   if (base.empty()) base = "capture";
-  return base + (format == "pprof"        ? ".pb.gz"
-                 : format == "speedscope" ? ".speedscope.json"
-                 : format == "chrome"     ? ".json"
-                                          : ".folded");
+  return base + std::string(formats::ExportExtension(format));
+}
+
+// A request's parameters but the token (which says who asks, not what).
+std::vector<std::pair<std::string, std::string>> QueryParams(const httplib::Request& req) {
+  std::vector<std::pair<std::string, std::string>> params;
+  for (const auto& [k, v] : req.params) {
+    if (k != "token") params.emplace_back(k, v);
+  }
+  return params;
 }
 
 }  // namespace
@@ -164,10 +170,7 @@ struct Server::State {
   // The answer to a report query: cached, or computed once for everyone
   // asking it meanwhile.
   std::shared_ptr<const ReportAnswer> Report(const httplib::Request& req) {
-    std::vector<std::pair<std::string, std::string>> params;
-    for (const auto& [k, v] : req.params) {
-      if (k != "token") params.emplace_back(k, v);
-    }
+    const std::vector<std::pair<std::string, std::string>> params = QueryParams(req);
     std::string key;
     for (const auto& [k, v] : params) key += k + '\0' + v + '\0';
     std::promise<std::shared_ptr<const ReportAnswer>> promise;
@@ -292,7 +295,7 @@ struct Server::State {
       format = kv.second;
       return true;
     });
-    if (format != "pprof" && format != "chrome" && format != "speedscope" && format != "folded") {
+    if (formats::ExportExtension(format).empty()) {
       return {400, ErrorJson("format=" + format +
                              ": an export is format=pprof, chrome, speedscope or folded")};
     }
@@ -459,15 +462,11 @@ void Server::State::Route() {
   });
   // Downloads: not cached (an answer of its own size), computed in turn.
   http.Get("/api/export", [st](const httplib::Request& req, httplib::Response& res) {
-    std::vector<std::pair<std::string, std::string>> params;
-    for (const auto& [k, v] : req.params) {
-      if (k != "token") params.emplace_back(k, v);
-    }
     {
       std::lock_guard lock(st->mutex);
       st->RefreshListings();
     }
-    ReportAnswer answer = st->ComputeInTurn(params, /*exporting=*/true);
+    ReportAnswer answer = st->ComputeInTurn(QueryParams(req), /*exporting=*/true);
     if (answer.type.empty()) return Answer(res, answer.status, answer.body);
     res.set_header("Content-Disposition", "attachment; filename=\"" + answer.filename + "\"");
     // pprof's file is gzipped already.
