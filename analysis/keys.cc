@@ -76,21 +76,24 @@ FunctionKeys::FunctionKeys(const capture::Capture& capture, Granularity granular
   }
 }
 
-std::string FunctionKeys::ModuleName(KeyId key) const {
-  const capture::Frame& f = capture_.frames[key_frame_[key]];
+const capture::Module* FunctionKeys::ModuleOf(const capture::Frame& f) const {
   capture::ModuleId m = f.module;
   if (m == kNone && f.function != kNone) m = capture_.functions[f.function].module;
+  return m < capture_.modules.size() ? &capture_.modules[m] : nullptr;
+}
+
+std::string FunctionKeys::ModuleName(KeyId key) const {
+  const capture::Frame& f = capture_.frames[key_frame_[key]];
   // An interpreted frame's place is its source file.
   if (f.kind == capture::FrameKind::kInterpreted) return capture_.str(f.file);
-  if (m == kNone) return f.kind == capture::FrameKind::kNamed ? "" : "[unmapped]";
-  return BaseName(capture_.str(capture_.modules[m].path));
+  const capture::Module* module = ModuleOf(f);
+  if (module == nullptr) return f.kind == capture::FrameKind::kNamed ? "" : "[unmapped]";
+  return BaseName(capture_.str(module->path));
 }
 
 std::string_view FunctionKeys::KindName(KeyId key) const {
   const capture::Frame& f = capture_.frames[key_frame_[key]];
-  capture::ModuleId m = f.module;
-  if (m == kNone && f.function != kNone) m = capture_.functions[f.function].module;
-  const capture::Module* module = m < capture_.modules.size() ? &capture_.modules[m] : nullptr;
+  const capture::Module* module = ModuleOf(f);
   switch (f.kind) {
     case capture::FrameKind::kKernel:
       return "kernel";

@@ -46,6 +46,8 @@ class FunctionKeys {
   Granularity granularity() const { return granularity_; }
 
  private:
+  // A frame's module, or its function's (null: none).
+  const capture::Module* ModuleOf(const capture::Frame& frame) const;
   const capture::Capture& capture_;
   Granularity granularity_;
   std::vector<KeyId> frame_key_;
