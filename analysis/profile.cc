@@ -152,6 +152,7 @@ capture::Capture Transformed(const capture::Capture& c, const std::vector<std::s
       merged[f] = 1;
       continue;
     }
+    if (collapse.empty()) continue;
     const std::string module = keys.ModuleName(key);
     if (module.empty() || std::find(collapse.begin(), collapse.end(), module) == collapse.end())
       continue;

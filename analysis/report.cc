@@ -186,8 +186,6 @@ void MarkGap(const capture::Gap& g, const Lanes& lanes, std::string* columns) {
     (*columns)[i] = GapLetter(g.cause);
 }
 
-}  // namespace
-
 // Each process's threads' samples together, per column: processes in the
 // order of their busiest thread (the lanes come busiest first). None with
 // one process.
@@ -213,6 +211,8 @@ std::vector<ReportLane> ProcessLanes(const capture::Capture& c,
   if (out.size() < 2) out.clear();
   return out;
 }
+
+}  // namespace
 
 ReportLanes BuildLanes(const capture::Capture& c, Lanes lanes, size_t top) {
   ReportLanes out;
