@@ -1,8 +1,15 @@
-// What several views share: how a time is written where the page itself
+// What several views share: a text's colour hash, how a time is written where the page itself
 // lays time out (a zoomed range, a box of the stack chart, the axis), and
 // the width of an element, followed as the window is resized.
 import type {RefObject} from 'preact';
 import {useEffect, useState} from 'preact/hooks';
+
+// A string's hash, the same across reloads: what the views colour by.
+export function textHash(text: string): number {
+  let hash = 0;
+  for (let i = 0; i < text.length; i++) hash = (hash * 31 + text.charCodeAt(i)) | 0;
+  return Math.abs(hash);
+}
 
 // "1.234 ms", "56 µs", "2.5 s".
 export function duration(ns: number): string {

@@ -16,7 +16,7 @@ import {select} from 'd3-selection';
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
 import {DiffRow, flameRoot, Report, TreeNode} from '../api';
-import {useWidth} from './common';
+import {textHash, useWidth} from './common';
 
 export function diffColor(delta: number|undefined): string|null {
   if (delta === undefined || Math.abs(delta) < 0.05) return null;
@@ -43,9 +43,7 @@ export const KINDS: Record<string, {hue: number; saturation: number; label: stri
 // A frame's colour by its kind of code, lighter or darker by its name.
 export function kindColor(kind: string, name: string): string {
   const k = KINDS[kind] ?? KINDS.native;
-  let hash = 0;
-  for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
-  return `hsl(${k.hue}, ${k.saturation}%, ${55 + (Math.abs(hash) % 20)}%)`;
+  return `hsl(${k.hue}, ${k.saturation}%, ${55 + (textHash(name) % 20)}%)`;
 }
 
 // The whole and the roots pruning left out are no function to focus on.

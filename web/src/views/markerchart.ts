@@ -7,7 +7,7 @@
 import {h} from 'preact';
 import {useEffect, useMemo, useRef, useState} from 'preact/hooks';
 import type {MarkerRow} from '../api';
-import {duration, useWidth} from './common';
+import {duration, textHash, useWidth} from './common';
 import {GAP_COLOR, LABEL_WIDTH, STATE_COLORS} from './lanes';
 
 export const CHART_ROW = 14;
@@ -66,9 +66,7 @@ export function chartRows(rows: MarkerRow[]): ChartRow[] {
 
 // A name's colour: the same name, the same colour, across rows and reloads.
 export function nameColor(name: string): string {
-  let hash = 0;
-  for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
-  return `hsl(${Math.abs(hash) % 360}, 50%, 55%)`;
+  return `hsl(${textHash(name) % 360}, 50%, 55%)`;
 }
 
 // A marker's colour by kind (off CPU by its state, the detail's first word).

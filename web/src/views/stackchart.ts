@@ -8,7 +8,7 @@
 import {h} from 'preact';
 import {useEffect, useMemo, useRef, useState} from 'preact/hooks';
 import type {StackChart} from '../api';
-import {duration, useWidth} from './common';
+import {duration, textHash, useWidth} from './common';
 
 export const ROW_HEIGHT = 16;
 
@@ -47,9 +47,7 @@ export function chartBoxes(chart: StackChart): ChartBox[] {
 
 // A frame's colour from its module, so that one library keeps one hue.
 function moduleColor(module: string): string {
-  let hash = 0;
-  for (let i = 0; i < module.length; i++) hash = (hash * 31 + module.charCodeAt(i)) | 0;
-  return `hsl(${Math.abs(hash) % 360}, 60%, 62%)`;
+  return `hsl(${textHash(module) % 360}, 60%, 62%)`;
 }
 
 export function StackChartView(props: {
