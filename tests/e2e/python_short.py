@@ -14,7 +14,10 @@ Of the Python frames of each recording, at most 0.5% may be unnamed for a
 reason of naming (not a code object, changed since the walk, unreadable,
 process exited before it was read), at most 1% for any reason; each young
 module's function, each compiled function and each child's function is
-named. Ten such programs in one recording, under a --target-memory a few of
+named. A program that execs its own interpreter keeps its names: the
+samples it took just before the exec are processed after the recorder has
+laid the process out afresh (tests/fixtures/python/reexec.py). Ten such
+programs in one recording, under a --target-memory a few of
 them fill, keep every copy (an ended process's are given back), and the
 last program's young modules are named."""
 import re
@@ -84,6 +87,29 @@ for version, python in sorted(pythons.items()):
     loop = {f: n for f, n in callers.items() if f.startswith("_PyEval_EvalFrameDefault")}
     check(sum(callers.values()) > 100 and loop and sum(loop.values()) >= 0.99 * sum(callers.values()),
           "%s: Python frames are called by the eval loop, named: %s" % (version, callers))
+
+# A program that execs its interpreter again: the samples it took in the
+# last round before its exec are processed after the exec has laid the
+# process out afresh. Each code object's copy was given back when it was
+# named, so what it named must stay across the layout. Before, those
+# samples were named from the new program's memory: 19 to 25 of some 150
+# Python frames were "[unknown Python: code object unreadable]" on 3.13.
+REEXEC = os.path.join(os.path.dirname(SHORT), "reexec.py")
+for version, python in sorted(pythons.items()):
+    cap = os.path.join(d, "reexec-%s.mscap" % version)
+    p = record(cap, [python, REEXEC])
+    rep = report(cap, "--top", "100000", "--min-percent", "0")
+    s = rep["header"]["sources"]["python"]["values"]
+    fn = functions(rep)
+    frames = s["frames"] + s["unknown_frames"]
+    unnamed = {f: t for f, (_, t) in fn.items()
+               if f.startswith("[unknown Python: ") and any(r in f for r in NAMING)}
+    check("reexec done" in p.stdout and fn.get("before_exec", (0, 0))[1] >= 30 and
+          fn.get("after_exec", (0, 0))[1] >= 10 and sum(unnamed.values()) <= 0.005 * frames,
+          "%s: across an exec of the interpreter, before_exec %s and after_exec %s named; "
+          "%d of %d Python frames unnamed for naming's sake (%s)"
+          % (version, fn.get("before_exec"), fn.get("after_exec"), sum(unnamed.values()), frames,
+             unnamed))
 
 # Many short programs in one recording, under a --target-memory a few of
 # them would fill: what the recorder keeps for a process (the walks' copies

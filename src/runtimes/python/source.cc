@@ -362,8 +362,11 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   if (p.module == &module && p.at.runtime == module.at.runtime + bias && !p.gone) return;  // known
   // The copies stay: those of the program before an exec are other keys,
   // and those BPF sent before this layout (it laid the exec out) are the
-  // process's.
+  // process's. So do the code objects named: samples the program took
+  // just before its exec are processed after this layout, and the copies
+  // they were named from were given back as they were read.
   CodeSnapshots copies = std::move(p.snapshots);
+  std::map<CodeKey, NamedCode> named = std::move(p.codes);
   if (auto early = pending_.find(pid); early != pending_.end()) {
     for (auto& [key, snapshot] : early->second.by_key) {
       auto [it, fresh] = copies.by_key.try_emplace(key);
@@ -377,6 +380,7 @@ void PythonSource::LayOut(uint32_t pid, uint64_t start, uint64_t file_offset,
   p = Process{};
   p.pid = pid;
   p.snapshots = std::move(copies);
+  p.codes = std::move(named);
   p.module = &module;
   p.at = module.at.Biased(bias);
   p.memory = std::make_unique<ProcessMemory>(pid_t(pid));
@@ -621,10 +625,11 @@ void PythonSource::Poll(const record::PollWindow& window, record::RowSink* sink)
 }
 
 const NamedCode& PythonSource::Code(Process* process, const CodeKey& key) {
-  auto [it, fresh] = process->codes.try_emplace(key);
-  NamedCode& named = it->second;
-  if (!fresh) return named;
-  TakeSnapshots();  // the walk's copy of it went before its sample
+  if (auto known = process->codes.find(key); known != process->codes.end()) return known->second;
+  // The walk's copy of it went before its sample, and is taken before the
+  // key is entered: Keep passes over copies of what is named already.
+  TakeSnapshots();
+  NamedCode& named = process->codes[key];
   const ModuleInfo& m = *process->module;
   // As the walk that first met it copied it, where it did (the code object
   // may be freed since, or its process gone); else from the live process.
