@@ -658,9 +658,9 @@ void NodeSource::SourceNotRead(NamedFunction* named) {
 }
 
 const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
-  auto [it, fresh] = process->functions.try_emplace({f.shared, f.name, f.script});
-  NamedFunction& named = it->second;
-  if (!fresh) {
+  const FunctionKey key{f.shared, f.name, f.script};
+  if (auto known = process->functions.find(key); known != process->functions.end()) {
+    NamedFunction& named = known->second;
     if (named.lines == nullptr && named.source_retries > 0) RetrySource(process, f, &named);
     return named;
   }
@@ -668,10 +668,13 @@ const NamedFunction& NodeSource::Function(Process* process, const V8Frame& f) {
   // have exited since); else from the live process. The copy is given back
   // once read: the name is kept, and BPF copies a function once, so a
   // process's copies cost only what is not yet named, not its whole life.
+  // It is taken before the key is entered: Keep passes over copies of what
+  // is named already.
   TakeSnapshots();
+  NamedFunction& named = process->functions[key];
   std::optional<MemorySnapshot> copy;
   if (auto by_pid = snapshots_.find(process->pid); by_pid != snapshots_.end()) {
-    if (auto c = by_pid->second.find(it->first); c != by_pid->second.end()) {
+    if (auto c = by_pid->second.find(key); c != by_pid->second.end()) {
       copy = std::move(c->second);
       by_pid->second.erase(c);
     }
