@@ -321,9 +321,9 @@ test("every thread is reachable from the thread picker, by keyboard", async () =
   await page.waitForFunction((t) => document.querySelector('dd[data-field="filter"]')?.textContent === t,
     filtered.header.lines.find((l) => l.label === "filter").text);
   // The lane of the thread shown is marked; clicking another's name shows that one.
-  assert.equal(await page.getByRole("button", { name: `worker-b (${worker.tid})` }).getAttribute("aria-pressed"), "true");
+  assert.equal(await page.getByRole("button", { name: `worker-b (${worker.tid})`, exact: true }).getAttribute("aria-pressed"), "true");
   const other = whole.header.threads.find((t) => t.name === "worker-c");
-  await page.getByRole("button", { name: `worker-c (${other.tid})` }).click();
+  await page.getByRole("button", { name: `worker-c (${other.tid})`, exact: true }).click();
   await page.waitForFunction((tid) => new URL(location.href).searchParams.get("thread") === String(tid), other.tid);
   await shot("5f-thread");
 });
@@ -360,6 +360,30 @@ test("with several processes the timeline groups threads under their process, wh
   await shot("5m-processes");
   await first.click();
   await thread.waitFor();
+  // Hiding: a thread's track, then a process's with its threads; one
+  // button shows them all again. By keyboard: Tab reaches each × button.
+  const rows = async () => page.locator(".lanes .lane-names > div").count();
+  const all = await rows();
+  const hideThread = page.getByRole("button", { name: `hide thread ${lanes[0].name} (${lanes[0].tid})`, exact: true });
+  await hideThread.focus();
+  await page.keyboard.press("Enter");
+  await thread.waitFor({ state: "detached" });
+  // Its row, and its process's heading if it was the process's only thread drawn.
+  const drawn = (pid) => lanes.slice(0, 64).filter((l) => l.pid === pid).length;
+  const gone = drawn(busiest.pid) === 1 ? 2 : 1;
+  assert.equal(await rows(), all - gone, "the thread's row gone");
+  const show = page.getByRole("button", { name: "show 1 hidden track" });
+  await show.waitFor();
+  const other = [...pids].find((p) => p !== busiest.pid);
+  const otherHeading = headings.filter({ hasText: `(${other})` });
+  await page.getByRole("button", { name: new RegExp(`^hide process .* \\(${other}\\)$`) }).click();
+  await otherHeading.waitFor({ state: "detached" });
+  assert.equal(await rows(), all - gone - (drawn(other) + 1), "its heading and its threads' rows gone");
+  assert.ok(await height() < before, "the canvas lost the hidden rows");
+  await shot("5n-hidden-tracks");
+  await page.getByRole("button", { name: "show 2 hidden tracks" }).click();
+  await thread.waitFor();
+  assert.equal(await rows(), all);
 });
 
 test("'/' goes to the search, Escape clears it; search filters the functions view", async () => {

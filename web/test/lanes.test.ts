@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest';
 
 import type {TraceTrack} from '../src/api';
-import {axisTicks, columnText, gapTitle, laneRows, trackTitle} from '../src/views/lanes';
+import {axisTicks, columnText, gapTitle, laneRows, trackKey, trackTitle} from '../src/views/lanes';
 
 const track = (t: Partial<TraceTrack>): TraceTrack => ({
   trace: 0, track: 0, name: 'g / t', kind: 'thread', pid: 0, tid: 0, spans: 0, instants: 0,
@@ -64,6 +64,18 @@ describe('the timeline\'s rows', () => {
     const rows = laneRows(lanes, processes, new Set());
     expect(rows.map((r) => (r.kind === 'process' ? `${r.name}:${r.lane.buckets}` : r.lane.tid)))
         .toEqual(['cc1plus:5,3', 11, 12, 'as:1,1', 20]);
+  });
+  it('leave out the hidden threads, and a hidden process with its threads', () => {
+    const hidden = new Set([trackKey('thread', 11), trackKey('process', 20)]);
+    expect(laneRows(lanes, [], new Set(), new Set([trackKey('thread', 11)])).map((r) => r.lane.tid))
+        .toEqual([20, 12]);
+    const rows = laneRows(lanes, processes, new Set(), hidden);
+    expect(rows.map((r) => (r.kind === 'process' ? `${r.name}:${r.threads}` : r.lane.tid)))
+        .toEqual(['cc1plus:1', 12]);
+    // A thread whose tid is its process's pid is hidden as a thread only.
+    expect(laneRows(lanes, processes, new Set(), new Set([trackKey('thread', 20)]))
+               .map((r) => (r.kind === 'process' ? r.name : r.lane.tid)))
+        .toEqual(['cc1plus', 11, 12]);
   });
   it('fold a collapsed process into its heading', () => {
     const rows = laneRows(lanes, processes, new Set([10]));

@@ -79,15 +79,23 @@ export const DRAWN_LANES = 64;
 export type LaneRow = {kind: 'thread'; lane: Lane}|
     {kind: 'process'; pid: number; name: string; lane: Lane; threads: number; collapsed: boolean};
 
+// A track the user hid: a thread's ('t' and its tid) or a process's ('p'
+// and its pid, its threads with it); a thread's tid may be its pid.
+export const trackKey = (kind: 'thread'|'process', id: number) => `${kind[0]}${id}`;
+
 // The timeline's rows: without processes (one process), the threads' lanes
 // as they come (busiest first); with them, each process's heading, in their
-// order, and, unless collapsed, its drawn threads under it.
-export function laneRows(lanes: Lane[], processes: Lane[], collapsed: Set<number>): LaneRow[] {
-  if (!processes.length) return lanes.map((lane) => ({kind: 'thread', lane}));
+// order, and, unless collapsed, its drawn threads under it. Hidden tracks
+// (trackKey) are left out.
+export function laneRows(lanes: Lane[], processes: Lane[], collapsed: Set<number>,
+                         hidden: Set<string> = new Set()): LaneRow[] {
+  const shown = lanes.filter((l) => !hidden.has(trackKey('thread', l.tid)));
+  if (!processes.length) return shown.map((lane) => ({kind: 'thread', lane}));
   const rows: LaneRow[] = [];
   for (const p of processes) {
     const pid = p.pid ?? 0;
-    const threads = lanes.filter((l) => l.pid === pid);
+    if (hidden.has(trackKey('process', pid))) continue;
+    const threads = shown.filter((l) => l.pid === pid);
     if (!threads.length) continue;  // none of its threads drawn
     rows.push({kind: 'process', pid, name: p.name || `process ${pid}`, threads: threads.length,
                collapsed: collapsed.has(pid), lane: {...p, tid: pid}});
@@ -152,6 +160,8 @@ export function LanesView(props: {
   const [hover, setHover] = useState<{lines: string[]; x: number; y: number}|null>(null);
   const [cursor, setCursor] = useState<{anchor: number; at: number}|null>(null);  // keyboard, in columns
   const [collapsed, setCollapsed] = useState<Set<number>>(new Set());
+  const [hidden, setHidden] = useState<Set<string>>(new Set());
+  const hide = (key: string) => setHidden(new Set([...hidden, key]));
   const columns = props.lanes.lanes[0]?.buckets.length ?? 0;
   const span = columns * props.lanes.bucket_ns;
   // The lanes' columns start at the innermost zoom's start (ns after the
@@ -159,7 +169,7 @@ export function LanesView(props: {
   const zoomed = props.zoom.length ? selectedRange(props.zoom[props.zoom.length - 1], span) : null;
   const origin = zoomed ? zoomed[0] : 0;
   const shown = props.lanes.lanes.slice(0, DRAWN_LANES);
-  const laid = laneRows(shown, props.lanes.processes ?? [], collapsed);
+  const laid = laneRows(shown, props.lanes.processes ?? [], collapsed, hidden);
   const zoneNames = props.lanes.zone_names ?? [];
   const tracks = props.lanes.trace_tracks ?? [];
   const common = props.lanes.gaps?.trim() ? props.lanes.gaps : '';
@@ -246,7 +256,7 @@ export function LanesView(props: {
       g.globalAlpha = 1;
     });
     performance.mark('microscope:lanes-drawn');  // each drawing (bench/serve_view reads them)
-  }, [props.lanes, collapsed]);
+  }, [props.lanes, collapsed, hidden]);
   // Nanoseconds after the recording's start at x (pixels from the canvas's left).
   const at = (x: number) =>
       origin + (span * Math.max(0, Math.min(x, canvas.current!.clientWidth))) / canvas.current!.clientWidth;
@@ -317,7 +327,13 @@ export function LanesView(props: {
                         setCollapsed(next);
                       },
                     },
-                      `${item.collapsed ? '▸' : '▾'} ${item.name} (${item.pid})`)) :
+                      `${item.collapsed ? '▸' : '▾'} ${item.name} (${item.pid})`),
+                    h('button', {
+                      class: 'hide-track',
+                      'aria-label': `hide process ${item.name} (${item.pid})`,
+                      title: 'hide this process and its threads',
+                      onClick: () => hide(trackKey('process', item.pid)),
+                    }, '×')) :
               h('div', {
                 style: {height: `${LANE_HEIGHT}px`},
                 class: laid[0].kind === 'process' ? 'in-process' : undefined,
@@ -331,7 +347,13 @@ export function LanesView(props: {
                          'aria-pressed': props.thread === String(item.lane.tid),
                          onClick: () => props.onThread(item.lane.tid),
                        },
-                         `${item.lane.name} (${item.lane.tid})`))),
+                         `${item.lane.name} (${item.lane.tid})`),
+                       h('button', {
+                         class: 'hide-track',
+                         'aria-label': `hide thread ${item.lane.name} (${item.lane.tid})`,
+                         title: 'hide this thread\'s track',
+                         onClick: () => hide(trackKey('thread', item.lane.tid)),
+                       }, '×'))),
           tracks.map(
               (t) => h(
                   'div',
@@ -399,6 +421,10 @@ export function LanesView(props: {
         }, i === 0 ? 'all' : z)),
         props.selected &&
             h('button', {class: 'clear-time', onClick: props.onClear}, `time ${props.selected} ×`),
+        hidden.size > 0 &&
+            h('button', {class: 'show-hidden', title: 'show the tracks hidden with ×',
+                         onClick: () => setHidden(new Set())},
+              `show ${hidden.size} hidden ${hidden.size === 1 ? 'track' : 'tracks'}`),
         legend.length > 0 && h('span', {class: 'state-legend', 'aria-label': 'off-CPU states'},
           legend.map((st) => h('span', {class: 'zone-key'},
                                h('i', {style: {background: STATE_COLORS[st] ?? STATE_COLORS.other}}),
