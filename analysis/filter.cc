@@ -77,6 +77,29 @@ Status ParseLabel(const std::string& text, FilterSpec* spec) {
   return OkStatus();
 }
 
+Status ParseCallPath(const std::string& text, FilterSpec* spec) {
+  std::vector<std::string> path;
+  for (size_t at = 0;;) {
+    const size_t semi = std::min(text.find(';', at), text.size());
+    path.push_back(text.substr(at, semi - at));
+    if (path.back().empty()) {
+      return Status::Error("call path '" + text +
+                           "': use function names from the root, separated by ';' "
+                           "(main;run;hot)");
+    }
+    if (semi == text.size()) break;
+    at = semi + 1;
+  }
+  spec->focus_path = std::move(path);
+  return OkStatus();
+}
+
+std::string JoinCallPath(const std::vector<std::string>& path) {
+  std::string out;
+  for (const std::string& f : path) out += (out.empty() ? "" : ";") + f;
+  return out;
+}
+
 bool SampleFilter::InsideRequired(capture::ThreadId thread, uint64_t time) const {
   for (const Spans& by_thread : required_) {
     if (thread >= by_thread.size()) return false;
@@ -171,7 +194,7 @@ Result<SampleFilter> SampleFilter::Make(const capture::Capture& c, const Functio
   if (spec.to_ns) f.to_ = c.settings.start_time + *spec.to_ns;
   ASSIGN_OR_RETURN(auto focus, Compile(spec.focus, "--focus"));
   ASSIGN_OR_RETURN(auto exclude, Compile(spec.exclude, "--exclude"));
-  f.needs_focus_ = focus != nullptr;
+  f.needs_focus_ = focus != nullptr || !spec.focus_path.empty();
   // Per key: 1 matches focus, 2 matches exclude (computed once per key).
   std::vector<int8_t> match(keys.size(), -1);
   auto match_of = [&](KeyId k) {

@@ -29,9 +29,14 @@ struct FilterSpec {
   // Keeps samples whose thread had each of these labels (key, value) then:
   // the runtimes' (python.gil, v8.isolate) and the program's own.
   std::vector<std::pair<std::string, std::string>> labels;
+  // Keeps samples whose stack begins (at its root) with these functions, by
+  // the names the views show: analysis::Rooted re-roots those stacks at the
+  // last one and takes every other stack away, and the filter then drops
+  // the rows with no stack.
+  std::vector<std::string> focus_path;
   bool empty() const {
     return !pid && thread.empty() && !from_ns && !to_ns && focus.empty() && exclude.empty() &&
-           zone.empty() && labels.empty();
+           zone.empty() && labels.empty() && focus_path.empty();
   }
 };
 
@@ -87,5 +92,9 @@ class SampleFilter {
 Status ParseTimeRange(const std::string& text, FilterSpec* spec);
 // Parses "KEY=VALUE" into a label the filter requires.
 Status ParseLabel(const std::string& text, FilterSpec* spec);
+// Parses "main;run;hot" (root first, as folded stacks write a path) into
+// the call path the filter focuses on; and writes one so.
+Status ParseCallPath(const std::string& text, FilterSpec* spec);
+std::string JoinCallPath(const std::vector<std::string>& path);
 
 }  // namespace microscope::analysis

@@ -191,6 +191,45 @@ capture::Capture Transformed(const capture::Capture& c, const std::vector<std::s
   return out;
 }
 
+Result<capture::Capture> Rooted(const capture::Capture& c, const std::vector<std::string>& path) {
+  capture::Capture out = c;
+  const FunctionKeys keys(c);
+  const int32_t whole = int32_t(path.size());
+  // Per stack node (parents come first): how much of the path its frames
+  // from the root match, -1 once they leave it.
+  std::vector<int32_t> matched(c.stacks.size(), -1);
+  out.stacks = {};
+  capture::StackInterner stacks(&out.stacks);
+  std::vector<capture::StackId> remap(c.stacks.size(), kNone);
+  bool found = false;
+  for (size_t n = 0; n < c.stacks.size(); ++n) {
+    const capture::StackId parent = c.stacks.parent[n];
+    const int32_t above = parent == kNone ? 0 : matched[parent];
+    const capture::FrameId f = c.stacks.frame[n];
+    if (above < 0) continue;
+    if (above == whole) {
+      matched[n] = whole;
+      remap[n] = stacks.Intern(remap[parent], f);
+    } else if (keys.Name(keys.KeyOf(f)) == path[size_t(above)]) {
+      matched[n] = above + 1;
+      if (matched[n] == whole) {
+        remap[n] = stacks.Intern(kNone, f);
+        found = true;
+      }
+    }
+  }
+  if (!found) {
+    return Status::Error(StatusCode::kInvalidArgument,
+                         "no stack begins with the call path " + JoinCallPath(path));
+  }
+  capture::ForEachStackColumn(out, [&](const char*, auto& column) {
+    for (size_t i = 0; i < column.size(); ++i) {
+      if (column[i] != kNone) column[i] = remap[column[i]];
+    }
+  });
+  return out;
+}
+
 bool ParseLook(std::string_view text, Look* look, bool native_leaves) {
   if (text == "mixed") {
     *look = Look::kMixed;

@@ -129,6 +129,15 @@ capture::Capture WithoutInlines(const capture::Capture& capture);
 capture::Capture Transformed(const capture::Capture& capture, const std::vector<std::string>& merge,
                              const std::vector<std::string>& collapse);
 
+// The Firefox Profiler's "focus on subtree only" (report --focus-path): the
+// capture with every table's stacks that begin at their root with `path`
+// (function names as the views show them, root first) re-rooted at its last
+// function, and every other stack none, so that a filter made with the
+// path (FilterSpec::focus_path) drops those rows. kInvalidArgument when no
+// stack begins with it. Frame ids stay valid.
+Result<capture::Capture> Rooted(const capture::Capture& capture,
+                                const std::vector<std::string>& path);
+
 // Which frames of a mixed stack (native, kernel and interpreted frames of a
 // runtime's code) a view shows (report and convert --look).
 enum class Look : uint8_t {

@@ -170,6 +170,11 @@ void AddFilterSetters(ReportQuery& q, std::string* time_text, Setters* setters) 
          return parsed.ok() ? parsed : Bad(n, v, parsed.message());
        }},
       {"exclude", [&](auto&, auto& v) { return q.filter.exclude = v, OkStatus(); }},
+      {"focus_path",
+       [&](auto& n, auto& v) {
+         Status parsed = ParseCallPath(v, &q.filter);
+         return parsed.ok() ? parsed : Bad(n, v, parsed.message());
+       }},
   });
 }
 
@@ -206,6 +211,7 @@ std::string DescribeFilter(const FilterSpec& spec, const std::string& time) {
   if (!time.empty()) add("time " + time);
   if (!spec.focus.empty()) add("focus /" + spec.focus + "/");
   if (!spec.exclude.empty()) add("exclude /" + spec.exclude + "/");
+  if (!spec.focus_path.empty()) add("focus path " + JoinCallPath(spec.focus_path));
   if (!spec.zone.empty()) add("zone " + spec.zone);
   for (const auto& [key, value] : spec.labels) add("label " + key + "=" + value);
   return f;

@@ -25,7 +25,7 @@ struct ReportParams {
 // granularity, look, inlines (on|off), collapse_recursion (0|1), merge and
 // collapse (each repeatable), source,
 // min_percent, top, lane_width; the filters thread, pid, time, focus,
-// exclude, zone; capture and diff. A name given twice is an error.
+// exclude, focus_path, zone; capture and diff. A name given twice is an error.
 Result<ReportParams> ParseReportParams(
     const std::vector<std::pair<std::string, std::string>>& params);
 

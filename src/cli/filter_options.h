@@ -15,6 +15,7 @@ namespace microscope::cli {
 struct FilterOptions {
   analysis::FilterSpec spec;
   std::string time;
+  std::string focus_path;  // main;run;hot
   int pid = 0;
   std::vector<std::string> labels;  // KEY=VALUE
   std::string gil;                  // held, released

@@ -255,3 +255,31 @@ TEST_CASE("Transformed: a merged function's time goes to its caller; a module's 
   // Nothing asked: the capture as it was.
   CHECK(Transformed(c, {}, {}).stacks.size() == c.stacks.size());
 }
+
+TEST_CASE("Rooted: stacks beginning with a call path start at its last function; others are none") {
+  // main>run>hot (7 samples), main>run>cold (3).
+  capture::Capture c = testing::MakeTestCapture();
+  const std::vector<std::string> path = {"main", "run", "cold"};
+  capture::Capture rooted = Rooted(c, path).value();
+  CHECK(rooted.frames.size() == c.frames.size());  // frame ids hold
+  FunctionKeys keys(rooted);
+  // The filter made with the path drops the rows left with no stack.
+  SampleFilter kept = SampleFilter::Make(rooted, keys, FilterSpec{.focus_path = path}).value();
+  CallTree tree = ComputeTree(rooted, keys, kept);
+  REQUIRE(tree.roots.size() == 1);
+  const TreeNode& root = tree.nodes[tree.roots[0]];
+  CHECK(keys.Name(root.key) == "cold");
+  CHECK(root.total.samples == 3);
+  CHECK(ComputeFlat(rooted, keys, kept).all.samples == 3);
+  // A path that leaves the root, or one no stack begins with, is refused.
+  Result<capture::Capture> none = Rooted(c, {"run"});
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message() == "no stack begins with the call path run");
+  CHECK_FALSE(Rooted(c, {"main", "cold"}).ok());
+  FilterSpec spec;
+  CHECK(ParseCallPath("main;run;cold", &spec).ok());
+  CHECK(spec.focus_path == path);
+  CHECK(JoinCallPath(spec.focus_path) == "main;run;cold");
+  CHECK_FALSE(ParseCallPath("main;;cold", &spec).ok());
+  CHECK_FALSE(ParseCallPath("", &spec).ok());
+}
