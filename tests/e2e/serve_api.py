@@ -104,6 +104,33 @@ try:
     check(got == want and not {"work_a", "work_b"} & names and "libc.so.6" in names,
           "/api/report with merge (twice) and collapse equals report --merge --collapse: %d "
           "functions, libc as one" % len(names))
+    # Focus on a call path (a subtree): the stacks that begin with it, shown
+    # from its last function; the export writes the same stacks.
+    whole = cli("threads.mscap", "--tree", "--min-percent", "0")
+
+    def path_to(nodes, name):
+        for n in nodes:
+            if n["function"] == name:
+                return [name]
+            below = path_to(n["children"], name)
+            if below:
+                return [n["function"]] + below
+        return None
+    chain = path_to(whole["tree"], "work_b")
+    got = get_json(api(capture="threads.mscap", views="tree,flat", min_percent="0",
+                       focus_path=";".join(chain)))
+    want = cli("threads.mscap", "--tree", "--flat", "--min-percent", "0", "--focus-path", ";".join(chain))
+    run([MICROSCOPE, "convert", "threads.mscap", "--to", "folded", "-o", "focused.folded",
+         "--focus-path", ";".join(chain)], cwd=d)
+    with open(os.path.join(d, "focused.folded")) as f:
+        folded = f.read()
+    os.unlink(os.path.join(d, "focused.folded"))
+    check(got == want and [r["function"] for r in got["tree"]] == ["work_b"] and
+          folded and all(l.startswith("work_b;") or l.startswith("work_b ") for l in folded.splitlines()),
+          "/api/report with focus_path %s equals report --focus-path: one root, work_b, %d of %d "
+          "samples; convert writes its stacks from work_b" %
+          (";".join(chain), got["tree"][0]["total"]["samples"],
+           sum(r["total"]["samples"] for r in whole["tree"])))
     lanes_only = get_json(api(capture="threads.mscap", views="lanes"))
     check("functions" not in lanes_only and "functions" in cli("threads.mscap", "--lanes"),
           "a lanes answer carries no functions list (%d bytes); report --json --lanes does" %
