@@ -89,6 +89,43 @@ test("a click zooms the flame graph in the page; its bar focuses every view on t
   await shot("2-focused-tree");
 });
 
+test("a zoomed frame focuses on its subtree only: the graph starts at it, undone from the bar", async () => {
+  await page.goto(new URL("/?capture=threads.mscap", url).href);
+  await ready();
+  const frame = page.locator('.d3-flame-graph g.frame[name="work_b"]').first();
+  await frame.click();
+  await page.getByRole("button", { name: /focus on this subtree only/ }).click();
+  await page.waitForFunction(() => (new URL(location.href).searchParams.get("path") ?? "").endsWith(";work_b"));
+  await ready();
+  const path = query().get("path");
+  const answer = await api(`/api/report?capture=threads.mscap&views=tree&focus_path=${encodeURIComponent(path)}`);
+  assert.deepEqual(answer.tree.map((n) => n.function), ["work_b"], path);
+  // The graph's one root under the whole is work_b; work_c and the path's
+  // callers are gone.
+  await page.waitForFunction(() => !document.querySelector('.d3-flame-graph g.frame[name="work_c"]'));
+  const roots = await page.evaluate(() => [...document.querySelectorAll(".d3-flame-graph g.frame")]
+    .filter((g) => g.getAttribute("name") !== "all").map((g) => g.getAttribute("name")));
+  assert.ok(roots.includes("work_b") && !roots.includes(path.split(";")[0]), roots.join(", "));
+  const chip = page.getByRole("button", { name: `undo: focus on the subtree ${path}` });
+  assert.ok((await chip.textContent()).includes("› work_b"));
+  // The filter line says so, with what it kept.
+  assert.ok((await field("filter")).startsWith(`focus path ${path}: ${answer.all.samples} samples`),
+            await field("filter"));
+  await shot("2-subtree");
+  // By keyboard: S on a frame focuses on its subtree, under the path.
+  const burn = page.locator('.d3-flame-graph g.frame[name="burn_units"]').first();
+  if (await burn.count()) {
+    await burn.focus();
+    await page.keyboard.press("s");
+    await page.waitForFunction((p) => new URL(location.href).searchParams.get("path") === p + ";burn_units", path);
+    await ready();
+  }
+  await page.getByRole("button", { name: /^undo: focus on the subtree/ }).click();
+  await page.waitForFunction(() => !new URL(location.href).searchParams.get("path"));
+  await ready();
+  await page.waitForSelector('.d3-flame-graph g.frame[name="work_c"]');
+});
+
 test("frames are coloured by kind of code, with a legend of the kinds shown", async () => {
   await page.goto(new URL("/?capture=gxx.mscap", url).href);
   await ready();

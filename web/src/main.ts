@@ -8,7 +8,7 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
-import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {download, FlameGraph, flamePng, flameSvg} from './views/flame';
 import {FlatTable} from './views/flat';
@@ -71,7 +71,7 @@ function CapturePicker(
         value: state.capture,
         fallback: 'choose one',
         options: names,
-        onChange: (capture: string) => go({...state, capture, focus: '', time: ''}),
+        onChange: (capture: string) => go({...state, capture, focus: '', time: '', path: ''}),
       }),
       h(Choice, {
         label: 'compare with',
@@ -178,7 +178,12 @@ function TransformsBar(props: {state: ViewState; go: (s: ViewState) => void}) {
                onChange: () => go({...state, recursion: state.recursion === '1' ? '0' : '1'}),
              }),
              ' collapse recursion'),
-           chips('merge', 'merged'), chips('collapse', 'collapsed'), chips('drop', 'dropped'));
+           chips('merge', 'merged'), chips('collapse', 'collapsed'), chips('drop', 'dropped'),
+           state.path && h('button', {
+             class: 'chip',
+             'aria-label': `undo: focus on the subtree ${state.path}`,
+             onClick: () => go({...state, path: ''}),
+           }, `subtree ${state.path.split(';').join(' › ')} ×`));
 }
 
 // Files of what the page shows: the server's exports of the selection, and
@@ -341,7 +346,11 @@ function App() {
       report && h('div', {class: sidebar ? 'content with-sidebar' : 'content'},
         h('div', {class: 'view'},
           state.view === 'flame' ?
-               h(FlameGraph, {report, search: state.search, searchShare, diff, onFocus: focus}) :
+               h(FlameGraph, {
+                 report, search: state.search, searchShare, diff, onFocus: focus,
+                 onSubtree: state.callees === '1' || diff ? undefined :
+                     (names: string[]) => go({...state, path: subtreePath(state, names)}),
+               }) :
                state.view === 'tree' ?
                h(CallTree, {
                  key: reportQuery(state, MIN_PERCENT),

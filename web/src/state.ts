@@ -33,6 +33,9 @@ export interface ViewState {
   collapse: string;       // modules shown as one frame per run of theirs
   drop: string;           // functions whose samples are left out
   recursion: '0'|'1';     // "1": a function's recursive calls as one node
+  // A call path from the root ("main;run;hot", report --focus-path): only
+  // the samples under it, shown from its last function.
+  path: string;
 }
 
 // The names of a transform's field (one per line), and the field with
@@ -66,6 +69,7 @@ export const DEFAULT_STATE: ViewState = {
   collapse: '',
   drop: '',
   recursion: '0',
+  path: '',
 };
 
 const KEYS = Object.keys(DEFAULT_STATE) as (keyof ViewState)[];
@@ -122,6 +126,7 @@ function shared(state: ViewState, views: string): URLSearchParams {
   for (const name of listed(state.collapse)) params.append('collapse', name);
   if (state.drop) params.set('exclude', listed(state.drop).map(exactly).join('|'));
   if (state.recursion === '1') params.set('collapse_recursion', '1');
+  if (state.path) params.set('focus_path', state.path);
   return params;
 }
 
@@ -163,6 +168,14 @@ export function sourceQuery(state: ViewState): string {
   const params = shared(state, 'threads');
   params.set('source', state.focus);
   return '/api/report?' + params.toString();
+}
+
+// The focus path for a node of the graph shown (its functions from the
+// graph's root): under a focus path the graph starts at the path's last
+// function, so the path's earlier functions come first.
+export function subtreePath(state: ViewState, fromRoot: string[]): string {
+  const above = state.path ? state.path.split(';').slice(0, -1) : [];
+  return [...above, ...fromRoot].join(';');
 }
 
 // The timeline's zoom levels, outermost first.

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest';
 
-import {containing, DEFAULT_STATE, exactly, lanesQuery, listed, toggled, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, threadFromLabel, threadLabel, timeRange, zoomLevels,} from '../src/state';
+import {containing, DEFAULT_STATE, exactly, exportQuery, lanesQuery, listed, toggled, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, zoomLevels,} from '../src/state';
 
 const params = (query: string) => new URLSearchParams(query.split('?')[1]);
 
@@ -24,6 +24,7 @@ describe('view state in the URL', () => {
       collapse: 'libc.so.6',
       drop: 'std::sort<int*>',
       recursion: '1' as const,
+      path: 'main;run',
     };
     expect(parseState(stateToSearch(state))).toEqual(state);
   });
@@ -144,5 +145,21 @@ describe('metric and look', () => {
       expect(params(q).get('metric')).toBe('offcpu');
       expect(params(q).get('look')).toBe('python');
     }
+  });
+});
+
+describe('a focus on a subtree', () => {
+  it('is a call path from the root, kept in the URL and asked of every view', () => {
+    const state = {...DEFAULT_STATE, path: 'main;run'};
+    expect(stateToSearch(state)).toBe('?path=main%3Brun');
+    expect(parseState('?path=main%3Brun').path).toBe('main;run');
+    expect(new URLSearchParams(reportQuery(state, 0.5).split('?')[1]).get('focus_path')).toBe('main;run');
+    expect(new URLSearchParams(lanesQuery(state, 100).split('?')[1]).get('focus_path')).toBe('main;run');
+    expect(new URLSearchParams(exportQuery(state, 'pprof').split('?')[1]).get('focus_path')).toBe('main;run');
+  });
+  it('of a node under a focus path begins with the path above the graph\'s root', () => {
+    expect(subtreePath(DEFAULT_STATE, ['main', 'run', 'hot'])).toBe('main;run;hot');
+    // The graph starts at run: its node run>hot is main;run;hot.
+    expect(subtreePath({...DEFAULT_STATE, path: 'main;run'}, ['run', 'hot'])).toBe('main;run;hot');
   });
 });

@@ -49,14 +49,26 @@ export function kindColor(kind: string, name: string): string {
 // The whole and the roots pruning left out are no function to focus on.
 const focusable = (d: FlameDatum) => d.data.name !== 'all' && !d.data.pruned;
 
+// A node's functions from the graph's root (below the whole).
+export function fromRoot(d: {data: {name: string}; parent?: unknown}): string[] {
+  const names: string[] = [];
+  for (let n: any = d; n?.parent; n = n.parent) names.unshift(n.data.name);
+  return names;
+}
+
 export function FlameGraph(props: {
   report: Report; search: string; searchShare: string; diff: Map<string, DiffRow>| null;
   onFocus: (name: string) => void;
+  // A node's functions from the graph's root, to focus on its subtree
+  // (absent where the graph is no call tree: inverted, or a diff).
+  onSubtree?: (fromRoot: string[]) => void;
 }) {
   const host = useRef<HTMLDivElement>(null);
   // The chart lives across renders: its click reaches the latest handler.
   const onFocus = useRef(props.onFocus);
   onFocus.current = props.onFocus;
+  const onSubtree = useRef(props.onSubtree);
+  onSubtree.current = props.onSubtree;
   const [matched, setMatched] = useState<number>(0);
   const [zoomed, setZoomed] = useState<FlameDatum|null>(null);
   const chartRef = useRef<Chart|null>(null);
@@ -132,6 +144,8 @@ export function FlameGraph(props: {
               elementOf(d)?.focus();
             } else if ((key === 'f' || key === 'F') && focusable(d)) {
               onFocus.current(d.data.name);
+            } else if ((key === 's' || key === 'S') && focusable(d) && onSubtree.current) {
+              onSubtree.current(fromRoot(d));
             } else if (key === 'Escape') {
               chart.resetZoom();
               elementOf(d)?.focus();
@@ -173,6 +187,10 @@ export function FlameGraph(props: {
             `zoomed into ${zoomed.data.name} (${zoomed.data.text}), in the page `,
             focusable(zoomed) &&
                 h('button', {onClick: () => onFocus.current(zoomed.data.name)}, 'focus every view on it (F)'),
+            ' ',
+            focusable(zoomed) && props.onSubtree &&
+                h('button', {onClick: () => onSubtree.current?.(fromRoot(zoomed))},
+                  'focus on this subtree only (S)'),
             ' ',
             h('button', {onClick: () => chartRef.current?.resetZoom()}, 'zoom out (Escape)')),
       h('div', {class: 'flame', ref: host, 'aria-label': 'flame graph', 'data-width': width}),
