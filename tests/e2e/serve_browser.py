@@ -46,18 +46,33 @@ try:
 finally:
     target.kill()
     target.wait()
+# A --continuous recording's segments, staged: a second server serves a
+# directory holding the first, and the page sees the rest arrive.
+staged, live = tmpdir(), tmpdir()
+p = run([MICROSCOPE, "record", "-q", "--continuous", staged, "--segment", "300ms", "--",
+         fixture("threads"), "1200"])
+segments = sorted(os.listdir(staged))
+check(p.returncode == 0 and len(segments) >= 2, "a continuous recording wrote segments: %s %s" %
+      (segments, p.stderr))
+shutil.copy(os.path.join(staged, segments[0]), live)
+os.remove(os.path.join(staged, segments[0]))
 shots = os.path.join(os.environ.get("LOG_DIR", d), "screenshots")
 shutil.rmtree(shots, ignore_errors=True)
 os.makedirs(shots)
 
 server = subprocess.Popen([MICROSCOPE, "serve", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
+live_server = subprocess.Popen([MICROSCOPE, "serve", live], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
 try:
     url = server.stdout.readline().strip()
     serve_url(url)
+    live_url = live_server.stdout.readline().strip()
+    check(live_url.startswith("http://127.0.0.1:"), "serve printed its URL for the live directory")
     check(url.startswith("http://127.0.0.1:"), "serve printed its URL, with its token: %r" % url)
     p = run(["node", "--test", "--test-reporter=spec", os.path.join(web, "browser", "view.test.mjs")],
-            env=dict(os.environ, SERVE_URL=url, SCREENSHOTS=shots,
+            env=dict(os.environ, SERVE_URL=url, SCREENSHOTS=shots, LIVE_URL=live_url, LIVE_DIR=live,
+                     STAGED_DIR=staged,
                      PLAYWRIGHT_CORE=os.path.join(web, "node_modules", "playwright-core", "index.mjs")),
             timeout=300)
     print(p.stdout[-6000:])
@@ -65,5 +80,6 @@ try:
     taken = sorted(os.listdir(shots))
     check(len(taken) >= 6, "a screenshot of each step in %s: %s" % (shots, taken))
 finally:
-    server.send_signal(signal.SIGINT)
-    server.wait(timeout=30)
+    for s in (server, live_server):
+        s.send_signal(signal.SIGINT)
+        s.wait(timeout=30)

@@ -5,7 +5,7 @@
 import './style.css';
 
 import {h, render} from 'preact';
-import {useEffect, useMemo, useState} from 'preact/hooks';
+import {useEffect, useMemo, useRef, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
 import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
@@ -39,7 +39,8 @@ function usePageState(): [ViewState, (s: ViewState) => void] {
 }
 
 // The answer to `query` (none for ''), or the error the server gave.
-function useReport(query: string): [Report|null, string] {
+// `growth` counts the times the capture grew: each asks again.
+function useReport(query: string, growth = 0): [Report|null, string] {
   const [report, setReport] = useState<Report|null>(null);
   const [error, setError] = useState('');
   useEffect(() => {
@@ -52,7 +53,7 @@ function useReport(query: string): [Report|null, string] {
     return () => {
       live = false;
     };
-  }, [query]);
+  }, [query, growth]);
   return [report, error];
 }
 
@@ -134,12 +135,43 @@ function ThreadPicker(props: {report: Report; state: ViewState; go: (s: ViewStat
   );
 }
 
+// How often the page asks the server for its captures' sizes: a
+// --continuous directory grows as its recorder writes segments.
+const POLL_MS = 2000;
+
 function useCaptures(): CaptureEntry[]|null {
   const [captures, setCaptures] = useState<CaptureEntry[]|null>(null);
   useEffect(() => {
-    fetchCaptures().then(setCaptures, () => setCaptures([]));
+    let last = '';
+    const ask = () => {
+      if (document.hidden) return;
+      fetchCaptures().then((c) => {
+        const text = JSON.stringify(c);
+        if (text !== last) (last = text, setCaptures(c));
+      }, () => last || setCaptures([]));
+    };
+    ask();
+    const timer = setInterval(ask, POLL_MS);
+    return () => clearInterval(timer);
   }, []);
   return captures;
+}
+
+// How many times the captures shown (`names`) changed size since they were
+// first shown, and when last: each time the views ask again.
+function useGrowth(captures: CaptureEntry[]|null, names: string[]): [number, string] {
+  const seen = useRef<{names: string; sizes: string}|null>(null);
+  const [growth, setGrowth] = useState<[number, string]>([0, '']);
+  const key = names.join('\n');
+  const sizes = captures ? names.map((n) => captures.find((c) => c.name === n)?.bytes ?? 0).join(',') : null;
+  useEffect(() => {
+    if (sizes === null) return;
+    const before = seen.current;
+    if (before && before.names === key && before.sizes !== sizes)
+      setGrowth(([n]) => [n + 1, new Date().toLocaleTimeString()]);
+    seen.current = {names: key, sizes};
+  }, [key, sizes]);
+  return growth;
 }
 
 // `/` goes to the search box (as in the Firefox Profiler and GitHub);
@@ -223,15 +255,17 @@ function App() {
   // With several captures served and none named, the page asks which (and
   // asks nothing before it knows how many).
   const choose = !state.capture && (captures === null || captures.length > 1);
-  const [report, error] = useReport(choose ? '' : reportQuery(state, MIN_PERCENT));
-  const [lanes] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS));
-  const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '');
+  const shownNames = [state.capture || captures?.[0]?.name || '', state.diff].filter(Boolean);
+  const [growth, grownAt] = useGrowth(captures, shownNames);
+  const [report, error] = useReport(choose ? '' : reportQuery(state, MIN_PERCENT), growth);
+  const [lanes] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS), growth);
+  const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '', growth);
   const sidebar = (!!state.focus || !!state.zone) && state.view !== 'source' && state.view !== 'diff';
-  const [neighbors] = useReport(sidebar && state.focus && !choose ? neighborsQuery(state) : '');
-  const [zoneStats] = useReport(sidebar && state.zone && !choose ? zonesQuery(state) : '');
-  const [marked] = useReport(state.view === 'markers' && !choose ? markersQuery(state) : '');
-  const [charted] = useReport(state.view === 'chart' && !choose ? stackChartQuery(state) : '');
-  const [found, searchError] = useReport(state.search ? searchQuery(state) : '');
+  const [neighbors] = useReport(sidebar && state.focus && !choose ? neighborsQuery(state) : '', growth);
+  const [zoneStats] = useReport(sidebar && state.zone && !choose ? zonesQuery(state) : '', growth);
+  const [marked] = useReport(state.view === 'markers' && !choose ? markersQuery(state) : '', growth);
+  const [charted] = useReport(state.view === 'chart' && !choose ? stackChartQuery(state) : '', growth);
+  const [found, searchError] = useReport(state.search ? searchQuery(state) : '', growth);
   const searchShare = searchError ? searchError :
       found                       ? `on the stacks of ${found.kept?.text} of the samples${
                   state.focus ? ' (focused or not)' : ''                      }` :
@@ -255,6 +289,9 @@ function App() {
       choose && captures &&
           h('p', {class: 'hint'}, `${captures!.length} captures are served: choose one.`),
       error && h('p', {class: 'error', role: 'alert'}, error),
+      growth > 0 &&
+          h('p', {class: 'grown', role: 'status'},
+            `the recording grew: every view shows it as of ${grownAt}`),
       report && h(HeaderPanel, {report}),
       lanes?.lanes && h(LanesView, {
         lanes: lanes.lanes,
