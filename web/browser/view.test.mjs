@@ -501,6 +501,20 @@ test("the zones are drawn on their thread's lane, and a zone filters the views",
             `${query().get("time")} for the longest spin at ${spin.max.at_ns} for ${spin.max.duration_ns}`);
 });
 
+test("with the sidebar open, the stack chart and the marker chart keep the timeline's width", async () => {
+  for (const [view, chart] of [["chart", ".stack-chart canvas"], ["markers", ".marker-chart canvas"]]) {
+    await page.goto(new URL(`/?capture=probes.mscap&view=${view}&focus=main`, url).href);
+    await ready();
+    await page.waitForSelector(".sidebar");
+    await page.waitForSelector(chart);
+    const lanes = await page.locator(".lanes canvas").boundingBox();
+    const drawn = await page.locator(chart).first().boundingBox();
+    assert.ok(Math.abs(drawn.x - lanes.x) < 2 && Math.abs(drawn.x + drawn.width - lanes.x - lanes.width) < 2,
+              `${view}: ${drawn.x}..${drawn.x + drawn.width}, the lanes ${lanes.x}..${lanes.x + lanes.width}`);
+  }
+  await shot("5o-sidebar-under-chart");
+});
+
 test("the stack chart draws a thread's samples in time order; it zooms without asking the server", async () => {
   const whole = await api("/api/report?capture=threads.mscap");
   const worker = whole.header.threads.find((t) => t.name === "worker-c");

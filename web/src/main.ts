@@ -380,7 +380,13 @@ function App() {
                   ),
           ),
       h(TransformsBar, {state, go}),
-      report && h('div', {class: sidebar ? 'content with-sidebar' : 'content'},
+      // The charts drawn against the timeline's time keep its width: the
+      // sidebar goes under them.
+      report && h('div', {
+        class: !sidebar ? 'content' :
+            state.view === 'chart' || state.view === 'markers' ? 'content with-sidebar under' :
+                                                                 'content with-sidebar',
+      },
         h('div', {class: 'view'},
           state.view === 'flame' ?
                h(FlameGraph, {
