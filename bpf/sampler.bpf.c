@@ -74,13 +74,24 @@ int walk_runtimes_at_sample(struct bpf_perf_event_data* ctx) {
   return 1;
 }
 
-// Whether a stop of `p` goes unheard by its parent: SIGCHLD ignored, handled
-// with SA_NOCLDSTOP, or left at its default and not blocked (a parent that
-// blocks it reads it through signalfd or sigwaitinfo). A parent that hears
-// stops may take one for the child's end: perf record then stops reading
-// its rings and loses every sample of its workload.
+// The recorder's own process (its tgid, as the targets map's are: the
+// loader sets it). It never reads a child's stops (it waits for exits only,
+// by pidfd and by waitpid without WUNTRACED), whatever its threads' signal
+// masks are at the moment: glibc blocks every signal in a thread for the
+// instant it creates another thread or process, and a launched program's
+// exec that came in that instant went unheld (a CI run: 0 held, 74 samples
+// before the walker).
+const volatile __u32 recorder_tgid = 0;
+
+// Whether a stop of `p` goes unheard by its parent: the parent is the
+// recorder, or SIGCHLD is ignored, handled with SA_NOCLDSTOP, or left at
+// its default and not blocked (a parent that blocks it reads it through
+// signalfd or sigwaitinfo). A parent that hears stops may take one for the
+// child's end: perf record then stops reading its rings and loses every
+// sample of its workload.
 static __always_inline int parent_deaf_to_stops(struct task_struct* p) {
   struct task_struct* parent = BPF_CORE_READ(p, real_parent);
+  if (parent && recorder_tgid != 0 && BPF_CORE_READ(parent, tgid) == recorder_tgid) return 1;
   struct sighand_struct* hand = parent ? BPF_CORE_READ(parent, sighand) : 0;
   if (!hand) return 0;
   __u64 handler = 0, flags = 0;
@@ -102,13 +113,23 @@ static __always_inline int parent_deaf_to_stops(struct task_struct* p) {
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(runtime_exec, struct task_struct* p) {
   __u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
-  const int hold = runtimes_exec(p, tgid, tid) && parent_deaf_to_stops(p);
+  const int wanted = runtimes_exec(p, tgid, tid);
+  const int deaf = wanted && parent_deaf_to_stops(p);
   if (!followed_tgid(tgid)) return 0;
   // Room first: a process is held only when user space will hear of it.
   struct runtime_exec_event* e = bpf_ringbuf_reserve(&execs, sizeof(*e), 0);
   if (!e) return 0;
   e->tgid = tgid;
-  e->held = hold && bpf_send_signal(19 /* SIGSTOP */) == 0;
+  e->held = 0;
+  e->unheld = 0;
+  e->reserved = 0;
+  if (wanted && !deaf) {
+    e->unheld = 1;
+  } else if (wanted) {
+    const long sent = bpf_send_signal(19 /* SIGSTOP */);
+    e->held = sent == 0;
+    e->unheld = (__s32)sent;
+  }
   bpf_ringbuf_submit(e, 0);
   return 0;
 }

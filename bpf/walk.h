@@ -50,6 +50,10 @@ struct runtime_walk {
 struct runtime_exec_event {
   __u32 tgid;
   __u32 held; /* 1: stopped (SIGSTOP) until user space lays it out and continues it */
+  /* Why a process a runtime wanted held was not: 1 its parent hears its
+     stops, else bpf_send_signal's error (negative); 0 when held or not wanted. */
+  __s32 unheld;
+  __u32 reserved;
 };
 
 #endif

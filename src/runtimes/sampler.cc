@@ -47,7 +47,7 @@ int OnExec(void* ctx, void* data, size_t size) {
   runtime_exec_event e;
   if (size < sizeof(e)) return 0;
   std::memcpy(&e, data, sizeof(e));
-  state->taken.push_back({e.tgid, e.held != 0});
+  state->taken.push_back({e.tgid, e.held != 0, e.unheld});
   return 0;
 }
 
@@ -60,6 +60,7 @@ Result<std::unique_ptr<Sampler::State>> Load(uint32_t walk_frames, record::Share
   bpf_map__set_max_entries(state->skel->maps.walk_out, uint32_t(cpus));
   RETURN_IF_ERROR(record::SizeScratchPerCpu(state->skel->maps.walk_scratch));
   state->skel->rodata->walk_max_frames = walk_frames;
+  state->skel->rodata->recorder_tgid = uint32_t(getpid());
   if (maps != nullptr) RETURN_IF_ERROR(maps->Reuse(state->skel->obj));
   if (int err = sampler_bpf__load(state->skel); err != 0) {
     return record::BpfLoadError("the kernel refused the runtime walkers", err);

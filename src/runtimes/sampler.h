@@ -48,6 +48,8 @@ class Sampler {
   struct Exec {
     uint32_t pid = 0;
     bool held = false;
+    // Why a process a runtime wanted held was not (runtime_exec_event's).
+    int32_t unheld = 0;
   };
   void AddExecListener(std::function<void(const Exec&)> listener);
   // Takes the execs reported since and tells every listener.

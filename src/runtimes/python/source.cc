@@ -514,6 +514,13 @@ void PythonSource::TakeExecs() {
     // Another program now: its old interpreter's threads are not read again
     // (laid out afresh below if the new program is Python too).
     if (auto old = processes_.find(pid); old != processes_.end()) old->second.gone = true;
+    if (e.unheld != 0) {
+      Problem(
+          "interpreter execs not held until laid out",
+          "pid " + std::to_string(pid) + ": " +
+              (e.unheld == 1 ? std::string("its parent hears its stops")
+                             : "SIGSTOP refused (" + std::string(std::strerror(-e.unheld)) + ")"));
+    }
     if (!e.held) continue;
     // Stopped at its exec, before its first instruction: laid out from its
     // executable's mapping (which also teaches BPF the image for the next
