@@ -111,6 +111,19 @@ class PseudoFrames {
 
 }  // namespace
 
+namespace {
+
+// Every table's stacks of `out` as `remap` maps them (old node to new).
+void RemapStacks(capture::Capture* out, const std::vector<capture::StackId>& remap) {
+  capture::ForEachStackColumn(*out, [&](const char*, auto& column) {
+    for (size_t i = 0; i < column.size(); ++i) {
+      if (column[i] != kNone) column[i] = remap[column[i]];
+    }
+  });
+}
+
+}  // namespace
+
 capture::StackId AppendPseudoFrame(capture::Capture* c, const std::string& name,
                                    capture::StackId parent) {
   PseudoFrames pseudo(c);
@@ -129,11 +142,7 @@ capture::Capture WithoutInlines(const capture::Capture& c) {
     // holds the code.
     remap[n] = c.frames[f].kind == capture::FrameKind::kInline ? parent : stacks.Intern(parent, f);
   }
-  capture::ForEachStackColumn(out, [&](const char*, auto& column) {
-    for (size_t i = 0; i < column.size(); ++i) {
-      if (column[i] != kNone) column[i] = remap[column[i]];
-    }
-  });
+  RemapStacks(&out, remap);
   return out;
 }
 
@@ -183,11 +192,7 @@ capture::Capture Transformed(const capture::Capture& c, const std::vector<std::s
       remap[n] = stacks.Intern(parent, f);
     }
   }
-  capture::ForEachStackColumn(out, [&](const char*, auto& column) {
-    for (size_t i = 0; i < column.size(); ++i) {
-      if (column[i] != kNone) column[i] = remap[column[i]];
-    }
-  });
+  RemapStacks(&out, remap);
   return out;
 }
 
@@ -222,11 +227,7 @@ Result<capture::Capture> Rooted(const capture::Capture& c, const std::vector<std
     return Status::Error(StatusCode::kInvalidArgument,
                          "no stack begins with the call path " + JoinCallPath(path));
   }
-  capture::ForEachStackColumn(out, [&](const char*, auto& column) {
-    for (size_t i = 0; i < column.size(); ++i) {
-      if (column[i] != kNone) column[i] = remap[column[i]];
-    }
-  });
+  RemapStacks(&out, remap);
   return out;
 }
 
