@@ -231,6 +231,18 @@ Result<capture::Capture> Rooted(const capture::Capture& c, const std::vector<std
   return out;
 }
 
+Result<std::optional<capture::Capture>> AsShown(const capture::Capture& c, const Shaping& how) {
+  if (how.inlines && how.look == Look::kMixed && how.merge.empty() && how.collapse.empty() &&
+      how.focus_path.empty()) {
+    return std::optional<capture::Capture>();
+  }
+  capture::Capture t =
+      Transformed(WithLook(how.inlines ? c : WithoutInlines(c), how.look), how.merge, how.collapse);
+  if (how.focus_path.empty()) return std::optional<capture::Capture>(std::move(t));
+  ASSIGN_OR_RETURN(capture::Capture rooted, Rooted(t, how.focus_path));
+  return std::optional<capture::Capture>(std::move(rooted));
+}
+
 bool ParseLook(std::string_view text, Look* look, bool native_leaves) {
   if (text == "mixed") {
     *look = Look::kMixed;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,21 @@ bool ParseLook(std::string_view text, Look* look, bool native_leaves = false);
 // The capture with every table's stacks as `look` shows them. Frame ids
 // stay valid; a stack left empty has no stack (kNone).
 capture::Capture WithLook(const capture::Capture& capture, Look look);
+
+// How report and convert shape a capture before their views: inlines
+// folded or not, the look, Transformed's merge and collapse, and Rooted at
+// a focus path (FilterSpec::focus_path), in that order.
+struct Shaping {
+  bool inlines = true;
+  Look look = Look::kMixed;
+  const std::vector<std::string>& merge;
+  const std::vector<std::string>& collapse;
+  const std::vector<std::string>& focus_path;
+};
+// The capture so shaped; nullopt when nothing shapes it (the capture as
+// it is). Rooted's error when no stack begins with the focus path.
+Result<std::optional<capture::Capture>> AsShown(const capture::Capture& capture,
+                                                const Shaping& how);
 
 // Samples and value ending in each stack node (index = StackId); samples
 // without a stack are added to `no_stack`.

@@ -459,23 +459,19 @@ Status BuildViews(const capture::Capture& original, const capture::Capture& cap,
 
 Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQuery& q,
                                 const capture::Capture* other) {
-  std::optional<capture::Capture> folded, other_folded;
-  const std::vector<std::string>& path = q.filter.focus_path;
-  if (!q.inlines || q.look != Look::kMixed || !q.merge.empty() || !q.collapse.empty() ||
-      !path.empty()) {
-    auto shown = [&](const capture::Capture& c) -> Result<capture::Capture> {
-      capture::Capture t =
-          Transformed(WithLook(q.inlines ? c : WithoutInlines(c), q.look), q.merge, q.collapse);
-      return path.empty() ? std::move(t) : Rooted(t, path);
-    };
-    Result<capture::Capture> mine = shown(recorded);
-    if (!mine.ok()) return mine.status().WithContext(q.capture_name);
-    folded = std::move(mine).value();
-    if (other != nullptr) {
-      Result<capture::Capture> theirs = shown(*other);
-      if (!theirs.ok()) return theirs.status().WithContext(q.other_name);
-      other = &other_folded.emplace(std::move(theirs).value());
-    }
+  const Shaping how{.inlines = q.inlines,
+                    .look = q.look,
+                    .merge = q.merge,
+                    .collapse = q.collapse,
+                    .focus_path = q.filter.focus_path};
+  Result<std::optional<capture::Capture>> mine = AsShown(recorded, how);
+  if (!mine.ok()) return mine.status().WithContext(q.capture_name);
+  std::optional<capture::Capture> folded = std::move(mine).value(), other_folded;
+  if (other != nullptr && folded) {
+    Result<std::optional<capture::Capture>> theirs = AsShown(*other, how);
+    if (!theirs.ok()) return theirs.status().WithContext(q.other_name);
+    other_folded = std::move(theirs).value();
+    other = &*other_folded;
   }
   const capture::Capture& original = folded ? *folded : recorded;
   const Metric metric = q.metric.value_or(DefaultMetric(original));

@@ -63,17 +63,12 @@ Status Prepare(const capture::Capture& recorded, const std::string& format,
     return Status::Error("say which format to write: --to pprof|chrome|folded|speedscope");
   }
   if (ExportExtension(format).empty()) return Status::Error("unknown format '" + format + "'");
-  const std::vector<std::string>& path = options.filter.focus_path;
-  if (!options.inlines || options.look != analysis::Look::kMixed || !options.merge.empty() ||
-      !options.collapse.empty() || !path.empty()) {
-    p->folded = analysis::Transformed(
-        analysis::WithLook(options.inlines ? recorded : analysis::WithoutInlines(recorded),
-                           options.look),
-        options.merge, options.collapse);
-    if (!path.empty()) {
-      ASSIGN_OR_RETURN(p->folded, analysis::Rooted(*p->folded, path));
-    }
-  }
+  ASSIGN_OR_RETURN(p->folded,
+                   analysis::AsShown(recorded, {.inlines = options.inlines,
+                                                .look = options.look,
+                                                .merge = options.merge,
+                                                .collapse = options.collapse,
+                                                .focus_path = options.filter.focus_path}));
   const capture::Capture& original = p->folded ? *p->folded : recorded;
   RETURN_IF_ERROR(analysis::CheckMetric(original, options.metric));
   // Folded and speedscope write the metric's samples; the others read the
