@@ -16,6 +16,15 @@ inline uint64_t MonotonicNowNs() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in nanoseconds:
+// what work costs, where a wall-clock span would count the time the thread
+// waited for a CPU on a loaded machine.
+inline uint64_t ThreadCpuNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
 // CLOCK_REALTIME in nanoseconds since the Unix epoch: wall-clock names and
 // the wall-clock time a capture's start corresponds to.
 inline uint64_t RealtimeNowNs() {

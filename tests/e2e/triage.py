@@ -143,8 +143,10 @@ check(top["evidence"]["call"] == "read", "the call is read: %s" % top["evidence"
 # joining them, waits for them, not for the GIL).
 cap, rep = triage(["--", *FIRST, "/usr/bin/python3", os.path.join(FIXTURES_DIR, "python", "gil.py"), "8000000"],
                   "gil")
-acc = {tid: t for tid, t in own_account(cap).items() if t["name"].startswith("spinner")}
-check(len(acc) == 4, "the four spinning threads were read: %s" % acc)
+every = own_account(cap)
+acc = {tid: t for tid, t in every.items() if t["name"].startswith("spinner")}
+check(len(acc) == 4, "the four spinning threads were read: %s (every thread read: %s)"
+      % (acc, {tid: (t["name"], t["life"]) for tid, t in every.items()}))
 expect(rep, cap, "gil", share(acc, lambda t: t["sleeping"]), "spinner", "GIL-bound Python")
 
 

@@ -56,6 +56,10 @@ constexpr std::string_view kEvalLoopName = "_PyEval_EvalFrameDefault (eval loop)
 const uint8_t kModuleTag = record::code_tags::Allocate();  // the rest of the module
 constexpr uint64_t kRefreshNs = 20'000'000;                // thread maps, about every 20 ms
 constexpr uint64_t kNamesNs = 500'000'000;  // thread names, when no thread came or went
+// A thread state threading has not named is read again at each refresh for
+// this long; past it, it is a thread threading does not know (a C
+// extension's, or _thread's) and is read every kNamesNs with the rest.
+constexpr uint64_t kNamesYoungNs = 2'000'000'000;
 constexpr size_t kMaxNotes = 16;
 constexpr uint64_t kRetryNs = 2'000'000;  // an exec'd process's maps, every 2 ms
 constexpr uint64_t kExecWindowNs =
@@ -99,6 +103,11 @@ struct Process {
   // at least every kNamesNs: each thread's (by tid) as last given.
   ThreadNamesCache names_cache;
   std::set<uint64_t> named_states;
+  // Thread states threading had not named at the last read, by when each
+  // was first seen: a thread's state exists before threading registers it
+  // (when it first holds the GIL, which may take a while), so a young one is
+  // read again at each refresh until named or kNamesYoungNs old.
+  std::unordered_map<uint64_t, uint64_t> unnamed_since;
   uint64_t names_read_at = 0, names_cost_ns = 0;
   std::unordered_map<uint32_t, std::string> names;
 };
@@ -470,13 +479,20 @@ void PythonSource::NameThreads(Process& p, std::span<const PythonThread> threads
   std::set<uint64_t> states;
   for (const PythonThread& t : threads) states.insert(t.state);
   const uint64_t now = MonotonicNowNs();
-  if (states == p.named_states && now - p.names_read_at < kNamesNs) return;
-  // At most 5% of a CPU: a read of 600 threads' names takes some 10 ms.
+  const bool young_unnamed = std::ranges::any_of(p.unnamed_since, [&](const auto& u) {
+    return states.contains(u.first) && now - u.second < kNamesYoungNs;
+  });
+  if (states == p.named_states && !young_unnamed && now - p.names_read_at < kNamesNs) return;
+  // At most 5% of a CPU: a read of 600 threads' names takes some 10 ms of
+  // the recorder's CPU (its CPU time: on a loaded machine the wall-clock
+  // time of a read counts the waits for a CPU, and held the next read back
+  // for seconds).
   if (now - p.names_read_at < 20 * p.names_cost_ns) return;
   p.names_read_at = now;
+  const uint64_t cpu = ThreadCpuNowNs();
   Result<std::unordered_map<uint64_t, std::string>> names =
       ReadThreadNames(*p.memory, p.module->layout, p.at, &p.names_cache);
-  p.names_cost_ns = MonotonicNowNs() - now;
+  p.names_cost_ns = ThreadCpuNowNs() - cpu;
   if (!names.ok()) {
     // Exiting, or a program that made threading unlike itself.
     if (!record::ProcessGone(pid_t(p.pid)))
@@ -484,17 +500,23 @@ void PythonSource::NameThreads(Process& p, std::span<const PythonThread> threads
               "pid " + std::to_string(p.pid) + ": " + names.status().message());
     return;
   }
-  p.named_states = std::move(states);
+  std::unordered_map<uint64_t, uint64_t> unnamed;
   for (const PythonThread& t : threads) {
     auto name = names->find(t.ident);
     auto tid = tids.find(t.state);
-    if (name == names->end() || tid == tids.end()) continue;
+    if (name == names->end() || tid == tids.end()) {
+      auto seen = p.unnamed_since.find(t.state);
+      unnamed.emplace(t.state, seen != p.unnamed_since.end() ? seen->second : now);
+      continue;
+    }
     std::string& given = p.names[tid->second];
     if (given == name->second) continue;
     if (given.empty()) ++threads_named_;
     given = name->second;
     sink->NameThread(p.pid, tid->second, now, given);
   }
+  p.named_states = std::move(states);
+  p.unnamed_since = std::move(unnamed);
   // Only the living threads' names are kept: a program that starts
   // threads without end costs no more than its threads of the moment.
   std::unordered_set<uint32_t> living;
