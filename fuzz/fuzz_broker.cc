@@ -15,7 +15,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (r.ok()) {
     if (microscope::serve::EncodeRequest(*r) != bytes) abort();
   }
-  std::vector<microscope::capture::SegmentFile> segments;
-  (void)microscope::serve::DecodeReply(bytes, &segments);
+  std::vector<microscope::capture::SegmentFile> files;
+  uint64_t left_out = 0;
+  if (microscope::serve::DecodeReply(bytes, &files, &left_out).ok()) {
+    // A listing that decodes encodes to the same bytes (an ok status has
+    // no message).
+    if (bytes.size() >= 5 && bytes[0] == 0 &&
+        bytes.substr(1, 4) == std::string_view("\0\0\0\0", 4) &&
+        microscope::serve::EncodeReply(microscope::OkStatus(), files, left_out) != bytes) {
+      abort();
+    }
+  }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -84,6 +85,8 @@ int ResolveServe(ServeCommandOptions& o, std::string* view) {
     return 1;
   }
   o.serve.captures = *captures;
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.target, ec)) o.serve.directory = o.target;
   o.serve.require_token = !o.no_token;
   if (!ParseDurationOption("--query-timeout", o.query_timeout, &o.serve.query_timeout_ns) ||
       !ParseSizeOption("--cache-size", o.cache_size, &o.serve.cache_bytes)) {
@@ -145,7 +148,7 @@ int RunServe(ServeCommandOptions& o) {
   std::string view;  // the page's query: what the printed URL opens
   if (int failed = ResolveServe(o, &view); failed != 0) return failed;
   Result<std::unique_ptr<serve::DirectBroker>> direct =
-      serve::DirectBroker::Open(o.serve.captures, o.serve.source);
+      serve::DirectBroker::Open(o.serve.captures, o.serve.source, o.serve.directory);
   if (!direct.ok()) {
     PrintError(direct.status().message());
     return 1;

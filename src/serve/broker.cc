@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -105,8 +106,23 @@ bool ReceiveMessage(int sock, size_t limit, std::string* body, ScopedFd* fd) {
 // its reply, one at a time.
 class BrokerClient : public Broker {
  public:
-  BrokerClient(std::map<std::string, ServedCapture> served, ScopedFd sock)
-      : Broker(std::move(served)), sock_(std::move(sock)) {}
+  BrokerClient(std::map<std::string, ServedCapture> served, std::string directory, ScopedFd sock)
+      : Broker(std::move(served), std::move(directory)), sock_(std::move(sock)) {}
+
+  Result<std::vector<capture::SegmentFile>> ListCaptures(size_t* left_out) override {
+    std::vector<capture::SegmentFile> files;
+    uint64_t left = 0;
+    ScopedFd none;
+    Status s = Call({BrokerOp::kListCaptures, "", ""}, &files, &none, &left);
+    if (!s.ok()) return s;
+    // What the broker serves, the server asks for: no more than it listed.
+    if (files.size() > kMaxServedCaptures) {
+      return Status::Error(StatusCode::kDataLoss, "the broker listed too many captures");
+    }
+    AddListed(files);
+    if (left_out != nullptr) *left_out = size_t(left);
+    return files;
+  }
 
   Result<ScopedFd> OpenCapture(const std::string& name) override {
     return Open({BrokerOp::kOpenCapture, name, ""});
@@ -136,7 +152,7 @@ class BrokerClient : public Broker {
   }
 
   Status Call(const BrokerRequest& request, std::vector<capture::SegmentFile>* segments,
-              ScopedFd* fd) {
+              ScopedFd* fd, uint64_t* left_out = nullptr) {
     const std::string body = EncodeRequest(request);
     if (body.size() > kMaxBrokerRequest) {
       return Status::Error(StatusCode::kInvalidArgument, "a name too long to ask the broker for");
@@ -147,7 +163,7 @@ class BrokerClient : public Broker {
         !ReceiveMessage(sock_.get(), kMaxBrokerReply, &reply, fd)) {
       return Status::Error(StatusCode::kUnavailable, "the file broker is gone");
     }
-    return DecodeReply(reply, segments);
+    return DecodeReply(reply, segments, left_out);
   }
 
   std::mutex mutex_;
@@ -156,9 +172,17 @@ class BrokerClient : public Broker {
 
 // The broker's answer to one request: its status, a listing, a descriptor.
 Status Handle(DirectBroker& direct, const BrokerRequest& r,
-              std::vector<capture::SegmentFile>* segments, ScopedFd* fd) {
+              std::vector<capture::SegmentFile>* segments, uint64_t* left_out, ScopedFd* fd) {
   Result<ScopedFd> opened = Status::Error(StatusCode::kInternal, "no such operation");
   switch (r.op) {
+    case BrokerOp::kListCaptures: {
+      size_t left = 0;
+      Result<std::vector<capture::SegmentFile>> listed = direct.ListCaptures(&left);
+      if (!listed.ok()) return listed.status();
+      *segments = std::move(listed).value();
+      *left_out = left;
+      return OkStatus();
+    }
     case BrokerOp::kOpenCapture:
       opened = direct.OpenCapture(r.name);
       break;
@@ -229,9 +253,11 @@ int RunBroker(DirectBroker& direct, int sock, int signals, pid_t child) {
       }
       Result<BrokerRequest> request = DecodeRequest(body);
       std::vector<capture::SegmentFile> segments;
+      uint64_t left_out = 0;
       ScopedFd fd;
-      Status s = request.ok() ? Handle(direct, *request, &segments, &fd) : request.status();
-      if (!SendMessage(sock, EncodeReply(s, segments), fd.get())) stop_reading();
+      Status s =
+          request.ok() ? Handle(direct, *request, &segments, &left_out, &fd) : request.status();
+      if (!SendMessage(sock, EncodeReply(s, segments, left_out), fd.get())) stop_reading();
     }
   }
 }
@@ -257,13 +283,60 @@ void DropPrivileges(uid_t uid, gid_t gid, pid_t broker, const std::string& user)
 
 }  // namespace
 
-const ServedCapture* Broker::Find(const std::string& name) const {
+std::optional<ServedCapture> Broker::Find(const std::string& name) const {
+  std::lock_guard lock(mutex_);
   auto it = served_.find(name);
-  return it == served_.end() ? nullptr : &it->second;
+  if (it == served_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::map<std::string, ServedCapture> Broker::served() const {
+  std::lock_guard lock(mutex_);
+  return served_;
+}
+
+void Broker::AddListed(const std::vector<capture::SegmentFile>& listed) {
+  std::lock_guard lock(mutex_);
+  for (const capture::SegmentFile& f : listed) {
+    served_.try_emplace(f.name, ServedCapture{f.name, directory_ + "/" + f.name, false});
+  }
+}
+
+Result<std::vector<capture::SegmentFile>> DirectBroker::ListCaptures(size_t* left_out) {
+  if (directory().empty()) {
+    return Status::Error(StatusCode::kNotFound, "no directory of captures is served");
+  }
+  Result<ScopedFd> dir = OpenDirectory(directory());
+  if (!dir.ok()) return dir.status().WithContext(directory());
+  std::vector<capture::SegmentFile> files;
+  for (const std::string& name : EntryNames(dir->get())) {
+    // Captures by name, as CapturesToServe took them at the start; a
+    // --continuous writer's segments are the directory's capture.
+    if (name.size() <= 6 || name.compare(name.size() - 6, 6, ".mscap") != 0 ||
+        capture::IsSegmentName(name)) {
+      continue;
+    }
+    std::optional<struct stat> st = StatEntry(dir->get(), name);
+    if (!st || !(S_ISREG(st->st_mode) || S_ISLNK(st->st_mode))) continue;
+    // A link's size is its target's, read when it is opened (by the file
+    // policy), not here.
+    files.push_back({name, S_ISREG(st->st_mode) ? uint64_t(st->st_size) : 0,
+                     uint64_t(st->st_mtim.tv_sec) * 1000000000ull + uint64_t(st->st_mtim.tv_nsec)});
+  }
+  std::sort(
+      files.begin(), files.end(),
+      [](const capture::SegmentFile& a, const capture::SegmentFile& b) { return a.name < b.name; });
+  // The first by name, whatever order the directory keeps.
+  const size_t left = files.size() > kMaxServedCaptures ? files.size() - kMaxServedCaptures : 0;
+  files.resize(files.size() - left);
+  AddListed(files);
+  if (left_out != nullptr) *left_out = left;
+  return files;
 }
 
 Result<std::unique_ptr<DirectBroker>> DirectBroker::Open(const std::vector<std::string>& captures,
-                                                         const formats::SourceOptions& source) {
+                                                         const formats::SourceOptions& source,
+                                                         const std::string& directory) {
   std::map<std::string, ServedCapture> served;
   for (const std::string& path : captures) {
     const std::string name = std::filesystem::path(path).filename().string();
@@ -275,12 +348,15 @@ Result<std::unique_ptr<DirectBroker>> DirectBroker::Open(const std::vector<std::
   formats::SourceOptions options = source;
   options.for_anyone = true;  // serve's clients may be anyone on the host
   ASSIGN_OR_RETURN(formats::SourceFiles files, formats::SourceFiles::Open(options));
-  return std::unique_ptr<DirectBroker>(new DirectBroker(std::move(served), std::move(files)));
+  std::string dir = directory;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return std::unique_ptr<DirectBroker>(
+      new DirectBroker(std::move(served), std::move(dir), std::move(files)));
 }
 
 Result<ScopedFd> DirectBroker::OpenCapture(const std::string& name) {
-  const ServedCapture* c = Find(name);
-  if (c == nullptr || c->directory) {
+  const std::optional<ServedCapture> c = Find(name);
+  if (!c || c->directory) {
     return Status::Error(StatusCode::kNotFound, "no capture file is served as '" + name + "'");
   }
   // Named by the person serving, but it may sit in a directory others can
@@ -294,16 +370,16 @@ Result<ScopedFd> DirectBroker::OpenCapture(const std::string& name) {
 }
 
 Result<std::vector<capture::SegmentFile>> DirectBroker::ListSegments(const std::string& name) {
-  const ServedCapture* c = Find(name);
-  if (c == nullptr || !c->directory) {
+  const std::optional<ServedCapture> c = Find(name);
+  if (!c || !c->directory) {
     return Status::Error(StatusCode::kNotFound, "no directory is served as '" + name + "'");
   }
   return capture::ListSegments(c->path);
 }
 
 Result<ScopedFd> DirectBroker::OpenSegment(const std::string& name, const std::string& entry) {
-  const ServedCapture* c = Find(name);
-  if (c == nullptr || !c->directory) {
+  const std::optional<ServedCapture> c = Find(name);
+  if (!c || !c->directory) {
     return Status::Error(StatusCode::kNotFound, "no directory is served as '" + name + "'");
   }
   Result<ScopedFd> dir = OpenDirectory(c->path);
@@ -357,10 +433,12 @@ Result<std::unique_ptr<Broker>> SeparatePrivileges(std::unique_ptr<DirectBroker>
     sigprocmask(SIG_SETMASK, &old, nullptr);
     mine.Reset();
     std::map<std::string, ServedCapture> served = direct->served();
+    std::string directory = direct->directory();
     direct.reset();  // the source root's descriptor stays the broker's
     if (before_drop) before_drop();
     DropPrivileges(uid, gid, broker, name);
-    return std::unique_ptr<Broker>(new BrokerClient(std::move(served), std::move(theirs)));
+    return std::unique_ptr<Broker>(
+        new BrokerClient(std::move(served), std::move(directory), std::move(theirs)));
   }
   theirs.Reset();
   if (child_only_fd >= 0) close(child_only_fd);
@@ -374,8 +452,8 @@ Result<std::unique_ptr<Broker>> SeparatePrivileges(std::unique_ptr<DirectBroker>
 }
 
 Result<capture::Capture> ReadServed(Broker& broker, const std::string& name) {
-  const ServedCapture* c = broker.Find(name);
-  if (c == nullptr) {
+  const std::optional<ServedCapture> c = broker.Find(name);
+  if (!c) {
     return Status::Error(StatusCode::kNotFound, "no capture named '" + name + "' is served");
   }
   if (c->directory) {
@@ -395,8 +473,8 @@ Result<capture::Capture> ReadServed(Broker& broker, const std::string& name) {
 }
 
 std::string ServedListing(Broker& broker, const std::string& name) {
-  const ServedCapture* c = broker.Find(name);
-  if (c == nullptr || !c->directory) return "";
+  const std::optional<ServedCapture> c = broker.Find(name);
+  if (!c || !c->directory) return "";
   std::string out;
   if (auto files = broker.ListSegments(name); files.ok()) {
     for (const capture::SegmentFile& f : *files) out += f.name + "\n";
@@ -405,8 +483,8 @@ std::string ServedListing(Broker& broker, const std::string& name) {
 }
 
 uint64_t ServedBytes(Broker& broker, const std::string& name) {
-  const ServedCapture* c = broker.Find(name);
-  if (c == nullptr) return 0;
+  const std::optional<ServedCapture> c = broker.Find(name);
+  if (!c) return 0;
   uint64_t bytes = 0;
   if (c->directory) {
     if (auto files = broker.ListSegments(name); files.ok()) {

@@ -23,6 +23,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,13 +44,25 @@ struct ServedCapture {
   bool directory = false;
 };
 
+// The most captures a served directory lists: files past it (a directory
+// others fill without end) are counted, not served.
+inline constexpr size_t kMaxServedCaptures = 10000;
+
 class Broker {
  public:
   virtual ~Broker() = default;
 
-  // The served capture `name`, or null.
-  const ServedCapture* Find(const std::string& name) const;
-  const std::map<std::string, ServedCapture>& served() const { return served_; }
+  // The served capture `name`, if it is one. Safe beside ListCaptures.
+  std::optional<ServedCapture> Find(const std::string& name) const;
+  std::map<std::string, ServedCapture> served() const;
+  // The directory of captures served (serve DIR), or empty.
+  const std::string& directory() const { return directory_; }
+
+  // The capture files in the served directory now (name, bytes), sorted:
+  // its regular *.mscap files, and links named so (opening one applies the
+  // file policy); each is served from then on. At most kMaxServedCaptures;
+  // `*left_out` counts the rest. An error when no directory is served.
+  virtual Result<std::vector<capture::SegmentFile>> ListCaptures(size_t* left_out) = 0;
 
   // The capture file served as `name`, opened.
   virtual Result<ScopedFd> OpenCapture(const std::string& name) = 0;
@@ -61,9 +75,15 @@ class Broker {
   virtual Result<ScopedFd> OpenSource(const std::string& path) = 0;
 
  protected:
-  explicit Broker(std::map<std::string, ServedCapture> served) : served_(std::move(served)) {}
+  Broker(std::map<std::string, ServedCapture> served, std::string directory)
+      : directory_(std::move(directory)), served_(std::move(served)) {}
+  // Serves the files `listed` in the directory from now on (a name already
+  // served as a directory of segments stays that).
+  void AddListed(const std::vector<capture::SegmentFile>& listed);
 
  private:
+  const std::string directory_;
+  mutable std::mutex mutex_;  // guards served_
   std::map<std::string, ServedCapture> served_;
 };
 
@@ -71,18 +91,23 @@ class Broker {
 class DirectBroker : public Broker {
  public:
   // `captures`: the paths CapturesToServe gave (unique base names);
-  // `source`: the source view's options (for_anyone is set here).
+  // `source`: the source view's options (for_anyone is set here);
+  // `directory`: the directory they came from, listed again by
+  // ListCaptures (empty: none).
   static Result<std::unique_ptr<DirectBroker>> Open(const std::vector<std::string>& captures,
-                                                    const formats::SourceOptions& source);
+                                                    const formats::SourceOptions& source,
+                                                    const std::string& directory = "");
 
+  Result<std::vector<capture::SegmentFile>> ListCaptures(size_t* left_out) override;
   Result<ScopedFd> OpenCapture(const std::string& name) override;
   Result<std::vector<capture::SegmentFile>> ListSegments(const std::string& name) override;
   Result<ScopedFd> OpenSegment(const std::string& name, const std::string& entry) override;
   Result<ScopedFd> OpenSource(const std::string& path) override;
 
  private:
-  DirectBroker(std::map<std::string, ServedCapture> served, formats::SourceFiles sources)
-      : Broker(std::move(served)), sources_(std::move(sources)) {}
+  DirectBroker(std::map<std::string, ServedCapture> served, std::string directory,
+               formats::SourceFiles sources)
+      : Broker(std::move(served), std::move(directory)), sources_(std::move(sources)) {}
   formats::SourceFiles sources_;
 };
 

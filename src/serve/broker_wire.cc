@@ -67,7 +67,7 @@ Result<BrokerRequest> DecodeRequest(std::string_view bytes) {
   if (!r.U8(&op) || !r.String(&out.name) || !r.String(&out.arg) || !r.done()) {
     return Malformed("a truncated or overlong request");
   }
-  if (op < uint8_t(BrokerOp::kOpenCapture) || op > uint8_t(BrokerOp::kOpenSource)) {
+  if (op < uint8_t(BrokerOp::kOpenCapture) || op > uint8_t(BrokerOp::kListCaptures)) {
     return Malformed("unknown operation " + std::to_string(op));
   }
   if (out.name.find('\0') != std::string::npos || out.arg.find('\0') != std::string::npos) {
@@ -77,33 +77,38 @@ Result<BrokerRequest> DecodeRequest(std::string_view bytes) {
   return out;
 }
 
-std::string EncodeReply(const Status& status, const std::vector<capture::SegmentFile>& segments) {
+std::string EncodeReply(const Status& status, const std::vector<capture::SegmentFile>& files,
+                        uint64_t left_out) {
   std::string out(1, char(status.code()));
   PutString(&out, status.message());
-  PutU32(&out, uint32_t(segments.size()));
-  for (const capture::SegmentFile& f : segments) {
+  PutU32(&out, uint32_t(files.size()));
+  for (const capture::SegmentFile& f : files) {
     PutString(&out, f.name);
     PutU64(&out, f.bytes);
     PutU64(&out, f.mtime_ns);
   }
+  PutU64(&out, left_out);
   return out;
 }
 
-Status DecodeReply(std::string_view bytes, std::vector<capture::SegmentFile>* segments) {
+Status DecodeReply(std::string_view bytes, std::vector<capture::SegmentFile>* files,
+                   uint64_t* left_out) {
   Reader r(bytes);
   uint8_t code = 0;
   std::string message;
   uint32_t n = 0;
   if (!r.U8(&code) || !r.String(&message) || !r.Fixed(&n)) return Malformed("a truncated reply");
-  segments->clear();
+  files->clear();
   for (uint32_t i = 0; i < n; ++i) {
     capture::SegmentFile f;
     if (!r.String(&f.name) || !r.Fixed(&f.bytes) || !r.Fixed(&f.mtime_ns)) {
       return Malformed("a truncated listing");
     }
-    segments->push_back(std::move(f));
+    files->push_back(std::move(f));
   }
-  if (!r.done()) return Malformed("a reply of unknown form");
+  uint64_t left = 0;
+  if (!r.Fixed(&left) || !r.done()) return Malformed("a reply of unknown form");
+  if (left_out != nullptr) *left_out = left;
   if (code == 0) return OkStatus();
   return Status::Error(StatusCode(code), message);
 }

@@ -20,6 +20,7 @@ enum class BrokerOp : uint8_t {
   kListSegments = 2,  // name: a served --continuous directory
   kOpenSegment = 3,   // name, and arg: one of its segments
   kOpenSource = 4,    // arg: a source file's path, as a capture names it
+  kListCaptures = 5,  // the served directory's capture files now
 };
 
 struct BrokerRequest {
@@ -35,8 +36,12 @@ std::string EncodeRequest(const BrokerRequest& request);
 // An error for anything but one well-formed request.
 Result<BrokerRequest> DecodeRequest(std::string_view bytes);
 
-// A reply: the status of the request, and for kListSegments the listing.
-std::string EncodeReply(const Status& status, const std::vector<capture::SegmentFile>& segments);
-Status DecodeReply(std::string_view bytes, std::vector<capture::SegmentFile>* segments);
+// A reply: the status of the request, and for kListSegments and
+// kListCaptures the listing (files' names, sizes and times) and how many
+// files it left out (kMaxServedCaptures).
+std::string EncodeReply(const Status& status, const std::vector<capture::SegmentFile>& files,
+                        uint64_t left_out = 0);
+Status DecodeReply(std::string_view bytes, std::vector<capture::SegmentFile>* files,
+                   uint64_t* left_out = nullptr);
 
 }  // namespace microscope::serve

@@ -82,8 +82,16 @@ struct Server::State {
   ServeOptions options;
   bool loopback_only = true;
   int port = 0;
-  std::map<std::string, std::string> paths;  // base name: path
-  std::shared_ptr<Broker> broker;            // opens what is served (broker.h)
+  // What is served, by base name: path. A served directory's captures
+  // come and go (Relist); guarded by paths_mutex, as are the rest.
+  std::map<std::string, std::string> paths;
+  std::mutex paths_mutex;
+  // The directory's capture files at its last listing (mtime 0: named at
+  // the start, not yet listed), the ones past kMaxServedCaptures, and when.
+  std::map<std::string, capture::SegmentFile> listed;
+  size_t unlisted = 0;
+  Clock::time_point relisted_at{};
+  std::shared_ptr<Broker> broker;  // opens what is served (broker.h)
   GuardedHttpServer http{ConnectionLimits{}};
   std::string token;  // empty with --no-token
   // Guards the caches, the listings and the queries running; held only to
@@ -126,9 +134,66 @@ struct Server::State {
   void Route();
   Status Listen(const ServeOptions& options);
 
+  std::map<std::string, std::string> Paths() {
+    std::lock_guard lock(paths_mutex);
+    return paths;
+  }
+  bool Served(const std::string& name) {
+    std::lock_guard lock(paths_mutex);
+    return paths.contains(name);
+  }
+  // What no capture parameter names: the only capture served, else "".
+  std::string OnlyName() {
+    std::lock_guard lock(paths_mutex);
+    return paths.size() == 1 ? paths.begin()->first : "";
+  }
+
+  // The served directory (serve DIR) listed again, at most once per
+  // `every`: captures added to it are served from then on, removed ones
+  // no longer, and one rewritten (another size or time) is read again.
+  void Relist(Clock::duration every) {
+    if (broker->directory().empty()) return;
+    {
+      std::lock_guard lock(paths_mutex);
+      const auto now = Clock::now();
+      if (now - relisted_at < every) return;
+      relisted_at = now;
+    }
+    size_t left = 0;
+    Result<std::vector<capture::SegmentFile>> files = broker->ListCaptures(&left);
+    if (!files.ok()) return;  // what was listed stays
+    std::vector<std::string> changed;
+    {
+      std::lock_guard lock(paths_mutex);
+      std::map<std::string, capture::SegmentFile> now;
+      for (capture::SegmentFile& f : *files) {
+        const std::optional<ServedCapture> c = broker->Find(f.name);
+        if (!c || c->directory) continue;
+        auto before = listed.find(f.name);
+        if (before != listed.end() && before->second.mtime_ns != 0 &&
+            (before->second.bytes != f.bytes || before->second.mtime_ns != f.mtime_ns)) {
+          changed.push_back(f.name);
+        }
+        paths[f.name] = c->path;
+        now.emplace(f.name, std::move(f));
+      }
+      for (const auto& [name, f] : listed) {
+        if (now.contains(name)) continue;
+        paths.erase(name);
+        changed.push_back(name);
+      }
+      listed = std::move(now);
+      unlisted = left;
+    }
+    if (changed.empty()) return;
+    std::lock_guard lock(mutex);
+    for (const std::string& name : changed) loaded.Erase(name);
+    answers.Clear();
+  }
+
   void Preload() {
     size_t n = 0;
-    for (const auto& [name, path] : paths) {
+    for (const auto& [name, path] : Paths()) {
       if (n++ == kLoadedCaptures) break;
       int status = 0;
       (void)Load(name, &status);  // an error is the query's to report
@@ -138,16 +203,18 @@ struct Server::State {
   // The capture served as `name` ("" names the only one).
   Result<std::shared_ptr<const capture::Capture>> Load(std::string name, int* status) {
     if (name.empty()) {
-      if (paths.size() != 1) {
+      name = OnlyName();
+      if (name.empty()) {
         *status = 400;
         return Status::Error(StatusCode::kInvalidArgument,
-                             "parameter capture is needed: " + std::to_string(paths.size()) +
+                             "parameter capture is needed: " + std::to_string(Paths().size()) +
                                  " captures are served (GET /api/captures lists them)");
       }
-      name = paths.begin()->first;
     }
-    auto path = paths.find(name);
-    if (path == paths.end()) {
+    // One just added to a served directory is found without waiting for
+    // the page's next listing.
+    if (!Served(name)) Relist(std::chrono::milliseconds(100));
+    if (!Served(name)) {
       *status = 404;
       return Status::Error(StatusCode::kNotFound, "no capture named '" + name + "' is served");
     }
@@ -277,7 +344,7 @@ struct Server::State {
   // Served directories whose segments changed are read again, and answers
   // computed from them go.
   void RefreshListings() {
-    for (const auto& [name, path] : paths) {
+    for (const auto& [name, path] : Paths()) {
       std::string listing = ServedListing(*broker, name);
       if (listing.empty() || listings[name] == listing) continue;
       listings[name] = std::move(listing);
@@ -315,7 +382,7 @@ struct Server::State {
     how.collapse = q.collapse;
     Result<std::string> bytes = formats::ExportToMemory(**capture, format, how, kMaxAnswerBytes);
     if (!bytes.ok()) return {422, ErrorJson(bytes.status().message())};
-    const std::string name = parsed->capture.empty() ? paths.begin()->first : parsed->capture;
+    const std::string name = parsed->capture.empty() ? OnlyName() : parsed->capture;
     return {200, std::move(bytes).value(),
             format == "pprof"    ? "application/octet-stream"
             : format == "folded" ? "text/plain; charset=utf-8"
@@ -338,7 +405,7 @@ struct Server::State {
       other = *read;
     }
     analysis::ReportQuery& q = parsed->query;
-    q.capture_name = parsed->capture.empty() ? paths.begin()->first : parsed->capture;
+    q.capture_name = parsed->capture.empty() ? OnlyName() : parsed->capture;
     q.other_name = parsed->diff;
     q.cancel = analysis::Cancel(&cancel);
     q.max_tree_nodes = kMaxTreeNodes;
@@ -359,13 +426,28 @@ struct Server::State {
     return {200, std::move(json)};
   }
 
-  std::string Captures() const {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& [name, path] : paths) {
-      list.push_back({{"name", name}, {"bytes", ServedBytes(*broker, name)}});
+  // Each capture served and its size: a served directory's files as
+  // listed (a link's, and a --continuous directory's, through the broker).
+  std::string Captures() {
+    Relist(std::chrono::seconds(1));
+    std::map<std::string, uint64_t> sizes;
+    size_t left;
+    {
+      std::lock_guard lock(paths_mutex);
+      for (const auto& [name, f] : listed) sizes[name] = f.bytes;
+      left = unlisted;
     }
-    return nlohmann::json{{"captures", list}}.dump(-1, ' ', false,
-                                                   nlohmann::json::error_handler_t::replace);
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [name, path] : Paths()) {
+      auto size = sizes.find(name);
+      list.push_back(
+          {{"name", name},
+           {"bytes",
+            size != sizes.end() && size->second != 0 ? size->second : ServedBytes(*broker, name)}});
+    }
+    nlohmann::json out{{"captures", list}};
+    if (left > 0) out["unlisted"] = left;
+    return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 };
 
@@ -533,13 +615,18 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
   s->broker = options.broker;
   if (s->broker == nullptr) {
     ASSIGN_OR_RETURN(std::unique_ptr<DirectBroker> direct,
-                     DirectBroker::Open(options.captures, options.source));
+                     DirectBroker::Open(options.captures, options.source, options.directory));
     s->broker = std::move(direct);
   }
   for (const std::string& path : options.captures) {
     if (!s->paths.emplace(CaptureName(path), path).second) {
       return Status::Error(StatusCode::kInvalidArgument,
                            "two captures are named " + CaptureName(path) + ": serve one of them");
+    }
+    // The directory's files as named at the start, its first listing's to
+    // confirm (not a change: the preload keeps what it read).
+    if (!options.directory.empty() && !capture::IsDirectory(path)) {
+      s->listed[CaptureName(path)] = capture::SegmentFile{CaptureName(path), 0, 0};
     }
   }
   if (options.require_token) {

@@ -20,7 +20,9 @@
 // (guarded_http.h); answers are cached up to a byte bound.
 //
 //   GET /                the browser view (web/)
-//   GET /api/captures    the captures served: name, size, samples
+//   GET /api/captures    the captures served: name, size (a served directory
+//                        listed again: captures added to it since the start
+//                        too), and "unlisted" past kMaxServedCaptures
 //   GET /api/report?...  the report model for a query; 400 with a message
 //                        for a bad parameter, 404 for an unknown capture,
 //                        422 for one that does not read or a query it
@@ -44,6 +46,10 @@ class Broker;
 struct ServeOptions {
   // Capture files, served under their base names (unique).
   std::vector<std::string> captures;
+  // The directory they came from (serve DIR), listed again as the page
+  // asks for the captures: files added are served, removed ones not
+  // (empty: the captures named are all).
+  std::string directory;
   std::string bind = "127.0.0.1";
   int port = 0;  // 0: a free one
   // Every /api request must carry the token of the printed URL (its

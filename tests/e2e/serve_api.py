@@ -9,6 +9,7 @@ a Host header that is not this server by IP literal or localhost is 403
 file; Ctrl-C stops it with status 0."""
 import http.client
 import re
+import shutil
 import signal
 import socket
 import time
@@ -67,6 +68,41 @@ try:
     check([c["name"] for c in caps] == ["bad.mscap", "split.mscap", "threads.mscap"] and
           all(c["bytes"] == os.path.getsize(os.path.join(d, c["name"])) for c in caps),
           "/api/captures lists the directory's captures with their sizes: %s" % caps)
+
+    # The directory listed again: a capture added after the start is
+    # served, one rewritten is read again, one removed is gone.
+    def listed_soon(want):
+        for _ in range(50):
+            names = [c["name"] for c in get_json("/api/captures")["captures"]]
+            if want(names):
+                return names
+            time.sleep(0.1)
+        return names
+
+    def samples_of(name):
+        return get_json(api(capture=name))["header"]["samples"]
+
+    shutil.copy(d + "/split.mscap", d + "/added.mscap")
+    names = listed_soon(lambda n: "added.mscap" in n)
+    split_samples, threads_samples = samples_of("split.mscap"), samples_of("threads.mscap")
+    check("added.mscap" in names and samples_of("added.mscap") == split_samples,
+          "a capture added to the served directory is listed and read: %s" % names)
+    time.sleep(0.01)  # another modification time, whatever the clock's grain
+    shutil.copy(d + "/threads.mscap", d + "/added.mscap.tmp")
+    os.rename(d + "/added.mscap.tmp", d + "/added.mscap")
+    for _ in range(50):
+        get_json("/api/captures")  # as the page asks every 2 s
+        got = samples_of("added.mscap")
+        if got == threads_samples:
+            break
+        time.sleep(0.1)
+    check(got == threads_samples and split_samples != threads_samples,
+          "a capture rewritten in the directory is read again: %d samples (%d before)"
+          % (got, split_samples))
+    os.remove(d + "/added.mscap")
+    names = listed_soon(lambda n: "added.mscap" not in n)
+    check("added.mscap" not in names and request("GET", api(capture="added.mscap"))[0] == 404,
+          "a capture removed from the directory is no longer served: %s" % names)
 
     # The API's answers are report --json's, byte for byte in meaning.
     cases = [

@@ -190,13 +190,32 @@ try:
     check(rep["header"]["samples"] == 2 * one,
           "the shared directory is served as its two root segments, not the planted file or link "
           "(%d samples, %d each)" % (rep["header"]["samples"], one))
-    try:
-        got = get(url, "api/report", capture="run.mscap")
-        fail("a served name swapped for another user's link was read: %d samples" % got["header"]["samples"])
-    except urllib.error.HTTPError as e:
-        body = e.read().decode()
-        check("symbolic link of uid %d" % uid in body,
-              "a served name swapped for another user's link is refused: %d %s" % (e.code, body[:200]))
+    def refused(name, what):
+        try:
+            got = get(url, "api/report", capture=name)
+            fail("%s was read: %d samples" % (what, got["header"]["samples"]))
+        except urllib.error.HTTPError as e:
+            body = e.read().decode()
+            check("symbolic link of uid %d" % uid in body, "%s is refused: %d %s" % (what, e.code, body[:200]))
+
+    refused("run.mscap", "a served name swapped for another user's link")
+    # Listed again as the page asks: root's capture added since is read
+    # through the broker; another user's link added since is listed, and
+    # refused when opened.
+    shutil.copy(d + "/private.mscap", shared + "/later.mscap")
+    later_link = shared + "/later-link.mscap"
+    os.symlink(d + "/private.mscap", later_link)
+    os.lchown(later_link, uid, gid)
+    names = []
+    for _ in range(50):
+        names = [c["name"] for c in get(url, "api/captures")["captures"]]
+        if "later.mscap" in names:
+            break
+        time.sleep(0.1)
+    check("later.mscap" in names and "later-link.mscap" in names and
+          get(url, "api/report", capture="later.mscap")["header"]["samples"] == one,
+          "a capture added to the shared directory is listed and read through the broker: %s" % names)
+    refused("later-link.mscap", "another user's link added to the directory")
 finally:
     stop(s, "serve of a shared directory")
 

@@ -271,11 +271,13 @@ export interface CaptureEntry {
   bytes: number;
 }
 
-export async function fetchCaptures(): Promise<CaptureEntry[]> {
+// The captures served, and how many files of a served directory are past
+// what it lists (10,000).
+export async function fetchCaptures(): Promise<{captures: CaptureEntry[]; unlisted: number}> {
   const response = await fetch('/api/captures');
   const body = await response.json();
   if (!response.ok) throw new ApiError(body.error ?? `HTTP ${response.status}`);
-  return body.captures as CaptureEntry[];
+  return {captures: body.captures as CaptureEntry[], unlisted: Number(body.unlisted ?? 0)};
 }
 
 export async function fetchReport(url: string): Promise<Report> {

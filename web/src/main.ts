@@ -139,22 +139,25 @@ function ThreadPicker(props: {report: Report; state: ViewState; go: (s: ViewStat
 // --continuous directory grows as its recorder writes segments.
 const POLL_MS = 2000;
 
-function useCaptures(): CaptureEntry[]|null {
+// The captures served (a served directory's as they come and go), and the
+// files past its listing's bound.
+function useCaptures(): [CaptureEntry[]|null, number] {
   const [captures, setCaptures] = useState<CaptureEntry[]|null>(null);
+  const [unlisted, setUnlisted] = useState(0);
   useEffect(() => {
     let last = '';
     const ask = () => {
       if (document.hidden) return;
       fetchCaptures().then((c) => {
         const text = JSON.stringify(c);
-        if (text !== last) (last = text, setCaptures(c));
+        if (text !== last) (last = text, setCaptures(c.captures), setUnlisted(c.unlisted));
       }, () => last || setCaptures([]));
     };
     ask();
     const timer = setInterval(ask, POLL_MS);
     return () => clearInterval(timer);
   }, []);
-  return captures;
+  return [captures, unlisted];
 }
 
 // How many times the captures shown (`names`) changed size since they were
@@ -251,7 +254,7 @@ function shownRange(state: ViewState, report: Report): [number, number] {
 function App() {
   const [state, go] = usePageState();
   useSearchKeys();
-  const captures = useCaptures();
+  const [captures, unlisted] = useCaptures();
   // With several captures served and none named, the page asks which (and
   // asks nothing before it knows how many).
   const choose = !state.capture && (captures === null || captures.length > 1);
@@ -288,6 +291,10 @@ function App() {
       h(CapturePicker, {captures: captures ?? [], state, go}),
       choose && captures &&
           h('p', {class: 'hint'}, `${captures!.length} captures are served: choose one.`),
+      unlisted > 0 &&
+          h('p', {class: 'hint'},
+            `${unlisted} more capture files in the served directory are not listed (past ${
+                captures?.length ?? 0})`),
       error && h('p', {class: 'error', role: 'alert'}, error),
       growth > 0 &&
           h('p', {class: 'grown', role: 'status'},
