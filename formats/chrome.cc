@@ -103,7 +103,7 @@ void AppendGapEvents(const capture::Capture& c, uint64_t origin,
 }  // namespace
 
 void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::FunctionKeys& keys,
-                      const analysis::SampleFilter& filter) {
+                      const analysis::SampleFilter& filter, analysis::Cancel cancel) {
   // Streamed: memory stays bounded by the deepest stack, not the output.
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   auto flush = [&](bool force) {
@@ -139,6 +139,7 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
   std::vector<std::vector<uint32_t>> by_thread(c.threads.size());
   std::vector<bool> node_used(c.stacks.size());
   for (size_t i = 0; i < c.samples.size(); ++i) {
+    if (cancel.At(i)) return;
     if (!filter.Keep(c, i)) continue;
     by_thread[c.samples.thread[i]].push_back(uint32_t(i));
     for (uint32_t n = c.samples.stack[i]; n != kNone && !node_used[n]; n = c.stacks.parent[n]) {
@@ -216,6 +217,7 @@ void WriteChromeTrace(FILE* file, const capture::Capture& c, const analysis::Fun
       }
     };
     for (uint32_t i : samples) {
+      if (cancel.At(i)) return;
       uint64_t time = std::max(c.samples.time[i], origin);
       emit_blocked_to(c.samples.time[i]);
       uint64_t period =

@@ -16,13 +16,17 @@
 #include <cstdio>
 #include <string>
 
+#include "analysis/cancel.h"
 #include "analysis/filter.h"
 #include "analysis/keys.h"
 #include "capture/capture.h"
 
 namespace microscope::formats {
 
+// Cancelled (`cancel` set), it stops where it is: what it wrote is no
+// whole trace.
 void WriteChromeTrace(FILE* out, const capture::Capture& capture,
-                      const analysis::FunctionKeys& keys, const analysis::SampleFilter& filter);
+                      const analysis::FunctionKeys& keys, const analysis::SampleFilter& filter,
+                      analysis::Cancel cancel = {});
 
 }  // namespace microscope::formats

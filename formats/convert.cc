@@ -79,7 +79,7 @@ Status Prepare(const capture::Capture& recorded, const std::string& format,
   p->cap = p->for_metric ? &*p->for_metric : &original;
   p->keys.emplace(*p->cap);
   ASSIGN_OR_RETURN(analysis::SampleFilter filter,
-                   analysis::SampleFilter::Make(*p->cap, *p->keys, options.filter));
+                   analysis::SampleFilter::Make(*p->cap, *p->keys, options.filter, options.cancel));
   p->filter.emplace(std::move(filter));
   return OkStatus();
 }
@@ -87,18 +87,19 @@ Status Prepare(const capture::Capture& recorded, const std::string& format,
 // The formats written whole in memory (pprof, folded).
 std::vector<uint8_t> WholeBytes(const Prepared& p, const std::string& format,
                                 const ExportOptions& options) {
-  if (format == "pprof") return WritePprof(*p.cap, *p.filter, options.metric);
+  if (format == "pprof") return WritePprof(*p.cap, *p.filter, options.metric, options.cancel);
   std::string text = WriteFolded(*p.cap, *p.keys, *p.filter, options.per_thread,
-                                 p.for_metric ? FoldedValue::kMicroseconds : FoldedValue::kSamples);
+                                 p.for_metric ? FoldedValue::kMicroseconds : FoldedValue::kSamples,
+                                 options.cancel);
   return std::vector<uint8_t>(text.begin(), text.end());
 }
 
 // The formats streamed (chrome, speedscope: large outputs).
-void Stream(FILE* out, const Prepared& p, const std::string& format) {
+void Stream(FILE* out, const Prepared& p, const std::string& format, analysis::Cancel cancel = {}) {
   if (format == "chrome") {
-    WriteChromeTrace(out, *p.cap, *p.keys, *p.filter);
+    WriteChromeTrace(out, *p.cap, *p.keys, *p.filter, cancel);
   } else {
-    WriteSpeedscope(out, *p.cap, *p.keys, *p.filter);
+    WriteSpeedscope(out, *p.cap, *p.keys, *p.filter, cancel);
   }
 }
 
@@ -136,7 +137,11 @@ Status Export(const capture::Capture& recorded, const std::string& format,
 Result<std::string> ExportToMemory(const capture::Capture& recorded, const std::string& format,
                                    const ExportOptions& options, size_t limit) {
   Prepared p;
+  const auto cancelled = [] {
+    return Status::Error(StatusCode::kCancelled, "the export was cancelled");
+  };
   RETURN_IF_ERROR(Prepare(recorded, format, options, &p));
+  if (options.cancel()) return cancelled();
   const auto too_large = [&] {
     return Status::Error(StatusCode::kTooLarge, "the export would be more than " +
                                                     std::to_string(limit >> 20) +
@@ -146,6 +151,7 @@ Result<std::string> ExportToMemory(const capture::Capture& recorded, const std::
     // Aggregated (pprof: per stack and thread; folded: per stack): as
     // large as the capture's distinct stacks at most.
     std::vector<uint8_t> bytes = WholeBytes(p, format, options);
+    if (options.cancel()) return cancelled();
     if (bytes.size() > limit) return too_large();
     return std::string(bytes.begin(), bytes.end());
   }
@@ -168,9 +174,10 @@ Result<std::string> ExportToMemory(const capture::Capture& recorded, const std::
   };
   FILE* out = fopencookie(&sink, "w", io);
   if (out == nullptr) return Status::Error("no memory for the export");
-  Stream(out, p, format);
+  Stream(out, p, format, options.cancel);
   const bool written = std::fflush(out) == 0 && !std::ferror(out);
   std::fclose(out);
+  if (options.cancel()) return cancelled();
   if (sink.over) return too_large();
   if (!written) return Status::Error("the export could not be written in memory");
   return std::move(sink.text);

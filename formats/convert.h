@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/cancel.h"
 #include "analysis/filter.h"
 #include "analysis/profile.h"
 #include "base/status.h"
@@ -41,6 +42,9 @@ struct ExportOptions {
   analysis::Look look = analysis::Look::kMixed;
   // analysis::Transformed's, after the look.
   std::vector<std::string> merge, collapse;
+  // Set from another thread (serve's deadline): ExportToMemory ends with
+  // kCancelled within milliseconds, keeping nothing.
+  analysis::Cancel cancel;
 };
 
 // Writes `capture` as `format` to `output` through a temporary name; mscap
@@ -50,7 +54,8 @@ Status Export(const capture::Capture& capture, const std::string& format, const 
               const ExportOptions& options);
 
 // The same export (not mscap) as bytes in memory, for the browser view's
-// downloads: kTooLarge past `limit` bytes, which it never holds more of.
+// downloads: kTooLarge past `limit` bytes, which it never holds more of;
+// kCancelled when options.cancel is set while it is made.
 Result<std::string> ExportToMemory(const capture::Capture& capture, const std::string& format,
                                    const ExportOptions& options, size_t limit);
 

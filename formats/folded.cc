@@ -10,11 +10,13 @@
 namespace microscope::formats {
 
 std::string WriteFolded(const capture::Capture& c, const analysis::FunctionKeys& keys,
-                        const analysis::SampleFilter& filter, bool per_thread, FoldedValue value) {
+                        const analysis::SampleFilter& filter, bool per_thread, FoldedValue value,
+                        analysis::Cancel cancel) {
   const bool micros = value == FoldedValue::kMicroseconds;
   // Count per (thread or none, stack node), then name each stack once.
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> counts;
   for (size_t i = 0; i < c.samples.size(); ++i) {
+    if (cancel.At(i)) return "";
     if (!filter.Keep(c, i) || c.samples.stack[i] == capture::kNone) continue;
     uint32_t thread = per_thread ? c.samples.thread[i] : capture::kNone;
     counts[{thread, c.samples.stack[i]}] += micros ? c.samples.weight[i] : c.samples.CountAt(i);

@@ -52,7 +52,8 @@ constexpr uint64_t kModuleSpan = 1ull << 36;
 }  // namespace
 
 std::vector<uint8_t> WritePprof(const capture::Capture& original,
-                                const analysis::SampleFilter& filter, analysis::Metric metric) {
+                                const analysis::SampleFilter& filter, analysis::Metric metric,
+                                analysis::Cancel cancel) {
   const bool off = original.off_cpu.size() > 0 || original.off_cpu_short.size() > 0;
   // Short off-CPU intervals have no stack: they get a pseudo frame.
   std::optional<capture::Capture> with_short;
@@ -80,6 +81,7 @@ std::vector<uint8_t> WritePprof(const capture::Capture& original,
   std::vector<size_t> spans;
   std::vector<std::pair<capture::StringId, capture::StringId>> set;
   for (size_t i = 0; i < c.samples.size(); ++i) {
+    if (cancel.At(i)) return {};
     if (!filter.Keep(c, i)) continue;
     uint32_t label_id = 0;
     if (!labels.empty()) {

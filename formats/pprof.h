@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/cancel.h"
 #include "analysis/filter.h"
 #include "analysis/profile.h"
 #include "base/status.h"
@@ -27,9 +28,11 @@
 
 namespace microscope::formats {
 
+// Cancelled (`cancel` set), it stops counting and returns what it has.
 std::vector<uint8_t> WritePprof(const capture::Capture& capture,
                                 const analysis::SampleFilter& filter,
-                                analysis::Metric metric = analysis::Metric::kCpu);
+                                analysis::Metric metric = analysis::Metric::kCpu,
+                                analysis::Cancel cancel = {});
 
 // Reads a pprof profile (gzipped or not). The value used as the capture's
 // weight is `sample_type` when given (an error when the profile lacks it),

@@ -10,12 +10,13 @@ namespace microscope::formats {
 using capture::kNone;
 
 void WriteSpeedscope(FILE* file, const capture::Capture& c, const analysis::FunctionKeys& keys,
-                     const analysis::SampleFilter& filter) {
+                     const analysis::SampleFilter& filter, analysis::Cancel cancel) {
   // Frames used, in order of first use.
   std::vector<int64_t> index(keys.size(), -1);
   std::vector<analysis::KeyId> frames;
   std::vector<std::vector<uint32_t>> by_thread(c.threads.size());
   for (size_t i = 0; i < c.samples.size(); ++i) {
+    if (cancel.At(i)) return;
     if (!filter.Keep(c, i)) continue;
     by_thread[c.samples.thread[i]].push_back(uint32_t(i));
     for (uint32_t n = c.samples.stack[i]; n != kNone; n = c.stacks.parent[n]) {
@@ -63,6 +64,7 @@ void WriteSpeedscope(FILE* file, const capture::Capture& c, const analysis::Func
            ",\"unit\":\"" + unit + "\",\"startValue\":0,\"samples\":[";
     for (size_t j = 0; j < samples.size(); ++j) {
       uint32_t i = samples[j];
+      if (cancel.At(i)) return;
       stack.clear();
       for (uint32_t n = c.samples.stack[i]; n != kNone; n = c.stacks.parent[n]) {
         stack.push_back(index[keys.KeyOf(c.stacks.frame[n])]);

@@ -8,14 +8,16 @@
 #include <cstdio>
 #include <string>
 
+#include "analysis/cancel.h"
 #include "analysis/filter.h"
 #include "analysis/keys.h"
 #include "capture/capture.h"
 
 namespace microscope::formats {
 
-// Streamed to `out`.
+// Streamed to `out`. Cancelled (`cancel` set), it stops where it is: what
+// it wrote is no whole profile.
 void WriteSpeedscope(FILE* out, const capture::Capture& capture, const analysis::FunctionKeys& keys,
-                     const analysis::SampleFilter& filter);
+                     const analysis::SampleFilter& filter, analysis::Cancel cancel = {});
 
 }  // namespace microscope::formats

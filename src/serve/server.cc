@@ -266,8 +266,8 @@ struct Server::State {
     return answer;
   }
 
-  // Compute with a turn and a deadline (an export: without a cancel; its
-  // writers run to their end, bounded by the capture).
+  // Compute with a turn and a deadline (an export too: cancelled at it as
+  // a report is, whatever its format).
   ReportAnswer ComputeInTurn(const std::vector<std::pair<std::string, std::string>>& params,
                              bool exporting = false) {
     const double timeout_s = double(options.query_timeout_ns) / 1e9;
@@ -287,7 +287,7 @@ struct Server::State {
       running.insert(&r);
     }
     watch.notify_all();
-    ReportAnswer answer = exporting ? ComputeExport(params) : Compute(params, r.cancel);
+    ReportAnswer answer = exporting ? ComputeExport(params, r.cancel) : Compute(params, r.cancel);
     bool timed_out = false;
     {
       std::lock_guard lock(mutex);
@@ -355,7 +355,8 @@ struct Server::State {
 
   // The capture (its selection: the report's filters, metric, look and
   // inlines) as another profiler's file: format=pprof|chrome|speedscope|folded.
-  ReportAnswer ComputeExport(std::vector<std::pair<std::string, std::string>> params) {
+  ReportAnswer ComputeExport(std::vector<std::pair<std::string, std::string>> params,
+                             const std::atomic<bool>& cancel) {
     std::string format;
     std::erase_if(params, [&](const auto& kv) {
       if (kv.first != "format") return false;
@@ -380,7 +381,9 @@ struct Server::State {
     how.look = q.look;
     how.merge = q.merge;
     how.collapse = q.collapse;
+    how.cancel = analysis::Cancel(&cancel);
     Result<std::string> bytes = formats::ExportToMemory(**capture, format, how, kMaxAnswerBytes);
+    if (!bytes.ok() && bytes.status().code() == StatusCode::kCancelled) return {503, ""};
     if (!bytes.ok()) return {422, ErrorJson(bytes.status().message())};
     const std::string name = parsed->capture.empty() ? OnlyName() : parsed->capture;
     return {200, std::move(bytes).value(),

@@ -220,6 +220,14 @@ try:
     status, _, body, dt = get(port, api(token, **SLOW))
     check(status == 503 and "deadline of 0.3 s" in body["error"] and "--query-timeout" in body["error"] and dt < 2.0 * LAG_FACTOR,
           "a query past --query-timeout 0.3s is 503 in %.2f s: %s" % (dt, body))
+    # An export too, aggregated (pprof) or streamed (Chrome's trace): 2M
+    # samples take seconds to write.
+    for fmt in ("pprof", "chrome"):
+        status, _, body, dt = get(port, "/api/export?" + urllib.parse.urlencode(
+            {"token": token, "capture": "big.mscap", "format": fmt}))
+        check(status == 503 and isinstance(body, dict) and "deadline of 0.3 s" in body.get("error", "") and
+              dt < 2.0 * LAG_FACTOR,
+              "a %s export past --query-timeout 0.3s is 503 in %.2f s: %s %s" % (fmt, dt, status, str(body)[:200]))
 finally:
     stop(server)
 
