@@ -217,9 +217,17 @@ test("the timeline has a time axis, says what a column holds, and selects and zo
   assert.ok(Math.abs(from - 99 * lanes.bucket_ns) < lanes.bucket_ns && Math.abs(to - 199 * lanes.bucket_ns) < lanes.bucket_ns,
     `${query().get("time")}: columns 99 to 198 of ${span} ns`);
   // + zooms into it: the lanes span it, every view shows it; - zooms out.
+  // The range is drawn at once from the columns the page has (stretched),
+  // then from the server's answer for it.
+  const drawn = () => page.evaluate(() => performance.getEntriesByName("microscope:lanes-drawn").map((m) => !!m.detail?.preview));
+  const before = (await drawn()).length;
   const asked = page.waitForRequest((r) => r.url().includes("views=lanes") && r.url().includes("time="));
   await page.keyboard.press("+");
   await asked;
+  await page.waitForFunction((k) => performance.getEntriesByName("microscope:lanes-drawn").slice(k).some((m) => !m.detail?.preview), before);
+  const since = (await drawn()).slice(before);
+  assert.ok(since[0] === true && since.at(-1) === false,
+    `the zoom drew the range at once from what the page had, then from the answer: ${since.join(", ")}`);
   await page.waitForFunction(() => new URL(location.href).searchParams.get("zoom"));
   assert.equal(query().get("zoom"), query().get("time"));
   const crumbs = page.getByRole("navigation", { name: "timeline zoom" });

@@ -38,23 +38,24 @@ function usePageState(): [ViewState, (s: ViewState) => void] {
   return [state, go];
 }
 
-// The answer to `query` (none for ''), or the error the server gave.
+// The answer to `query` (none for ''), or the error the server gave, and
+// the query the answer shown is for (the last one's, until it comes).
 // `growth` counts the times the capture grew: each asks again.
-function useReport(query: string, growth = 0): [Report|null, string] {
-  const [report, setReport] = useState<Report|null>(null);
+function useReport(query: string, growth = 0): [Report|null, string, string] {
+  const [report, setReport] = useState<[Report, string]|null>(null);
   const [error, setError] = useState('');
   useEffect(() => {
     let live = true;
     if (!query) return setReport(null);
     fetchReport(query).then(
-        (r) => live && (setReport(r), setError('')),
+        (r) => live && (setReport([r, query]), setError('')),
         (e: Error) => live && setError(e.message),
     );
     return () => {
       live = false;
     };
   }, [query, growth]);
-  return [report, error];
+  return [report?.[0] ?? null, error, report?.[1] ?? ''];
 }
 
 // Which capture the page shows and which it compares with, when the server
@@ -261,7 +262,7 @@ function App() {
   const shownNames = [state.capture || captures?.[0]?.name || '', state.diff].filter(Boolean);
   const [growth, grownAt] = useGrowth(captures, shownNames);
   const [report, error] = useReport(choose ? '' : reportQuery(state, MIN_PERCENT), growth);
-  const [lanes] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS), growth);
+  const [lanes, , lanesFor] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS), growth);
   const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '', growth);
   const sidebar = (!!state.focus || !!state.zone) && state.view !== 'source' && state.view !== 'diff';
   const [neighbors] = useReport(sidebar && state.focus && !choose ? neighborsQuery(state) : '', growth);
@@ -302,6 +303,7 @@ function App() {
       report && h(HeaderPanel, {report}),
       lanes?.lanes && h(LanesView, {
         lanes: lanes.lanes,
+        dataTime: new URLSearchParams(lanesFor.split('?')[1] ?? '').get('time') ?? '',
         selected: state.time,
         thread: state.thread,
         onThread: (tid: number) =>

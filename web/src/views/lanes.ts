@@ -5,7 +5,7 @@
 // of the gaps of every process; dragging across it selects a time range that filters every
 // other view (state.time), as report --time.
 import {h} from 'preact';
-import {useEffect, useRef, useState} from 'preact/hooks';
+import {useLayoutEffect, useRef, useState} from 'preact/hooks';
 import {timeRange} from '../state';
 import type {Lane, Lanes, TraceTrack} from '../api';
 import {duration} from './common';
@@ -41,6 +41,19 @@ export const GAP_COLOR = '#c0392b';
 export function gapTitle(gaps: string): string {
   const causes = [...new Set(gaps.replace(/ /g, ''))].map((c) => GAP_CAUSES[c] ?? c);
   return causes.length ? `gaps, not known (not idle): ${causes.join(', ')}` : '';
+}
+
+// One path of a rectangle (`add`) per column whose value is not 0, filled
+// once in one style: set at each rectangle, the style cost a timeline of
+// 50 lanes some 80 ms of its drawing.
+function fillColumns(g: CanvasRenderingContext2D, values: number[], style: string, alpha: number,
+                     add: (value: number, column: number) => void) {
+  g.fillStyle = style;
+  g.globalAlpha = alpha;
+  g.beginPath();
+  values.forEach((v, i) => v > 0 && add(v, i));
+  g.fill();
+  g.globalAlpha = 1;
 }
 
 // Hatches the columns of `gaps` that hold a letter, on the row at y.
@@ -148,6 +161,10 @@ export function columnText(lane: Lane, column: number, from: number, bucket: num
 
 export function LanesView(props: {
   lanes: Lanes; selected: string;  // state.time, shown as the selection
+  // The range `lanes` was answered for ("FROM..TO", '' for the whole
+  // recording): while the answer for a zoom is on its way, the range
+  // zoomed into is drawn at once from these columns, coarser.
+  dataTime: string;
   thread: string;                  // state.thread: its lane is marked
   zoom: string[];                  // state.zoom: the ranges zoomed into, outermost first
   onSelect: (fromNs: number, toNs: number) => void;
@@ -163,18 +180,26 @@ export function LanesView(props: {
   const [hidden, setHidden] = useState<Set<string>>(new Set());
   const hide = (key: string) => setHidden(new Set([...hidden, key]));
   const columns = props.lanes.lanes[0]?.buckets.length ?? 0;
-  const span = columns * props.lanes.bucket_ns;
-  // The lanes' columns start at the innermost zoom's start (ns after the
-  // recording's start); selections are in those terms too.
-  const zoomed = props.zoom.length ? selectedRange(props.zoom[props.zoom.length - 1], span) : null;
-  const origin = zoomed ? zoomed[0] : 0;
+  const bucket = props.lanes.bucket_ns;
+  // The columns start at the answer's range's start (ns after the
+  // recording's start); the canvas shows [origin, origin + span): that
+  // range, or a zoom inside it not yet answered (its columns stretched).
+  const dataOrigin = selectedRange(props.dataTime, Infinity)?.[0] ?? 0;
+  const dataSpan = columns * bucket;
+  const wanted = props.zoom.length ? selectedRange(props.zoom[props.zoom.length - 1], Infinity) : null;
+  const preview = !!wanted && props.zoom[props.zoom.length - 1] !== props.dataTime &&
+      wanted[0] >= dataOrigin && wanted[1] <= dataOrigin + dataSpan + bucket && wanted[1] > wanted[0];
+  const origin = preview ? wanted![0] : dataOrigin;
+  const span = preview ? wanted![1] - wanted![0] : dataSpan;
   const shown = props.lanes.lanes.slice(0, DRAWN_LANES);
   const laid = laneRows(shown, props.lanes.processes ?? [], collapsed, hidden);
   const zoneNames = props.lanes.zone_names ?? [];
   const tracks = props.lanes.trace_tracks ?? [];
   const common = props.lanes.gaps?.trim() ? props.lanes.gaps : '';
   const rows = laid.length + tracks.length + (common ? 1 : 0);
-  useEffect(() => {
+  // Drawn as the page's changes are laid out, in the same frame (an effect
+  // waits for the next one: a zoom was drawn some 30 ms later).
+  useLayoutEffect(() => {
     const c = canvas.current!;
     const width = c.clientWidth, height = rows * LANE_HEIGHT;
     c.width = width * devicePixelRatio;
@@ -183,7 +208,11 @@ export function LanesView(props: {
     g.scale(devicePixelRatio, devicePixelRatio);
     g.clearRect(0, 0, width, height);
     const peak = Math.max(1, ...shown.flatMap((l) => l.buckets));
-    const w = width / Math.max(1, columns);
+    // Column i at x0 + i * w: the answer's range placed in the one shown.
+    const w = (width * bucket) / Math.max(1, span);
+    const x0 = ((dataOrigin - origin) * width) / Math.max(1, span);
+    g.save();
+    g.translate(x0, 0);
     const fg = getComputedStyle(c).color;
     laid.forEach((item, row) => {
       const y = row * LANE_HEIGHT;
@@ -192,34 +221,22 @@ export function LanesView(props: {
         // All its threads' samples (the server's sum), against its own
         // busiest column.
         const top = Math.max(1, ...lane.buckets);
-        g.fillStyle = PROCESS_COLOR;
-        g.globalAlpha = 0.6;
-        lane.buckets.forEach((n, i) => {
-          if (n === 0) return;
+        fillColumns(g, lane.buckets, PROCESS_COLOR, 0.6, (n, i) => {
           const hgt = Math.max(1, ((LANE_HEIGHT - 4) * n) / top);
-          g.fillRect(i * w, y + LANE_HEIGHT - 2 - hgt, Math.max(1, w - 0.5), hgt);
+          g.rect(i * w, y + LANE_HEIGHT - 2 - hgt, Math.max(1, w - 0.5), hgt);
         });
-        g.globalAlpha = 1;
         return;
       }
-      lane.buckets.forEach((n, i) => {
-        if (n === 0) return;
+      fillColumns(g, lane.buckets, fg, 0.75, (n, i) => {
         const hgt = Math.max(1, ((LANE_HEIGHT - 4) * n) / peak);
-        g.fillStyle = fg;
-        g.globalAlpha = 0.75;
-        g.fillRect(i * w, y + LANE_HEIGHT - 2 - hgt, Math.max(1, w - 0.5), hgt);
+        g.rect(i * w, y + LANE_HEIGHT - 2 - hgt, Math.max(1, w - 0.5), hgt);
       });
       for (const [state, ns] of Object.entries(lane.off_cpu ?? {})) {
-        g.fillStyle = STATE_COLORS[state] ?? STATE_COLORS.other;
-        g.globalAlpha = 0.6;
-        ns.forEach((v, i) => {
-          if (v > 0) {
-            const hgt = Math.max(1, ((LANE_HEIGHT - 4) * v) / props.lanes.bucket_ns);
-            g.fillRect(i * w, y + 2, Math.max(1, w - 0.5), Math.min(LANE_HEIGHT - 4, hgt));
-          }
+        fillColumns(g, ns, STATE_COLORS[state] ?? STATE_COLORS.other, 0.6, (v, i) => {
+          const hgt = Math.max(1, ((LANE_HEIGHT - 4) * v) / props.lanes.bucket_ns);
+          g.rect(i * w, y + 2, Math.max(1, w - 0.5), Math.min(LANE_HEIGHT - 4, hgt));
         });
       }
-      g.globalAlpha = 1;
       // The program's zones: a band at the lane's foot, coloured by zone;
       // its marks and labels as ticks.
       for (let i = 0; i < (lane.zones?.length ?? 0); i++) {
@@ -255,24 +272,27 @@ export function LanesView(props: {
       }
       g.globalAlpha = 1;
     });
-    performance.mark('microscope:lanes-drawn');  // each drawing (bench/serve_view reads them)
-  }, [props.lanes, collapsed, hidden]);
+    g.restore();
+    // Each drawing (bench/serve_view reads them), saying whether it
+    // stretched an answer for another range.
+    performance.mark('microscope:lanes-drawn', {detail: {preview}});
+  }, [props.lanes, collapsed, hidden, origin, span]);
   // Nanoseconds after the recording's start at x (pixels from the canvas's left).
   const at = (x: number) =>
       origin + (span * Math.max(0, Math.min(x, canvas.current!.clientWidth))) / canvas.current!.clientWidth;
   const x = (e: PointerEvent) => e.clientX - canvas.current!.getBoundingClientRect().left;
   const chosen = selectedRange(props.selected, origin + span);
   const fromCursor: [number, number]|null = cursor &&
-      [origin + Math.min(cursor.anchor, cursor.at) * props.lanes.bucket_ns,
-       origin + (Math.max(cursor.anchor, cursor.at) + 1) * props.lanes.bucket_ns];
+      [dataOrigin + Math.min(cursor.anchor, cursor.at) * bucket,
+       dataOrigin + (Math.max(cursor.anchor, cursor.at) + 1) * bucket];
   const sel = drag ?? fromCursor ?? chosen;
   const hoverAt = (e: PointerEvent) => {
     const r = canvas.current!.getBoundingClientRect();
-    const column = Math.floor(((e.clientX - r.left) / r.width) * columns);
+    const column = Math.floor((at(e.clientX - r.left) - dataOrigin) / bucket);
     const row = Math.floor((e.clientY - r.top) / LANE_HEIGHT);
     const item = laid[row];
     if (!item || column < 0 || column >= columns) return setHover(null);
-    const lines = columnText(item.lane, column, origin, props.lanes.bucket_ns, zoneNames);
+    const lines = columnText(item.lane, column, dataOrigin, bucket, zoneNames);
     if (item.kind === 'process') lines[0] = `${item.name} (process ${item.pid}), ${item.threads} threads`;
     setHover({
       lines,
