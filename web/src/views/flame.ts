@@ -12,11 +12,32 @@
 // and right among siblings), Enter zooms, F focuses, Escape zooms out.
 import flamegraph from 'd3-flame-graph';
 import type {FlameDatum, FlameGraph as Chart} from 'd3-flame-graph';
-import {select} from 'd3-selection';
+import {select, selection} from 'd3-selection';
 import {h} from 'preact';
 import {useEffect, useRef, useState} from 'preact/hooks';
 import {DiffRow, flameRoot, Report, TreeNode} from '../api';
 import {textHash, useWidth} from './common';
+
+// d3-flame-graph animates every frame through d3-transition, even at a
+// duration of 0: each of its attributes and labels was set by a timer of
+// its own, some 2,000 for a graph of 682 frames, the larger part of the
+// 200 ms its drawing took on the page's first paint. Nothing here
+// animates: a transition sets what it is given at once.
+type Immediate = {
+  duration: () => Immediate; ease: () => Immediate; delay: () => Immediate;
+  attr: (name: string, value: unknown) => Immediate; style: (name: string, value: unknown) => Immediate;
+  text: (value: unknown) => Immediate;
+};
+(selection.prototype as unknown as {transition: () => Immediate}).transition = function(this: any) {
+  const s = this;
+  const t: Immediate = {
+    duration: () => t, ease: () => t, delay: () => t,
+    attr: (name, value) => (s.attr(name, value), t),
+    style: (name, value) => (s.style(name, value), t),
+    text: (value) => (s.text(value), t),
+  };
+  return t;
+};
 
 export function diffColor(delta: number|undefined): string|null {
   if (delta === undefined || Math.abs(delta) < 0.05) return null;
