@@ -6,10 +6,16 @@
 // With "zoom" (microscope's view only), then times a range selected on the
 // timeline (a drag over a fifth of it) until the flame graph is drawn again
 // for it ("select_ms"), and zooming into it (+) until the timeline is drawn
-// again at that range ("zoom_ms"): the page's performance marks.
-// Usage: PLAYWRIGHT_CORE=.../index.mjs node serve_paint.mjs URL RUNS [zoom]
+// again at that range ("zoom_ms": at once, from the columns it has), and
+// until it is drawn from the server's answer for the range
+// ("zoom_answered_ms"): the page's performance marks.
+// With "speedscope", times speedscope's page (its #profileURL= fetched)
+// until it has loaded the profile (its title names it) and drawn its
+// flame chart (a canvas, two animation frames later).
+// Usage: PLAYWRIGHT_CORE=.../index.mjs node serve_paint.mjs URL RUNS [zoom|speedscope]
 const {chromium} = await import(process.env.PLAYWRIGHT_CORE);
-const [url, runs, zoom] = [process.argv[2], Number(process.argv[3] ?? 5), process.argv[4] === 'zoom'];
+const [url, runs] = [process.argv[2], Number(process.argv[3] ?? 5)];
+const zoom = process.argv[4] === 'zoom', speedscope = process.argv[4] === 'speedscope';
 const marks = (page, name) => page.evaluate((n) => performance.getEntriesByName(n).length, name);
 // Milliseconds from `act` until the page has one more `name` mark.
 async function until(page, name, act) {
@@ -20,13 +26,23 @@ async function until(page, name, act) {
                              {timeout: 120000});
   return (await page.evaluate((n) => performance.getEntriesByName(n).at(-1).startTime, name)) - t0;
 }
-const browser = await chromium.launch({executablePath: '/usr/bin/chromium', args: ['--no-sandbox']});
+// speedscope draws with WebGL: a software GL in a headless browser.
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--no-sandbox', ...(speedscope ? ['--enable-unsafe-swiftshader', '--use-angle=swiftshader'] : [])],
+});
 try {
   for (let i = 0; i < runs; ++i) {
     const context = await browser.newContext({viewport: {width: 1280, height: 900}});
     const page = await context.newPage();
     await page.goto(url, {waitUntil: 'commit'});
-    await page.waitForSelector('.d3-flame-graph rect', {timeout: 120000});
+    if (speedscope) {
+      await page.waitForFunction(() => document.title.includes(' - speedscope') && document.querySelector('canvas'),
+                                 null, {timeout: 120000});
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    } else {
+      await page.waitForSelector('.d3-flame-graph rect', {timeout: 120000});
+    }
     const got = await page.evaluate(() => ({
       paint_ms: performance.now(),
       fcp_ms: performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null,
@@ -39,8 +55,17 @@ try {
       await page.mouse.down();
       await page.mouse.move(box.x + box.width * 0.4, box.y + 5, {steps: 2});
       got.select_ms = await until(page, 'microscope:flame-drawn', () => page.mouse.up());
+      const before = await marks(page, 'microscope:lanes-drawn');
       got.zoom_ms = await until(page, 'microscope:lanes-drawn',
                                 () => page.locator('.lanes canvas').press('+'));
+      const t0 = (await page.evaluate((n) => performance.getEntriesByName(n).at(-1).startTime,
+                                      'microscope:lanes-drawn')) - got.zoom_ms;
+      await page.waitForFunction(
+          (k) => performance.getEntriesByName('microscope:lanes-drawn').slice(k).some((m) => !m.detail?.preview),
+          before, {timeout: 120000});
+      got.zoom_answered_ms = (await page.evaluate(
+          (k) => performance.getEntriesByName('microscope:lanes-drawn').slice(k).find((m) => !m.detail?.preview).startTime,
+          before)) - t0;
     }
     console.log(JSON.stringify(got));
     await context.close();

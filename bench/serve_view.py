@@ -20,13 +20,19 @@ For each size:
                 not cached (as pprof, which reads its profile at start)
   select        then a fifth of the timeline selected by a drag, until the
                 flame graph is drawn again for it (a query, uncached)
-  zoom          then zoomed into (+), until the timeline is drawn again
+  zoom          then zoomed into (+), until the timeline is drawn again at
+                that range (from the columns the page has, stretched)
+  zoom answered the same, until it is drawn from the server's answer
   pprof paint   pprof -http's /ui/flamegraph, its profile loaded
-Medians of --repeat runs, each from a fresh browser context; the two
+  speedscope    speedscope's page (npm's release, fetched once into
+                ~/.cache/microscope/peers) loading the same profile
+                (convert --to speedscope) from a local server, until its
+                flame chart is drawn
+Medians of --repeat runs, each from a fresh browser context; the
 servers are run alternately.
 
 Usage: bench/serve_view.py [--build build] [--sizes 10000,100000,1000000] [--threads 4]
-                           [--repeat 5]"""
+                           [--repeat 5] [--speedscope VERSION|none]"""
 import argparse
 import http.client
 import json
@@ -83,13 +89,42 @@ def get(url, path):
     return dt, len(body)
 
 
-def paint(node, driver, playwright, url, zoom=False):
-    p = subprocess.run([node, driver, url, "1"] + (["zoom"] if zoom else []), capture_output=True,
+def paint(node, driver, playwright, url, zoom=False, speedscope=False):
+    mode = ["zoom"] if zoom else ["speedscope"] if speedscope else []
+    p = subprocess.run([node, driver, url, "1"] + mode, capture_output=True,
                        text=True, timeout=600,
                        env=dict(os.environ, PLAYWRIGHT_CORE=playwright))
     if p.returncode != 0:
         sys.exit("paint %s: %s" % (url, p.stderr[-2000:]))
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def fetch_speedscope(version):
+    """speedscope's release files (its index.html's directory), from npm
+    once into the cache; None, saying why, when they cannot be had."""
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "microscope", "peers",
+                         "speedscope-" + version)
+    release = os.path.join(cache, "package", "dist", "release")
+    if os.path.exists(os.path.join(release, "index.html")):
+        return release
+    os.makedirs(cache, exist_ok=True)
+    p = subprocess.run(["npm", "pack", "speedscope@" + version], cwd=cache, capture_output=True,
+                       text=True, timeout=300)
+    tgz = os.path.join(cache, "speedscope-%s.tgz" % version)
+    if p.returncode != 0 or not os.path.exists(tgz):
+        print("speedscope not measured: npm pack speedscope@%s: %s" % (version, p.stderr.strip()[-300:]))
+        return None
+    subprocess.run(["tar", "xzf", tgz, "-C", cache], check=True)
+    return release
+
+
+def speedscope_site(release, profile):
+    """A directory serving speedscope's files and `profile` beside them."""
+    site = tempfile.mkdtemp(prefix="speedscope-site-")
+    for name in os.listdir(release):
+        os.symlink(os.path.join(release, name), os.path.join(site, name))
+    os.symlink(profile, os.path.join(site, "profile.speedscope.json"))
+    return site
 
 
 def med(xs):
@@ -102,6 +137,7 @@ def main():
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--speedscope", default="1.25.0", help="its npm version, or none")
     a = ap.parse_args()
     ms = os.path.abspath(os.path.join(a.build, "microscope"))
     make = os.path.join(a.build, "bench", "make_capture")
@@ -113,6 +149,7 @@ def main():
         if not os.path.exists(need):
             sys.exit("missing %s (scripts/build builds it; scripts/setup installs chromium)" % need)
     d = tempfile.mkdtemp(prefix="serve-view-")
+    release = fetch_speedscope(a.speedscope) if a.speedscope != "none" else None
     # The page's own first query (web/src/state.ts reportQuery with its defaults).
     view = "/api/report?views=tree&min_percent=0.1&top=200"
     rows = []
@@ -123,8 +160,16 @@ def main():
         subprocess.run([ms, "convert", cap, "--to", "pprof", "-o", pb], check=True,
                        capture_output=True)
         r = {"samples": n, "threads": a.threads, "capture_bytes": os.path.getsize(cap), "pprof_bytes": os.path.getsize(pb)}
+        site = None
+        if release:
+            ss = "%s/s%d.speedscope.json" % (d, n)
+            subprocess.run([ms, "convert", cap, "--to", "speedscope", "-o", ss], check=True,
+                           capture_output=True)
+            r["speedscope_bytes"] = os.path.getsize(ss)
+            site = speedscope_site(release, ss)
         cold, computed, cached, p_cold, p_loaded, p_pprof, frames = [], [], [], [], [], [], {}
-        select, zoom = [], []
+        p_speedscope = []
+        select, zoom, zoom_answered = [], [], []
         whole, inverted = [], []
         for i in range(a.repeat):
             # microscope, cold: a fresh server, the page at once.
@@ -151,6 +196,7 @@ def main():
             p_loaded.append(got["paint_ms"])
             select.append(got["select_ms"])
             zoom.append(got["zoom_ms"])
+            zoom_answered.append(got["zoom_answered_ms"])
             stop(s)
             # pprof -http, its profile read at start.
             s, url, _ = start([pprof, "-no_browser", "-http=127.0.0.1:%d" % free_port(), pb],
@@ -159,29 +205,54 @@ def main():
             p_pprof.append(got["paint_ms"])
             frames["pprof"] = got["frames"]
             stop(s)
+            # speedscope, its files and the profile from a local server.
+            if site:
+                port = free_port()
+                s = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                                      "--directory", site, str(port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                base = "http://127.0.0.1:%d" % port
+                for _ in range(100):
+                    try:
+                        get(base + "/", "/index.html")
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+                got = paint("node", driver, playwright,
+                            base + "/index.html#profileURL=" +
+                            urllib.parse.quote(base + "/profile.speedscope.json", safe=""),
+                            speedscope=True)
+                p_speedscope.append(got["paint_ms"])
+                stop(s)
         r.update({"api_cold_ms": 1e3 * med(cold), "api_computed_ms": 1e3 * med(computed),
                   "api_cached_ms": 1e3 * med(cached), "api_tree_ms": 1e3 * med(whole),
                   "api_inverted_ms": 1e3 * med(inverted), "paint_cold_ms": med(p_cold),
                   "paint_loaded_ms": med(p_loaded), "pprof_paint_ms": med(p_pprof),
                   "select_ms": med(select), "zoom_ms": med(zoom),
+                  "zoom_answered_ms": med(zoom_answered),
+                  "speedscope_paint_ms": med(p_speedscope),
                   "frames": frames,
                   "spread": {"paint_cold": [min(p_cold), max(p_cold)],
                              "pprof": [min(p_pprof), max(p_pprof)],
+                             "speedscope": [min(p_speedscope), max(p_speedscope)] if p_speedscope else None,
                              "select": [min(select), max(select)], "zoom": [min(zoom), max(zoom)],
                              "api_computed": [1e3 * min(computed), 1e3 * max(computed)]}})
         rows.append(r)
         print(json.dumps(r), flush=True)
     print()
-    print("%9s %7s %10s %9s %9s %9s %9s %9s %10s %11s %9s %9s %10s %12s" %
+    print("%9s %7s %10s %9s %9s %9s %9s %9s %10s %11s %9s %9s %13s %10s %12s %11s" %
           ("samples", "threads", "answer", "api cold", "computed", "tree", "inverted", "cached",
-           "paint cold", "paint loaded", "select", "zoom", "pprof", "pprof/loaded"))
+           "paint cold", "paint loaded", "select", "zoom", "zoom answered", "pprof", "pprof/loaded",
+           "speedscope"))
     for r in rows:
         print("%9d %7d %9.0fK %7.0fms %7.1fms %7.1fms %7.1fms %7.1fms %8.0fms %9.0fms %7.0fms %7.0fms "
-              "%8.0fms %11.2fx" %
+              "%11.0fms %8.0fms %11.2fx %9.0fms" %
               (r["samples"], r["threads"], r["answer_bytes"] / 1e3, r["api_cold_ms"],
                r["api_computed_ms"], r["api_tree_ms"], r["api_inverted_ms"], r["api_cached_ms"],
                r["paint_cold_ms"], r["paint_loaded_ms"], r["select_ms"], r["zoom_ms"],
-               r["pprof_paint_ms"], r["pprof_paint_ms"] / r["paint_loaded_ms"]))
+               r["zoom_answered_ms"],
+               r["pprof_paint_ms"], r["pprof_paint_ms"] / r["paint_loaded_ms"],
+               r["speedscope_paint_ms"]))
 
 
 if __name__ == "__main__":
