@@ -14,8 +14,20 @@ const errors = [];
 // The API needs the printed URL's token: the page has it as a cookie once
 // the URL is loaded (before()), this script sends it itself.
 const token = new URL(url).searchParams.get("token");
-const api = async (query) =>
-  (await fetch(new URL(query, url), { headers: { Authorization: `Bearer ${token}` } })).json();
+// A GET on a kept-alive connection the server closes as idle (2 s) at that
+// moment fails without an answer; as browsers do for an idempotent
+// request, it is sent once more on a new connection.
+const api = async (query) => {
+  const get = () => fetch(new URL(query, url), { headers: { Authorization: `Bearer ${token}` } });
+  let answer;
+  try {
+    answer = await get();
+  } catch (e) {
+    if (e.cause?.code !== "UND_ERR_SOCKET") throw e;
+    answer = await get();
+  }
+  return answer.json();
+};
 const field = (name) => page.locator(`dd[data-field="${name}"]`).textContent();
 const ready = () => page.waitForSelector('main[data-ready="yes"]');
 // d3-flame-graph grows new frames to their widths over d3's transition
