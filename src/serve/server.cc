@@ -82,9 +82,10 @@ struct Server::State {
   ServeOptions options;
   bool loopback_only = true;
   int port = 0;
-  // What is served, by base name: path. A served directory's captures
-  // come and go (Relist); guarded by paths_mutex, as are the rest.
-  std::map<std::string, std::string> paths;
+  // The names served (the broker knows their paths). A served
+  // directory's captures come and go (Relist); guarded by paths_mutex, as
+  // are the rest.
+  std::set<std::string> paths;
   std::mutex paths_mutex;
   // The directory's capture files at its last listing (mtime 0: named at
   // the start, not yet listed), the ones past kMaxServedCaptures, and when.
@@ -134,7 +135,7 @@ struct Server::State {
   void Route();
   Status Listen(const ServeOptions& options);
 
-  std::map<std::string, std::string> Paths() {
+  std::set<std::string> Paths() {
     std::lock_guard lock(paths_mutex);
     return paths;
   }
@@ -145,7 +146,7 @@ struct Server::State {
   // What no capture parameter names: the only capture served, else "".
   std::string OnlyName() {
     std::lock_guard lock(paths_mutex);
-    return paths.size() == 1 ? paths.begin()->first : "";
+    return paths.size() == 1 ? *paths.begin() : "";
   }
 
   // The served directory (serve DIR) listed again, at most once per
@@ -174,7 +175,7 @@ struct Server::State {
             (before->second.bytes != f.bytes || before->second.mtime_ns != f.mtime_ns)) {
           changed.push_back(f.name);
         }
-        paths[f.name] = c->path;
+        paths.insert(f.name);
         now.emplace(f.name, std::move(f));
       }
       for (const auto& [name, f] : listed) {
@@ -193,7 +194,7 @@ struct Server::State {
 
   void Preload() {
     size_t n = 0;
-    for (const auto& [name, path] : Paths()) {
+    for (const std::string& name : Paths()) {
       if (n++ == kLoadedCaptures) break;
       int status = 0;
       (void)Load(name, &status);  // an error is the query's to report
@@ -344,7 +345,7 @@ struct Server::State {
   // Served directories whose segments changed are read again, and answers
   // computed from them go.
   void RefreshListings() {
-    for (const auto& [name, path] : Paths()) {
+    for (const std::string& name : Paths()) {
       std::string listing = ServedListing(*broker, name);
       if (listing.empty() || listings[name] == listing) continue;
       listings[name] = std::move(listing);
@@ -441,7 +442,7 @@ struct Server::State {
       left = unlisted;
     }
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& [name, path] : Paths()) {
+    for (const std::string& name : Paths()) {
       auto size = sizes.find(name);
       list.push_back(
           {{"name", name},
@@ -622,7 +623,7 @@ Result<std::unique_ptr<Server>> Server::Open(const ServeOptions& options) {
     s->broker = std::move(direct);
   }
   for (const std::string& path : options.captures) {
-    if (!s->paths.emplace(CaptureName(path), path).second) {
+    if (!s->paths.insert(CaptureName(path)).second) {
       return Status::Error(StatusCode::kInvalidArgument,
                            "two captures are named " + CaptureName(path) + ": serve one of them");
     }
