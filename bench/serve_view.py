@@ -89,8 +89,8 @@ def get(url, path):
     return dt, len(body)
 
 
-def paint(node, driver, playwright, url, zoom=False, speedscope=False):
-    mode = ["zoom"] if zoom else ["speedscope"] if speedscope else []
+def paint(node, driver, playwright, url, zoom=False, speedscope=False, pprof=False):
+    mode = ["zoom"] if zoom else ["speedscope"] if speedscope else ["pprof"] if pprof else []
     p = subprocess.run([node, driver, url, "1"] + mode, capture_output=True,
                        text=True, timeout=600,
                        env=dict(os.environ, PLAYWRIGHT_CORE=playwright))
@@ -201,7 +201,7 @@ def main():
             # pprof -http, its profile read at start.
             s, url, _ = start([pprof, "-no_browser", "-http=127.0.0.1:%d" % free_port(), pb],
                               r"Serving web UI on (http://127\.0\.0\.1:\d+)")
-            got = paint("node", driver, playwright, url + "/ui/flamegraph")
+            got = paint("node", driver, playwright, url + "/ui/flamegraph", pprof=True)
             p_pprof.append(got["paint_ms"])
             frames["pprof"] = got["frames"]
             stop(s)

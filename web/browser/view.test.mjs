@@ -30,14 +30,28 @@ const api = async (query) => {
 };
 const field = (name) => page.locator(`dd[data-field="${name}"]`).textContent();
 const ready = () => page.waitForSelector('main[data-ready="yes"]');
-// d3-flame-graph grows new frames to their widths over d3's transition
-// (about half a second even at transitionDuration 0): screenshots wait.
-const settle = () => page.waitForTimeout(800);
+// Screenshots wait for the page's last drawings.
+const settle = () => page.waitForTimeout(300);
 const shot = async (name) => {
   await settle();
   await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
 };
 const query = () => new URL(page.url()).searchParams;
+// The flame graph is drawn on a canvas; the page lists what it drew
+// (globalThis.microscopeFlame): each frame's name, box in the canvas,
+// fill, path from the root, and whether it is the keyboard's current one.
+const flameFrames = () => page.evaluate(() => globalThis.microscopeFlame?.() ?? []);
+const flameFrame = async (name) => (await flameFrames()).find((f) => f.name === name);
+const flameDrawn = () => page.waitForFunction(() => (globalThis.microscopeFlame?.() ?? []).length > 0);
+const flameHas = (name, has = true) => page.waitForFunction(([n, h]) =>
+  (globalThis.microscopeFlame?.() ?? []).some((f) => f.name === n) === h, [name, has]);
+const flameCanvas = () => page.locator(".flame-canvas canvas");
+const clickFrame = async (name) => {
+  const f = await flameFrame(name);
+  assert.ok(f, `the frame ${name} is drawn`);
+  const box = await flameCanvas().boundingBox();
+  await page.mouse.click(box.x + f.x + Math.min(f.w / 2, 20), box.y + f.y + f.h / 2);
+};
 
 before(async () => {
   browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
@@ -53,15 +67,15 @@ after(async () => {
 test("loads: the header and the flame graph of the capture", async () => {
   await page.goto(new URL("/?capture=threads.mscap", url).href);
   await ready();
-  await page.waitForSelector(".d3-flame-graph rect");
+  await flameDrawn();
   const whole = await api("/api/report?capture=threads.mscap");
   // The header is report's, line for line.
   const samples = whole.header.lines.find((l) => l.label === "samples").text;
   assert.ok(samples.startsWith(`${whole.header.samples} (`), samples);
   assert.equal(await field("samples"), samples);
   assert.equal(await field("stacks"), whole.header.lines.find((l) => l.label === "stacks").text);
-  assert.ok((await page.locator(".d3-flame-graph g.frame").count()) > 5);
-  assert.ok(await page.locator('.d3-flame-graph g.frame[name="work_c"]').count());
+  assert.ok((await flameFrames()).length > 5);
+  assert.ok(await flameFrame("work_c"));
   await shot("1-loaded");
 });
 
@@ -69,22 +83,21 @@ test("a click zooms the flame graph in the page; its bar focuses every view on t
   const asked = [];
   const listen = (r) => r.url().includes("/api/") && !r.url().includes("/api/captures") && asked.push(r.url());
   page.on("request", listen);
-  const frame = page.locator('.d3-flame-graph g.frame[name="work_b"]').first();
-  const graph = await page.locator(".d3-flame-graph").boundingBox();
-  const narrow = (await frame.locator("rect").boundingBox()).width;
+  const graph = await flameCanvas().boundingBox();
+  const narrow = (await flameFrame("work_b")).w;
   assert.ok(narrow < graph.width * 0.9, `work_b ${narrow} px of ${graph.width}`);
-  await frame.click();
+  await clickFrame("work_b");
   const bar = page.getByRole("status").filter({ hasText: "zoomed into work_b" });
   await bar.waitFor();
-  await page.waitForFunction((w) => document.querySelector('.d3-flame-graph g.frame[name="work_b"] rect')
-    .getBoundingClientRect().width > w * 0.95, graph.width);
+  await page.waitForFunction((w) => globalThis.microscopeFlame().find((f) => f.name === "work_b").w > w * 0.95,
+                             graph.width);
   page.off("request", listen);
   assert.deepEqual(asked, [], "the zoom asked the server nothing");
   assert.equal(query().get("focus"), null);
   await shot("2-zoomed");
   await bar.getByRole("button", { name: /zoom out/ }).click();
   await bar.waitFor({ state: "detached" });
-  await frame.click();
+  await clickFrame("work_b");
   await page.getByRole("button", { name: /focus every view on it/ }).click();
   await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "work_b");
   await ready();
@@ -104,8 +117,8 @@ test("a click zooms the flame graph in the page; its bar focuses every view on t
 test("a zoomed frame focuses on its subtree only: the graph starts at it, undone from the bar", async () => {
   await page.goto(new URL("/?capture=threads.mscap", url).href);
   await ready();
-  const frame = page.locator('.d3-flame-graph g.frame[name="work_b"]').first();
-  await frame.click();
+  await flameDrawn();
+  await clickFrame("work_b");
   await page.getByRole("button", { name: /focus on this subtree only/ }).click();
   await page.waitForFunction(() => (new URL(location.href).searchParams.get("path") ?? "").endsWith(";work_b"));
   await ready();
@@ -114,9 +127,8 @@ test("a zoomed frame focuses on its subtree only: the graph starts at it, undone
   assert.deepEqual(answer.tree.map((n) => n.function), ["work_b"], path);
   // The graph's one root under the whole is work_b; work_c and the path's
   // callers are gone.
-  await page.waitForFunction(() => !document.querySelector('.d3-flame-graph g.frame[name="work_c"]'));
-  const roots = await page.evaluate(() => [...document.querySelectorAll(".d3-flame-graph g.frame")]
-    .filter((g) => g.getAttribute("name") !== "all").map((g) => g.getAttribute("name")));
+  await flameHas("work_c", false);
+  const roots = (await flameFrames()).filter((f) => f.name !== "all").map((f) => f.name);
   assert.ok(roots.includes("work_b") && !roots.includes(path.split(";")[0]), roots.join(", "));
   const chip = page.getByRole("button", { name: `undo: focus on the subtree ${path}` });
   assert.ok((await chip.textContent()).includes("› work_b"));
@@ -125,9 +137,8 @@ test("a zoomed frame focuses on its subtree only: the graph starts at it, undone
             await field("filter"));
   await shot("2-subtree");
   // By keyboard: S on a frame focuses on its subtree, under the path.
-  const burn = page.locator('.d3-flame-graph g.frame[name="burn_units"]').first();
-  if (await burn.count()) {
-    await burn.focus();
+  if (await flameFrame("burn_units")) {
+    await clickFrame("burn_units");
     await page.keyboard.press("s");
     await page.waitForFunction((p) => new URL(location.href).searchParams.get("path") === p + ";burn_units", path);
     await ready();
@@ -135,13 +146,13 @@ test("a zoomed frame focuses on its subtree only: the graph starts at it, undone
   await page.getByRole("button", { name: /^undo: focus on the subtree/ }).click();
   await page.waitForFunction(() => !new URL(location.href).searchParams.get("path"));
   await ready();
-  await page.waitForSelector('.d3-flame-graph g.frame[name="work_c"]');
+  await flameHas("work_c");
 });
 
 test("frames are coloured by kind of code, with a legend of the kinds shown", async () => {
   await page.goto(new URL("/?capture=gxx.mscap", url).href);
   await ready();
-  await page.waitForSelector(".d3-flame-graph rect");
+  await flameDrawn();
   const answer = await api("/api/report?capture=gxx.mscap&views=tree");
   const kinds = new Map();
   const walk = (n) => {
@@ -152,7 +163,7 @@ test("frames are coloured by kind of code, with a legend of the kinds shown", as
   assert.ok(kinds.has("native") && kinds.has("kernel"), [...kinds.keys()].join(", "));
   const legend = page.getByLabel("kinds of code");
   for (const kind of kinds.keys()) assert.equal(await legend.locator(`[data-kind="${kind}"]`).count(), 1, kind);
-  const fill = (name) => page.locator(`.d3-flame-graph g.frame[name="${name}"] rect`).first().getAttribute("fill");
+  const fill = async (name) => (await flameFrame(name)).fill;
   assert.match(await fill(kinds.get("kernel")), /^hsl\(0, 60%/);
   assert.match(await fill(kinds.get("native")), /^hsl\(28, 85%/);
 });
@@ -299,7 +310,7 @@ test("a diff colours what changed", async () => {
   await page.waitForSelector("table.tree td.faster, table.tree td.slower");
   assert.ok((await page.locator("table.tree td.faster").count()) > 0, "functions only the first has");
   await page.getByRole("button", { name: "flame graph", exact: true }).click();
-  await page.waitForSelector(".d3-flame-graph rect");
+  await flameDrawn();
   await shot("5-diff");
 });
 
@@ -332,16 +343,15 @@ test("the changes table lists both captures' functions with their side, sortable
 test("the inverted flame graph's roots hold all the self time, with one for what pruning left out", async () => {
   await page.goto(new URL("/?capture=gxx.mscap&callees=1", url).href);
   await ready();
-  await page.waitForSelector(".d3-flame-graph rect");
+  await flameDrawn();
   const answer = await api("/api/report?capture=gxx.mscap&views=inverted&min_percent=0.1&top=200");
   const sum = answer.inverted.reduce((a, r) => a + r.total.value, 0);
   assert.equal(sum, answer.all.value, "the roots add up to the whole");
   const pruned = answer.inverted.at(-1);
   assert.ok(pruned.pruned && pruned.function === "other (pruned)", JSON.stringify(pruned).slice(0, 200));
-  const frame = page.locator('.d3-flame-graph g.frame[name="other (pruned)"]');
-  assert.equal(await frame.count(), 1);
+  assert.equal((await flameFrames()).filter((f) => f.name === "other (pruned)").length, 1);
   // Clicking it focuses on nothing: it is no function.
-  await frame.click();
+  await clickFrame("other (pruned)");
   await page.waitForTimeout(300);
   assert.equal(query().get("focus"), null);
   await shot("5d-inverted");
@@ -350,11 +360,11 @@ test("the inverted flame graph's roots hold all the self time, with one for what
 test("the flame graph follows the window's width", async () => {
   await page.goto(new URL("/?capture=threads.mscap", url).href);
   await ready();
-  await page.waitForSelector(".d3-flame-graph rect");
-  const width = () => page.evaluate(() => document.querySelector(".d3-flame-graph").getBoundingClientRect().width);
+  await flameDrawn();
+  const width = () => page.evaluate(() => document.querySelector(".flame-canvas canvas").getBoundingClientRect().width);
   const wide = await width();
   await page.setViewportSize({ width: 800, height: 900 });
-  await page.waitForFunction((w) => document.querySelector(".d3-flame-graph")?.getBoundingClientRect().width < w - 200, wide);
+  await page.waitForFunction((w) => document.querySelector(".flame-canvas canvas")?.getBoundingClientRect().width < w - 200, wide);
   const narrow = await width();
   assert.ok(narrow <= 800 && narrow > 600, `${wide} px, then ${narrow} px in an 800 px window`);
   await shot("5e-resized");
@@ -682,7 +692,7 @@ test("the marker chart draws each thread's zones where they happened; hovering n
 test("the page exports what it shows: pprof of the selection as the API writes it, the flame graph as SVG", async () => {
   await page.goto(new URL("/?capture=threads.mscap&time=0.05..0.25&thread=" + (await api("/api/report?capture=threads.mscap")).header.threads[0].tid, url).href);
   await ready();
-  await page.waitForSelector(".d3-flame-graph rect");
+  await flameDrawn();
   await page.getByText("export", { exact: true }).click();
   const link = page.getByRole("menuitem", { name: /pprof/ });
   const href = await link.getAttribute("href");
@@ -710,7 +720,7 @@ test("the page exports what it shows: pprof of the selection as the API writes i
   const image = await import("node:fs").then((fs) => png.path().then((p) => fs.readFileSync(p)));
   assert.deepEqual([...image.subarray(1, 4)], [0x50, 0x4e, 0x47], "PNG");
   // Its width in pixels: the graph's, at the page's pixel ratio.
-  const graphWidth = await page.evaluate(() => document.querySelector(".flame svg").width.baseVal.value * devicePixelRatio);
+  const graphWidth = await page.evaluate(() => document.querySelector(".flame-canvas canvas").width);
   assert.equal(image.readUInt32BE(16), Math.ceil(graphWidth));
 });
 
@@ -723,13 +733,13 @@ test("the call graph's transforms: merge a function into its callers, undo it; a
   assert.equal(query().get("focus"), null, "the merged function's focus goes");
   await ready();
   const merged = await api("/api/report?capture=threads.mscap&views=tree&merge=work_b&min_percent=0.1&top=200");
-  await page.waitForFunction(() => !document.querySelector('.d3-flame-graph g.frame[name="work_b"]'));
+  await flameHas("work_b", false);
   assert.ok(!merged.functions.some((f) => f.function === "work_b"));
   const chip = page.getByRole("button", { name: "undo: merged work_b" });
   await shot("5n-merged");
   await chip.click();
   await page.waitForFunction(() => !new URL(location.href).searchParams.get("merge"));
-  await page.waitForSelector('.d3-flame-graph g.frame[name="work_b"]');
+  await flameHas("work_b");
   await page.getByRole("checkbox", { name: "collapse recursion" }).check();
   await page.waitForFunction(() => new URL(location.href).searchParams.get("recursion") === "1");
 });
@@ -776,40 +786,40 @@ test("the source view shows the focused function's lines with their costs", asyn
 test("the flame graph is one Tab stop; arrows move by position, Enter zooms, F focuses the views", async () => {
   await page.goto(new URL("/?capture=threads.mscap", url).href);
   await ready();
-  const frame = page.locator('.d3-flame-graph g.frame[name="work_a"]').first();
-  await frame.waitFor();
-  assert.match(await frame.getAttribute("aria-label"), /^work_a: [\d.]+%$/);
-  assert.equal(await page.locator('.d3-flame-graph g.frame[tabindex="0"]').count(), 1);
-  const focused = () => page.evaluate(() => document.activeElement?.getAttribute("name"));
-  await page.locator('.d3-flame-graph g.frame[tabindex="0"]').focus();
-  assert.equal(await focused(), "all");
+  await flameHas("work_a");
+  const canvas = flameCanvas();
+  assert.equal(await canvas.getAttribute("tabindex"), "0");
+  const current = async () => (await flameFrames()).find((f) => f.current);
+  await canvas.focus();
+  await page.waitForFunction(() => globalThis.microscopeFlame().some((f) => f.current));
+  assert.equal((await current()).name, "all");
   // Down to the leftmost callee, then right along its siblings: their
   // places on the screen go left to right.
   await page.keyboard.press("ArrowDown");
   const xs = [];
-  let names = [];
+  const names = [];
   for (let i = 0; i < 6; i++) {
-    names.push(await focused());
-    xs.push(await page.evaluate(() => document.activeElement.getBoundingClientRect().x));
+    const c = await current();
+    names.push(c.name);
+    xs.push(c.x);
     await page.keyboard.press("ArrowRight");
   }
   assert.deepEqual(xs, [...xs].sort((a, b) => a - b), names.join(", "));
-  assert.equal(await page.locator('.d3-flame-graph g.frame[tabindex="0"]').count(), 1);
   await page.keyboard.press("ArrowUp");
-  assert.equal(await focused(), "all");
+  assert.equal((await current()).name, "all");
+  // The current frame is said for screen readers.
+  assert.match(await page.locator(".flame-canvas [aria-live]").textContent(), /^all/);
   // To work_a by arrows, wherever it is.
-  const path = await page.evaluate(() => {
-    const g = document.querySelector('.d3-flame-graph g.frame[name="work_a"]');
-    return g.__data__.ancestors().reverse().slice(1).map((d) => d.data.name);
-  });
+  const path = (await flameFrame("work_a")).path;
   for (const name of path) {
     await page.keyboard.press("ArrowDown");
-    for (let i = 0; i < 50 && (await focused()) !== name; i++) await page.keyboard.press("ArrowRight");
-    assert.equal(await focused(), name);
+    for (let i = 0; i < 50 && (await current()).name !== name; i++) await page.keyboard.press("ArrowRight");
+    assert.equal((await current()).name, name);
   }
+  assert.match(await page.locator(".flame-canvas [aria-live]").textContent(), /^work_a.*: [\d.]+%$/);
   await page.keyboard.press("Enter");
   await page.getByRole("status").filter({ hasText: "zoomed into work_a" }).waitFor();
-  assert.equal(await focused(), "work_a");
+  assert.equal((await current()).name, "work_a");
   await page.keyboard.press("f");
   await page.waitForFunction(() => new URL(location.href).searchParams.get("focus") === "work_a");
 });

@@ -10,7 +10,8 @@ import {useEffect, useMemo, useRef, useState} from 'preact/hooks';
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
 import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
-import {download, FlameGraph, flamePng, flameSvg} from './views/flame';
+import {download} from './views/flame';
+import {CanvasFlameGraph as FlameGraph, flamePngBlob, flameSvgText} from './views/flamecanvas';
 import {FlatTable} from './views/flat';
 import {HeaderPanel} from './views/header';
 import {LanesView, selectedRange} from './views/lanes';
@@ -227,15 +228,11 @@ function TransformsBar(props: {state: ViewState; go: (s: ViewState) => void}) {
 function ExportMenu(props: {state: ViewState}) {
   const {state} = props;
   const base = (state.capture || 'capture').replace(/\.mscap$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
-  const graph = () => document.querySelector<SVGSVGElement>('.flame svg');
   const saveSvg = () => {
-    const svg = graph();
-    if (svg) download(`${base}-flame.svg`, flameSvg(svg), 'image/svg+xml');
+    const svg = flameSvgText();
+    if (svg) download(`${base}-flame.svg`, svg, 'image/svg+xml');
   };
-  const savePng = async () => {
-    const svg = graph();
-    if (svg) download(`${base}-flame.png`, await flamePng(svg), 'image/png');
-  };
+  const savePng = async () => download(`${base}-flame.png`, await flamePngBlob(), 'image/png');
   return h('details', {class: 'export'},
            h('summary', null, 'export'),
            h('div', {class: 'export-menu', role: 'menu'},

@@ -230,7 +230,7 @@ export function kindsOf(report: Report): string[] {
   return Object.keys(KINDS).filter((k) => seen.has(k));
 }
 
-function KindLegend(props: {kinds: string[]}) {
+export function KindLegend(props: {kinds: string[]}) {
   return h('p', {class: 'kind-legend', 'aria-label': 'kinds of code'},
            props.kinds.map((k) => h('span', {class: 'zone-key', 'data-kind': k},
                                     h('i', {style: {background: kindColor(k, '')}}), KINDS[k].label)));
