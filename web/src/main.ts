@@ -1,5 +1,5 @@
 // microscope's browser view. Preact (3 kB, the React API without its size)
-// draws the page; d3-flame-graph draws the flame graph (views/flame.ts).
+// draws the page; the flame graph is drawn on a canvas (views/flamecanvas.ts).
 // Every number comes from the server's report model (api.ts): the browser
 // never aggregates samples. The page's state is its URL (state.ts).
 import './style.css';

@@ -1,7 +1,6 @@
-// The flame graph drawn on a canvas (WIP, not yet the page's): the model
-// of views/flamemodel.ts, one fillRect and at most one label per frame,
-// where d3-flame-graph builds an SVG group, rect, title and foreignObject
-// label per frame. Same props as views/flame.ts's FlameGraph. A click
+// The flame graph, drawn on a canvas: the model of views/flamemodel.ts,
+// one fillRect and at most one label per frame (an SVG graph's element
+// per frame made its layout and paint most of the page's first paint). A click
 // zooms in the page; keys as there (arrows, Enter, F, S, Escape); the
 // frame under the pointer is named in a tooltip, the current one in a
 // status line for screen readers.

@@ -1,9 +1,10 @@
 // The flame graph's model, for a graph drawn on a canvas: each node of the
 // call tree a frame with its depth and its place in the whole as [x0, x1)
-// (shares of the root's value), children in name order as d3-flame-graph
-// puts them; which frames a zoom into one shows and where, at a width; the
-// frame under a point; the frame a key moves to; the frames a search
-// matches. Pure: the drawing and the events are views/flame.ts's.
+// (shares of the root's value), children in name order (as d3-flame-graph,
+// which drew it before, put them); which frames a zoom into one shows and
+// where, at a width; the frame under a point; the frame a key moves to;
+// the frames a search matches. Pure: the drawing and the events are
+// views/flamecanvas.ts's.
 import type {FlameNode} from '../api';
 
 export interface Frame {
