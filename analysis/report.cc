@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "analysis/assembly.h"
 #include "analysis/source.h"
 #include "analysis/syscalls.h"
 #include "base/percent.h"
@@ -499,6 +500,10 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
     m.source = BuildSource(cap, *filter, q.source, m.flat.all.value);
     if (!m.source) return no_function(q.source);
   }
+  if (!q.assembly.empty()) {
+    m.assembly = BuildAssembly(cap, *filter, q.assembly, m.flat.all.value);
+    if (!m.assembly) return no_function(q.assembly);
+  }
   if (!q.neighbors.empty()) {
     m.neighbors = ComputeNeighbors(cap, keys, *filter, q.neighbors, q.top, q.cancel);
     if (!m.neighbors) return no_function(q.neighbors);
@@ -510,7 +515,8 @@ Result<ReportModel> BuildReport(const capture::Capture& recorded, const ReportQu
   if (q.cancel()) return Cancelled();
   const ReportViews& v = q.views;
   const bool any = v.flat || v.tree || v.inverted || v.threads || v.lanes || m.diff || m.syscalls ||
-                   m.source || m.zones || v.spans || v.stack_chart || m.neighbors || v.markers;
+                   m.source || m.assembly || m.zones || v.spans || v.stack_chart || m.neighbors ||
+                   v.markers;
   m.show_flat = v.flat || !any;
   return m;
 }

@@ -67,6 +67,8 @@ struct ReportQuery {
   std::vector<std::string> merge, collapse;
   // A function whose source lines to cost (report --source); empty: none.
   std::string source;
+  // A function whose machine code to cost by address (report --asm); empty: none.
+  std::string assembly;
   // A function whose callers and callees to cost (serve's sidebar); empty: none.
   std::string neighbors;
   // How errors name the capture and the diff's other capture ("FILE: ...").
@@ -346,6 +348,60 @@ struct ReportSource {
   std::vector<ReportSourceFile> files;  // by total, most first
 };
 
+// One address of a function's machine code and what it cost there: self,
+// samples whose leaf frame was at it; total, samples with a frame at it
+// (a caller's frame is at its call instruction).
+struct ReportAddressCost {
+  uint64_t offset = 0;  // in the module's file
+  ReportCost self;
+  ReportCost total;
+};
+
+// One machine instruction of the function, with its costs.
+struct ReportInstruction {
+  uint64_t address = 0;  // link-time (the module's own addresses, as objdump -d shows)
+  uint32_t size = 0;
+  std::string text;    // mnemonic and operands (AT&T syntax on x86-64, as objdump)
+  std::string target;  // a direct call's or jump's target symbol, when the module names it
+  ReportCost self;
+  ReportCost total;
+};
+
+// One symbol's code holding costed addresses of the function (the
+// function itself, or a part the compiler split off, as `f.cold`).
+struct ReportAssemblyRange {
+  std::string symbol;  // as the file names it, demangled
+  uint64_t start = 0;  // its link-time address
+  uint64_t size = 0;
+  std::vector<ReportInstruction> instructions;
+  uint64_t bytes_left_out = 0;  // past kMaxAssemblyBytes
+};
+
+// The function's code in one module.
+struct ReportAssemblyModule {
+  std::string path;      // as the capture names it
+  std::string build_id;  // hex; empty when the capture has none
+  ReportCost total;      // samples with the function of this module on their stack
+  std::vector<ReportAddressCost> addresses;  // by offset
+  // Read where the report is shown (formats/assembly_text): the symbols
+  // holding the costed addresses, by address, or none with `unreadable`
+  // saying why.
+  std::vector<ReportAssemblyRange> ranges;
+  // Costed addresses no range holds (no symbol there, or past the bytes
+  // shown).
+  ReportCost outside;
+  std::string unreadable;
+};
+
+// Where in its machine code a function's time went (report --asm).
+struct ReportAssembly {
+  std::string function;
+  ReportCost total;       // samples with the function on their stack
+  ReportCost not_native;  // ... of which its frame was no module's machine code (kernel, inlined,
+                          // interpreted)
+  std::vector<ReportAssemblyModule> modules;  // by total, most first
+};
+
 struct ReportModel {
   ReportHeader header;
   ReportNouns nouns;
@@ -365,6 +421,7 @@ struct ReportModel {
   std::optional<ReportLanes> lanes;
   std::optional<ReportDiff> diff;
   std::optional<ReportSource> source;
+  std::optional<ReportAssembly> assembly;
   std::optional<StackChart> stack_chart;
   std::optional<Neighbors> neighbors;
   std::optional<Markers> markers;

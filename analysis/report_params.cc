@@ -135,6 +135,11 @@ void AddShapeSetters(ReportParams& p, Setters* setters) {
          if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");
          return q.source = v, OkStatus();
        }},
+      {"asm",
+       [&](auto& n, auto& v) {
+         if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");
+         return q.assembly = v, OkStatus();
+       }},
       {"neighbors",
        [&](auto& n, auto& v) {
          if (v.empty() || v.size() > 4096) return Bad(n, v, "a function's name");

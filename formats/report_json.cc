@@ -418,6 +418,50 @@ ordered_json SourceJson(const analysis::ReportSource& s) {
           {"files", std::move(files)}};
 }
 
+ordered_json AssemblyJson(const analysis::ReportAssembly& a) {
+  ordered_json modules = ordered_json::array();
+  for (const analysis::ReportAssemblyModule& m : a.modules) {
+    ordered_json addresses = ordered_json::array();
+    for (const analysis::ReportAddressCost& c : m.addresses) {
+      addresses.push_back(
+          {{"offset", c.offset}, {"self", CostJson(c.self)}, {"total", CostJson(c.total)}});
+    }
+    ordered_json module = {{"path", m.path},
+                           {"build_id", m.build_id},
+                           {"total", CostJson(m.total)},
+                           {"addresses", std::move(addresses)}};
+    if (!m.unreadable.empty()) {
+      module["unreadable"] = m.unreadable;
+    } else {
+      ordered_json ranges = ordered_json::array();
+      for (const analysis::ReportAssemblyRange& r : m.ranges) {
+        ordered_json instructions = ordered_json::array();
+        for (const analysis::ReportInstruction& i : r.instructions) {
+          ordered_json row = {{"address", i.address}, {"size", i.size}, {"text", i.text}};
+          if (!i.target.empty()) row["target"] = i.target;
+          if (i.total.samples > 0 || i.total.value > 0) {
+            row["self"] = CostJson(i.self);
+            row["total"] = CostJson(i.total);
+          }
+          instructions.push_back(std::move(row));
+        }
+        ranges.push_back({{"symbol", r.symbol},
+                          {"start", r.start},
+                          {"size", r.size},
+                          {"bytes_left_out", r.bytes_left_out},
+                          {"instructions", std::move(instructions)}});
+      }
+      module["ranges"] = std::move(ranges);
+      module["outside"] = CostJson(m.outside);
+    }
+    modules.push_back(std::move(module));
+  }
+  return {{"function", a.function},
+          {"total", CostJson(a.total)},
+          {"not_native", CostJson(a.not_native)},
+          {"modules", std::move(modules)}};
+}
+
 // Runs as [start, end, stack, samples] (ns after the start), stacks as
 // name indexes outermost first: some 20 bytes a run.
 ordered_json StackChartJson(const analysis::StackChart& c) {
@@ -507,6 +551,7 @@ std::string ReportJson(const ReportModel& m, bool indent, bool drawn_only) {
   if (m.lanes) j["lanes"] = LanesJson(*m.lanes);
   if (m.diff) j["diff"] = DiffJson(*m.diff);
   if (m.source) j["source"] = SourceJson(*m.source);
+  if (m.assembly) j["assembly"] = AssemblyJson(*m.assembly);
   if (m.stack_chart) j["stack_chart"] = StackChartJson(*m.stack_chart);
   if (m.neighbors) j["neighbors"] = NeighborsJson(*m.neighbors, m.flat.all.value);
   if (m.markers) j["markers"] = MarkersJson(*m.markers);

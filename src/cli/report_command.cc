@@ -6,6 +6,7 @@
 #include <string>
 
 #include "capture/segments.h"
+#include "formats/assembly_text.h"
 #include "formats/report_json.h"
 #include "formats/source_text.h"
 #include "src/cli/commands.h"
@@ -84,10 +85,11 @@ int RunReport(ReportOptions& o) {
     PrintError(model.status().message());
     return 1;
   }
-  if (model->source) {
-    formats::ReadSourceText(&*model->source,
-                            [&](const std::string& path) { return sources->OpenFile(path); });
-  }
+  const formats::SourceOpener open = [&](const std::string& path) {
+    return sources->OpenFile(path);
+  };
+  if (model->source) formats::ReadSourceText(&*model->source, open);
+  if (model->assembly) formats::ReadAssemblyText(&*model->assembly, open);
   if (o.json) {
     formats::WriteReportJson(stdout, *model);
   } else {
@@ -143,6 +145,13 @@ Runner AddReportCommand(CLI::App& app) {
                   "samples at each, self and total, read from the files the capture names on "
                   "this host (as perf annotate, by line), as the user running report: regular "
                   "files only, links of root's or this user's only");
+  cmd->add_option("--asm", o->query.assembly,
+                  "FUNCTION's machine code with the samples at each instruction, self and "
+                  "total (as perf annotate): its module opened as --source opens files, "
+                  "proven the one recorded by its build ID, and disassembled over the "
+                  "symbols holding the sampled addresses; a caller's samples are on its call "
+                  "instruction")
+      ->type_name("FUNCTION");
   AddSourceRootOptions(cmd, &o->source);
   cmd->add_option("--diff", o->diff, "compare with OTHER.mscap (shares of each total)");
   o->filter.Register(cmd);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "analysis/presentation.h"
+#include "base/hex.h"
 #include "base/plural.h"
 
 namespace microscope::cli {
@@ -453,6 +454,50 @@ void PrintSource(FILE* out, const analysis::ReportSource& s, const analysis::Rep
   }
 }
 
+// A function's machine code with its costs (as perf annotate): each
+// module's symbols holding the sampled addresses, instruction by
+// instruction, with a direct call's or jump's target named.
+void PrintAssembly(FILE* out, const analysis::ReportAssembly& a, const analysis::ReportNouns& n,
+                   const TextStyle& c) {
+  fprintf(out, "\n%sAssembly of %s%s: %llu %s (%s)", c.bold(), a.function.c_str(), c.reset(),
+          Ull(a.total.samples), n.counts.c_str(), Share(a.total.percent).c_str());
+  if (a.not_native.samples > 0)
+    fprintf(out, ", %llu in no module's machine code", Ull(a.not_native.samples));
+  fprintf(out, "\n");
+  if (a.modules.empty()) fprintf(out, "(no machine code: its frames are inlined or interpreted)\n");
+  for (const analysis::ReportAssemblyModule& m : a.modules) {
+    fprintf(out, "\n%s%s%s (%s)\n", c.bold(), m.path.c_str(), c.reset(),
+            Share(m.total.percent).c_str());
+    if (!m.unreadable.empty()) {
+      fprintf(out, "(%s)\n%7s %7s %18s\n", m.unreadable.c_str(), "self%", "total%", "offset");
+      for (const analysis::ReportAddressCost& r : m.addresses) {
+        fprintf(out, "%7s %7s %18s\n", Share(r.self.percent).c_str(),
+                Share(r.total.percent).c_str(), HexAddress(r.offset).c_str());
+      }
+      continue;
+    }
+    if (m.outside.samples > 0)
+      fprintf(out, "(%llu %s at addresses no symbol shown holds)\n", Ull(m.outside.samples),
+              n.counts.c_str());
+    for (const analysis::ReportAssemblyRange& r : m.ranges) {
+      fprintf(out, "%s <%s> (%llu bytes)\n%7s %7s %10s\n", HexAddress(r.start).c_str(),
+              r.symbol.c_str(), Ull(r.size), "self%", "total%", "address");
+      for (const analysis::ReportInstruction& i : r.instructions) {
+        std::string text = i.text + (i.target.empty() ? "" : " <" + i.target + ">");
+        if (i.total.samples > 0 || i.total.value > 0) {
+          fprintf(out, "%7s %s%7s%s %10llx:  %s\n", Share(i.self.percent).c_str(),
+                  c.heat(i.total.percent), Share(i.total.percent).c_str(), c.reset(),
+                  Ull(i.address), text.c_str());
+        } else {
+          fprintf(out, "%7s %7s %10llx:  %s\n", "", "", Ull(i.address), text.c_str());
+        }
+      }
+      if (r.bytes_left_out > 0)
+        fprintf(out, "(%llu bytes more not shown)\n", Ull(r.bytes_left_out));
+    }
+  }
+}
+
 void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
   TextStyle c{color};
   std::vector<std::string_view> modules;
@@ -486,6 +531,7 @@ void PrintTextReport(FILE* out, const ReportModel& m, bool color) {
   if (m.lanes) PrintLanes(out, *m.lanes, c);
   if (m.diff) PrintDiff(out, *m.diff, m.nouns, c);
   if (m.source) PrintSource(out, *m.source, m.nouns, c);
+  if (m.assembly) PrintAssembly(out, *m.assembly, m.nouns, c);
 }
 
 }  // namespace microscope::cli

@@ -25,6 +25,7 @@
 #include "analysis/report_params.h"
 #include "capture/reader.h"
 #include "capture/segments.h"
+#include "formats/assembly_text.h"
 #include "formats/convert.h"
 #include "formats/report_json.h"
 #include "formats/source_text.h"
@@ -416,10 +417,11 @@ struct Server::State {
     Result<analysis::ReportModel> model = analysis::BuildReport(**capture, q, other.get());
     if (!model.ok() && model.status().code() == StatusCode::kCancelled) return {503, ""};
     if (!model.ok()) return {422, ErrorJson(model.status().message())};
-    if (model->source) {
-      formats::ReadSourceText(&*model->source,
-                              [this](const std::string& path) { return broker->OpenSource(path); });
-    }
+    const formats::SourceOpener open = [this](const std::string& path) {
+      return broker->OpenSource(path);
+    };
+    if (model->source) formats::ReadSourceText(&*model->source, open);
+    if (model->assembly) formats::ReadAssemblyText(&*model->assembly, open);
     std::string json = formats::ReportJson(*model, /*indent=*/false, /*drawn_only=*/true);
     if (json.size() > kMaxAnswerBytes) {
       return {422, ErrorJson("the answer would be " + std::to_string(json.size() >> 20) +

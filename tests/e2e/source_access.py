@@ -1,13 +1,15 @@
 """The source view shows a file only to who could read it (docs/security.md,
-"The source view"). A program of the test's own names a root-only (0600)
-canary as a source file with `#line`, and an imported pprof profile names
-it as a function's file; another user asks `serve` (run as root) for both:
-the canary's bytes never appear, the reason does; a world-readable file is
-shown; a link the other user plants is not followed; `report --source` run
-as that user cannot read the canary either. Then the source tree is moved
-into a root-only directory and found again with --source-root and
---trim-path (read with the server's rights, its planted link still
-refused)."""
+"The source view"), and the assembly view a program's code alike. A
+program of the test's own names a root-only (0600) canary as a source file
+with `#line`, and an imported pprof profile names it as a function's file;
+another user asks `serve` (run as root) for both: the canary's bytes never
+appear, the reason does; a world-readable file is shown; a link the other
+user plants is not followed; `report --source` run as that user cannot
+read the canary either. The program's code is shown to that user while
+anyone can read the program, and not once it is root's alone. Then the
+source tree is moved into a root-only directory and found again with
+--source-root and --trim-path (read with the server's rights, its planted
+link still refused)."""
 import gzip
 import secrets
 import signal
@@ -135,17 +137,23 @@ except urllib.error.HTTPError as e:
 """
 
 
-def source_as_attacker(url, function, capture):
-    """The source view of `function` as the other user asks serve for it."""
+def view_as_attacker(url, view, function, capture, **extra):
+    """serve's answer for the source or assembly view (`view`: source, asm)
+    of `function`, as the other user asks for it (`extra`: more parameters)."""
     base, _, query = url.partition("?")
-    params = urllib.parse.urlencode({"source": function, "views": "flat", "capture": capture})
+    params = urllib.parse.urlencode({view: function, "views": "flat", "capture": capture, **extra})
     api = base + "api/report?" + (query + "&" if query else "") + params
     p = run(as_attacker + [sys.executable, "-c", FETCH, api])
     check(p.returncode == 0, "the other user's request ran: %s" % p.stderr)
     status, _, body = p.stdout.partition("\n")
     check(secret not in body, "the canary's bytes are not in serve's answer for %s" % function)
-    check(status == "200", "source=%s: HTTP %s: %s" % (function, status, body[:300]))
-    files = json.loads(body)["source"]["files"]
+    check(status == "200", "%s=%s: HTTP %s: %s" % (view, function, status, body[:300]))
+    return json.loads(body)
+
+
+def source_as_attacker(url, function, capture):
+    """The source view of `function` as the other user asks serve for it."""
+    files = view_as_attacker(url, "source", function, capture)["source"]["files"]
     check(len(files) == 1, "%s's lines are in one file: %s" % (function, [f["path"] for f in files]))
     return files[0]
 
@@ -179,6 +187,25 @@ try:
     refuses(f, "is not readable by all", "a root-only file an imported pprof names is not shown")
     shows(source_as_attacker(url, "imported_shown", "imported.mscap"), prog_c,
           "an imported pprof's world-readable file is shown")
+    # The assembly view opens the program's file by the same rules.
+    m = view_as_attacker(url, "asm", "shown", "prog.mscap")["assembly"]["modules"][0]
+    check(m["path"] == prog and [r["symbol"] for r in m.get("ranges", [])] == ["shown"],
+          "a world-readable program's code is shown to anyone: %r" % m.get("unreadable"))
+    code = [i["text"] for i in m["ranges"][0]["instructions"]]
+    os.chmod(prog, 0o700)
+    try:
+        # (Another query: the server keeps its answers.)
+        m = view_as_attacker(url, "asm", "shown", "prog.mscap", top="7")["assembly"]["modules"][0]
+        check("ranges" not in m and m.get("unreadable", "").startswith("not shown: ") and
+              "is not readable by all" in m["unreadable"] and m["addresses"],
+              "a root-only program's code is not shown: %r" % m.get("unreadable"))
+        p = run(as_attacker + [MICROSCOPE, "report", "--json", "--asm", "shown", cap])
+        m = json.loads(p.stdout)["assembly"]["modules"][0]
+        check("ranges" not in m and "Permission denied" in m.get("unreadable", "") and
+              not any(c in p.stdout for c in code if len(c) > 12),
+              "report --asm as the other user cannot read it either: %r" % m.get("unreadable"))
+    finally:
+        os.chmod(prog, 0o755)
 finally:
     stop(server)
 

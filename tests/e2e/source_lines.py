@@ -1,13 +1,21 @@
-"""report --source FUNCTION (and serve's source view, which shows the same
-JSON): a function's source lines with the samples at each, read on this
-host from the files the capture names, or why they cannot be read.
+"""report --source FUNCTION and report --asm FUNCTION (and serve's source
+and assembly views, which show the same JSON): a function's source lines,
+or its machine code, with the samples at each, read on this host from the
+files the capture names, or why they cannot be read.
 
 Native: the threads fixture's burn_units (inlined from burn.h into three
 workers), whose lines' costs must be the ones report --granularity line
 gives. Python: a script of the test's own whose hot loop must hold nearly
 all of its function's samples; then the script is cut short (not the file
 that was profiled), made binary, and removed (not readable), and the report
-says so."""
+says so.
+
+Assembly: work_c (burn_units inlined in it) disassembled as objdump -d
+does, instruction by instruction, its samples all on its instructions and
+adding up to what report --inlines off counts for it; thread_c's samples
+on its call to work_c; a file with another build ID under the capture's
+path is refused, saying so."""
+import re
 import shutil
 
 from common import *
@@ -54,6 +62,48 @@ check(row in out.split("\n"), "report --source prints the hottest line with its 
 p = run([MICROSCOPE, "report", "--source", "no_such_function", cap])
 check(p.returncode != 0 and "no function named 'no_such_function'" in p.stderr and
       p.stderr.count("\n") == 1, "an unknown function is one error line: %r" % p.stderr)
+
+# Assembly: the same capture's work_c, against objdump's disassembly.
+binary = fixture("threads")
+asm = report(cap, "--asm", "work_c")["assembly"]
+check(len(asm["modules"]) == 1 and asm["modules"][0]["path"] == binary and
+      "unreadable" not in asm["modules"][0], "work_c's code is in %s: %s" %
+      (binary, [(m["path"], m.get("unreadable")) for m in asm["modules"]]))
+m = asm["modules"][0]
+check(len(m["ranges"]) == 1 and m["ranges"][0]["symbol"] == "work_c",
+      "one symbol holds its samples: %s" % [r["symbol"] for r in m["ranges"]])
+insns = m["ranges"][0]["instructions"]
+dump = run(["objdump", "-d", "--disassemble=work_c", binary]).stdout
+want = [int(l.split(":")[0], 16) for l in dump.split("\n")
+        if re.match(r"^\s+[0-9a-f]+:\t[0-9a-f]{2} .*\t\S", l)]
+check([i["address"] for i in insns] == want and want,
+      "its instructions start where objdump's do (%d, from %#x)" % (len(want), want[0] if want else 0))
+off = functions(report(cap, "--inlines", "off"))["work_c"]
+self_sum = sum(i["self"]["samples"] for i in insns if "self" in i)
+check(self_sum == off[0] and m["outside"]["samples"] == 0 and
+      asm["total"]["samples"] == off[1] and asm["not_native"]["samples"] == 0,
+      "its instructions' self samples (%d) are work_c's own with inlines folded (%d), total %d "
+      "of %d, none outside its code" % (self_sum, off[0], asm["total"]["samples"], off[1]))
+hot = max(insns, key=lambda i: i.get("self", {}).get("samples", 0))
+out = run([MICROSCOPE, "report", "--asm", "work_c", cap]).stdout
+row = "%7s %7s %10x:  %s" % (hot["self"]["text"], hot["total"]["text"], hot["address"], hot["text"])
+check(row in out.split("\n"), "report --asm prints the hottest instruction: %r" % row)
+caller = report(cap, "--asm", "thread_c")["assembly"]["modules"][0]
+calls = [i for r in caller["ranges"] for i in r["instructions"] if "total" in i]
+check(len(calls) == 1 and calls[0]["text"].startswith("call") and
+      calls[0].get("target") == "work_c" and calls[0]["total"]["samples"] == off[1] and
+      calls[0]["self"]["samples"] == 0,
+      "thread_c's samples are all on its call to work_c: %s" %
+      [(i["text"], i.get("target"), i["total"]["samples"]) for i in calls])
+# Another program under the recorded path's name: refused by build ID.
+root = os.path.join(d, "root")
+os.makedirs(root)
+shutil.copy(fixture("spin2"), os.path.join(root, os.path.basename(binary)))
+m = report(cap, "--asm", "work_c", "--source-root", root, "--trim-path",
+           os.path.dirname(binary))["assembly"]["modules"][0]
+check("is not the file recorded: its build ID is" in m.get("unreadable", "") and
+      "ranges" not in m and m["addresses"],
+      "a file with another build ID is not disassembled: %r" % m.get("unreadable"))
 
 # Python, walked by BPF: the lines of a script of our own.
 script = os.path.join(d, "hot.py")
