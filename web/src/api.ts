@@ -143,6 +143,36 @@ export interface Source {
   files: SourceFile[];
 }
 
+// A function's machine code (asm=): per module, the symbols holding its
+// sampled addresses, instruction by instruction (costs on the sampled ones
+// only), or why the module's file could not be read (the sampled file
+// offsets alone then).
+export interface Instruction {
+  address: number;
+  size: number;
+  text: string;
+  target?: string;
+  self?: Cost;
+  total?: Cost;
+}
+
+export interface AssemblyModule {
+  path: string;
+  build_id: string;
+  total: Cost;
+  addresses: {offset: number; self: Cost; total: Cost}[];
+  ranges?: {symbol: string; start: number; size: number; bytes_left_out: number; instructions: Instruction[]}[];
+  outside?: Cost;
+  unreadable?: string;
+}
+
+export interface Assembly {
+  function: string;
+  total: Cost;
+  not_native: Cost;
+  modules: AssemblyModule[];
+}
+
 // One thread's samples in time order (views=stack_chart): runs of one
 // stack as [start, end, stack, samples] (ns after the start), each stack
 // outermost first as indexes into names and modules.
@@ -227,6 +257,7 @@ export interface Report {
     pruned: number;
   };
   source?: Source;
+  assembly?: Assembly;
   stack_chart?: StackChart;
   neighbors?: Neighbors;
   markers?: Markers;

@@ -8,7 +8,7 @@ import {h, render} from 'preact';
 import {useEffect, useMemo, useRef, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
-import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, stackChartQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
+import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, asmQuery, stackChartQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
 import {DiffTable} from './views/diff';
 import {download} from './views/flame';
 import {CanvasFlameGraph as FlameGraph, flamePngBlob, flameSvgText} from './views/flamecanvas';
@@ -17,6 +17,7 @@ import {HeaderPanel} from './views/header';
 import {LanesView, selectedRange} from './views/lanes';
 import {MarkerTable} from './views/markers';
 import {Sidebar, Transform, ZoneSidebar} from './views/sidebar';
+import {AssemblyView} from './views/assembly';
 import {SourceView} from './views/source';
 import {StackChartView} from './views/stackchart';
 import {CallTree} from './views/tree';
@@ -261,7 +262,9 @@ function App() {
   const [report, error] = useReport(choose ? '' : reportQuery(state, MIN_PERCENT), growth);
   const [lanes, , lanesFor] = useReport(choose ? '' : lanesQuery(state, LANE_COLUMNS), growth);
   const [source] = useReport(state.view === 'source' && state.focus ? sourceQuery(state) : '', growth);
-  const sidebar = (!!state.focus || !!state.zone) && state.view !== 'source' && state.view !== 'diff';
+  const [assembly] = useReport(state.view === 'asm' && state.focus ? asmQuery(state) : '', growth);
+  const sidebar = (!!state.focus || !!state.zone) && state.view !== 'source' && state.view !== 'asm' &&
+      state.view !== 'diff';
   const [neighbors] = useReport(sidebar && state.focus && !choose ? neighborsQuery(state) : '', growth);
   const [zoneStats] = useReport(sidebar && state.zone && !choose ? zonesQuery(state) : '', growth);
   const [marked] = useReport(state.view === 'markers' && !choose ? markersQuery(state) : '', growth);
@@ -412,6 +415,8 @@ function App() {
                }) :
                state.view === 'source' ?
                h(SourceView, {report: source, focus: state.focus}) :
+               state.view === 'asm' ?
+               h(AssemblyView, {report: assembly, focus: state.focus}) :
                state.view === 'chart' ?
                (charted?.stack_chart ? h(StackChartView, {chart: charted.stack_chart, onFocus: focus, window: shownRange(state, report)}) :
                                        h('p', {class: 'hint'}, 'the stack chart is loading…')) :
@@ -444,6 +449,7 @@ function App() {
             report: neighbors,
             onFocus: focus,
             onSource: () => go({...state, view: 'source'}),
+            onAssembly: () => go({...state, view: 'asm'}),
             // The focused function merged or dropped is gone from every
             // view: the focus goes with it.
             onTransform: (kind: Transform, name: string) =>

@@ -1,8 +1,8 @@
 // Everything a view shows is decided by this state, and the state lives in
 // the page's URL: a link reproduces the view, reloading keeps it.
 
-export type View = 'flame'|'chart'|'tree'|'flat'|'markers'|'source'|'diff';
-export const VIEWS: readonly View[] = ['flame', 'chart', 'tree', 'flat', 'markers', 'source', 'diff'];
+export type View = 'flame'|'chart'|'tree'|'flat'|'markers'|'source'|'asm'|'diff';
+export const VIEWS: readonly View[] = ['flame', 'chart', 'tree', 'flat', 'markers', 'source', 'asm', 'diff'];
 export const VIEW_NAMES: Record<View, string> = {
   flame: 'flame graph',
   chart: 'stack chart',
@@ -10,6 +10,7 @@ export const VIEW_NAMES: Record<View, string> = {
   flat: 'functions',
   markers: 'markers',
   source: 'source',
+  asm: 'assembly',
   diff: 'changes',  // with a capture to compare with only
 };
 
@@ -167,6 +168,14 @@ export function searchQuery(state: ViewState): string {
 export function sourceQuery(state: ViewState): string {
   const params = shared(state, 'threads');
   params.set('source', state.focus);
+  return '/api/report?' + params.toString();
+}
+
+// The assembly view's query: the focused function's machine code by
+// instruction, over the same samples as the source view's.
+export function asmQuery(state: ViewState): string {
+  const params = shared(state, 'threads');
+  params.set('asm', state.focus);
   return '/api/report?' + params.toString();
 }
 

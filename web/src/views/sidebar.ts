@@ -20,7 +20,7 @@ export function costText(cost: Cost, unit: string): string {
 export type Transform = 'merge'|'drop'|'collapse';
 
 export function Sidebar(props: {
-  report: Report|null; onFocus: (name: string) => void; onSource: () => void;
+  report: Report|null; onFocus: (name: string) => void; onSource: () => void; onAssembly: () => void;
   onTransform: (kind: Transform, name: string) => void;
 }) {
   const n = props.report?.neighbors;
@@ -42,6 +42,7 @@ export function Sidebar(props: {
         h('dt', null, 'self'), h('dd', {'data-field': 'self'}, costText(n.self, unit)),
         h('dt', null, 'total'), h('dd', {'data-field': 'total'}, costText(n.total, unit))),
       h('button', {onClick: props.onSource}, 'source lines'),
+      h('button', {onClick: props.onAssembly}, 'assembly'),
       h('div', {class: 'transforms', role: 'group', 'aria-label': 'transform the call graph'},
         h('button', {
           title: 'leave it out of every stack, its time going to its callers',
