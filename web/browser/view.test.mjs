@@ -783,6 +783,23 @@ test("the source view shows the focused function's lines with their costs", asyn
   await page.getByText("Click a function").waitFor();
 });
 
+test("the assembly view: the function's instructions with their samples, opened from the sidebar", async () => {
+  await page.goto(new URL("/?capture=threads.mscap&focus=work_c", url).href);
+  await ready();
+  const side = page.getByRole("complementary", { name: "selected function" });
+  await side.getByRole("button", { name: "assembly" }).click();
+  await page.waitForFunction(() => new URL(location.href).searchParams.get("view") === "asm");
+  await page.waitForSelector("table.asm tr.costed");
+  const asm = (await api("/api/report?capture=threads.mscap&views=threads&asm=work_c")).assembly;
+  const range = asm.modules[0].ranges[0];
+  assert.equal(range.symbol, "work_c");
+  const hot = range.instructions.filter((i) => i.total).reduce((a, b) => (b.total.value > a.total.value ? b : a));
+  const cells = await page.locator(`table.asm tr[data-address="${hot.address.toString(16)}"] td`).allTextContents();
+  assert.deepEqual(cells, [hot.self.text, hot.total.text, hot.address.toString(16), hot.text]);
+  assert.equal(await page.locator("table.asm tbody tr").count(), range.instructions.length);
+  await shot("7b-assembly");
+});
+
 test("the flame graph is one Tab stop; arrows move by position, Enter zooms, F focuses the views", async () => {
   await page.goto(new URL("/?capture=threads.mscap", url).href);
   await ready();

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest';
 
-import {containing, DEFAULT_STATE, exactly, exportQuery, lanesQuery, listed, toggled, parseState, reportQuery, searchQuery, sourceQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, zoomLevels,} from '../src/state';
+import {containing, DEFAULT_STATE, exactly, exportQuery, lanesQuery, listed, toggled, parseState, reportQuery, searchQuery, sourceQuery, asmQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, zoomLevels,} from '../src/state';
 
 const params = (query: string) => new URLSearchParams(query.split('?')[1]);
 
@@ -135,6 +135,22 @@ describe('source', () => {
   });
   it('is a view of the URL', () => {
     expect(parseState('?view=source&focus=main').view).toBe('source');
+  });
+});
+
+describe('assembly', () => {
+  it('asks for the focused function\'s instructions over the source view\'s samples', () => {
+    const state = {...DEFAULT_STATE, view: 'asm' as const, focus: 'a::b<int>', time: '1s..2s'};
+    const q = params(asmQuery(state));
+    expect(q.get('asm')).toBe('a::b<int>');
+    expect(q.get('source')).toBeNull();
+    const s = params(sourceQuery(state));
+    s.delete('source');
+    q.delete('asm');
+    expect(q.toString()).toBe(s.toString());
+  });
+  it('is a view of the URL', () => {
+    expect(parseState('?view=asm&focus=main').view).toBe('asm');
   });
 });
 
