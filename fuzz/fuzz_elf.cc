@@ -1,13 +1,19 @@
-// ELF files: the image loader (segments, build ID, symbol tables, PLT), and
-// the CFI table built from the file's .eh_frame or .debug_frame: decoded up
-// front (every FDE), and on demand through the executable sections.
+// ELF files: the image loader (segments, build ID, symbol tables, PLT), the
+// CFI table built from the file's .eh_frame or .debug_frame: decoded up
+// front (every FDE), and on demand through the executable sections; and the
+// assembly view's reader (formats/assembly_text) over the file as a module
+// whose build ID the capture names.
 #include <gelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "base/hex.h"
+#include "formats/assembly_text.h"
 #include "src/symbols/elf_handle.h"
 #include "src/symbols/elf_image.h"
 #include "src/unwind/cfi_table.h"
@@ -32,7 +38,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     (void)symbols::ElfLoadSegments(elf->get());
-    (void)symbols::ElfBuildId(elf->get());
+    const std::vector<uint8_t> id = symbols::ElfBuildId(elf->get());
+    ScopedFd file(memfd_create("module", MFD_CLOEXEC));
+    if (!id.empty() && file.valid() && write(file.get(), data, size) == ssize_t(size)) {
+      analysis::ReportAssembly assembly;
+      analysis::ReportAssemblyModule& m = assembly.modules.emplace_back();
+      m.path = "module";
+      m.build_id = HexBytes(id);
+      for (uint64_t offset : {uint64_t(0x1000), uint64_t(0x1040), uint64_t(size / 2)})
+        m.addresses.push_back({offset, {1, 1, 1}, {1, 1, 1}});
+      formats::ReadAssemblyText(&assembly, [&](const std::string&) -> Result<ScopedFd> {
+        return ScopedFd(dup(file.get()));
+      });
+    }
   }
   return 0;
 }
