@@ -1,12 +1,14 @@
 // Times a page in Debian's Chromium (playwright-core): from navigation to
-// the first frame of its flame graph (`.d3-flame-graph rect`, the selector
-// microscope's view and pprof -http's flame graph share), in a fresh
-// browser context each run. Prints one JSON line per run:
+// the first paint of its flame graph (microscope's canvas: the frames the
+// page lists as drawn, then the frame painted; with "pprof", pprof -http's
+// d3-flame-graph: its first `.d3-flame-graph rect`), in a fresh browser
+// context each run. Prints one JSON line per run:
 // {"paint_ms", "fcp_ms", "frames"}.
 // With "zoom" (microscope's view only), then times a range selected on the
 // timeline (a drag over a fifth of it) until the flame graph is drawn again
 // for it ("select_ms"), and zooming into it (+) until the timeline is drawn
-// again at that range ("zoom_ms": at once, from the columns it has), and
+// again at that range ("zoom_ms": at once, from the columns it has; from
+// the key's event in the page, "zoom_in_page_ms"), and
 // until it is drawn from the server's answer for the range
 // ("zoom_answered_ms"): the page's performance marks.
 // With "speedscope", times speedscope's page (its #profileURL= fetched)
@@ -65,8 +67,17 @@ try {
       await page.waitForLoadState('networkidle');
       await page.waitForTimeout(300);
       const before = await marks(page, 'microscope:lanes-drawn');
+      // The key's own time in the page (its event's timeStamp): the zoom
+      // in the page, without the harness's sending of the key.
+      await page.evaluate(() => document.addEventListener(
+          'keydown', (e) => performance.mark('bench:zoom-key', {startTime: e.timeStamp}),
+          {capture: true, once: true}));
       got.zoom_ms = await until(page, 'microscope:lanes-drawn',
                                 () => page.locator('.lanes canvas').press('+'));
+      got.zoom_in_page_ms = await page.evaluate(
+          (k) => performance.getEntriesByName('microscope:lanes-drawn')[k].startTime -
+                 performance.getEntriesByName('bench:zoom-key')[0].startTime,
+          before);
       const t0 = (await page.evaluate((n) => performance.getEntriesByName(n).at(-1).startTime,
                                       'microscope:lanes-drawn')) - got.zoom_ms;
       await page.waitForFunction(

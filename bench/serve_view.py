@@ -22,6 +22,8 @@ For each size:
                 flame graph is drawn again for it (a query, uncached)
   zoom          then zoomed into (+), until the timeline is drawn again at
                 that range (from the columns the page has, stretched)
+  zoom in page  the zoom from the key's event in the page (its timeStamp),
+                without the harness's sending of the key
   zoom answered the same, until it is drawn from the server's answer
   pprof paint   pprof -http's /ui/flamegraph, its profile loaded
   speedscope    speedscope's page (npm's release, fetched once into
@@ -169,7 +171,7 @@ def main():
             site = speedscope_site(release, ss)
         cold, computed, cached, p_cold, p_loaded, p_pprof, frames = [], [], [], [], [], [], {}
         p_speedscope = []
-        select, zoom, zoom_answered = [], [], []
+        select, zoom, zoom_answered, zoom_in_page = [], [], [], []
         whole, inverted = [], []
         for i in range(a.repeat):
             # microscope, cold: a fresh server, the page at once.
@@ -197,6 +199,7 @@ def main():
             select.append(got["select_ms"])
             zoom.append(got["zoom_ms"])
             zoom_answered.append(got["zoom_answered_ms"])
+            zoom_in_page.append(got["zoom_in_page_ms"])
             stop(s)
             # pprof -http, its profile read at start.
             s, url, _ = start([pprof, "-no_browser", "-http=127.0.0.1:%d" % free_port(), pb],
@@ -229,28 +232,29 @@ def main():
                   "api_inverted_ms": 1e3 * med(inverted), "paint_cold_ms": med(p_cold),
                   "paint_loaded_ms": med(p_loaded), "pprof_paint_ms": med(p_pprof),
                   "select_ms": med(select), "zoom_ms": med(zoom),
-                  "zoom_answered_ms": med(zoom_answered),
+                  "zoom_answered_ms": med(zoom_answered), "zoom_in_page_ms": med(zoom_in_page),
                   "speedscope_paint_ms": med(p_speedscope),
                   "frames": frames,
                   "spread": {"paint_cold": [min(p_cold), max(p_cold)],
                              "pprof": [min(p_pprof), max(p_pprof)],
                              "speedscope": [min(p_speedscope), max(p_speedscope)] if p_speedscope else None,
                              "select": [min(select), max(select)], "zoom": [min(zoom), max(zoom)],
+                             "zoom_in_page": [min(zoom_in_page), max(zoom_in_page)],
                              "api_computed": [1e3 * min(computed), 1e3 * max(computed)]}})
         rows.append(r)
         print(json.dumps(r), flush=True)
     print()
-    print("%9s %7s %10s %9s %9s %9s %9s %9s %10s %11s %9s %9s %13s %10s %12s %11s" %
+    print("%9s %7s %10s %9s %9s %9s %9s %9s %10s %11s %9s %9s %12s %13s %10s %12s %11s" %
           ("samples", "threads", "answer", "api cold", "computed", "tree", "inverted", "cached",
-           "paint cold", "paint loaded", "select", "zoom", "zoom answered", "pprof", "pprof/loaded",
-           "speedscope"))
+           "paint cold", "paint loaded", "select", "zoom", "zoom in page", "zoom answered", "pprof",
+           "pprof/loaded", "speedscope"))
     for r in rows:
         print("%9d %7d %9.0fK %7.0fms %7.1fms %7.1fms %7.1fms %7.1fms %8.0fms %9.0fms %7.0fms %7.0fms "
-              "%11.0fms %8.0fms %11.2fx %9.0fms" %
+              "%10.0fms %11.0fms %8.0fms %11.2fx %9.0fms" %
               (r["samples"], r["threads"], r["answer_bytes"] / 1e3, r["api_cold_ms"],
                r["api_computed_ms"], r["api_tree_ms"], r["api_inverted_ms"], r["api_cached_ms"],
                r["paint_cold_ms"], r["paint_loaded_ms"], r["select_ms"], r["zoom_ms"],
-               r["zoom_answered_ms"],
+               r["zoom_in_page_ms"], r["zoom_answered_ms"],
                r["pprof_paint_ms"], r["pprof_paint_ms"] / r["paint_loaded_ms"],
                r["speedscope_paint_ms"]))
 

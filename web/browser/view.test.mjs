@@ -800,6 +800,51 @@ test("the assembly view: the function's instructions with their samples, opened 
   await shot("7b-assembly");
 });
 
+test("dark mode: the page's ground and text turn; kinds of code and off-CPU states keep their colours", async () => {
+  const look = async () => {
+    await page.goto(new URL("/?capture=threads.mscap", url).href);
+    await ready();
+    await flameDrawn();
+    return page.evaluate(() => {
+      const color = (el) => getComputedStyle(el).color;
+      const background = (el) => getComputedStyle(el).backgroundColor;
+      return {
+        frames: Object.fromEntries(globalThis.microscopeFlame().map((f) => [f.name, f.fill])),
+        kinds: [...document.querySelectorAll(".kind-legend i")].map(background),
+        states: [...document.querySelectorAll(".state-legend i")].map(background),
+        ground: background(document.body),
+        text: color(document.body),
+        lanesText: color(document.querySelector(".lanes canvas")),
+      };
+    });
+  };
+  // The relative luminance of an rgb() colour (WCAG).
+  const luminance = (rgb) => {
+    const [r, g, b] = rgb.match(/\d+/g).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  await page.emulateMedia({ colorScheme: "light" });
+  const light = await look();
+  await page.emulateMedia({ colorScheme: "dark" });
+  try {
+    const dark = await look();
+    assert.deepEqual(dark.frames, light.frames);
+    assert.ok(dark.kinds.length > 0);
+    assert.deepEqual(dark.kinds, light.kinds);
+    assert.deepEqual(dark.states, light.states);
+    assert.ok(luminance(dark.ground) < 0.05 && luminance(dark.text) > 0.6, `${dark.ground} ${dark.text}`);
+    assert.ok(luminance(light.ground) > 0.9 && luminance(light.text) < 0.1, `${light.ground} ${light.text}`);
+    // The timeline's canvas draws its axis and names in the page's text colour.
+    assert.equal(dark.lanesText, dark.text);
+    await shot("9-dark");
+  } finally {
+    await page.emulateMedia({ colorScheme: null });
+  }
+});
+
 test("the flame graph is one Tab stop; arrows move by position, Enter zooms, F focuses the views", async () => {
   await page.goto(new URL("/?capture=threads.mscap", url).href);
   await ready();

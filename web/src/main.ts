@@ -5,7 +5,7 @@
 import './style.css';
 
 import {h, render} from 'preact';
-import {useEffect, useMemo, useRef, useState} from 'preact/hooks';
+import {useEffect, useLayoutEffect, useMemo, useRef, useState} from 'preact/hooks';
 
 import {CaptureEntry, diffByFunction, fetchCaptures, fetchReport, hasOffCpu, looksWithout, Report} from './api';
 import {EXPORTS, exportQuery, lanesQuery, listed, LOOKS, toggled, zonesQuery, markersQuery, METRICS, parseState, reportQuery, searchQuery, neighborsQuery, sourceQuery, asmQuery, stackChartQuery, stateToSearch, subtreePath, threadFromLabel, threadLabel, timeRange, View, zoomLevels, VIEW_NAMES, VIEWS, ViewState,} from './state';
@@ -43,10 +43,12 @@ function usePageState(): [ViewState, (s: ViewState) => void] {
 // The answer to `query` (none for ''), or the error the server gave, and
 // the query the answer shown is for (the last one's, until it comes).
 // `growth` counts the times the capture grew: each asks again.
+// The question is sent as the page renders (a layout effect), not after
+// its paint as an effect is: on a first paint that is some 100 ms sooner.
 function useReport(query: string, growth = 0): [Report|null, string, string] {
   const [report, setReport] = useState<[Report, string]|null>(null);
   const [error, setError] = useState('');
-  useEffect(() => {
+  useLayoutEffect(() => {
     let live = true;
     if (!query) return setReport(null);
     fetchReport(query).then(
@@ -147,7 +149,7 @@ const POLL_MS = 2000;
 function useCaptures(): [CaptureEntry[]|null, number] {
   const [captures, setCaptures] = useState<CaptureEntry[]|null>(null);
   const [unlisted, setUnlisted] = useState(0);
-  useEffect(() => {
+  useLayoutEffect(() => {  // asked at the first render (useReport says why)
     let last = '';
     const ask = () => {
       if (document.hidden) return;

@@ -2,7 +2,7 @@
 // lays time out (a zoomed range, a box of the stack chart, the axis), and
 // the width of an element, followed as the window is resized.
 import type {RefObject} from 'preact';
-import {useEffect, useState} from 'preact/hooks';
+import {useLayoutEffect, useState} from 'preact/hooks';
 
 // A string's hash, the same across reloads: what the views colour by.
 export function textHash(text: string): number {
@@ -22,8 +22,11 @@ export function duration(ns: number): string {
 // The width of `ref`'s element in CSS pixels (0 until it is laid out).
 export function useWidth(ref: RefObject<HTMLElement | null>): number {
   const [width, setWidth] = useState(0);
-  useEffect(() => {
+  // Measured as the element is laid out (a layout effect, then a render
+  // before the paint), so that the first drawing has its width.
+  useLayoutEffect(() => {
     const el = ref.current!;
+    setWidth(el.clientWidth);
     const observer = new ResizeObserver(() => setWidth(el.clientWidth));
     observer.observe(el);
     return () => observer.disconnect();

@@ -90,7 +90,8 @@ export function CanvasFlameGraph(props: {
 }) {
   const host = useRef<HTMLDivElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
-  const width = Math.max(320, useWidth(host) || host.current?.clientWidth || 0);
+  const measured = useWidth(host);
+  const width = Math.max(320, measured);
   const frames = useMemo(() => layoutFlame(flameRoot(props.report)), [props.report]);
   const [zoomed, setZoomed] = useState<Frame|null>(null);
   const [current, setCurrent] = useState<Frame|null>(null);
@@ -101,6 +102,7 @@ export function CanvasFlameGraph(props: {
   const depth = drawn.reduce((m, d) => Math.max(m, d.frame.depth), 0);
   const height = (depth + 2) * ROW;
   useLayoutEffect(() => {
+    if (!measured) return;  // drawn once its width is known (before the first paint)
     const c = canvas.current!;
     c.width = width * devicePixelRatio;
     c.height = height * devicePixelRatio;
@@ -131,7 +133,7 @@ export function CanvasFlameGraph(props: {
     last = {drawn, colors, width, height, canvas: c, current};
     if (!performance.getEntriesByName('microscope:flame').length) performance.mark('microscope:flame');
     performance.mark('microscope:flame-drawn');
-  }, [drawn, matched, current, props.diff, width, height]);
+  }, [drawn, matched, current, props.diff, width, height, measured]);
   const at = (e: MouseEvent) => {
     const r = canvas.current!.getBoundingClientRect();
     return frameAt(drawn, e.clientX - r.left, e.clientY - r.top, ROW);
