@@ -40,6 +40,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -140,6 +141,8 @@ def main():
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--speedscope", default="1.25.0", help="its npm version, or none")
+    ap.add_argument("--capture", help="a recording to measure (a real program's) instead of "
+                    "synthesized ones (--sizes, --threads)")
     a = ap.parse_args()
     ms = os.path.abspath(os.path.join(a.build, "microscope"))
     make = os.path.join(a.build, "bench", "make_capture")
@@ -155,13 +158,23 @@ def main():
     # The page's own first query (web/src/state.ts reportQuery with its defaults).
     view = "/api/report?views=tree&min_percent=0.1&top=200"
     rows = []
-    for n in [int(s) for s in a.sizes.split(",")]:
+    for n in [int(s) for s in a.sizes.split(",")] if not a.capture else [0]:
         cap, pb = "%s/s%d.mscap" % (d, n), "%s/s%d.pb.gz" % (d, n)
-        subprocess.run([make, cap, str(n), "3", str(max(200, n // 50)), "skewed", str(a.threads)],
-                       check=True)
+        threads = a.threads
+        focuses = ["function_%d" % (10 + i) for i in range(a.repeat)]
+        if a.capture:
+            shutil.copy(a.capture, cap)
+            head = json.loads(subprocess.run([ms, "report", "--json", "--threads", cap],
+                                             check=True, capture_output=True, text=True).stdout)
+            n, threads = head["header"]["samples"], len(head["threads"])
+            # Uncached focus queries: on its own functions (regex-escaped).
+            focuses = [re.escape(f["function"]) for f in head["functions"][:10]]
+        else:
+            subprocess.run([make, cap, str(n), "3", str(max(200, n // 50)), "skewed", str(threads)],
+                           check=True)
         subprocess.run([ms, "convert", cap, "--to", "pprof", "-o", pb], check=True,
                        capture_output=True)
-        r = {"samples": n, "threads": a.threads, "capture_bytes": os.path.getsize(cap), "pprof_bytes": os.path.getsize(pb)}
+        r = {"samples": n, "threads": threads, "capture": a.capture or "synthesized", "capture_bytes": os.path.getsize(cap), "pprof_bytes": os.path.getsize(pb)}
         site = None
         if release:
             ss = "%s/s%d.speedscope.json" % (d, n)
@@ -185,7 +198,8 @@ def main():
             dt, size = get(url, view)
             cold.append(dt)
             r["answer_bytes"] = size
-            computed.append(get(url, view + "&focus=function_%d" % (10 + i))[0])
+            focus = urllib.parse.quote(focuses[i % len(focuses)])
+            computed.append(get(url, view + "&focus=" + focus)[0])
             cached.append(get(url, view)[0])
             whole.append(get(url, view.replace("min_percent=0.1", "min_percent=0.1%d1" % i))[0])
             inverted.append(get(url, view.replace("views=tree", "views=inverted").replace(
