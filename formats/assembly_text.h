@@ -3,8 +3,10 @@
 // file, opened by the path the capture names under the source view's rules
 // (formats/source_text.h: serve shows only what anyone could read), proven
 // to be the file recorded by its build ID, and disassembled (Capstone) over
-// the symbols that hold the costed addresses, each instruction with its
-// costs. Everything left out says why ("not shown: ...").
+// the symbols that hold the costed addresses (a stripped file's from its
+// debug file under /usr/lib/debug/.build-id, opened alike and proven by
+// the same ID), each instruction with its costs. Everything left out says
+// why ("not shown: ...").
 #pragma once
 
 #include <cstdint>
@@ -14,12 +16,19 @@
 
 namespace microscope::formats {
 
-// A module file larger than this is not read (its symbol tables are).
-inline constexpr uint64_t kMaxModuleBytes = uint64_t(1) << 30;
-// Bytes of one symbol's code disassembled; the rest is counted.
+// A module file is read whole, at most this (its debug file too).
+inline constexpr uint64_t kMaxModuleBytes = uint64_t(512) << 20;
+// Bytes of one symbol's code disassembled, and of all the report's; the
+// rest is counted.
 inline constexpr uint64_t kMaxAssemblyBytes = 256 << 10;
-// Symbols shown for one module (the function and its split-off parts).
+inline constexpr uint64_t kMaxAssemblyTotalBytes = 1 << 20;
+// Symbols shown for one module (the most costly: the function and its
+// split-off parts), and modules read (the most costly).
 inline constexpr size_t kMaxAssemblyRanges = 16;
+inline constexpr size_t kMaxAssemblyModules = 16;
+// A module's function symbols taken, and the longest name.
+inline constexpr size_t kMaxSymbols = 4 << 20;
+inline constexpr size_t kMaxSymbolName = 4096;
 
 // Fills each module's ranges (or unreadable) of `assembly`, opening files
 // through `open`.

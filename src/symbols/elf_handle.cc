@@ -1,7 +1,5 @@
 #include "src/symbols/elf_handle.h"
 
-#include <utility>
-
 #include "base/open_file.h"
 
 namespace microscope::symbols {
@@ -24,15 +22,6 @@ Result<ElfFile> OpenElfFile(const std::string& path) {
   ElfFile file;
   ASSIGN_OR_RETURN(file.fd, OpenRegularFile(path));
   file.elf.reset(elf_begin(file.fd.get(), ELF_C_READ_MMAP, nullptr));
-  if (!file.elf) return NotElf();
-  return file;
-}
-
-Result<ElfFile> ElfFromFd(ScopedFd fd) {
-  InitLibelf();
-  ElfFile file;
-  file.fd = std::move(fd);
-  file.elf.reset(elf_begin(file.fd.get(), ELF_C_READ, nullptr));
   if (!file.elf) return NotElf();
   return file;
 }

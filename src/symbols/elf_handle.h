@@ -32,11 +32,6 @@ struct ElfFile {
 // says what was wrong, without the path.
 Result<ElfFile> OpenElfFile(const std::string& path);
 
-// `fd` (a file opened by whoever may open it: the caller) as ELF, read
-// through the descriptor (pread, never mapped: a file another user can
-// shorten while it is read gives an error, not a fault).
-Result<ElfFile> ElfFromFd(ScopedFd fd);
-
 // An ELF image in memory (the vDSO); `bytes` must outlive the handle.
 Result<ElfPtr> ElfFromMemory(std::span<const uint8_t> bytes);
 

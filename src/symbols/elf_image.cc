@@ -189,9 +189,13 @@ void ForEachDefinedSymbol(Elf* elf, uint32_t table,
     GElf_Shdr sh;
     if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != table || sh.sh_entsize == 0) continue;
     Elf_Data* syms = elf_getdata(scn, nullptr);
-    for (size_t i = 0; syms != nullptr && i < sh.sh_size / sh.sh_entsize; ++i) {
+    // As many entries as the data holds (not as a hostile sh_entsize says).
+    const size_t size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+    const size_t count = syms == nullptr || size == 0 ? 0 : syms->d_size / size;
+    for (size_t i = 0; i < count && i <= size_t(INT32_MAX); ++i) {
       GElf_Sym sym;
-      if (gelf_getsym(syms, int(i), &sym) == nullptr || sym.st_shndx == SHN_UNDEF) continue;
+      if (gelf_getsym(syms, int(i), &sym) == nullptr) break;
+      if (sym.st_shndx == SHN_UNDEF) continue;
       const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
       if (name != nullptr && !fn(sym, name)) return;
     }

@@ -14,7 +14,8 @@ Assembly: work_c (burn_units inlined in it) disassembled as objdump -d
 does, instruction by instruction, its samples all on its instructions and
 adding up to what report --inlines off counts for it; thread_c's samples
 on its call to work_c; a file with another build ID under the capture's
-path is refused, saying so."""
+path is refused, saying so; libc's internal _int_free (its symbols in
+libc6-dbg's debug file) alike against objdump."""
 import re
 import shutil
 
@@ -104,6 +105,25 @@ m = report(cap, "--asm", "work_c", "--source-root", root, "--trim-path",
 check("is not the file recorded: its build ID is" in m.get("unreadable", "") and
       "ranges" not in m and m["addresses"],
       "a file with another build ID is not disassembled: %r" % m.get("unreadable"))
+
+# A stripped library (Debian's libc.so.6, exports only in .dynsym): its
+# internal _int_free is found in libc6-dbg's debug file by build ID.
+cap_alloc = os.path.join(d, "alloc.mscap")
+record(cap_alloc, [fixture("alloc"), "30000000"])
+m = report(cap_alloc, "--asm", "_int_free")["assembly"]["modules"][0]
+check(m["path"].endswith("/libc.so.6") and [r["symbol"] for r in m.get("ranges", [])] == ["_int_free"],
+      "_int_free's code is read with the debug file's symbols: %s %r" %
+      (m["path"], m.get("unreadable")))
+r = m["ranges"][0]
+dump = run(["objdump", "-d", "--start-address=%#x" % r["start"],
+            "--stop-address=%#x" % (r["start"] + r["size"]), m["path"]]).stdout
+want = [int(l.split(":")[0], 16) for l in dump.split("\n")
+        if re.match(r"^\s+[0-9a-f]+:\t[0-9a-f]{2} .*\t\S", l)]
+check([i["address"] for i in r["instructions"]] == want and want,
+      "its instructions start where objdump's do (%d)" % len(want))
+off = functions(report(cap_alloc, "--inlines", "off"))["_int_free"]
+check(sum(i["self"]["samples"] for i in r["instructions"] if "self" in i) == off[0] and
+      m["outside"]["samples"] == 0, "its instructions' self samples are _int_free's own (%d)" % off[0])
 
 # Python, walked by BPF: the lines of a script of our own.
 script = os.path.join(d, "hot.py")
