@@ -21,13 +21,8 @@ struct AddressCost {
 
 std::optional<ReportAssembly> BuildAssembly(const capture::Capture& c, const SampleFilter& filter,
                                             const std::string& function, uint64_t all) {
-  std::vector<bool> named(c.functions.size());
-  bool any = false;
-  for (size_t f = 0; f < c.functions.size(); ++f) {
-    named[f] = c.str(c.functions[f].name) == function;
-    any = any || named[f];
-  }
-  if (!any) return std::nullopt;
+  const std::vector<bool> named = FunctionsNamed(c, function);
+  if (named.empty()) return std::nullopt;
   Cost no_stack;
   std::vector<Cost> per_stack = CostPerStack(c, filter, &no_stack);
   // (module, file offset) -> costs.

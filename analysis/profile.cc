@@ -645,4 +645,15 @@ std::vector<KeyId> PathOf(const CallTree& tree, uint32_t node) {
   return path;
 }
 
+std::vector<bool> FunctionsNamed(const capture::Capture& c, const std::string& name) {
+  std::vector<bool> named(c.functions.size());
+  bool any = false;
+  for (size_t f = 0; f < c.functions.size(); ++f) {
+    named[f] = c.str(c.functions[f].name) == name;
+    any = any || named[f];
+  }
+  if (!any) named.clear();
+  return named;
+}
+
 }  // namespace microscope::analysis

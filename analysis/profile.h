@@ -184,6 +184,10 @@ Result<std::optional<capture::Capture>> AsShown(const capture::Capture& capture,
 std::vector<Cost> CostPerStack(const capture::Capture& capture, const SampleFilter& filter,
                                Cost* no_stack, Cancel cancel = {});
 
+// Which of the capture's functions are named `name` (one per module that
+// has it), by FunctionId; empty when none is.
+std::vector<bool> FunctionsNamed(const capture::Capture& capture, const std::string& name);
+
 Flat ComputeFlat(const capture::Capture& capture, const FunctionKeys& keys,
                  const SampleFilter& filter = {}, Cancel cancel = {});
 CallTree ComputeTree(const capture::Capture& capture, const FunctionKeys& keys,

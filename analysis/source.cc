@@ -22,14 +22,8 @@ std::optional<ReportSource> BuildSource(const capture::Capture& c, const SampleF
                                         const std::string& function, uint64_t all) {
   ReportSource out;
   out.function = function;
-  // Which functions bear the name (one per module that has it).
-  std::vector<bool> named(c.functions.size());
-  bool any = false;
-  for (size_t f = 0; f < c.functions.size(); ++f) {
-    named[f] = c.str(c.functions[f].name) == function;
-    any = any || named[f];
-  }
-  if (!any) return std::nullopt;
+  const std::vector<bool> named = FunctionsNamed(c, function);
+  if (named.empty()) return std::nullopt;
   Cost no_stack;
   std::vector<Cost> per_stack = CostPerStack(c, filter, &no_stack);
   // (file, line) -> costs; line 0: frames without a line.
