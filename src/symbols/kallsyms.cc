@@ -1,29 +1,55 @@
 #include "src/symbols/kallsyms.h"
 
 #include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "base/scoped_fd.h"
 
 namespace microscope::symbols {
 
-Result<SymbolTable> ParseKallsyms(const std::string& text) {
+namespace {
+
+// The hexadecimal number at the start of `s`, or false.
+bool ParseHex(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 16) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+    if (d < 0) return false;
+    v = v << 4 | uint64_t(d);
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+Result<SymbolTable> ParseKallsyms(std::string_view text) {
   SymbolTable table;
-  std::istringstream in(text);
-  std::string line;
   size_t nonzero = 0;
-  while (std::getline(in, line)) {
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
     // "ffffffff81000000 T _stext" optionally followed by "\t[module]".
-    size_t sp1 = line.find(' ');
-    if (sp1 == std::string::npos || sp1 + 3 > line.size()) continue;
-    char type = line[sp1 + 1];
+    const size_t sp1 = line.find(' ');
+    if (sp1 == std::string_view::npos || sp1 + 3 > line.size()) continue;
+    const char type = line[sp1 + 1];
     if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
-    uint64_t addr = std::strtoull(line.substr(0, sp1).c_str(), nullptr, 16);
-    std::string name = line.substr(sp1 + 3);
-    size_t tab = name.find('\t');
-    if (tab != std::string::npos) name.resize(tab);
-    if (addr == 0) continue;
+    uint64_t addr = 0;
+    if (!ParseHex(line.substr(0, sp1), &addr) || addr == 0) continue;
+    std::string_view name = line.substr(sp1 + 3);
+    name = name.substr(0, name.find('\t'));
     ++nonzero;
     table.Add(addr, 0, name);
   }
@@ -35,11 +61,20 @@ Result<SymbolTable> ParseKallsyms(const std::string& text) {
 }
 
 Result<SymbolTable> LoadKallsyms(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::Error("cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto table = ParseKallsyms(ss.str());
+  // In large reads (the kernel formats a few pages per read whatever the
+  // size asked; a stream's 8 KiB reads took some 2,700 system calls).
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Status::Error("cannot open " + path + ": " + strerror(errno));
+  std::string text;
+  std::vector<char> chunk(1 << 20);
+  for (;;) {
+    const ssize_t n = read(fd.get(), chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Error("cannot read " + path + ": " + strerror(errno));
+    if (n == 0) break;
+    text.append(chunk.data(), size_t(n));
+  }
+  auto table = ParseKallsyms(text);
   if (!table.ok()) return table.status().WithContext(path);
   return table;
 }

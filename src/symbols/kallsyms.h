@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -13,7 +14,7 @@ namespace microscope::symbols {
 
 // Parses kallsyms text ("ADDR TYPE NAME [MODULE]" lines). Addresses of zero
 // (hidden by kptr_restrict) make it an error: the table would name nothing.
-Result<SymbolTable> ParseKallsyms(const std::string& text);
+Result<SymbolTable> ParseKallsyms(std::string_view text);
 Result<SymbolTable> LoadKallsyms(const std::string& path = "/proc/kallsyms");
 
 // This boot's ID (/proc/sys/kernel/random/boot_id), or empty. Kernel

@@ -107,6 +107,24 @@ TEST_CASE("Kallsyms: parses functions, ignores data, refuses hidden addresses") 
   REQUIRE(t.ok());
   CHECK(t->Lookup(0xffffffff81000150) == "helper");
   CHECK(t->Lookup(0xffffffffc0000010) == "mod_fn");
+  // Lines it cannot read are skipped; the last line needs no newline.
+  auto odd = ParseKallsyms(
+      "ffffffff81000000 T _stext\n"
+      "zzzz T not_hex\n"
+      "ffffffff81000080\n"
+      "ffffffff810000FF W Upper_hex\n"
+      "ffffffff81000200 T last");
+  REQUIRE(odd.ok());
+  CHECK(odd->Lookup(0xffffffff81000100) == "Upper_hex");
+  CHECK(odd->Lookup(0xffffffff81000210) == "last");
+  CHECK(odd->size() == 3);
+  // This host's own, read in large reads: a table of its functions.
+  auto host = LoadKallsyms();
+  if (host.ok()) {
+    CHECK(host->size() > 1000);
+  } else {
+    MESSAGE("/proc/kallsyms: " << host.status().message());
+  }
   auto hidden = ParseKallsyms("0000000000000000 T _stext\n0000000000000000 t helper\n");
   REQUIRE_FALSE(hidden.ok());
   CHECK(hidden.status().message().find("kptr_restrict") != std::string::npos);
