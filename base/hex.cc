@@ -17,6 +17,21 @@ std::string HexAddress(uint64_t value) {
   return std::string(p, buf + sizeof(buf));
 }
 
+bool ParseHex(std::string_view text, uint64_t* out) {
+  if (text.empty() || text.size() > 16) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+    if (d < 0) return false;
+    v = v << 4 | uint64_t(d);
+  }
+  *out = v;
+  return true;
+}
+
 std::string HexBytes(std::span<const uint8_t> bytes) {
   std::string out;
   out.reserve(bytes.size() * 2);

@@ -145,13 +145,8 @@ class Names {
 std::string TargetOf(const cs_insn& insn, const std::vector<Symbol>& symbols, Names* names) {
   std::string_view op = insn.op_str;
   if (op.starts_with("#")) op.remove_prefix(1);
-  if (!op.starts_with("0x") || op.size() > 18 || op.size() < 3) return "";
   uint64_t target = 0;
-  for (char ch : op.substr(2)) {
-    int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-    if (v < 0) return "";
-    target = target << 4 | uint64_t(v);
-  }
+  if (!op.starts_with("0x") || !ParseHex(op.substr(2), &target)) return "";
   const Symbol* s = Holding(symbols, target);
   if (s == nullptr) return "";
   const std::string& name = names->Of(*s);

@@ -10,29 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/hex.h"
 #include "base/scoped_fd.h"
 
 namespace microscope::symbols {
-
-namespace {
-
-// The hexadecimal number at the start of `s`, or false.
-bool ParseHex(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 16) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    const int d = c >= '0' && c <= '9'   ? c - '0'
-                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                         : -1;
-    if (d < 0) return false;
-    v = v << 4 | uint64_t(d);
-  }
-  *out = v;
-  return true;
-}
-
-}  // namespace
 
 Result<SymbolTable> ParseKallsyms(std::string_view text) {
   SymbolTable table;

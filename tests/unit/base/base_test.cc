@@ -61,6 +61,12 @@ TEST_CASE("Hex: addresses with 0x, bytes as pairs") {
   CHECK(HexAddress(0) == "0x0");
   CHECK(HexAddress(0x1f40) == "0x1f40");
   CHECK(HexAddress(~0ull) == "0xffffffffffffffff");
+  uint64_t v = 0;
+  CHECK((ParseHex("1f40", &v) && v == 0x1f40));
+  CHECK((ParseHex("FFFFffffFFFFffff", &v) && v == ~0ull));
+  CHECK_FALSE(ParseHex("", &v));
+  CHECK_FALSE(ParseHex("0x10", &v));
+  CHECK_FALSE(ParseHex("10000000000000000", &v));  // 17 digits
   const uint8_t id[] = {0x00, 0x9c, 0xff};
   CHECK(HexBytes(id) == "009cff");
   CHECK(HexBytes({}) == "");
