@@ -329,4 +329,9 @@ void ReadAssemblyText(analysis::ReportAssembly* assembly, const SourceOpener& op
   }
 }
 
+void ReadViewFiles(analysis::ReportModel* model, const SourceOpener& open) {
+  if (model->source) ReadSourceText(&*model->source, open);
+  if (model->assembly) ReadAssemblyText(&*model->assembly, open);
+}
+
 }  // namespace microscope::formats

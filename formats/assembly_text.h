@@ -34,4 +34,9 @@ inline constexpr size_t kMaxSymbolName = 4096;
 // through `open`.
 void ReadAssemblyText(analysis::ReportAssembly* assembly, const SourceOpener& open);
 
+// What a report's views show from files of the host showing it: the source
+// view's lines and the assembly view's code, each when the report has it
+// (report and serve alike, so that their JSON agrees).
+void ReadViewFiles(analysis::ReportModel* model, const SourceOpener& open);
+
 }  // namespace microscope::formats

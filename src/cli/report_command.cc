@@ -85,11 +85,7 @@ int RunReport(ReportOptions& o) {
     PrintError(model.status().message());
     return 1;
   }
-  const formats::SourceOpener open = [&](const std::string& path) {
-    return sources->OpenFile(path);
-  };
-  if (model->source) formats::ReadSourceText(&*model->source, open);
-  if (model->assembly) formats::ReadAssemblyText(&*model->assembly, open);
+  formats::ReadViewFiles(&*model, [&](const std::string& path) { return sources->OpenFile(path); });
   if (o.json) {
     formats::WriteReportJson(stdout, *model);
   } else {

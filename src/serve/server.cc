@@ -28,7 +28,6 @@
 #include "formats/assembly_text.h"
 #include "formats/convert.h"
 #include "formats/report_json.h"
-#include "formats/source_text.h"
 #include "src/serve/broker.h"
 #include "src/serve/guarded_http.h"
 #include "src/serve/http_answers.h"
@@ -417,11 +416,8 @@ struct Server::State {
     Result<analysis::ReportModel> model = analysis::BuildReport(**capture, q, other.get());
     if (!model.ok() && model.status().code() == StatusCode::kCancelled) return {503, ""};
     if (!model.ok()) return {422, ErrorJson(model.status().message())};
-    const formats::SourceOpener open = [this](const std::string& path) {
-      return broker->OpenSource(path);
-    };
-    if (model->source) formats::ReadSourceText(&*model->source, open);
-    if (model->assembly) formats::ReadAssemblyText(&*model->assembly, open);
+    formats::ReadViewFiles(&*model,
+                           [this](const std::string& path) { return broker->OpenSource(path); });
     std::string json = formats::ReportJson(*model, /*indent=*/false, /*drawn_only=*/true);
     if (json.size() > kMaxAnswerBytes) {
       return {422, ErrorJson("the answer would be " + std::to_string(json.size() >> 20) +
